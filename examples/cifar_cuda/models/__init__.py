@@ -1,0 +1,2 @@
+from .resnet import ResNet18
+from .layers import *

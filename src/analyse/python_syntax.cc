@@ -1,0 +1,198 @@
+#include "analyse/python_syntax.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace portkit::analyse {
+
+PySyntax::PySyntax() : language_(tree_sitter_python()) {
+  static constexpr std::pair<const char*, NodeKind> kNames[] = {
+      {"module", NodeKind::kModule}, {"block", NodeKind::kBlock},
+      {"expression_statement", NodeKind::kExpressionStatement},
+      {"import_statement", NodeKind::kImportStatement},
+      {"import_from_statement", NodeKind::kImportFromStatement},
+      {"future_import_statement", NodeKind::kFutureImportStatement},
+      {"aliased_import", NodeKind::kAliasedImport}, {"dotted_name", NodeKind::kDottedName},
+      {"relative_import", NodeKind::kRelativeImport}, {"import_prefix", NodeKind::kImportPrefix},
+      {"wildcard_import", NodeKind::kWildcardImport},
+      {"function_definition", NodeKind::kFunctionDefinition},
+      {"class_definition", NodeKind::kClassDefinition},
+      {"decorated_definition", NodeKind::kDecoratedDefinition},
+      {"decorator", NodeKind::kDecorator}, {"assignment", NodeKind::kAssignment},
+      {"augmented_assignment", NodeKind::kAugmentedAssignment}, {"call", NodeKind::kCall},
+      {"attribute", NodeKind::kAttribute}, {"identifier", NodeKind::kIdentifier},
+      {"subscript", NodeKind::kSubscript}, {"string", NodeKind::kString},
+      {"concatenated_string", NodeKind::kConcatenatedString},
+      {"string_content", NodeKind::kStringContent}, {"argument_list", NodeKind::kArgumentList},
+      {"keyword_argument", NodeKind::kKeywordArgument},
+      {"generator_expression", NodeKind::kGeneratorExpression},
+      {"for_statement", NodeKind::kForStatement}, {"with_statement", NodeKind::kWithStatement},
+      {"with_clause", NodeKind::kWithClause}, {"with_item", NodeKind::kWithItem},
+      {"as_pattern", NodeKind::kAsPattern}, {"as_pattern_target", NodeKind::kAsPatternTarget},
+      {"if_statement", NodeKind::kIfStatement}, {"while_statement", NodeKind::kWhileStatement},
+      {"try_statement", NodeKind::kTryStatement}, {"except_clause", NodeKind::kExceptClause},
+      {"global_statement", NodeKind::kGlobalStatement},
+      {"nonlocal_statement", NodeKind::kNonlocalStatement}, {"lambda", NodeKind::kLambda},
+      {"parameters", NodeKind::kParameters}, {"lambda_parameters", NodeKind::kLambdaParameters},
+      {"typed_parameter", NodeKind::kTypedParameter},
+      {"default_parameter", NodeKind::kDefaultParameter},
+      {"typed_default_parameter", NodeKind::kTypedDefaultParameter},
+      {"list_splat_pattern", NodeKind::kListSplatPattern},
+      {"dictionary_splat_pattern", NodeKind::kDictionarySplatPattern},
+      {"binary_operator", NodeKind::kBinaryOperator}, {"unary_operator", NodeKind::kUnaryOperator},
+      {"parenthesized_expression", NodeKind::kParenthesizedExpression},
+      {"named_expression", NodeKind::kNamedExpression}, {"type", NodeKind::kType},
+      {"pattern_list", NodeKind::kPatternList}, {"tuple_pattern", NodeKind::kTuplePattern},
+      {"list_pattern", NodeKind::kListPattern}, {"tuple", NodeKind::kTuple},
+      {"list", NodeKind::kList}, {"expression_list", NodeKind::kExpressionList},
+      {"list_comprehension", NodeKind::kListComprehension},
+      {"set_comprehension", NodeKind::kSetComprehension},
+      {"dictionary_comprehension", NodeKind::kDictionaryComprehension},
+      {"for_in_clause", NodeKind::kForInClause},
+      {"conditional_expression", NodeKind::kConditionalExpression},
+      {"comment", NodeKind::kComment}, {"list_splat", NodeKind::kListSplat},
+      {"dictionary_splat", NodeKind::kDictionarySplat},
+      {"return_statement", NodeKind::kReturnStatement}, {"integer", NodeKind::kInteger},
+      {"float", NodeKind::kFloat}, {"true", NodeKind::kTrue}, {"false", NodeKind::kFalse},
+      {"none", NodeKind::kNone}, {"dictionary", NodeKind::kDictionary}, {"set", NodeKind::kSet},
+      {"await", NodeKind::kAwait}, {"boolean_operator", NodeKind::kBooleanOperator},
+      {"comparison_operator", NodeKind::kComparisonOperator},
+      {"not_operator", NodeKind::kNotOperator}, {"else_clause", NodeKind::kElseClause},
+      {"elif_clause", NodeKind::kElifClause}, {"finally_clause", NodeKind::kFinallyClause},
+  };
+  std::unordered_map<std::string, NodeKind> by_name;
+  for (const auto& [name, kind] : kNames) by_name.emplace(name, kind);
+  uint32_t count = ts_language_symbol_count(language_);
+  kinds_.assign(count, NodeKind::kOther);
+  for (uint32_t s = 0; s < count; ++s) {
+    if (ts_language_symbol_type(language_, static_cast<TSSymbol>(s)) != TSSymbolTypeRegular)
+      continue;
+    auto it = by_name.find(ts_language_symbol_name(language_, static_cast<TSSymbol>(s)));
+    if (it != by_name.end()) kinds_[s] = it->second;
+  }
+  auto field = [&](const char* name) {
+    return ts_language_field_id_for_name(language_, name, static_cast<uint32_t>(std::strlen(name)));
+  };
+  f_name = field("name");
+  f_alias = field("alias");
+  f_module_name = field("module_name");
+  f_function = field("function");
+  f_arguments = field("arguments");
+  f_object = field("object");
+  f_attribute = field("attribute");
+  f_left = field("left");
+  f_right = field("right");
+  f_value = field("value");
+  f_type = field("type");
+  f_body = field("body");
+  f_parameters = field("parameters");
+  f_superclasses = field("superclasses");
+  f_definition = field("definition");
+  f_subscript = field("subscript");
+  f_argument = field("argument");
+  f_alternative = field("alternative");
+  f_condition = field("condition");
+  f_consequence = field("consequence");
+  f_return_type = field("return_type");
+}
+
+ParsedSource::ParsedSource(ParsedSource&& o) noexcept
+    : source(std::move(o.source)),
+      tree(o.tree),
+      error_line(o.error_line),
+      error_col(o.error_col),
+      error_what(std::move(o.error_what)) {
+  o.tree = nullptr;
+}
+
+ParsedSource& ParsedSource::operator=(ParsedSource&& o) noexcept {
+  if (this != &o) {
+    if (tree) ts_tree_delete(tree);
+    source = std::move(o.source);
+    tree = o.tree;
+    o.tree = nullptr;
+    error_line = o.error_line;
+    error_col = o.error_col;
+    error_what = std::move(o.error_what);
+  }
+  return *this;
+}
+
+ParsedSource::~ParsedSource() {
+  if (tree) ts_tree_delete(tree);
+}
+
+PythonParser::PythonParser() : parser_(ts_parser_new()) {
+  ts_parser_set_language(parser_, tree_sitter_python());
+}
+
+PythonParser::~PythonParser() { ts_parser_delete(parser_); }
+
+namespace {
+
+// Depth-first search for the first ERROR or MISSING node, visiting only subtrees that contain one.
+bool FindFirstError(TSNode n, TSNode* out) {
+  if (ts_node_is_missing(n) || ts_node_symbol(n) == static_cast<TSSymbol>(-1) ||
+      std::strcmp(ts_node_type(n), "ERROR") == 0) {
+    *out = n;
+    return true;
+  }
+  if (!ts_node_has_error(n)) return false;
+  uint32_t count = ts_node_child_count(n);
+  for (uint32_t i = 0; i < count; ++i)
+    if (FindFirstError(ts_node_child(n, i), out)) return true;
+  return false;
+}
+
+}  // namespace
+
+ParsedSource PythonParser::Parse(std::string source) {
+  ParsedSource out;
+  out.source = std::move(source);
+  out.tree = ts_parser_parse_string(parser_, nullptr, out.source.data(),
+                                    static_cast<uint32_t>(out.source.size()));
+  if (!out.tree) {
+    ts_parser_reset(parser_);
+    return out;
+  }
+  TSNode root = ts_tree_root_node(out.tree);
+  if (ts_node_has_error(root)) {
+    TSNode err = root;
+    if (FindFirstError(root, &err)) {
+      TSPoint p = ts_node_start_point(err);
+      out.error_line = p.row + 1;
+      out.error_col = p.column + 1;
+      if (ts_node_is_missing(err)) {
+        out.error_what = std::string("missing '") + ts_node_type(err) + "'";
+      } else {
+        std::string_view text = NodeText(err, out.source);
+        size_t nl = text.find('\n');
+        if (nl != std::string_view::npos) text = text.substr(0, nl);
+        if (text.size() > 40) text = text.substr(0, 40);
+        out.error_what = "invalid syntax near '" + std::string(text) + "'";
+      }
+    }
+  }
+  return out;
+}
+
+bool StringLiteralValue(const PySyntax& syn, TSNode n, std::string_view src, std::string* out) {
+  if (syn.Kind(n) != NodeKind::kString) return false;
+  std::string value;
+  uint32_t count = ts_node_named_child_count(n);
+  for (uint32_t i = 0; i < count; ++i) {
+    TSNode c = ts_node_named_child(n, i);
+    std::string_view type = ts_node_type(c);
+    if (type == "string_content") {
+      value.append(NodeText(c, src));
+    } else if (type == "interpolation") {
+      return false;
+    } else if (type == "escape_sequence") {
+      value.append(NodeText(c, src));
+    }
+  }
+  *out = std::move(value);
+  return true;
+}
+
+}  // namespace portkit::analyse

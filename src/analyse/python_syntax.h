@@ -1,0 +1,102 @@
+#pragma once
+/// The tree-sitter Python front end: parsing, and a dense table from grammar symbols to the node
+/// kinds the analyser handles, so the walkers dispatch with one array lookup per node.
+#include <tree_sitter/api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+extern "C" const TSLanguage* tree_sitter_python();
+
+namespace portkit::analyse {
+
+enum class NodeKind : uint8_t {
+  kOther = 0,
+  kModule, kBlock, kExpressionStatement, kImportStatement, kImportFromStatement,
+  kFutureImportStatement, kAliasedImport, kDottedName, kRelativeImport, kImportPrefix,
+  kWildcardImport, kFunctionDefinition, kClassDefinition, kDecoratedDefinition, kDecorator,
+  kAssignment, kAugmentedAssignment, kCall, kAttribute, kIdentifier, kSubscript, kString,
+  kConcatenatedString, kStringContent, kArgumentList, kKeywordArgument, kGeneratorExpression,
+  kForStatement, kWithStatement, kWithClause, kWithItem, kAsPattern, kAsPatternTarget,
+  kIfStatement, kWhileStatement, kTryStatement, kExceptClause, kGlobalStatement,
+  kNonlocalStatement, kLambda, kParameters, kLambdaParameters, kTypedParameter,
+  kDefaultParameter, kTypedDefaultParameter, kListSplatPattern, kDictionarySplatPattern,
+  kBinaryOperator, kUnaryOperator, kParenthesizedExpression, kNamedExpression, kType,
+  kPatternList, kTuplePattern, kListPattern, kTuple, kList, kExpressionList,
+  kListComprehension, kSetComprehension, kDictionaryComprehension, kForInClause,
+  kConditionalExpression, kComment, kListSplat, kDictionarySplat, kReturnStatement,
+  kInteger, kFloat, kTrue, kFalse, kNone, kDictionary, kSet, kAwait, kBooleanOperator,
+  kComparisonOperator, kNotOperator, kElseClause, kElifClause, kFinallyClause,
+  kCount
+};
+
+/// Symbol and field tables of the Python grammar; built once, shared read-only across threads.
+class PySyntax {
+ public:
+  PySyntax();
+  NodeKind Kind(TSNode n) const {
+    TSSymbol s = ts_node_symbol(n);
+    return s < kinds_.size() ? kinds_[s] : NodeKind::kOther;
+  }
+  const TSLanguage* language() const { return language_; }
+
+  TSFieldId f_name, f_alias, f_module_name, f_function, f_arguments, f_object, f_attribute,
+      f_left, f_right, f_value, f_type, f_body, f_parameters, f_superclasses, f_definition,
+      f_subscript, f_argument, f_alternative, f_condition, f_consequence, f_return_type;
+
+ private:
+  const TSLanguage* language_;
+  std::vector<NodeKind> kinds_;
+};
+
+/// A parsed file: owns the source bytes and the tree.
+struct ParsedSource {
+  std::string source;
+  TSTree* tree = nullptr;
+  /// 1-based location of the first syntax error (ERROR or MISSING node), 0 when none.
+  uint32_t error_line = 0, error_col = 0;
+  std::string error_what;
+
+  ParsedSource() = default;
+  ParsedSource(ParsedSource&& o) noexcept;
+  ParsedSource& operator=(ParsedSource&& o) noexcept;
+  ParsedSource(const ParsedSource&) = delete;
+  ~ParsedSource();
+  TSNode root() const { return ts_tree_root_node(tree); }
+  bool has_error() const { return error_line != 0; }
+};
+
+/// One parser per thread (TSParser is not thread-safe).
+class PythonParser {
+ public:
+  PythonParser();
+  ~PythonParser();
+  PythonParser(const PythonParser&) = delete;
+  PythonParser& operator=(const PythonParser&) = delete;
+  /// Parses `source` (UTF-8). Never fails on bad syntax: the tree then holds ERROR nodes and the
+  /// first one is recorded. Returns a tree-less result only if tree-sitter gives up (timeout).
+  ParsedSource Parse(std::string source);
+
+ private:
+  TSParser* parser_;
+};
+
+inline std::string_view NodeText(TSNode n, std::string_view src) {
+  uint32_t b = ts_node_start_byte(n), e = ts_node_end_byte(n);
+  if (e > src.size() || b > e) return {};
+  return src.substr(b, e - b);
+}
+inline uint32_t StartLine(TSNode n) { return ts_node_start_point(n).row + 1; }
+inline uint32_t EndLine(TSNode n) { return ts_node_end_point(n).row + 1; }
+/// 1-based column in bytes.
+inline uint32_t StartCol(TSNode n) { return ts_node_start_point(n).column + 1; }
+inline uint32_t EndCol(TSNode n) { return ts_node_end_point(n).column + 1; }
+
+/// The string value of a simple string literal (no interpolation), without quotes/prefix.
+/// Returns false for f-strings with interpolations or anything that is not a plain string.
+bool StringLiteralValue(const PySyntax& syn, TSNode n, std::string_view src, std::string* out);
+
+}  // namespace portkit::analyse

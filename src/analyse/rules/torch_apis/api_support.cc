@@ -1,0 +1,59 @@
+// Rule: api_support
+// What it finds: calls of torch APIs (functions, classes, methods of typed receivers, decorators)
+//   that the target does not support for the chosen torch version (unsupported_api.csv), and
+//   torch.* calls that are in neither of the target's lists (unknown_api.csv). Non-call references
+//   (`torch.backends.cudnn.benchmark = True`) are reported only when listed as unsupported.
+// Why it matters: an unsupported API fails or falls back to the CPU on the target.
+// Example: `torch.cdist(a, b)` with `-v 2.1.0` on npu → unsupported.
+// Use instead: the note from the support list, or an equivalent supported API.
+#include "analyse/rules/torch_apis/rules.h"
+#include "analyse/target.h"
+
+namespace portkit::analyse {
+namespace {
+
+bool IsTorchName(const std::string& q) { return q.rfind("torch.", 0) == 0; }
+
+class ApiSupportRule : public Rule {
+ public:
+  std::string_view name() const override { return "api_support"; }
+
+  void OnCall(const CallEvent& ev, RuleContext& ctx) override {
+    if (ev.lookup.empty() || !IsTorchName(ev.lookup.front())) return;
+    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/true);
+  }
+
+  void OnAttribute(const AttributeEvent& ev, RuleContext& ctx) override {
+    if (!IsTorchName(ev.qname)) return;
+    Classify(ev.node, {ev.qname}, ctx, /*report_unknown=*/false);
+  }
+
+ private:
+  void Classify(TSNode node, const std::vector<std::string>& names, RuleContext& ctx,
+                bool report_unknown) {
+    const Target& t = ctx.target;
+    if (t.all_supported()) return;  // the cpu target: only CUDA-only code matters
+    for (const auto& q : names) {
+      if (const std::string* note = t.Unsupported(q)) {
+        std::string tip = note->empty()
+                              ? "This API is not supported on " + t.name() + " (torch " +
+                                    t.list_version() + ")."
+                              : *note;
+        ctx.Report(node, q, tip, Category::kUnsupported, Confidence::kHigh, name());
+        return;
+      }
+      if (t.Supported(q)) return;
+    }
+    if (!report_unknown || IsCudaApi(t, names.front())) return;  // CUDA APIs: cuda_specific
+    ctx.Report(node, names.front(),
+               "Not in the " + t.name() + " support lists for torch " + t.list_version() +
+                   "; check whether the target supports it.",
+               Category::kUnknown, Confidence::kMedium, name());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> MakeApiSupportRule() { return std::make_unique<ApiSupportRule>(); }
+
+}  // namespace portkit::analyse

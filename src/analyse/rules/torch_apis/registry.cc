@@ -1,0 +1,33 @@
+#include "analyse/rules/torch_apis/rules.h"
+
+#include "analyse/target.h"
+
+namespace portkit::analyse {
+
+std::vector<std::unique_ptr<Rule>> MakeTorchApiRules() {
+  std::vector<std::unique_ptr<Rule>> rules;
+  rules.push_back(MakeApiSupportRule());
+  rules.push_back(MakeUnknownReceiverRule());
+  rules.push_back(MakeCudaSpecificRule());
+  rules.push_back(MakeCustomCudaOpRule());
+  rules.push_back(MakePrecisionAdviceRule());
+  rules.push_back(MakePerformanceAdviceRule());
+  return rules;
+}
+
+std::vector<std::unique_ptr<ProjectRule>> MakeTorchApiProjectRules() {
+  std::vector<std::unique_ptr<ProjectRule>> rules;
+  rules.push_back(MakeGlobalAdviceRule());
+  return rules;
+}
+
+bool IsCudaApi(const Target& target, const std::string& qname) {
+  for (const auto& prefix : target.cuda().api_prefixes) {
+    if (qname.size() >= prefix.size() && qname.compare(0, prefix.size(), prefix) == 0 &&
+        (qname.size() == prefix.size() || qname[prefix.size()] == '.'))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace portkit::analyse

@@ -1,0 +1,26 @@
+#pragma once
+/// The torch_apis rule family. Each rule lives in its own file; adding one is one line in
+/// registry.cc.
+#include <memory>
+#include <vector>
+
+#include "analyse/rule.h"
+
+namespace portkit::analyse {
+
+std::unique_ptr<Rule> MakeApiSupportRule();
+std::unique_ptr<Rule> MakeUnknownReceiverRule();
+std::unique_ptr<Rule> MakeCudaSpecificRule();
+std::unique_ptr<Rule> MakeCustomCudaOpRule();
+std::unique_ptr<Rule> MakePrecisionAdviceRule();
+std::unique_ptr<Rule> MakePerformanceAdviceRule();
+std::unique_ptr<ProjectRule> MakeGlobalAdviceRule();
+
+/// Every per-file rule of the family, in report order.
+std::vector<std::unique_ptr<Rule>> MakeTorchApiRules();
+std::vector<std::unique_ptr<ProjectRule>> MakeTorchApiProjectRules();
+
+/// True for names under a CUDA-only prefix of the target (torch.cuda, torch.backends.cudnn...).
+bool IsCudaApi(const Target& target, const std::string& qname);
+
+}  // namespace portkit::analyse

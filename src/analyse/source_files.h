@@ -1,0 +1,50 @@
+#pragma once
+/// Finding the files of a project: Python sources (with their module names) and C++/CUDA
+/// sources, following folder symlinks without looping; unreadable, binary, non-UTF-8, empty and
+/// oversized files are reported, never fatal.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace portkit::analyse {
+
+struct SourceFile {
+  std::filesystem::path path;
+  std::string display;  ///< "<basename>/<relative path>" as shown in reports
+  std::string module;   ///< canonical module name ("pkg.sub.mod")
+  std::vector<std::string> aliases;  ///< other names the module is importable as
+  bool is_package = false;
+};
+
+struct FileProblem {
+  std::string file;
+  uint32_t line = 0, col = 0;
+  std::string kind;     ///< "skipped", "syntax_error", "symlink_loop", ...
+  std::string message;
+};
+
+struct FileStats {
+  size_t python_analysed = 0, cpp_scanned = 0, syntax_errors = 0, skipped = 0;
+};
+
+struct SourceSet {
+  std::vector<SourceFile> python;
+  std::vector<SourceFile> cpp;
+  std::vector<FileProblem> problems;
+};
+
+/// Walks `root` (sorted, deterministic). `display_prefix` is prepended to relative paths;
+/// folders in `exclude` (e.g. the results folder) and hidden folders are not entered.
+SourceSet DiscoverSources(const std::filesystem::path& root, const std::string& display_prefix,
+                          const std::vector<std::filesystem::path>& exclude, size_t max_bytes);
+
+/// Reads a Python file and checks it is text we can analyse: not binary, valid UTF-8, not larger
+/// than `max_bytes` (an empty file is returned as empty text). The error says which and names the file.
+Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes);
+
+/// Position (1-based line, column) of the first invalid UTF-8 byte, or line 0 when valid.
+std::pair<uint32_t, uint32_t> FirstInvalidUtf8(std::string_view s);
+
+}  // namespace portkit::analyse

@@ -1,0 +1,232 @@
+#include "analyse/target.h"
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "core/atomic_file.h"
+
+namespace portkit::analyse {
+namespace fs = std::filesystem;
+
+Status ReadTsv(const fs::path& path, std::unordered_map<std::string, std::string>* out) {
+  auto text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  std::string_view s = *text;
+  size_t line_no = 0;
+  while (!s.empty()) {
+    size_t nl = s.find('\n');
+    std::string_view line = s.substr(0, nl);
+    s = nl == std::string_view::npos ? std::string_view{} : s.substr(nl + 1);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line.front() == '#') continue;
+    size_t tab = line.find('\t');
+    if (tab == 0)
+      return ParseError(path.string() + ":" + std::to_string(line_no) + ":1: empty name");
+    std::string key(line.substr(0, tab));
+    std::string value = tab == std::string_view::npos ? "" : std::string(line.substr(tab + 1));
+    (*out)[std::move(key)] = std::move(value);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status JsonError(const fs::path& path, const char* what) {
+  return ParseError(path.string() + ": " + what);
+}
+
+Expected<std::vector<std::string>> StringArray(simdjson::ondemand::value v) {
+  std::vector<std::string> out;
+  simdjson::ondemand::array arr;
+  if (v.get_array().get(arr)) return ParseError("expected an array of strings");
+  for (auto item : arr) {
+    std::string_view s;
+    if (item.get_string().get(s)) return ParseError("expected a string");
+    out.emplace_back(s);
+  }
+  return out;
+}
+
+double VersionNumber(const std::string& v) {
+  int major = 0, minor = 0;
+  std::sscanf(v.c_str(), "%d.%d", &major, &minor);
+  return major * 1000.0 + minor;
+}
+
+Status LoadAdvice(const fs::path& path, Advice* advice) {
+  simdjson::padded_string json;
+  if (simdjson::padded_string::load(path.string()).get(json))
+    return IoError(path.string() + ": cannot read");
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(json).get(doc)) return JsonError(path, "not valid JSON");
+  simdjson::ondemand::object root;
+  if (doc.get_object().get(root)) return JsonError(path, "top level must be an object");
+  for (auto field : root) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return JsonError(path, "bad key");
+    simdjson::ondemand::array arr;
+    if (field.value().get_array().get(arr)) return JsonError(path, "each section must be an array");
+    for (auto item_result : arr) {
+      simdjson::ondemand::object item;
+      if (item_result.get_object().get(item)) return JsonError(path, "entries must be objects");
+      std::unordered_map<std::string, std::string> strings;
+      std::vector<size_t> positions;
+      std::vector<std::string> when_used;
+      bool method = false;
+      for (auto f : item) {
+        std::string_view k;
+        if (f.unescaped_key().get(k)) return JsonError(path, "bad key");
+        simdjson::ondemand::value v = f.value();
+        simdjson::ondemand::json_type type;
+        if (v.type().get(type)) return JsonError(path, "bad value");
+        if (type == simdjson::ondemand::json_type::string) {
+          std::string_view s;
+          if (v.get_string().get(s)) return JsonError(path, "bad string");
+          strings[std::string(k)] = std::string(s);
+        } else if (type == simdjson::ondemand::json_type::boolean) {
+          bool b = false;
+          if (v.get_bool().get(b)) return JsonError(path, "bad boolean");
+          if (k == "method") method = b;
+        } else if (type == simdjson::ondemand::json_type::array && k == "positions") {
+          simdjson::ondemand::array pa;
+          if (v.get_array().get(pa)) return JsonError(path, "bad positions");
+          for (auto p : pa) {
+            uint64_t u = 0;
+            if (p.get_uint64().get(u)) return JsonError(path, "positions must be integers");
+            positions.push_back(static_cast<size_t>(u));
+          }
+        } else if (type == simdjson::ondemand::json_type::array && k == "when_used") {
+          auto list = StringArray(v);
+          if (!list.ok()) return JsonError(path, "when_used must be strings");
+          when_used = *list;
+        }
+      }
+      if (key == "precision") {
+        advice->precision.emplace_back(strings["api"], strings["tip"]);
+      } else if (key == "performance") {
+        advice->performance.emplace_back(strings["api"], strings["tip"]);
+      } else if (key == "parameters") {
+        ParameterRule r;
+        r.api = strings["api"];
+        r.method = method;
+        r.parameter = strings["parameter"];
+        r.positions = positions;
+        r.has_expected = strings.count("expected") > 0;
+        r.expected = strings["expected"];
+        r.unexpected = strings["unexpected"];
+        r.default_value = strings["default"];
+        r.tip = strings["tip"];
+        advice->parameters.push_back(std::move(r));
+      } else if (key == "suggest_use") {
+        advice->suggest_use.push_back({strings["api"], when_used, strings["tip"]});
+      } else if (key == "global") {
+        advice->global.push_back({strings["key"], strings["kind"], strings["tip"]});
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
+  simdjson::padded_string json;
+  if (simdjson::padded_string::load(path.string()).get(json))
+    return IoError(path.string() + ": cannot read");
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  if (parser.iterate(json).get(doc)) return JsonError(path, "not valid JSON");
+  simdjson::ondemand::object root;
+  if (doc.get_object().get(root)) return JsonError(path, "top level must be an object");
+  for (auto field : root) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return JsonError(path, "bad key");
+    auto list = StringArray(field.value());
+    if (!list.ok()) return JsonError(path, "values must be arrays of strings");
+    if (key == "api_prefixes") cuda->api_prefixes = *list;
+    else if (key == "methods") cuda->methods = *list;
+    else if (key == "attributes") cuda->attributes = *list;
+    else if (key == "device_types") cuda->device_types = *list;
+    else if (key == "distributed_backends") cuda->distributed_backends = *list;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
+                              const std::string& version, std::string* warning) {
+  Target t;
+  t.name_ = name;
+  fs::path dir = data_dir / "targets" / name;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return NotFound("unknown target '" + name + "': no " + dir.string() +
+                    " (known targets are the folders of " + (data_dir / "targets").string() + ")");
+  }
+  // Versions: the folders torch-X.Y.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string f = entry.path().filename().string();
+    if (entry.is_directory() && f.rfind("torch-", 0) == 0) t.versions_.push_back(f.substr(6));
+  }
+  std::sort(t.versions_.begin(), t.versions_.end(),
+            [](const std::string& a, const std::string& b) { return VersionNumber(a) < VersionNumber(b); });
+  if (t.versions_.empty()) {
+    t.all_supported_ = true;
+  } else {
+    std::string chosen = t.versions_.back();
+    if (!version.empty()) {
+      int major = 0, minor = 0;
+      if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) < 1)
+        return InvalidArgument("-v/--version '" + version + "' is not a torch version like 2.1.0");
+      std::string wanted = std::to_string(major) + "." + std::to_string(minor);
+      double want = VersionNumber(wanted);
+      double best = 1e18;
+      for (const auto& v : t.versions_) {
+        double d = std::fabs(VersionNumber(v) - want);
+        if (d < best) best = d, chosen = v;
+      }
+      if (chosen != wanted && warning) {
+        *warning = "no " + name + " support list for torch " + version + "; using the nearest, torch " +
+                   chosen + " (lists: " ;
+        for (size_t i = 0; i < t.versions_.size(); ++i)
+          *warning += (i ? ", " : "") + t.versions_[i];
+        *warning += ")";
+      }
+    }
+    t.list_version_ = chosen;
+    fs::path vdir = dir / ("torch-" + chosen);
+    PORTKIT_RETURN_IF_ERROR(ReadTsv(vdir / "unsupported.tsv", &t.unsupported_));
+    PORTKIT_RETURN_IF_ERROR(ReadTsv(vdir / "supported.tsv", &t.supported_));
+  }
+  if (fs::exists(dir / "advice.json", ec)) PORTKIT_RETURN_IF_ERROR(LoadAdvice(dir / "advice.json", &t.advice_));
+  PORTKIT_RETURN_IF_ERROR(LoadCudaOnly(data_dir / "cuda" / "cuda_only.json", &t.cuda_));
+  if (fs::exists(data_dir / "cuda" / "npu_rewrites.tsv", ec))
+    PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "cuda" / "npu_rewrites.tsv", &t.rewrites_));
+  PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "python" / "torch_only_methods.tsv", &t.torch_methods_));
+  return t;
+}
+
+const std::string* Target::Unsupported(const std::string& q) const {
+  auto it = unsupported_.find(q);
+  return it == unsupported_.end() ? nullptr : &it->second;
+}
+
+const std::string* Target::Supported(const std::string& q) const {
+  auto it = supported_.find(q);
+  return it == supported_.end() ? nullptr : &it->second;
+}
+
+const std::string* Target::Rewrite(const std::string& q) const {
+  auto it = rewrites_.find(q);
+  return it == rewrites_.end() ? nullptr : &it->second;
+}
+
+const std::string* Target::TorchOnlyMethod(const std::string& m) const {
+  auto it = torch_methods_.find(m);
+  return it == torch_methods_.end() ? nullptr : &it->second;
+}
+
+}  // namespace portkit::analyse

@@ -1,0 +1,158 @@
+#include "analyse/value.h"
+
+#include <array>
+#include <cctype>
+
+namespace portkit::analyse {
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+std::string_view LastComponent(std::string_view q) {
+  size_t dot = q.rfind('.');
+  return dot == std::string_view::npos ? q : q.substr(dot + 1);
+}
+
+std::string_view Namespace(std::string_view q) {
+  size_t dot = q.rfind('.');
+  return dot == std::string_view::npos ? std::string_view{} : q.substr(0, dot);
+}
+
+template <size_t N>
+bool OneOf(std::string_view s, const std::array<std::string_view, N>& set) {
+  for (auto v : set)
+    if (v == s) return true;
+  return false;
+}
+
+constexpr std::array<std::string_view, 10> kTensorAttrs = {"T", "mT", "H", "mH", "data", "grad",
+                                                           "real", "imag", "weight", "bias"};
+constexpr std::array<std::string_view, 28> kTensorNonTensorMethods = {
+    "size", "dim", "item", "tolist", "numel", "nelement", "element_size", "data_ptr",
+    "stride", "storage", "untyped_storage", "get_device", "numpy", "backward", "is_contiguous",
+    "is_floating_point", "is_complex", "is_pinned", "is_shared", "is_set_to", "ndimension",
+    "storage_offset", "register_hook", "equal", "__len__", "__iter__", "type", "has_names"};
+constexpr std::array<std::string_view, 9> kSeqProducers = {
+    "chunk", "split", "unbind", "tensor_split", "meshgrid", "broadcast_tensors", "std_mean",
+    "var_mean", "split_with_sizes"};
+constexpr std::array<std::string_view, 7> kTensorNamespaces = {
+    "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nn.init",
+    "torch.sparse"};
+constexpr std::array<std::string_view, 14> kModuleSelfMethods = {
+    "cuda", "cpu", "to", "train", "eval", "half", "float", "double", "bfloat16",
+    "requires_grad_", "type", "apply", "npu", "to_empty"};
+
+bool TorchFunctionReturnsNonTensor(std::string_view last) {
+  if (StartsWith(last, "is_") || StartsWith(last, "set_") || StartsWith(last, "get_") ||
+      StartsWith(last, "manual_seed") || StartsWith(last, "use_"))
+    return true;
+  static constexpr std::array<std::string_view, 12> kOthers = {
+      "numel", "save", "load", "compile", "no_grad", "enable_grad", "inference_mode",
+      "device", "seed", "initial_seed", "autocast", "typename"};
+  return OneOf(last, kOthers);
+}
+
+}  // namespace
+
+bool IsTorchClassName(std::string_view qname) {
+  if (!StartsWith(qname, "torch.")) return false;
+  std::string_view last = LastComponent(qname);
+  return !last.empty() && std::isupper(static_cast<unsigned char>(last.front()));
+}
+
+Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modules) {
+  std::string a(attr);
+  switch (base.kind) {
+    case ValueKind::kExternal:
+      return Value::External(base.name + "." + a);
+    case ValueKind::kTensor:
+      if (OneOf(attr, kTensorAttrs)) return Value::Tensor();
+      if (attr == "shape" || attr == "dtype" || attr == "device" || attr == "ndim" ||
+          attr == "is_cuda" || attr == "requires_grad")
+        return Value::Other();
+      return Value::Method("torch.Tensor." + a, "torch.Tensor");
+    case ValueKind::kInstance:
+      if (StartsWith(base.name, "torch.nn.") && (attr == "weight" || attr == "bias"))
+        return Value::Tensor();
+      return Value::Method(base.name + "." + a, base.name);
+    case ValueKind::kUserModule:
+      return modules ? modules->Export(base.name, a) : Value::Unknown();
+    case ValueKind::kUserClass:
+      if (base.cls && base.cls->methods.count(a))
+        return Value::UserFunction(base.cls->module + "." + base.cls->name + "." + a);
+      return Value::Unknown();
+    case ValueKind::kUserInstance: {
+      const ClassInfo* c = base.cls;
+      if (!c) return Value::Unknown();
+      if (auto it = c->attrs.find(a); it != c->attrs.end()) return it->second;
+      if (c->methods.count(a)) return Value::UserFunction(c->module + "." + c->name + "." + a);
+      if (!c->torch_base.empty()) return Value::Method(c->torch_base + "." + a, c->torch_base, c);
+      return Value::Unknown();
+    }
+    default:
+      return Value::Unknown();
+  }
+}
+
+Value CallResult(const Value& callee) {
+  switch (callee.kind) {
+    case ValueKind::kExternal: {
+      const std::string& q = callee.name;
+      if (!StartsWith(q, "torch.")) return Value::Unknown();
+      std::string_view last = LastComponent(q);
+      if (IsTorchClassName(q)) {
+        if (q == "torch.nn.Parameter" || q == "torch.nn.parameter.Parameter" ||
+            q == "torch.Tensor" || (last.size() > 6 && last.substr(last.size() - 6) == "Tensor"))
+          return Value::Tensor();
+        return Value::Instance(q);
+      }
+      if (!OneOf(Namespace(q), kTensorNamespaces)) return Value::Unknown();
+      if (OneOf(last, kSeqProducers)) return Value::TensorSeq();
+      if (TorchFunctionReturnsNonTensor(last)) return Value::Other();
+      return Value::Tensor();
+    }
+    case ValueKind::kMethod: {
+      std::string_view m = LastComponent(callee.name);
+      if (callee.owner == "torch.Tensor") {
+        if (OneOf(m, kSeqProducers)) return Value::TensorSeq();
+        if (OneOf(m, kTensorNonTensorMethods) || StartsWith(m, "is_")) return Value::Other();
+        return Value::Tensor();
+      }
+      if (StartsWith(callee.owner, "torch.nn.")) {
+        if (OneOf(m, kModuleSelfMethods))
+          return callee.cls ? Value::UserInstance(callee.cls) : Value::Instance(callee.owner);
+        if (m == "forward") return Value::Tensor();
+      }
+      return Value::Unknown();
+    }
+    case ValueKind::kInstance:
+      return StartsWith(callee.name, "torch.nn.") ? Value::Tensor() : Value::Unknown();
+    case ValueKind::kUserClass:
+      return Value::UserInstance(callee.cls);
+    case ValueKind::kUserInstance:
+      return callee.cls && callee.cls->is_torch_module() ? Value::Tensor() : Value::Unknown();
+    default:
+      return Value::Unknown();
+  }
+}
+
+std::vector<std::string> LookupNames(const Value& callee) {
+  std::vector<std::string> names;
+  if (callee.kind == ValueKind::kExternal || callee.kind == ValueKind::kInstance) {
+    names.push_back(callee.name);
+  } else if (callee.kind == ValueKind::kMethod) {
+    names.push_back(callee.name);
+    std::string method(LastComponent(callee.name));
+    const std::string& owner = callee.owner;
+    if (StartsWith(owner, "torch.nn.") && owner != "torch.nn.Module")
+      names.push_back("torch.nn.Module." + method);
+    else if (StartsWith(owner, "torch.optim.lr_scheduler.") &&
+             owner != "torch.optim.lr_scheduler.LRScheduler")
+      names.push_back("torch.optim.lr_scheduler.LRScheduler." + method);
+    else if (StartsWith(owner, "torch.optim.") && owner != "torch.optim.Optimizer")
+      names.push_back("torch.optim.Optimizer." + method);
+  }
+  return names;
+}
+
+}  // namespace portkit::analyse

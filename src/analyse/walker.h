@@ -1,0 +1,88 @@
+#pragma once
+/// Pass 2: walks one module in Python's scoping order (module body first, function bodies after,
+/// with the enclosing scopes as they stand at the end), tracks what each name is bound to, types
+/// receivers, and hands call, attribute and string events to the rules.
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "analyse/module_summary.h"
+#include "analyse/project_index.h"
+#include "analyse/rule.h"
+
+namespace portkit::analyse {
+
+/// Receives the walker's events.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void OnCall(const CallEvent&) = 0;
+  virtual void OnAttribute(const AttributeEvent&) = 0;
+  virtual void OnString(const StringEvent&) = 0;
+};
+
+class FileWalker {
+ public:
+  /// `known_external(q)` tells whether a qualified name exists (for `from torch import *`).
+  FileWalker(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary,
+             ProjectIndex& index, std::function<bool(const std::string&)> known_external,
+             EventSink& sink);
+  ~FileWalker();
+  void Run();
+
+ private:
+  struct Scope;
+  struct Deferred {
+    TSNode def;
+    Scope* parent;
+    const ClassInfo* cls;
+  };
+  enum class Use : uint8_t { kValue, kCallee, kObject, kStore };
+
+  Value Eval(TSNode n, Use use = Use::kValue);
+  Value EvalCall(TSNode n);
+  Value EvalAttribute(TSNode n, Use use);
+  void Exec(TSNode n);
+  void ExecChildren(TSNode n);
+  void Bind(TSNode target, const Value& v);
+  void BindName(const std::string& name, const Value& v);
+  Value Lookup(const std::string& name);
+  void Import(TSNode n);
+  void ImportFrom(TSNode n);
+  void FunctionDef(TSNode n);
+  void ClassDef(TSNode n);
+  void RunFunction(const Deferred& d);
+  void BindParameters(TSNode params, const ClassInfo* cls, bool is_method, bool is_forward,
+                      bool bind_now);
+  void CollectLocals(TSNode n, Scope& scope, bool top);
+  void CollectTargetNames(TSNode target, Scope& scope);
+  Value Annotation(TSNode type);
+  Value ScopedComprehension(TSNode n);
+  std::string Text(TSNode n) const { return std::string(NodeText(n, src_.source)); }
+
+  // Named children gathered with a reusable cursor: O(children) instead of O(children²).
+  class Kids;
+  friend class Kids;
+
+  const PySyntax& syn_;
+  const ParsedSource& src_;
+  const ModuleSummary& summary_;
+  ProjectIndex& index_;
+  std::function<bool(const std::string&)> known_external_;
+  EventSink& sink_;
+  TSTreeCursor cursor_;
+  std::vector<TSNode> kid_stack_;
+  std::deque<Scope> scopes_;
+  Scope* current_ = nullptr;
+  Scope* module_scope_ = nullptr;
+  std::deque<Deferred> deferred_;
+  std::deque<ClassInfo> local_classes_;
+  std::map<std::pair<const ClassInfo*, std::string>, Value> attr_overlay_;
+};
+
+}  // namespace portkit::analyse

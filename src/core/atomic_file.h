@@ -1,0 +1,17 @@
+#pragma once
+/// Output files are written to a temporary name beside the target and renamed into place, so a
+/// crash never leaves a half-written file that looks complete.
+#include <filesystem>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace portkit {
+
+/// Writes `content` to `path` atomically (temp file in the same folder, fsync, rename).
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view content);
+
+/// Reads a whole file. Errors name the path.
+Expected<std::string> ReadFile(const std::filesystem::path& path);
+
+}  // namespace portkit

@@ -1,0 +1,23 @@
+#pragma once
+/// Per-run state handed to every command: settings shared by all engines, the logger and the
+/// clock. No engine keeps global mutable state; what a run needs travels here.
+#include <filesystem>
+
+#include "core/log.h"
+
+namespace portkit {
+
+struct Context {
+  Logger& logger;
+  Clock clock;
+  /// Root of the data files (target tables, rules); see data/README.md.
+  std::filesystem::path data_dir;
+  /// Worker threads for parallel work; <= 0 means one per core.
+  int jobs = 0;
+};
+
+/// Finds the data folder: $PORTKIT_DATA_DIR, then `<exe>/../data`, `<exe>/../share/portkit/data`,
+/// then the source tree's data/ recorded at build time.
+std::filesystem::path FindDataDir();
+
+}  // namespace portkit

@@ -1,0 +1,28 @@
+#pragma once
+/// RFC 4180 CSV output with CSV-injection protection: a cell starting with = + - @ % (or a tab
+/// or carriage return) is prefixed with a single quote so spreadsheets do not evaluate it.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace portkit {
+
+class CsvWriter {
+ public:
+  explicit CsvWriter(const std::vector<std::string>& header);
+  void AddRow(const std::vector<std::string>& cells);
+  size_t rows() const { return rows_; }
+  /// The whole document, header included, LF line ends.
+  const std::string& str() const { return out_; }
+
+  /// One cell as it is written: neutralised and quoted when needed.
+  static std::string EscapeCell(std::string_view cell);
+
+ private:
+  void AppendRow(const std::vector<std::string>& cells);
+  std::string out_;
+  size_t columns_;
+  size_t rows_ = 0;
+};
+
+}  // namespace portkit

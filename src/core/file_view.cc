@@ -1,0 +1,62 @@
+#include "core/file_view.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace portkit {
+
+FileView::~FileView() {
+  if (addr_ && size_) ::munmap(addr_, size_);
+}
+
+FileView::FileView(FileView&& other) noexcept : addr_(other.addr_), size_(other.size_) {
+  other.addr_ = nullptr;
+  other.size_ = 0;
+}
+
+FileView& FileView::operator=(FileView&& other) noexcept {
+  if (this != &other) {
+    if (addr_ && size_) ::munmap(addr_, size_);
+    addr_ = other.addr_;
+    size_ = other.size_;
+    other.addr_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+Expected<FileView> FileView::Open(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return IoError(path.string() + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError(path.string() + ": not a regular file");
+  }
+  FileView view;
+  view.size_ = static_cast<size_t>(st.st_size);
+  if (view.size_ > 0) {
+    void* addr = ::mmap(nullptr, view.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      view.size_ = 0;
+      return IoError(path.string() + ": cannot map: " + std::strerror(err));
+    }
+    view.addr_ = addr;
+  }
+  ::close(fd);
+  return view;
+}
+
+}  // namespace portkit

@@ -1,0 +1,35 @@
+#pragma once
+/// A small streaming JSON writer producing deterministic, indented output.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace portkit {
+
+class JsonWriter {
+ public:
+  JsonWriter& BeginObject();
+  JsonWriter& EndObject();
+  JsonWriter& BeginArray();
+  JsonWriter& EndArray();
+  /// Inside an object: the key of the next value.
+  JsonWriter& Key(std::string_view key);
+  JsonWriter& String(std::string_view value);
+  JsonWriter& Int(int64_t value);
+  JsonWriter& Double(double value);
+  JsonWriter& Bool(bool value);
+  JsonWriter& Null();
+  const std::string& str() const { return out_; }
+
+  static void AppendEscaped(std::string& out, std::string_view s);
+
+ private:
+  void BeforeValue();
+  void Newline();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: no element written yet
+  bool after_key_ = false;
+};
+
+}  // namespace portkit
