@@ -20,7 +20,10 @@ class ApiSupportRule : public Rule {
 
   void OnCall(const CallEvent& ev, RuleContext& ctx) override {
     if (ev.lookup.empty() || !IsTorchName(ev.lookup.front())) return;
-    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/true);
+    // A member of a user's nn.Module subclass that is not a torch method (self.layer1(x)) is the
+    // user's own attribute: classify it only when a list names it.
+    bool user_member = ev.callee.kind == ValueKind::kMethod && ev.callee.cls != nullptr;
+    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member);
   }
 
   void OnAttribute(const AttributeEvent& ev, RuleContext& ctx) override {

@@ -50,13 +50,13 @@ class CudaSpecificRule : public Rule {
         for (char c : rest.substr(1)) device &= c >= '0' && c <= '9';
       }
       if (device) {
-        Report(ev.node, "\"" + v + "\"", "CUDA device string", "\"npu" + std::string(rest) + "\"", ctx);
+        Report(ev.node, "device string " + v, "CUDA device string", "\"npu" + std::string(rest) + "\"", ctx);
         return;
       }
     }
     for (const auto& backend : ctx.target.cuda().distributed_backends) {
       if (ev.value == backend) {
-        Report(ev.node, "\"" + backend + "\"", "CUDA-only distributed backend " + backend, "\"hccl\"", ctx);
+        Report(ev.node, "backend " + backend, "CUDA-only distributed backend " + backend, "\"hccl\"", ctx);
         return;
       }
     }
