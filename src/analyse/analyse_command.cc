@@ -224,7 +224,7 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   ProjectIndex index;
   for (size_t i = 0; i < py.size(); ++i) {
     if (!load_problems[i].kind.empty()) {
-      log.Warning(load_problems[i].file + ": " + load_problems[i].message);
+      log.Warning(load_problems[i].message);
       problems.push_back(load_problems[i]);
       continue;
     }

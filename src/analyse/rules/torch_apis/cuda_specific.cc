@@ -21,6 +21,10 @@ class CudaSpecificRule : public Rule {
 
   void OnCall(const CallEvent& ev, RuleContext& ctx) override {
     if (!ev.lookup.empty() && IsCudaApi(ctx.target, ev.lookup.front())) {
+      // Probing for CUDA is how portable code stays portable; only the cpu target lets it be.
+      const std::string& q = ev.lookup.front();
+      if (ctx.target.all_supported() &&
+          (q == "torch.cuda.is_available" || q == "torch.cuda.device_count")) return;
       ReportApi(ev.node, ev.lookup.front(), ctx);
       return;
     }

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# CLI behaviour of `portkit analyse` on bad input: exit codes and messages.
+set -uo pipefail
+PORTKIT=${1:?usage: analyse_errors.sh PATH/TO/portkit}
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+check() {  # description, condition (as a command)
+  if eval "$2"; then pass=$((pass + 1)); echo "ok   $1"; else fail=$((fail + 1)); echo "FAIL $1"; fi
+}
+
+"$PORTKIT" --version >"$tmp/v" 2>&1; rc=$?
+check "--version prints the version" "[ $rc = 0 ] && grep -q '^portkit [0-9]' '$tmp/v'"
+"$PORTKIT" --help >"$tmp/h" 2>&1; rc=$?
+check "--help lists analyse" "[ $rc = 0 ] && grep -q 'analyse' '$tmp/h'"
+"$PORTKIT" nosuchcmd >"$tmp/u" 2>&1; rc=$?
+check "unknown command exits 2" "[ $rc = 2 ] && grep -q \"unknown command 'nosuchcmd'\" '$tmp/u'"
+"$PORTKIT" analyse --help >"$tmp/ah" 2>&1; rc=$?
+check "analyse --help lists every flag and mode" "[ $rc = 0 ] && for f in --input --output --version --mode --target --env-path --jobs --format torch_apis third_party affinity_apis dynamic_shape; do grep -q -- \"\$f\" '$tmp/ah' || exit 1; done"
+
+"$PORTKIT" analyse -i "$tmp/missing" -o "$tmp/out" >"$tmp/m" 2>&1; rc=$?
+check "missing input exits 2 naming it" "[ $rc = 2 ] && grep -q \"input $tmp/missing does not exist\" '$tmp/m'"
+touch "$tmp/file"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/file" >"$tmp/o" 2>&1; rc=$?
+check "output that is a file exits 2" "[ $rc = 2 ] && grep -q 'cannot be created' '$tmp/o'"
+"$PORTKIT" analyse -o "$tmp/out" >"$tmp/r" 2>&1; rc=$?
+check "missing -i exits 2" "[ $rc = 2 ] && grep -qi 'input is required' '$tmp/r'"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/out" --format xml >"$tmp/f" 2>&1; rc=$?
+check "unknown format exits 2" "[ $rc = 2 ] && grep -q \"unknown format 'xml'\" '$tmp/f'"
+
+# A project with every kind of bad file.
+p="$tmp/badproj"
+mkdir -p "$p/sub"
+printf 'import torch\nx = max(a,, a)\ntorch.cdist(a, b)\n' > "$p/broken.py"
+printf '# caf\xe9\nimport torch\n' > "$p/latin1.py"
+printf 'import torch\x00\x01\x02' > "$p/binary.py"
+: > "$p/empty.py"
+ln -s .. "$p/sub/loop"
+ln -s "$p/nowhere" "$p/dangling.py"
+"$PORTKIT" analyse -i "$p" -o "$tmp/badout" -v 2.1.0 -env "$p/sub" >"$tmp/b.out" 2>"$tmp/b.err"; rc=$?
+res="$tmp/badout/badproj_analysis"
+check "bad files do not stop the run" "[ $rc = 0 ]"
+check "syntax error reported with file:line:col" "grep -q 'badproj/broken.py:2:[0-9]*: syntax error' '$tmp/b.err'"
+check "parsable part of a broken file still analysed" "grep -q 'badproj/broken.py,3,3,torch.cdist' '$res/unsupported_api.csv'"
+check "non-UTF-8 file reported" "grep -q 'badproj/latin1.py:1:6: skipped: not valid UTF-8' '$tmp/b.err'"
+check "binary file reported" "grep -q 'badproj/binary.py: skipped: binary file' '$tmp/b.err'"
+check "empty file reported" "grep -q 'badproj/empty.py: empty file' '$tmp/b.err'"
+check "symlink loop reported" "grep -q 'badproj/sub/loop: folder already visited (symlink loop)' '$tmp/b.err'"
+check "dangling symlink reported" "grep -q 'badproj/dangling.py: symlink target does not exist' '$tmp/b.err'"
+check "syntax errors counted in the summary" "grep -q '| (files with syntax errors) |     1      |' '$tmp/b.out'"
+check "problems listed in report.json" "grep -q '\"kind\": \"syntax_error\"' '$res/report.json'"
+check "nothing written outside the results folder" "[ \"\$(ls -A '$tmp/badout')\" = badproj_analysis ]"
+
+# Version fallback warns and says which list is used.
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/vout" -v 2.4.1 >/dev/null 2>"$tmp/w"; rc=$?
+check "other versions use the nearest list with a warning" "[ $rc = 0 ] && grep -q 'no npu support list for torch 2.4.1; using the nearest, torch 2.6' '$tmp/w'"
+
+# Output folder that cannot be written (skipped when running as root, which may write anywhere).
+if [ "$(id -u)" != 0 ]; then
+  mkdir -p "$tmp/ro" && chmod a-w "$tmp/ro"
+  "$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/ro/out" >/dev/null 2>"$tmp/ro.err"; rc=$?
+  check "unwritable output exits 2" "[ $rc = 2 ] && grep -q 'cannot be created' '$tmp/ro.err'"
+fi
+# Results inside the input folder are never analysed as input.
+cp -r examples/cifar_cuda "$tmp/selfin"
+"$PORTKIT" analyse -i "$tmp/selfin" -o "$tmp/selfin" >/dev/null 2>&1
+"$PORTKIT" analyse -i "$tmp/selfin" -o "$tmp/selfin" >/dev/null 2>"$tmp/self.err"; rc=$?
+check "output inside input is skipped" "[ $rc = 0 ] && ! grep -q 'selfin_analysis/' '$tmp/self.err'"
+
+echo "cli: $pass passed, $fail failed"
+[ $fail = 0 ]

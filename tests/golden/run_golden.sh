@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Golden tests: run `portkit analyse` on fixture projects and compare every output file with the
+# expected copy under tests/golden/<case>/. UPDATE_GOLDENS=1 rewrites the expected files.
+set -uo pipefail
+PORTKIT=${1:?usage: run_golden.sh PATH/TO/portkit}
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+pass=0
+
+run_case() {  # name input [args...]
+  local name=$1 input=$2
+  shift 2
+  local out="$tmp/$name"
+  if ! "$PORTKIT" analyse -i "$input" -o "$out" -j 2 "$@" >"$out.stdout" 2>"$out.stderr"; then
+    echo "FAIL $name: portkit exited non-zero"; cat "$out.stderr"; fail=$((fail + 1)); return
+  fi
+  local results="$out/$(basename "$input")_analysis"
+  local expected="tests/golden/$name"
+  if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
+    rm -rf "$expected" && mkdir -p "$expected"
+    for f in "$results"/*; do
+      [ "$(basename "$f")" = pytorch_analysis.txt ] || cp "$f" "$expected/"
+    done
+    cp "$out.stdout" "$expected/stdout.txt"
+    echo "updated $expected"
+    return
+  fi
+  local ok=1
+  for f in "$expected"/*; do
+    local base
+    base=$(basename "$f")
+    local actual="$results/$base"
+    [ "$base" = stdout.txt ] && actual="$out.stdout"
+    if ! diff -u "$f" "$actual" >"$out.diff" 2>&1; then
+      echo "FAIL $name: $base differs from the golden copy"; head -40 "$out.diff"; ok=0
+    fi
+  done
+  # Every output file that exists must have a golden copy (nothing new goes unreviewed).
+  for f in "$results"/*; do
+    local base
+    base=$(basename "$f")
+    [ "$base" = pytorch_analysis.txt ] && continue
+    [ -f "$expected/$base" ] || { echo "FAIL $name: no golden copy of $base"; ok=0; }
+  done
+  # The log holds the progress lines and the summary table.
+  grep -q '\[INFO\]    \[Progress:100.00%\]  Analyse run success' "$results/pytorch_analysis.txt" ||
+    { echo "FAIL $name: pytorch_analysis.txt lacks the final progress line"; ok=0; }
+  grep -q '|         files          | statistics |\|files.*statistics' "$results/pytorch_analysis.txt" ||
+    { echo "FAIL $name: pytorch_analysis.txt lacks the summary table"; ok=0; }
+  # Nothing but the results folder is written under the output folder.
+  local extra
+  extra=$(find "$out" -mindepth 1 -maxdepth 1 ! -name "$(basename "$input")_analysis")
+  [ -z "$extra" ] || { echo "FAIL $name: unexpected files in output: $extra"; ok=0; }
+  if [ $ok = 1 ]; then pass=$((pass + 1)); echo "ok   $name"; else fail=$((fail + 1)); fi
+}
+
+run_case analyse_cifar_npu_2.1 examples/cifar_cuda -v 2.1.0
+run_case analyse_cifar_npu_2.8 examples/cifar_cuda -v 2.8.0
+run_case analyse_cifar_cpu examples/cifar_cuda --target cpu
+run_case analyse_resolver_npu_2.1 tests/fixtures/analyse/resolver -v 2.1.0
+
+echo "golden: $pass passed, $fail failed"
+[ $fail = 0 ]
