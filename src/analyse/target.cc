@@ -56,7 +56,9 @@ double VersionNumber(const std::string& v) {
   return major * 1000.0 + minor;
 }
 
-Status LoadAdvice(const fs::path& path, Advice* advice) {
+// Calls fn(key, value) for each field of the JSON object in `path`; stops at fn's first error.
+template <typename Fn>
+Status ForEachTopLevelField(const fs::path& path, Fn fn) {
   simdjson::padded_string json;
   if (simdjson::padded_string::load(path.string()).get(json))
     return IoError(path.string() + ": cannot read");
@@ -68,8 +70,15 @@ Status LoadAdvice(const fs::path& path, Advice* advice) {
   for (auto field : root) {
     std::string_view key;
     if (field.unescaped_key().get(key)) return JsonError(path, "bad key");
+    PORTKIT_RETURN_IF_ERROR(fn(key, field.value()));
+  }
+  return Status::Ok();
+}
+
+Status LoadAdvice(const fs::path& path, Advice* advice) {
+  return ForEachTopLevelField(path, [&](std::string_view key, simdjson::ondemand::value section) -> Status {
     simdjson::ondemand::array arr;
-    if (field.value().get_array().get(arr)) return JsonError(path, "each section must be an array");
+    if (section.get_array().get(arr)) return JsonError(path, "each section must be an array");
     for (auto item_result : arr) {
       simdjson::ondemand::object item;
       if (item_result.get_object().get(item)) return JsonError(path, "entries must be objects");
@@ -127,31 +136,21 @@ Status LoadAdvice(const fs::path& path, Advice* advice) {
         advice->global.push_back({strings["key"], strings["kind"], strings["tip"]});
       }
     }
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
-  simdjson::padded_string json;
-  if (simdjson::padded_string::load(path.string()).get(json))
-    return IoError(path.string() + ": cannot read");
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  if (parser.iterate(json).get(doc)) return JsonError(path, "not valid JSON");
-  simdjson::ondemand::object root;
-  if (doc.get_object().get(root)) return JsonError(path, "top level must be an object");
-  for (auto field : root) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return JsonError(path, "bad key");
-    auto list = StringArray(field.value());
+  return ForEachTopLevelField(path, [&](std::string_view key, simdjson::ondemand::value value) -> Status {
+    auto list = StringArray(value);
     if (!list.ok()) return JsonError(path, "values must be arrays of strings");
     if (key == "api_prefixes") cuda->api_prefixes = *list;
     else if (key == "methods") cuda->methods = *list;
     else if (key == "attributes") cuda->attributes = *list;
     else if (key == "device_types") cuda->device_types = *list;
     else if (key == "distributed_backends") cuda->distributed_backends = *list;
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 }  // namespace
