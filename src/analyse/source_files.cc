@@ -58,7 +58,9 @@ class Walker {
       bool is_link = e.is_symlink(sec);
       fs::file_status status = fs::status(e.path(), sec);
       if (sec || !fs::exists(status)) {
-        if (is_link) Problem(child_rel, "broken_symlink", "symlink target does not exist (or loops); skipped");
+        // Only links that look like sources matter; dangling links to libraries are noise.
+        if (is_link && (e.path().extension() == ".py" || IsCppSource(e.path())))
+          Problem(child_rel, "broken_symlink", "symlink target does not exist (or loops); skipped");
         continue;
       }
       if (fs::is_directory(status)) {
