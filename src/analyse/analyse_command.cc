@@ -11,7 +11,9 @@
 #include <set>
 
 #include "analyse/custom_ops.h"
+#include "analyse/dynamic_shape.h"
 #include "analyse/project_index.h"
+#include "analyse/project_loader.h"
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/source_files.h"
 #include "analyse/target.h"
@@ -155,8 +157,8 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
     return 2;
   }
   input = fs::weakly_canonical(fs::absolute(input), ec);
-  if (opt.mode != "torch_apis") {
-    log.Error("mode '" + opt.mode + "' is not available in this build; available: torch_apis");
+  if (opt.mode != "torch_apis" && opt.mode != "dynamic_shape") {
+    log.Error("mode '" + opt.mode + "' is not available in this build; available: torch_apis, dynamic_shape");
     return 2;
   }
   fs::path out_root = fs::absolute(fs::path(opt.output));
@@ -187,99 +189,28 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
            (target->list_version().empty() ? "" : ", support list of torch " + target->list_version()) +
            ", mode " + opt.mode + ".");
 
-  // 1. Discover and read files.
-  SourceSet sources = DiscoverSources(input, base, {results}, opt.max_file_bytes);
-  for (const auto& p : sources.problems) log.Warning(p.file + ": " + p.message);
   ThreadPool pool(ctx.jobs);
-  PySyntax syntax;
-  std::vector<std::unique_ptr<PythonParser>> parsers;
-  for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
-
-  // 2. Parse every Python file and summarise its top level (pass 1).
-  struct PyFile {
-    const SourceFile* file;
-    ParsedSource parsed;
-    ModuleSummary* summary = nullptr;
-  };
-  std::vector<PyFile> py(sources.python.size());
-  std::vector<std::unique_ptr<ModuleSummary>> summaries(sources.python.size());
-  std::vector<FileProblem> load_problems(sources.python.size());
-  std::vector<char> empty(sources.python.size(), 0);
-  pool.ParallelFor(sources.python.size(), [&](int worker, size_t i) {
-    const SourceFile& f = sources.python[i];
-    py[i].file = &f;
-    auto text = LoadPythonSource(f, opt.max_file_bytes);
-    if (!text.ok()) {
-      load_problems[i] = {f.display, 0, 0, "skipped", text.status().message()};
-      return;
-    }
-    if (text->empty()) empty[i] = 1;
-    py[i].parsed = parsers[worker]->Parse(std::move(*text));
-    summaries[i] = std::make_unique<ModuleSummary>(
-        SummariseModule(syntax, py[i].parsed, f.module, f.is_package));
-    py[i].summary = summaries[i].get();
-  });
-  FileStats stats;
-  std::vector<FileProblem> problems = sources.problems;
-  ProjectIndex index;
-  for (size_t i = 0; i < py.size(); ++i) {
-    if (!load_problems[i].kind.empty()) {
-      log.Warning(load_problems[i].message);
-      problems.push_back(load_problems[i]);
-      continue;
-    }
-    if (empty[i]) {
-      log.Info(py[i].file->display + ": empty file; nothing to analyse");
-      index.Add(std::move(summaries[i]), py[i].file->aliases);
-      py[i].summary = nullptr;
-      continue;
-    }
-    if (py[i].parsed.has_error()) {
-      ++stats.syntax_errors;
-      FileProblem p{py[i].file->display, py[i].parsed.error_line, py[i].parsed.error_col,
-                    "syntax_error", py[i].parsed.error_what};
-      log.Warning(p.file + ":" + std::to_string(p.line) + ":" + std::to_string(p.col) +
-                  ": syntax error: " + p.message + " (the parsable parts are still analysed)");
-      problems.push_back(std::move(p));
-    }
-    index.Add(std::move(summaries[i]), py[i].file->aliases);
-  }
-  // -env roots: indexed for name resolution, not reported.
-  std::vector<ParsedSource> env_trees;
-  for (const auto& env : opt.env_paths) {
-    if (!fs::is_directory(env, ec)) {
-      log.Warning("-env " + env + " is not a folder; ignored");
-      continue;
-    }
-    SourceSet env_sources = DiscoverSources(fs::absolute(env), "", {results}, opt.max_file_bytes);
-    PythonParser parser;
-    for (const auto& f : env_sources.python) {
-      auto text = LoadPythonSource(f, opt.max_file_bytes);
-      if (!text.ok()) continue;
-      ParsedSource parsed = parser.Parse(std::move(*text));
-      index.Add(std::make_unique<ModuleSummary>(SummariseModule(syntax, parsed, f.module, f.is_package)),
-                f.aliases);
-    }
-  }
-  index.Freeze();
-
+  auto project = std::make_unique<LoadedProject>();
+  LoadProject({input, base, {results}, opt.env_paths, opt.max_file_bytes}, log, pool, *project);
+  if (opt.mode == "dynamic_shape") return RunDynamicShape(opt, *project, results, base, ctx);
+  const PySyntax& syntax = project->syntax;
+  SourceSet& sources = project->sources;
+  std::vector<PyFile>& py = project->py;
+  ProjectIndex& index = project->index;
+  FileStats& stats = project->stats;
+  std::vector<FileProblem>& problems = project->problems;
   // 3. Custom CUDA operators from C++/CUDA sources.
   std::vector<CppScan> scans(sources.cpp.size());
   pool.ParallelFor(sources.cpp.size(), [&](int, size_t i) {
     auto text = ReadFile(sources.cpp[i].path);
     if (text.ok()) scans[i] = ScanCppSource(*text, sources.cpp[i].display);
   });
-  stats.cpp_scanned = sources.cpp.size();
   CustomOpTable custom_ops;
   custom_ops.Link(std::move(scans));
 
   // 4. Analyse every parsed file (pass 2).
   log.Info("Analysis start...");
-  size_t to_analyse = 0;
-  for (const auto& f : py) to_analyse += f.summary != nullptr;
-  stats.python_analysed = to_analyse;
-  stats.skipped = problems.size() - stats.syntax_errors;
-  Progress progress(log, to_analyse);
+  Progress progress(log, stats.python_analysed);
   std::vector<std::vector<Finding>> per_file(py.size());
   std::vector<std::set<std::string>> seen(py.size());
   const Target& tgt = *target;
@@ -395,8 +326,8 @@ int AnalyseMain(int argc, char** argv, Context& ctx) {
                  "torch version of the analysed code (2.1.0, 2.6.0, 2.7.0, 2.8.0; others use the "
                  "nearest list with a warning; default: newest)");
   app.add_option("-m,--mode", opt.mode,
-                 "analysis mode: torch_apis (default); third_party, affinity_apis and dynamic_shape "
-                 "are planned")
+                 "analysis mode: torch_apis (default) or dynamic_shape (instrumented copy with a "
+                 "runtime detector); third_party and affinity_apis are planned")
       ->check(CLI::IsMember({"torch_apis", "third_party", "affinity_apis", "dynamic_shape"}));
   app.add_option("--target", opt.target, "target platform: npu (Ascend, default) or cpu (flags CUDA-only code)")
       ->check(CLI::IsMember({"npu", "cpu"}));

@@ -69,7 +69,8 @@ class Walker {
         Walk(e.path(), child_rel);
       } else if (fs::is_regular_file(status)) {
         if (e.path().extension() == ".py") AddPython(e.path(), child_rel);
-        else if (IsCppSource(e.path())) out_.cpp.push_back({e.path(), Display(child_rel), "", {}, false});
+        else if (IsCppSource(e.path())) out_.cpp.push_back({e.path(), Display(child_rel), child_rel, "", {}, false});
+        else out_.others.push_back({e.path(), Display(child_rel), child_rel, "", {}, false});
       }
     }
   }
@@ -87,6 +88,7 @@ class Walker {
     SourceFile f;
     f.path = path;
     f.display = Display(rel);
+    f.rel = rel;
     std::string mod = rel.substr(0, rel.size() - 3);
     std::replace(mod.begin(), mod.end(), '/', '.');
     if (mod == "__init__" || (mod.size() > 9 && mod.compare(mod.size() - 9, 9, ".__init__") == 0)) {

@@ -13,6 +13,7 @@ namespace portkit::analyse {
 struct SourceFile {
   std::filesystem::path path;
   std::string display;  ///< "<basename>/<relative path>" as shown in reports
+  std::string rel;      ///< path relative to the walked root, '/'-separated
   std::string module;   ///< canonical module name ("pkg.sub.mod")
   std::vector<std::string> aliases;  ///< other names the module is importable as
   bool is_package = false;
@@ -32,6 +33,7 @@ struct FileStats {
 struct SourceSet {
   std::vector<SourceFile> python;
   std::vector<SourceFile> cpp;
+  std::vector<SourceFile> others;  ///< every other regular file (copied by dynamic_shape)
   std::vector<FileProblem> problems;
 };
 

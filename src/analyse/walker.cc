@@ -150,7 +150,10 @@ void FileWalker::Exec(TSNode n) {
     }
     case NodeKind::kNonlocalStatement: return;
     case NodeKind::kForStatement: {
-      Value iter = Eval(ts_node_child_by_field_id(n, syn_.f_right));
+      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
+      Value iter = Eval(right);
+      TSNode inner = PeelIterableWrappers(right);
+      sink_.OnFor(n, inner, ts_node_eq(inner, right) ? iter : PeekValue(inner));
       Bind(ts_node_child_by_field_id(n, syn_.f_left),
            iter.kind == ValueKind::kTensorSeq || iter.kind == ValueKind::kTensor ? Value::Tensor()
                                                                                  : Value::Unknown());
@@ -611,6 +614,40 @@ Value FileWalker::ScopedComprehension(TSNode n) {
   current_ = saved;
   (void)lambda;
   return Value::Unknown();
+}
+
+Value FileWalker::PeekValue(TSNode n) {
+  switch (syn_.Kind(n)) {
+    case NodeKind::kIdentifier:
+      return Lookup(Text(n));
+    case NodeKind::kAttribute: {
+      Value base = PeekValue(ts_node_child_by_field_id(n, syn_.f_object));
+      std::string attr = Text(ts_node_child_by_field_id(n, syn_.f_attribute));
+      if (base.kind == ValueKind::kUserInstance && base.cls) {
+        if (auto it = attr_overlay_.find({base.cls, attr}); it != attr_overlay_.end()) return it->second;
+      }
+      return AttributeOf(base, attr, &index_);
+    }
+    case NodeKind::kParenthesizedExpression:
+      return PeekValue(ts_node_named_child(n, 0));
+    default:
+      return Value::Unknown();
+  }
+}
+
+TSNode FileWalker::PeelIterableWrappers(TSNode n) {
+  for (int depth = 0; depth < 8 && syn_.Kind(n) == NodeKind::kCall; ++depth) {
+    std::string callee = DottedText(syn_, ts_node_child_by_field_id(n, syn_.f_function), src_.source);
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    if (last != "enumerate" && last != "tqdm" && last != "trange" && last != "iter" && last != "zip")
+      break;
+    TSNode args = ts_node_child_by_field_id(n, syn_.f_arguments);
+    if (ts_node_is_null(args) || ts_node_named_child_count(args) == 0) break;
+    TSNode first = ts_node_named_child(args, 0);
+    if (syn_.Kind(first) == NodeKind::kKeywordArgument) break;
+    n = first;
+  }
+  return n;
 }
 
 Value FileWalker::EvalAttribute(TSNode n, Use use) {

@@ -24,6 +24,9 @@ class EventSink {
   virtual void OnCall(const CallEvent&) = 0;
   virtual void OnAttribute(const AttributeEvent&) = 0;
   virtual void OnString(const StringEvent&) = 0;
+  /// A `for` statement; `iterable` is its iterable once enumerate()/tqdm()/iter()/zip() wrappers
+  /// are peeled off, and `iterable_value` what that evaluates to.
+  virtual void OnFor(TSNode /*for_node*/, TSNode /*iterable*/, const Value& /*iterable_value*/) {}
 };
 
 class FileWalker {
@@ -63,6 +66,10 @@ class FileWalker {
   void CollectTargetNames(TSNode target, Scope& scope);
   Value Annotation(TSNode type);
   Value ScopedComprehension(TSNode n);
+  /// The value of an identifier or attribute chain, without emitting events.
+  Value PeekValue(TSNode n);
+  /// `enumerate(x)`, `tqdm(x)`, `iter(x)`, `zip(x, ...)` → x (repeatedly).
+  TSNode PeelIterableWrappers(TSNode n);
   std::string Text(TSNode n) const { return std::string(NodeText(n, src_.source)); }
 
   // Named children gathered with a reusable cursor: O(children) instead of O(children²).

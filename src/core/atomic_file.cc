@@ -42,6 +42,23 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
   return Status::Ok();
 }
 
+Status CopyFileAtomic(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::filesystem::path tmp = to;
+  tmp += ".tmp." + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::copy_file(from, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return IoError(from.string() + ": cannot copy to " + to.string() + ": " + ec.message());
+  }
+  if (::rename(tmp.c_str(), to.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return IoError(to.string() + ": cannot rename into place: " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
 Expected<std::string> ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError(path.string() + ": cannot open: " + std::strerror(errno));

@@ -11,6 +11,9 @@ namespace portkit {
 /// Writes `content` to `path` atomically (temp file in the same folder, fsync, rename).
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view content);
 
+/// Copies `from` to `to` atomically (temp file beside `to`, then rename); keeps the mode bits.
+Status CopyFileAtomic(const std::filesystem::path& from, const std::filesystem::path& to);
+
 /// Reads a whole file. Errors name the path.
 Expected<std::string> ReadFile(const std::filesystem::path& path);
 

@@ -1,0 +1,289 @@
+#include "analyse/dynamic_shape.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "analyse/walker.h"
+#include "core/atomic_file.h"
+#include "core/table.h"
+
+namespace portkit::analyse {
+namespace fs = std::filesystem;
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool LoaderLikeName(const std::string& dotted) {
+  std::string last = Lower(dotted.substr(dotted.rfind('.') + 1));
+  return last.find("loader") != std::string::npos || last.find("prefetch") != std::string::npos;
+}
+
+class LoopFinder : public EventSink {
+ public:
+  LoopFinder(const PySyntax& syn, std::string_view src, std::vector<WrappedLoop>& out)
+      : syn_(syn), src_(src), out_(out) {}
+  void OnCall(const CallEvent&) override {}
+  void OnAttribute(const AttributeEvent&) override {}
+  void OnString(const StringEvent&) override {}
+  void OnFor(TSNode for_node, TSNode iterable, const Value& value) override {
+    TSNode right = ts_node_child_by_field_id(for_node, syn_.f_right);
+    if (ts_node_is_null(right)) return;
+    std::string_view text = NodeText(right, src_);
+    if (text.find("DETECTOR.start") != std::string_view::npos) return;  // already wrapped
+    if (!IsDataLoop(iterable, value)) return;
+    WrappedLoop loop;
+    loop.line = StartLine(for_node);
+    loop.start_byte = ts_node_start_byte(right);
+    loop.end_byte = ts_node_end_byte(right);
+    loop.iterable = std::string(text);
+    TSNode parent = ts_node_parent(for_node);
+    loop.module_level = !ts_node_is_null(parent) && syn_.Kind(parent) == NodeKind::kModule;
+    out_.push_back(std::move(loop));
+  }
+
+ private:
+  bool IsDataLoop(TSNode iterable, const Value& value) const {
+    if (value.kind == ValueKind::kInstance && value.name.size() >= 10 &&
+        value.name.compare(value.name.size() - 10, 10, "DataLoader") == 0)
+      return true;
+    if (value.kind == ValueKind::kUserInstance && value.cls && LoaderLikeName(value.cls->name))
+      return true;
+    NodeKind k = syn_.Kind(iterable);
+    if (k == NodeKind::kIdentifier || k == NodeKind::kAttribute)
+      return LoaderLikeName(DottedText(syn_, iterable, src_));
+    if (k == NodeKind::kCall)
+      return LoaderLikeName(DottedText(syn_, ts_node_child_by_field_id(iterable, syn_.f_function), src_));
+    return false;
+  }
+
+  const PySyntax& syn_;
+  std::string_view src_;
+  std::vector<WrappedLoop>& out_;
+};
+
+bool IsCompound(NodeKind k) {
+  switch (k) {
+    case NodeKind::kFunctionDefinition: case NodeKind::kClassDefinition:
+    case NodeKind::kDecoratedDefinition: case NodeKind::kIfStatement: case NodeKind::kForStatement:
+    case NodeKind::kWhileStatement: case NodeKind::kTryStatement: case NodeKind::kWithStatement:
+    case NodeKind::kComment:
+      return true;
+    default:
+      // match statements and anything else unknown: treat as compound to stay safe.
+      return k == NodeKind::kOther;
+  }
+}
+
+std::string ImportPrefix(int depth) {
+  std::string up = depth == 0 ? "." : "..";
+  for (int i = 1; i < depth; ++i) up += "/..";
+  return "import sys as _msft_sys, os as _msft_os; _msft_sys.path.insert(0, _msft_os.path.normpath("
+         "_msft_os.path.join(_msft_os.path.dirname(_msft_os.path.abspath(__file__)), \"" +
+         up + "\"))); from msft_dynamic_analysis import DETECTOR";
+}
+
+}  // namespace
+
+std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src,
+                                       const ModuleSummary& summary, ProjectIndex& index) {
+  std::vector<WrappedLoop> loops;
+  LoopFinder finder(syn, src.source, loops);
+  FileWalker(syn, src, summary, index, [](const std::string&) { return false; }, finder).Run();
+  std::sort(loops.begin(), loops.end(),
+            [](const WrappedLoop& a, const WrappedLoop& b) { return a.start_byte < b.start_byte; });
+  return loops;
+}
+
+std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
+                             const std::vector<WrappedLoop>& loops, int depth, std::string* warning) {
+  const std::string& text = src.source;
+  // Line starts.
+  std::vector<size_t> line_start{0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') line_start.push_back(i + 1);
+  size_t lines = line_start.size();
+  // Rows covered by a top-level statement other than its first row, and top-level starts.
+  std::vector<char> occupied(lines, 0);
+  std::vector<int> simple_start(lines, 0);  // 1: a simple statement starts at column 0
+  uint32_t min_row = 0;
+  TSNode root = src.root();
+  uint32_t count = ts_node_named_child_count(root);
+  for (uint32_t i = 0; i < count; ++i) {
+    TSNode c = ts_node_named_child(root, i);
+    TSPoint a = ts_node_start_point(c), b = ts_node_end_point(c);
+    for (uint32_t r = a.row + 1; r <= b.row && r < lines; ++r) occupied[r] = 1;
+    NodeKind k = syn.Kind(c);
+    if (k == NodeKind::kFutureImportStatement) {
+      min_row = b.row + 1;
+      occupied[a.row] = 1;
+      continue;
+    }
+    if (a.column == 0 && a.row < lines) {
+      if (!IsCompound(k)) simple_start[a.row] = 1;
+      else if (k != NodeKind::kComment) occupied[a.row] = 1;
+    }
+  }
+  std::string prefix = ImportPrefix(depth);
+  long insert_row = -1;
+  bool as_statement = false;
+  for (uint32_t r = min_row; r < lines; ++r) {
+    if (occupied[r]) continue;
+    size_t b = line_start[r];
+    size_t e = r + 1 < lines ? line_start[r + 1] - 1 : text.size();
+    std::string_view line(text.data() + b, e - b);
+    size_t first = line.find_first_not_of(" \t\r");
+    if (simple_start[r]) {
+      insert_row = r;
+      as_statement = true;
+      break;
+    }
+    bool blank = first == std::string_view::npos;
+    bool comment = !blank && line[first] == '#';
+    if (r == 0 && line.rfind("#!", 0) == 0) continue;  // keep the shebang working
+    if (blank || comment) {
+      insert_row = r;
+      break;
+    }
+  }
+  // Apply edits from the end so byte offsets stay valid.
+  std::string out = text;
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    out.insert(it->end_byte, ")");
+    out.insert(it->start_byte, "DETECTOR.start(");
+  }
+  // Recompute the insertion byte in the edited text: edits only add bytes inside lines, so the
+  // row's start moves by the bytes added before it.
+  if (insert_row < 0) {
+    // No free line: put the import at the end of the last line (functions run after import).
+    if (warning) *warning = "no free line before the code for the DETECTOR import; appended to the last line";
+    if (!out.empty() && out.back() == '\n') out.insert(out.size() - 1, "; " + prefix);
+    else out += "\n" + prefix;  // cannot happen without a trailing line; adds one line at the end
+    return out;
+  }
+  size_t row_byte = line_start[static_cast<size_t>(insert_row)];
+  size_t shift = 0;
+  for (const auto& l : loops) if (l.start_byte < row_byte) shift += std::string("DETECTOR.start()").size();
+  row_byte += shift;
+  for (const auto& l : loops) {
+    if (l.module_level && l.line <= static_cast<uint32_t>(insert_row)) {
+      if (warning) *warning = "a module-level loop at line " + std::to_string(l.line) +
+                              " runs before the DETECTOR import (line " + std::to_string(insert_row + 1) + ")";
+    }
+  }
+  size_t line_end = out.find('\n', row_byte);
+  std::string_view line(out.data() + row_byte, (line_end == std::string::npos ? out.size() : line_end) - row_byte);
+  size_t first = line.find_first_not_of(" \t\r");
+  if (as_statement) {
+    out.insert(row_byte, prefix + "; ");
+  } else if (first == std::string_view::npos) {
+    out.insert(row_byte, prefix);
+  } else {
+    out.insert(row_byte + first, prefix + "  ");  // before a comment
+    out.erase(row_byte, first);  // the comment line's leading spaces would be an indent
+  }
+  return out;
+}
+
+int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project, const fs::path& results,
+                    const std::string& base, Context& ctx) {
+  Logger& log = ctx.logger;
+  std::error_code ec;
+  fs::path python_dir = ctx.data_dir.parent_path() / "python" / "portkit" / "dynamic_shape";
+  if (const char* env = std::getenv("PORTKIT_PYTHON_DIR"); env && *env)
+    python_dir = fs::path(env) / "portkit" / "dynamic_shape";
+  if (!fs::exists(python_dir / "hook.py", ec)) {
+    log.Error("detector sources not found in " + python_dir.string() +
+              " (set PORTKIT_PYTHON_DIR to the python/ folder of portkit)");
+    return 2;
+  }
+  (void)opt;
+  const SourceSet& sources = project.sources;
+  Progress progress(log, sources.python.size() + 1);
+  size_t wrapped = 0, instrumented = 0, copied = 0;
+  std::vector<std::string> entries;
+  bool ok = true;
+  auto ensure_parent = [&](const fs::path& p) { fs::create_directories(p.parent_path(), ec); };
+  for (size_t i = 0; i < sources.python.size(); ++i) {
+    PyFile& f = project.py[i];
+    fs::path dest = results / f.file->rel;
+    ensure_parent(dest);
+    progress.Start("Start analysis " + f.file->display + ".");
+    if (!f.summary || !f.parsed.tree) {
+      Status st = CopyFileAtomic(f.file->path, dest);  // skipped files are copied unchanged
+      if (!st.ok()) log.Error(st.message()), ok = false;
+      ++copied;
+      progress.Done("Analysis " + f.file->display + " complete.");
+      continue;
+    }
+    std::vector<WrappedLoop> loops;
+    if (!f.parsed.has_error()) loops = FindDataLoops(project.syntax, f.parsed, *f.summary, project.index);
+    std::string text = f.parsed.source;
+    if (!loops.empty()) {
+      int depth = static_cast<int>(std::count(f.file->rel.begin(), f.file->rel.end(), '/'));
+      std::string warning;
+      text = InstrumentSource(project.syntax, f.parsed, loops, depth, &warning);
+      if (!warning.empty()) log.Warning(f.file->display + ": " + warning);
+      for (const auto& l : loops)
+        log.Info("Wrapped the data loop at " + f.file->display + ":" + std::to_string(l.line) +
+                 ": for ... in DETECTOR.start(" + l.iterable + ")");
+      wrapped += loops.size();
+      ++instrumented;
+    }
+    if (!loops.empty() || f.parsed.source.find("__name__") != std::string::npos) {
+      if (f.parsed.source.find("__main__") != std::string::npos || !loops.empty())
+        entries.push_back(f.file->rel);
+    }
+    Status st = WriteFileAtomic(dest, text);
+    if (!st.ok()) log.Error(st.message()), ok = false;
+    ++copied;
+    progress.Done("Analysis " + f.file->display + " complete.");
+  }
+  for (const auto* group : {&sources.cpp, &sources.others}) {
+    for (const auto& f : *group) {
+      fs::path dest = results / f.rel;
+      ensure_parent(dest);
+      Status st = CopyFileAtomic(f.path, dest);
+      if (!st.ok()) log.Error(st.message()), ok = false;
+      ++copied;
+    }
+  }
+  // The detector package, importable from the copy's root.
+  fs::path pkg = results / "msft_dynamic_analysis";
+  fs::create_directories(pkg, ec);
+  for (const char* name : {"__init__.py", "hook.py"}) {
+    Status st = CopyFileAtomic(python_dir / name, pkg / name);
+    if (!st.ok()) log.Error(st.message()), ok = false;
+  }
+  Status st = WriteFileAtomic(pkg / "_config.py",
+                              "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = \"" + base + "\"\n");
+  if (!st.ok()) log.Error(st.message()), ok = false;
+  progress.Finish("Analyse run success, welcome to the next use.");
+  if (wrapped == 0) {
+    log.Warning("No training data loop was recognised. Wrap it by hand in the copy: "
+                "`from msft_dynamic_analysis import DETECTOR` and `for batch in DETECTOR.start(loader):`");
+  }
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  std::string how = "Run the instrumented copy on the training machine: cd " + results.string() +
+                    " && python " + (entries.empty() ? std::string("<your entry script>.py") : entries.front()) +
+                    " ...; the report msft_dynamic_shape_analysis_report.csv is written to " +
+                    results.string() + " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).";
+  log.Info(how);
+  log.Info("The detailed transplant result files are in the output path you defined, the relative path is " +
+           base + "_analysis.");
+  std::string table = RenderTable({"files", "statistics"},
+                                  {{"(files copied)", std::to_string(copied)},
+                                   {"(python files instrumented)", std::to_string(instrumented)},
+                                   {"(data loops wrapped)", std::to_string(wrapped)},
+                                   {"(files with syntax errors)", std::to_string(project.stats.syntax_errors)}});
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  std::fflush(stdout);
+  st = WriteFileAtomic(results / "pytorch_analysis.txt", log.Contents() + table);
+  if (!st.ok()) log.Error(st.message()), ok = false;
+  return ok ? 0 : 1;
+}
+
+}  // namespace portkit::analyse

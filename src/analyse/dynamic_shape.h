@@ -1,0 +1,38 @@
+#pragma once
+/// `portkit analyse -m dynamic_shape`: writes an instrumented copy of the project with the
+/// runtime detector package `msft_dynamic_analysis/` beside it (seed 001). Every original line
+/// keeps its number in the copy; the training data loop is wrapped in `DETECTOR.start(...)` where
+/// it can be recognised.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analyse/analyse_command.h"
+#include "analyse/project_loader.h"
+
+namespace portkit::analyse {
+
+/// A loop the instrumentation wraps.
+struct WrappedLoop {
+  uint32_t line = 0;         ///< 1-based line of the `for`
+  uint32_t start_byte = 0;   ///< the iterable expression's byte range in the source
+  uint32_t end_byte = 0;
+  std::string iterable;      ///< its text
+  bool module_level = false;
+};
+
+/// Finds the data loops of one parsed file (a `for` over a DataLoader, enumerate/tqdm of one,
+/// a prefetcher) using the walker's values.
+std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src,
+                                       const ModuleSummary& summary, ProjectIndex& index);
+
+/// The source with the loops wrapped and the import of DETECTOR added on an existing line
+/// (no line is added or removed). `depth` is the folder depth of the file in the copy.
+/// `warning` is set when the import could only be placed after a module-level loop.
+std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
+                             const std::vector<WrappedLoop>& loops, int depth, std::string* warning);
+
+int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project,
+                    const std::filesystem::path& results, const std::string& base, Context& ctx);
+
+}  // namespace portkit::analyse

@@ -1,0 +1,105 @@
+"""portkit analyse -m dynamic_shape: the instrumented copy, the runtime detector and its report,
+with real torch."""
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import HERE, run
+
+FIXTURE = os.path.join(HERE, "fixtures", "dyn_project")
+HEADER = ["Function Name", "File Path", "Line Number", "Call Stack",
+          "Input Shape Range", "Output Shape Range"]
+
+
+@pytest.fixture()
+def instrumented(tmp_path, portkit):
+    res = run([portkit, "analyse", "-i", FIXTURE, "-o", str(tmp_path), "-m", "dynamic_shape"])
+    assert res.returncode == 0, res.stderr
+    copy = tmp_path / "dyn_project_analysis"
+    return copy, res
+
+
+def read_report(copy):
+    with open(copy / "msft_dynamic_shape_analysis_report.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == HEADER
+    return [dict(zip(HEADER, r)) for r in rows[1:]]
+
+
+def test_copy_keeps_every_line_and_wraps_the_loop(instrumented):
+    copy, res = instrumented
+    assert (copy / "msft_dynamic_analysis" / "__init__.py").exists()
+    assert (copy / "msft_dynamic_analysis" / "hook.py").exists()
+    assert (copy / "data" / "notes.csv").read_text() == "a,b\n"
+    for name in ("train.py", "model.py"):
+        original = open(os.path.join(FIXTURE, name)).read().split("\n")
+        copied = (copy / name).read_text().split("\n")
+        assert len(copied) == len(original), name
+    train = (copy / "train.py").read_text().split("\n")
+    assert train[46] == "    for step, (tokens, images, labels) in DETECTOR.start(enumerate(train_loader)):"
+    assert "Wrapped the data loop at dyn_project/train.py:47" in res.stderr
+    assert "python train.py" in res.stderr  # how to run it
+    log = (copy / "pytorch_analysis.txt").read_text()
+    assert "dyn_project/train.py:47" in log
+
+
+def test_report_lists_dynamic_sites_with_ranges_and_no_static_ones(instrumented, python, tmp_path):
+    copy, _ = instrumented
+    losses_plain = tmp_path / "plain.txt"
+    losses_instr = tmp_path / "instr.txt"
+    res = run([python, "train.py", "--steps", "6", "--losses", str(losses_instr)], cwd=copy)
+    assert res.returncode == 0, res.stderr
+    res = run([python, "train.py", "--steps", "6", "--losses", str(losses_plain)], cwd=FIXTURE)
+    assert res.returncode == 0, res.stderr
+    # The detector does not change results.
+    assert losses_instr.read_text() == losses_plain.read_text()
+    rows = read_report(copy)
+    by_site = {(r["Function Name"], r["File Path"], r["Line Number"]): r for r in rows}
+    emb = by_site[("embedding", "dyn_project/model.py", "13")]
+    assert emb["Input Shape Range"] == "[(4, 5-12), (50, 8)]"
+    assert emb["Output Shape Range"] == "[(4, 5-12, 8)]"
+    assert emb["Call Stack"].startswith("dyn_project/model.py:13(forward) <- dyn_project/train.py:51(main)")
+    assert ("stack", "dyn_project/train.py", "32") in by_site
+    # Image path: fixed sizes → never reported.
+    for r in rows:
+        assert r["Function Name"] not in ("conv2d", "relu", "linear", "cross_entropy"), r
+        assert r["Line Number"] != "14", r
+
+
+def test_sigterm_still_leaves_a_valid_report(instrumented, python):
+    copy, _ = instrumented
+    proc = subprocess.Popen([python, "train.py", "--steps", "6", "--sleep-after", "3"], cwd=copy,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        line = ""
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if "READY" in line or not line:
+                break
+        assert "READY" in line, proc.stderr.read()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+    rows = read_report(copy)
+    names = {r["Function Name"] for r in rows}
+    assert "embedding" in names
+    assert not list(copy.glob("*.tmp.*"))  # no half-written report left behind
+
+
+def test_no_loop_found_is_said(tmp_path, portkit):
+    proj = tmp_path / "noloop"
+    proj.mkdir()
+    (proj / "a.py").write_text("import torch\nx = torch.zeros(2)\n")
+    res = run([portkit, "analyse", "-i", str(proj), "-o", str(tmp_path / "out"), "-m", "dynamic_shape"])
+    assert res.returncode == 0, res.stderr
+    assert "No training data loop was recognised" in res.stderr
+    assert (tmp_path / "out" / "noloop_analysis" / "a.py").read_text() == "import torch\nx = torch.zeros(2)\n"

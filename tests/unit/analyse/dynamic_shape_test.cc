@@ -1,0 +1,100 @@
+// The instrumented copy of dynamic_shape: loops found through the walker's values, every line kept.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analyse/dynamic_shape.h"
+
+namespace portkit::analyse {
+namespace {
+
+struct Instrumented {
+  std::vector<WrappedLoop> loops;
+  std::string text;
+  std::string warning;
+};
+
+Instrumented Instrument(const std::string& source, int depth = 0) {
+  PySyntax syn;
+  PythonParser parser;
+  ParsedSource parsed = parser.Parse(source);
+  auto summary = std::make_unique<ModuleSummary>(SummariseModule(syn, parsed, "m", false));
+  ModuleSummary* s = summary.get();
+  ProjectIndex index;
+  index.Add(std::move(summary));
+  index.Freeze();
+  Instrumented out;
+  out.loops = FindDataLoops(syn, parsed, *s, index);
+  out.text = InstrumentSource(syn, parsed, out.loops, depth, &out.warning);
+  EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'),
+            std::count(source.begin(), source.end(), '\n'))
+      << "a line was added or removed:\n" << out.text;
+  return out;
+}
+
+std::string Line(const std::string& text, int n) {  // 1-based
+  size_t b = 0;
+  for (int i = 1; i < n; ++i) b = text.find('\n', b) + 1;
+  return text.substr(b, text.find('\n', b) - b);
+}
+
+TEST(DynamicShape, RecognisesDataLoaderLoopsByValueAndByName) {
+  auto r = Instrument(
+      "import torch\n"                                                   // 1
+      "from torch.utils.data import DataLoader\n"                        // 2
+      "from tqdm import tqdm\n"                                          // 3
+      "def train(ds, prefetcher):\n"                                     // 4
+      "    dl = DataLoader(ds, batch_size=2)\n"                          // 5
+      "    for x in dl:\n"                                               // 6
+      "        pass\n"                                                   // 7
+      "    for i, (a, b) in tqdm(enumerate(dl)):\n"                      // 8
+      "        pass\n"                                                   // 9
+      "    for batch in prefetcher:\n"                                   // 10
+      "        pass\n"                                                   // 11
+      "    for epoch in range(3):\n"                                     // 12
+      "        pass\n"                                                   // 13
+      "    for x in self.val_loader:\n"                                  // 14
+      "        pass\n");                                                 // 15
+  ASSERT_EQ(r.loops.size(), 4u);
+  EXPECT_EQ(Line(r.text, 6), "    for x in DETECTOR.start(dl):");
+  EXPECT_EQ(Line(r.text, 8), "    for i, (a, b) in DETECTOR.start(tqdm(enumerate(dl))):");
+  EXPECT_EQ(Line(r.text, 10), "    for batch in DETECTOR.start(prefetcher):");
+  EXPECT_EQ(Line(r.text, 12), "    for epoch in range(3):");
+  EXPECT_EQ(Line(r.text, 14), "    for x in DETECTOR.start(self.val_loader):");
+  EXPECT_EQ(Line(r.text, 1).rfind("import sys as _msft_sys", 0), 0u);
+  EXPECT_NE(Line(r.text, 1).find("from msft_dynamic_analysis import DETECTOR; import torch"), std::string::npos);
+}
+
+TEST(DynamicShape, ImportGoesAfterFutureImportsAndNotBeforeAShebang) {
+  auto r = Instrument(
+      "#!/usr/bin/env python\n"                                          // 1
+      "from __future__ import annotations\n"                             // 2
+      "\n"                                                               // 3
+      "def f(loader):\n"                                                 // 4
+      "    for b in loader:\n"                                           // 5
+      "        pass\n");                                                 // 6
+  EXPECT_EQ(Line(r.text, 1), "#!/usr/bin/env python");
+  EXPECT_EQ(Line(r.text, 2), "from __future__ import annotations");
+  EXPECT_EQ(Line(r.text, 3).rfind("import sys as _msft_sys", 0), 0u);
+  EXPECT_TRUE(r.warning.empty());
+}
+
+TEST(DynamicShape, ImportOnACommentLineAndDepthOfTheFile) {
+  auto r = Instrument("  # a comment\nclass A:\n    def f(self):\n        for b in self.loader:\n            pass\n", 2);
+  EXPECT_NE(Line(r.text, 1).find("\"../..\""), std::string::npos);
+  EXPECT_NE(Line(r.text, 1).find("import DETECTOR  # a comment"), std::string::npos);
+}
+
+TEST(DynamicShape, AlreadyWrappedLoopsAreLeftAlone) {
+  auto r = Instrument("from msft_dynamic_analysis import DETECTOR\nfor b in DETECTOR.start(loader):\n    pass\n");
+  EXPECT_TRUE(r.loops.empty());
+}
+
+TEST(DynamicShape, ModuleLevelLoopBeforeAnyFreeLineIsWarned) {
+  auto r = Instrument("for b in loader:\n    pass\n");
+  ASSERT_EQ(r.loops.size(), 1u);
+  EXPECT_FALSE(r.warning.empty());
+}
+
+}  // namespace
+}  // namespace portkit::analyse
