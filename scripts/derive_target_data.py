@@ -886,6 +886,22 @@ Copy of the Mulan PSL v2 license text of the Ascend mstt reference data.
         "@COUNT@", str(torch_only_count)).replace("@EXCLUDED@", excl_lines)
 
 
+def derive_affinity(ref, out, written):
+    """affinity_list_1_11_0.json → data/affinity/affinity.json (our format: lists, sorted)."""
+    src = load(ref, "affinity_list_1_11_0.json")
+    result = {"function": [], "class": [], "torch": []}
+    for name, t in sorted(src.get("function", {}).items()):
+        result["function"].append({"name": name, "parameters": t["parameter"],
+                                   "replacement": t["affinity_function"]})
+    for name, t in sorted(src.get("class", {}).items()):
+        result["class"].append({"name": name, "parent": t.get("parent_class_name", ""),
+                                "init": t.get("__init__", []), "forward": t.get("forward", []),
+                                "replacement": t["affinity_class"]})
+    for name, t in sorted(src.get("torch", {}).items()):
+        result["torch"].append({"api": t["full_name"], "replacement": t["affinity_api"]})
+    write_json(os.path.join(out, "affinity", "affinity.json"), result, written)
+
+
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -908,6 +924,8 @@ def main():
     print("torch-only methods:")
     rows, excluded = derive_torch_only_methods(all_names, out, written)
 
+    print("affinity:")
+    derive_affinity(ref, out, written)
     write_json(os.path.join(out, "cuda", "cuda_only.json"), CUDA_ONLY, written)
     write_json(os.path.join(out, "targets", "cpu", "target.json"), CPU_TARGET, written)
     write_json(os.path.join(out, "targets", "npu", "target.json"), NPU_TARGET, written)

@@ -10,7 +10,12 @@
 #include <map>
 #include <set>
 
+#include "analyse/affinity.h"
+#include "analyse/analysis_run.h"
 #include "analyse/custom_ops.h"
+#include "analyse/report_writer.h"
+#include "analyse/rules/affinity_apis/rules.h"
+#include "analyse/third_party.h"
 #include "analyse/dynamic_shape.h"
 #include "analyse/project_index.h"
 #include "analyse/project_loader.h"
@@ -27,51 +32,9 @@
 namespace portkit::analyse {
 namespace fs = std::filesystem;
 
-void RuleContext::Report(TSNode node, std::string op, std::string tip, Category category,
-                         Confidence confidence, std::string_view rule) {
-  Finding f;
-  f.file = file;
-  f.start_line = StartLine(node);
-  f.end_line = EndLine(node);
-  f.start_col = StartCol(node);
-  f.end_col = EndCol(node);
-  f.op = std::move(op);
-  f.tip = std::move(tip);
-  f.category = category;
-  f.confidence = confidence;
-  f.rule = std::string(rule);
-  out_.push_back(std::move(f));
-}
-
 namespace {
 
-/// Hands walker events to every rule and records the names seen (for project rules).
-class RuleDispatcher : public EventSink {
- public:
-  RuleDispatcher(const std::vector<std::unique_ptr<Rule>>& rules, RuleContext& ctx,
-                 std::set<std::string>& seen)
-      : rules_(rules), ctx_(ctx), seen_(seen) {}
-  void OnCall(const CallEvent& ev) override {
-    for (const auto& q : ev.lookup) seen_.insert(q);
-    if (!ev.method.empty()) seen_.insert("." + std::string(ev.method));
-    for (const auto& r : rules_) r->OnCall(ev, ctx_);
-  }
-  void OnAttribute(const AttributeEvent& ev) override {
-    seen_.insert(ev.qname);
-    for (const auto& r : rules_) r->OnAttribute(ev, ctx_);
-  }
-  void OnString(const StringEvent& ev) override {
-    if (ev.value.size() < 64) seen_.insert(ev.value);
-    for (const auto& r : rules_) r->OnString(ev, ctx_);
-  }
-
- private:
-  const std::vector<std::unique_ptr<Rule>>& rules_;
-  RuleContext& ctx_;
-  std::set<std::string>& seen_;
-};
-
-std::string Csv(const std::vector<const Finding*>& rows) {
+std::string AdviceCsv(const std::vector<const Finding*>& rows) {
   CsvWriter w({"File", "Start Line", "End Line", "OP", "Tips"});
   for (const Finding* f : rows) {
     bool na = f->file == "NA";
@@ -81,64 +44,24 @@ std::string Csv(const std::vector<const Finding*>& rows) {
   return w.str();
 }
 
-std::string ReportJson(const std::vector<Finding>& findings, const AnalyseOptions& opt,
-                       const Target& target, const FileStats& stats,
-                       const std::vector<FileProblem>& problems, const CustomOpTable& ops) {
-  JsonWriter j;
-  j.BeginObject();
-  j.Key("tool").String("portkit analyse");
-  j.Key("mode").String(opt.mode);
-  j.Key("target").String(target.name());
-  j.Key("torch_list_version").String(target.list_version());
-  j.Key("files").BeginObject();
-  j.Key("python_analysed").Int(static_cast<int64_t>(stats.python_analysed));
-  j.Key("cpp_scanned").Int(static_cast<int64_t>(stats.cpp_scanned));
-  j.Key("syntax_errors").Int(static_cast<int64_t>(stats.syntax_errors));
-  j.Key("skipped").Int(static_cast<int64_t>(stats.skipped));
-  j.EndObject();
-  j.Key("problems").BeginArray();
-  for (const auto& p : problems) {
-    j.BeginObject();
-    j.Key("file").String(p.file);
-    j.Key("line").Int(p.line);
-    j.Key("column").Int(p.col);
-    j.Key("kind").String(p.kind);
-    j.Key("message").String(p.message);
-    j.EndObject();
-  }
-  j.EndArray();
-  j.Key("custom_ops").BeginArray();
-  for (const auto& op : ops.ops) {
-    j.BeginObject();
-    j.Key("name").String(op.name);
-    if (!op.ns.empty()) j.Key("namespace").String(op.ns);
-    j.Key("arg_count").Int(op.arg_count);
-    j.Key("file").String(op.file);
-    j.Key("line").Int(op.line);
-    j.Key("registered_by").String(op.how);
-    j.EndObject();
-  }
-  j.EndArray();
-  j.Key("findings").BeginArray();
-  for (const auto& f : findings) {
-    j.BeginObject();
-    j.Key("file").String(f.file);
-    if (f.file != "NA") {
-      j.Key("start_line").Int(f.start_line);
-      j.Key("end_line").Int(f.end_line);
-      j.Key("start_column").Int(f.start_col);
-      j.Key("end_column").Int(f.end_col);
-    }
-    j.Key("name").String(f.op);
-    j.Key("category").String(CategoryName(f.category));
-    j.Key("tip").String(f.tip);
-    j.Key("confidence").String(ConfidenceName(f.confidence));
-    j.Key("rule").String(f.rule);
-    j.EndObject();
-  }
-  j.EndArray();
-  j.EndObject();
-  return j.str();
+CsvWriter CudaOpList(const std::vector<Finding>& findings) {
+  std::set<std::pair<std::string, std::string>> rows;
+  for (const auto& f : findings)
+    if (f.category == Category::kCuda) rows.insert({f.file, f.op});
+  CsvWriter cuda({"File", "Api"});
+  for (const auto& [file, api] : rows) cuda.AddRow({file, api});
+  return cuda;
+}
+
+void SortUnique(std::vector<Finding>& findings) {
+  std::sort(findings.begin(), findings.end());
+  findings.erase(std::unique(findings.begin(), findings.end(),
+                             [](const Finding& a, const Finding& b) { return !(a < b) && !(b < a); }),
+                 findings.end());
+}
+
+bool Wants(const AnalyseOptions& opt, const char* format) {
+  return std::find(opt.formats.begin(), opt.formats.end(), format) != opt.formats.end();
 }
 
 }  // namespace
@@ -157,10 +80,6 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
     return 2;
   }
   input = fs::weakly_canonical(fs::absolute(input), ec);
-  if (opt.mode != "torch_apis" && opt.mode != "dynamic_shape") {
-    log.Error("mode '" + opt.mode + "' is not available in this build; available: torch_apis, dynamic_shape");
-    return 2;
-  }
   fs::path out_root = fs::absolute(fs::path(opt.output));
   fs::create_directories(out_root, ec);
   if (ec || !fs::is_directory(out_root)) {
@@ -184,6 +103,25 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
     return 2;
   }
   if (!warning.empty()) log.Warning(warning);
+  std::unique_ptr<ThirdPartyApis> third_party;
+  if (!opt.api_files.empty()) {
+    auto apis = ThirdPartyApis::Load(opt.api_files);
+    if (!apis.ok()) {
+      log.Error(apis.status().message());
+      return 2;
+    }
+    third_party = std::make_unique<ThirdPartyApis>(std::move(*apis));
+    log.Info("Loaded " + std::to_string(third_party->size()) + " affected third-party APIs from -api files.");
+  }
+  std::unique_ptr<AffinityTable> affinity;
+  if (opt.mode == "affinity_apis") {
+    auto table = AffinityTable::Load(ctx.data_dir / "affinity" / "affinity.json");
+    if (!table.ok()) {
+      log.Error(table.status().message());
+      return 2;
+    }
+    affinity = std::make_unique<AffinityTable>(std::move(*table));
+  }
   log.Info("PyTorch analysis start working now, please wait for a moment.");
   log.Info("Target " + target->name() +
            (target->list_version().empty() ? "" : ", support list of torch " + target->list_version()) +
@@ -193,115 +131,93 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   auto project = std::make_unique<LoadedProject>();
   LoadProject({input, base, {results}, opt.env_paths, opt.max_file_bytes}, log, pool, *project);
   if (opt.mode == "dynamic_shape") return RunDynamicShape(opt, *project, results, base, ctx);
-  const PySyntax& syntax = project->syntax;
-  SourceSet& sources = project->sources;
-  std::vector<PyFile>& py = project->py;
-  ProjectIndex& index = project->index;
-  FileStats& stats = project->stats;
-  std::vector<FileProblem>& problems = project->problems;
-  // 3. Custom CUDA operators from C++/CUDA sources.
-  std::vector<CppScan> scans(sources.cpp.size());
-  pool.ParallelFor(sources.cpp.size(), [&](int, size_t i) {
-    auto text = ReadFile(sources.cpp[i].path);
-    if (text.ok()) scans[i] = ScanCppSource(*text, sources.cpp[i].display);
+  const FileStats& stats = project->stats;
+
+  // Custom CUDA operators from C++/CUDA sources.
+  const auto& cpp = project->sources.cpp;
+  std::vector<CppScan> scans(cpp.size());
+  pool.ParallelFor(cpp.size(), [&](int, size_t i) {
+    auto text = ReadFile(cpp[i].path);
+    if (text.ok()) scans[i] = ScanCppSource(*text, cpp[i].display);
   });
   CustomOpTable custom_ops;
   custom_ops.Link(std::move(scans));
 
-  // 4. Analyse every parsed file (pass 2).
+  // Every file through the mode's rules (pass 2).
   log.Info("Analysis start...");
-  Progress progress(log, stats.python_analysed);
-  std::vector<std::vector<Finding>> per_file(py.size());
-  std::vector<std::set<std::string>> seen(py.size());
-  const Target& tgt = *target;
-  auto known = [&tgt](const std::string& q) { return tgt.Known(q); };
-  pool.ParallelFor(py.size(), [&](int, size_t i) {
-    if (!py[i].summary) return;
-    progress.Start("Start analysis " + py[i].file->display + ".");
-    std::vector<std::unique_ptr<Rule>> rules = MakeTorchApiRules();
-    RuleContext rctx(syntax, py[i].parsed.source, py[i].file->display, tgt, custom_ops, per_file[i]);
-    RuleDispatcher dispatcher(rules, rctx, seen[i]);
-    FileWalker walker(syntax, py[i].parsed, *py[i].summary, index, known, dispatcher);
-    walker.Run();
-    progress.Done("Analysis " + py[i].file->display + " complete.");
-  });
-
+  RuleData data{&*target, &custom_ops, third_party.get(), affinity.get()};
+  RuleFactory factory = opt.mode == "affinity_apis" ? RuleFactory(MakeAffinityRules) : RuleFactory(MakeTorchApiRules);
+  std::vector<FileAnalysis> files = AnalyseFiles(*project, data, factory, pool, log);
   std::vector<Finding> findings;
+  std::vector<DefinitionRecord> definitions;
+  std::vector<CallRecord> calls;
   std::set<std::string> all_seen;
-  for (size_t i = 0; i < py.size(); ++i) {
-    findings.insert(findings.end(), per_file[i].begin(), per_file[i].end());
-    all_seen.insert(seen[i].begin(), seen[i].end());
+  for (auto& f : files) {
+    std::move(f.findings.begin(), f.findings.end(), std::back_inserter(findings));
+    std::move(f.definitions.begin(), f.definitions.end(), std::back_inserter(definitions));
+    std::move(f.calls.begin(), f.calls.end(), std::back_inserter(calls));
+    all_seen.insert(f.seen.begin(), f.seen.end());
   }
-  // Registered custom ops are CUDA-specific code too (cuda_op_list.csv).
-  for (const auto& op : custom_ops.ops) {
-    Finding f;
-    f.file = op.file;
-    f.start_line = f.end_line = op.line;
-    f.op = op.ns.empty() ? op.name : op.ns + "::" + op.name;
-    f.tip = "Custom CUDA operator registered with " + op.how +
-            (op.arg_count >= 0 ? " (" + std::to_string(op.arg_count) + " arguments)" : "");
-    f.category = Category::kCuda;
-    f.rule = "custom_cuda_op";
-    findings.push_back(std::move(f));
-  }
-  std::vector<std::string> seen_sorted(all_seen.begin(), all_seen.end());
-  for (const auto& rule : MakeTorchApiProjectRules()) rule->Finish(findings, seen_sorted, tgt, findings);
-  std::sort(findings.begin(), findings.end());
-  findings.erase(std::unique(findings.begin(), findings.end(),
-                             [](const Finding& a, const Finding& b) { return !(a < b) && !(b < a); }),
-                 findings.end());
-
-  // 5. Write the reports.
-  std::map<Category, std::vector<const Finding*>> by_cat;
-  for (const auto& f : findings) by_cat[f.category].push_back(&f);
-  bool want_csv = std::find(opt.formats.begin(), opt.formats.end(), "csv") != opt.formats.end();
-  bool want_json = std::find(opt.formats.begin(), opt.formats.end(), "json") != opt.formats.end();
-  std::vector<std::vector<std::string>> table;
-  auto write = [&](const std::string& name, const std::string& content, size_t rows) -> bool {
-    Status st = WriteFileAtomic(results / name, content);
-    if (!st.ok()) {
-      log.Error(st.message());
-      return false;
+  if (opt.mode != "affinity_apis") {
+    // Registered custom ops are CUDA-specific code too (cuda_op_list.csv).
+    for (const auto& op : custom_ops.ops) {
+      Finding f;
+      f.file = op.file;
+      f.start_line = f.end_line = op.line;
+      f.op = op.ns.empty() ? op.name : op.ns + "::" + op.name;
+      f.tip = "Custom CUDA operator registered with " + op.how +
+              (op.arg_count >= 0 ? " (" + std::to_string(op.arg_count) + " arguments)" : "");
+      f.category = Category::kCuda;
+      f.rule = "custom_cuda_op";
+      findings.push_back(std::move(f));
     }
-    table.push_back({name, std::to_string(rows)});
-    return true;
-  };
-  bool ok = true;
-  if (want_csv) {
-    const std::pair<const char*, Category> kFiles[] = {
-        {"unsupported_api.csv", Category::kUnsupported}, {"unknown_api.csv", Category::kUnknown},
-        {"api_precision_advice.csv", Category::kPrecision},
-        {"api_performance_advice.csv", Category::kPerformance}};
-    for (const auto& [name, cat] : kFiles) ok &= write(name, Csv(by_cat[cat]), by_cat[cat].size());
-    // cuda_op_list.csv: one row per (file, api).
-    std::set<std::pair<std::string, std::string>> cuda_rows;
-    for (const Finding* f : by_cat[Category::kCuda]) cuda_rows.insert({f->file, f->op});
-    CsvWriter cuda({"File", "Api"});
-    for (const auto& [file, api] : cuda_rows) cuda.AddRow({file, api});
-    ok &= write("cuda_op_list.csv", cuda.str(), cuda.rows());
   }
-  if (want_json)
-    ok &= write("report.json", ReportJson(findings, opt, tgt, stats, problems, custom_ops), findings.size());
-  std::sort(table.begin(), table.end());
-  progress.Finish("Analyse run success, welcome to the next use.");
+  if (opt.mode == "torch_apis") {
+    std::vector<std::string> seen_sorted(all_seen.begin(), all_seen.end());
+    for (const auto& rule : MakeTorchApiProjectRules()) rule->Finish(findings, seen_sorted, *target, findings);
+  }
+  if (opt.mode == "affinity_apis") {
+    auto matched = MatchAffinityTemplates(*affinity, definitions, calls);
+    std::move(matched.begin(), matched.end(), std::back_inserter(findings));
+  }
+  SortUnique(findings);
+
+  // Reports.
+  ReportWriter out(results, log);
+  if (Wants(opt, "csv")) {
+    if (opt.mode == "torch_apis") {
+      std::map<Category, std::vector<const Finding*>> by_cat;
+      for (const auto& f : findings) by_cat[f.category].push_back(&f);
+      const std::pair<const char*, Category> kFiles[] = {
+          {"unsupported_api.csv", Category::kUnsupported}, {"unknown_api.csv", Category::kUnknown},
+          {"api_precision_advice.csv", Category::kPrecision},
+          {"api_performance_advice.csv", Category::kPerformance}};
+      for (const auto& [name, cat] : kFiles) out.Write(name, AdviceCsv(by_cat[cat]), by_cat[cat].size());
+      out.Write("cuda_op_list.csv", CudaOpList(findings));
+    } else if (opt.mode == "third_party") {
+      auto affected = PropagateAffected(definitions, calls, findings, project->index.PublicSpellings());
+      log.Info(std::to_string(affected.size()) + " functions of the library reach an unsupported or "
+               "unknown API or a custom CUDA operator.");
+      for (auto& [name, csv] : ThirdPartyCsvs(affected)) out.Write(name, csv);
+      out.Write("cuda_op_list.csv", CudaOpList(findings));
+    } else {
+      CsvWriter w({"File", "Start Line", "End Line", "Api Type", "Api Call Name", "Affinity Api Name"});
+      for (const auto& f : findings)
+        if (f.category == Category::kAffinity)
+          w.AddRow({f.file, std::to_string(f.start_line), std::to_string(f.end_line), f.api_type, f.op, f.tip});
+      out.Write("affinity_api_call.csv", w);
+    }
+  }
+  RunSummary summary{opt.mode, target->name(), target->list_version(), stats, &project->problems, &custom_ops};
+  if (Wants(opt, "json")) out.Write("report.json", ReportJson(findings, summary), findings.size());
+  if (Wants(opt, "sarif")) out.Write("report.sarif", ReportSarif(findings, PORTKIT_VERSION_STRING, base), findings.size());
   log.Info("Analysed " + std::to_string(stats.python_analysed) + " Python files (" +
            std::to_string(stats.syntax_errors) + " with syntax errors), scanned " +
            std::to_string(stats.cpp_scanned) + " C++/CUDA files, skipped " +
            std::to_string(stats.skipped) + ".");
-  log.Info("The detailed transplant result files are in the output path you defined, the relative path is " +
-           base + "_analysis.");
-  table.push_back({"(python files analysed)", std::to_string(stats.python_analysed)});
-  table.push_back({"(files with syntax errors)", std::to_string(stats.syntax_errors)});
-  table.push_back({"(files skipped)", std::to_string(stats.skipped)});
-  std::string rendered = RenderTable({"files", "statistics"}, table);
-  std::fwrite(rendered.data(), 1, rendered.size(), stdout);
-  std::fflush(stdout);
-  Status st = WriteFileAtomic(results / "pytorch_analysis.txt", log.Contents() + rendered);
-  if (!st.ok()) {
-    log.Error(st.message());
-    ok = false;
-  }
-  return ok ? 0 : 1;
+  return out.Finish(base, {{"(python files analysed)", std::to_string(stats.python_analysed)},
+                           {"(files with syntax errors)", std::to_string(stats.syntax_errors)},
+                           {"(files skipped)", std::to_string(stats.skipped)}});
 }
 
 int AnalyseMain(int argc, char** argv, Context& ctx) {
@@ -315,7 +231,6 @@ int AnalyseMain(int argc, char** argv, Context& ctx) {
   }
   AnalyseOptions opt;
   std::string formats = "csv,json";
-  std::vector<std::string> api_files;
   CLI::App app{"Static migration analysis of PyTorch code (seed 001). Results go to "
                "<output>/<basename(input)>_analysis/.",
                "portkit analyse"};
@@ -326,16 +241,19 @@ int AnalyseMain(int argc, char** argv, Context& ctx) {
                  "torch version of the analysed code (2.1.0, 2.6.0, 2.7.0, 2.8.0; others use the "
                  "nearest list with a warning; default: newest)");
   app.add_option("-m,--mode", opt.mode,
-                 "analysis mode: torch_apis (default) or dynamic_shape (instrumented copy with a "
-                 "runtime detector); third_party and affinity_apis are planned")
+                 "analysis mode: torch_apis (default), third_party (library call graph), "
+                 "affinity_apis (fused-API candidates), dynamic_shape (instrumented copy with a "
+                 "runtime detector)")
       ->check(CLI::IsMember({"torch_apis", "third_party", "affinity_apis", "dynamic_shape"}));
   app.add_option("--target", opt.target, "target platform: npu (Ascend, default) or cpu (flags CUDA-only code)")
       ->check(CLI::IsMember({"npu", "cpu"}));
   app.add_option("-e,--env-path", opt.env_paths,
                  "extra import roots (like PYTHONPATH) used to resolve names; also -env");
-  app.add_option("--api-files", api_files, "third_party results (planned); also -api");
+  app.add_option("--api-files", opt.api_files,
+                 "full_unsupported_results.csv of earlier third_party runs on libraries the code "
+                 "uses; their affected APIs are reported as unsupported; also -api");
   app.add_option("-j,--jobs", ctx.jobs, "worker threads (default: all cores)");
-  app.add_option("--format", formats, "outputs to write: csv, json or csv,json (default)");
+  app.add_option("--format", formats, "outputs to write, comma-separated: csv, json, sarif (default csv,json)");
   size_t max_mb = 64;
   app.add_option("--max-file-mb", max_mb, "skip Python files larger than this (default 64)");
   std::vector<const char*> cargv;
@@ -346,17 +264,13 @@ int AnalyseMain(int argc, char** argv, Context& ctx) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (!api_files.empty()) {
-    ctx.logger.Error("-api/--api-files needs the third_party mode, which this build does not have yet");
-    return 2;
-  }
   opt.formats.clear();
   size_t start = 0;
   while (start <= formats.size()) {
     size_t comma = formats.find(',', start);
     std::string f = formats.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (f != "csv" && f != "json") {
-      ctx.logger.Error("--format: unknown format '" + f + "'; use csv, json or csv,json");
+    if (f != "csv" && f != "json" && f != "sarif") {
+      ctx.logger.Error("--format: unknown format '" + f + "'; use csv, json, sarif or a comma list");
       return 2;
     }
     opt.formats.push_back(f);

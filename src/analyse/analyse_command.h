@@ -14,6 +14,7 @@ struct AnalyseOptions {
   std::string mode = "torch_apis";
   std::string target = "npu";
   std::vector<std::string> env_paths;
+  std::vector<std::string> api_files;  ///< -api: results of earlier third_party runs
   std::vector<std::string> formats = {"csv", "json"};
   size_t max_file_bytes = 64u << 20;
 };

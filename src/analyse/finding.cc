@@ -11,6 +11,7 @@ const char* CategoryName(Category c) {
     case Category::kCuda: return "cuda";
     case Category::kPrecision: return "precision";
     case Category::kPerformance: return "performance";
+    case Category::kAffinity: return "affinity";
   }
   return "?";
 }

@@ -11,6 +11,7 @@ enum class Category : uint8_t {
   kCuda,          ///< cuda_op_list.csv (CUDA-specific code and custom CUDA ops)
   kPrecision,     ///< api_precision_advice.csv
   kPerformance,   ///< api_performance_advice.csv
+  kAffinity,      ///< affinity_api_call.csv
 };
 
 const char* CategoryName(Category c);
@@ -26,6 +27,8 @@ struct Finding {
   Category category = Category::kUnsupported;
   Confidence confidence = Confidence::kHigh;
   std::string rule;  ///< the rule that reported it
+  std::string function;  ///< qualified name of the enclosing function, empty at module level
+  std::string api_type;  ///< affinity findings: class, function, torch or special
 };
 
 bool operator<(const Finding& a, const Finding& b);

@@ -116,6 +116,7 @@ class Summariser {
     auto info = std::make_unique<ClassInfo>();
     info->module = out_.module_name;
     info->name = std::string(NodeText(ts_node_child_by_field_id(n, syn_.f_name), src_));
+    info->qualname = out_.module_name + "." + info->name;
     TSNode supers = ts_node_child_by_field_id(n, syn_.f_superclasses);
     if (!ts_node_is_null(supers)) {
       uint32_t count = ts_node_named_child_count(supers);

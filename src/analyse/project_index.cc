@@ -1,5 +1,7 @@
 #include "analyse/project_index.h"
 
+#include <algorithm>
+
 namespace portkit::analyse {
 
 void ProjectIndex::Add(std::unique_ptr<ModuleSummary> summary,
@@ -54,7 +56,7 @@ Value ProjectIndex::ExportLocked(const std::string& module, const std::string& n
   const ModuleSummary* m = Find(module);
   if (m) {
     if (auto it = m->names.find(name); it != m->names.end()) {
-      result = BindingValue(*m, it->second);
+      result = BindingValue(*m, name, it->second);
     } else {
       for (const auto& [star, level] : m->star_imports) {
         std::string abs = ResolveRelativeModule(m->module_name, m->is_package, level, star);
@@ -76,14 +78,15 @@ Value ProjectIndex::ExportLocked(const std::string& module, const std::string& n
   return result;
 }
 
-Value ProjectIndex::BindingValue(const ModuleSummary& m, const TopBinding& b) {
+Value ProjectIndex::BindingValue(const ModuleSummary& m, const std::string& name,
+                                 const TopBinding& b) {
   switch (b.kind) {
     case TopBinding::Kind::kImportModule:
       return ModuleValue(b.module);
     case TopBinding::Kind::kImportFrom:
       return ImportValue(m, b.module, b.level, b.attr);
     case TopBinding::Kind::kFunction:
-      return Value::UserFunction(m.module_name);
+      return Value::UserFunction(m.module_name + "." + name);
     case TopBinding::Kind::kClass: {
       ClassInfo& cls = *m.classes[b.class_index];
       ResolveClass(m, cls);
@@ -113,6 +116,35 @@ Value ProjectIndex::ImportValue(const ModuleSummary& from, const std::string& mo
   }
   if (level > 0) return Value::Unknown();  // a relative import that leaves the project
   return Value::External(sub);
+}
+
+std::multimap<std::string, std::string> ProjectIndex::PublicSpellings() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::multimap<std::string, std::string> out;
+  std::vector<std::pair<std::string, const ModuleSummary*>> modules(modules_.begin(), modules_.end());
+  std::sort(modules.begin(), modules.end());
+  for (const auto& [module_name, m] : modules) {
+    std::vector<std::string> names;
+    for (const auto& [name, b] : m->names) names.push_back(name);
+    for (const auto& [star, level] : m->star_imports) {
+      std::string abs = ResolveRelativeModule(m->module_name, m->is_package, level, star);
+      for (const auto& s : StarNames(abs)) names.push_back(s);
+    }
+    for (const auto& name : names) {
+      if (name.empty() || name[0] == '_') continue;
+      Value v = ExportLocked(module_name, name);
+      std::string spelling = module_name + "." + name;
+      if (v.kind == ValueKind::kUserFunction) {
+        out.emplace(v.name, spelling);
+      } else if (v.kind == ValueKind::kUserClass && v.cls) {
+        for (const auto& method : v.cls->methods) {
+          if (!method.empty() && method[0] == '_' && method != "__init__" && method != "__call__") continue;
+          out.emplace(v.cls->QualifiedName() + "." + method, spelling + "." + method);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> ProjectIndex::StarNames(const std::string& module) {
@@ -147,13 +179,13 @@ void ProjectIndex::ResolveClass(const ModuleSummary& module, ClassInfo& cls) {
   for (const auto& base : cls.base_exprs) {
     Value v = EvalDotted(module, base);
     if (v.kind == ValueKind::kExternal && IsTorchClassName(v.name)) {
-      cls.torch_base = v.name;
+      if (cls.torch_base.empty()) cls.torch_base = v.name;
     } else if (v.kind == ValueKind::kUserClass && v.cls) {
       const ModuleSummary* owner = Find(v.cls->module);
       if (owner) ResolveClass(*owner, const_cast<ClassInfo&>(*v.cls));
-      cls.torch_base = v.cls->torch_base;
+      if (cls.torch_base.empty()) cls.torch_base = v.cls->torch_base;
+      if (v.cls != &cls) cls.user_bases.push_back(v.cls);
     }
-    if (!cls.torch_base.empty()) break;
   }
   for (const auto& [attr, expr] : cls.attr_exprs) {
     Value v;

@@ -33,12 +33,15 @@ class ProjectIndex : public ModuleResolver {
   std::vector<std::string> StarNames(const std::string& module);
   /// Value of a dotted expression evaluated in `module`'s top-level scope.
   Value EvalDotted(const ModuleSummary& module, std::string_view dotted);
+  /// Public spellings of project functions and methods: qualified name → "pkg.name" for every
+  /// module that defines or re-exports it under a public (no leading underscore) name.
+  std::multimap<std::string, std::string> PublicSpellings();
   /// Computes torch_base and attribute values of a class evaluated in `module`'s scope.
   void ResolveClass(const ModuleSummary& module, ClassInfo& cls);
 
  private:
   Value ExportLocked(const std::string& module, const std::string& name);
-  Value BindingValue(const ModuleSummary& m, const TopBinding& b);
+  Value BindingValue(const ModuleSummary& m, const std::string& name, const TopBinding& b);
   Value ModuleValue(const std::string& module) const;
 
   std::vector<std::unique_ptr<ModuleSummary>> owned_;

@@ -14,6 +14,16 @@ namespace portkit::analyse {
 
 class Target;
 struct CustomOpTable;
+class ThirdPartyApis;
+struct AffinityTable;
+
+/// The data a run hands its rules; pointers may be null when a mode does not need them.
+struct RuleData {
+  const Target* target = nullptr;
+  const CustomOpTable* custom_ops = nullptr;
+  const ThirdPartyApis* third_party = nullptr;  ///< -api results of earlier third_party runs
+  const AffinityTable* affinity = nullptr;
+};
 
 struct Argument {
   std::string_view keyword;  ///< empty for a positional argument
@@ -74,19 +84,22 @@ struct StringEvent {
 /// What a rule sees of the file being analysed, and where it reports.
 class RuleContext {
  public:
-  RuleContext(const PySyntax& syn, std::string_view source, std::string file, const Target& target,
-              const CustomOpTable& custom_ops, std::vector<Finding>& out)
-      : syntax(syn), source(source), file(std::move(file)), target(target),
-        custom_ops(custom_ops), out_(out) {}
+  RuleContext(const PySyntax& syn, std::string_view source, std::string file, const RuleData& data,
+              std::vector<Finding>& out)
+      : syntax(syn), source(source), file(std::move(file)), target(*data.target),
+        custom_ops(*data.custom_ops), data(data), out_(out) {}
 
   const PySyntax& syntax;
   std::string_view source;
   std::string file;
   const Target& target;
   const CustomOpTable& custom_ops;
+  const RuleData& data;
+  /// Qualified name of the function being walked; empty at module level.
+  std::string function;
 
-  void Report(TSNode node, std::string op, std::string tip, Category category,
-              Confidence confidence, std::string_view rule);
+  Finding& Report(TSNode node, std::string op, std::string tip, Category category,
+                  Confidence confidence, std::string_view rule);
   std::string_view Text(TSNode n) const { return NodeText(n, source); }
 
  private:
@@ -100,6 +113,9 @@ class Rule {
   virtual void OnCall(const CallEvent&, RuleContext&) {}
   virtual void OnAttribute(const AttributeEvent&, RuleContext&) {}
   virtual void OnString(const StringEvent&, RuleContext&) {}
+  /// `target[index] = value`; `base`/`index` are the values of the subscripted object and index.
+  virtual void OnSubscriptAssign(TSNode /*assignment*/, TSNode /*target*/, const Value& /*base*/,
+                                 const Value& /*index*/, RuleContext&) {}
 };
 
 /// Project-wide rules run once after every file (global advice).

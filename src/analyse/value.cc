@@ -77,20 +77,49 @@ Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modu
       return Value::Method(base.name + "." + a, base.name);
     case ValueKind::kUserModule:
       return modules ? modules->Export(base.name, a) : Value::Unknown();
-    case ValueKind::kUserClass:
-      if (base.cls && base.cls->methods.count(a))
-        return Value::UserFunction(base.cls->module + "." + base.cls->name + "." + a);
-      return Value::Unknown();
+    case ValueKind::kUserClass: {
+      std::string method = FindMethod(base.cls, a);
+      return method.empty() ? Value::Unknown() : Value::UserFunction(method);
+    }
     case ValueKind::kUserInstance: {
       const ClassInfo* c = base.cls;
       if (!c) return Value::Unknown();
-      if (auto it = c->attrs.find(a); it != c->attrs.end()) return it->second;
-      if (c->methods.count(a)) return Value::UserFunction(c->module + "." + c->name + "." + a);
+      for (const ClassInfo* k = c; k; k = k->user_bases.empty() ? nullptr : k->user_bases.front())
+        if (auto it = k->attrs.find(a); it != k->attrs.end()) return it->second;
+      if (std::string method = FindMethod(c, a); !method.empty()) return Value::UserFunction(method);
       if (!c->torch_base.empty()) return Value::Method(c->torch_base + "." + a, c->torch_base, c);
       return Value::Unknown();
     }
     default:
       return Value::Unknown();
+  }
+}
+
+std::string FindMethod(const ClassInfo* cls, std::string_view name) {
+  // Depth-first through project bases; the depth bound also stops inheritance cycles.
+  std::vector<std::pair<const ClassInfo*, int>> stack{{cls, 0}};
+  while (!stack.empty()) {
+    auto [c, depth] = stack.back();
+    stack.pop_back();
+    if (!c || depth > 16) continue;
+    if (c->methods.count(std::string(name))) return c->QualifiedName() + "." + std::string(name);
+    for (auto it = c->user_bases.rbegin(); it != c->user_bases.rend(); ++it) stack.push_back({*it, depth + 1});
+  }
+  return {};
+}
+
+std::string CalledFunction(const Value& callee) {
+  switch (callee.kind) {
+    case ValueKind::kUserFunction:
+      return callee.name;
+    case ValueKind::kUserClass:
+      return FindMethod(callee.cls, "__init__");
+    case ValueKind::kUserInstance:
+      if (!callee.cls) return {};
+      if (std::string f = FindMethod(callee.cls, "__call__"); !f.empty()) return f;
+      return callee.cls->is_torch_module() ? FindMethod(callee.cls, "forward") : std::string();
+    default:
+      return {};
   }
 }
 

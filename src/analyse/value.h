@@ -67,6 +67,12 @@ struct ClassInfo {
   /// The first torch class among the bases, transitively ("torch.nn.Module"), or empty.
   std::string torch_base;
   std::unordered_map<std::string, Value> attrs;
+  /// Project classes among the bases, in order (for method lookup through inheritance).
+  std::vector<const ClassInfo*> user_bases;
+  /// Qualified name ("pkg.mod.Class"; nested classes carry their enclosing function's name).
+  std::string qualname;
+
+  const std::string& QualifiedName() const { return qualname; }
 
   bool is_torch_module() const {
     return torch_base.rfind("torch.nn.", 0) == 0;
@@ -93,5 +99,11 @@ Value CallResult(const Value& callee);
 std::vector<std::string> LookupNames(const Value& callee);
 /// Class qualified name → the torch base class it implies ("torch.nn.Conv2d" → itself).
 bool IsTorchClassName(std::string_view qname);
+/// The qualified name of method `name` as `cls` resolves it: defined in the class or inherited from
+/// a project base class (depth-first, as Python's MRO for single inheritance); empty if none.
+std::string FindMethod(const ClassInfo* cls, std::string_view name);
+/// The project function a call of `callee` runs: a function, a class's __init__, an instance's
+/// forward/__call__; empty when the callee is not project code.
+std::string CalledFunction(const Value& callee);
 
 }  // namespace portkit::analyse

@@ -47,6 +47,8 @@ void FileWalker::Run() {
   if (!src_.tree) return;
   scopes_.push_back(Scope{Scope::Kind::kModule});
   module_scope_ = current_ = &scopes_.back();
+  qual_prefix_ = summary_.module_name;
+  sink_.OnFunction("", src_.root());
   ExecChildren(src_.root());
   while (!deferred_.empty()) {
     Deferred d = deferred_.front();
@@ -95,9 +97,14 @@ void FileWalker::Bind(TSNode target, const Value& v) {
         attr_overlay_[{base.cls, Text(ts_node_child_by_field_id(target, syn_.f_attribute))}] = v;
       break;
     }
-    case NodeKind::kSubscript:
-      Eval(target, Use::kStore);
+    case NodeKind::kSubscript: {
+      Value base = Eval(ts_node_child_by_field_id(target, syn_.f_value));
+      Value index;
+      Kids kids(*this, target);
+      for (size_t i = 1; i < kids.size(); ++i) index = Eval(kids[i]);
+      sink_.OnSubscriptAssign(current_assignment_, target, base, index);
       break;
+    }
     case NodeKind::kPatternList: case NodeKind::kTuplePattern: case NodeKind::kListPattern:
     case NodeKind::kTuple: case NodeKind::kList: case NodeKind::kExpressionList: {
       Value element = v.kind == ValueKind::kTensorSeq ? Value::Tensor() : Value::Unknown();
@@ -272,8 +279,9 @@ void FileWalker::FunctionDef(TSNode n) {
   const ClassInfo* cls = current_->kind == Scope::Kind::kClass ? current_->cls : nullptr;
   Scope* parent = current_;
   while (parent->kind == Scope::Kind::kClass) parent = parent->parent;
-  BindName(name, Value::UserFunction(summary_.module_name + "." + name));
-  deferred_.push_back({n, parent, cls});
+  std::string qualname = qual_prefix_ + "." + name;
+  BindName(name, Value::UserFunction(qualname));
+  deferred_.push_back({n, parent, cls, qualname});
 }
 
 void FileWalker::ClassDef(TSNode n) {
@@ -296,11 +304,15 @@ void FileWalker::ClassDef(TSNode n) {
     ClassInfo& local = local_classes_.back();
     local.module = summary_.module_name;
     local.name = name;
+    local.qualname = qual_prefix_ + "." + name;
     local.resolved = true;
     for (const auto& b : bases) {
-      if (b.kind == ValueKind::kExternal && IsTorchClassName(b.name)) local.torch_base = b.name;
-      else if (b.kind == ValueKind::kUserClass && b.cls) local.torch_base = b.cls->torch_base;
-      if (!local.torch_base.empty()) break;
+      if (b.kind == ValueKind::kExternal && IsTorchClassName(b.name)) {
+        if (local.torch_base.empty()) local.torch_base = b.name;
+      } else if (b.kind == ValueKind::kUserClass && b.cls) {
+        if (local.torch_base.empty()) local.torch_base = b.cls->torch_base;
+        local.user_bases.push_back(b.cls);
+      }
     }
     TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
     if (!ts_node_is_null(body)) {
@@ -322,8 +334,11 @@ void FileWalker::ClassDef(TSNode n) {
   scope.cls = cls;
   Scope* saved = current_;
   current_ = &scope;
+  std::string saved_prefix = qual_prefix_;
+  qual_prefix_ = cls->QualifiedName();
   TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
   if (!ts_node_is_null(body)) ExecChildren(body);
+  qual_prefix_ = saved_prefix;
   current_ = saved;
 }
 
@@ -338,6 +353,8 @@ void FileWalker::RunFunction(const Deferred& d) {
   if (!ts_node_is_null(body)) CollectLocals(body, scope, true);
   Scope* saved = current_;
   current_ = &scope;
+  qual_prefix_ = d.qualname + ".<locals>";
+  sink_.OnFunction(d.qualname, d.def);
   std::string name = Text(ts_node_child_by_field_id(d.def, syn_.f_name));
   if (!ts_node_is_null(params))
     BindParameters(params, d.cls, d.cls != nullptr,
@@ -509,7 +526,10 @@ Value FileWalker::Eval(TSNode n, Use use) {
         Value annotated = Annotation(type);
         if (!annotated.is_unknown()) v = annotated;
       }
+      TSNode saved = current_assignment_;
+      current_assignment_ = n;
       Bind(ts_node_child_by_field_id(n, syn_.f_left), v);
+      current_assignment_ = saved;
       return v;
     }
     case NodeKind::kAugmentedAssignment: {

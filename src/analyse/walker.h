@@ -27,6 +27,12 @@ class EventSink {
   /// A `for` statement; `iterable` is its iterable once enumerate()/tqdm()/iter()/zip() wrappers
   /// are peeled off, and `iterable_value` what that evaluates to.
   virtual void OnFor(TSNode /*for_node*/, TSNode /*iterable*/, const Value& /*iterable_value*/) {}
+  /// The code that follows belongs to function `qualname` (defined at `def_node`), or to the
+  /// module's top level when `qualname` is empty.
+  virtual void OnFunction(const std::string& /*qualname*/, TSNode /*def_node*/) {}
+  /// `target[index] = value` (an item assignment).
+  virtual void OnSubscriptAssign(TSNode /*assignment*/, TSNode /*target*/, const Value& /*base*/,
+                                 const Value& /*index*/) {}
 };
 
 class FileWalker {
@@ -44,6 +50,7 @@ class FileWalker {
     TSNode def;
     Scope* parent;
     const ClassInfo* cls;
+    std::string qualname;
   };
   enum class Use : uint8_t { kValue, kCallee, kObject, kStore };
 
@@ -90,6 +97,10 @@ class FileWalker {
   std::deque<Deferred> deferred_;
   std::deque<ClassInfo> local_classes_;
   std::map<std::pair<const ClassInfo*, std::string>, Value> attr_overlay_;
+  /// Qualified-name prefix of definitions in the scope being executed ("pkg.mod.Class").
+  std::string qual_prefix_;
+  /// The assignment statement being executed (for OnSubscriptAssign).
+  TSNode current_assignment_{};
 };
 
 }  // namespace portkit::analyse

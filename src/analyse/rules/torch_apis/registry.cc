@@ -12,6 +12,7 @@ std::vector<std::unique_ptr<Rule>> MakeTorchApiRules() {
   rules.push_back(MakeCustomCudaOpRule());
   rules.push_back(MakePrecisionAdviceRule());
   rules.push_back(MakePerformanceAdviceRule());
+  rules.push_back(MakeThirdPartyApiRule());
   return rules;
 }
 

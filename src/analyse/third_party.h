@@ -1,0 +1,65 @@
+#pragma once
+/// `analyse -m third_party`: which functions of a library transitively reach an unsupported or
+/// unknown API or a custom CUDA op (seed 001), over the project's call graph, propagating through
+/// strongly connected components so recursion cycles are handled; and `-api`, the reuse of such
+/// results when analysing code that calls the library.
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyse/analysis_run.h"
+#include "core/csv_writer.h"
+#include "core/status.h"
+
+namespace portkit::analyse {
+
+/// Results of earlier third_party runs (full_unsupported_results.csv), by public API name.
+class ThirdPartyApis {
+ public:
+  /// Reads each CSV's `3rd-party API` and `Message` columns. Errors name the file and line.
+  static Expected<ThirdPartyApis> Load(const std::vector<std::string>& files);
+  /// The library's evidence for `qname`, or null when it is not an affected API.
+  const std::string* Evidence(const std::string& qname) const;
+  size_t size() const { return apis_.size(); }
+
+ private:
+  std::unordered_map<std::string, std::string> apis_;
+};
+
+/// Which bucket an offending call falls in.
+enum class Bucket : uint8_t { kMigrationNeeded, kFrameworkUnsupported, kUnknown, kCudaOp };
+
+/// One offending call inside a project function.
+struct Offence {
+  Bucket bucket;
+  std::string api;
+  std::string file;
+  uint32_t line = 0;
+  bool operator<(const Offence& o) const {
+    return std::tie(bucket, api, file, line) < std::tie(o.bucket, o.api, o.file, o.line);
+  }
+};
+
+struct AffectedFunction {
+  std::string qualname;
+  std::string file;
+  uint32_t line = 0;
+  std::vector<std::string> spellings;  ///< defining name first, then public re-exports
+  std::vector<Offence> offences;       ///< every offending call it reaches, sorted
+  std::vector<std::string> path;       ///< witness: this function → ... → a function with a direct offence
+};
+
+/// Classifies a finding of the torch_apis rules as an offence; false if it is not one.
+bool OffenceOf(const Finding& f, Offence* out);
+
+/// Call graph → affected functions, sorted by qualified name.
+std::vector<AffectedFunction> PropagateAffected(
+    const std::vector<DefinitionRecord>& definitions, const std::vector<CallRecord>& calls,
+    const std::vector<Finding>& findings,
+    const std::multimap<std::string, std::string>& spellings_by_qualname);
+
+/// The CSVs of the mode (name → content), from the affected functions.
+std::vector<std::pair<std::string, CsvWriter>> ThirdPartyCsvs(const std::vector<AffectedFunction>& affected);
+
+}  // namespace portkit::analyse
