@@ -121,7 +121,10 @@ Value ProjectIndex::ImportValue(const ModuleSummary& from, const std::string& mo
 std::multimap<std::string, std::string> ProjectIndex::PublicSpellings() {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   std::multimap<std::string, std::string> out;
-  std::vector<std::pair<std::string, const ModuleSummary*>> modules(modules_.begin(), modules_.end());
+  // Canonical names only: aliases (a package root's modules without the root) are not how
+  // users of the library import it.
+  std::vector<std::pair<std::string, const ModuleSummary*>> modules;
+  for (const auto& m : owned_) modules.emplace_back(m->module_name, m.get());
   std::sort(modules.begin(), modules.end());
   for (const auto& [module_name, m] : modules) {
     std::vector<std::string> names;

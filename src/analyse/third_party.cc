@@ -59,7 +59,9 @@ bool OffenceOf(const Finding& f, Offence* out) {
                   op.find(".mlu") != std::string::npos || op.find(".mps") != std::string::npos ||
                   starts("torch.backends.cudnn");
   if (f.category == Category::kCuda) {
-    if (!cuda_api) return false;  // device strings and backends are not APIs
+    // Device strings and backends are not APIs; `.cuda()` on an unknown receiver is already an
+    // unknown-receiver finding at the same place.
+    if (!cuda_api || op == ".cuda()") return false;
     out->bucket = Bucket::kMigrationNeeded;
     return true;
   }

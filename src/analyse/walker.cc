@@ -371,6 +371,14 @@ Value FileWalker::Annotation(TSNode type) {
     return Value::Tensor();
   if (v.kind == ValueKind::kExternal && IsTorchClassName(v.name)) return Value::Instance(v.name);
   if (v.kind == ValueKind::kUserClass) return Value::UserInstance(v.cls);
+  // Builtin containers and scalars (dict, List[int], ...) are known not to be tensors.
+  static constexpr std::string_view kBuiltins[] = {"dict", "list", "set", "tuple", "str", "int",
+                                                   "float", "bool", "bytes", "Dict", "List",
+                                                   "Set", "Tuple", "Sequence", "Mapping"};
+  std::string head = Text(type);
+  head = head.substr(0, head.find('['));
+  for (auto b : kBuiltins)
+    if (head == b || head == "typing." + std::string(b)) return Value::Other();
   // Optional[torch.Tensor] and friends.
   std::string text = Text(type);
   if (text.find("Tensor") != std::string::npos && syn_.Kind(ts_node_named_child(type, 0)) ==
@@ -592,6 +600,12 @@ Value FileWalker::Eval(TSNode n, Use use) {
     case NodeKind::kInteger: case NodeKind::kFloat: case NodeKind::kTrue: case NodeKind::kFalse:
     case NodeKind::kNone: case NodeKind::kComment:
       return Value::Other();
+    case NodeKind::kDictionary: case NodeKind::kList: case NodeKind::kSet: case NodeKind::kTuple: {
+      // A container literal is not a tensor (its elements are still visited for events).
+      Kids kids(*this, n);
+      for (size_t i = 0; i < kids.size(); ++i) Eval(kids[i]);
+      return Value::Other();
+    }
     case NodeKind::kLambda: case NodeKind::kListComprehension: case NodeKind::kSetComprehension:
     case NodeKind::kDictionaryComprehension: case NodeKind::kGeneratorExpression:
       return ScopedComprehension(n);

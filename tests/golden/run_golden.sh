@@ -60,6 +60,16 @@ run_case analyse_cifar_npu_2.1 examples/cifar_cuda -v 2.1.0
 run_case analyse_cifar_npu_2.8 examples/cifar_cuda -v 2.8.0
 run_case analyse_cifar_cpu examples/cifar_cuda --target cpu
 run_case analyse_resolver_npu_2.1 tests/fixtures/analyse/resolver -v 2.1.0
+run_case analyse_cifar_sarif examples/cifar_cuda -v 2.1.0 --format sarif
+# affinity_apis: one fixture and golden per rule.
+for rule in tests/fixtures/affinity/*/; do
+  rule=$(basename "$rule")
+  run_case "affinity_$rule" "tests/fixtures/affinity/$rule" -m affinity_apis --format csv
+done
+# third_party on a library, then -api on a user script of it.
+run_case third_party_lib tests/fixtures/third_party/mylib -m third_party -v 2.1.0
+run_case third_party_user_api tests/fixtures/third_party/user -v 2.1.0 \
+  -api tests/golden/third_party_lib/full_unsupported_results.csv
 
 echo "golden: $pass passed, $fail failed"
 [ $fail = 0 ]

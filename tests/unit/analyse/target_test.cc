@@ -91,3 +91,64 @@ TEST(CustomOps, CountParameters) {
 
 }  // namespace
 }  // namespace portkit::analyse
+
+#include "analyse/third_party.h"
+
+namespace portkit::analyse {
+namespace {
+
+Finding Offending(const std::string& function, const std::string& api, uint32_t line) {
+  Finding f;
+  f.file = "lib/m.py";
+  f.start_line = f.end_line = line;
+  f.op = api;
+  f.category = Category::kUnsupported;
+  f.rule = "api_support";
+  f.function = function;
+  return f;
+}
+
+TEST(ThirdParty, RecursionCyclesPropagateWithWitnessPaths) {
+  // entry -> a <-> b (a cycle) -> leaf (unsupported); lone -> nothing.
+  std::vector<DefinitionRecord> defs = {{"m.entry", "lib/m.py", 1, {}}, {"m.a", "lib/m.py", 2, {}},
+                                        {"m.b", "lib/m.py", 3, {}},     {"m.leaf", "lib/m.py", 4, {}},
+                                        {"m.lone", "lib/m.py", 5, {}}};
+  std::vector<CallRecord> calls = {{"m.entry", "m.a", "", "lib/m.py", 1, 1},
+                                   {"m.a", "m.b", "", "lib/m.py", 2, 2},
+                                   {"m.b", "m.a", "", "lib/m.py", 3, 3},
+                                   {"m.b", "m.leaf", "", "lib/m.py", 3, 3}};
+  std::vector<Finding> findings = {Offending("m.leaf", "torch.cdist", 4)};
+  std::multimap<std::string, std::string> spellings = {{"m.entry", "pkg.entry"}};
+  auto affected = PropagateAffected(defs, calls, findings, spellings);
+  ASSERT_EQ(affected.size(), 4u);
+  EXPECT_EQ(affected[0].qualname, "m.a");
+  EXPECT_EQ(affected[1].qualname, "m.b");
+  EXPECT_EQ(affected[2].qualname, "m.entry");
+  EXPECT_EQ(affected[3].qualname, "m.leaf");
+  EXPECT_EQ(affected[2].path, (std::vector<std::string>{"m.entry", "m.a", "m.b", "m.leaf"}));
+  EXPECT_EQ(affected[2].spellings, (std::vector<std::string>{"m.entry", "pkg.entry"}));
+  ASSERT_EQ(affected[0].offences.size(), 1u);
+  EXPECT_EQ(affected[0].offences[0].api, "torch.cdist");
+  EXPECT_EQ(affected[0].offences[0].bucket, Bucket::kFrameworkUnsupported);
+}
+
+TEST(ThirdParty, ApiFilesErrorsNameFileAndLine) {
+  auto path = std::filesystem::temp_directory_path() / "portkit_api.csv";
+  std::ofstream(path) << "File,3rd-party API,Message\nlib/m.py,mylib.nms,\"unterminated\n";
+  auto apis = ThirdPartyApis::Load({path.string()});
+  ASSERT_FALSE(apis.ok());
+  EXPECT_EQ(apis.status().message(), path.string() + ":2: unterminated quoted field");
+  std::ofstream(path) << "File,Api\nx,y\n";
+  auto wrong = ThirdPartyApis::Load({path.string()});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find(":1: no '3rd-party API' column"), std::string::npos);
+  std::ofstream(path) << "File,3rd-party API,Message\nlib/m.py,mylib.nms,\"a\nb\"\n";
+  auto good = ThirdPartyApis::Load({path.string()});
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  ASSERT_NE(good->Evidence("mylib.nms"), nullptr);
+  EXPECT_EQ(*good->Evidence("mylib.nms"), "defined in lib/m.py\na\nb");
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace portkit::analyse

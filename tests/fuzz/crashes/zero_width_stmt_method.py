@@ -1,0 +1,4 @@
+class A:
+ def f(s):
+  0
+  ;_
