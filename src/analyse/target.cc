@@ -223,6 +223,17 @@ const std::string* Target::Rewrite(const std::string& q) const {
   return it == rewrites_.end() ? nullptr : &it->second;
 }
 
+std::string Target::RewriteByPrefix(const std::string& qname) const {
+  std::string prefix = qname;
+  for (;;) {
+    if (auto it = rewrites_.find(prefix); it != rewrites_.end())
+      return it->second + qname.substr(prefix.size());
+    size_t dot = prefix.rfind('.');
+    if (dot == std::string::npos) return {};
+    prefix.resize(dot);
+  }
+}
+
 const std::string* Target::TorchOnlyMethod(const std::string& m) const {
   auto it = torch_methods_.find(m);
   return it == torch_methods_.end() ? nullptr : &it->second;

@@ -65,6 +65,9 @@ class Target {
   const CudaOnly& cuda() const { return cuda_; }
   /// npu replacement of a CUDA API (torch.cuda.X → torch_npu.npu.X), or null.
   const std::string* Rewrite(const std::string& qname) const;
+  /// The npu name of a CUDA-era API by the longest matching dotted prefix of the rewrite table
+  /// (torch.cuda.amp.X → torch_npu.npu.amp.X), or empty when no rule applies.
+  std::string RewriteByPrefix(const std::string& qname) const;
   /// "tensor", "module" or "tensor,module" for a method only torch objects have, or null.
   const std::string* TorchOnlyMethod(const std::string& method) const;
 

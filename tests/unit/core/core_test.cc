@@ -105,3 +105,38 @@ TEST(ThreadPool, ParallelForVisitsEveryIndexOnce) {
 
 }  // namespace
 }  // namespace portkit
+
+#include "core/csv_reader.h"
+#include "core/unified_diff.h"
+
+namespace portkit {
+namespace {
+
+TEST(UnifiedDiff, HunksWithContext) {
+  std::string a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+  std::string b = "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n11\n";
+  EXPECT_EQ(UnifiedDiff(a, b, "x.py"),
+            "--- a/x.py\n+++ b/x.py\n"
+            "@@ -2,9 +2,10 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n 9\n 10\n+11\n");
+  EXPECT_EQ(UnifiedDiff(a, a, "x.py"), "");
+  EXPECT_EQ(UnifiedDiff("", "new\n", "n.py"), "--- a/n.py\n+++ b/n.py\n@@ -0,0 +1,1 @@\n+new\n");
+}
+
+TEST(CsvReader, QuotesNewlinesAndErrors) {
+  auto rows = ParseCsv("a,b\n\"x,1\",\"l1\nl2\"\n\"q\"\"\",\n", "t.csv");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[1][0], "x,1");
+  EXPECT_EQ((*rows)[1][1], "l1\nl2");
+  EXPECT_EQ((*rows)[2][0], "q\"");
+  EXPECT_EQ((*rows)[2][1], "");
+  auto bad = ParseCsv("a\n\"open\n", "t.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "t.csv:2: unterminated quoted field");
+  auto stray = ParseCsv("a\"b\n", "t.csv");
+  ASSERT_FALSE(stray.ok());
+  EXPECT_EQ(stray.status().message(), "t.csv:1: unexpected quote inside a field");
+}
+
+}  // namespace
+}  // namespace portkit
