@@ -520,6 +520,11 @@ int main(int argc, char** argv) {
   (void)generated;
   const double mbytes = static_cast<double>(bytes) / 1e6;
   std::printf("analyse_bench: corpus %s\n", corpus.c_str());
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    char load[128] = {};
+    if (std::fgets(load, sizeof load, f)) std::printf("  load average at start: %s", load);
+    std::fclose(f);
+  }
   std::printf("  %zu Python files, %.2f MB, %zu lines (generated in %.2f s); best of %d runs\n",
               files.size(), mbytes, lines, Seconds(t0, t1), reps);
 
@@ -588,11 +593,11 @@ int main(int argc, char** argv) {
   std::printf("  tree-sitter syntax errors: %zu files; report rows (all CSVs): %zu; data dir %s\n\n",
               syntax_errors, findings_rows, data_dir.c_str());
 
-  std::printf("| %-48s | %8s | %-26s |\n", "what", "MB/s", "ratio");
+  std::printf("| %-48s | %8s | %-30s |\n", "what", "MB/s", "ratio");
   std::printf("|%s|%s|%s|\n", std::string(50, '-').c_str(), std::string(10, '-').c_str(),
-              std::string(28, '-').c_str());
+              std::string(32, '-').c_str());
   auto row = [](const char* what, const std::string& mbs, const std::string& ratio) {
-    std::printf("| %-48s | %8s | %-26s |\n", what, mbs.c_str(), ratio.c_str());
+    std::printf("| %-48s | %8s | %-30s |\n", what, mbs.c_str(), ratio.c_str());
   };
   auto fmt = [](const char* f, double v) {
     char b[64];
