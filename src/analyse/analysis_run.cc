@@ -114,6 +114,9 @@ std::vector<FileAnalysis> AnalyseFiles(LoadedProject& project, const RuleData& d
     RuleDispatcher dispatcher(rules, rctx, results[i]);
     FileWalker walker(project.syntax, f.parsed, *f.summary, project.index, known, dispatcher);
     walker.Run();
+    if (walker.too_deep())
+      log.Warning(f.file->display + ": expressions nested deeper than " + std::to_string(FileWalker::kMaxDepth) +
+                  " levels; their innermost parts were not analysed");
     progress.Done("Analysis " + f.file->display + " complete.");
   });
   return results;

@@ -140,15 +140,16 @@ class MigrationCollector : public EventSink {
 };
 
 // `x.is_cuda` → `x.is_npu` wherever it appears (an attribute of any object).
-void IsCudaEdits(const PySyntax& syn, TSNode n, std::string_view src, std::vector<Edit>& out) {
-  if (syn.Kind(n) == NodeKind::kAttribute) {
-    TSNode attr = ts_node_child_by_field_id(n, syn.f_attribute);
-    if (NodeText(attr, src) == "is_cuda")
-      out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "is_npu", StartLine(attr),
-                     EndLine(attr), "AttributeModify", ".is_cuda → .is_npu"});
-  }
-  uint32_t count = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < count; ++i) IsCudaEdits(syn, ts_node_named_child(n, i), src, out);
+void IsCudaEdits(const PySyntax& syn, TSNode root, std::string_view src, std::vector<Edit>& out) {
+  ForEachNamedNode(root, [&](TSNode n) {
+    if (syn.Kind(n) == NodeKind::kAttribute) {
+      TSNode attr = ts_node_child_by_field_id(n, syn.f_attribute);
+      if (NodeText(attr, src) == "is_cuda")
+        out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "is_npu", StartLine(attr),
+                       EndLine(attr), "AttributeModify", ".is_cuda → .is_npu"});
+    }
+    return true;
+  });
 }
 
 // Where `import torch_npu` goes: after the first top-level `import torch...` statement, else

@@ -9,9 +9,7 @@ class Summariser {
       : syn_(syn), src_(src), out_(out) {}
 
   void Block(TSNode block) {
-    uint32_t n = ts_node_named_child_count(block);
-    TSNode c = n ? ts_node_named_child(block, 0) : TSNode{};
-    for (uint32_t i = 0; i < n; ++i, c = ts_node_next_named_sibling(c)) Statement(c);
+    for (TSNode c : NamedChildren(block)) Statement(c);
   }
 
  private:
@@ -36,9 +34,7 @@ class Summariser {
       case NodeKind::kElseClause: case NodeKind::kElifClause: case NodeKind::kExceptClause:
       case NodeKind::kFinallyClause: case NodeKind::kBlock: case NodeKind::kForStatement:
       case NodeKind::kWhileStatement: {
-        uint32_t count = ts_node_named_child_count(n);
-        for (uint32_t i = 0; i < count; ++i) {
-          TSNode c = ts_node_named_child(n, i);
+        for (TSNode c : NamedChildren(n)) {
           NodeKind k = syn_.Kind(c);
           if (k == NodeKind::kBlock) Block(c);
           else if (k == NodeKind::kElseClause || k == NodeKind::kElifClause ||
@@ -52,9 +48,7 @@ class Summariser {
   }
 
   void Import(TSNode n) {
-    uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; ++i) {
-      TSNode c = ts_node_named_child(n, i);
+    for (TSNode c : NamedChildren(n)) {
       TopBinding b;
       b.kind = TopBinding::Kind::kImportModule;
       if (syn_.Kind(c) == NodeKind::kAliasedImport) {
@@ -74,18 +68,14 @@ class Summariser {
     int level = 0;
     std::string module;
     if (syn_.Kind(mod) == NodeKind::kRelativeImport) {
-      uint32_t count = ts_node_named_child_count(mod);
-      for (uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_named_child(mod, i);
+      for (TSNode c : NamedChildren(mod)) {
         if (syn_.Kind(c) == NodeKind::kImportPrefix) level = static_cast<int>(NodeText(c, src_).size());
         else module = std::string(NodeText(c, src_));
       }
     } else {
       module = std::string(NodeText(mod, src_));
     }
-    uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; ++i) {
-      TSNode c = ts_node_named_child(n, i);
+    for (TSNode c : NamedChildren(n)) {
       if (ts_node_eq(c, mod)) continue;
       NodeKind k = syn_.Kind(c);
       if (k == NodeKind::kWildcardImport) {
@@ -119,17 +109,14 @@ class Summariser {
     info->qualname = out_.module_name + "." + info->name;
     TSNode supers = ts_node_child_by_field_id(n, syn_.f_superclasses);
     if (!ts_node_is_null(supers)) {
-      uint32_t count = ts_node_named_child_count(supers);
-      for (uint32_t i = 0; i < count; ++i) {
-        std::string d = DottedText(syn_, ts_node_named_child(supers, i), src_);
+      for (TSNode base : NamedChildren(supers)) {
+        std::string d = DottedText(syn_, base, src_);
         if (!d.empty()) info->base_exprs.push_back(std::move(d));
       }
     }
     TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
     if (!ts_node_is_null(body)) {
-      uint32_t count = ts_node_named_child_count(body);
-      for (uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_named_child(body, i);
+      for (TSNode c : NamedChildren(body)) {
         if (syn_.Kind(c) == NodeKind::kDecoratedDefinition)
           c = ts_node_child_by_field_id(c, syn_.f_definition);
         if (ts_node_is_null(c) || syn_.Kind(c) != NodeKind::kFunctionDefinition) continue;
@@ -144,43 +131,45 @@ class Summariser {
     out_.classes.push_back(std::move(info));
   }
 
-  // `self.X = callee(...)`, `self.X = a.b` and `self.register_buffer("X", ...)` in a method body.
-  void SelfAttributes(TSNode n, ClassInfo& info) {
-    if (ts_node_is_null(n)) return;
-    NodeKind k = syn_.Kind(n);
-    if (k == NodeKind::kFunctionDefinition || k == NodeKind::kClassDefinition ||
-        k == NodeKind::kLambda)
-      return;
-    if (k == NodeKind::kAssignment) {
-      TSNode left = ts_node_child_by_field_id(n, syn_.f_left);
-      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
-      if (syn_.Kind(left) == NodeKind::kAttribute && !ts_node_is_null(right)) {
-        TSNode obj = ts_node_child_by_field_id(left, syn_.f_object);
-        if (NodeText(obj, src_) == "self") {
-          std::string attr(NodeText(ts_node_child_by_field_id(left, syn_.f_attribute), src_));
-          if (syn_.Kind(right) == NodeKind::kCall) {
-            std::string callee = DottedText(syn_, ts_node_child_by_field_id(right, syn_.f_function), src_);
-            if (!callee.empty()) info.attr_exprs.push_back({attr, {AttrExpr::Kind::kCall, callee}});
-          } else {
-            std::string d = DottedText(syn_, right, src_);
-            if (!d.empty() && d.rfind("self.", 0) != 0)
-              info.attr_exprs.push_back({attr, {AttrExpr::Kind::kDotted, d}});
-          }
-        }
-      }
-    } else if (k == NodeKind::kCall) {
-      TSNode fn = ts_node_child_by_field_id(n, syn_.f_function);
-      if (NodeText(fn, src_) == "self.register_buffer") {
-        TSNode args = ts_node_child_by_field_id(n, syn_.f_arguments);
-        std::string name;
-        if (!ts_node_is_null(args) && ts_node_named_child_count(args) > 0 &&
-            StringLiteralValue(syn_, ts_node_named_child(args, 0), src_, &name))
-          info.attr_exprs.push_back({name, {AttrExpr::Kind::kTensor, {}}});
-      }
+  // `self.X = callee(...)`, `self.X = a.b` and `self.register_buffer("X", ...)` in a method body
+  // (nested functions, classes and lambdas excluded).
+  void SelfAttributes(TSNode body, ClassInfo& info) {
+    if (ts_node_is_null(body)) return;
+    ForEachNamedNode(body, [&](TSNode n) {
+      NodeKind k = syn_.Kind(n);
+      if (k == NodeKind::kFunctionDefinition || k == NodeKind::kClassDefinition || k == NodeKind::kLambda)
+        return false;
+      if (k == NodeKind::kAssignment) SelfAssignment(n, info);
+      else if (k == NodeKind::kCall) RegisterBuffer(n, info);
+      return true;
+    });
+  }
+
+  void SelfAssignment(TSNode n, ClassInfo& info) {
+    TSNode left = ts_node_child_by_field_id(n, syn_.f_left);
+    TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
+    if (ts_node_is_null(left) || syn_.Kind(left) != NodeKind::kAttribute || ts_node_is_null(right)) return;
+    TSNode obj = ts_node_child_by_field_id(left, syn_.f_object);
+    if (NodeText(obj, src_) != "self") return;
+    std::string attr(NodeText(ts_node_child_by_field_id(left, syn_.f_attribute), src_));
+    if (syn_.Kind(right) == NodeKind::kCall) {
+      std::string callee = DottedText(syn_, ts_node_child_by_field_id(right, syn_.f_function), src_);
+      if (!callee.empty()) info.attr_exprs.push_back({attr, {AttrExpr::Kind::kCall, callee}});
+    } else {
+      std::string d = DottedText(syn_, right, src_);
+      if (!d.empty() && d.rfind("self.", 0) != 0)
+        info.attr_exprs.push_back({attr, {AttrExpr::Kind::kDotted, d}});
     }
-    uint32_t count = ts_node_named_child_count(n);
-    TSNode c = count ? ts_node_named_child(n, 0) : TSNode{};
-    for (uint32_t i = 0; i < count; ++i, c = ts_node_next_named_sibling(c)) SelfAttributes(c, info);
+  }
+
+  void RegisterBuffer(TSNode n, ClassInfo& info) {
+    TSNode fn = ts_node_child_by_field_id(n, syn_.f_function);
+    if (NodeText(fn, src_) != "self.register_buffer") return;
+    TSNode args = ts_node_child_by_field_id(n, syn_.f_arguments);
+    std::string name;
+    if (!ts_node_is_null(args) && ts_node_named_child_count(args) > 0 &&
+        StringLiteralValue(syn_, ts_node_named_child(args, 0), src_, &name))
+      info.attr_exprs.push_back({name, {AttrExpr::Kind::kTensor, {}}});
   }
 
   void Assignment(TSNode n) {
@@ -215,10 +204,9 @@ class Summariser {
     if (ts_node_is_null(list)) return;
     NodeKind k = syn_.Kind(list);
     if (k != NodeKind::kList && k != NodeKind::kTuple) return;
-    uint32_t count = ts_node_named_child_count(list);
-    for (uint32_t i = 0; i < count; ++i) {
+    for (TSNode item : NamedChildren(list)) {
       std::string s;
-      if (StringLiteralValue(syn_, ts_node_named_child(list, i), src_, &s)) out_.all->push_back(s);
+      if (StringLiteralValue(syn_, item, src_, &s)) out_.all->push_back(s);
     }
   }
 
@@ -230,15 +218,20 @@ class Summariser {
 }  // namespace
 
 std::string DottedText(const PySyntax& syn, TSNode n, std::string_view src) {
-  if (ts_node_is_null(n)) return {};
-  NodeKind k = syn.Kind(n);
-  if (k == NodeKind::kIdentifier) return std::string(NodeText(n, src));
-  if (k == NodeKind::kAttribute) {
-    std::string head = DottedText(syn, ts_node_child_by_field_id(n, syn.f_object), src);
-    if (head.empty()) return {};
-    return head + "." + std::string(NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src));
+  // Iterative: attribute chains can be thousands deep in generated or hostile input.
+  std::vector<std::string_view> parts;
+  while (!ts_node_is_null(n) && syn.Kind(n) == NodeKind::kAttribute) {
+    parts.push_back(NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src));
+    n = ts_node_child_by_field_id(n, syn.f_object);
+    if (parts.size() > 256) return {};
   }
-  return {};
+  if (ts_node_is_null(n) || syn.Kind(n) != NodeKind::kIdentifier) return {};
+  std::string out(NodeText(n, src));
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    out.push_back('.');
+    out.append(*it);
+  }
+  return out;
 }
 
 std::string ResolveRelativeModule(const std::string& from_module, bool from_is_package, int level,

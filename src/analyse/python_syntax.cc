@@ -130,18 +130,39 @@ PythonParser::~PythonParser() { ts_parser_delete(parser_); }
 
 namespace {
 
-// Depth-first search for the first ERROR or MISSING node, visiting only subtrees that contain one.
+bool IsErrorNode(TSNode n) {
+  return ts_node_is_missing(n) || std::strcmp(ts_node_type(n), "ERROR") == 0;
+}
+
+// Descends to the first ERROR or MISSING node, entering only children that contain one; a loop,
+// so deeply nested input cannot overflow the stack.
 bool FindFirstError(TSNode n, TSNode* out) {
-  if (ts_node_is_missing(n) || ts_node_symbol(n) == static_cast<TSSymbol>(-1) ||
-      std::strcmp(ts_node_type(n), "ERROR") == 0) {
-    *out = n;
-    return true;
+  for (;;) {
+    if (IsErrorNode(n)) {
+      *out = n;
+      return true;
+    }
+    if (!ts_node_has_error(n)) return false;
+    TSNode next{};
+    bool found = false;
+    TSTreeCursor cursor = ts_tree_cursor_new(n);
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+      do {
+        TSNode c = ts_tree_cursor_current_node(&cursor);
+        if (IsErrorNode(c) || ts_node_has_error(c)) {
+          next = c;
+          found = true;
+          break;
+        }
+      } while (ts_tree_cursor_goto_next_sibling(&cursor));
+    }
+    ts_tree_cursor_delete(&cursor);
+    if (!found) {
+      *out = n;
+      return true;
+    }
+    n = next;
   }
-  if (!ts_node_has_error(n)) return false;
-  uint32_t count = ts_node_child_count(n);
-  for (uint32_t i = 0; i < count; ++i)
-    if (FindFirstError(ts_node_child(n, i), out)) return true;
-  return false;
 }
 
 }  // namespace
@@ -173,6 +194,19 @@ ParsedSource PythonParser::Parse(std::string source) {
       }
     }
   }
+  return out;
+}
+
+std::vector<TSNode> NamedChildren(TSNode n) {
+  std::vector<TSNode> out;
+  TSTreeCursor cursor = ts_tree_cursor_new(n);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      TSNode c = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_is_named(c)) out.push_back(c);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
   return out;
 }
 

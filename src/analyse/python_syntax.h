@@ -38,6 +38,7 @@ class PySyntax {
  public:
   PySyntax();
   NodeKind Kind(TSNode n) const {
+    if (ts_node_is_null(n)) return NodeKind::kOther;
     TSSymbol s = ts_node_symbol(n);
     return s < kinds_.size() ? kinds_[s] : NodeKind::kOther;
   }
@@ -94,6 +95,36 @@ inline uint32_t EndLine(TSNode n) { return ts_node_end_point(n).row + 1; }
 /// 1-based column in bytes.
 inline uint32_t StartCol(TSNode n) { return ts_node_start_point(n).column + 1; }
 inline uint32_t EndCol(TSNode n) { return ts_node_end_point(n).column + 1; }
+
+/// Visits the named nodes of the subtree of `root` depth-first, in source order, without
+/// recursion (any nesting depth is safe). `visit(node)` returns whether to enter its children.
+template <typename Visit>
+void ForEachNamedNode(TSNode root, Visit visit) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  bool descend = visit(root);
+  for (;;) {
+    if (descend && ts_tree_cursor_goto_first_child(&cursor)) {
+      TSNode n = ts_tree_cursor_current_node(&cursor);
+      descend = ts_node_is_named(n) ? visit(n) : true;
+      continue;
+    }
+    for (;;) {
+      if (ts_tree_cursor_goto_next_sibling(&cursor)) {
+        TSNode n = ts_tree_cursor_current_node(&cursor);
+        descend = ts_node_is_named(n) ? visit(n) : true;
+        break;
+      }
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        ts_tree_cursor_delete(&cursor);
+        return;
+      }
+    }
+  }
+}
+
+/// The named children of `n`, gathered with a cursor (tree-sitter's indexed and sibling access
+/// are linear per call, and may skip zero-width nodes).
+std::vector<TSNode> NamedChildren(TSNode n);
 
 /// The string value of a simple string literal (no interpolation), without quotes/prefix.
 /// Returns false for f-strings with interpolations or anything that is not a plain string.

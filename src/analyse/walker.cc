@@ -2,6 +2,15 @@
 
 namespace portkit::analyse {
 
+namespace {
+struct DepthGuard {
+  explicit DepthGuard(int& d) : d_(d) { ++d_; }
+  ~DepthGuard() { --d_; }
+  int& d_;
+};
+}  // namespace
+
+
 struct FileWalker::Scope {
   enum class Kind : uint8_t { kModule, kClass, kFunction } kind;
   Scope* parent = nullptr;
@@ -86,6 +95,8 @@ void FileWalker::BindName(const std::string& name, const Value& v) {
 }
 
 void FileWalker::Bind(TSNode target, const Value& v) {
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) return;
   switch (syn_.Kind(target)) {
     case NodeKind::kIdentifier:
       BindName(Text(target), v);
@@ -131,6 +142,11 @@ void FileWalker::ExecChildren(TSNode n) {
 }
 
 void FileWalker::Exec(TSNode n) {
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) {
+    too_deep_ = true;
+    return;
+  }
   switch (syn_.Kind(n)) {
     case NodeKind::kImportStatement: Import(n); return;
     case NodeKind::kImportFromStatement: ImportFrom(n); return;
@@ -429,6 +445,8 @@ void FileWalker::BindParameters(TSNode params, const ClassInfo* cls, bool is_met
 }
 
 void FileWalker::CollectTargetNames(TSNode target, Scope& scope) {
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) return;
   NodeKind k = syn_.Kind(target);
   if (k == NodeKind::kIdentifier) {
     scope.locals.insert(Text(target));
@@ -440,6 +458,11 @@ void FileWalker::CollectTargetNames(TSNode target, Scope& scope) {
 }
 
 void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) {
+    too_deep_ = true;
+    return;
+  }
   NodeKind k = syn_.Kind(n);
   switch (k) {
     case NodeKind::kFunctionDefinition: case NodeKind::kClassDefinition:
@@ -519,6 +542,11 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
 
 Value FileWalker::Eval(TSNode n, Use use) {
   if (ts_node_is_null(n)) return Value::Unknown();
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) {
+    too_deep_ = true;
+    return Value::Unknown();
+  }
   switch (syn_.Kind(n)) {
     case NodeKind::kIdentifier:
       return Lookup(Text(n));
@@ -651,6 +679,8 @@ Value FileWalker::ScopedComprehension(TSNode n) {
 }
 
 Value FileWalker::PeekValue(TSNode n) {
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) return Value::Unknown();
   switch (syn_.Kind(n)) {
     case NodeKind::kIdentifier:
       return Lookup(Text(n));

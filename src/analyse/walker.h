@@ -101,6 +101,15 @@ class FileWalker {
   std::string qual_prefix_;
   /// The assignment statement being executed (for OnSubscriptAssign).
   TSNode current_assignment_{};
+  /// Nesting of Eval/Exec calls; beyond kMaxDepth the inner part of a node is not analysed (deep
+  /// generated expressions must not overflow the stack).
+  int depth_ = 0;
+  bool too_deep_ = false;
+
+ public:
+  static constexpr int kMaxDepth = 800;
+  /// Whether some part of the file was nested too deeply to analyse.
+  bool too_deep() const { return too_deep_; }
 };
 
 }  // namespace portkit::analyse

@@ -53,6 +53,20 @@ check "syntax errors counted in the summary" "grep -q '| (files with syntax erro
 check "problems listed in report.json" "grep -q '\"kind\": \"syntax_error\"' '$res/report.json'"
 check "nothing written outside the results folder" "[ \"\$(ls -A '$tmp/badout')\" = badproj_analysis ]"
 
+# Inputs that crashed earlier builds (fuzzer finds) and pathological nesting: reported, never a crash.
+mkdir -p "$tmp/crashers"
+for f in tests/fuzz/crashes/*; do
+  case "$f" in *.md) continue ;; esac
+  cp "$f" "$tmp/crashers/$(basename "$f" .py).py"
+done
+python3 -c "print('x = ' + '(' * 20000 + '1' + ')' * 20000)" > "$tmp/crashers/deep_parens.py"
+python3 -c "print('x = ' + ' + '.join(['a'] * 30000))" > "$tmp/crashers/long_sum.py"
+python3 -c "print('x = f' + '()' * 20000)" > "$tmp/crashers/call_chain.py"
+python3 -c "print('import torch\nx = torch' + '.a' * 20000 + '.cuda()')" > "$tmp/crashers/attr_chain.py"
+"$PORTKIT" analyse -i "$tmp/crashers" -o "$tmp/crout" -j 1 >/dev/null 2>"$tmp/cr.err"; rc=$?
+check "fuzzer crash inputs and deep nesting are analysed without crashing" "[ $rc = 0 ]"
+check "deep nesting is reported" "grep -q 'nested deeper than' '$tmp/cr.err'"
+
 # Version fallback warns and says which list is used.
 "$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/vout" -v 2.4.1 >/dev/null 2>"$tmp/w"; rc=$?
 check "other versions use the nearest list with a warning" "[ $rc = 0 ] && grep -q 'no npu support list for torch 2.4.1; using the nearest, torch 2.6' '$tmp/w'"

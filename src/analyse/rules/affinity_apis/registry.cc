@@ -38,24 +38,28 @@ std::string_view OperatorOf(TSNode n, std::string_view src) {
 }
 
 bool ContainsCall(const PySyntax& syn, TSNode n, std::string_view src, std::string_view name) {
-  if (syn.Kind(n) == NodeKind::kCall) {
-    std::string_view fn = NodeText(ts_node_child_by_field_id(n, syn.f_function), src);
-    if (fn == name || (fn.size() > name.size() && fn.substr(fn.size() - name.size()) == name &&
-                       fn[fn.size() - name.size() - 1] == '.'))
-      return true;
-  }
-  uint32_t count = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < count; ++i)
-    if (ContainsCall(syn, ts_node_named_child(n, i), src, name)) return true;
-  return false;
+  bool found = false;
+  ForEachNamedNode(n, [&](TSNode c) {
+    if (found) return false;
+    if (syn.Kind(c) == NodeKind::kCall) {
+      std::string_view fn = NodeText(ts_node_child_by_field_id(c, syn.f_function), src);
+      if (fn == name || (fn.size() > name.size() && fn.substr(fn.size() - name.size()) == name &&
+                         fn[fn.size() - name.size() - 1] == '.'))
+        found = true;
+    }
+    return !found;
+  });
+  return found;
 }
 
 bool ContainsOperator(const PySyntax& syn, TSNode n, std::string_view src, std::string_view op) {
-  if (syn.Kind(n) == NodeKind::kBinaryOperator && OperatorOf(n, src) == op) return true;
-  uint32_t count = ts_node_named_child_count(n);
-  for (uint32_t i = 0; i < count; ++i)
-    if (ContainsOperator(syn, ts_node_named_child(n, i), src, op)) return true;
-  return false;
+  bool found = false;
+  ForEachNamedNode(n, [&](TSNode c) {
+    if (found) return false;
+    if (syn.Kind(c) == NodeKind::kBinaryOperator && OperatorOf(c, src) == op) found = true;
+    return !found;
+  });
+  return found;
 }
 
 bool IsCallOf(const CallEvent& ev, std::initializer_list<std::string_view> names) {
