@@ -145,7 +145,8 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
 
   // Every file through the mode's rules (pass 2).
   log.Info("Analysis start...");
-  RuleData data{&*target, &custom_ops, third_party.get(), affinity.get()};
+  std::unordered_set<std::string> watched = WatchedNames(*target);
+  RuleData data{&*target, &custom_ops, third_party.get(), affinity.get(), &watched};
   RuleFactory factory = opt.mode == "affinity_apis" ? RuleFactory(MakeAffinityRules) : RuleFactory(MakeTorchApiRules);
   std::vector<FileAnalysis> files = AnalyseFiles(*project, data, factory, pool, log);
   std::vector<Finding> findings;
@@ -215,9 +216,11 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
            std::to_string(stats.syntax_errors) + " with syntax errors), scanned " +
            std::to_string(stats.cpp_scanned) + " C++/CUDA files, skipped " +
            std::to_string(stats.skipped) + ".");
-  return out.Finish(base, {{"(python files analysed)", std::to_string(stats.python_analysed)},
-                           {"(files with syntax errors)", std::to_string(stats.syntax_errors)},
-                           {"(files skipped)", std::to_string(stats.skipped)}});
+  int rc = out.Finish(base, {{"(python files analysed)", std::to_string(stats.python_analysed)},
+                              {"(files with syntax errors)", std::to_string(stats.syntax_errors)},
+                              {"(files skipped)", std::to_string(stats.skipped)}});
+  if (!ctx.free_memory_at_end) (void)project.release();  // the process exits now
+  return rc;
 }
 
 int AnalyseMain(int argc, char** argv, Context& ctx) {

@@ -59,9 +59,13 @@ class RuleDispatcher : public EventSink {
   RuleDispatcher(const std::vector<std::unique_ptr<Rule>>& rules, RuleContext& ctx,
                  FileAnalysis& out)
       : rules_(rules), ctx_(ctx), out_(out) {}
+  void Watch(const std::string& name) {
+    const auto* watched = ctx_.data.watched_names;
+    if (watched && watched->count(name)) out_.seen.insert(name);
+  }
   void OnCall(const CallEvent& ev) override {
-    for (const auto& q : ev.lookup) out_.seen.insert(q);
-    if (!ev.method.empty()) out_.seen.insert("." + std::string(ev.method));
+    for (const auto& q : ev.lookup) Watch(q);
+    if (!ev.method.empty()) Watch("." + std::string(ev.method));
     std::string callee = CalledFunction(ev.callee);
     std::string class_name = ev.callee.kind == ValueKind::kUserClass && ev.callee.cls
                                  ? ev.callee.cls->QualifiedName() : std::string();
@@ -72,11 +76,11 @@ class RuleDispatcher : public EventSink {
     for (const auto& r : rules_) r->OnCall(ev, ctx_);
   }
   void OnAttribute(const AttributeEvent& ev) override {
-    out_.seen.insert(ev.qname);
+    Watch(ev.qname);
     for (const auto& r : rules_) r->OnAttribute(ev, ctx_);
   }
   void OnString(const StringEvent& ev) override {
-    if (ev.value.size() < 64) out_.seen.insert(ev.value);
+    Watch(ev.value);
     for (const auto& r : rules_) r->OnString(ev, ctx_);
   }
   void OnFunction(const std::string& qualname, TSNode def) override {

@@ -31,7 +31,7 @@ struct DefinitionRecord {
 
 struct FileAnalysis {
   std::vector<Finding> findings;
-  std::set<std::string> seen;  ///< qualified names called or referenced, `.method`s, strings
+  std::set<std::string> seen;  ///< watched names (RuleData::watched_names) the file uses
   std::vector<CallRecord> calls;
   std::vector<DefinitionRecord> definitions;
 };

@@ -131,17 +131,26 @@ class Summariser {
     out_.classes.push_back(std::move(info));
   }
 
-  // `self.X = callee(...)`, `self.X = a.b` and `self.register_buffer("X", ...)` in a method body
-  // (nested functions, classes and lambdas excluded).
+  // `self.X = callee(...)`, `self.X = a.b` and `self.register_buffer("X", ...)` statements in a
+  // method body. Only statements are visited (not expressions): this pass must stay cheap.
   void SelfAttributes(TSNode body, ClassInfo& info) {
     if (ts_node_is_null(body)) return;
     ForEachNamedNode(body, [&](TSNode n) {
-      NodeKind k = syn_.Kind(n);
-      if (k == NodeKind::kFunctionDefinition || k == NodeKind::kClassDefinition || k == NodeKind::kLambda)
-        return false;
-      if (k == NodeKind::kAssignment) SelfAssignment(n, info);
-      else if (k == NodeKind::kCall) RegisterBuffer(n, info);
-      return true;
+      switch (syn_.Kind(n)) {
+        case NodeKind::kAssignment:
+          SelfAssignment(n, info);
+          return false;
+        case NodeKind::kCall:
+          RegisterBuffer(n, info);
+          return false;
+        case NodeKind::kBlock: case NodeKind::kIfStatement: case NodeKind::kElifClause:
+        case NodeKind::kElseClause: case NodeKind::kForStatement: case NodeKind::kWhileStatement:
+        case NodeKind::kTryStatement: case NodeKind::kExceptClause: case NodeKind::kFinallyClause:
+        case NodeKind::kWithStatement: case NodeKind::kExpressionStatement:
+          return true;
+        default:
+          return false;
+      }
     });
   }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "analyse/finding.h"
@@ -23,6 +24,8 @@ struct RuleData {
   const CustomOpTable* custom_ops = nullptr;
   const ThirdPartyApis* third_party = nullptr;  ///< -api results of earlier third_party runs
   const AffinityTable* affinity = nullptr;
+  /// Names whose use project rules ask about (FileAnalysis::seen records only these).
+  const std::unordered_set<std::string>* watched_names = nullptr;
 };
 
 struct Argument {

@@ -148,11 +148,12 @@ std::vector<AffectedFunction> PropagateAffected(
       if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
     }
   }
-  // Offences reachable from each SCC: its members' own plus those of the SCCs it calls.
-  std::vector<std::set<Offence>> reach(sccs.size());
+  // APIs reachable from each SCC: its members' own plus those of the SCCs it calls. Only
+  // (bucket, API) pairs propagate, not call sites, so the sets stay small on big libraries.
+  std::vector<std::set<std::pair<Bucket, std::string>>> reach(sccs.size());
   for (size_t c = 0; c < sccs.size(); ++c) {
     for (size_t v : sccs[c]) {
-      reach[c].insert(direct[v].begin(), direct[v].end());
+      for (const auto& o : direct[v]) reach[c].emplace(o.bucket, o.api);
       for (size_t w : callees[v]) {
         size_t cw = static_cast<size_t>(comp[w]);
         if (cw != c) reach[c].insert(reach[cw].begin(), reach[cw].end());
@@ -172,15 +173,19 @@ std::vector<AffectedFunction> PropagateAffected(
   }
   std::vector<AffectedFunction> out;
   for (size_t v = 0; v < n; ++v) {
-    const auto& offences = reach[static_cast<size_t>(comp[v])];
-    if (offences.empty()) continue;
+    const auto& apis = reach[static_cast<size_t>(comp[v])];
+    if (apis.empty()) continue;
     AffectedFunction a;
     a.qualname = node[v]->qualname;
     a.file = node[v]->file;
     a.line = node[v]->line;
-    a.offences.assign(offences.begin(), offences.end());
-    for (long h = static_cast<long>(v); h >= 0 && a.path.size() <= n; h = next_hop[static_cast<size_t>(h)])
+    a.apis.assign(apis.begin(), apis.end());
+    long end = static_cast<long>(v);
+    for (long h = end; h >= 0 && a.path.size() <= n; h = next_hop[static_cast<size_t>(h)]) {
       a.path.push_back(node[static_cast<size_t>(h)]->qualname);
+      end = h;
+    }
+    a.offences.assign(direct[static_cast<size_t>(end)].begin(), direct[static_cast<size_t>(end)].end());
     a.spellings.push_back(a.qualname);
     auto [b, e] = spellings_by_qualname.equal_range(a.qualname);
     for (auto it = b; it != e; ++it)
@@ -213,7 +218,7 @@ std::vector<std::pair<std::string, CsvWriter>> ThirdPartyCsvs(const std::vector<
     }
     for (const auto& s : a.spellings) {
       full.AddRow({a.file, s, message});
-      for (const auto& o : a.offences) pairs.insert({o.bucket, o.api, s});
+      for (const auto& [bucket, api] : a.apis) pairs.insert({bucket, api, s});
     }
   }
   for (const auto& [bucket, api, spelling] : pairs) {

@@ -46,7 +46,11 @@ struct AffectedFunction {
   std::string file;
   uint32_t line = 0;
   std::vector<std::string> spellings;  ///< defining name first, then public re-exports
-  std::vector<Offence> offences;       ///< every offending call it reaches, sorted
+  /// Offending calls shown as evidence: the function's own, or those of the function at the end
+  /// of the witness path.
+  std::vector<Offence> offences;
+  /// Every (bucket, API) the function reaches, transitively.
+  std::vector<std::pair<Bucket, std::string>> apis;
   std::vector<std::string> path;       ///< witness: this function → ... → a function with a direct offence
 };
 

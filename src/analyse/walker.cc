@@ -486,13 +486,21 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
     case NodeKind::kListSplatPattern: case NodeKind::kDictionarySplatPattern:
       CollectTargetNames(n, scope);
       return;
-    case NodeKind::kAssignment: case NodeKind::kAugmentedAssignment: case NodeKind::kForStatement:
-    case NodeKind::kForInClause:
+    case NodeKind::kAssignment: {
+      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
+      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
+      if (syn_.Kind(right) == NodeKind::kAssignment) CollectLocals(right, scope, false);  // a = b = 1
+      return;
+    }
+    case NodeKind::kAugmentedAssignment:
+      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
+      return;
+    case NodeKind::kForStatement:
       CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
       break;
     case NodeKind::kNamedExpression:
       CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope);
-      break;
+      return;
     case NodeKind::kAsPatternTarget:
       CollectTargetNames(n, scope);
       return;
@@ -530,11 +538,25 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
     default:
       break;
   }
-  if (k == NodeKind::kParameters && !top) return;
+  // Bindings happen in statements: only statement containers are entered, not expressions
+  // (a walrus inside a deeper expression is the one binding this misses).
+  switch (k) {
+    case NodeKind::kBlock: case NodeKind::kModule: case NodeKind::kIfStatement:
+    case NodeKind::kElifClause: case NodeKind::kElseClause: case NodeKind::kForStatement:
+    case NodeKind::kWhileStatement: case NodeKind::kTryStatement: case NodeKind::kExceptClause:
+    case NodeKind::kFinallyClause: case NodeKind::kWithStatement: case NodeKind::kWithClause:
+    case NodeKind::kWithItem: case NodeKind::kAsPattern: case NodeKind::kExpressionStatement:
+    case NodeKind::kDecoratedDefinition:
+      break;
+    case NodeKind::kParameters: case NodeKind::kLambdaParameters:
+      if (!top) return;
+      break;
+    default:
+      return;
+  }
   Kids kids(*this, n);
-  bool params_or_body = k == NodeKind::kParameters;
-  for (size_t i = 0; i < kids.size(); ++i) CollectLocals(kids[i], scope, params_or_body);
-  if (top && k != NodeKind::kParameters) return;
+  bool params = k == NodeKind::kParameters || k == NodeKind::kLambdaParameters;
+  for (size_t i = 0; i < kids.size(); ++i) CollectLocals(kids[i], scope, params);
 }
 
 // ---------------------------------------------------------------------------------------------

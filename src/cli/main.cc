@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     const auto& c = portkit::cli::kCommands[i];
     if (first != c.name) continue;
     portkit::Logger logger(stderr, portkit::SystemClock());
-    portkit::Context ctx{logger, portkit::SystemClock(), portkit::FindDataDir(), 0};
+    portkit::Context ctx{logger, portkit::SystemClock(), portkit::FindDataDir(), 0, false};
     std::string name = "portkit " + first;
     std::vector<char*> args;
     args.push_back(name.data());

@@ -14,6 +14,9 @@ struct Context {
   std::filesystem::path data_dir;
   /// Worker threads for parallel work; <= 0 means one per core.
   int jobs = 0;
+  /// False when the process exits right after the command: big structures (syntax trees) are
+  /// then left to the OS instead of being freed one node at a time.
+  bool free_memory_at_end = true;
 };
 
 /// Finds the data folder: $PORTKIT_DATA_DIR, then `<exe>/../data`, `<exe>/../share/portkit/data`,

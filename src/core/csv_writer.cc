@@ -14,6 +14,19 @@ void CsvWriter::AddRow(const std::vector<std::string>& cells) {
   ++rows_;
 }
 
+void CsvWriter::AppendCell(std::string& out, std::string_view cell) {
+  bool neutralise = false;
+  if (!cell.empty()) {
+    char c = cell.front();
+    neutralise = c == '=' || c == '+' || c == '-' || c == '@' || c == '%' || c == '\t' || c == '\r';
+  }
+  if (!neutralise && cell.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out.append(cell);  // the common case: no copy, no quoting
+    return;
+  }
+  out += EscapeCell(cell);
+}
+
 std::string CsvWriter::EscapeCell(std::string_view cell) {
   std::string value;
   if (!cell.empty()) {
@@ -37,7 +50,7 @@ std::string CsvWriter::EscapeCell(std::string_view cell) {
 void CsvWriter::AppendRow(const std::vector<std::string>& cells) {
   for (size_t i = 0; i < cells.size(); ++i) {
     if (i) out_.push_back(',');
-    out_ += EscapeCell(cells[i]);
+    AppendCell(out_, cells[i]);
   }
   out_.push_back('\n');
 }

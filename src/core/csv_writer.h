@@ -17,6 +17,8 @@ class CsvWriter {
 
   /// One cell as it is written: neutralised and quoted when needed.
   static std::string EscapeCell(std::string_view cell);
+  /// Appends the escaped cell to `out`.
+  static void AppendCell(std::string& out, std::string_view cell);
 
  private:
   void AppendRow(const std::vector<std::string>& cells);

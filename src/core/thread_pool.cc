@@ -57,6 +57,12 @@ void ThreadPool::WorkerLoop() {
 }
 
 void ThreadPool::ParallelFor(size_t n, const std::function<void(int, size_t)>& fn) {
+  if (size() == 1) {
+    // One worker: run on the calling thread. It keeps using the main malloc arena, which grows
+    // in large steps; a new thread's arena grows page by page (an mprotect call each).
+    for (size_t i = 0; i < n; ++i) fn(0, i);
+    return;
+  }
   std::atomic<size_t> next{0};
   int workers = size();
   for (int w = 0; w < workers; ++w) {

@@ -129,7 +129,9 @@ TEST(ThirdParty, RecursionCyclesPropagateWithWitnessPaths) {
   EXPECT_EQ(affected[2].spellings, (std::vector<std::string>{"m.entry", "pkg.entry"}));
   ASSERT_EQ(affected[0].offences.size(), 1u);
   EXPECT_EQ(affected[0].offences[0].api, "torch.cdist");
-  EXPECT_EQ(affected[0].offences[0].bucket, Bucket::kFrameworkUnsupported);
+  EXPECT_EQ(affected[0].offences[0].line, 4u);
+  ASSERT_EQ(affected[2].apis.size(), 1u);
+  EXPECT_EQ(affected[2].apis[0], std::make_pair(Bucket::kFrameworkUnsupported, std::string("torch.cdist")));
 }
 
 TEST(ThirdParty, ApiFilesErrorsNameFileAndLine) {

@@ -22,6 +22,16 @@ std::vector<std::unique_ptr<ProjectRule>> MakeTorchApiProjectRules() {
   return rules;
 }
 
+std::unordered_set<std::string> WatchedNames(const Target& target) {
+  std::unordered_set<std::string> names;
+  for (const auto& s : target.advice().suggest_use) {
+    names.insert("." + s.api);
+    names.insert(s.when_used.begin(), s.when_used.end());
+  }
+  for (const auto& g : target.advice().global) names.insert(g.key);
+  return names;
+}
+
 bool IsCudaApi(const Target& target, const std::string& qname) {
   for (const auto& prefix : target.cuda().api_prefixes) {
     if (qname.size() >= prefix.size() && qname.compare(0, prefix.size(), prefix) == 0 &&

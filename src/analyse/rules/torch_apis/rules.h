@@ -2,6 +2,7 @@
 /// The torch_apis rule family. Each rule lives in its own file; adding one is one line in
 /// registry.cc.
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "analyse/rule.h"
@@ -20,6 +21,8 @@ std::unique_ptr<ProjectRule> MakeGlobalAdviceRule();
 /// Every per-file rule of the family, in report order.
 std::vector<std::unique_ptr<Rule>> MakeTorchApiRules();
 std::vector<std::unique_ptr<ProjectRule>> MakeTorchApiProjectRules();
+/// The names (qualified APIs, `.method`s, strings) whose use the project rules ask about.
+std::unordered_set<std::string> WatchedNames(const Target& target);
 
 /// True for names under a CUDA-only prefix of the target (torch.cuda, torch.backends.cudnn...).
 bool IsCudaApi(const Target& target, const std::string& qname);
