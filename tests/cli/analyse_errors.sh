@@ -1,15 +1,6 @@
 #!/usr/bin/env bash
 # CLI behaviour of `portkit analyse` on bad input: exit codes and messages.
-set -uo pipefail
-PORTKIT=${1:?usage: analyse_errors.sh PATH/TO/portkit}
-cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
-trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() {  # description, condition (as a command)
-  if eval "$2"; then pass=$((pass + 1)); echo "ok   $1"; else fail=$((fail + 1)); echo "FAIL $1"; fi
-}
+source "$(dirname "$0")/harness.sh"
 
 "$PORTKIT" --version >"$tmp/v" 2>&1; rc=$?
 check "--version prints the version" "[ $rc = 0 ] && grep -q '^portkit [0-9]' '$tmp/v'"

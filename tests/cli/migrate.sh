@@ -1,16 +1,8 @@
 #!/usr/bin/env bash
 # portkit migrate: the golden change list, the patch applies to the original with patch -p1 and
 # gives the migrated copy, every migrated file parses, and migrating the output changes nothing.
-set -uo pipefail
-PORTKIT=${1:?usage: migrate.sh PATH/TO/portkit}
-cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-check() {
-  if eval "$2"; then pass=$((pass + 1)); echo "ok   $1"; else fail=$((fail + 1)); echo "FAIL $1"; fi
-}
+source "$(dirname "$0")/harness.sh"
+
 golden=tests/golden/migrate_cifar
 "$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/out" >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
 copy="$tmp/out/cifar_cuda_msft"

@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # Golden tests: run `portkit analyse` on fixture projects and compare every output file with the
 # expected copy under tests/golden/<case>/. UPDATE_GOLDENS=1 rewrites the expected files.
-set -uo pipefail
-PORTKIT=${1:?usage: run_golden.sh PATH/TO/portkit}
-cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
+source "$(dirname "$0")/../cli/harness.sh"
 
 run_case() {  # name input [args...]
   local name=$1 input=$2
