@@ -30,27 +30,6 @@ class IgnoreEvents : public EventSink {
   size_t sink_ = 0;
 };
 
-/// True when, somewhere in the tree, walking a node's named children with
-/// ts_node_next_named_sibling stops before ts_node_named_child_count of them (tree-sitter 0.20
-/// returns a null node after a zero-width child such as `(expression_statement (MISSING
-/// identifier))`). module_summary.cc iterates that way and crashes on such trees; with
-/// PORTKIT_FUZZ_SKIP_KNOWN=1 these inputs are skipped so fuzzing can reach other code.
-bool SiblingWalkBreaks(TSNode root) {
-  std::vector<TSNode> stack{root};
-  while (!stack.empty()) {
-    TSNode n = stack.back();
-    stack.pop_back();
-    uint32_t count = ts_node_named_child_count(n);
-    TSNode c = count ? ts_node_named_child(n, 0) : TSNode{};
-    for (uint32_t i = 0; i < count; ++i) {
-      if (ts_node_is_null(c)) return true;
-      stack.push_back(c);
-      if (i + 1 < count) c = ts_node_next_named_sibling(c);
-    }
-  }
-  return false;
-}
-
 const PySyntax& Syntax() {
   static const PySyntax* syntax = new PySyntax();
   return *syntax;
@@ -70,8 +49,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static PythonParser* parser = new PythonParser();
   ParsedSource parsed = parser->Parse(std::move(text));
   if (!parsed.tree) return 0;
-  static const bool skip_known = std::getenv("PORTKIT_FUZZ_SKIP_KNOWN") != nullptr;
-  if (skip_known && SiblingWalkBreaks(parsed.root())) return 0;
 
   // A module inside a package, so that relative imports (`from . import x`, `from .. import y`)
   // resolve to something.

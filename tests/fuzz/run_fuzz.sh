@@ -5,9 +5,7 @@
 #   FUZZ_SECONDS=600 tests/fuzz/run_fuzz.sh
 #
 # Environment: FUZZ_SECONDS (default 30), FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (build
-# parallelism, default nproc), FUZZ_ARGS (extra libFuzzer flags), CC/CXX (default clang/clang++),
-# PORTKIT_FUZZ_SKIP_KNOWN=1 (the harness skips inputs that hit the known null-sibling crash of
-# module_summary.cc, see tests/fuzz/crashes/README.md, so fuzzing can reach the rest).
+# parallelism, default nproc), FUZZ_ARGS (extra libFuzzer flags), CC/CXX (default clang/clang++).
 # The seed corpus tests/fuzz/corpus/python/ is copied to $FUZZ_BUILD/fuzz-corpus/ (new inputs go
 # there, the checked-in seeds stay untouched). A crash is saved as $FUZZ_BUILD/fuzz-artifacts/
 # crash-<sha1> (or leak-/timeout-/oom-) and the script exits non-zero.
