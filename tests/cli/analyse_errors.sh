@@ -58,6 +58,17 @@ python3 -c "print('import torch\nx = torch' + '.a' * 20000 + '.cuda()')" > "$tmp
 check "fuzzer crash inputs and deep nesting are analysed without crashing" "[ $rc = 0 ]"
 check "deep nesting is reported" "grep -q 'nested deeper than' '$tmp/cr.err'"
 
+# -env: names re-exported by an extra import root resolve (and that root is not reported).
+mkdir -p "$tmp/envroot/extlib" "$tmp/envuser"
+printf 'from torch import cdist as fast_distance\n' > "$tmp/envroot/extlib/__init__.py"
+printf 'import torch\nbad = torch.heaviside(a, b)\n' > "$tmp/envroot/extlib/other.py"
+printf 'from extlib import fast_distance\nd = fast_distance(a, b)\n' > "$tmp/envuser/train.py"
+"$PORTKIT" analyse -i "$tmp/envuser" -o "$tmp/envout" -v 2.1.0 >/dev/null 2>&1
+check "without -env the re-export is not resolved" "! grep -q torch.cdist '$tmp/envout/envuser_analysis/unsupported_api.csv'"
+"$PORTKIT" analyse -i "$tmp/envuser" -o "$tmp/envout2" -v 2.1.0 -env "$tmp/envroot" >/dev/null 2>&1
+check "-env resolves names through an extra import root" "grep -q 'envuser/train.py,2,2,torch.cdist' '$tmp/envout2/envuser_analysis/unsupported_api.csv'"
+check "-env roots are not reported" "! grep -q heaviside '$tmp/envout2/envuser_analysis/unsupported_api.csv'"
+
 # Version fallback warns and says which list is used.
 "$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/vout" -v 2.4.1 >/dev/null 2>"$tmp/w"; rc=$?
 check "other versions use the nearest list with a warning" "[ $rc = 0 ] && grep -q 'no npu support list for torch 2.4.1; using the nearest, torch 2.6' '$tmp/w'"

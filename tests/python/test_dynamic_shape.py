@@ -95,6 +95,29 @@ def test_sigterm_still_leaves_a_valid_report(instrumented, python):
     assert not list(copy.glob("*.tmp.*"))  # no half-written report left behind
 
 
+def test_sigint_and_exceptions_still_leave_a_report(instrumented, python):
+    copy, _ = instrumented
+    proc = subprocess.Popen([python, "train.py", "--steps", "6", "--sleep-after", "2"], cwd=copy,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        line = ""
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if "READY" in line or not line:
+                break
+        assert "READY" in line, proc.stderr.read()
+        proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: the report is written at exit
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "KeyboardInterrupt" in proc.stderr.read()
+    rows = read_report(copy)
+    assert "embedding" in {r["Function Name"] for r in rows}
+
+
 def test_no_loop_found_is_said(tmp_path, portkit):
     proj = tmp_path / "noloop"
     proj.mkdir()
