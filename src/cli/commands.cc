@@ -2,6 +2,7 @@
 
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
+#include "prof/prof_command.h"
 
 namespace portkit::cli {
 
@@ -10,6 +11,8 @@ const Command kCommands[] = {
      &analyse::AnalyseMain},
     {"migrate", "migrated copy of a project for the target (cuda → npu rewrites), change list and patch",
      &analyse::MigrateMain},
+    {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
+     &prof::ProfMain},
 };
 const size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 

@@ -1,0 +1,296 @@
+#include "prof/importers/chrome_trace.h"
+
+#include <simdjson.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "prof/json_stream.h"
+
+namespace portkit::prof {
+
+bool ParseMicrosToNanos(std::string_view t, int64_t* ns) {
+  while (!t.empty() && (t.front() == '"' || t.front() == ' ')) t.remove_prefix(1);
+  while (!t.empty() && (t.back() == '"' || t.back() == ' ')) t.remove_suffix(1);
+  if (t.empty()) return false;
+  bool neg = t.front() == '-';
+  if (neg) t.remove_prefix(1);
+  if (t.find_first_of("eE") != std::string_view::npos) {
+    // Exponent form: rare (relative durations); a double is exact enough there.
+    std::string s(t);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (end == s.c_str() || *end) return false;
+    *ns = static_cast<int64_t>(std::llround(v * 1000.0)) * (neg ? -1 : 1);
+    return true;
+  }
+  int64_t whole = 0, frac = 0;
+  int frac_digits = 0;
+  bool any = false, dot = false;
+  for (char c : t) {
+    if (c == '.' && !dot) {
+      dot = true;
+      continue;
+    }
+    if (c < '0' || c > '9') return false;
+    any = true;
+    if (!dot) {
+      whole = whole * 10 + (c - '0');
+    } else if (frac_digits < 3) {
+      frac = frac * 10 + (c - '0');
+      ++frac_digits;
+    }
+  }
+  if (!any) return false;
+  while (frac_digits < 3) frac *= 10, ++frac_digits;
+  *ns = (whole * 1000 + frac) * (neg ? -1 : 1);
+  return true;
+}
+
+bool SniffChromeTrace(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return false;
+  char buf[256];
+  int n = gzread(f, buf, sizeof buf);
+  gzclose(f);
+  if (n <= 0) return false;
+  std::string_view head(buf, static_cast<size_t>(n));
+  size_t first = head.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return false;
+  if (head[first] == '[') return head.find('{', first) != std::string_view::npos;
+  return head[first] == '{' && (head.find("\"traceEvents\"") != std::string_view::npos ||
+                                head.find("\"schemaVersion\"") != std::string_view::npos ||
+                                head.find("\"deviceProperties\"") != std::string_view::npos ||
+                                n < 256);
+}
+
+namespace {
+
+EventKind KindOf(std::string_view cat, std::string_view name, bool legacy) {
+  bool step = name.rfind("ProfilerStep#", 0) == 0;
+  if (cat == "cpu_op" || cat == "Operator" || (legacy && cat.empty())) return step ? EventKind::kStep : EventKind::kCpuOp;
+  if (cat == "user_annotation") return step ? EventKind::kStep : EventKind::kUserAnnotation;
+  if (cat == "gpu_user_annotation") return EventKind::kGpuAnnotation;
+  if (cat == "kernel" || cat == "Kernel") return EventKind::kKernel;
+  if (cat == "gpu_memcpy" || cat == "Memcpy") return EventKind::kMemcpy;
+  if (cat == "gpu_memset" || cat == "Memset") return EventKind::kMemset;
+  if (cat == "cuda_runtime" || cat == "Runtime" || cat == "hip_runtime") return EventKind::kRuntime;
+  if (cat == "cuda_driver" || cat == "hip_driver") return EventKind::kDriver;
+  if (cat == "cuda_sync") return EventKind::kSync;
+  if (cat == "python_function") return EventKind::kPythonFunction;
+  return EventKind::kOther;
+}
+
+int64_t IntOf(simdjson::ondemand::value v) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return -1;
+  if (t == simdjson::ondemand::json_type::number) {
+    int64_t i;
+    if (!v.get_int64().get(i)) return i;
+    double d;
+    if (!v.get_double().get(d)) return static_cast<int64_t>(d);
+    return -1;
+  }
+  if (t == simdjson::ondemand::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return -1;
+    int64_t ns;
+    if (ParseMicrosToNanos(s, &ns)) return ns / 1000;
+  }
+  return -1;
+}
+
+void Triple(simdjson::ondemand::value v, int64_t out[3]) {
+  simdjson::ondemand::array arr;
+  if (v.get_array().get(arr)) return;
+  int i = 0;
+  for (auto item : arr) {
+    int64_t x;
+    if (i < 3 && !item.get_int64().get(x)) out[i] = x;
+    ++i;
+  }
+}
+
+class EventParser {
+ public:
+  EventParser(Store& store, int64_t trace, bool legacy, ImportResult& result)
+      : store_(store), trace_(trace), legacy_(legacy), result_(result) {}
+
+  Status status;
+
+  void Parse(std::string_view text) {
+    if (!status.ok()) return;
+    buffer_.assign(text);
+    buffer_.append(simdjson::SIMDJSON_PADDING, ' ');
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object obj;
+    if (parser_.iterate(buffer_.data(), text.size(), buffer_.size()).get(doc) || doc.get_object().get(obj)) {
+      ++result_.skipped;
+      return;
+    }
+    Event e;
+    std::string_view ph;
+    bool has_ts = false;
+    bool bad = false;
+    for (auto field : obj) {
+      std::string_view key;
+      if (field.unescaped_key().get(key)) {
+        bad = true;
+        break;
+      }
+      simdjson::ondemand::value v;
+      if (field.value().get(v)) {
+        bad = true;
+        break;
+      }
+      if (key == "ph") {
+        if (v.get_string().get(ph)) bad = true;
+        ph_.assign(ph);
+      } else if (key == "cat") {
+        std::string_view s;
+        if (!v.get_string().get(s)) cat_.assign(s);
+      } else if (key == "name") {
+        std::string_view s;
+        if (!v.get_string().get(s)) name_.assign(s);
+      } else if (key == "pid") {
+        e.pid = IntOf(v);
+      } else if (key == "tid") {
+        e.tid = IntOf(v);
+      } else if (key == "ts" || key == "dur") {
+        std::string_view raw;
+        raw = v.raw_json_token();
+        int64_t ns;
+        if (!ParseMicrosToNanos(raw, &ns)) {
+          bad = true;
+          break;
+        }
+        (key == "ts" ? e.ts_ns : e.dur_ns) = ns;
+        has_ts |= key == "ts";
+      } else if (key == "args") {
+        Args(v, e);
+      }
+    }
+    if (bad || ph_ != "X" || !has_ts) {
+      ++result_.skipped;  // metadata (M), flows (s/f), instants, counters, malformed events
+      ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear();
+      return;
+    }
+    e.name = name_;
+    e.category = cat_;
+    e.kind = KindOf(cat_, name_, legacy_);
+    e.input_dims = dims_;
+    e.input_types = types_;
+    status = store_.AddEvent(trace_, e);
+    ++result_.events;
+    ++result_.per_kind[EventKindName(e.kind)];
+    ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear();
+  }
+
+ private:
+  void Args(simdjson::ondemand::value v, Event& e) {
+    simdjson::ondemand::object args;
+    if (v.get_object().get(args)) return;
+    for (auto f : args) {
+      std::string_view k;
+      if (f.unescaped_key().get(k)) return;
+      simdjson::ondemand::value a;
+      if (f.value().get(a)) return;
+      if (k == "External id") e.external_id = IntOf(a);
+      else if (k == "correlation") e.correlation = IntOf(a);
+      else if (k == "grid") Triple(a, e.grid);
+      else if (k == "block") Triple(a, e.block);
+      else if (k == "stream") e.tid = IntOf(a);
+      else if (k == "device") e.pid = IntOf(a);
+      else if (k == "registers per thread") e.registers = IntOf(a);
+      else if (k == "shared memory") e.shared_memory = IntOf(a);
+      else if (k == "bytes") e.bytes = IntOf(a);
+      else if (k == "est. achieved occupancy %") {
+        double d;
+        if (!a.get_double().get(d)) e.occupancy = d;
+      } else if (k == "Input Dims" || k == "Input type") {
+        simdjson::ondemand::array arr;
+        std::string_view raw;
+        if (!a.get_array().get(arr) && !arr.raw_json().get(raw)) (k == "Input Dims" ? dims_ : types_).assign(raw);
+      }
+    }
+  }
+
+  Store& store_;
+  int64_t trace_;
+  bool legacy_;
+  ImportResult& result_;
+  simdjson::ondemand::parser parser_;
+  std::string buffer_, ph_, cat_, name_, dims_, types_;
+};
+
+}  // namespace
+
+Expected<ImportResult> ImportChromeTrace(const std::string& path, const std::string& display, Store& store) {
+  ImportResult result;
+  bool npu = path.size() >= 15 && path.compare(path.size() - 15, 15, "trace_view.json") == 0;
+  // The format is known once the first byte is seen; the bare-array forms are legacy or torch_npu.
+  gzFile f = gzopen(path.c_str(), "rb");
+  char first = 0;
+  if (f) {
+    char buf[64];
+    int n = gzread(f, buf, sizeof buf);
+    for (int i = 0; i < n; ++i)
+      if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t') {
+        first = buf[i];
+        break;
+      }
+    gzclose(f);
+  }
+  result.format = npu ? "torch_npu" : (first == '[' ? "legacy" : "kineto");
+  auto trace = store.BeginTrace(display, result.format);
+  if (!trace.ok()) return trace.status();
+  EventParser parser(store, *trace, result.format == "legacy", result);
+  StreamStats stats;
+  StreamCallbacks cb;
+  cb.on_event = [&](std::string_view text) { parser.Parse(text); };
+  cb.on_member = [&](std::string_view key, std::string_view value) {
+    if (key != "deviceProperties") return;
+    simdjson::padded_string json(value);
+    simdjson::ondemand::parser p;
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::array arr;
+    if (p.iterate(json).get(doc) || doc.get_array().get(arr)) return;
+    for (auto item : arr) {
+      simdjson::ondemand::object o;
+      if (item.get_object().get(o)) continue;
+      std::string_view raw = o.raw_json().value_unsafe();
+      std::string props(raw);
+      simdjson::padded_string again(props);
+      simdjson::ondemand::parser p2;
+      simdjson::ondemand::document d2;
+      if (p2.iterate(again).get(d2)) continue;
+      int64_t id = 0;
+      std::string_view name;
+      for (auto fld : d2.get_object()) {
+        std::string_view k;
+        if (fld.unescaped_key().get(k)) break;
+        if (k == "id") id = IntOf(fld.value());
+        else if (k == "name" && fld.value().get_string().get(name)) name = {};
+      }
+      (void)store.AddDevice(*trace, id, std::string(name), props);
+    }
+  };
+  Status st = SplitTraceEvents(path, cb, &stats);
+  if (!st.ok()) {
+    (void)store.EndTrace(*trace, 0, 0, st.message());
+    return st;
+  }
+  if (!parser.status.ok()) return parser.status;
+  result.bytes = stats.bytes_read;
+  result.truncated = stats.truncated;
+  if (stats.truncated)
+    result.warning = "truncated or corrupt: " + stats.stop_reason + "; kept the " +
+                     std::to_string(result.events) + " events before it (" +
+                     std::to_string(stats.bytes_read) + " bytes read)";
+  PORTKIT_RETURN_IF_ERROR(store.EndTrace(*trace, result.events, result.skipped, result.warning));
+  return result;
+}
+
+}  // namespace portkit::prof

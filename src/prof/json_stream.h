@@ -1,0 +1,34 @@
+#pragma once
+/// Streaming split of a trace JSON into its events without loading the whole document: a
+/// Chrome/Kineto trace `{"traceEvents": [ {...}, ... ], "deviceProperties": ..., ...}` or a bare
+/// event array `[ {...}, ... ]` (legacy torch profiler, torch_npu trace_view.json). Plain or gzip
+/// input (zlib reads both). A truncated or corrupt tail stops the split where the input stops
+/// being valid; what came before is kept and the stop is reported.
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace portkit::prof {
+
+struct StreamStats {
+  uint64_t bytes_read = 0;       ///< uncompressed bytes consumed
+  uint64_t events = 0;           ///< complete event objects handed out
+  bool truncated = false;        ///< the input ended or broke inside the document
+  std::string stop_reason;       ///< why it stopped early, with the byte offset
+};
+
+struct StreamCallbacks {
+  /// One event object, as JSON text (valid until the next call).
+  std::function<void(std::string_view event)> on_event;
+  /// A top-level member other than traceEvents (deviceProperties, baseTimeNanoseconds, ...),
+  /// as raw JSON text; members over 64 MiB are skipped.
+  std::function<void(std::string_view key, std::string_view value)> on_member;
+};
+
+/// Splits the file at `path`. Errors only when the file cannot be opened or does not start like a
+/// trace; damage later in the file ends the split with `stats.truncated`.
+Status SplitTraceEvents(const std::string& path, const StreamCallbacks& callbacks, StreamStats* stats);
+
+}  // namespace portkit::prof

@@ -1,0 +1,126 @@
+#include "prof/prof_command.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "core/table.h"
+#include "prof/importers/chrome_trace.h"
+#include "prof/store.h"
+
+namespace portkit::prof {
+namespace fs = std::filesystem;
+namespace {
+
+bool LooksLikeTraceName(const fs::path& p) {
+  std::string name = p.filename().string();
+  auto ends = [&](const char* s) {
+    size_t n = std::strlen(s);
+    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+  };
+  return ends(".json") || ends(".json.gz");
+}
+
+/// Trace files under `path` (itself when it is a file), sorted; our own outputs are skipped.
+std::vector<fs::path> FindTraces(const fs::path& path) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return {path};
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const auto& p = it->path();
+    std::string dir = p.parent_path().filename().string();
+    if (it->is_directory() && (dir == "timeline" || dir == "summary")) continue;
+    if (it->is_regular_file() && LooksLikeTraceName(p) && dir != "timeline" && dir != "summary")
+      out.push_back(p);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int Import(const std::string& dir, Context& ctx) {
+  Logger& log = ctx.logger;
+  fs::path path(dir);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    log.Error("-dir " + dir + " does not exist; give a PROF_<timestamp> folder, a folder of traces or a trace file");
+    return 2;
+  }
+  fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
+  std::vector<fs::path> traces;
+  for (const auto& t : FindTraces(path))
+    if (SniffChromeTrace(t.string())) traces.push_back(t);
+  if (traces.empty()) {
+    log.Error("no trace found under " + dir + " (looked for Kineto/Chrome-trace *.json and *.json.gz)");
+    return 2;
+  }
+  fs::path db_path = folder / "portkit.db";
+  auto store = Store::Open(db_path.string());
+  if (!store.ok()) {
+    log.Error(store.status().message());
+    return 2;
+  }
+  std::vector<std::vector<std::string>> rows;
+  int rc = 0;
+  Progress progress(log, traces.size());
+  for (const auto& t : traces) {
+    std::string display = fs::relative(t, folder, ec).string();
+    if (ec || display.empty()) display = t.filename().string();
+    progress.Start("Import " + display + ".");
+    auto start = std::chrono::steady_clock::now();
+    auto result = ImportChromeTrace(t.string(), display, *store);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok()) {
+      log.Error(result.status().message());
+      rows.push_back({display, "-", "-", "-", "error"});
+      rc = 1;
+      progress.Done("Import " + display + " failed.");
+      continue;
+    }
+    if (!result->warning.empty()) log.Warning(display + ": " + result->warning);
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.1f", secs > 0 ? static_cast<double>(result->bytes) / 1e6 / secs : 0.0);
+    rows.push_back({display, result->format, std::to_string(result->events), std::to_string(result->skipped),
+                    result->truncated ? "truncated" : "ok"});
+    progress.Done("Imported " + display + ": " + std::to_string(result->events) + " events (" +
+                  std::string(rate) + " MB/s).");
+  }
+  log.Info("Profile database: " + db_path.string());
+  std::string table = RenderTable({"trace", "format", "events", "not stored", "status"}, rows);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  return rc;
+}
+
+}  // namespace
+
+int ProfMain(int argc, char** argv, Context& ctx) {
+  CLI::App app{"Profiles of PyTorch programs (seed 003): import traces into a SQLite store.",
+               "portkit prof"};
+  app.require_subcommand(1);
+  std::string dir;
+  auto* import = app.add_subcommand(
+      "import", "import Kineto JSON(.gz), legacy torch profiler JSON and torch_npu trace_view.json "
+                "into <dir>/portkit.db");
+  import->add_option("-d,--dir", dir, "a PROF_<timestamp> folder, any folder of traces (searched "
+                                      "recursively) or one trace file; also -dir")
+      ->required();
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    args.push_back(a == "-dir" ? "--dir" : a);
+  }
+  std::vector<const char*> cargv;
+  for (auto& a : args) cargv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(cargv.size()), const_cast<char**>(cargv.data()));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (import->parsed()) return Import(dir, ctx);
+  return 2;
+}
+
+}  // namespace portkit::prof

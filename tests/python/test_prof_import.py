@@ -1,0 +1,98 @@
+"""portkit prof import against an independent reading of the same traces with Python's json."""
+import gzip
+import json
+import os
+import shutil
+import sqlite3
+from decimal import Decimal
+
+import pytest
+
+from conftest import HERE, run
+
+TRACES = os.path.join(HERE, "..", "data", "traces")
+KINETO = sorted(f for f in os.listdir(os.path.join(TRACES, "kineto")) if f.endswith(".json.gz"))
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        data = json.load(f, parse_float=Decimal)
+    return data["traceEvents"] if isinstance(data, dict) else data
+
+
+def ns(v):
+    return int(Decimal(str(v)) * 1000)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory, portkit):
+    folder = tmp_path_factory.mktemp("prof")
+    for name in KINETO:
+        shutil.copy(os.path.join(TRACES, "kineto", name), folder / name)
+    shutil.copy(os.path.join(TRACES, "ascend", "trace_view.json"), folder / "trace_view.json")
+    res = run([portkit, "prof", "import", "-dir", str(folder)])
+    assert res.returncode == 0, res.stderr
+    db = sqlite3.connect(str(folder / "portkit.db"))
+    yield folder, db
+    db.close()
+
+
+@pytest.mark.parametrize("name", KINETO + ["trace_view.json"])
+def test_every_complete_event_is_stored_with_exact_times(imported, name):
+    folder, db = imported
+    events = [e for e in load(str(folder / name)) if e.get("ph") == "X" and "ts" in e]
+    (trace,) = db.execute("SELECT id FROM traces WHERE path = ?", (name,)).fetchone()
+    rows = db.execute("SELECT ts, dur FROM events WHERE trace = ?", (trace,)).fetchall()
+    assert len(rows) == len(events)
+    # Exact integer nanoseconds (sums in Python: epoch-ns sums overflow SQLite's integers).
+    assert sorted(r[0] for r in rows) == sorted(ns(e["ts"]) for e in events)
+    assert sum(r[1] for r in rows) == sum(ns(e.get("dur", 0)) for e in events)
+
+
+@pytest.mark.parametrize("name", KINETO)
+def test_kernel_time_per_name_matches_an_independent_sum(imported, name):
+    folder, db = imported
+    expected = {}
+    for e in load(str(folder / name)):
+        if e.get("ph") == "X" and e.get("cat") == "kernel":
+            expected[e["name"]] = expected.get(e["name"], 0) + ns(e.get("dur", 0))
+    (trace,) = db.execute("SELECT id FROM traces WHERE path = ?", (name,)).fetchone()
+    got = dict(db.execute("SELECT name_text, SUM(dur) FROM kernels WHERE trace = ? GROUP BY name_text", (trace,)))
+    assert got == expected
+
+
+@pytest.mark.parametrize("name,ops", [("trace_diff__control__control.json.gz", False),
+                                      ("amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", True)])
+def test_kernels_link_to_their_launch_and_cpu_op(imported, name, ops):
+    folder, db = imported
+    (trace,) = db.execute("SELECT id FROM traces WHERE path = ?", (name,)).fetchone()
+    total, launched, with_op = db.execute(
+        "SELECT COUNT(*), COUNT(launch), COUNT(cpu_op) FROM kernel_launches WHERE trace = ?", (trace,)).fetchone()
+    assert total > 0 and launched == total
+    # Only some traces carry the CPU op's External id on the runtime call (HTA's CUDA ones do not).
+    assert (with_op > 0) == ops
+
+
+def test_truncated_trace_keeps_what_is_valid(tmp_path, portkit):
+    src = os.path.join(TRACES, "kineto", "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz")
+    with gzip.open(src, "rb") as f:
+        raw = f.read()
+    cut = raw[: len(raw) // 2]
+    (tmp_path / "cut.json").write_bytes(cut)
+    res = run([portkit, "prof", "import", "-dir", str(tmp_path)])
+    assert res.returncode == 0, res.stderr
+    assert "truncated or corrupt" in res.stderr and "kept the" in res.stderr
+    db = sqlite3.connect(str(tmp_path / "portkit.db"))
+    (count,) = db.execute("SELECT COUNT(*) FROM events").fetchone()
+    (warning,) = db.execute("SELECT warning FROM traces").fetchone()
+    db.close()
+    assert count > 0 and "truncated" in warning
+
+
+def test_missing_folder_and_no_trace_exit_2(tmp_path, portkit):
+    res = run([portkit, "prof", "import", "-dir", str(tmp_path / "nope")])
+    assert res.returncode == 2 and "does not exist" in res.stderr
+    (tmp_path / "notes.txt").write_text("hello")
+    res = run([portkit, "prof", "import", "-dir", str(tmp_path)])
+    assert res.returncode == 2 and "no trace found" in res.stderr
