@@ -71,10 +71,10 @@ def test_report_lists_dynamic_sites_with_ranges_and_no_static_ones(instrumented,
         assert r["Line Number"] != "14", r
 
 
-def test_sigterm_still_leaves_a_valid_report(instrumented, python):
-    copy, _ = instrumented
-    proc = subprocess.Popen([python, "train.py", "--steps", "6", "--sleep-after", "3"], cwd=copy,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def interrupt_when_ready(copy, python, sig, sleep_after):
+    """Runs the instrumented training until it prints READY, sends `sig`, returns the process."""
+    proc = subprocess.Popen([python, "train.py", "--steps", "6", "--sleep-after", str(sleep_after)],
+                            cwd=copy, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 120
         line = ""
@@ -83,11 +83,17 @@ def test_sigterm_still_leaves_a_valid_report(instrumented, python):
             if "READY" in line or not line:
                 break
         assert "READY" in line, proc.stderr.read()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc
+
+
+def test_sigterm_still_leaves_a_valid_report(instrumented, python):
+    copy, _ = instrumented
+    proc = interrupt_when_ready(copy, python, signal.SIGTERM, 3)
     assert proc.returncode == -signal.SIGTERM
     rows = read_report(copy)
     names = {r["Function Name"] for r in rows}
@@ -97,21 +103,7 @@ def test_sigterm_still_leaves_a_valid_report(instrumented, python):
 
 def test_sigint_and_exceptions_still_leave_a_report(instrumented, python):
     copy, _ = instrumented
-    proc = subprocess.Popen([python, "train.py", "--steps", "6", "--sleep-after", "2"], cwd=copy,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 120
-        line = ""
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if "READY" in line or not line:
-                break
-        assert "READY" in line, proc.stderr.read()
-        proc.send_signal(signal.SIGINT)  # KeyboardInterrupt: the report is written at exit
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc = interrupt_when_ready(copy, python, signal.SIGINT, 2)  # KeyboardInterrupt, report at exit
     assert proc.returncode != 0
     assert "KeyboardInterrupt" in proc.stderr.read()
     rows = read_report(copy)
