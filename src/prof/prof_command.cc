@@ -6,7 +6,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/atomic_file.h"
+#include "core/csv_writer.h"
+#include "core/json_writer.h"
 #include "core/table.h"
+#include "prof/exporters/summary.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/store.h"
 
@@ -94,6 +98,65 @@ int Import(const std::string& dir, Context& ctx) {
   return rc;
 }
 
+int ExportSummary(const std::string& dir, const std::string& format, Context& ctx) {
+  Logger& log = ctx.logger;
+  fs::path folder(dir);
+  std::error_code ec;
+  if (fs::is_regular_file(folder, ec)) folder = folder.parent_path();
+  fs::path db_path = folder / "portkit.db";
+  if (!fs::exists(db_path, ec)) {
+    log.Error("no profile database in " + folder.string() + "; run `portkit prof import -dir " + dir + "` first");
+    return 2;
+  }
+  auto store = Store::Open(db_path.string());
+  if (!store.ok()) {
+    log.Error(store.status().message());
+    return 2;
+  }
+  auto tables = BuildSummaries(*store);
+  if (!tables.ok()) {
+    log.Error(tables.status().message());
+    return 1;
+  }
+  fs::path out = folder / "summary";
+  fs::create_directories(out, ec);
+  if (ec) {
+    log.Error("cannot create " + out.string() + ": " + ec.message());
+    return 2;
+  }
+  std::vector<std::vector<std::string>> rows;
+  int rc = 0;
+  for (const auto& t : *tables) {
+    std::string content;
+    if (format == "csv") {
+      CsvWriter w(t.header);
+      for (const auto& r : t.rows) w.AddRow(r);
+      content = w.str();
+    } else {
+      JsonWriter j;
+      j.BeginArray();
+      for (const auto& r : t.rows) {
+        j.BeginObject();
+        for (size_t i = 0; i < t.header.size(); ++i) j.Key(t.header[i]).String(r[i]);
+        j.EndObject();
+      }
+      j.EndArray();
+      content = j.str();
+    }
+    std::string name = t.name + "." + format;
+    Status st = WriteFileAtomic(out / name, content);
+    if (!st.ok()) {
+      log.Error(st.message());
+      rc = 1;
+      continue;
+    }
+    rows.push_back({"summary/" + name, std::to_string(t.rows.size())});
+  }
+  std::string table = RenderTable({"files", "rows"}, rows);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  return rc;
+}
+
 }  // namespace
 
 int ProfMain(int argc, char** argv, Context& ctx) {
@@ -107,6 +170,13 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   import->add_option("-d,--dir", dir, "a PROF_<timestamp> folder, any folder of traces (searched "
                                       "recursively) or one trace file; also -dir")
       ->required();
+  auto* exp = app.add_subcommand("export", "export an imported profile");
+  exp->require_subcommand(1);
+  std::string summary_dir, format = "csv";
+  auto* summary = exp->add_subcommand(
+      "summary", "op_summary, op_statistic, api_statistic, kernel_statistic, step_trace into <dir>/summary/");
+  summary->add_option("-d,--dir", summary_dir, "the profile folder (holding portkit.db); also -dir")->required();
+  summary->add_option("--format", format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -120,6 +190,7 @@ int ProfMain(int argc, char** argv, Context& ctx) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (import->parsed()) return Import(dir, ctx);
+  if (summary->parsed()) return ExportSummary(summary_dir, format, ctx);
   return 2;
 }
 

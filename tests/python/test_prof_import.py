@@ -96,3 +96,39 @@ def test_missing_folder_and_no_trace_exit_2(tmp_path, portkit):
     (tmp_path / "notes.txt").write_text("hello")
     res = run([portkit, "prof", "import", "-dir", str(tmp_path)])
     assert res.returncode == 2 and "no trace found" in res.stderr
+
+
+def test_export_summary_kernel_statistic_matches_raw_json(imported, portkit):
+    import csv
+    folder, _ = imported
+    res = run([portkit, "prof", "export", "summary", "-dir", str(folder)])
+    assert res.returncode == 0, res.stderr
+    for stem in ("op_summary", "op_statistic", "api_statistic", "kernel_statistic", "step_trace"):
+        assert (folder / "summary" / (stem + ".csv")).exists(), stem
+    expected = {}
+    steps = set()
+    for name in KINETO + ["trace_view.json"]:
+        for e in load(str(folder / name)):
+            if e.get("ph") != "X" or "ts" not in e:
+                continue
+            if e.get("cat") == "kernel":
+                n = e["name"]
+                count, total = expected.get(n, (0, 0))
+                expected[n] = (count + 1, total + ns(e.get("dur", 0)))
+            if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") in ("cpu_op", "user_annotation"):
+                steps.add((name, e["name"]))
+    with open(folder / "summary" / "kernel_statistic.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    got = {r["Kernel Name"]: (int(r["Count"]), int(Decimal(r["Total Time(us)"]) * 1000)) for r in rows}
+    assert got == expected
+    with open(folder / "summary" / "step_trace.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == len(steps)
+    res = run([portkit, "prof", "export", "summary", "-dir", str(folder), "--format", "json"])
+    assert res.returncode == 0
+    with open(folder / "summary" / "kernel_statistic.json") as f:
+        assert len(json.load(f)) == len(expected)
+
+
+def test_export_summary_needs_an_import_first(tmp_path, portkit):
+    res = run([portkit, "prof", "export", "summary", "-dir", str(tmp_path)])
+    assert res.returncode == 2 and "run `portkit prof import" in res.stderr

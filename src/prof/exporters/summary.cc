@@ -1,0 +1,179 @@
+#include "prof/exporters/summary.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace portkit::prof {
+
+std::string Micros(int64_t ns) {
+  bool neg = ns < 0;
+  uint64_t v = static_cast<uint64_t>(neg ? -ns : ns);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%llu.%03llu", neg ? "-" : "", static_cast<unsigned long long>(v / 1000),
+                static_cast<unsigned long long>(v % 1000));
+  return buf;
+}
+
+namespace {
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+/// Runs `sql` and turns every row into strings with `row_fn`.
+template <typename RowFn>
+Status Query(Store& store, const char* sql, RowFn row_fn) {
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(store.db(), sql, -1, &q, nullptr) != SQLITE_OK)
+    return IoError(std::string("summary query failed: ") + sqlite3_errmsg(store.db()));
+  int rc;
+  while ((rc = sqlite3_step(q)) == SQLITE_ROW) row_fn(q);
+  sqlite3_finalize(q);
+  if (rc != SQLITE_DONE) return IoError(std::string("summary query failed: ") + sqlite3_errmsg(store.db()));
+  return Status::Ok();
+}
+
+std::string Text(sqlite3_stmt* q, int col) {
+  const unsigned char* t = sqlite3_column_text(q, col);
+  return t ? reinterpret_cast<const char*>(t) : "";
+}
+
+// Statistics over durations grouped by a key: count, total, avg, min, max and variance (ns²,
+// from sums computed in SQLite's 64-bit integers and a double for the squares).
+constexpr const char* kStatColumns =
+    "COUNT(*), SUM(e.dur), MIN(e.dur), MAX(e.dur), SUM(CAST(e.dur AS REAL) * e.dur)";
+
+}  // namespace
+
+Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
+  std::vector<SummaryTable> out;
+  int64_t device_total = 0;
+  PORTKIT_RETURN_IF_ERROR(Query(store,
+                                "SELECT COALESCE(SUM(dur), 0) FROM events WHERE kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')",
+                                [&](sqlite3_stmt* q) { device_total = sqlite3_column_int64(q, 0); }));
+  auto ratio = [&](int64_t total) {
+    return device_total > 0 ? Fixed(100.0 * static_cast<double>(total) / static_cast<double>(device_total), 2) : "0.00";
+  };
+
+  // op_summary: one row per device task with the CPU op that launched it.
+  SummaryTable op_summary{"op_summary",
+                          {"Trace", "Device_id", "Stream", "Op Name", "OP Type", "Task Type",
+                           "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num",
+                           "Input Shapes", "Input Data Types"},
+                          {}};
+  int64_t prev_end = -1;
+  std::string prev_key;
+  PORTKIT_RETURN_IF_ERROR(Query(
+      store,
+      "SELECT t.path, k.pid, k.tid, ks.value, COALESCE(cs.value, ''), k.kind, k.ts, k.dur, "
+      "k.grid_x * k.grid_y * k.grid_z, COALESCE(c.input_dims, ''), COALESCE(c.input_types, '') "
+      "FROM events k JOIN traces t ON t.id = k.trace JOIN strings ks ON ks.id = k.name "
+      "LEFT JOIN kernel_launches l ON l.kernel = k.rowid "
+      "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
+      "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') ORDER BY t.path, k.pid, k.tid, k.ts",
+      [&](sqlite3_stmt* q) {
+        std::string key = Text(q, 0) + "/" + Text(q, 1) + "/" + Text(q, 2);
+        int64_t ts = sqlite3_column_int64(q, 6), dur = sqlite3_column_int64(q, 7);
+        int64_t wait = key == prev_key && prev_end >= 0 && ts > prev_end ? ts - prev_end : 0;
+        prev_key = key;
+        prev_end = ts + dur;
+        std::string kind = Text(q, 5);
+        op_summary.rows.push_back({Text(q, 0), Text(q, 1), Text(q, 2), Text(q, 3), Text(q, 4),
+                                   kind == "kernel" ? "KERNEL" : kind == "gpu_memcpy" ? "MEMCPY" : "MEMSET",
+                                   Micros(ts), Micros(dur), Micros(wait),
+                                   sqlite3_column_type(q, 8) == SQLITE_NULL ? "" : Text(q, 8), Text(q, 9),
+                                   Text(q, 10)});
+      }));
+
+  auto stats_row = [&](sqlite3_stmt* q, int first, bool with_ratio) {
+    int64_t count = sqlite3_column_int64(q, first), total = sqlite3_column_int64(q, first + 1);
+    int64_t mn = sqlite3_column_int64(q, first + 2), mx = sqlite3_column_int64(q, first + 3);
+    double sq = sqlite3_column_double(q, first + 4);
+    double mean = count ? static_cast<double>(total) / static_cast<double>(count) : 0;
+    double var = count ? std::max(0.0, sq / static_cast<double>(count) - mean * mean) : 0;
+    std::vector<std::string> r = {std::to_string(count), Micros(total), Fixed(mean / 1000.0, 3), Micros(mn), Micros(mx)};
+    if (with_ratio) r.push_back(ratio(total));
+    else r.push_back(Fixed(var / 1e6, 3));  // µs²
+    return r;
+  };
+
+  // op_statistic: device time per launching operator (OP Type) and core type.
+  SummaryTable op_stat{"op_statistic",
+                       {"OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Min Time(us)",
+                        "Max Time(us)", "Ratio(%)"},
+                       {}};
+  PORTKIT_RETURN_IF_ERROR(Query(
+      store,
+      (std::string("SELECT COALESCE(cs.value, '(no CPU op)'), CASE e.kind WHEN 'kernel' THEN 'KERNEL' "
+                   "WHEN 'gpu_memcpy' THEN 'MEMCPY' ELSE 'MEMSET' END, ") + kStatColumns +
+          " FROM events e LEFT JOIN kernel_launches l ON l.kernel = e.rowid "
+          "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
+          "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1, 2 ORDER BY SUM(e.dur) DESC, 1, 2")
+          .c_str(),
+      [&](sqlite3_stmt* q) {
+        std::vector<std::string> r = {Text(q, 0), Text(q, 1)};
+        auto s = stats_row(q, 2, true);
+        r.insert(r.end(), s.begin(), s.end());
+        op_stat.rows.push_back(std::move(r));
+      }));
+
+  // kernel_statistic: per kernel name.
+  SummaryTable kernel_stat{"kernel_statistic",
+                           {"Kernel Name", "Count", "Total Time(us)", "Avg Time(us)", "Min Time(us)",
+                            "Max Time(us)", "Ratio(%)"},
+                           {}};
+  PORTKIT_RETURN_IF_ERROR(Query(
+      store,
+      (std::string("SELECT s.value, ") + kStatColumns +
+       " FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'kernel' GROUP BY s.value "
+       "ORDER BY SUM(e.dur) DESC, s.value")
+          .c_str(),
+      [&](sqlite3_stmt* q) {
+        std::vector<std::string> r = {Text(q, 0)};
+        auto s = stats_row(q, 1, true);
+        r.insert(r.end(), s.begin(), s.end());
+        kernel_stat.rows.push_back(std::move(r));
+      }));
+
+  // api_statistic: runtime and driver calls (msprof's columns; Time = total).
+  SummaryTable api_stat{"api_statistic",
+                        {"Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance"},
+                        {}};
+  PORTKIT_RETURN_IF_ERROR(Query(
+      store,
+      (std::string("SELECT e.kind, s.value, ") + kStatColumns +
+       " FROM events e JOIN strings s ON s.id = e.name WHERE e.kind IN ('runtime', 'driver', 'sync') "
+       "GROUP BY e.kind, s.value ORDER BY SUM(e.dur) DESC, 1, 2")
+          .c_str(),
+      [&](sqlite3_stmt* q) {
+        auto s = stats_row(q, 2, false);  // count, total, avg, min, max, variance
+        api_stat.rows.push_back({Text(q, 0), Text(q, 1), s[1], s[0], s[2], s[3], s[4], s[5]});
+      }));
+
+  // step_trace: ProfilerStep#N spans.
+  SummaryTable step_trace{"step_trace",
+                          {"Trace", "Iteration ID", "Iteration Start(us)", "Iteration End(us)", "Iteration Time(us)"},
+                          {}};
+  PORTKIT_RETURN_IF_ERROR(Query(
+      store,
+      // A step can be both a cpu_op and a user_annotation: one row per trace and step.
+      "SELECT t.path, s.value, MIN(e.ts), MAX(e.ts + e.dur) FROM events e JOIN strings s ON s.id = e.name "
+      "JOIN traces t ON t.id = e.trace WHERE e.kind = 'step' GROUP BY t.path, s.value ORDER BY t.path, MIN(e.ts)",
+      [&](sqlite3_stmt* q) {
+        std::string name = Text(q, 1);
+        std::string id = name.substr(name.find('#') + 1);
+        int64_t start = sqlite3_column_int64(q, 2), end = sqlite3_column_int64(q, 3);
+        step_trace.rows.push_back({Text(q, 0), id, Micros(start), Micros(end), Micros(end - start)});
+      }));
+
+  out.push_back(std::move(op_summary));
+  out.push_back(std::move(op_stat));
+  out.push_back(std::move(api_stat));
+  out.push_back(std::move(kernel_stat));
+  out.push_back(std::move(step_trace));
+  return out;
+}
+
+}  // namespace portkit::prof
