@@ -11,6 +11,7 @@
 #include "core/json_writer.h"
 #include "core/table.h"
 #include "prof/exporters/summary.h"
+#include "prof/exporters/timeline.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/store.h"
 
@@ -98,21 +99,55 @@ int Import(const std::string& dir, Context& ctx) {
   return rc;
 }
 
-int ExportSummary(const std::string& dir, const std::string& format, Context& ctx) {
-  Logger& log = ctx.logger;
-  fs::path folder(dir);
+/// The store of an imported profile folder; logs and returns an error when there is none.
+Expected<Store> OpenImported(const std::string& dir, fs::path* folder, Logger& log) {
+  *folder = fs::path(dir);
   std::error_code ec;
-  if (fs::is_regular_file(folder, ec)) folder = folder.parent_path();
-  fs::path db_path = folder / "portkit.db";
+  if (fs::is_regular_file(*folder, ec)) *folder = folder->parent_path();
+  fs::path db_path = *folder / "portkit.db";
   if (!fs::exists(db_path, ec)) {
-    log.Error("no profile database in " + folder.string() + "; run `portkit prof import -dir " + dir + "` first");
-    return 2;
+    Status st = NotFound("no profile database in " + folder->string() + "; run `portkit prof import -dir " +
+                         dir + "` first");
+    log.Error(st.message());
+    return st;
   }
   auto store = Store::Open(db_path.string());
-  if (!store.ok()) {
-    log.Error(store.status().message());
-    return 2;
+  if (!store.ok()) log.Error(store.status().message());
+  return store;
+}
+
+int ExportTimeline(const std::string& dir, Context& ctx) {
+  Logger& log = ctx.logger;
+  fs::path folder;
+  auto store = OpenImported(dir, &folder, log);
+  if (!store.ok()) return 2;
+  TimelineStats stats;
+  auto json = BuildTimeline(*store, &stats);
+  if (!json.ok()) {
+    log.Error(json.status().message());
+    return 1;
   }
+  std::error_code ec;
+  fs::create_directories(folder / "timeline", ec);
+  Status st = WriteFileAtomic(folder / "timeline" / "timeline.json", *json);
+  if (!st.ok()) {
+    log.Error(st.message());
+    return 1;
+  }
+  if (stats.clipped)
+    log.Warning(std::to_string(stats.clipped) + " events did not nest on their track and were clipped to "
+                "their parent's end");
+  log.Info("Wrote timeline/timeline.json: " + std::to_string(stats.events) + " events, " +
+           std::to_string(stats.flows) + " launch flows, " + std::to_string(stats.clipped) + " clipped.");
+  return 0;
+}
+
+int ExportSummary(const std::string& dir, const std::string& format, Context& ctx) {
+  Logger& log = ctx.logger;
+  fs::path folder;
+  std::error_code ec;
+  auto store = OpenImported(dir, &folder, log);
+  if (!store.ok()) return 2;
   auto tables = BuildSummaries(*store);
   if (!tables.ok()) {
     log.Error(tables.status().message());
@@ -177,6 +212,9 @@ int ProfMain(int argc, char** argv, Context& ctx) {
       "summary", "op_summary, op_statistic, api_statistic, kernel_statistic, step_trace into <dir>/summary/");
   summary->add_option("-d,--dir", summary_dir, "the profile folder (holding portkit.db); also -dir")->required();
   summary->add_option("--format", format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
+  std::string timeline_dir;
+  auto* timeline = exp->add_subcommand("timeline", "Chrome-trace JSON (Perfetto) into <dir>/timeline/timeline.json");
+  timeline->add_option("-d,--dir", timeline_dir, "the profile folder (holding portkit.db); also -dir")->required();
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -191,6 +229,7 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   }
   if (import->parsed()) return Import(dir, ctx);
   if (summary->parsed()) return ExportSummary(summary_dir, format, ctx);
+  if (timeline->parsed()) return ExportTimeline(timeline_dir, ctx);
   return 2;
 }
 

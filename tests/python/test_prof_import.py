@@ -132,3 +132,32 @@ def test_export_summary_kernel_statistic_matches_raw_json(imported, portkit):
 def test_export_summary_needs_an_import_first(tmp_path, portkit):
     res = run([portkit, "prof", "export", "summary", "-dir", str(tmp_path)])
     assert res.returncode == 2 and "run `portkit prof import" in res.stderr
+
+
+def test_export_timeline_nests_on_every_track_and_links_launches(imported, portkit):
+    folder, db = imported
+    res = run([portkit, "prof", "export", "timeline", "-dir", str(folder)])
+    assert res.returncode == 0, res.stderr
+    with open(folder / "timeline" / "timeline.json") as f:
+        trace = json.load(f, parse_float=Decimal)
+    events = trace["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X"]
+    (stored,) = db.execute("SELECT COUNT(*) FROM events").fetchone()
+    assert len(complete) == stored
+    (launched,) = db.execute("SELECT COUNT(*) FROM kernel_launches WHERE launch IS NOT NULL").fetchone()
+    assert sum(1 for e in events if e["ph"] == "s") == launched
+    assert sum(1 for e in events if e["ph"] == "f") == launched
+    tracks = {}
+    for e in complete:
+        assert e["ts"] >= 0 and e["dur"] >= 0
+        tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in tracks.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends = []
+        for start, end in spans:
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1], "events overlap without nesting"
+            open_ends.append(end)
+    clipped = int(res.stderr.split(" events did not nest")[0].split()[-1]) if "did not nest" in res.stderr else 0
+    assert "%d clipped" % clipped in res.stderr
