@@ -11,6 +11,7 @@
 #include "core/json_writer.h"
 #include "core/table.h"
 #include "prof/exporters/summary.h"
+#include "prof/diff.h"
 #include "prof/exporters/timeline.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/store.h"
@@ -142,6 +143,83 @@ int ExportTimeline(const std::string& dir, Context& ctx) {
   return 0;
 }
 
+std::string Ms(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string Pct(double base, double cmp) {
+  if (base == 0) return cmp == 0 ? "0.00%" : "new";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * (cmp - base) / base);
+  return buf;
+}
+
+int Diff(const std::string& base_dir, const std::string& cmp_dir, double fail_above, bool has_gate,
+         Context& ctx) {
+  Logger& log = ctx.logger;
+  Totals sides[2];
+  fs::path folders[2];
+  const std::string* dirs[2] = {&base_dir, &cmp_dir};
+  for (int i = 0; i < 2; ++i) {
+    std::error_code ec;
+    fs::path folder = fs::is_regular_file(*dirs[i], ec) ? fs::path(*dirs[i]).parent_path() : fs::path(*dirs[i]);
+    if (!fs::exists(folder / "portkit.db", ec)) {
+      log.Info(folder.string() + " is not imported yet; importing it first.");
+      int rc = Import(*dirs[i], ctx);
+      if (rc != 0) return rc == 1 ? 1 : 2;
+    }
+    auto store = OpenImported(*dirs[i], &folders[i], log);
+    if (!store.ok()) return 2;
+    auto totals = ComputeTotals(*store);
+    if (!totals.ok()) {
+      log.Error(totals.status().message());
+      return 1;
+    }
+    sides[i] = std::move(*totals);
+  }
+  const Totals &base = sides[0], &cmp = sides[1];
+  std::printf("\nstep time: %.3f ms (%zu steps) -> %.3f ms (%zu steps): %s\n", base.step_ms, base.steps,
+              cmp.step_ms, cmp.steps, Pct(base.step_ms, cmp.step_ms).c_str());
+  std::error_code ec;
+  fs::create_directories(folders[1] / "diff", ec);
+  int rc = 0;
+  for (const auto& [name, b, c] : {std::tuple<const char*, const decltype(base.ops)*, const decltype(cmp.ops)*>{
+                                       "operators", &base.ops, &cmp.ops},
+                                   {"kernels", &base.kernels, &cmp.kernels}}) {
+    auto rows = Deltas(*b, *c);
+    CsvWriter w({"Name", "Base Time(ms)", "Compare Time(ms)", "Delta(ms)", "Delta(%)"});
+    std::vector<std::vector<std::string>> top;
+    for (const auto& r : rows) {
+      std::vector<std::string> row = {r.key, Ms(r.base_ns), Ms(r.cmp_ns), Ms(r.cmp_ns - r.base_ns),
+                                      Pct(static_cast<double>(r.base_ns), static_cast<double>(r.cmp_ns))};
+      w.AddRow(row);
+      if (top.size() < 10) {
+        row[0] = row[0].size() > 60 ? row[0].substr(0, 57) + "..." : row[0];
+        top.push_back(row);
+      }
+    }
+    Status st = WriteFileAtomic(folders[1] / "diff" / (std::string("diff_") + name + ".csv"), w.str());
+    if (!st.ok()) log.Error(st.message()), rc = 1;
+    if (!top.empty()) {
+      std::printf("\ntop %s by |delta| (all in diff/diff_%s.csv):\n", name, name);
+      std::string t = RenderTable({name, "base ms", "compare ms", "delta ms", "delta"}, top);
+      std::fwrite(t.data(), 1, t.size(), stdout);
+    }
+  }
+  if (has_gate && base.step_ms > 0) {
+    double change = 100.0 * (cmp.step_ms - base.step_ms) / base.step_ms;
+    if (change > fail_above) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%.2f%%", fail_above);
+      log.Error("step time regressed by " + Pct(base.step_ms, cmp.step_ms) + ", more than --fail-above " + limit);
+      return 3;
+    }
+  }
+  return rc;
+}
+
 int ExportSummary(const std::string& dir, const std::string& format, Context& ctx) {
   Logger& log = ctx.logger;
   fs::path folder;
@@ -215,6 +293,14 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   std::string timeline_dir;
   auto* timeline = exp->add_subcommand("timeline", "Chrome-trace JSON (Perfetto) into <dir>/timeline/timeline.json");
   timeline->add_option("-d,--dir", timeline_dir, "the profile folder (holding portkit.db); also -dir")->required();
+  std::string base_dir, cmp_dir;
+  double fail_above = 0;
+  auto* diff = app.add_subcommand("diff", "compare two profiles: step time and per-operator / per-kernel deltas "
+                                          "(CSV into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
+  diff->add_option("base", base_dir, "the base profile folder (imported first if needed)")->required();
+  diff->add_option("compare", cmp_dir, "the profile to compare with it")->required();
+  auto* gate = diff->add_option("--fail-above", fail_above,
+                                "exit 3 when the step time grows by more than this percentage");
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -230,6 +316,7 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   if (import->parsed()) return Import(dir, ctx);
   if (summary->parsed()) return ExportSummary(summary_dir, format, ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, ctx);
+  if (diff->parsed()) return Diff(base_dir, cmp_dir, fail_above, gate->count() > 0, ctx);
   return 2;
 }
 

@@ -161,3 +161,30 @@ def test_export_timeline_nests_on_every_track_and_links_launches(imported, portk
             open_ends.append(end)
     clipped = int(res.stderr.split(" events did not nest")[0].split()[-1]) if "did not nest" in res.stderr else 0
     assert "%d clipped" % clipped in res.stderr
+
+
+def test_diff_of_the_reference_pair(tmp_path, portkit):
+    base, cmp = tmp_path / "base", tmp_path / "cmp"
+    base.mkdir()
+    cmp.mkdir()
+    pair = {"base": "trace_diff__control__control.json.gz", "cmp": "trace_diff__test__test.json.gz"}
+    for side, name in pair.items():
+        shutil.copy(os.path.join(TRACES, "kineto", name), tmp_path / side / name)
+    means = {}
+    for side, name in pair.items():
+        steps = {}
+        for e in load(str(tmp_path / side / name)):
+            if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"):
+                start, end = ns(e["ts"]), ns(e["ts"]) + ns(e.get("dur", 0))
+                lo, hi = steps.get(e["name"], (start, end))
+                steps[e["name"]] = (min(lo, start), max(hi, end))
+        means[side] = sum(hi - lo for lo, hi in steps.values()) / len(steps) / 1e6
+    res = run([portkit, "prof", "diff", str(base), str(cmp), "--fail-above", "10"])
+    assert res.returncode == 3, res.stderr
+    assert "step time: %.3f ms (6 steps) -> %.3f ms (6 steps)" % (means["base"], means["cmp"]) in res.stdout
+    assert "more than --fail-above 10.00%" in res.stderr
+    assert (cmp / "diff" / "diff_operators.csv").exists() and (cmp / "diff" / "diff_kernels.csv").exists()
+    res = run([portkit, "prof", "diff", str(base), str(cmp), "--fail-above", "100"])
+    assert res.returncode == 0, res.stderr
+    res = run([portkit, "prof", "diff", str(cmp), str(base), "--fail-above", "0"])
+    assert res.returncode == 0  # an improvement never fails the gate
