@@ -1,5 +1,9 @@
 #include "prof/prof_command.h"
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -220,6 +224,122 @@ int Diff(const std::string& base_dir, const std::string& cmp_dir, double fail_ab
   return rc;
 }
 
+/// Splits a shell-like command line on spaces, honouring single and double quotes.
+std::vector<std::string> SplitCommand(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  char quote = 0;
+  bool any = false;
+  for (char c : line) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else cur.push_back(c);
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      any = true;
+    } else if (c == ' ' || c == '\t') {
+      if (any || !cur.empty()) out.push_back(cur), cur.clear(), any = false;
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (any || !cur.empty()) out.push_back(cur);
+  return out;
+}
+
+struct CollectOptions {
+  std::string output, application;
+  int steps = 0;
+  bool record_shapes = false, with_stack = false;
+  std::vector<std::string> command;
+};
+
+int Collect(CollectOptions opt, Context& ctx) {
+  Logger& log = ctx.logger;
+  if (!opt.application.empty()) opt.command = SplitCommand(opt.application);
+  if (opt.command.empty()) {
+    log.Error("no program to profile: give it after -- (portkit prof collect --output=DIR -- python train.py) "
+              "or as --application=\"python train.py\"");
+    return 2;
+  }
+  std::string exe = fs::path(opt.command[0]).filename().string();
+  if (exe.rfind("python", 0) != 0) {
+    log.Error("the command must start with a Python interpreter (python, python3, /usr/bin/python3 ...); got '" +
+              opt.command[0] + "'");
+    return 2;
+  }
+  // Interpreter options before the script (-u, -X ...) stay in front of the launcher.
+  std::vector<std::string> argv = {opt.command[0]};
+  size_t i = 1;
+  while (i < opt.command.size() && opt.command[i].size() > 1 && opt.command[i][0] == '-' && opt.command[i] != "-m") {
+    argv.push_back(opt.command[i]);
+    if ((opt.command[i] == "-X" || opt.command[i] == "-W") && i + 1 < opt.command.size()) argv.push_back(opt.command[++i]);
+    ++i;
+  }
+  if (i >= opt.command.size()) {
+    log.Error("no script or -m module in the command");
+    return 2;
+  }
+  argv.push_back("-m");
+  argv.push_back("portkit.prof_launch");
+  for (; i < opt.command.size(); ++i) argv.push_back(opt.command[i]);
+
+  std::time_t now = std::chrono::system_clock::to_time_t(ctx.clock());
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", &tm);
+  fs::path prof_dir = fs::absolute(opt.output) / (std::string("PROF_") + stamp + "_" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::create_directories(prof_dir, ec);
+  if (ec) {
+    log.Error("cannot create " + prof_dir.string() + ": " + ec.message());
+    return 2;
+  }
+  fs::path python_dir = ctx.data_dir.parent_path() / "python";
+  if (const char* env = std::getenv("PORTKIT_PYTHON_DIR"); env && *env) python_dir = env;
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("PYTHONPATH=", 0) == 0 || kv.rfind("PORTKIT_PROF_", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  const char* old_path = std::getenv("PYTHONPATH");
+  env.push_back("PYTHONPATH=" + python_dir.string() + (old_path && *old_path ? ":" + std::string(old_path) : ""));
+  env.push_back("PORTKIT_PROF_OUT=" + prof_dir.string());
+  env.push_back("PORTKIT_PROF_STEPS=" + std::to_string(opt.steps));
+  env.push_back(std::string("PORTKIT_PROF_RECORD_SHAPES=") + (opt.record_shapes ? "1" : "0"));
+  env.push_back(std::string("PORTKIT_PROF_WITH_STACK=") + (opt.with_stack ? "1" : "0"));
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  std::string shown;
+  for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  log.Info("Profiling: " + shown);
+  pid_t pid = 0;
+  int err = posix_spawnp(&pid, cargv[0], nullptr, nullptr, cargv.data(), cenv.data());
+  if (err != 0) {
+    log.Error("cannot start " + argv[0] + ": " + std::strerror(err));
+    return 2;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  size_t traces = 0;
+  for (const auto& e : fs::directory_iterator(prof_dir, ec)) traces += LooksLikeTraceName(e.path());
+  if (child_rc != 0) log.Warning("the program exited with status " + std::to_string(child_rc));
+  if (traces == 0) {
+    log.Error("no trace was written to " + prof_dir.string());
+    return child_rc ? child_rc : 1;
+  }
+  log.Info("Raw trace(s) in " + prof_dir.string() + "; next: portkit prof import -dir " + prof_dir.string());
+  std::printf("%s\n", prof_dir.string().c_str());
+  return child_rc;
+}
+
 int ExportSummary(const std::string& dir, const std::string& format, Context& ctx) {
   Logger& log = ctx.logger;
   fs::path folder;
@@ -293,6 +413,17 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   std::string timeline_dir;
   auto* timeline = exp->add_subcommand("timeline", "Chrome-trace JSON (Perfetto) into <dir>/timeline/timeline.json");
   timeline->add_option("-d,--dir", timeline_dir, "the profile folder (holding portkit.db); also -dir")->required();
+  CollectOptions collect_opt;
+  auto* collect = app.add_subcommand(
+      "collect", "run a Python program under the PyTorch profiler (no code changes) and write the raw "
+                 "trace into DIR/PROF_<timestamp>/");
+  collect->add_option("--output", collect_opt.output, "folder for the PROF_<timestamp> folder")->required();
+  collect->add_option("--steps", collect_opt.steps,
+                      "record this many steps (optimizer.step() calls) after a warm-up step; default: whole run");
+  collect->add_flag("--record-shapes", collect_opt.record_shapes, "record operator input shapes");
+  collect->add_flag("--with-stack", collect_opt.with_stack, "record Python stacks");
+  collect->add_option("--application", collect_opt.application, "the command as one string (seed spelling)");
+  collect->add_option("command", collect_opt.command, "the command, after --");
   std::string base_dir, cmp_dir;
   double fail_above = 0;
   auto* diff = app.add_subcommand("diff", "compare two profiles: step time and per-operator / per-kernel deltas "
@@ -314,6 +445,7 @@ int ProfMain(int argc, char** argv, Context& ctx) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (import->parsed()) return Import(dir, ctx);
+  if (collect->parsed()) return Collect(collect_opt, ctx);
   if (summary->parsed()) return ExportSummary(summary_dir, format, ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, ctx);
   if (diff->parsed()) return Diff(base_dir, cmp_dir, fail_above, gate->count() > 0, ctx);
