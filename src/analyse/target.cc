@@ -6,31 +6,10 @@
 #include <cstdlib>
 
 #include "core/atomic_file.h"
+#include "core/tsv.h"
 
 namespace portkit::analyse {
 namespace fs = std::filesystem;
-
-Status ReadTsv(const fs::path& path, std::unordered_map<std::string, std::string>* out) {
-  auto text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  std::string_view s = *text;
-  size_t line_no = 0;
-  while (!s.empty()) {
-    size_t nl = s.find('\n');
-    std::string_view line = s.substr(0, nl);
-    s = nl == std::string_view::npos ? std::string_view{} : s.substr(nl + 1);
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || line.front() == '#') continue;
-    size_t tab = line.find('\t');
-    if (tab == 0)
-      return ParseError(path.string() + ":" + std::to_string(line_no) + ":1: empty name");
-    std::string key(line.substr(0, tab));
-    std::string value = tab == std::string_view::npos ? "" : std::string(line.substr(tab + 1));
-    (*out)[std::move(key)] = std::move(value);
-  }
-  return Status::Ok();
-}
 
 namespace {
 

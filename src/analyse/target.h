@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/tsv.h"
 
 namespace portkit::analyse {
 
@@ -83,7 +84,6 @@ class Target {
   CudaOnly cuda_;
 };
 
-/// Reads `name<TAB>value` lines (comments `#`) into `out`. Errors name the file and line.
-Status ReadTsv(const std::filesystem::path& path, std::unordered_map<std::string, std::string>* out);
+using portkit::ReadTsv;
 
 }  // namespace portkit::analyse

@@ -15,6 +15,7 @@
 #include "core/json_writer.h"
 #include "core/table.h"
 #include "prof/exporters/summary.h"
+#include "prof/advisor/advisor.h"
 #include "prof/diff.h"
 #include "prof/exporters/timeline.h"
 #include "prof/importers/chrome_trace.h"
@@ -340,6 +341,35 @@ int Collect(CollectOptions opt, Context& ctx) {
   return child_rc;
 }
 
+int Analyse(const std::string& dir, Context& ctx) {
+  Logger& log = ctx.logger;
+  fs::path folder;
+  auto store = OpenImported(dir, &folder, log);
+  if (!store.ok()) return 2;
+  auto profile = Profile::Load(*store, ctx.data_dir);
+  if (!profile.ok()) {
+    log.Error(profile.status().message());
+    return 1;
+  }
+  std::vector<AdvisorFinding> findings;
+  for (const auto& rule : MakeAdvisorRules()) rule->Check(*profile, findings);
+  std::stable_sort(findings.begin(), findings.end(),
+                   [](const AdvisorFinding& a, const AdvisorFinding& b) { return a.severity < b.severity; });
+  Breakdown b = ComputeBreakdown(*profile);
+  std::string text = AdvisorText(*profile, b, findings);
+  std::error_code ec;
+  fs::create_directories(folder / "analysis", ec);
+  Status st = WriteFileAtomic(folder / "analysis" / "advisor.txt", text);
+  if (st.ok()) st = WriteFileAtomic(folder / "analysis" / "advisor.html", AdvisorHtml(*profile, b, findings));
+  if (!st.ok()) {
+    log.Error(st.message());
+    return 1;
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  log.Info("Advisor report: " + (folder / "analysis" / "advisor.txt").string() + " and advisor.html");
+  return 0;
+}
+
 int ExportSummary(const std::string& dir, const std::string& format, Context& ctx) {
   Logger& log = ctx.logger;
   fs::path folder;
@@ -413,6 +443,10 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   std::string timeline_dir;
   auto* timeline = exp->add_subcommand("timeline", "Chrome-trace JSON (Perfetto) into <dir>/timeline/timeline.json");
   timeline->add_option("-d,--dir", timeline_dir, "the profile folder (holding portkit.db); also -dir")->required();
+  std::string analyse_dir;
+  auto* analyse = app.add_subcommand("analyse", "advisor: time split, top operators and kernels, and rules with "
+                                                "severity, evidence and advice (text and HTML in <dir>/analysis/)");
+  analyse->add_option("-d,--dir", analyse_dir, "the profile folder; also -dir")->required();
   CollectOptions collect_opt;
   auto* collect = app.add_subcommand(
       "collect", "run a Python program under the PyTorch profiler (no code changes) and write the raw "
@@ -446,6 +480,7 @@ int ProfMain(int argc, char** argv, Context& ctx) {
   }
   if (import->parsed()) return Import(dir, ctx);
   if (collect->parsed()) return Collect(collect_opt, ctx);
+  if (analyse->parsed()) return Analyse(analyse_dir, ctx);
   if (summary->parsed()) return ExportSummary(summary_dir, format, ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, ctx);
   if (diff->parsed()) return Diff(base_dir, cmp_dir, fail_above, gate->count() > 0, ctx);

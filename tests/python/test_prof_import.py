@@ -188,3 +188,14 @@ def test_diff_of_the_reference_pair(tmp_path, portkit):
     assert res.returncode == 0, res.stderr
     res = run([portkit, "prof", "diff", str(cmp), str(base), "--fail-above", "0"])
     assert res.returncode == 0  # an improvement never fails the gate
+
+
+def test_analyse_reference_traces(imported, portkit):
+    folder, _ = imported
+    res = run([portkit, "prof", "analyse", "-dir", str(folder)])
+    assert res.returncode == 0, res.stderr
+    assert "time split" in res.stdout and "top device tasks" in res.stdout
+    assert "[high] the device is idle" in res.stdout  # HTA's samples are mostly idle GPUs
+    text = (folder / "analysis" / "advisor.txt").read_text()
+    assert text == res.stdout
+    assert "<svg" in (folder / "analysis" / "advisor.html").read_text()

@@ -31,6 +31,15 @@ def test_collect_import_summary_and_diff(tmp_path, portkit, python):
         with open(os.path.join(d, "summary", "step_trace.csv"), newline="") as f:
             steps = list(csv.DictReader(f))
         assert [s["Iteration ID"] for s in steps] == ["1", "2", "3", "4", "5"]  # warm-up step 0 left out
+    # The advisor flags the decomposed Mish, and only in the Mish profile.
+    res = run([portkit, "prof", "analyse", "-dir", mish])
+    assert res.returncode == 0, res.stderr
+    assert "Mish (decomposed)" in res.stdout and "softplus-tanh-mul" in res.stdout
+    with open(os.path.join(mish, "analysis", "advisor.html")) as f:
+        html = f.read()
+    assert "<svg" in html and "Mish (decomposed)" in html
+    res = run([portkit, "prof", "analyse", "-dir", leaky])
+    assert res.returncode == 0 and "Mish (decomposed)" not in res.stdout
     res = run([portkit, "prof", "diff", mish, leaky, "--fail-above", "0"])
     assert res.returncode == 0, res.stdout + res.stderr
     line = [l for l in res.stdout.splitlines() if l.startswith("step time:")][0]

@@ -1,0 +1,113 @@
+#include <algorithm>
+#include <map>
+
+#include "prof/advisor/advisor.h"
+
+namespace portkit::prof {
+
+const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kHigh: return "high";
+    case Severity::kMedium: return "medium";
+    case Severity::kLow: return "low";
+    case Severity::kInfo: return "info";
+  }
+  return "info";
+}
+
+Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_dir) {
+  Profile p;
+  p.data_dir = data_dir;
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(store.db(),
+                         "SELECT s.value, e.kind, e.trace, e.ts, e.dur, e.pid, e.tid, COALESCE(e.input_dims, '') "
+                         "FROM events e JOIN strings s ON s.id = e.name ORDER BY e.trace, e.pid, e.tid, e.ts",
+                         -1, &q, nullptr) != SQLITE_OK)
+    return IoError(std::string("advisor query failed: ") + sqlite3_errmsg(store.db()));
+  std::map<std::pair<int64_t, std::string>, Step> steps;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    ProfEvent e;
+    e.name = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
+    e.kind = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
+    e.trace = sqlite3_column_int64(q, 2);
+    e.ts = sqlite3_column_int64(q, 3);
+    e.dur = sqlite3_column_int64(q, 4);
+    e.pid = sqlite3_column_int64(q, 5);
+    e.tid = sqlite3_column_int64(q, 6);
+    e.input_dims = reinterpret_cast<const char*>(sqlite3_column_text(q, 7));
+    if (e.kind == "step") {
+      auto [it, fresh] = steps.emplace(std::make_pair(e.trace, e.name), Step{e.trace, e.ts, e.end(), e.name});
+      if (!fresh) it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
+    }
+    p.events.push_back(std::move(e));
+  }
+  sqlite3_finalize(q);
+  for (auto& [k, s] : steps) p.steps.push_back(s);
+  std::sort(p.steps.begin(), p.steps.end(),
+            [](const Step& a, const Step& b) { return std::tie(a.trace, a.start) < std::tie(b.trace, b.start); });
+  return p;
+}
+
+namespace {
+// Length of the union of intervals (sorted by start).
+int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> iv) {
+  std::sort(iv.begin(), iv.end());
+  int64_t total = 0, cur_s = 0, cur_e = -1;
+  bool open = false;
+  for (auto [s, e] : iv) {
+    if (!open || s > cur_e) {
+      if (open) total += cur_e - cur_s;
+      cur_s = s, cur_e = e, open = true;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (open) total += cur_e - cur_s;
+  return total;
+}
+
+bool IsCommunication(const std::string& name) {
+  return name.find("nccl") != std::string::npos || name.find("hccl") != std::string::npos ||
+         name.find("rccl") != std::string::npos || name.find("AllReduce") != std::string::npos;
+}
+}  // namespace
+
+Breakdown ComputeBreakdown(const Profile& p) {
+  Breakdown b;
+  // Windows: the marked steps, or each trace's whole span.
+  std::vector<Profile::Step> windows = p.steps;
+  if (windows.empty()) {
+    std::map<int64_t, Profile::Step> span;
+    for (const auto& e : p.events) {
+      auto [it, fresh] = span.emplace(e.trace, Profile::Step{e.trace, e.ts, e.end(), ""});
+      if (!fresh) it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
+    }
+    for (auto& [t, s] : span) windows.push_back(s);
+  } else {
+    b.steps = windows.size();
+  }
+  for (const auto& w : windows) {
+    b.wall += w.end - w.start;
+    std::vector<std::pair<int64_t, int64_t>> compute, comm, copies, busy, host;
+    for (const auto& e : p.events) {
+      if (e.trace != w.trace || e.end() <= w.start || e.ts >= w.end) continue;
+      std::pair<int64_t, int64_t> iv{std::max(e.ts, w.start), std::min(e.end(), w.end)};
+      if (p.IsDevice(e)) {
+        busy.push_back(iv);
+        if (e.kind != "kernel") copies.push_back(iv);
+        else if (IsCommunication(e.name)) comm.push_back(iv);
+        else compute.push_back(iv);
+      } else if (e.kind == "cpu_op") {
+        host.push_back(iv);
+      }
+    }
+    b.compute += UnionLength(compute);
+    b.communication += UnionLength(comm);
+    b.memcpy += UnionLength(copies);
+    b.device_busy += UnionLength(busy);
+    b.host_ops += UnionLength(host);
+  }
+  return b;
+}
+
+}  // namespace portkit::prof
