@@ -36,7 +36,7 @@ class Reader {
     return true;
   }
   bool Peek(char* c) {
-    if (!Fill()) return false;
+    if (pos_ >= buf_.size() && !Fill()) return false;  // refill only when the window is used up
     *c = buf_[pos_];
     return true;
   }
@@ -51,6 +51,25 @@ class Reader {
       if (*c != ' ' && *c != '\n' && *c != '\r' && *c != '\t') return true;
       ++pos_;
     }
+  }
+  /// Advances over bytes that are neither a quote, a backslash nor a bracket: the bulk of an
+  /// event's text, scanned without per-byte refill checks.
+  void SkipPlain() {
+    const char* p = buf_.data() + pos_;
+    const char* end = buf_.data() + buf_.size();
+    while (p < end) {
+      char c = *p;
+      if (c == '"' || c == '\\' || c == '{' || c == '}' || c == '[' || c == ']') break;
+      ++p;
+    }
+    pos_ = static_cast<size_t>(p - buf_.data());
+  }
+  /// Advances to the next quote or backslash (inside a string).
+  void SkipStringBody() {
+    const char* p = buf_.data() + pos_;
+    const char* end = buf_.data() + buf_.size();
+    while (p < end && *p != '"' && *p != '\\') ++p;
+    pos_ = static_cast<size_t>(p - buf_.data());
   }
   size_t pos() const { return pos_; }
   void Keep(size_t from) { keep_ = from; }
@@ -89,6 +108,8 @@ bool SkipValue(Reader& r) {
     int depth = 0;
     bool in_string = false;
     for (;;) {
+      if (in_string) r.SkipStringBody();
+      else r.SkipPlain();
       if (!r.Next(&c)) return false;
       if (in_string) {
         if (c == '\\') {

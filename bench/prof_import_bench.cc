@@ -1,0 +1,130 @@
+// Benchmark of `portkit prof import`: MB/s (uncompressed bytes) and peak RSS on the largest
+// reference trace and on a generated Kineto-style trace, beside Python's json.load of the same file.
+//
+// Usage: prof_import_bench [--mb N (generated trace size, default 512)] [--trace FILE]
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "prof/importers/chrome_trace.h"
+#include "prof/store.h"
+
+namespace fs = std::filesystem;
+using portkit::prof::ImportChromeTrace;
+using portkit::prof::Store;
+
+namespace {
+
+// Writes a Kineto-like trace of about `mb` megabytes: cpu ops, runtime launches and kernels.
+void Generate(const fs::path& path, double mb) {
+  std::ofstream out(path);
+  out << "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Generated GPU\"}],\n"
+         "\"traceEvents\": [\n";
+  const char* ops[] = {"aten::linear", "aten::addmm", "aten::relu", "aten::softplus", "aten::tanh", "aten::mul",
+                       "aten::conv2d", "aten::add_"};
+  size_t bytes = 0, i = 0;
+  int64_t ts = 1700000000000000;
+  char buf[1024];
+  while (bytes < static_cast<size_t>(mb * 1e6)) {
+    const char* op = ops[i % 8];
+    int n = std::snprintf(buf, sizeof buf,
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 100, \"tid\": 100, \"ts\": %lld.%03zu, "
+        "\"dur\": 12.5, \"args\": {\"External id\": %zu, \"Input Dims\": [[64, 128], [128]], \"Input type\": [\"float\", \"float\"]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, \"ts\": %lld.%03zu, "
+        "\"dur\": 4.2, \"args\": {\"External id\": %zu, \"cbid\": 211, \"correlation\": %zu}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void kernel_%zu<float>(Params)\", \"pid\": 0, \"tid\": 7, \"ts\": %lld.%03zu, "
+        "\"dur\": 3.7, \"args\": {\"External id\": %zu, \"device\": 0, \"stream\": 7, \"correlation\": %zu, "
+        "\"registers per thread\": 32, \"shared memory\": 0, \"grid\": [64, 1, 1], \"block\": [256, 1, 1], "
+        "\"est. achieved occupancy %%\": 50}},\n",
+        op, static_cast<long long>(ts), i % 1000, i, static_cast<long long>(ts + 2), i % 1000, i, i, i % 50,
+        static_cast<long long>(ts + 8), i % 1000, i, i);
+    out.write(buf, n);
+    bytes += static_cast<size_t>(n);
+    ts += 20;
+    ++i;
+  }
+  out << "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 100, \"tid\": 100, "
+         "\"ts\": 1700000000000000, \"dur\": 1.0}\n]}\n";
+}
+
+struct Run {
+  double seconds = 0;
+  long peak_kb = 0;
+  bool ok = false;
+};
+
+// Runs `fn` in a child process so its peak RSS is its own.
+template <typename Fn>
+Run InChild(Fn fn) {
+  Run r;
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) _exit(fn() ? 0 : 1);
+  int status = 0;
+  struct rusage ru {};
+  wait4(pid, &status, 0, &ru);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.peak_kb = ru.ru_maxrss;
+  r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return r;
+}
+
+void Measure(const fs::path& trace, const fs::path& work) {
+  double mb = static_cast<double>(fs::file_size(trace)) / 1e6;
+  Run ours = InChild([&] {
+    fs::path db = work / "bench.db";
+    fs::remove(db);
+    auto store = Store::Open(db.string());
+    if (!store.ok()) return false;
+    auto r = ImportChromeTrace(trace.string(), trace.filename().string(), *store);
+    return r.ok();
+  });
+  Run py = InChild([&] {
+    std::string cmd = "/usr/bin/python3 -c \"import json; json.load(open('" + trace.string() + "'))\"";
+    return std::system(cmd.c_str()) == 0;
+  });
+  std::printf("| %-34s | %8.1f | %9.1f | %8.1f | %6.2fx | %9.0f | %9.0f | %5.2f |\n",
+              trace.filename().string().substr(0, 34).c_str(), mb, ours.ok ? mb / ours.seconds : 0.0,
+              py.ok ? mb / py.seconds : 0.0, ours.ok && py.ok ? py.seconds / ours.seconds : 0.0,
+              static_cast<double>(ours.peak_kb) / 1024.0, static_cast<double>(py.peak_kb) / 1024.0,
+              static_cast<double>(ours.peak_kb) / 1024.0 / mb);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double mb = 512;
+  std::string reference;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--mb" && i + 1 < argc) mb = std::atof(argv[++i]);
+    else if (a == "--trace" && i + 1 < argc) reference = argv[++i];
+  }
+  fs::path work = fs::temp_directory_path() / ("portkit_prof_bench_" + std::to_string(getpid()));
+  fs::create_directories(work);
+  std::printf("prof import benchmark (1 thread; RSS = peak resident memory of the importing process)\n\n");
+  std::printf("| %-34s | %8s | %9s | %8s | %7s | %9s | %9s | %5s |\n", "trace (uncompressed)", "MB", "ours MB/s",
+              "json MB/s", "speedup", "ours RSS", "json RSS", "RSS/B");
+  std::printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(10, '-').c_str(),
+              std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(9, '-').c_str(),
+              std::string(11, '-').c_str(), std::string(11, '-').c_str(), std::string(7, '-').c_str());
+  if (!reference.empty()) {
+    // Decompress the reference trace so both sides read the same plain JSON.
+    fs::path plain = work / fs::path(reference).filename().replace_extension("");
+    std::string cmd = "zcat -f '" + reference + "' > '" + plain.string() + "'";
+    if (std::system(cmd.c_str()) == 0) Measure(plain, work);
+  }
+  fs::path gen = work / "generated_kineto.json";
+  Generate(gen, mb);
+  Measure(gen, work);
+  std::printf("\nRSS in MiB; RSS/B = our peak RSS per byte of trace (goal <= 1). Goals: >= 150 MB/s, >= 5x json.load.\n");
+  fs::remove_all(work);
+  return 0;
+}
