@@ -65,5 +65,38 @@ run_case third_party_lib tests/fixtures/third_party/mylib -m third_party -v 2.1.
 run_case third_party_user_api tests/fixtures/third_party/user -v 2.1.0 \
   -api tests/golden/third_party_lib/full_unsupported_results.csv
 
+# prof: import + export summary of every reference trace; goldens of the summaries (op_summary,
+# one row per device task, is kept as its header and row count).
+prof_case() {  # trace-file
+  local trace=$1 name
+  name=prof_$(basename "$trace" | sed -e 's/\.json\.gz$//' -e 's/\.json$//')
+  local dir="$tmp/$name"
+  mkdir -p "$dir" && cp "$trace" "$dir/"
+  if ! "$PORTKIT" prof import -dir "$dir" >/dev/null 2>"$dir.err" ||
+     ! "$PORTKIT" prof export summary -dir "$dir" >/dev/null 2>>"$dir.err"; then
+    echo "FAIL $name: portkit prof failed"; cat "$dir.err"; fail=$((fail + 1)); return
+  fi
+  { head -1 "$dir/summary/op_summary.csv"; echo "rows: $(($(wc -l < "$dir/summary/op_summary.csv") - 1))"; } \
+    > "$dir/summary/op_summary.shape"
+  local expected="tests/golden/$name"
+  if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
+    rm -rf "$expected" && mkdir -p "$expected"
+    for f in op_summary.shape op_statistic.csv api_statistic.csv kernel_statistic.csv step_trace.csv; do
+      cp "$dir/summary/$f" "$expected/"
+    done
+    echo "updated $expected"
+    return
+  fi
+  local ok=1
+  for f in "$expected"/*; do
+    diff -u "$f" "$dir/summary/$(basename "$f")" >"$dir.diff" 2>&1 ||
+      { echo "FAIL $name: $(basename "$f") differs"; head -20 "$dir.diff"; ok=0; }
+  done
+  if [ $ok = 1 ]; then pass=$((pass + 1)); echo "ok   $name"; else fail=$((fail + 1)); fi
+}
+for trace in tests/data/traces/kineto/*.json.gz tests/data/traces/ascend/trace_view.json; do
+  prof_case "$trace"
+done
+
 echo "golden: $pass passed, $fail failed"
 [ $fail = 0 ]
