@@ -26,24 +26,31 @@ fi
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPORTKIT_FUZZ=ON -DPORTKIT_BUILD_TESTS=OFF -DPORTKIT_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" --target python_frontend_fuzz -j "$JOBS"
+cmake --build "$BUILD" --target python_frontend_fuzz trace_import_fuzz -j "$JOBS"
 
-FUZZER="$BUILD/tests/fuzz/python_frontend_fuzz"
-CORPUS="$BUILD/fuzz-corpus"
-ARTIFACTS="$BUILD/fuzz-artifacts"
-mkdir -p "$CORPUS" "$ARTIFACTS"
-cp -n tests/fuzz/corpus/python/* "$CORPUS/" 2>/dev/null || true
-
-echo "run_fuzz.sh: fuzzing for ${SECONDS_TO_RUN}s (corpus $CORPUS, artifacts $ARTIFACTS)"
-set +e
-# shellcheck disable=SC2086
-"$FUZZER" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
-  -print_final_stats=1 -artifact_prefix="$ARTIFACTS/" ${FUZZ_ARGS:-} "$CORPUS"
-rc=$?
-set -e
-if [[ $rc -ne 0 ]]; then
-  echo "run_fuzz.sh: the fuzzer stopped with exit code $rc; inputs saved in $ARTIFACTS:" >&2
-  ls -l "$ARTIFACTS" >&2
-  exit "$rc"
-fi
-echo "run_fuzz.sh: no crash in ${SECONDS_TO_RUN}s"
+# Each target fuzzes for FUZZ_SECONDS on its own corpus (seeds copied, the checked-in ones untouched).
+status=0
+for spec in python_frontend_fuzz:python trace_import_fuzz:traces; do
+  target=${spec%%:*}
+  seeds=${spec##*:}
+  FUZZER="$BUILD/tests/fuzz/$target"
+  CORPUS="$BUILD/fuzz-corpus/$seeds"
+  ARTIFACTS="$BUILD/fuzz-artifacts/$target"
+  mkdir -p "$CORPUS" "$ARTIFACTS"
+  cp -n tests/fuzz/corpus/"$seeds"/* "$CORPUS/" 2>/dev/null || true
+  echo "run_fuzz.sh: $target for ${SECONDS_TO_RUN}s (corpus $CORPUS, artifacts $ARTIFACTS)"
+  set +e
+  # shellcheck disable=SC2086
+  "$FUZZER" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+    -print_final_stats=1 -artifact_prefix="$ARTIFACTS/" ${FUZZ_ARGS:-} "$CORPUS"
+  rc=$?
+  set -e
+  if [[ $rc -ne 0 ]]; then
+    echo "run_fuzz.sh: $target stopped with exit code $rc; inputs saved in $ARTIFACTS:" >&2
+    ls -l "$ARTIFACTS" >&2
+    status=$rc
+  else
+    echo "run_fuzz.sh: $target: no crash in ${SECONDS_TO_RUN}s"
+  fi
+done
+exit "$status"

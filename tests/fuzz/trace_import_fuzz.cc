@@ -1,0 +1,24 @@
+// libFuzzer target for the trace importer: the streaming JSON splitter, the per-event parser and
+// the store (in memory). Any input must end in a result or a Status, never a crash.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "prof/importers/chrome_trace.h"
+#include "prof/store.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (1u << 20)) return 0;
+  static const std::string path = "/tmp/portkit_trace_fuzz_" + std::to_string(getpid()) + ".json";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return 0;
+  std::fwrite(data, 1, size, f);
+  std::fclose(f);
+  auto store = portkit::prof::Store::Open(":memory:");
+  if (!store.ok()) return 0;
+  auto result = portkit::prof::ImportChromeTrace(path, "fuzz.json", *store);
+  (void)result;
+  return 0;
+}
