@@ -1,5 +1,7 @@
 #include "prof/store.h"
 
+#include <vector>
+
 namespace portkit::prof {
 
 const char* EventKindName(EventKind k) {
@@ -36,14 +38,14 @@ CREATE TABLE IF NOT EXISTS events (
   correlation INTEGER, external_id INTEGER,
   grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER,
   registers INTEGER, shared_memory INTEGER, occupancy REAL, bytes INTEGER,
-  input_dims TEXT, input_types TEXT);
+  input_dims TEXT, input_types TEXT,
+  parent INTEGER);
 CREATE VIEW IF NOT EXISTS kernels AS
   SELECT e.*, s.value AS name_text FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'kernel';
 CREATE VIEW IF NOT EXISTS kernel_launches AS
-  SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, c.rowid AS cpu_op
+  SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, r.parent AS cpu_op
   FROM events k
   LEFT JOIN events r ON r.trace = k.trace AND r.correlation = k.correlation AND r.kind IN ('runtime', 'driver')
-  LEFT JOIN events c ON c.trace = k.trace AND c.external_id = r.external_id AND c.kind = 'cpu_op'
   WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset');
 )SQL";
 // Built after each bulk insert (maintaining them row by row costs more than building them once).
@@ -79,7 +81,7 @@ Expected<Store> Store::Open(const std::string& path) {
   PORTKIT_RETURN_IF_ERROR(s.Exec(kSchema));
   PORTKIT_RETURN_IF_ERROR(s.Check(
       sqlite3_prepare_v2(s.db_,
-                         "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,
+                         "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)", -1,
                          &s.insert_event_, nullptr),
       "prepare"));
   PORTKIT_RETURN_IF_ERROR(s.Check(
@@ -194,6 +196,55 @@ Status Store::AddDevice(int64_t trace, int64_t id, const std::string& name, cons
   return Check(rc, "insert device");
 }
 
+Status Store::LinkLaunchesToOps(int64_t trace) {
+  // A runtime/driver call belongs to the CPU op with its External id; traces that do not carry
+  // that id (HTA's CUDA samples) get the innermost CPU op enclosing the call on its thread.
+  std::string t = std::to_string(trace);
+  PORTKIT_RETURN_IF_ERROR(Exec(("UPDATE events SET parent = (SELECT c.rowid FROM events c WHERE c.trace = " + t +
+                                " AND c.kind = 'cpu_op' AND c.external_id = events.external_id LIMIT 1) "
+                                "WHERE trace = " + t + " AND kind IN ('runtime', 'driver') AND external_id IS NOT NULL")
+                                   .c_str()));
+  sqlite3_stmt* q = nullptr;
+  PORTKIT_RETURN_IF_ERROR(Check(
+      sqlite3_prepare_v2(db_,
+                         ("SELECT rowid, kind, ts, dur, pid, tid, parent FROM events WHERE trace = " + t +
+                          " AND kind IN ('cpu_op', 'runtime', 'driver') ORDER BY pid, tid, ts, dur DESC")
+                             .c_str(),
+                         -1, &q, nullptr),
+      "prepare"));
+  sqlite3_stmt* upd = nullptr;
+  sqlite3_prepare_v2(db_, "UPDATE events SET parent = ? WHERE rowid = ?", -1, &upd, nullptr);
+  struct Open {
+    int64_t rowid, end;
+  };
+  std::vector<Open> stack;
+  int64_t cur_pid = 0, cur_tid = 0;
+  bool first = true;
+  Status st;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    int64_t rowid = sqlite3_column_int64(q, 0);
+    bool op = std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(q, 1))) == "cpu_op";
+    int64_t ts = sqlite3_column_int64(q, 2), end = ts + sqlite3_column_int64(q, 3);
+    int64_t pid = sqlite3_column_int64(q, 4), tid = sqlite3_column_int64(q, 5);
+    if (first || pid != cur_pid || tid != cur_tid) stack.clear(), cur_pid = pid, cur_tid = tid, first = false;
+    while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
+    if (op) {
+      stack.push_back({rowid, end});
+    } else if (sqlite3_column_type(q, 6) == SQLITE_NULL && !stack.empty()) {
+      sqlite3_reset(upd);
+      sqlite3_bind_int64(upd, 1, stack.back().rowid);
+      sqlite3_bind_int64(upd, 2, rowid);
+      if (sqlite3_step(upd) != SQLITE_DONE) {
+        st = Check(SQLITE_ERROR, "link launches");
+        break;
+      }
+    }
+  }
+  sqlite3_finalize(q);
+  sqlite3_finalize(upd);
+  return st;
+}
+
 Status Store::EndTrace(int64_t trace, uint64_t events, uint64_t skipped, const std::string& warning) {
   sqlite3_stmt* q = nullptr;
   sqlite3_prepare_v2(db_, "UPDATE traces SET events = ?, skipped = ?, warning = ? WHERE id = ?", -1, &q, nullptr);
@@ -206,6 +257,7 @@ Status Store::EndTrace(int64_t trace, uint64_t events, uint64_t skipped, const s
   sqlite3_finalize(q);
   PORTKIT_RETURN_IF_ERROR(Check(rc, "update trace"));
   PORTKIT_RETURN_IF_ERROR(Exec(kIndexes));
+  PORTKIT_RETURN_IF_ERROR(LinkLaunchesToOps(trace));
   return Exec("COMMIT");
 }
 

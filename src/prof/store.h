@@ -53,6 +53,7 @@ class Store {
   Store() = default;
   Expected<int64_t> Intern(std::string_view s);
   Status Exec(const char* sql);
+  Status LinkLaunchesToOps(int64_t trace);
   Status Check(int rc, const char* what);
   sqlite3* db_ = nullptr;
   sqlite3_stmt* insert_event_ = nullptr;

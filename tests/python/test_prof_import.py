@@ -62,16 +62,22 @@ def test_kernel_time_per_name_matches_an_independent_sum(imported, name):
     assert got == expected
 
 
-@pytest.mark.parametrize("name,ops", [("trace_diff__control__control.json.gz", False),
-                                      ("amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", True)])
-def test_kernels_link_to_their_launch_and_cpu_op(imported, name, ops):
+@pytest.mark.parametrize("name", ["trace_diff__control__control.json.gz",
+                                  "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
+def test_kernels_link_to_their_launch_and_cpu_op(imported, name):
     folder, db = imported
     (trace,) = db.execute("SELECT id FROM traces WHERE path = ?", (name,)).fetchone()
     total, launched, with_op = db.execute(
         "SELECT COUNT(*), COUNT(launch), COUNT(cpu_op) FROM kernel_launches WHERE trace = ?", (trace,)).fetchone()
     assert total > 0 and launched == total
-    # Only some traces carry the CPU op's External id on the runtime call (HTA's CUDA ones do not).
-    assert (with_op > 0) == ops
+    # By External id where the trace has it (ROCm sample), else by the enclosing op (HTA's CUDA ones).
+    assert with_op >= 0.95 * total
+    # Every linked op encloses its launch on the same thread, or shares its External id.
+    bad = db.execute(
+        "SELECT COUNT(*) FROM kernel_launches l JOIN events r ON r.rowid = l.launch JOIN events c ON c.rowid = l.cpu_op "
+        "WHERE l.trace = ? AND NOT ((c.pid = r.pid AND c.tid = r.tid AND c.ts <= r.ts AND r.ts < c.ts + c.dur) "
+        "OR c.external_id = r.external_id)", (trace,)).fetchone()[0]
+    assert bad == 0
 
 
 def test_truncated_trace_keeps_what_is_valid(tmp_path, portkit):
