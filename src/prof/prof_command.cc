@@ -19,6 +19,7 @@
 #include "prof/diff.h"
 #include "prof/exporters/timeline.h"
 #include "prof/importers/chrome_trace.h"
+#include "prof/importers/kernel_details.h"
 #include "prof/store.h"
 
 namespace portkit::prof {
@@ -31,7 +32,7 @@ bool LooksLikeTraceName(const fs::path& p) {
     size_t n = std::strlen(s);
     return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
   };
-  return ends(".json") || ends(".json.gz");
+  return ends(".json") || ends(".json.gz") || name == "kernel_details.csv";
 }
 
 /// Trace files under `path` (itself when it is a file), sorted; our own outputs are skipped.
@@ -63,9 +64,11 @@ int Import(const std::string& dir, Context& ctx) {
   fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
   std::vector<fs::path> traces;
   for (const auto& t : FindTraces(path))
-    if (SniffChromeTrace(t.string())) traces.push_back(t);
+    if (t.filename() == "kernel_details.csv" ? SniffKernelDetails(t.string()) : SniffChromeTrace(t.string()))
+      traces.push_back(t);
   if (traces.empty()) {
-    log.Error("no trace found under " + dir + " (looked for Kineto/Chrome-trace *.json and *.json.gz)");
+    log.Error("no trace found under " + dir + " (looked for Kineto/Chrome-trace *.json, *.json.gz and "
+              "torch_npu kernel_details.csv)");
     return 2;
   }
   fs::path db_path = folder / "portkit.db";
@@ -82,7 +85,8 @@ int Import(const std::string& dir, Context& ctx) {
     if (ec || display.empty()) display = t.filename().string();
     progress.Start("Import " + display + ".");
     auto start = std::chrono::steady_clock::now();
-    auto result = ImportChromeTrace(t.string(), display, *store);
+    auto result = t.filename() == "kernel_details.csv" ? ImportKernelDetails(t.string(), display, *store)
+                                                       : ImportChromeTrace(t.string(), display, *store);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok()) {
       log.Error(result.status().message());

@@ -69,7 +69,7 @@ run_case third_party_user_api tests/fixtures/third_party/user -v 2.1.0 \
 # one row per device task, is kept as its header and row count).
 prof_case() {  # trace-file
   local trace=$1 name
-  name=prof_$(basename "$trace" | sed -e 's/\.json\.gz$//' -e 's/\.json$//')
+  name=prof_$(basename "$trace" | sed -e 's/\.json\.gz$//' -e 's/\.json$//' -e 's/\.csv$//')
   local dir="$tmp/$name"
   mkdir -p "$dir" && cp "$trace" "$dir/"
   if ! "$PORTKIT" prof import -dir "$dir" >/dev/null 2>"$dir.err" ||
@@ -94,7 +94,7 @@ prof_case() {  # trace-file
   done
   if [ $ok = 1 ]; then pass=$((pass + 1)); echo "ok   $name"; else fail=$((fail + 1)); fi
 }
-for trace in tests/data/traces/kineto/*.json.gz tests/data/traces/ascend/trace_view.json; do
+for trace in tests/data/traces/kineto/*.json.gz tests/data/traces/ascend/trace_view.json tests/data/traces/ascend/kernel_details.csv; do
   prof_case "$trace"
 done
 

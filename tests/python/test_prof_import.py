@@ -205,3 +205,18 @@ def test_analyse_reference_traces(imported, portkit):
     text = (folder / "analysis" / "advisor.txt").read_text()
     assert text == res.stdout
     assert "<svg" in (folder / "analysis" / "advisor.html").read_text()
+
+
+def test_kernel_details_csv_of_torch_npu(tmp_path, portkit):
+    import csv
+    src = os.path.join(TRACES, "ascend", "kernel_details.csv")
+    shutil.copy(src, tmp_path / "kernel_details.csv")
+    res = run([portkit, "prof", "import", "-dir", str(tmp_path)])
+    assert res.returncode == 0, res.stderr
+    with open(src, newline="") as f:
+        rows = list(csv.DictReader(f))
+    db = sqlite3.connect(str(tmp_path / "portkit.db"))
+    got = db.execute("SELECT COUNT(*), SUM(dur) FROM events WHERE kind = 'kernel'").fetchone()
+    db.close()
+    assert got[0] == len(rows)
+    assert got[1] == sum(ns(r["Duration(us)"]) for r in rows)
