@@ -25,6 +25,7 @@ const char* EventKindName(EventKind k) {
 namespace {
 constexpr const char* kSchema = R"SQL(
 PRAGMA journal_mode = WAL;
+PRAGMA cache_size = -65536;
 PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS traces (
