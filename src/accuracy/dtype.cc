@@ -1,0 +1,148 @@
+#include "accuracy/dtype.h"
+
+#include <cmath>
+#include <limits>
+
+namespace portkit::accuracy {
+
+DType ParseDType(std::string_view s) {
+  if (s == "F64") return DType::kF64;
+  if (s == "F32") return DType::kF32;
+  if (s == "F16") return DType::kF16;
+  if (s == "BF16") return DType::kBF16;
+  if (s == "F8_E4M3") return DType::kF8E4M3;
+  if (s == "F8_E5M2") return DType::kF8E5M2;
+  if (s == "I64") return DType::kI64;
+  if (s == "I32") return DType::kI32;
+  if (s == "I16") return DType::kI16;
+  if (s == "I8") return DType::kI8;
+  if (s == "U8") return DType::kU8;
+  if (s == "BOOL") return DType::kBool;
+  return DType::kUnknown;
+}
+
+std::string_view DTypeName(DType t) {
+  switch (t) {
+    case DType::kF64: return "F64";
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kF8E4M3: return "F8_E4M3";
+    case DType::kF8E5M2: return "F8_E5M2";
+    case DType::kI64: return "I64";
+    case DType::kI32: return "I32";
+    case DType::kI16: return "I16";
+    case DType::kI8: return "I8";
+    case DType::kU8: return "U8";
+    case DType::kBool: return "BOOL";
+    case DType::kUnknown: return "?";
+  }
+  return "?";
+}
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kF64: case DType::kI64: return 8;
+    case DType::kF32: case DType::kI32: return 4;
+    case DType::kF16: case DType::kBF16: case DType::kI16: return 2;
+    case DType::kF8E4M3: case DType::kF8E5M2: case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kUnknown: return 0;
+  }
+  return 0;
+}
+
+bool IsFloating(DType t) {
+  return t == DType::kF64 || t == DType::kF32 || t == DType::kF16 || t == DType::kBF16 || t == DType::kF8E4M3 ||
+         t == DType::kF8E5M2;
+}
+
+double HalfToDouble(uint16_t h) {
+  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  double v;
+  if (exp == 0) v = std::ldexp(static_cast<double>(mant), -24);  // zero and subnormals
+  else if (exp == 31) v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else v = std::ldexp(static_cast<double>(mant | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+double BFloat16ToDouble(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+double Fp8E4M3ToDouble(uint8_t v) {
+  // E4M3 (OCP "fn"): bias 7, no infinities, S.1111.111 is NaN.
+  int sign = v >> 7, exp = (v >> 3) & 0xF, mant = v & 0x7;
+  double r;
+  if (exp == 0xF && mant == 0x7) return std::numeric_limits<double>::quiet_NaN();
+  if (exp == 0) r = std::ldexp(static_cast<double>(mant), -9);
+  else r = std::ldexp(static_cast<double>(mant | 0x8), exp - 10);
+  return sign ? -r : r;
+}
+
+double Fp8E5M2ToDouble(uint8_t v) {
+  // E5M2: bias 15, IEEE-like infinities and NaNs; the top byte of an fp16.
+  return HalfToDouble(static_cast<uint16_t>(v) << 8);
+}
+
+void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
+  switch (t) {
+    case DType::kF64:
+      std::memcpy(out, src, count * 8);
+      return;
+    case DType::kF32:
+      for (size_t i = 0; i < count; ++i) {
+        float f;
+        std::memcpy(&f, src + 4 * i, 4);
+        out[i] = f;
+      }
+      return;
+    case DType::kF16: case DType::kBF16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        out[i] = t == DType::kF16 ? HalfToDouble(h) : BFloat16ToDouble(h);
+      }
+      return;
+    case DType::kF8E4M3:
+      for (size_t i = 0; i < count; ++i) out[i] = Fp8E4M3ToDouble(src[i]);
+      return;
+    case DType::kF8E5M2:
+      for (size_t i = 0; i < count; ++i) out[i] = Fp8E5M2ToDouble(src[i]);
+      return;
+    case DType::kI64:
+      for (size_t i = 0; i < count; ++i) {
+        int64_t x;
+        std::memcpy(&x, src + 8 * i, 8);
+        out[i] = static_cast<double>(x);
+      }
+      return;
+    case DType::kI32:
+      for (size_t i = 0; i < count; ++i) {
+        int32_t x;
+        std::memcpy(&x, src + 4 * i, 4);
+        out[i] = x;
+      }
+      return;
+    case DType::kI16:
+      for (size_t i = 0; i < count; ++i) {
+        int16_t x;
+        std::memcpy(&x, src + 2 * i, 2);
+        out[i] = x;
+      }
+      return;
+    case DType::kI8:
+      for (size_t i = 0; i < count; ++i) out[i] = static_cast<int8_t>(src[i]);
+      return;
+    case DType::kU8: case DType::kBool:
+      for (size_t i = 0; i < count; ++i) out[i] = src[i];
+      return;
+    case DType::kUnknown:
+      for (size_t i = 0; i < count; ++i) out[i] = std::numeric_limits<double>::quiet_NaN();
+      return;
+  }
+}
+
+}  // namespace portkit::accuracy

@@ -1,0 +1,25 @@
+#pragma once
+/// Element types of tensor dumps (safetensors names) and their decoding to double.
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace portkit::accuracy {
+
+enum class DType : uint8_t { kF64, kF32, kF16, kBF16, kF8E4M3, kF8E5M2, kI64, kI32, kI16, kI8, kU8, kBool, kUnknown };
+
+DType ParseDType(std::string_view safetensors_name);
+std::string_view DTypeName(DType t);
+/// Bytes per element; 0 for kUnknown.
+size_t DTypeSize(DType t);
+bool IsFloating(DType t);
+
+double HalfToDouble(uint16_t h);
+double BFloat16ToDouble(uint16_t b);
+double Fp8E4M3ToDouble(uint8_t v);
+double Fp8E5M2ToDouble(uint8_t v);
+
+/// Decodes `count` elements of type `t` from `src` (little-endian) into `out`.
+void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out);
+
+}  // namespace portkit::accuracy

@@ -1,0 +1,46 @@
+#pragma once
+/// Read-only, memory-mapped safetensors files: `u64 LE header length`, a JSON header
+/// `{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}`, then the data.
+/// Every header field is checked against the file (offsets inside the data, sizes matching
+/// shape × dtype) so a truncated file or a header that lies is an error naming the file and the
+/// tensor, never an out-of-bounds read.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "accuracy/dtype.h"
+#include "core/file_view.h"
+#include "core/status.h"
+
+namespace portkit::accuracy {
+
+struct TensorInfo {
+  DType dtype = DType::kUnknown;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  ///< byte range inside the data section
+  uint64_t numel() const {
+    uint64_t n = 1;
+    for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+    return n;
+  }
+};
+
+class SafetensorsFile {
+ public:
+  static Expected<SafetensorsFile> Open(const std::filesystem::path& path);
+
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  /// The raw bytes of a tensor (little-endian elements).
+  const uint8_t* Data(const TensorInfo& t) const { return data_ + t.begin; }
+
+ private:
+  FileView view_;
+  const uint8_t* data_ = nullptr;
+  std::map<std::string, TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+}  // namespace portkit::accuracy

@@ -1,0 +1,175 @@
+// Metrics against direct double computations, including nan, inf, zeros and denormals; dtype
+// decoding; the safetensors reader on good and lying files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+
+#include "accuracy/dtype.h"
+#include "accuracy/metrics/metric.h"
+#include "accuracy/safetensors.h"
+
+namespace portkit::accuracy {
+namespace {
+
+std::map<std::string, double> Compute(const std::vector<double>& n, const std::vector<double>& b,
+                                      DType target = DType::kF32, size_t chunk = 3) {
+  auto metrics = MakeMetrics(target);
+  for (size_t i = 0; i < n.size(); i += chunk) {
+    size_t c = std::min(chunk, n.size() - i);
+    for (auto& m : metrics) m->Accumulate(n.data() + i, b.data() + i, c);
+  }
+  std::map<std::string, double> out;
+  for (auto& m : metrics) out[std::string(m->name())] = m->Finalize();
+  return out;
+}
+
+TEST(Metrics, MatchDirectComputation) {
+  std::vector<double> b = {1.0, -2.0, 3.5, 0.25, 1e-3, 7.0, -0.5};
+  std::vector<double> n = {1.001, -2.0, 3.49, 0.25, 1.2e-3, 7.0, -0.4995};
+  double dot = 0, nn = 0, bb = 0, sq = 0, maxabs = 0, maxrel = 0, sumabs = 0, sumrel = 0;
+  size_t t1 = 0, t5 = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    dot += n[i] * b[i], nn += n[i] * n[i], bb += b[i] * b[i];
+    double d = std::fabs(n[i] - b[i]), r = d / std::max(std::fabs(b[i]), 1e-10);
+    sq += d * d, maxabs = std::max(maxabs, d), maxrel = std::max(maxrel, r), sumabs += d, sumrel += r;
+    t1 += r < 0.001, t5 += r < 0.005;
+  }
+  auto m = Compute(n, b);
+  EXPECT_NEAR(m["Cosine"], dot / std::sqrt(nn * bb), 1e-12);
+  EXPECT_NEAR(m["EucDist"], std::sqrt(sq), 1e-12);
+  EXPECT_NEAR(m["MaxAbsErr"], maxabs, 1e-15);
+  EXPECT_NEAR(m["MaxRelativeErr"], maxrel, 1e-12);
+  EXPECT_NEAR(m["One Thousandth Err Ratio"], static_cast<double>(t1) / 7, 1e-15);
+  EXPECT_NEAR(m["Five Thousandths Err Ratio"], static_cast<double>(t5) / 7, 1e-15);
+  EXPECT_NEAR(m["RMSE"], std::sqrt(sq / 7), 1e-12);
+  EXPECT_NEAR(m["MeanAbsErr"], sumabs / 7, 1e-15);
+  EXPECT_NEAR(m["MeanRelErr"], sumrel / 7, 1e-12);
+  // KL over normalised magnitudes, computed the two-pass way.
+  double sb = 0, sn = 0, kl = 0;
+  for (size_t i = 0; i < b.size(); ++i) sb += std::fabs(b[i]), sn += std::fabs(n[i]);
+  for (size_t i = 0; i < b.size(); ++i) {
+    double p = std::fabs(b[i]) / sb;
+    kl += p * std::log((std::fabs(b[i]) + 1e-10) / (std::fabs(n[i]) + 1e-10));
+  }
+  kl += -std::log(sb) + std::log(sn);
+  EXPECT_NEAR(m["KLDivergence"], kl, 1e-12);
+}
+
+TEST(Metrics, IdenticalAndZeroTensors) {
+  auto same = Compute({1, 2, 3}, {1, 2, 3});
+  EXPECT_DOUBLE_EQ(same["Cosine"], 1.0);
+  EXPECT_DOUBLE_EQ(same["MaxAbsErr"], 0.0);
+  EXPECT_DOUBLE_EQ(same["One Thousandth Err Ratio"], 1.0);
+  EXPECT_DOUBLE_EQ(same["MaxULPErr"], 0.0);
+  EXPECT_DOUBLE_EQ(same["KLDivergence"], 0.0);
+  auto zeros = Compute({0, 0}, {0, 0});
+  EXPECT_DOUBLE_EQ(zeros["Cosine"], 1.0);
+  EXPECT_DOUBLE_EQ(zeros["MaxRelativeErr"], 0.0);
+  EXPECT_DOUBLE_EQ(zeros["KLDivergence"], 0.0);
+  auto one_zero = Compute({0, 0}, {1, 0});
+  EXPECT_DOUBLE_EQ(one_zero["Cosine"], 0.0);
+  EXPECT_TRUE(std::isinf(one_zero["KLDivergence"]));
+  // A reference zero divides by the 1e-10 guard, not by zero.
+  auto guard = Compute({1e-12}, {0});
+  EXPECT_NEAR(guard["MaxRelativeErr"], 1e-2, 1e-15);
+}
+
+TEST(Metrics, NanAndInfPropagate) {
+  double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto with_nan = Compute({1, nan, 3}, {1, 2, 3});
+  EXPECT_TRUE(std::isnan(with_nan["Cosine"]));
+  EXPECT_TRUE(std::isnan(with_nan["MaxAbsErr"]));
+  EXPECT_TRUE(std::isnan(with_nan["MaxULPErr"]));
+  EXPECT_NEAR(with_nan["One Thousandth Err Ratio"], 2.0 / 3, 1e-15);  // the nan element is not within
+  auto with_inf = Compute({1, inf, 3}, {1, 2, 3});
+  EXPECT_TRUE(std::isinf(with_inf["MaxAbsErr"]));
+  EXPECT_TRUE(std::isnan(with_inf["Cosine"]));
+  auto both_inf = Compute({inf}, {inf});
+  EXPECT_DOUBLE_EQ(both_inf["MaxAbsErr"], 0.0);  // the same infinity on both sides
+}
+
+TEST(Metrics, UlpErrorPerTargetType) {
+  // 1.0 has ulp 2^-23 in fp32, 2^-10 in fp16, 2^-7 in bf16.
+  double b = 1.0, n = 1.0 + std::ldexp(1.0, -10);
+  EXPECT_DOUBLE_EQ(Compute({n}, {b}, DType::kF32)["MaxULPErr"], 8192.0);
+  EXPECT_DOUBLE_EQ(Compute({n}, {b}, DType::kF16)["MaxULPErr"], 1.0);
+  EXPECT_DOUBLE_EQ(Compute({n}, {b}, DType::kBF16)["MaxULPErr"], 0.125);
+  // Denormal references use the smallest ulp of the type (fp32: 2^-149).
+  double tiny = std::ldexp(1.0, -140);
+  EXPECT_DOUBLE_EQ(Compute({tiny + std::ldexp(1.0, -149)}, {tiny}, DType::kF32)["MaxULPErr"], 1.0);
+}
+
+TEST(DType, DecodesHalfBfloatAndFp8) {
+  EXPECT_DOUBLE_EQ(HalfToDouble(0x3C00), 1.0);
+  EXPECT_DOUBLE_EQ(HalfToDouble(0xC000), -2.0);
+  EXPECT_DOUBLE_EQ(HalfToDouble(0x0001), std::ldexp(1.0, -24));  // smallest subnormal
+  EXPECT_TRUE(std::isinf(HalfToDouble(0x7C00)));
+  EXPECT_TRUE(std::isnan(HalfToDouble(0x7E00)));
+  EXPECT_DOUBLE_EQ(BFloat16ToDouble(0x3F80), 1.0);
+  EXPECT_DOUBLE_EQ(BFloat16ToDouble(0x4049), 3.140625);
+  EXPECT_DOUBLE_EQ(Fp8E4M3ToDouble(0x38), 1.0);
+  EXPECT_DOUBLE_EQ(Fp8E4M3ToDouble(0x7E), 448.0);  // largest finite
+  EXPECT_TRUE(std::isnan(Fp8E4M3ToDouble(0x7F)));
+  EXPECT_DOUBLE_EQ(Fp8E5M2ToDouble(0x3C), 1.0);
+  EXPECT_TRUE(std::isinf(Fp8E5M2ToDouble(0x7C)));
+}
+
+std::string Safetensors(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  uint64_t len = header.size();
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((len >> (8 * i)) & 0xFF);
+  return out + header + data;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& bytes) {
+  auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path.string();
+}
+
+TEST(Safetensors, ReadsTensorsAndMetadata) {
+  float values[3] = {1.5f, -2.0f, 0.25f};
+  std::string data(reinterpret_cast<const char*>(values), sizeof values);
+  std::string path = WriteTemp("portkit_ok.safetensors",
+                               Safetensors("{\"__metadata__\": {\"op\": \"conv1\"}, \"x\": {\"dtype\": \"F32\", "
+                                           "\"shape\": [3], \"data_offsets\": [0, 12]}}",
+                                           data));
+  auto f = SafetensorsFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->tensors().size(), 1u);
+  const TensorInfo& t = f->tensors().at("x");
+  EXPECT_EQ(t.dtype, DType::kF32);
+  EXPECT_EQ(t.numel(), 3u);
+  double decoded[3];
+  DecodeToDouble(t.dtype, f->Data(t), 3, decoded);
+  EXPECT_DOUBLE_EQ(decoded[1], -2.0);
+  EXPECT_EQ(f->metadata().at("op"), "conv1");
+  std::filesystem::remove(path);
+}
+
+TEST(Safetensors, LyingOrTruncatedFilesAreErrorsNamingTheTensor) {
+  std::string data(8, '\0');
+  std::string lies = WriteTemp("portkit_lie.safetensors",
+                               Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", data));
+  auto a = SafetensorsFile::Open(lies);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), lies + ": 'x': data_offsets [0, 16] outside the 8 data bytes (truncated file?)");
+  std::string size = WriteTemp("portkit_size.safetensors",
+                               Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", data));
+  auto b = SafetensorsFile::Open(size);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().message(), size + ": 'x': 8 bytes for 3 elements of F32");
+  std::string header = WriteTemp("portkit_hdr.safetensors", std::string("\xff\xff\0\0\0\0\0\0{}", 10));
+  auto c = SafetensorsFile::Open(header);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("runs past the end of the file"), std::string::npos);
+  for (const auto& p : {lies, size, header}) std::filesystem::remove(p);
+}
+
+}  // namespace
+}  // namespace portkit::accuracy
