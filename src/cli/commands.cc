@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include "accuracy/compare.h"
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
 #include "prof/prof_command.h"
@@ -11,6 +12,8 @@ const Command kCommands[] = {
      &analyse::AnalyseMain},
     {"migrate", "migrated copy of a project for the target (cuda → npu rewrites), change list and patch",
      &analyse::MigrateMain},
+    {"compare", "operator-level comparison of a target dump against a reference dump (accuracy)",
+     &accuracy::CompareMain},
     {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
      &prof::ProfMain},
 };

@@ -14,12 +14,37 @@ void CsvWriter::AddRow(const std::vector<std::string>& cells) {
   ++rows_;
 }
 
-void CsvWriter::AppendCell(std::string& out, std::string_view cell) {
-  bool neutralise = false;
-  if (!cell.empty()) {
-    char c = cell.front();
-    neutralise = c == '=' || c == '+' || c == '-' || c == '@' || c == '%' || c == '\t' || c == '\r';
+namespace {
+
+// A plain decimal number ("-0.25", "+1e-5", "-inf") cannot be a formula: it keeps its sign.
+bool IsNumber(std::string_view s) {
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  if (s == "inf" || s == "nan") return true;
+  bool digits = false, dot = false, exp = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c >= '0' && c <= '9') digits = true;
+    else if (c == '.' && !dot && !exp) dot = true;
+    else if ((c == 'e' || c == 'E') && digits && !exp) {
+      exp = true;
+      digits = false;
+      if (i + 1 < s.size() && (s[i + 1] == '-' || s[i + 1] == '+')) ++i;
+    } else return false;
   }
+  return digits;
+}
+
+bool NeedsNeutralising(std::string_view cell) {
+  if (cell.empty()) return false;
+  char c = cell.front();
+  if (c == '=' || c == '@' || c == '%' || c == '\t' || c == '\r') return true;
+  return (c == '+' || c == '-') && !IsNumber(cell);
+}
+
+}  // namespace
+
+void CsvWriter::AppendCell(std::string& out, std::string_view cell) {
+  bool neutralise = NeedsNeutralising(cell);
   if (!neutralise && cell.find_first_of(",\"\n\r") == std::string_view::npos) {
     out.append(cell);  // the common case: no copy, no quoting
     return;
@@ -29,12 +54,7 @@ void CsvWriter::AppendCell(std::string& out, std::string_view cell) {
 
 std::string CsvWriter::EscapeCell(std::string_view cell) {
   std::string value;
-  if (!cell.empty()) {
-    char c = cell.front();
-    if (c == '=' || c == '+' || c == '-' || c == '@' || c == '%' || c == '\t' || c == '\r') {
-      value.push_back('\'');
-    }
-  }
+  if (NeedsNeutralising(cell)) value.push_back('\'');
   value.append(cell);
   bool quote = value.find_first_of(",\"\n\r") != std::string::npos;
   if (!quote) return value;

@@ -1,6 +1,7 @@
 #pragma once
 /// RFC 4180 CSV output with CSV-injection protection: a cell starting with = + - @ % (or a tab
-/// or carriage return) is prefixed with a single quote so spreadsheets do not evaluate it.
+/// or carriage return) is prefixed with a single quote so spreadsheets do not evaluate it; plain
+/// numbers ("-0.25", "+1e-5") keep their sign.
 #include <string>
 #include <string_view>
 #include <vector>

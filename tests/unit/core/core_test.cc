@@ -15,8 +15,13 @@ namespace {
 
 TEST(CsvWriter, NeutralisesFormulaCells) {
   EXPECT_EQ(CsvWriter::EscapeCell("=SUM(A1)"), "'=SUM(A1)");
-  EXPECT_EQ(CsvWriter::EscapeCell("+1"), "'+1");
-  EXPECT_EQ(CsvWriter::EscapeCell("-1"), "'-1");
+  EXPECT_EQ(CsvWriter::EscapeCell("+1+cmd"), "'+1+cmd");
+  EXPECT_EQ(CsvWriter::EscapeCell("-1+2"), "'-1+2");
+  EXPECT_EQ(CsvWriter::EscapeCell("-x"), "'-x");
+  // Plain numbers are not formulas and keep their sign.
+  EXPECT_EQ(CsvWriter::EscapeCell("-0.25"), "-0.25");
+  EXPECT_EQ(CsvWriter::EscapeCell("+1e-5"), "+1e-5");
+  EXPECT_EQ(CsvWriter::EscapeCell("-inf"), "-inf");
   EXPECT_EQ(CsvWriter::EscapeCell("@x"), "'@x");
   EXPECT_EQ(CsvWriter::EscapeCell("%y"), "'%y");
   EXPECT_EQ(CsvWriter::EscapeCell("torch.cdist"), "torch.cdist");

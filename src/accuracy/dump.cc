@@ -1,0 +1,99 @@
+#include "accuracy/dump.h"
+
+#include <simdjson.h>
+
+#include <fstream>
+
+namespace portkit::accuracy {
+
+Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
+  Dump d;
+  d.dir = dir;
+  std::filesystem::path manifest = dir / "manifest.jsonl";
+  std::ifstream in(manifest);
+  if (!in) return NotFound(manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper");
+  std::string line;
+  size_t line_no = 0;
+  simdjson::ondemand::parser parser;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    simdjson::padded_string json(line);
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object obj;
+    DumpOp op;
+    bool bad = parser.iterate(json).get(doc) || doc.get_object().get(obj);
+    if (!bad) {
+      for (auto f : obj) {
+        std::string_view k;
+        if (f.unescaped_key().get(k)) {
+          bad = true;
+          break;
+        }
+        simdjson::ondemand::value v;
+        if (f.value().get(v)) {
+          bad = true;
+          break;
+        }
+        std::string_view s;
+        if (k == "index") bad |= static_cast<bool>(v.get_int64().get(op.index));
+        else if (k == "name" && !v.get_string().get(s)) op.name = s;
+        else if (k == "kind" && !v.get_string().get(s)) op.kind = s;
+        else if (k == "phase" && !v.get_string().get(s)) op.phase = s;
+        else if (k == "module" && !v.get_string().get(s)) op.module = s;
+        else if (k == "stack" && !v.get_string().get(s)) op.stack = s;
+        else if (k == "file" && !v.get_string().get(s)) op.file = s;
+        else if (k == "overflow") (void)v.get_bool().get(op.overflow);
+        else if (k == "tensors") {
+          simdjson::ondemand::array arr;
+          if (v.get_array().get(arr)) {
+            bad = true;
+            break;
+          }
+          for (auto item : arr) {
+            simdjson::ondemand::object t;
+            if (item.get_object().get(t)) {
+              bad = true;
+              break;
+            }
+            DumpTensor dt;
+            for (auto tf : t) {
+              std::string_view tk;
+              if (tf.unescaped_key().get(tk)) break;
+              simdjson::ondemand::value tv;
+              if (tf.value().get(tv)) break;
+              std::string_view ts;
+              double x;
+              if (tk == "key" && !tv.get_string().get(ts)) dt.key = ts;
+              else if (tk == "dtype" && !tv.get_string().get(ts)) dt.dtype = ts;
+              else if (tk == "shape") {
+                simdjson::ondemand::array sa;
+                if (!tv.get_array().get(sa))
+                  for (auto e : sa) {
+                    int64_t dim;
+                    if (!e.get_int64().get(dim)) dt.shape.push_back(dim);
+                  }
+              } else if (tk == "max" && !tv.get_double().get(x)) dt.max = x, dt.has_stats = true;
+              else if (tk == "min" && !tv.get_double().get(x)) dt.min = x;
+              else if (tk == "mean" && !tv.get_double().get(x)) dt.mean = x;
+              else if (tk == "norm" && !tv.get_double().get(x)) dt.norm = x;
+            }
+            op.tensors.push_back(std::move(dt));
+          }
+        }
+      }
+    }
+    if (bad) {
+      // Only the last line may be cut by a crash; anything else is a damaged manifest.
+      if (in.peek() == EOF) {
+        d.warning = manifest.string() + ":" + std::to_string(line_no) + ": incomplete last record ignored";
+        break;
+      }
+      return ParseError(manifest.string() + ":" + std::to_string(line_no) + ": not a manifest record");
+    }
+    d.ops.push_back(std::move(op));
+  }
+  return d;
+}
+
+}  // namespace portkit::accuracy

@@ -1,0 +1,36 @@
+#pragma once
+/// A dump folder written by `portkit.torch.dumper`: manifest.jsonl (one operator per line) and
+/// op_NNNNNN.safetensors files. A truncated last manifest line (a crash mid-write) is ignored and
+/// reported.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace portkit::accuracy {
+
+struct DumpTensor {
+  std::string key;     ///< input.0, output.1, ...
+  std::string dtype;   ///< safetensors name
+  std::vector<int64_t> shape;
+  double max = 0, min = 0, mean = 0, norm = 0;
+  bool has_stats = false;
+};
+
+struct DumpOp {
+  int64_t index = 0;
+  std::string name, kind, phase, module, stack, file;  ///< file empty for stats-only
+  bool overflow = false;
+  std::vector<DumpTensor> tensors;
+};
+
+struct Dump {
+  std::filesystem::path dir;
+  std::vector<DumpOp> ops;
+  std::string warning;  ///< e.g. an incomplete last line
+
+  static Expected<Dump> Load(const std::filesystem::path& dir);
+};
+
+}  // namespace portkit::accuracy
