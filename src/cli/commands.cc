@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include "accuracy/compare.h"
+#include "accuracy/tools.h"
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
 #include "prof/prof_command.h"
@@ -14,6 +15,9 @@ const Command kCommands[] = {
      &analyse::MigrateMain},
     {"compare", "operator-level comparison of a target dump against a reference dump (accuracy)",
      &accuracy::CompareMain},
+    {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &accuracy::OverflowMain},
+    {"convert", "dump tensors to .npy or .txt", &accuracy::ConvertMain},
+    {"extract", "copy the named operators of a dump into a new dump", &accuracy::ExtractMain},
     {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
      &prof::ProfMain},
 };

@@ -12,8 +12,8 @@ import torch
 from conftest import HERE, run
 
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-import portkit.torch  # noqa: E402
 from portkit import safetensors_io  # noqa: E402
+from portkit.torch import dumper  # noqa: E402
 
 
 class Mish(torch.nn.Module):
@@ -32,10 +32,10 @@ def dumps(tmp_path_factory):
     root = tmp_path_factory.mktemp("acc")
     x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
     m = model()
-    with portkit.torch.dumper(dump_path=str(root / "ref")):
+    with dumper(dump_path=str(root / "ref")):
         m(x).sum().backward()
     m = model()
-    with portkit.torch.dumper(dump_path=str(root / "tgt")):
+    with dumper(dump_path=str(root / "tgt")):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             y = m(x)
         y.float().sum().backward()
@@ -107,3 +107,47 @@ def test_a_run_killed_midway_leaves_a_readable_dump(tmp_path, portkit):
         safetensors_io.read(str(tmp_path / "dump" / o["file"]))
     res = run([portkit, "compare", str(tmp_path / "dump"), str(tmp_path / "dump"), "-o", str(tmp_path / "cmp")])
     assert res.returncode == 0, res.stderr
+
+
+def test_overflow_finds_the_first_overflowing_operator(tmp_path, portkit):
+    m = model()
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        m[3].weight[0, 0] = float("inf")  # the Linear layer now produces inf
+    with dumper(dump_path=str(tmp_path / "dump"), check_overflow=True) as d:
+        m(x)
+    assert d.overflows >= 1
+    res = run([portkit, "overflow", str(tmp_path / "dump")])
+    assert res.returncode == 0, res.stderr
+    first = [l for l in res.stdout.splitlines() if "first" in l]
+    assert first and "aten::addmm" in first[0]
+    # check_overflow keeps tensor data only for the overflowing operators.
+    files = [o["file"] for o in manifest(tmp_path / "dump")]
+    assert any(files) and not all(files)
+
+
+def test_convert_round_trips_fp32_exactly_and_txt(dumps, tmp_path, portkit):
+    res = run([portkit, "convert", "-d", str(dumps / "ref"), "-out", str(tmp_path / "npy")])
+    assert res.returncode == 0, res.stderr
+    ops = manifest(dumps / "ref")
+    op = ops[0]
+    data = safetensors_io.read(str(dumps / "ref" / op["file"]))
+    stem = "%d_%s_%s" % (op["index"], op["name"].replace(":", "_"), op["phase"])
+    for key, arr in data.items():
+        back = np.load(str(tmp_path / "npy" / ("%s.%s.npy" % (stem, key))))
+        assert back.dtype == arr.dtype and np.array_equal(back, arr)
+    res = run([portkit, "convert", "-d", str(dumps / "tgt"), "-out", str(tmp_path / "txt"), "-t", "txt"])
+    assert res.returncode == 0, res.stderr
+    assert "widened to float32" in res.stderr or "txt" in res.stderr
+    one = sorted((tmp_path / "txt").iterdir())[0]
+    assert all(float(v) == float(v) for v in one.read_text().split())
+
+
+def test_extract_copies_the_named_operators(dumps, tmp_path, portkit):
+    res = run([portkit, "extract", "-i", str(dumps / "ref"), "-o", str(tmp_path / "sub"), "-s", "softplus", "tanh"])
+    assert res.returncode == 0, res.stderr
+    names = [o["name"] for o in manifest(tmp_path / "sub")]
+    assert names and set(names) <= {"aten::softplus", "aten::tanh"} or all(
+        n in ("aten::softplus", "aten::tanh", "aten::softplus_backward", "aten::tanh_backward") for n in names)
+    for o in manifest(tmp_path / "sub"):
+        safetensors_io.read(str(tmp_path / "sub" / o["file"]))
