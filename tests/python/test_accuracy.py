@@ -87,6 +87,8 @@ def test_compare_metrics_equal_float64_numpy(dumps, portkit):
         assert abs(float(r["NPU l2norm"]) - float(np.linalg.norm(n))) < 1e-6 * max(1.0, float(np.linalg.norm(n)))
         checked += 1
     assert checked > 10
+    html = (out / "compare_report.html").read_text()
+    assert "<svg" in html and "First divergence" in html
 
 
 def test_a_run_killed_midway_leaves_a_readable_dump(tmp_path, portkit):
