@@ -1,6 +1,7 @@
 #include "accuracy/tools.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -8,8 +9,11 @@
 #include <set>
 
 #include "accuracy/dump.h"
+#include "accuracy/hdf5_dump.h"
 #include "accuracy/safetensors.h"
+#include "accuracy/tensor_files.h"
 #include "core/atomic_file.h"
+#include "core/csv_writer.h"
 #include "core/table.h"
 
 namespace portkit::accuracy {
@@ -25,70 +29,69 @@ int Parse(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
-/// Seed naming: '.', '/', '\\' and spaces in names become '_'.
-std::string SafeName(std::string s) {
-  for (char& c : s)
-    if (c == '.' || c == '/' || c == '\\' || c == ' ' || c == ':') c = '_';
-  return s;
-}
-
-/// numpy descr of a dtype as written (bf16 and fp8 are widened to float32: .npy cannot hold them).
-const char* NpyDescr(DType t, bool* widened) {
-  *widened = false;
-  switch (t) {
-    case DType::kF64: return "<f8";
-    case DType::kF32: return "<f4";
-    case DType::kF16: return "<f2";
-    case DType::kI64: return "<i8";
-    case DType::kI32: return "<i4";
-    case DType::kI16: return "<i2";
-    case DType::kI8: return "|i1";
-    case DType::kU8: return "|u1";
-    case DType::kBool: return "|b1";
-    default:
-      *widened = true;
-      return "<f4";
-  }
-}
-
 std::string NpyBytes(const TensorInfo& t, const uint8_t* data, bool* widened) {
-  const char* descr = NpyDescr(t.dtype, widened);
-  std::string shape = "(";
-  for (size_t i = 0; i < t.shape.size(); ++i) shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
-  shape += ")";
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header.push_back('\n');
-  std::string out = "\x93NUMPY\x01";
-  out.push_back('\0');
-  uint16_t len = static_cast<uint16_t>(header.size());
-  out.push_back(static_cast<char>(len & 0xFF));
-  out.push_back(static_cast<char>(len >> 8));
-  out += header;
-  if (!*widened) {
-    out.append(reinterpret_cast<const char*>(data), t.end - t.begin);
-  } else {
-    std::vector<double> v(t.numel());
-    DecodeToDouble(t.dtype, data, v.size(), v.data());
-    for (double x : v) {
-      float f = static_cast<float>(x);
-      out.append(reinterpret_cast<const char*>(&f), 4);
-    }
-  }
+  NpyDescr(t.dtype, widened);
+  std::string out = NpyHeader(t.dtype, t.shape);
+  AppendNpyData(t.dtype, data, t.numel(), &out);
   return out;
 }
 
 std::string TxtBytes(const TensorInfo& t, const uint8_t* data) {
-  std::vector<double> v(t.numel());
-  DecodeToDouble(t.dtype, data, v.size(), v.data());
   std::string out;
-  char buf[40];
-  for (double x : v) {
-    std::snprintf(buf, sizeof buf, "%.18e\n", x);  // numpy.savetxt's default format
-    out += buf;
-  }
+  AppendTxtData(t.dtype, data, t.numel(), &out);
   return out;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+constexpr size_t kHdf5ReadChunkBytes = 16u << 20;
+
+/// Converts every tensor of one HDF5 dump into `out` (see hdf5_dump.h for the layout): files
+/// `{op}.{seqid}.{input|output}.{i}.{npy|txt}` plus `convert_index.csv` mapping each file to its
+/// HDF5 path. Problems with single tensors are logged and counted in `*failed`; the rest goes on.
+Status ConvertHdf5File(const fs::path& file, const fs::path& out, const std::string& type, Context& ctx,
+                       size_t* written, size_t* widened_count, size_t* failed) {
+  auto h5 = Hdf5File::Open(file);
+  if (!h5.ok()) return h5.status();
+  auto listing = h5->List();
+  if (!listing.ok()) return listing.status();
+  for (const auto& s : listing->skipped) ctx.logger.Warning("skipped " + s);
+  for (const auto& e : listing->errors) ctx.logger.Error(e);
+  *failed += listing->errors.size();
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
+  CsvWriter index({"File", "HDF5 Path", "DType", "Shape", "Stored As"});
+  for (const Hdf5Tensor& t : listing->tensors) {
+    std::string name = SafeName(t.op) + "." + SafeName(t.seqid) + "." + t.role + "." + std::to_string(t.index) + "." + type;
+    auto f = StreamingFile::Create(out / name);
+    if (!f.ok()) return f.status();
+    bool widened = false;
+    NpyDescr(t.dtype, &widened);
+    Status st = type == "npy" ? f->Append(NpyHeader(t.dtype, t.shape)) : Status::Ok();
+    std::string piece;
+    if (st.ok())
+      st = h5->Read(t, kHdf5ReadChunkBytes, [&](const uint8_t* data, size_t count) {
+        piece.clear();
+        if (type == "npy") AppendNpyData(t.dtype, data, count, &piece);
+        else AppendTxtData(t.dtype, data, count, &piece);
+        return f->Append(piece);
+      });
+    if (st.ok()) st = f->Commit();
+    if (!st.ok()) {
+      ctx.logger.Error(st.message());
+      ++*failed;
+      continue;
+    }
+    index.AddRow({name, t.path, std::string(DTypeName(t.dtype)), ShapeText(t.shape), t.stored});
+    ++*written;
+    *widened_count += widened && type == "npy";
+  }
+  return WriteFileAtomic(out / "convert_index.csv", index.str());
 }
 
 }  // namespace
@@ -128,9 +131,13 @@ int OverflowMain(int argc, char** argv, Context& ctx) {
 
 int ConvertMain(int argc, char** argv, Context& ctx) {
   std::string input, out, type = "npy";
-  CLI::App app{"Convert dump tensors to .npy (bf16/fp8 widened to fp32) or .txt (flattened, one value a line).",
+  CLI::App app{"Convert dump tensors to .npy (bf16/fp8 widened to fp32) or .txt (flattened, one value a line). "
+               "Reads portkit dumps (manifest.jsonl + .safetensors) and HDF5 dumps laid out /op_name/seqid/"
+               "{input,output}/... (one .h5 file, or a folder: every .h5/.hdf5 file in it, each into its own "
+               "subfolder).",
                "portkit convert"};
-  app.add_option("-d,--dump", input, "a dump folder or one .safetensors file")->required();
+  app.add_option("-d,--dump", input, "a dump folder, one .safetensors file, one .h5 file or a folder of .h5 files")
+      ->required();
   app.add_option("--out,-O", out, "output folder; also -out")->required();
   app.add_option("-t,--type", type, "npy (default) or txt")->check(CLI::IsMember({"npy", "txt"}));
   std::vector<std::string> args;
@@ -139,24 +146,47 @@ int ConvertMain(int argc, char** argv, Context& ctx) {
   for (auto& a : args) cargv.push_back(a.data());
   if (int rc = Parse(app, static_cast<int>(cargv.size()), cargv.data()); rc >= 0) return rc;
   std::vector<std::pair<fs::path, std::string>> files;  // path, stem
+  std::vector<std::pair<fs::path, fs::path>> h5_files;  // path, output folder
   std::error_code ec;
   if (fs::is_directory(input, ec)) {
-    auto dump = Dump::Load(input);
-    if (!dump.ok()) {
-      ctx.logger.Error(dump.status().message());
-      return 2;
+    if (fs::exists(fs::path(input) / "manifest.jsonl", ec)) {
+      auto dump = Dump::Load(input);
+      if (!dump.ok()) {
+        ctx.logger.Error(dump.status().message());
+        return 2;
+      }
+      for (const auto& op : dump->ops)
+        if (!op.file.empty())
+          files.push_back({fs::path(input) / op.file, SafeName(std::to_string(op.index) + "." + op.name + "." + op.phase)});
+    } else {
+      for (auto it = fs::recursive_directory_iterator(input, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec) && HasHdf5Extension(it->path())) {
+          fs::path rel = fs::relative(it->path(), input, ec);
+          h5_files.push_back({it->path(), fs::path(out) / rel.replace_extension()});
+        }
+      std::sort(h5_files.begin(), h5_files.end());
+      if (h5_files.empty()) {
+        ctx.logger.Error(input + ": neither a portkit dump (no manifest.jsonl) nor a folder with .h5 files");
+        return 2;
+      }
     }
-    for (const auto& op : dump->ops)
-      if (!op.file.empty())
-        files.push_back({fs::path(input) / op.file, SafeName(std::to_string(op.index) + "." + op.name + "." + op.phase)});
   } else if (fs::exists(input, ec)) {
-    files.push_back({input, fs::path(input).stem().string()});
+    if (HasHdf5Extension(input) || HasHdf5Signature(input)) h5_files.push_back({input, out});
+    else files.push_back({input, fs::path(input).stem().string()});
   } else {
     ctx.logger.Error(input + " does not exist");
     return 2;
   }
   fs::create_directories(out, ec);
-  size_t written = 0, widened_count = 0;
+  size_t written = 0, widened_count = 0, failed = 0, failed_files = 0;
+  for (const auto& [path, dir] : h5_files) {
+    Status st = ConvertHdf5File(path, dir, type, ctx, &written, &widened_count, &failed);
+    if (!st.ok()) {
+      ctx.logger.Error(st.message());
+      ++failed_files;
+    }
+  }
   for (const auto& [path, stem] : files) {
     auto f = SafetensorsFile::Open(path);
     if (!f.ok()) {
@@ -177,23 +207,48 @@ int ConvertMain(int argc, char** argv, Context& ctx) {
   }
   ctx.logger.Info("Wrote " + std::to_string(written) + " ." + type + " files to " + out +
                   (widened_count ? "; " + std::to_string(widened_count) + " bf16/fp8 tensors widened to float32" : ""));
+  if (failed_files || failed) {
+    ctx.logger.Error(std::to_string(failed_files) + " of " + std::to_string(h5_files.size()) +
+                     " HDF5 files could not be read, " + std::to_string(failed) + " tensors could not be converted");
+    return 1;
+  }
   return 0;
 }
 
 int ExtractMain(int argc, char** argv, Context& ctx) {
   std::string in, out;
   std::vector<std::string> names;
-  CLI::App app{"Copy the named operators of a dump into a new dump (the seed's h5copy step).", "portkit extract"};
-  app.add_option("-i,--input", in, "the dump folder")->required();
-  app.add_option("-o,--output", out, "the new dump folder")->required();
-  app.add_option("-s,--select", names, "operator names (an op is kept when its name contains one) or indices")->required();
+  CLI::App app{"Copy the named operators of a dump into a new dump (the seed's h5copy step). For an HDF5 dump, "
+               "-s takes /op_name or /op_name/seqid (exact; the new .h5 holds just those groups).",
+               "portkit extract"};
+  app.add_option("-i,--input", in, "the dump folder, or an HDF5 dump (.h5)")->required();
+  app.add_option("-o,--output", out, "the new dump folder, or the new .h5 file")->required();
+  app.add_option("-s,--select", names,
+                 "operator names (an op is kept when its name contains one) or indices; for HDF5: /op_name or "
+                 "/op_name/seqid")
+      ->required();
   if (int rc = Parse(app, argc, argv); rc >= 0) return rc;
+  std::error_code ec;
+  if (!fs::is_directory(in, ec) && (HasHdf5Extension(in) || HasHdf5Signature(in))) {
+    auto res = ExtractHdf5(in, out, names);
+    if (!res.ok()) {
+      ctx.logger.Error(res.status().message());
+      return 2;
+    }
+    for (const auto& m : res->missing) ctx.logger.Error(in + ": no operator or seqid " + m);
+    for (const auto& c : res->covered) ctx.logger.Warning(c + " is already inside another selected operator");
+    if (res->copied.empty()) {
+      ctx.logger.Error("Nothing to extract: none of the names is in " + in + "; " + out + " not written");
+      return 1;
+    }
+    ctx.logger.Info("Extracted " + std::to_string(res->copied.size()) + " groups into " + out);
+    return res->missing.empty() ? 0 : 1;
+  }
   auto dump = Dump::Load(in);
   if (!dump.ok()) {
     ctx.logger.Error(dump.status().message());
     return 2;
   }
-  std::error_code ec;
   fs::create_directories(out, ec);
   std::ifstream manifest(fs::path(in) / "manifest.jsonl");
   std::string line, kept;

@@ -1,0 +1,101 @@
+#pragma once
+/// HDF5 dumps in the seed's layout `/op_name/seqid/...` (PyTorch 1.5 `torch.utils.dumper`; the
+/// seed extracts operators with `h5copy -s /op1/seqid/ -d /op1/seqid/`). docs/accuracy.md
+/// describes the convention; in short, under each `/op_name/seqid` group:
+///
+/// - groups `input` and `output`, whose children are the tensors in order: a dataset is one
+///   tensor (`/add/3/input/self`, or `/add/3/input/0`); a group is a tensor list whose datasets
+///   follow one another (`/cat/1/input/tensors/tensors_0`, `..._1`) — the Ascend dumper's layout;
+/// - or datasets named `input.N` / `input_N` / `output.N` / `output_N` directly under the seqid
+///   group (`input` / `output` as a dataset is that role's only tensor).
+///
+/// Order: link creation order where the group indexes it (h5py's track_order=True), otherwise
+/// natural name order (`2` before `10`); flat `input.N` datasets come after a group's children,
+/// by N. The position in that order is the tensor's index `i` in `input.{i}`. Other objects are
+/// skipped with a note (as are soft and external links), never followed.
+///
+/// Attributes of the Ascend dumper that are honoured: `Type` = 18 (TensorOptions, no data) skips
+/// the dataset; `DataType` = 2 (uint8) or 9 (bool) on an 8-bit integer dataset reinterprets it
+/// as U8 / BOOL (the dumper stored both as int8). Its fp16 tensors were stored as float32
+/// (`DataType` = 10): they stay float32, the values the file holds.
+///
+/// Every error names the file and the object path. The library's own error printing is switched
+/// off for the duration of each call and its messages folded into the Status instead.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "accuracy/dtype.h"
+#include "core/status.h"
+
+namespace portkit::accuracy {
+
+struct Hdf5Tensor {
+  std::string op, seqid;  ///< HDF5 link names of the operator and seqid groups
+  std::string role;       ///< "input" or "output"
+  size_t index = 0;       ///< position within the role (see the order above)
+  std::string path;       ///< the dataset's full path, e.g. /add/3/input/self
+  DType dtype = DType::kUnknown;  ///< element type as read and written by convert
+  std::vector<int64_t> shape;     ///< empty for a scalar dataset
+  std::string stored;             ///< the stored HDF5 type when it differs from dtype's, else empty
+  uint64_t numel() const {
+    uint64_t n = 1;
+    for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+    return n;
+  }
+};
+
+struct Hdf5Listing {
+  std::vector<Hdf5Tensor> tensors;
+  std::vector<std::string> skipped;  ///< objects outside the convention (notes, not errors)
+  std::vector<std::string> errors;   ///< tensors that cannot be read (unsupported type, ...)
+};
+
+/// True when the file starts with the HDF5 signature (at offset 0; user blocks are not probed).
+bool HasHdf5Signature(const std::filesystem::path& path);
+
+/// True for names ending in .h5, .hdf5 or .he5 (case-insensitive).
+bool HasHdf5Extension(const std::filesystem::path& path);
+
+class Hdf5File {
+ public:
+  /// Opens read-only. A file that is not HDF5, or is truncated or corrupt, is an error naming it.
+  static Expected<Hdf5File> Open(const std::filesystem::path& path);
+  Hdf5File(Hdf5File&& o) noexcept : path_(std::move(o.path_)), id_(o.id_) { o.id_ = -1; }
+  Hdf5File& operator=(Hdf5File&&) = delete;
+  Hdf5File(const Hdf5File&) = delete;
+  ~Hdf5File();
+
+  const std::filesystem::path& path() const { return path_; }
+
+  /// Walks `/op_name/seqid/...`; operators and seqids in natural order.
+  Expected<Hdf5Listing> List() const;
+
+  /// Streams a tensor's elements (C order, little-endian, `t.dtype`) to `sink` in pieces of at
+  /// most `max_bytes` (at least one element), read as hyperslabs: the file is never read whole.
+  Status Read(const Hdf5Tensor& t, size_t max_bytes,
+              const std::function<Status(const uint8_t* data, size_t count)>& sink) const;
+
+ private:
+  Hdf5File(std::filesystem::path path, int64_t id) : path_(std::move(path)), id_(id) {}
+  friend Expected<struct Hdf5ExtractResult> ExtractHdf5(const std::filesystem::path&, const std::filesystem::path&,
+                                                        const std::vector<std::string>&);
+  std::filesystem::path path_;
+  int64_t id_ = -1;  ///< hid_t
+};
+
+struct Hdf5ExtractResult {
+  std::vector<std::string> copied;   ///< normalised paths copied, in the order given
+  std::vector<std::string> missing;  ///< names not found in the input
+  std::vector<std::string> covered;  ///< names already inside another selected operator
+};
+
+/// Copies the named objects (`/op_name` or `/op_name/seqid`; the leading '/' may be left out, a
+/// trailing '/' is ignored) with H5Ocopy into a new file written to a temporary name and renamed
+/// onto `out` once complete. Nothing is written when no name is found.
+Expected<Hdf5ExtractResult> ExtractHdf5(const std::filesystem::path& in, const std::filesystem::path& out,
+                                        const std::vector<std::string>& names);
+
+}  // namespace portkit::accuracy
