@@ -2,11 +2,16 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -95,7 +100,9 @@ class ErrorCapture {
   std::vector<std::string> descs_;
 };
 
-std::string Where(const fs::path& file, const std::string& object) { return file.string() + ": " + object; }
+std::string Where(const fs::path& file, const std::string& object) {
+  return file.string() + ": " + PrintableName(object);
+}
 
 enum class Kind { kGroup, kDataset, kOther, kLink };
 
@@ -334,6 +341,79 @@ bool ParseFlatName(const std::string& name, std::string* role, long long* n) {
 }
 
 }  // namespace
+
+std::string PrintableName(const std::string& name) {
+  std::string out;
+  auto escape = [&](unsigned char c) {
+    static const char* hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (size_t i = 0; i < name.size();) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= name.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(name[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xC2;  // no overlong forms
+    if (!ok) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(name, i, len);
+    i += len;
+  }
+  return out;
+}
+
+Expected<int> RunIsolated(const fs::path& file, const std::vector<fs::path>& tmp_dirs,
+                          const std::function<int(uint64_t* shared)>& work, uint64_t* results) {
+  constexpr size_t kShared = 8 * sizeof(uint64_t);
+  void* mem = ::mmap(nullptr, kShared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return Status(ErrorCode::kInternal, std::string("mmap failed: ") + std::strerror(errno));
+  auto* shared = static_cast<uint64_t*>(mem);
+  std::memset(shared, 0, kShared);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::munmap(mem, kShared);
+    return Status(ErrorCode::kInternal, std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};  // a crash on a corrupt file is expected here: no core file
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    int rc = work(shared);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(rc);
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (results) std::memcpy(results, shared, kShared);
+  ::munmap(mem, kShared);
+  std::string suffix = ".tmp." + std::to_string(pid);
+  for (const fs::path& dir : tmp_dirs) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      std::string n = it->path().filename().string();
+      if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+        fs::remove(it->path(), ec);
+    }
+  }
+  if (WIFSIGNALED(wstatus))
+    return ParseError(file.string() + ": corrupt HDF5 file: the HDF5 library crashed reading it (" +
+                      std::string(strsignal(WTERMSIG(wstatus))) + ")");
+  if (!WIFEXITED(wstatus)) return Status(ErrorCode::kInternal, file.string() + ": worker process lost");
+  return WEXITSTATUS(wstatus);
+}
 
 bool HasHdf5Signature(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

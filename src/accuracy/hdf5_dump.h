@@ -86,6 +86,20 @@ class Hdf5File {
   int64_t id_ = -1;  ///< hid_t
 };
 
+/// Runs `work` in a forked child process and returns its result. HDF5 1.10's decoders can crash
+/// on a corrupt file (seen with flipped bytes in object headers); run in the child, such a crash
+/// ends the child and comes back here as an error naming `file` instead of killing portkit.
+/// `shared` (8 counters, zeroed) is memory the child writes results into; they are copied to
+/// `results` (8 elements, may be null) when the child has ended. Temporary files the
+/// child left in `tmp_dirs` (`*.tmp.<child pid>`, see StreamingFile and ExtractHdf5) are removed.
+/// The caller must be single-threaded; the child writes its own log lines to the console.
+Expected<int> RunIsolated(const std::filesystem::path& file, const std::vector<std::filesystem::path>& tmp_dirs,
+                          const std::function<int(uint64_t* shared)>& work, uint64_t* results);
+
+/// `name` with control characters and bytes that are not UTF-8 written as `\xNN` (names read
+/// from a damaged file end up in messages and file names).
+std::string PrintableName(const std::string& name);
+
 struct Hdf5ExtractResult {
   std::vector<std::string> copied;   ///< normalised paths copied, in the order given
   std::vector<std::string> missing;  ///< names not found in the input

@@ -67,7 +67,8 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, const std::str
   if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
   CsvWriter index({"File", "HDF5 Path", "DType", "Shape", "Stored As"});
   for (const Hdf5Tensor& t : listing->tensors) {
-    std::string name = SafeName(t.op) + "." + SafeName(t.seqid) + "." + t.role + "." + std::to_string(t.index) + "." + type;
+    std::string name = SafeName(PrintableName(t.op)) + "." + SafeName(PrintableName(t.seqid)) + "." + t.role + "." +
+                       std::to_string(t.index) + "." + type;
     auto f = StreamingFile::Create(out / name);
     if (!f.ok()) return f.status();
     bool widened = false;
@@ -87,7 +88,7 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, const std::str
       ++*failed;
       continue;
     }
-    index.AddRow({name, t.path, std::string(DTypeName(t.dtype)), ShapeText(t.shape), t.stored});
+    index.AddRow({name, PrintableName(t.path), std::string(DTypeName(t.dtype)), ShapeText(t.shape), t.stored});
     ++*written;
     *widened_count += widened && type == "npy";
   }
@@ -166,6 +167,13 @@ int ConvertMain(int argc, char** argv, Context& ctx) {
           h5_files.push_back({it->path(), fs::path(out) / rel.replace_extension()});
         }
       std::sort(h5_files.begin(), h5_files.end());
+      // a.h5 and a.hdf5 side by side: keep the extension in the folder names of all but the first.
+      std::set<fs::path> used;
+      for (auto& [path, dir] : h5_files)
+        if (!used.insert(dir).second) {
+          dir += path.extension();
+          used.insert(dir);
+        }
       if (h5_files.empty()) {
         ctx.logger.Error(input + ": neither a portkit dump (no manifest.jsonl) nor a folder with .h5 files");
         return 2;
@@ -181,11 +189,22 @@ int ConvertMain(int argc, char** argv, Context& ctx) {
   fs::create_directories(out, ec);
   size_t written = 0, widened_count = 0, failed = 0, failed_files = 0;
   for (const auto& [path, dir] : h5_files) {
-    Status st = ConvertHdf5File(path, dir, type, ctx, &written, &widened_count, &failed);
-    if (!st.ok()) {
-      ctx.logger.Error(st.message());
-      ++failed_files;
-    }
+    // In a child process: a corrupt file that crashes the HDF5 library fails that file only.
+    uint64_t counts[8] = {};
+    auto rc = RunIsolated(path, {dir}, [&, p = path, d = dir](uint64_t* shared) {
+      size_t w = 0, wide = 0, bad = 0;
+      Status st = ConvertHdf5File(p, d, type, ctx, &w, &wide, &bad);
+      shared[0] = w;
+      shared[1] = wide;
+      shared[2] = bad;
+      if (!st.ok()) ctx.logger.Error(st.message());
+      return st.ok() ? 0 : 1;
+    }, counts);
+    written += counts[0];
+    widened_count += counts[1];
+    failed += counts[2];
+    if (!rc.ok()) ctx.logger.Error(rc.status().message());
+    if (!rc.ok() || *rc != 0) ++failed_files;
   }
   for (const auto& [path, stem] : files) {
     auto f = SafetensorsFile::Open(path);
@@ -230,19 +249,28 @@ int ExtractMain(int argc, char** argv, Context& ctx) {
   if (int rc = Parse(app, argc, argv); rc >= 0) return rc;
   std::error_code ec;
   if (!fs::is_directory(in, ec) && (HasHdf5Extension(in) || HasHdf5Signature(in))) {
-    auto res = ExtractHdf5(in, out, names);
-    if (!res.ok()) {
-      ctx.logger.Error(res.status().message());
+    // In a child process: a corrupt file that crashes the HDF5 library is an error, not a crash.
+    fs::path out_dir = fs::absolute(out, ec).parent_path();
+    auto rc = RunIsolated(in, {out_dir}, [&](uint64_t*) {
+      auto res = ExtractHdf5(in, out, names);
+      if (!res.ok()) {
+        ctx.logger.Error(res.status().message());
+        return 2;
+      }
+      for (const auto& m : res->missing) ctx.logger.Error(in + ": no operator or seqid " + m);
+      for (const auto& c : res->covered) ctx.logger.Warning(c + " is already inside another selected operator");
+      if (res->copied.empty()) {
+        ctx.logger.Error("Nothing to extract: none of the names is in " + in + "; " + out + " not written");
+        return 1;
+      }
+      ctx.logger.Info("Extracted " + std::to_string(res->copied.size()) + " groups into " + out);
+      return res->missing.empty() ? 0 : 1;
+    }, nullptr);
+    if (!rc.ok()) {
+      ctx.logger.Error(rc.status().message());
       return 2;
     }
-    for (const auto& m : res->missing) ctx.logger.Error(in + ": no operator or seqid " + m);
-    for (const auto& c : res->covered) ctx.logger.Warning(c + " is already inside another selected operator");
-    if (res->copied.empty()) {
-      ctx.logger.Error("Nothing to extract: none of the names is in " + in + "; " + out + " not written");
-      return 1;
-    }
-    ctx.logger.Info("Extracted " + std::to_string(res->copied.size()) + " groups into " + out);
-    return res->missing.empty() ? 0 : 1;
+    return *rc;
   }
   auto dump = Dump::Load(in);
   if (!dump.ok()) {
