@@ -264,7 +264,8 @@ Expected<DatasetPlan> PlanDataset(hid_t ds, const std::string& where) {
     int rank = H5Sget_simple_extent_ndims(space.get());
     if (rank < 0) return ParseError(where + ": unreadable dataspace");
     std::vector<hsize_t> dims(static_cast<size_t>(rank));
-    if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) return ParseError(where + ": unreadable dataspace");
+    if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0)
+      return ParseError(where + ": unreadable dataspace");
     uint64_t numel = 1;
     for (hsize_t d : dims) {
       if (d > static_cast<hsize_t>(std::numeric_limits<int64_t>::max()) ||
@@ -432,7 +433,11 @@ Expected<Hdf5File> Hdf5File::Open(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return NotFound(path.string() + ": does not exist");
   if (!fs::is_regular_file(path, ec)) return InvalidArgument(path.string() + ": not a regular file");
+#if H5_VERSION_GE(1, 12, 0)
+  htri_t is = H5Fis_accessible(path.c_str(), H5P_DEFAULT);
+#else
   htri_t is = H5Fis_hdf5(path.c_str());
+#endif
   if (is == 0) return ParseError(path.string() + ": not an HDF5 file (no HDF5 signature)");
   if (is < 0) return ParseError(path.string() + ": cannot read as HDF5" + cap.Detail());
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
@@ -508,7 +513,8 @@ Expected<Hdf5Listing> Hdf5File::List() const {
             if (lg.ok()) self(lg.get(), p, role, depth + 1, self);
             else out.errors.push_back(Where(path_, p) + ": cannot open" + cap.Detail());
           } else {
-            out.skipped.push_back(Where(path_, p) + ": " + KindName(ck) + (ck == Kind::kGroup ? " nested too deep" : ""));
+            out.skipped.push_back(Where(path_, p) + ": " + KindName(ck) +
+                                  (ck == Kind::kGroup ? " nested too deep" : ""));
           }
         }
       };
@@ -626,7 +632,8 @@ Status Hdf5File::Read(const Hdf5Tensor& t, size_t max_bytes,
       count[k] = n;
       hsize_t elems = n * inner;
       Handle mspace(H5Screate_simple(1, &elems, nullptr), H5Sclose);
-      if (!mspace.ok() || H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
+      if (!mspace.ok() ||
+          H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
         return ParseError(where + ": cannot select elements" + cap.Detail());
       if (H5Dread(ds.get(), mem.get(), mspace.get(), fspace.get(), H5P_DEFAULT, buf.data()) < 0)
         return ParseError(where + ": read failed at element " + std::to_string(pos) + " of dimension " +
@@ -644,7 +651,8 @@ Status Hdf5File::Read(const Hdf5Tensor& t, size_t max_bytes,
   }
 }
 
-Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out, const std::vector<std::string>& names) {
+Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
+                                        const std::vector<std::string>& names) {
   auto file = Hdf5File::Open(in);
   if (!file.ok()) return file.status();
   std::error_code ec;

@@ -95,7 +95,8 @@ Expected<Hdf5TypeMapping> MapHdf5Type(const Hdf5TypeInfo& t) {
       std::string tag = Lower(t.tag);
       if (t.size == 2 && (tag.find("bfloat16") != std::string::npos || tag.find("bf16") != std::string::npos))
         return Hdf5TypeMapping{DType::kBF16, false};
-      return Status(ErrorCode::kUnsupported, DescribeHdf5Type(t) + " is not supported (only a 16-bit 'bfloat16' tag is)");
+      return Status(ErrorCode::kUnsupported,
+                    DescribeHdf5Type(t) + " is not supported (only a 16-bit 'bfloat16' tag is)");
     }
     case Hdf5TypeInfo::Class::kOther:
       break;

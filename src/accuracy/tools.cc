@@ -48,7 +48,8 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-constexpr size_t kHdf5ReadChunkBytes = 16u << 20;
+// Read pieces: 16 MiB of elements for .npy; 1 MiB for .txt, whose text is ~6x the binary size.
+constexpr size_t kHdf5NpyChunkBytes = 16u << 20, kHdf5TxtChunkBytes = 1u << 20;
 
 /// Converts every tensor of one HDF5 dump into `out` (see hdf5_dump.h for the layout): files
 /// `{op}.{seqid}.{input|output}.{i}.{npy|txt}` plus `convert_index.csv` mapping each file to its
@@ -76,7 +77,7 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, const std::str
     Status st = type == "npy" ? f->Append(NpyHeader(t.dtype, t.shape)) : Status::Ok();
     std::string piece;
     if (st.ok())
-      st = h5->Read(t, kHdf5ReadChunkBytes, [&](const uint8_t* data, size_t count) {
+      st = h5->Read(t, type == "npy" ? kHdf5NpyChunkBytes : kHdf5TxtChunkBytes, [&](const uint8_t* data, size_t count) {
         piece.clear();
         if (type == "npy") AppendNpyData(t.dtype, data, count, &piece);
         else AppendTxtData(t.dtype, data, count, &piece);

@@ -211,3 +211,27 @@ def test_extract_reports_unknown_names(dump, tmp_path, portkit):
     res = run([portkit, "extract", "-i", str(dump), "-o", str(tmp_path / "none.h5"), "-s", "/relu"])
     assert res.returncode == 1 and "Nothing to extract" in res.stderr
     assert not (tmp_path / "none.h5").exists()
+
+
+CORRUPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "hdf5", "corrupt_datatype.h5")
+
+
+def test_a_file_that_crashes_the_hdf5_library_is_an_error_and_the_folder_goes_on(dump, tmp_path, portkit):
+    """corrupt_datatype.h5: a dump written with h5py 3.7 / HDF5 1.10.8 with one byte of an object
+    header changed (offset 25750, 0x00 -> 0x85), found by flipping bytes; HDF5 1.10.8 segfaults
+    opening the dataset. portkit reads each file in a child process, so this is an error."""
+    res = run([portkit, "convert", "-d", CORRUPT, "-out", str(tmp_path / "one")])
+    assert res.returncode == 1, res.stderr
+    assert CORRUPT in res.stderr
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    (folder / "a_corrupt.h5").write_bytes(open(CORRUPT, "rb").read())
+    (folder / "b_good.h5").write_bytes(dump.read_bytes())
+    res = run([portkit, "convert", "-d", str(folder), "-out", str(tmp_path / "o")])
+    assert res.returncode == 1
+    assert "a_corrupt.h5" in res.stderr
+    b = tensors("conv2d", "2")["output"][0]
+    assert np.array_equal(np.load(str(tmp_path / "o" / "b_good" / "conv2d.2.output.0.npy")), b)
+    res = run([portkit, "extract", "-i", CORRUPT, "-o", str(tmp_path / "e.h5"), "-s", "/add", "/conv2d"])
+    assert res.returncode in (1, 2) and CORRUPT in res.stderr
+    assert not [n for n in os.listdir(tmp_path) if ".tmp." in n]

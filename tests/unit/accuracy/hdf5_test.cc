@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -132,7 +133,8 @@ class Hdf5FileTest : public ::testing::Test {
       std::vector<hsize_t> chunk(dims.size(), 2);
       H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
     }
-    hid_t space = dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    hid_t space = dims.empty() ? H5Screate(H5S_SCALAR)
+                               : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
     hid_t ds = H5Dcreate2(file, path, file_type, space, lcpl, dcpl, H5P_DEFAULT);
     ASSERT_GE(ds, 0) << path;
     ASSERT_GE(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0) << path;
@@ -252,6 +254,41 @@ TEST_F(Hdf5FileTest, NotHdf5AndTruncatedFilesAreErrorsNamingTheFile) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find(cut.string()), std::string::npos);
   EXPECT_NE(b.status().message().find("truncated"), std::string::npos) << b.status().message();
+}
+
+TEST_F(Hdf5FileTest, RunIsolatedTurnsACrashIntoAnErrorAndRemovesItsTemporaryFiles) {
+  uint64_t results[8] = {};
+  auto ok = RunIsolated(dir_ / "a.h5", {dir_}, [](uint64_t* shared) {
+    shared[0] = 42;
+    shared[7] = 7;
+    return 3;
+  }, results);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok, 3);
+  EXPECT_EQ(results[0], 42u);
+  EXPECT_EQ(results[7], 7u);
+
+  fs::path keep = dir_ / "other.npy.tmp.1";  // not the child's: left alone
+  std::ofstream(keep) << "x";
+  auto crashed = RunIsolated(dir_ / "b.h5", {dir_}, [&](uint64_t*) {
+    std::ofstream(dir_ / ("half.npy.tmp." + std::to_string(::getpid()))) << "partial";
+    std::raise(SIGSEGV);
+    return 0;
+  }, nullptr);
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_NE(crashed.status().message().find((dir_ / "b.h5").string()), std::string::npos);
+  EXPECT_NE(crashed.status().message().find("crashed"), std::string::npos);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir_)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"other.npy.tmp.1"});
+}
+
+TEST(Hdf5NamesTest, PrintableNameEscapesControlAndInvalidUtf8Only) {
+  EXPECT_EQ(PrintableName("conv2d"), "conv2d");
+  EXPECT_EQ(PrintableName("\xe5\x8d\xb7\xe7\xa7\xaf"), "\xe5\x8d\xb7\xe7\xa7\xaf");  // valid UTF-8 kept
+  EXPECT_EQ(PrintableName(std::string("a\nb\x01", 4)), "a\\x0ab\\x01");
+  EXPECT_EQ(PrintableName("x\xbd\xff"), "x\\xbd\\xff");
+  EXPECT_EQ(PrintableName("\xe5\x8d"), "\\xe5\\x8d");  // truncated sequence
 }
 
 }  // namespace
