@@ -18,14 +18,12 @@ namespace {
 
 std::map<std::string, double> Compute(const std::vector<double>& n, const std::vector<double>& b,
                                       DType target = DType::kF32, size_t chunk = 3) {
-  auto metrics = MakeMetrics(target);
+  MetricSet metrics(target);
   for (size_t i = 0; i < n.size(); i += chunk) {
     size_t c = std::min(chunk, n.size() - i);
-    for (auto& m : metrics) m->Accumulate(n.data() + i, b.data() + i, c);
+    metrics.Accumulate(n.data() + i, b.data() + i, c);
   }
-  std::map<std::string, double> out;
-  for (auto& m : metrics) out[std::string(m->name())] = m->Finalize();
-  return out;
+  return metrics.Results();
 }
 
 TEST(Metrics, MatchDirectComputation) {
