@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
@@ -57,6 +58,9 @@ def test_dump_has_forward_and_backward_ops_with_exact_tensors(dumps):
     data = safetensors_io.read(str(dumps / "ref" / first["file"]))
     for t in first["tensors"]:
         assert list(data[t["key"]].shape) == t["shape"]
+        raw = data[t["key"]].tobytes() if t["dtype"] != "BF16" else None
+        if raw is not None:
+            assert t["crc32"] == zlib.crc32(raw)
     bf16 = [t for o in manifest(dumps / "tgt") for t in o["tensors"] if t["dtype"] == "BF16"]
     assert bf16, "autocast target should hold bf16 tensors"
 
@@ -303,3 +307,32 @@ def test_extract_copies_the_named_operators(dumps, tmp_path, portkit):
         n in ("aten::softplus", "aten::tanh", "aten::softplus_backward", "aten::tanh_backward") for n in names)
     for o in manifest(tmp_path / "sub"):
         safetensors_io.read(str(tmp_path / "sub" / o["file"]))
+
+
+def test_stats_only_and_acl_json_config(tmp_path, portkit):
+    x = torch.randn(2, 3, 8, 8)
+    m = model()
+    with dumper(dump_path=str(tmp_path / "stats"), stats_only=True):
+        m(x)
+    ops = manifest(tmp_path / "stats")
+    assert ops and all(o["file"] is None for o in ops)
+    conv = next(o for o in ops if o["name"] == "aten::convolution")
+    out = next(t for t in conv["tensors"] if t["key"] == "output.0")
+    with torch.no_grad():
+        y = m[0](x).double()
+    assert abs(out["max"] - float(y.max())) < 1e-5 and abs(out["norm"] - float(y.norm())) < 1e-3
+    assert isinstance(out["crc32"], int)
+    assert not list(tmp_path.glob("stats/*.safetensors"))
+    # The seed's acl.json keys: only addmm, outputs only, into the configured path.
+    acl = tmp_path / "acl.json"
+    acl.write_text(json.dumps({"dump_path": str(tmp_path / "acl"), "dump_mode": "output",
+                               "dump_list": ["addmm"], "dump_op_switch": "on"}))
+    with dumper(config=str(acl)):
+        m(x)
+    ops = manifest(tmp_path / "acl")
+    assert [o["name"] for o in ops] == ["aten::addmm"]
+    assert [t["key"] for t in ops[0]["tensors"]] == ["output.0"]
+    acl.write_text(json.dumps({"dump_path": str(tmp_path / "off"), "dump_op_switch": "off"}))
+    with dumper(config=str(acl)):
+        m(x)
+    assert not (tmp_path / "off").exists()

@@ -14,7 +14,7 @@ Layout of a dump folder:
 so a crash loses at most the operator in flight. Manifest fields: index, name (aten op or module
 path), kind (op|module), phase (forward|backward), module (innermost module path), stack (first
 frame in the user's code), file (or null with stats_only), tensors: [{key, dtype, shape, max, min,
-mean, norm, nan, inf}], overflow (true when an output has inf/nan, or exceeds the fp16 range when
+mean, norm, nan, inf, crc32 (of the tensor's exact little-endian bytes)}], overflow (true when an output has inf/nan, or exceeds the fp16 range when
 computed in fp16).
 
 Options (also from a JSON file with the seed's acl.json keys dump_list, dump_path, dump_mode,
@@ -37,6 +37,7 @@ import os
 import sys
 import threading
 import traceback
+import zlib
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -205,8 +206,10 @@ class _Dumper(TorchDispatchMode):
                 continue
             info = {"key": key, "dtype": dtype, "shape": list(t.shape)}
             info.update(_Stats.of(t))
+            raw = safetensors_io.tensor_bytes(t)
+            info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes, also with stats_only
             entry["tensors"].append(info)
-            records.append((key, dtype, tuple(t.shape), safetensors_io.tensor_bytes(t)))
+            records.append((key, dtype, tuple(t.shape), raw))
         keep_data = not self.stats_only and (not self.check_overflow or overflow)
         if keep_data and records:
             name_file = "op_%06d.safetensors" % self.index
