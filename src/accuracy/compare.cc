@@ -64,20 +64,27 @@ struct TensorStats {
     nonfinite = nonfinite || o.nonfinite;
   }
   void Add(const double* v, size_t c) {
-    double mx[4] = {max, max, max, max}, mn[4] = {min, min, min, min};
-    bool bad = false;
-    for (size_t i = 0; i < c; ++i) {
-      double x = v[i];
-      bad |= !(x - x == 0);  // inf − inf and nan − nan are nan
-      mx[i & 3] = x > mx[i & 3] ? x : mx[i & 3];
-      mn[i & 3] = x < mn[i & 3] ? x : mn[i & 3];
+    // One pass, two lanes of each statistic. A nan is kept out of max/min by the comparisons (the
+    // row then says "inf or nan in the data"); any nan or inf makes the chunk's sum non-finite.
+    double mx0 = max, mx1 = max, mn0 = min, mn1 = min, s0 = 0, s1 = 0, q0 = 0, q1 = 0;
+    size_t i = 0;
+    for (; i + 2 <= c; i += 2) {
+      double a = v[i], b = v[i + 1];
+      mx0 = a > mx0 ? a : mx0, mx1 = b > mx1 ? b : mx1;
+      mn0 = a < mn0 ? a : mn0, mn1 = b < mn1 ? b : mn1;
+      s0 += a, s1 += b, q0 += a * a, q1 += b * b;
     }
-    // A nan is kept out of max/min by the comparisons; the row then says "inf or nan in the data".
-    max = std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3]));
-    min = std::min(std::min(mn[0], mn[1]), std::min(mn[2], mn[3]));
-    sum += LaneSum(c, [&](size_t i) { return v[i]; });
-    sq += LaneSum(c, [&](size_t i) { return v[i] * v[i]; });
-    nonfinite = nonfinite || bad;
+    if (i < c) {
+      double a = v[i];
+      mx0 = a > mx0 ? a : mx0, mn0 = a < mn0 ? a : mn0, s0 += a, q0 += a * a;
+    }
+    double chunk_sum = s0 + s1;
+    max = mx0 > mx1 ? mx0 : mx1;
+    min = mn0 < mn1 ? mn0 : mn1;
+    sum += chunk_sum;
+    sq += q0 + q1;
+    if (!nonfinite && !std::isfinite(chunk_sum))  // rare: confirm (huge finite values can overflow a sum)
+      nonfinite = std::any_of(v, v + c, [](double x) { return !std::isfinite(x); });
     count += c;
   }
   double mean() const { return count ? sum / static_cast<double>(count) : 0; }

@@ -50,21 +50,31 @@ inline double LaneSum(size_t count, F f) {
   return (a0 + a1) + (a2 + a3);
 }
 
-/// Largest of `start` and x[i] for i in [0, count), ignoring nan; `saw_nan` is set when one is seen.
-inline double LaneMax(const double* x, size_t count, double start, bool& saw_nan) {
-  double m[4] = {start, start, start, start};
+/// Largest of `start` and f(i) for i in [0, count), ignoring nan, over four lanes; `saw_nan` is
+/// set when a nan is seen.
+template <typename F>
+inline double LaneMaxOf(size_t count, double start, bool& saw_nan, F f) {
+  double m0 = start, m1 = start, m2 = start, m3 = start;
   bool nan = false;
   size_t i = 0;
-  for (; i + 4 <= count; i += 4)
-    for (size_t k = 0; k < 4; ++k) {
-      double v = x[i + k];
-      nan |= v != v;
-      m[k] = v > m[k] ? v : m[k];
-    }
-  for (; i < count; ++i) nan |= x[i] != x[i], m[0] = x[i] > m[0] ? x[i] : m[0];
+  for (; i + 4 <= count; i += 4) {
+    double v0 = f(i), v1 = f(i + 1), v2 = f(i + 2), v3 = f(i + 3);
+    nan |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);
+    m0 = v0 > m0 ? v0 : m0, m1 = v1 > m1 ? v1 : m1, m2 = v2 > m2 ? v2 : m2, m3 = v3 > m3 ? v3 : m3;
+  }
+  for (; i < count; ++i) {
+    double v = f(i);
+    nan |= v != v;
+    m0 = v > m0 ? v : m0;
+  }
   saw_nan = saw_nan || nan;
-  double a = m[0] > m[1] ? m[0] : m[1], b = m[2] > m[3] ? m[2] : m[3];
+  double a = m0 > m1 ? m0 : m1, b = m2 > m3 ? m2 : m3;
   return a > b ? a : b;
+}
+
+/// LaneMaxOf over an array.
+inline double LaneMax(const double* x, size_t count, double start, bool& saw_nan) {
+  return LaneMaxOf(count, start, saw_nan, [x](size_t i) { return x[i]; });
 }
 
 /// Per-dtype tolerances of the target type (FORMATS.md §2): elements with |B| < small_value are

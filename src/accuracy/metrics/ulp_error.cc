@@ -30,11 +30,8 @@ class MaxUlpError : public Metric {
   }
   std::string_view name() const override { return "MaxULPErr"; }
   void Accumulate(const Chunk& c) override {
-    double m[4] = {max_, max_, max_, max_};
     bool nan = false;
-    for (size_t i = 0; i < c.count; ++i) {
-      double d = c.abs_err[i];
-      nan |= d != d;
+    max_ = LaneMaxOf(c.count, max_, nan, [&](size_t i) {
       uint64_t bits;
       std::memcpy(&bits, &c.b[i], sizeof bits);
       auto exp_field = static_cast<int64_t>((bits >> 52) & 0x7ff);
@@ -42,10 +39,8 @@ class MaxUlpError : public Metric {
       // the type's smallest ulp.
       int64_t e = (exp_field == 0 || exp_field == 0x7ff) ? floor_exp_ + mant_ : exp_field - 1023;
       int64_t ulp_exp = std::max<int64_t>(e - mant_, floor_exp_);
-      double u = d * Pow2(-ulp_exp);
-      m[i & 3] = u > m[i & 3] ? u : m[i & 3];
-    }
-    max_ = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+      return c.abs_err[i] * Pow2(-ulp_exp);  // nan when the error is nan
+    });
     nan_ = nan_ || nan;
   }
   void Merge(const Metric& other) override {
