@@ -41,20 +41,38 @@ def write(path, entries, metadata=None):
             f.write(raw)
 
 
-def read(path):
-    """{key: numpy array} (BF16 widened to float32)."""
+def read_torch(path, keys=None):
+    """{key: torch tensor} with exact dtypes (BF16 kept as bfloat16); only `keys` when given."""
+    import torch
+    out = {}
+    for key, (dtype, arr) in _read_raw(path, keys).items():
+        if dtype == "BF16":
+            out[key] = torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16)
+        else:
+            out[key] = torch.from_numpy(arr.copy())
+    return out
+
+
+def _read_raw(path, keys=None):
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + n])
     out = {}
     for key, info in header.items():
-        if key == "__metadata__":
+        if key == "__metadata__" or (keys is not None and key not in keys):
             continue
         begin, end = info["data_offsets"]
         raw = data[8 + n + begin:8 + n + end]
-        arr = np.frombuffer(raw, dtype=_ST_TO_NUMPY[info["dtype"]]).reshape(info["shape"])
-        if info["dtype"] == "BF16":
+        out[key] = (info["dtype"], np.frombuffer(raw, dtype=_ST_TO_NUMPY[info["dtype"]]).reshape(info["shape"]))
+    return out
+
+
+def read(path):
+    """{key: numpy array} (BF16 widened to float32)."""
+    out = {}
+    for key, (dtype, arr) in _read_raw(path).items():
+        if dtype == "BF16":
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
         out[key] = arr
     return out

@@ -1,10 +1,15 @@
 #include "accuracy/compare.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 
@@ -14,33 +19,28 @@
 #include "core/csv_writer.h"
 #include "core/json_writer.h"
 #include "core/table.h"
+#include "core/thread_pool.h"
 
 namespace portkit::accuracy {
 namespace fs = std::filesystem;
 
-std::vector<std::pair<long, long>> AlignOps(const std::vector<DumpOp>& t, const std::vector<DumpOp>& r) {
-  auto key = [](const DumpOp& op) { return op.name + "|" + op.phase; };
+std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   std::vector<std::pair<long, long>> out;
-  bool same = t.size() == r.size();
-  for (size_t i = 0; same && i < t.size(); ++i) same = key(t[i]) == key(r[i]);
-  if (same) {
-    for (size_t i = 0; i < t.size(); ++i) out.emplace_back(static_cast<long>(i), static_cast<long>(i));
+  if (a == b) {
+    for (size_t i = 0; i < a.size(); ++i) out.emplace_back(static_cast<long>(i), static_cast<long>(i));
     return out;
   }
-  // LCS by dynamic programming on the op keys (bounded: huge dumps fall back to greedy matching).
-  size_t n = t.size(), m = r.size();
+  // LCS by dynamic programming on the keys (bounded: huge dumps fall back to greedy matching).
+  size_t n = a.size(), m = b.size();
   if (n * m > 50'000'000) {
     size_t j = 0;
     for (size_t i = 0; i < n && j < m; ++i) {
       size_t k = j;
-      while (k < m && key(r[k]) != key(t[i])) ++k;
+      while (k < m && b[k] != a[i]) ++k;
       if (k < m) out.emplace_back(static_cast<long>(i), static_cast<long>(k)), j = k + 1;
     }
     return out;
   }
-  std::vector<std::string> a(n), b(m);
-  for (size_t i = 0; i < n; ++i) a[i] = key(t[i]);
-  for (size_t j = 0; j < m; ++j) b[j] = key(r[j]);
   std::vector<std::vector<uint32_t>> dp(n + 1, std::vector<uint32_t>(m + 1, 0));
   for (size_t i = n; i-- > 0;)
     for (size_t j = m; j-- > 0;)
@@ -59,12 +59,32 @@ struct TensorStats {
   double max = -INFINITY, min = INFINITY, sum = 0, sq = 0;
   size_t count = 0;
   bool nonfinite = false;
+  void Merge(const TensorStats& o) {
+    max = std::max(max, o.max), min = std::min(min, o.min), sum += o.sum, sq += o.sq, count += o.count;
+    nonfinite = nonfinite || o.nonfinite;
+  }
   void Add(const double* v, size_t c) {
-    for (size_t i = 0; i < c; ++i) {
-      double x = v[i];
-      if (!std::isfinite(x)) nonfinite = true;
-      max = std::max(max, x), min = std::min(min, x), sum += x, sq += x * x;
+    // One pass, two lanes of each statistic. A nan is kept out of max/min by the comparisons (the
+    // row then says "inf or nan in the data"); any nan or inf makes the chunk's sum non-finite.
+    double mx0 = max, mx1 = max, mn0 = min, mn1 = min, s0 = 0, s1 = 0, q0 = 0, q1 = 0;
+    size_t i = 0;
+    for (; i + 2 <= c; i += 2) {
+      double a = v[i], b = v[i + 1];
+      mx0 = a > mx0 ? a : mx0, mx1 = b > mx1 ? b : mx1;
+      mn0 = a < mn0 ? a : mn0, mn1 = b < mn1 ? b : mn1;
+      s0 += a, s1 += b, q0 += a * a, q1 += b * b;
     }
+    if (i < c) {
+      double a = v[i];
+      mx0 = a > mx0 ? a : mx0, mn0 = a < mn0 ? a : mn0, s0 += a, q0 += a * a;
+    }
+    double chunk_sum = s0 + s1;
+    max = mx0 > mx1 ? mx0 : mx1;
+    min = mn0 < mn1 ? mn0 : mn1;
+    sum += chunk_sum;
+    sq += q0 + q1;
+    if (!nonfinite && !std::isfinite(chunk_sum))  // rare: confirm (huge finite values can overflow a sum)
+      nonfinite = std::any_of(v, v + c, [](double x) { return !std::isfinite(x); });
     count += c;
   }
   double mean() const { return count ? sum / static_cast<double>(count) : 0; }
@@ -85,30 +105,83 @@ std::string Shape(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-/// Opened safetensors files, one per op file (only the last few stay open).
-class Files {
- public:
-  explicit Files(fs::path dir) : dir_(std::move(dir)) {}
-  Expected<const SafetensorsFile*> Get(const std::string& name) {
-    if (auto it = open_.find(name); it != open_.end()) return &it->second;
-    if (open_.size() > 64) open_.clear();
-    auto f = SafetensorsFile::Open(dir_ / name);
-    if (!f.ok()) return f.status();
-    return &open_.emplace(name, std::move(*f)).first->second;
-  }
-
- private:
-  fs::path dir_;
-  std::map<std::string, SafetensorsFile> open_;
-};
+constexpr size_t kCsvColumns = 22;
 
 struct Row {
-  std::vector<std::string> cells;
-  std::string verdict;
-  std::map<std::string, double> extra;
+  std::vector<std::string> cells;  ///< the CSV row (verdict and message filled last)
+  std::string verdict, error;
+  std::map<std::string, double> extra;  ///< metrics beyond the CSV's (JSON only)
   long target_op = -1;
-  bool output = false;
+  bool output = false;   ///< an output tensor (or a replayed output)
+  bool replay = false;   ///< the target op's output recomputed from the reference inputs
+  bool pending = false;  ///< its metrics are computed from tensor data
+  DType tdtype = DType::kUnknown;
 };
+
+/// Fills a row's metric and statistic cells and its verdict. Floating types: the seed's rules
+/// (No when Cosine < 0.99 and MaxAbsErr > 0.001, Cosine < 0.9, MaxAbsErr > 1, or nan/inf).
+/// Integer and bool tensors must match exactly.
+void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorStats& rs, Row& row) {
+  std::map<std::string, double> values = metric_set.Results();
+  const char* cols[] = {"Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
+                        "Five Thousandths Err Ratio"};
+  for (size_t i = 0; i < 6; ++i) row.cells[6 + i] = Num(values[cols[i]]);
+  for (const char* x : {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr", "SmallValueErrRatio"})
+    row.extra[x] = values[x];
+  std::string stats[] = {Num(ts.max), Num(ts.min), Num(ts.mean()), Num(ts.norm()),
+                         Num(rs.max), Num(rs.min), Num(rs.mean()), Num(rs.norm())};
+  for (size_t i = 0; i < 8; ++i) row.cells[12 + i] = stats[i];
+  double cos = values["Cosine"], mae = values["MaxAbsErr"];
+  bool nonfinite = ts.nonfinite || rs.nonfinite;
+  bool bad;
+  if (!IsFloating(row.tdtype)) {
+    bad = mae != 0;
+    if (bad) row.error = "integer data differ";
+  } else {
+    bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || nonfinite || (cos < 0.99 && mae > 0.001) ||
+          cos < 0.9 || mae > 1;
+  }
+  row.verdict = bad ? "No" : "Yes";
+  if (nonfinite) row.error = "inf or nan in the data";
+}
+
+/// The first operator whose *own* error crosses the threshold, and on what that is judged.
+struct Divergence {
+  long first_local = -1;     ///< target op index
+  long first_mismatch = -1;  ///< the earliest op with any output judged No
+  std::string basis;         ///< "replay", "inputs matched", "outputs only" or "" (none)
+};
+
+/// Per target op in execution order: with replayed outputs, the op is local when a replayed
+/// output is No (its inputs were the reference's); otherwise when an output is No while every
+/// compared input is Yes; an op with no compared inputs is judged by its outputs alone.
+Divergence FindDivergence(const std::vector<Row>& rows) {
+  struct OpVerdicts {
+    bool replayed = false, replay_bad = false, output_bad = false, inputs_seen = false, inputs_ok = true;
+  };
+  std::map<long, OpVerdicts> by_op;
+  for (const auto& r : rows) {
+    if (r.target_op < 0 || (r.verdict != "Yes" && r.verdict != "No")) continue;
+    OpVerdicts& v = by_op[r.target_op];
+    bool bad = r.verdict == "No";
+    if (r.replay) v.replayed = true, v.replay_bad = v.replay_bad || bad;
+    else if (r.output) v.output_bad = v.output_bad || bad;
+    else v.inputs_seen = true, v.inputs_ok = v.inputs_ok && !bad;
+  }
+  Divergence d;
+  for (const auto& [index, v] : by_op) {  // std::map: execution order of the target
+    if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
+    if (d.first_local >= 0) continue;
+    if (v.replayed) {
+      if (v.replay_bad) d.first_local = index, d.basis = "replay";
+    } else if (v.output_bad && v.inputs_seen && v.inputs_ok) {
+      d.first_local = index, d.basis = "inputs matched";
+    } else if (v.output_bad && !v.inputs_seen) {
+      d.first_local = index, d.basis = "outputs only";
+    }
+  }
+  return d;
+}
 
 std::string Html(const std::string& s) {
   std::string out;
@@ -126,7 +199,7 @@ std::string Html(const std::string& s) {
 std::string ReportHtml(const std::vector<Row>& rows, const std::string& divergence) {
   std::vector<std::pair<std::string, double>> series;  // name, 1 - cosine
   for (const auto& r : rows) {
-    if (!r.output || (r.verdict != "Yes" && r.verdict != "No")) continue;
+    if (!r.output || r.replay || (r.verdict != "Yes" && r.verdict != "No")) continue;
     double cos = std::atof(r.cells[6].c_str());
     if (r.cells[6] == "nan") cos = -1;
     series.emplace_back(r.cells[0], 1.0 - cos);
@@ -166,13 +239,125 @@ std::string ReportHtml(const std::vector<Row>& rows, const std::string& divergen
 
 }  // namespace
 
+namespace {
+
+/// One tensor comparison whose metrics still have to be computed.
+struct PendingPair {
+  size_t row = 0;
+  std::filesystem::path tfile, rfile;
+  std::string tkey, rkey;
+  DType tdtype = DType::kUnknown, rdtype = DType::kUnknown;
+  uint64_t numel = 0;
+};
+
+/// Metrics and statistics of one element range of a pending pair.
+struct Partial {
+  std::unique_ptr<MetricSet> metrics;
+  TensorStats ts, rs;
+  std::string error;
+};
+
+/// Opened safetensors files of one worker (only the last few stay mapped).
+class FileCache {
+ public:
+  Expected<const SafetensorsFile*> Get(const fs::path& path) {
+    if (auto it = open_.find(path); it != open_.end()) return &it->second;
+    if (open_.size() > 16) open_.clear();
+    auto f = SafetensorsFile::Open(path);
+    if (!f.ok()) return f.status();
+    return &open_.emplace(path, std::move(*f)).first->second;
+  }
+
+ private:
+  std::map<fs::path, SafetensorsFile> open_;
+};
+
+constexpr uint64_t kRangeElements = uint64_t{1} << 22;  // a unit of parallel work (16 MB of fp32)
+
+/// Drops the mapped pages of a range already read from this process (they stay in the page
+/// cache), so memory use stays flat however large the dumps are.
+void ReleasePages(const uint8_t* data, size_t bytes) {
+  auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache& tcache, FileCache& rcache,
+                  std::vector<double>& nbuf, std::vector<double>& bbuf, Partial& out) {
+  auto tf = tcache.Get(p.tfile);
+  auto rf = rcache.Get(p.rfile);
+  if (!tf.ok() || !rf.ok()) {
+    out.error = !tf.ok() ? tf.status().message() : rf.status().message();
+    return;
+  }
+  const TensorInfo& ta = (*tf)->tensors().at(p.tkey);
+  const TensorInfo& ra = (*rf)->tensors().at(p.rkey);
+  out.metrics = std::make_unique<MetricSet>(p.tdtype);
+  size_t te = DTypeSize(p.tdtype), re = DTypeSize(p.rdtype);
+  for (uint64_t at = begin; at < end; at += nbuf.size()) {
+    size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), end - at));
+    DecodeToDouble(p.tdtype, (*tf)->Data(ta) + at * te, c, nbuf.data());
+    DecodeToDouble(p.rdtype, (*rf)->Data(ra) + at * re, c, bbuf.data());
+    out.metrics->Accumulate(nbuf.data(), bbuf.data(), c);
+    out.ts.Add(nbuf.data(), c);
+    out.rs.Add(bbuf.data(), c);
+  }
+  ReleasePages((*tf)->Data(ta) + begin * te, (end - begin) * te);
+  ReleasePages((*rf)->Data(ra) + begin * re, (end - begin) * re);
+}
+
+bool IsOutputKey(const std::string& key) { return key.rfind("output", 0) == 0; }
+bool IsReplayKey(const std::string& key) { return key.rfind("replay.", 0) == 0; }
+
+/// `target,reference` operator names, one pair a line (`#` comments; a header line naming the
+/// columns is allowed).
+Expected<std::map<std::string, std::string>> LoadMapping(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound(path + ": cannot open the mapping file");
+  std::map<std::string, std::string> out;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    auto comma = line.find(',');
+    if (comma == std::string::npos)
+      return ParseError(path + ":" + std::to_string(line_no) + ": expected `target_op,reference_op`");
+    std::string t = line.substr(0, comma), r = line.substr(comma + 1);
+    if (line_no == 1 && t == "target" && r == "reference") continue;
+    if (t.empty() || r.empty())
+      return ParseError(path + ":" + std::to_string(line_no) + ": empty operator name");
+    out[t] = r;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string OpMatchKey(const DumpOp& op, bool with_shapes) {
+  std::string k = op.name + "|" + op.phase;
+  if (!with_shapes) return k;
+  for (const auto& t : op.tensors)
+    if (IsOutputKey(t.key)) k += "|" + Shape(t.shape);
+  return k;
+}
+
 int CompareMain(int argc, char** argv, Context& ctx) {
-  std::string ref_dir, target_dir, out_dir;
+  std::string ref_dir, target_dir, out_dir, mapping_path, match = "name+shape";
+  int jobs = ctx.jobs;
   CLI::App app{"Compare an operator-level dump of a target run against a reference run (dumps written by "
                "portkit.torch.dumper).", "portkit compare"};
   app.add_option("reference", ref_dir, "the reference dump (e.g. fp32 on CPU/GPU)")->required();
   app.add_option("target", target_dir, "the target dump (e.g. bf16 on the accelerator)")->required();
-  app.add_option("-o,--output", out_dir, "folder for compare_result.csv / .json")->required();
+  app.add_option("-o,--output", out_dir, "folder for compare_result.csv / .json / compare_report.html")->required();
+  app.add_option("--mapping", mapping_path,
+                 "CSV of renamed operators, `target_op,reference_op` a line (target names are mapped before matching)");
+  app.add_option("--match", match, "operator matching key: name (name and phase) or name+shape (also output shapes)")
+      ->check(CLI::IsMember({"name", "name+shape"}))
+      ->capture_default_str();
+  app.add_option("-j,--jobs", jobs, "worker threads (default: one per core)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,22 +372,42 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   }
   for (const auto* d : {&*ref, &*tgt})
     if (!d->warning.empty()) log.Warning(d->warning);
+  std::map<std::string, std::string> mapping;
+  if (!mapping_path.empty()) {
+    auto m = LoadMapping(mapping_path);
+    if (!m.ok()) {
+      log.Error(m.status().message());
+      return 2;
+    }
+    mapping = std::move(*m);
+  }
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) {
     log.Error("cannot create " + out_dir + ": " + ec.message());
     return 2;
   }
-  auto pairs = AlignOps(tgt->ops, ref->ops);
+  // Matching: target names renamed through the mapping, then aligned on the chosen key.
+  bool with_shapes = match == "name+shape";
+  std::vector<std::string> tkeys, rkeys;
+  for (const auto& op : tgt->ops) {
+    DumpOp renamed = op;
+    if (auto it = mapping.find(op.name); it != mapping.end()) renamed.name = it->second;
+    tkeys.push_back(OpMatchKey(renamed, with_shapes));
+  }
+  for (const auto& op : ref->ops) rkeys.push_back(OpMatchKey(op, with_shapes));
+  auto pairs = AlignKeys(tkeys, rkeys);
   log.Info("Matched " + std::to_string(pairs.size()) + " operators (target " + std::to_string(tgt->ops.size()) +
-           ", reference " + std::to_string(ref->ops.size()) + ").");
-  Files tfiles(tgt->dir), rfiles(ref->dir);
+           ", reference " + std::to_string(ref->ops.size()) + ", key " + match +
+           (mapping.empty() ? "" : ", " + std::to_string(mapping.size()) + " renames") + ").");
+
   std::vector<Row> rows;
-  std::vector<double> nbuf(1 << 14), bbuf(1 << 14);
+  std::vector<PendingPair> pending;
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
   std::vector<char> matched_t(tgt->ops.size(), 0), matched_r(ref->ops.size(), 0);
+  FileCache header_cache_t, header_cache_r;
   for (auto [ti, ri] : pairs) {
     matched_t[static_cast<size_t>(ti)] = matched_r[static_cast<size_t>(ri)] = 1;
     const DumpOp& top = tgt->ops[static_cast<size_t>(ti)];
@@ -210,70 +415,109 @@ int CompareMain(int argc, char** argv, Context& ctx) {
     for (const auto& tt : top.tensors) {
       Row row;
       row.target_op = ti;
-      row.output = tt.key.rfind("output", 0) == 0;
-      auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == tt.key; });
-      std::string err;
-      std::vector<std::string> metrics(6, "N/A"), tstats(4, "N/A"), rstats(4, "N/A");
-      std::string verdict = "Unmatched";
-      if (rit == rop.tensors.end()) {
-        err = "no tensor " + tt.key + " in the reference op";
-      } else if (rit->shape != tt.shape) {
-        err = "shape mismatch";
-      } else if (top.file.empty() || rop.file.empty()) {
-        err = "stats-only dump: no tensor data";
-        verdict = "N/A";
-      } else {
-        auto tf = tfiles.Get(top.file);
-        auto rf = rfiles.Get(rop.file);
-        if (!tf.ok() || !rf.ok()) {
-          err = !tf.ok() ? tf.status().message() : rf.status().message();
-        } else {
-          const auto& tmap = (*tf)->tensors();
-          const auto& rmap = (*rf)->tensors();
-          auto ta = tmap.find(tt.key), ra = rmap.find(tt.key);
-          if (ta == tmap.end() || ra == rmap.end() || ta->second.numel() != ra->second.numel()) {
-            err = "tensor data missing or of another size";
-          } else {
-            DType tdt = ta->second.dtype;
-            auto metric_set = MakeMetrics(tdt);
-            TensorStats ts, rs;
-            uint64_t total = ta->second.numel();
-            size_t te = DTypeSize(tdt), re = DTypeSize(ra->second.dtype);
-            for (uint64_t at = 0; at < total; at += nbuf.size()) {
-              size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), total - at));
-              DecodeToDouble(tdt, (*tf)->Data(ta->second) + at * te, c, nbuf.data());
-              DecodeToDouble(ra->second.dtype, (*rf)->Data(ra->second) + at * re, c, bbuf.data());
-              for (auto& m : metric_set) m->Accumulate(nbuf.data(), bbuf.data(), c);
-              ts.Add(nbuf.data(), c);
-              rs.Add(bbuf.data(), c);
-            }
-            std::map<std::string, double> values;
-            for (auto& m : metric_set) values[std::string(m->name())] = m->Finalize();
-            const char* cols[] = {"Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                                  "Five Thousandths Err Ratio"};
-            for (int i = 0; i < 6; ++i) metrics[static_cast<size_t>(i)] = Num(values[cols[i]]);
-            for (const char* x : {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr"}) row.extra[x] = values[x];
-            tstats = {Num(ts.max), Num(ts.min), Num(ts.mean()), Num(ts.norm())};
-            rstats = {Num(rs.max), Num(rs.min), Num(rs.mean()), Num(rs.norm())};
-            double cos = values["Cosine"], mae = values["MaxAbsErr"];
-            bool bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || ts.nonfinite || rs.nonfinite ||
-                       (cos < 0.99 && mae > 0.001) || cos < 0.9 || mae > 1;
-            verdict = bad ? "No" : "Yes";
-            if (ts.nonfinite || rs.nonfinite) err = "inf or nan in the data";
-          }
-        }
-      }
-      row.verdict = verdict;
+      row.replay = IsReplayKey(tt.key);
+      std::string rkey = row.replay ? tt.key.substr(7) : tt.key;
+      row.output = IsOutputKey(rkey);
+      auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == rkey; });
       row.cells = {label(top, tt.key), rit == rop.tensors.end() ? "N/A" : label(rop, rit->key), tt.dtype,
                    rit == rop.tensors.end() ? "N/A" : rit->dtype, Shape(tt.shape),
                    rit == rop.tensors.end() ? "N/A" : Shape(rit->shape)};
-      row.cells.insert(row.cells.end(), metrics.begin(), metrics.end());
-      row.cells.insert(row.cells.end(), tstats.begin(), tstats.end());
-      row.cells.insert(row.cells.end(), rstats.begin(), rstats.end());
-      row.cells.push_back(verdict);
-      row.cells.push_back(err);
+      row.cells.resize(kCsvColumns, "N/A");
+      row.verdict = "Unmatched";
+      if (rit == rop.tensors.end()) {
+        row.error = "no tensor " + rkey + " in the reference op";
+      } else if (rit->shape != tt.shape) {
+        row.error = "shape mismatch";
+      } else if (top.file.empty() || rop.file.empty()) {
+        row.error = "stats-only dump: no tensor data";
+        row.verdict = "N/A";
+      } else {
+        auto tf = header_cache_t.Get(tgt->dir / top.file);
+        auto rf = header_cache_r.Get(ref->dir / rop.file);
+        if (!tf.ok() || !rf.ok()) {
+          row.error = !tf.ok() ? tf.status().message() : rf.status().message();
+        } else {
+          auto ta = (*tf)->tensors().find(tt.key);
+          auto ra = (*rf)->tensors().find(rkey);
+          if (ta == (*tf)->tensors().end() || ra == (*rf)->tensors().end() ||
+              ta->second.numel() != ra->second.numel()) {
+            row.error = "tensor data missing or of another size";
+          } else if (DTypeSize(ta->second.dtype) == 0 || DTypeSize(ra->second.dtype) == 0) {
+            row.error = "unsupported element type";
+          } else {
+            PendingPair p;
+            p.row = rows.size();
+            p.tfile = tgt->dir / top.file, p.rfile = ref->dir / rop.file;
+            p.tkey = tt.key, p.rkey = rkey;
+            p.tdtype = ta->second.dtype, p.rdtype = ra->second.dtype;
+            p.numel = ta->second.numel();
+            row.tdtype = p.tdtype;
+            row.pending = true;
+            pending.push_back(std::move(p));
+          }
+        }
+      }
       rows.push_back(std::move(row));
     }
+  }
+  // Metrics: every pending pair split into element ranges, computed in parallel, merged in order
+  // (so the sums, and the results, do not depend on the number of threads).
+  struct Job {
+    size_t pair;
+    uint64_t begin, end;
+  };
+  std::vector<Job> work;
+  uint64_t total_bytes = 0;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const auto& p = pending[i];
+    total_bytes += p.numel * (DTypeSize(p.tdtype) + DTypeSize(p.rdtype));
+    for (uint64_t b = 0; b < p.numel || b == 0; b += kRangeElements) {
+      work.push_back({i, b, std::min(p.numel, b + kRangeElements)});
+      if (p.numel == 0) break;
+    }
+  }
+  std::vector<Partial> partials(work.size());
+  {
+    ThreadPool pool(jobs > 0 ? jobs : ThreadPool::DefaultThreads());
+    std::vector<FileCache> tcaches(static_cast<size_t>(pool.size())), rcaches(static_cast<size_t>(pool.size()));
+    std::vector<std::vector<double>> nbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
+    std::vector<std::vector<double>> bbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
+    // Progress only for large comparisons, about every tenth of the work.
+    bool show_progress = total_bytes >= (uint64_t{256} << 20) && work.size() >= 10;
+    size_t report_every = std::max<size_t>(1, work.size() / 10);
+    std::atomic<size_t> done{0};
+    log.Info("Comparing " + std::to_string(pending.size()) + " tensor pairs (" +
+             std::to_string(total_bytes / 1'000'000) + " MB) on " + std::to_string(pool.size()) + " threads.");
+    pool.ParallelFor(work.size(), [&](int w, size_t i) {
+      auto wi = static_cast<size_t>(w);
+      const Job& job = work[i];
+      ComputeRange(pending[job.pair], job.begin, job.end, tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], partials[i]);
+      size_t d = ++done;
+      if (show_progress && d % report_every == 0 && d < work.size())
+        log.Info(Progress::Percent(d, work.size()) + "comparing tensors");
+    });
+  }
+  for (size_t i = 0; i < work.size();) {
+    const PendingPair& p = pending[work[i].pair];
+    Row& row = rows[p.row];
+    Partial merged = std::move(partials[i]);
+    for (++i; i < work.size() && &pending[work[i].pair] == &p; ++i) {
+      Partial& next = partials[i];
+      if (!next.error.empty() && merged.error.empty()) merged.error = next.error;
+      if (merged.error.empty()) {
+        merged.metrics->Merge(*next.metrics);
+        merged.ts.Merge(next.ts), merged.rs.Merge(next.rs);
+      }
+    }
+    if (!merged.error.empty()) {
+      row.error = merged.error;
+      continue;
+    }
+    FinishRow(*merged.metrics, merged.ts, merged.rs, row);
+  }
+  for (auto& row : rows) {
+    row.cells[kCsvColumns - 2] = row.verdict;
+    row.cells[kCsvColumns - 1] = row.error;
   }
   // Operators of one run with no counterpart in the other.
   auto unmatched = [&](const Dump& d, const std::vector<char>& seen, bool target) {
@@ -281,53 +525,65 @@ int CompareMain(int argc, char** argv, Context& ctx) {
       if (seen[i]) continue;
       Row row;
       std::string l = label(d.ops[i], "*");
-      row.cells = {target ? l : "N/A", target ? "N/A" : l, "N/A", "N/A", "N/A", "N/A"};
-      for (int k = 0; k < 14; ++k) row.cells.push_back("N/A");
-      row.cells.push_back("Unmatched");
-      row.cells.push_back(target ? "no matching operator in the reference" : "no matching operator in the target");
-      row.verdict = "Unmatched";
+      row.cells = {target ? l : "N/A", target ? "N/A" : l};
+      row.cells.resize(kCsvColumns, "N/A");
+      row.verdict = row.cells[kCsvColumns - 2] = "Unmatched";
+      row.error = row.cells[kCsvColumns - 1] =
+          target ? "no matching operator in the reference" : "no matching operator in the target";
       rows.push_back(std::move(row));
     }
   };
   unmatched(*tgt, matched_t, true);
   unmatched(*ref, matched_r, false);
 
+  Divergence div = FindDivergence(rows);
   CsvWriter csv({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
                  "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
                  "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
                  "Bench min", "Bench mean", "Bench l2norm", "Accuracy Reached or Not", "Err_message"});
   std::map<std::string, size_t> verdicts;
-  long first_divergence = -1;
   for (const auto& r : rows) {
     csv.AddRow(r.cells);
     ++verdicts[r.verdict];
-    if (r.verdict == "No" && r.output && (first_divergence < 0 || r.target_op < first_divergence))
-      first_divergence = r.target_op;
   }
   JsonWriter j;
   j.BeginObject();
-  j.Key("reference").String(ref_dir).Key("target").String(target_dir);
-  j.Key("first_divergence");
-  if (first_divergence >= 0) {
-    const DumpOp& op = tgt->ops[static_cast<size_t>(first_divergence)];
+  j.Key("reference").String(ref_dir).Key("target").String(target_dir).Key("match").String(match);
+  auto op_json = [&](long index, const char* key) {
+    j.Key(key);
+    if (index < 0) {
+      j.Null();
+      return;
+    }
+    const DumpOp& op = tgt->ops[static_cast<size_t>(index)];
     j.BeginObject().Key("index").Int(op.index).Key("name").String(op.name).Key("phase").String(op.phase)
         .Key("module").String(op.module).Key("stack").String(op.stack).EndObject();
-  } else {
-    j.Null();
-  }
+  };
+  op_json(div.first_local, "first_divergence");
+  j.Key("first_divergence_basis").String(div.basis);
+  op_json(div.first_mismatch, "first_mismatching_output");
+  j.Key("verdicts").BeginObject();
+  for (const auto& [v, n] : verdicts) j.Key(v).Int(static_cast<int64_t>(n));
+  j.EndObject();
   j.Key("rows").BeginArray();
   for (const auto& r : rows) {
     j.BeginObject();
     j.Key("npu_name").String(r.cells[0]).Key("bench_name").String(r.cells[1]).Key("verdict").String(r.verdict);
+    j.Key("replay").Bool(r.replay);
     for (const auto& [k, v] : r.extra) j.Key(k).Double(v);
-    j.Key("err_message").String(r.cells.back());
+    if (r.pending && r.error.empty()) {
+      Tolerance tol = ToleranceFor(r.tdtype);
+      j.Key("ulp_threshold").Double(tol.ulp).Key("ulp_within_threshold").Bool(r.extra.at("MaxULPErr") <= tol.ulp);
+    }
+    j.Key("err_message").String(r.error);
     j.EndObject();
   }
   j.EndArray().EndObject();
   std::string divergence;
-  if (first_divergence >= 0) {
-    const DumpOp& op = tgt->ops[static_cast<size_t>(first_divergence)];
-    divergence = op.name + " (" + op.phase + ", #" + std::to_string(op.index) + (op.stack.empty() ? "" : ", " + op.stack) + ")";
+  if (div.first_local >= 0) {
+    const DumpOp& op = tgt->ops[static_cast<size_t>(div.first_local)];
+    divergence = op.name + " (" + op.phase + ", #" + std::to_string(op.index) +
+                 (op.stack.empty() ? "" : ", " + op.stack) + "; " + div.basis + ")";
   }
   Status st = WriteFileAtomic(fs::path(out_dir) / "compare_result.csv", csv.str());
   if (st.ok()) st = WriteFileAtomic(fs::path(out_dir) / "compare_result.json", j.str());

@@ -8,9 +8,13 @@
 
 namespace portkit::accuracy {
 
-/// Pairs of op indices (target, reference) aligned by name and phase: identical sequences pair
-/// 1:1, otherwise a longest common subsequence (extra casts or fused ops stay unmatched).
-std::vector<std::pair<long, long>> AlignOps(const std::vector<DumpOp>& target, const std::vector<DumpOp>& ref);
+/// Pairs of indices (target, reference) of equal match keys: identical sequences pair 1:1,
+/// otherwise a longest common subsequence (extra casts or fused ops stay unmatched).
+std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& target,
+                                             const std::vector<std::string>& reference);
+
+/// An operator's match key: `name|phase`, followed by its output shapes when `with_shapes`.
+std::string OpMatchKey(const DumpOp& op, bool with_shapes);
 
 int CompareMain(int argc, char** argv, Context& ctx);
 

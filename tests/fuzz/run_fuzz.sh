@@ -26,11 +26,11 @@ fi
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPORTKIT_FUZZ=ON -DPORTKIT_BUILD_TESTS=OFF -DPORTKIT_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" --target python_frontend_fuzz trace_import_fuzz -j "$JOBS"
+cmake --build "$BUILD" --target python_frontend_fuzz trace_import_fuzz tensor_reader_fuzz -j "$JOBS"
 
 # Each target fuzzes for FUZZ_SECONDS on its own corpus (seeds copied, the checked-in ones untouched).
 status=0
-for spec in python_frontend_fuzz:python trace_import_fuzz:traces; do
+for spec in python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors; do
   target=${spec%%:*}
   seeds=${spec##*:}
   FUZZER="$BUILD/tests/fuzz/$target"

@@ -98,5 +98,31 @@ for trace in tests/data/traces/kineto/*.json.gz tests/data/traces/ascend/trace_v
   prof_case "$trace"
 done
 
+# compare: the hand-made dump pair (tests/fixtures/accuracy/make_fixture.py) → the three reports.
+compare_case() {  # name [args...]
+  local name=$1
+  shift
+  local out="$tmp/$name"
+  if ! "$PORTKIT" compare tests/fixtures/accuracy/ref tests/fixtures/accuracy/tgt -o "$out" -j 2 "$@" \
+       >"$out.stdout" 2>"$out.stderr"; then
+    echo "FAIL $name: portkit compare exited non-zero"; cat "$out.stderr"; fail=$((fail + 1)); return
+  fi
+  cp "$out.stdout" "$out/stdout.txt"
+  local expected="tests/golden/$name"
+  if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
+    rm -rf "$expected" && mkdir -p "$expected" && cp "$out"/* "$expected/"
+    echo "updated $expected"
+    return
+  fi
+  local ok=1
+  for f in "$out"/*; do
+    diff -u "$expected/$(basename "$f")" "$f" >"$out.diff" 2>&1 ||
+      { echo "FAIL $name: $(basename "$f") differs from the golden copy"; head -20 "$out.diff"; ok=0; }
+  done
+  if [ $ok = 1 ]; then pass=$((pass + 1)); echo "ok   $name"; else fail=$((fail + 1)); fi
+}
+compare_case compare_fixture
+compare_case compare_fixture_match_name --match name
+
 echo "golden: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -14,19 +14,30 @@ Layout of a dump folder:
 so a crash loses at most the operator in flight. Manifest fields: index, name (aten op or module
 path), kind (op|module), phase (forward|backward), module (innermost module path), stack (first
 frame in the user's code), file (or null with stats_only), tensors: [{key, dtype, shape, max, min,
-mean, norm, nan, inf}], overflow (true when an output has inf/nan, or exceeds the fp16 range when
+mean, norm, nan, inf, crc32 (of the tensor's exact little-endian bytes)}], overflow (true when an output has inf/nan, or exceeds the fp16 range when
 computed in fp16).
 
 Options (also from a JSON file with the seed's acl.json keys dump_list, dump_path, dump_mode,
 dump_op_switch): dump_mode input|output|all, dump_list (names: an op is kept when its name contains
 one), check_overflow (print overflowing operators as they happen; keep tensor data only for them),
-stats_only. load_file_path/use_load (replay) are accepted and not implemented yet.
+stats_only.
+
+Replay (the seed's load_file_path + use_load): with use_load=True and load_file_path=REFERENCE_DUMP
+(a dump holding inputs, dump_mode "all" or "input"), every recorded operator is run a second time
+on this run's device and dtypes with its tensor inputs taken from the reference dump, and those
+outputs are kept as `replay.output.N`. The reference operator is the one with the same name and
+phase at the same occurrence (the k-th aten::addmm backward here is the k-th there), so extra casts
+in one run do not shift the pairing. The live computation is untouched. `portkit compare` uses the
+replayed outputs to tell an operator's own (local) error from the error it inherits. Manifest
+field `replay`: {"status": "ok", "reference_index": i} or {"status": "skipped", "reason": ...}.
+Random operators (dropout) replay with other random numbers and so always look different.
 """
 import json
 import os
 import sys
 import threading
 import traceback
+import zlib
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -65,8 +76,53 @@ def _flatten(value, out):
     return out
 
 
+def _replace(value, tensors):
+    """`value` with its tensors (in _flatten's order) taken from the iterator `tensors`."""
+    if isinstance(value, torch.Tensor):
+        return next(tensors)
+    if isinstance(value, (list, tuple)):
+        items = [_replace(v, tensors) for v in value]
+        return type(value)(items) if isinstance(value, list) or type(value) is tuple else type(value)(*items)
+    if isinstance(value, dict):
+        return {k: _replace(v, tensors) for k, v in value.items()}
+    return value
+
+
+class _Reference:
+    """The reference dump for replay: its operators by (name, phase) in execution order."""
+
+    def __init__(self, path):
+        self.path = path
+        manifest = os.path.join(path, "manifest.jsonl")
+        if not os.path.isfile(manifest):
+            raise FileNotFoundError("load_file_path %s: no manifest.jsonl (not a portkit dump)" % path)
+        self.ops = {}
+        with open(manifest, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    break  # a crash mid-write: the valid part is used
+                self.ops.setdefault((entry["name"], entry["phase"]), []).append(entry)
+        self.seen = {}
+
+    def next(self, name, phase):
+        k = self.seen.get((name, phase), 0)
+        self.seen[(name, phase)] = k + 1
+        ops = self.ops.get((name, phase), [])
+        return ops[k] if k < len(ops) else None
+
+    def inputs(self, entry):
+        keys = sorted((t["key"] for t in entry["tensors"] if t["key"].startswith("input.")),
+                      key=lambda k: int(k.split(".")[1]))
+        if not entry.get("file") or not keys:
+            return None
+        data = safetensors_io.read_torch(os.path.join(self.path, entry["file"]), set(keys))
+        return [data[k] for k in keys]
+
+
 class _Dumper(TorchDispatchMode):
-    def __init__(self, dump_path, dump_mode, check_overflow, dump_list, level, stats_only):
+    def __init__(self, dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference=None):
         super().__init__()
         self.path = dump_path
         self.mode = dump_mode
@@ -82,6 +138,7 @@ class _Dumper(TorchDispatchMode):
         self.manifest = open(os.path.join(self.path, "manifest.jsonl"), "a", encoding="utf-8")
         self.hooks = []
         self.overflows = 0
+        self.reference = reference
 
     # -- recording -------------------------------------------------------------------------------
     def _wanted(self, name):
@@ -94,7 +151,30 @@ class _Dumper(TorchDispatchMode):
                 return "%s:%d" % (f, frame.lineno)
         return ""
 
-    def record(self, name, kind, inputs, outputs):
+    def replay(self, func, args, kwargs, name, inputs):
+        """(replayed outputs, manifest note) for one operator, with inputs from the reference."""
+        entry = self.reference.next(name, self.phase)
+        if entry is None:
+            return [], {"status": "skipped", "reason": "no such operator in the reference dump"}
+        ref_inputs = self.reference.inputs(entry)
+        if ref_inputs is None or len(ref_inputs) != len(inputs):
+            return [], {"status": "skipped", "reason": "the reference dump has no matching inputs for it",
+                        "reference_index": entry["index"]}
+        moved = []
+        for mine, ref in zip(inputs, ref_inputs):
+            if tuple(mine.shape) != tuple(ref.shape):
+                return [], {"status": "skipped", "reason": "input shapes differ from the reference",
+                            "reference_index": entry["index"]}
+            moved.append(ref.to(device=mine.device, dtype=mine.dtype))
+        try:
+            it = iter(moved)  # one iterator: args first, then kwargs, as _flatten((args, kwargs)) orders them
+            replay_args = _replace(args, it)
+            out = func(*replay_args, **_replace(kwargs, it))
+        except Exception as e:  # noqa: BLE001  (an op that cannot run on these inputs is reported, not fatal)
+            return [], {"status": "skipped", "reason": "replay failed: %s" % e, "reference_index": entry["index"]}
+        return _flatten(out, []), {"status": "ok", "reference_index": entry["index"]}
+
+    def record(self, name, kind, inputs, outputs, replayed=None, replay_note=None):
         if not self._wanted(name):
             return
         tensors = []
@@ -102,6 +182,7 @@ class _Dumper(TorchDispatchMode):
             tensors += [("input.%d" % i, t) for i, t in enumerate(inputs)]
         if self.mode in ("output", "all"):
             tensors += [("output.%d" % i, t) for i, t in enumerate(outputs)]
+        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])]
         overflow = False
         for _, t in (("", t) for t in outputs):
             if t.is_floating_point() or t.is_complex():
@@ -116,6 +197,8 @@ class _Dumper(TorchDispatchMode):
         entry = {"index": self.index, "name": name, "kind": kind, "phase": self.phase,
                  "module": self.modules[-1] if self.modules else "", "stack": self._stack(),
                  "overflow": overflow, "file": None, "tensors": []}
+        if replay_note is not None:
+            entry["replay"] = replay_note
         records = []
         for key, t in tensors:
             dtype = safetensors_io.st_dtype(t.dtype)
@@ -123,8 +206,10 @@ class _Dumper(TorchDispatchMode):
                 continue
             info = {"key": key, "dtype": dtype, "shape": list(t.shape)}
             info.update(_Stats.of(t))
+            raw = safetensors_io.tensor_bytes(t)
+            info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes, also with stats_only
             entry["tensors"].append(info)
-            records.append((key, dtype, tuple(t.shape), safetensors_io.tensor_bytes(t)))
+            records.append((key, dtype, tuple(t.shape), raw))
         keep_data = not self.stats_only and (not self.check_overflow or overflow)
         if keep_data and records:
             name_file = "op_%06d.safetensors" % self.index
@@ -146,7 +231,11 @@ class _Dumper(TorchDispatchMode):
             return out
         self.busy.on = True
         try:
-            self.record(name, "op", _flatten((args, kwargs), []), _flatten(out, []))
+            inputs = _flatten((args, kwargs), [])
+            replayed, note = None, None
+            if self.reference is not None and self._wanted(name):
+                replayed, note = self.replay(func, args, kwargs, name, inputs)
+            self.record(name, "op", inputs, _flatten(out, []), replayed, note)
         finally:
             self.busy.on = False
         return out
@@ -190,9 +279,12 @@ class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
             raise ValueError("dump_mode must be input, output or all, not %r" % (dump_mode,))
         if level not in ("op", "module", "mix"):
             raise ValueError("level must be op, module or mix, not %r" % (level,))
+        reference = None
         if use_load:
-            raise NotImplementedError("replay (use_load / load_file_path) is not implemented yet")
-        self.args = (dump_path, dump_mode, check_overflow, dump_list, level, stats_only)
+            if not load_file_path:
+                raise ValueError("use_load=True needs load_file_path, the reference dump to take inputs from")
+            reference = _Reference(load_file_path)
+        self.args = (dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference)
         self.mode = None
         self._backward = None
 

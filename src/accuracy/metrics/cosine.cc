@@ -10,12 +10,14 @@ namespace {
 class Cosine : public Metric {
  public:
   std::string_view name() const override { return "Cosine"; }
-  void Accumulate(const double* n, const double* b, size_t count) override {
-    for (size_t i = 0; i < count; ++i) {
-      dot_ += n[i] * b[i];
-      nn_ += n[i] * n[i];
-      bb_ += b[i] * b[i];
-    }
+  void Accumulate(const Chunk& c) override {
+    dot_ += LaneSum(c.count, [&](size_t i) { return c.n[i] * c.b[i]; });
+    nn_ += LaneSum(c.count, [&](size_t i) { return c.n[i] * c.n[i]; });
+    bb_ += LaneSum(c.count, [&](size_t i) { return c.b[i] * c.b[i]; });
+  }
+  void Merge(const Metric& other) override {
+    const auto& o = static_cast<const Cosine&>(other);
+    dot_ += o.dot_, nn_ += o.nn_, bb_ += o.bb_;
   }
   double Finalize() const override {
     if (std::isnan(dot_) || std::isnan(nn_) || std::isnan(bb_) || std::isinf(nn_) || std::isinf(bb_)) return NAN;

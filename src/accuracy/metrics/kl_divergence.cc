@@ -1,7 +1,12 @@
 // Metric: KL(P || Q) where P = |B| / Σ|B| and Q = |N| / Σ|N| (magnitudes as distributions), in one
-// pass: KL = (Σ|b|·ln(|b|+ε) − Σ|b|·ln(|n|+ε)) / S_B − ln S_B + ln S_N with ε = 1e-10 guarding
-// zeros. Both all-zero → 0; a nan element → nan.
+// pass: KL = Σ|b|·ln((|b|+ε)/(|n|+ε)) / S_B − ln S_B + ln S_N with ε = 1e-10 guarding zeros.
+// Both all-zero → 0; a nan or inf element → nan.
+//
+// The logarithm dominates the cost of a whole comparison, so on x86-64 CPUs with AVX2 the sum runs
+// four elements at a time with a vectorised logarithm (below); elsewhere it uses std::log.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "accuracy/metrics/metric.h"
 
@@ -10,28 +15,102 @@ namespace {
 
 constexpr double kEps = 1e-10;
 
+double SumBLogRatioScalar(const double* n, const double* b, size_t count) {
+  return LaneSum(count, [&](size_t i) {
+    double ab = std::fabs(b[i]);
+    return ab * std::log((ab + kEps) / (std::fabs(n[i]) + kEps));
+  });
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PORTKIT_KL_AVX2 1
+using V4d = double __attribute__((vector_size(32)));
+using V4i = int64_t __attribute__((vector_size(32)));
+
+/// ln x for four positive normal doubles: x = m·2^k with m in [√½, √2), ln m = 2·atanh(s),
+/// s = (m−1)/(m+1), |s| ≤ 0.1716, series to s^23 by Estrin's scheme (truncation < 1e−17), and
+/// k·ln 2 in two parts; agrees with std::log to a few ulp. Other inputs give meaningless lanes.
+__attribute__((target("avx2,fma"))) inline V4d Log4(V4d x) {
+  V4i bits = reinterpret_cast<V4i>(x);
+  V4i exp_field = (bits >> 52) & 0x7ff;
+  V4i mant_bits = (bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL;
+  V4d m = reinterpret_cast<V4d>(mant_bits);
+  V4i big = m > 1.4142135623730951;  // all ones where m > √2
+  m = reinterpret_cast<V4d>((reinterpret_cast<V4i>(m * 0.5) & big) | (reinterpret_cast<V4i>(m) & ~big));
+  // k as a double without a 64-bit int → double conversion (not in AVX2): 2^52 + field − 2^52.
+  V4d k = reinterpret_cast<V4d>(exp_field | 0x4330000000000000LL) - 4503599627370496.0;
+  k = k - 1023.0 + reinterpret_cast<V4d>(big & reinterpret_cast<V4i>(V4d{} + 1.0));
+  V4d f = m - 1.0;
+  V4d s = f / (f + 2.0);
+  V4d z = s * s;
+  V4d z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
+  V4d q0 = 1.0 / 3 + z * (1.0 / 5), q1 = 1.0 / 7 + z * (1.0 / 9), q2 = 1.0 / 11 + z * (1.0 / 13);
+  V4d q3 = 1.0 / 15 + z * (1.0 / 17), q4 = 1.0 / 19 + z * (1.0 / 21);
+  V4d r0 = q0 + z2 * q1, r1 = q2 + z2 * q3, r2 = q4 + z2 * (1.0 / 23);
+  V4d p = (r0 + z4 * r1) + z8 * r2;
+  V4d log_m = 2.0 * s + 2.0 * s * z * p;
+  constexpr double kLn2Hi = 6.93147180369123816490e-01;
+  constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  return k * kLn2Hi + (k * kLn2Lo + log_m);
+}
+
+__attribute__((target("avx2,fma"))) inline V4d Abs4(V4d v) {
+  return reinterpret_cast<V4d>(reinterpret_cast<V4i>(v) & 0x7fffffffffffffffLL);
+}
+
+__attribute__((target("avx2,fma"))) double SumBLogRatioAvx2(const double* n, const double* b, size_t count) {
+  V4d acc0{}, acc1{};
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    V4d b0, b1, n0, n1;
+    std::memcpy(&b0, b + i, sizeof b0), std::memcpy(&b1, b + i + 4, sizeof b1);
+    std::memcpy(&n0, n + i, sizeof n0), std::memcpy(&n1, n + i + 4, sizeof n1);
+    V4d ab0 = Abs4(b0), ab1 = Abs4(b1);
+    acc0 += ab0 * Log4((ab0 + kEps) / (Abs4(n0) + kEps));
+    acc1 += ab1 * Log4((ab1 + kEps) / (Abs4(n1) + kEps));
+  }
+  V4d acc = acc0 + acc1;
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + SumBLogRatioScalar(n + i, b + i, count - i);
+}
+#endif
+
 class KlDivergence : public Metric {
  public:
+  KlDivergence() {
+#ifdef PORTKIT_KL_AVX2
+    avx2_ = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  }
   std::string_view name() const override { return "KLDivergence"; }
-  void Accumulate(const double* n, const double* b, size_t count) override {
-    for (size_t i = 0; i < count; ++i) {
-      double an = std::fabs(n[i]), ab = std::fabs(b[i]);
-      sn_ += an;
-      sb_ += ab;
-      plogp_ += ab * std::log(ab + kEps);
-      plogq_ += ab * std::log(an + kEps);
+  void Accumulate(const Chunk& c) override {
+    sn_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.n[i]); });
+    sb_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]); });
+    // Non-finite elements make S_B or S_N non-finite, which Finalize turns into nan, so the
+    // logarithm needs no guard.
+#ifdef PORTKIT_KL_AVX2
+    if (avx2_) {
+      plogq_ += SumBLogRatioAvx2(c.n, c.b, c.count);
+      return;
     }
+#endif
+    plogq_ += SumBLogRatioScalar(c.n, c.b, c.count);
+  }
+  void Merge(const Metric& other) override {
+    const auto& o = static_cast<const KlDivergence&>(other);
+    sn_ += o.sn_, sb_ += o.sb_, plogq_ += o.plogq_;
   }
   double Finalize() const override {
     if (std::isnan(sn_) || std::isnan(sb_) || std::isinf(sn_) || std::isinf(sb_)) return NAN;
     if (sb_ == 0 && sn_ == 0) return 0.0;
     if (sb_ == 0 || sn_ == 0) return INFINITY;
-    double kl = (plogp_ - plogq_) / sb_ - std::log(sb_) + std::log(sn_);
+    double kl = plogq_ / sb_ - std::log(sb_) + std::log(sn_);
     return kl < 0 ? 0.0 : kl;  // rounding can give -1e-17
   }
 
  private:
-  double sn_ = 0, sb_ = 0, plogp_ = 0, plogq_ = 0;
+  double sn_ = 0, sb_ = 0;
+  double plogq_ = 0;  ///< Σ|b|·ln((|b|+ε)/(|n|+ε))
+  bool avx2_ = false;
 };
 
 }  // namespace

@@ -1,8 +1,13 @@
 #pragma once
 /// Comparison metrics (FORMATS.md §2): each accumulates over chunks of elements (target N,
 /// reference B, decoded to double) and finalises once, so a tensor of any size streams through
-/// in constant memory. One file per metric; MakeMetrics lists them in column order.
+/// in constant memory. One file per metric; MakeMetrics lists them in column order. MetricSet
+/// runs them all: it computes the element errors of a chunk once and hands every metric the
+/// same Chunk, so each metric's loop is a plain, branch-free reduction.
+#include <cstddef>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,14 +18,71 @@ namespace portkit::accuracy {
 /// Relative error guard: RE = |N - B| / max(|B|, kRelGuard).
 constexpr double kRelGuard = 1e-10;
 
+/// A run of aligned elements with their errors computed once.
+struct Chunk {
+  const double* n;        ///< target values
+  const double* b;        ///< reference values
+  const double* abs_err;  ///< |N − B|; 0 where N == B (also the same infinity); nan if either is nan
+  const double* rel_err;  ///< abs_err / max(|B|, kRelGuard)
+  size_t count;
+};
+
 class Metric {
  public:
   virtual ~Metric() = default;
   /// The result column ("Cosine", "MaxAbsErr", ...).
   virtual std::string_view name() const = 0;
-  virtual void Accumulate(const double* n, const double* b, size_t count) = 0;
+  virtual void Accumulate(const Chunk& chunk) = 0;
+  /// Adds the state of `other`, a metric of the same kind that accumulated a later part of the
+  /// same tensor (so a tensor can be split across threads and merged in order).
+  virtual void Merge(const Metric& other) = 0;
   virtual double Finalize() const = 0;
 };
+
+/// Sum of f(i) for i in [0, count) over four independent lanes (no loop-carried latency chain;
+/// the order is fixed, so results are deterministic).
+template <typename F>
+inline double LaneSum(size_t count, F f) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  size_t i = 0;
+  for (; i + 4 <= count; i += 4) a0 += f(i), a1 += f(i + 1), a2 += f(i + 2), a3 += f(i + 3);
+  for (; i < count; ++i) a0 += f(i);
+  return (a0 + a1) + (a2 + a3);
+}
+
+/// Largest of `start` and f(i) for i in [0, count), ignoring nan, over four lanes; `saw_nan` is
+/// set when a nan is seen.
+template <typename F>
+inline double LaneMaxOf(size_t count, double start, bool& saw_nan, F f) {
+  double m0 = start, m1 = start, m2 = start, m3 = start;
+  bool nan = false;
+  size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    double v0 = f(i), v1 = f(i + 1), v2 = f(i + 2), v3 = f(i + 3);
+    nan |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);
+    m0 = v0 > m0 ? v0 : m0, m1 = v1 > m1 ? v1 : m1, m2 = v2 > m2 ? v2 : m2, m3 = v3 > m3 ? v3 : m3;
+  }
+  for (; i < count; ++i) {
+    double v = f(i);
+    nan |= v != v;
+    m0 = v > m0 ? v : m0;
+  }
+  saw_nan = saw_nan || nan;
+  double a = m0 > m1 ? m0 : m1, b = m2 > m3 ? m2 : m3;
+  return a > b ? a : b;
+}
+
+/// LaneMaxOf over an array.
+inline double LaneMax(const double* x, size_t count, double start, bool& saw_nan) {
+  return LaneMaxOf(count, start, saw_nan, [x](size_t i) { return x[i]; });
+}
+
+/// Per-dtype tolerances of the target type (FORMATS.md §2): elements with |B| < small_value are
+/// judged by absolute error against small_value_atol; ulp is the MaxULPErr threshold.
+struct Tolerance {
+  double small_value, small_value_atol, ulp;
+};
+Tolerance ToleranceFor(DType target);
 
 std::unique_ptr<Metric> MakeCosine();
 std::unique_ptr<Metric> MakeEuclideanDistance();
@@ -35,8 +97,27 @@ std::unique_ptr<Metric> MakeMeanRelErr();
 std::unique_ptr<Metric> MakeKlDivergence();
 /// Largest |N - B| in units in the last place of B in the target's floating type.
 std::unique_ptr<Metric> MakeMaxUlpError(DType target);
+/// Share of small reference elements whose absolute error exceeds the type's tolerance.
+std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target);
 
 /// Every metric, in the result file's column order.
 std::vector<std::unique_ptr<Metric>> MakeMetrics(DType target);
+
+/// All metrics of one tensor pair (or of one part of it), fed in pieces of any size.
+class MetricSet {
+ public:
+  explicit MetricSet(DType target);
+  void Accumulate(const double* n, const double* b, size_t count);
+  /// Adds a set that accumulated a later part of the same tensor.
+  void Merge(const MetricSet& later);
+  /// Column name → value.
+  std::map<std::string, double> Results() const;
+
+  static constexpr size_t kChunk = 1024;  ///< elements per Chunk (its error arrays stay in L1)
+
+ private:
+  std::vector<std::unique_ptr<Metric>> metrics_;
+  std::vector<double> abs_err_, rel_err_;
+};
 
 }  // namespace portkit::accuracy

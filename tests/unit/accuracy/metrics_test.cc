@@ -18,14 +18,12 @@ namespace {
 
 std::map<std::string, double> Compute(const std::vector<double>& n, const std::vector<double>& b,
                                       DType target = DType::kF32, size_t chunk = 3) {
-  auto metrics = MakeMetrics(target);
+  MetricSet metrics(target);
   for (size_t i = 0; i < n.size(); i += chunk) {
     size_t c = std::min(chunk, n.size() - i);
-    for (auto& m : metrics) m->Accumulate(n.data() + i, b.data() + i, c);
+    metrics.Accumulate(n.data() + i, b.data() + i, c);
   }
-  std::map<std::string, double> out;
-  for (auto& m : metrics) out[std::string(m->name())] = m->Finalize();
-  return out;
+  return metrics.Results();
 }
 
 TEST(Metrics, MatchDirectComputation) {
@@ -58,6 +56,58 @@ TEST(Metrics, MatchDirectComputation) {
   }
   kl += -std::log(sb) + std::log(sn);
   EXPECT_NEAR(m["KLDivergence"], kl, 1e-12);
+}
+
+TEST(Metrics, KlDivergenceOverManyMagnitudes) {
+  // Long enough for the vectorised path (8 at a time) plus a scalar tail; values from 1e-12 to 1e6
+  // and zeros, so every exponent range of the logarithm is used.
+  std::vector<double> n, b;
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < 1003; ++i) {
+    double mag = std::pow(10.0, -12 + 18 * next());
+    double v = (next() < 0.5 ? -1 : 1) * mag;
+    b.push_back(i % 97 == 0 ? 0.0 : v);
+    n.push_back(i % 89 == 0 ? 0.0 : v * (1 + 0.01 * (next() - 0.5)));
+  }
+  double sb = 0, sn = 0, kl = 0;
+  for (size_t i = 0; i < b.size(); ++i) sb += std::fabs(b[i]), sn += std::fabs(n[i]);
+  for (size_t i = 0; i < b.size(); ++i)
+    kl += std::fabs(b[i]) / sb * std::log((std::fabs(b[i]) + 1e-10) / (std::fabs(n[i]) + 1e-10));
+  kl += -std::log(sb) + std::log(sn);
+  EXPECT_NEAR(Compute(n, b, DType::kF32, 1024)["KLDivergence"], kl, 1e-12 * std::max(1.0, kl));
+  EXPECT_NEAR(Compute(n, b, DType::kF32, 13)["KLDivergence"], kl, 1e-12 * std::max(1.0, kl));
+}
+
+TEST(Metrics, SmallValueErrRatioUsesTheTargetTypesTolerances) {
+  // fp32: |B| < 2^-20 is small, judged against 2^-30 absolute error; large elements do not count.
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  auto f32 = Compute({1e-7 + 1e-10, 5e-7 + 1e-8, 2.0, nan}, {1e-7, 5e-7, 1.0, 1e-8}, DType::kF32);
+  EXPECT_DOUBLE_EQ(f32["SmallValueErrRatio"], 2.0 / 3);  // 5e-7 is off by 1e-8 > 2^-30; the nan fails
+  // fp16/bf16: small below 2^-10, tolerance 2^-16 (1.5e-5): the same errors now pass.
+  auto f16 = Compute({1e-7 + 1e-10, 5e-7 + 1e-8, 2.0}, {1e-7, 5e-7, 1.0}, DType::kF16);
+  EXPECT_DOUBLE_EQ(f16["SmallValueErrRatio"], 0.0);
+  EXPECT_DOUBLE_EQ(Compute({3.0}, {3.0}, DType::kBF16)["SmallValueErrRatio"], 0.0);  // no small elements
+  EXPECT_DOUBLE_EQ(ToleranceFor(DType::kBF16).ulp, 1.0);
+  EXPECT_DOUBLE_EQ(ToleranceFor(DType::kF32).ulp, 32.0);
+  // Denormal fp32 references are small; zero error passes.
+  double denormal = std::ldexp(1.0, -140);
+  EXPECT_DOUBLE_EQ(Compute({denormal}, {denormal}, DType::kF32)["SmallValueErrRatio"], 0.0);
+}
+
+TEST(Metrics, MergedPartsEqualOnePass) {
+  std::vector<double> n, b;
+  for (int i = 0; i < 3000; ++i) b.push_back(std::sin(i * 0.37) * (1 + i % 7)), n.push_back(b.back() * 1.001 + 1e-4);
+  MetricSet whole(DType::kF32), first(DType::kF32), second(DType::kF32);
+  whole.Accumulate(n.data(), b.data(), n.size());
+  first.Accumulate(n.data(), b.data(), 1024);
+  second.Accumulate(n.data() + 1024, b.data() + 1024, n.size() - 1024);
+  first.Merge(second);
+  auto a = whole.Results(), c = first.Results();
+  for (const auto& [name, v] : a) EXPECT_NEAR(c[name], v, 1e-12 * std::max(1.0, std::fabs(v))) << name;
 }
 
 TEST(Metrics, IdenticalAndZeroTensors) {

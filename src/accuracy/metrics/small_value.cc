@@ -1,0 +1,47 @@
+// Metric: SmallValueErrRatio — among the elements whose reference is small (|B| < the target
+// type's small-value threshold: fp32 2^-20, fp16/bf16 2^-10; FORMATS.md §2), the share whose
+// absolute error exceeds the type's small-value tolerance (fp32 2^-30, fp16/bf16 2^-16). Relative
+// error means nothing near zero, so these elements are judged by absolute error instead.
+// No small elements → 0; a nan element counts as exceeding.
+#include <cmath>
+
+#include "accuracy/metrics/metric.h"
+
+namespace portkit::accuracy {
+namespace {
+
+class SmallValueErrRatio : public Metric {
+ public:
+  explicit SmallValueErrRatio(DType t) : tolerance_(ToleranceFor(t)) {}
+  std::string_view name() const override { return "SmallValueErrRatio"; }
+  void Accumulate(const Chunk& c) override {
+    double sv = tolerance_.small_value, atol = tolerance_.small_value_atol;
+    small_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]) < sv ? 1.0 : 0.0; });
+    // nan fails `<= atol`, so a nan small element counts as exceeding.
+    bad_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]) < sv && !(c.abs_err[i] <= atol) ? 1.0 : 0.0; });
+  }
+  void Merge(const Metric& other) override {
+    const auto& o = static_cast<const SmallValueErrRatio&>(other);
+    small_ += o.small_, bad_ += o.bad_;
+  }
+  double Finalize() const override { return small_ > 0 ? bad_ / small_ : 0.0; }
+
+ private:
+  Tolerance tolerance_;
+  double small_ = 0, bad_ = 0;  // counts, exact in doubles below 2^53
+};
+
+}  // namespace
+
+std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target) { return std::make_unique<SmallValueErrRatio>(target); }
+
+Tolerance ToleranceFor(DType t) {
+  switch (t) {
+    case DType::kF16: case DType::kBF16: case DType::kF8E4M3: case DType::kF8E5M2:
+      return {std::ldexp(1.0, -10), std::ldexp(1.0, -16), 1.0};
+    default:
+      return {std::ldexp(1.0, -20), std::ldexp(1.0, -30), 32.0};
+  }
+}
+
+}  // namespace portkit::accuracy
