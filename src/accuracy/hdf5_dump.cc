@@ -341,6 +341,95 @@ bool ParseFlatName(const std::string& name, std::string* role, long long* n) {
   return false;
 }
 
+/// The tensors of one `/op/seqid` group (see hdf5_dump.h for the forms and the order).
+void ListSeqid(hid_t file, const fs::path& path, hid_t sg, const std::string& op, const std::string& seq,
+               ErrorCapture& cap, Hdf5Listing* out) {
+  const std::string seq_path = "/" + op + "/" + seq;
+  auto children = ChildNames(sg, Where(path, seq_path), true, cap);
+  if (!children.ok()) {
+    out->errors.push_back(children.status().message());
+    return;
+  }
+  std::vector<RoleEntry> entries[2];  // input, output
+  auto add_group = [&](hid_t g, const std::string& gpath, int role, size_t depth, auto&& self) -> void {
+    auto names = ChildNames(g, Where(path, gpath), true, cap);
+    if (!names.ok()) {
+      out->errors.push_back(names.status().message());
+      return;
+    }
+    for (const std::string& n : *names) {
+      std::string p = gpath + "/" + n;
+      Kind ck = ChildKind(g, n);
+      if (ck == Kind::kDataset) {
+        entries[role].push_back({p, false, 0, entries[role].size()});
+      } else if (ck == Kind::kGroup && depth == 0) {  // a tensor list
+        Handle lg(H5Gopen2(g, n.c_str(), H5P_DEFAULT), H5Gclose);
+        if (lg.ok()) self(lg.get(), p, role, depth + 1, self);
+        else out->errors.push_back(Where(path, p) + ": cannot open" + cap.Detail());
+      } else {
+        out->skipped.push_back(Where(path, p) + ": " + KindName(ck) +
+                               (ck == Kind::kGroup ? " nested too deep" : ""));
+      }
+    }
+  };
+  for (const std::string& c : *children) {
+    std::string p = seq_path + "/" + c;
+    Kind ck = ChildKind(sg, c);
+    std::string role;
+    long long n = 0;
+    if (c == "input" || c == "output") {
+      int r = c == "input" ? 0 : 1;
+      if (ck == Kind::kGroup) {
+        Handle rg(H5Gopen2(sg, c.c_str(), H5P_DEFAULT), H5Gclose);
+        if (rg.ok()) add_group(rg.get(), p, r, 0, add_group);
+        else out->errors.push_back(Where(path, p) + ": cannot open" + cap.Detail());
+        continue;
+      }
+      if (ck == Kind::kDataset) {
+        entries[r].push_back({p, true, 0, 0});
+        continue;
+      }
+    } else if (ParseFlatName(c, &role, &n) && ck == Kind::kDataset) {
+      entries[role == "input" ? 0 : 1].push_back({p, true, n, 0});
+      continue;
+    }
+    out->skipped.push_back(Where(path, p) + ": " + KindName(ck) + " outside the input/output convention");
+  }
+  for (int r = 0; r < 2; ++r) {
+    std::stable_sort(entries[r].begin(), entries[r].end(), [](const RoleEntry& a, const RoleEntry& b) {
+      if (a.flat != b.flat) return !a.flat;
+      return a.flat ? a.n < b.n : a.order < b.order;
+    });
+    size_t index = 0;
+    for (const RoleEntry& e : entries[r]) {
+      Handle ds(H5Dopen2(file, e.path.c_str(), H5P_DEFAULT), H5Dclose);
+      if (!ds.ok()) {
+        out->errors.push_back(Where(path, e.path) + ": cannot open the dataset" + cap.Detail());
+        continue;
+      }
+      auto plan = PlanDataset(ds.get(), Where(path, e.path));
+      if (!plan.ok()) {
+        out->errors.push_back(plan.status().message() + cap.Detail());
+        continue;
+      }
+      if (!plan->skip.empty()) {
+        out->skipped.push_back(Where(path, e.path) + ": " + plan->skip);
+        continue;
+      }
+      Hdf5Tensor t;
+      t.op = op;
+      t.seqid = seq;
+      t.role = r == 0 ? "input" : "output";
+      t.index = index++;
+      t.path = e.path;
+      t.dtype = plan->dtype;
+      t.shape = plan->shape;
+      t.stored = plan->stored;
+      out->tensors.push_back(std::move(t));
+    }
+  }
+}
+
 }  // namespace
 
 std::string PrintableName(const std::string& name) {
@@ -494,89 +583,7 @@ Expected<Hdf5Listing> Hdf5File::List() const {
         out.errors.push_back(Where(path_, seq_path) + ": cannot open" + cap.Detail());
         continue;
       }
-      auto children = ChildNames(sg.get(), Where(path_, seq_path), true, cap);
-      if (!children.ok()) {
-        out.errors.push_back(children.status().message());
-        continue;
-      }
-      std::vector<RoleEntry> entries[2];  // input, output
-      auto add_group = [&](hid_t g, const std::string& gpath, int role, size_t depth, auto&& self) -> void {
-        auto names = ChildNames(g, Where(path_, gpath), true, cap);
-        if (!names.ok()) {
-          out.errors.push_back(names.status().message());
-          return;
-        }
-        for (const std::string& n : *names) {
-          std::string p = gpath + "/" + n;
-          Kind ck = ChildKind(g, n);
-          if (ck == Kind::kDataset) {
-            entries[role].push_back({p, false, 0, entries[role].size()});
-          } else if (ck == Kind::kGroup && depth == 0) {  // a tensor list
-            Handle lg(H5Gopen2(g, n.c_str(), H5P_DEFAULT), H5Gclose);
-            if (lg.ok()) self(lg.get(), p, role, depth + 1, self);
-            else out.errors.push_back(Where(path_, p) + ": cannot open" + cap.Detail());
-          } else {
-            out.skipped.push_back(Where(path_, p) + ": " + KindName(ck) +
-                                  (ck == Kind::kGroup ? " nested too deep" : ""));
-          }
-        }
-      };
-      for (const std::string& c : *children) {
-        std::string p = seq_path + "/" + c;
-        Kind ck = ChildKind(sg.get(), c);
-        std::string role;
-        long long n = 0;
-        if (c == "input" || c == "output") {
-          int r = c == "input" ? 0 : 1;
-          if (ck == Kind::kGroup) {
-            Handle rg(H5Gopen2(sg.get(), c.c_str(), H5P_DEFAULT), H5Gclose);
-            if (rg.ok()) add_group(rg.get(), p, r, 0, add_group);
-            else out.errors.push_back(Where(path_, p) + ": cannot open" + cap.Detail());
-            continue;
-          }
-          if (ck == Kind::kDataset) {
-            entries[r].push_back({p, true, 0, 0});
-            continue;
-          }
-        } else if (ParseFlatName(c, &role, &n) && ck == Kind::kDataset) {
-          entries[role == "input" ? 0 : 1].push_back({p, true, n, 0});
-          continue;
-        }
-        out.skipped.push_back(Where(path_, p) + ": " + KindName(ck) + " outside the input/output convention");
-      }
-      for (int r = 0; r < 2; ++r) {
-        std::stable_sort(entries[r].begin(), entries[r].end(), [](const RoleEntry& a, const RoleEntry& b) {
-          if (a.flat != b.flat) return !a.flat;
-          return a.flat ? a.n < b.n : a.order < b.order;
-        });
-        size_t index = 0;
-        for (const RoleEntry& e : entries[r]) {
-          Handle ds(H5Dopen2(id_, e.path.c_str(), H5P_DEFAULT), H5Dclose);
-          if (!ds.ok()) {
-            out.errors.push_back(Where(path_, e.path) + ": cannot open the dataset" + cap.Detail());
-            continue;
-          }
-          auto plan = PlanDataset(ds.get(), Where(path_, e.path));
-          if (!plan.ok()) {
-            out.errors.push_back(plan.status().message() + cap.Detail());
-            continue;
-          }
-          if (!plan->skip.empty()) {
-            out.skipped.push_back(Where(path_, e.path) + ": " + plan->skip);
-            continue;
-          }
-          Hdf5Tensor t;
-          t.op = op;
-          t.seqid = seq;
-          t.role = r == 0 ? "input" : "output";
-          t.index = index++;
-          t.path = e.path;
-          t.dtype = plan->dtype;
-          t.shape = plan->shape;
-          t.stored = plan->stored;
-          out.tensors.push_back(std::move(t));
-        }
-      }
+      ListSeqid(id_, path_, sg.get(), op, seq, cap, &out);
     }
   }
   return out;

@@ -67,9 +67,16 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, const std::str
   fs::create_directories(out, ec);
   if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
   CsvWriter index({"File", "HDF5 Path", "DType", "Shape", "Stored As"});
+  std::set<std::string> names;
   for (const Hdf5Tensor& t : listing->tensors) {
     std::string name = SafeName(PrintableName(t.op)) + "." + SafeName(PrintableName(t.seqid)) + "." + t.role + "." +
                        std::to_string(t.index) + "." + type;
+    if (!names.insert(name).second) {  // e.g. operators `a.b` and `a_b`: both become a_b
+      ctx.logger.Error(file.string() + ": " + PrintableName(t.path) + ": not converted, " + name +
+                       " was already written for another tensor");
+      ++*failed;
+      continue;
+    }
     auto f = StreamingFile::Create(out / name);
     if (!f.ok()) return f.status();
     bool widened = false;

@@ -235,3 +235,14 @@ def test_a_file_that_crashes_the_hdf5_library_is_an_error_and_the_folder_goes_on
     res = run([portkit, "extract", "-i", CORRUPT, "-o", str(tmp_path / "e.h5"), "-s", "/add", "/conv2d"])
     assert res.returncode in (1, 2) and CORRUPT in res.stderr
     assert not [n for n in os.listdir(tmp_path) if ".tmp." in n]
+
+
+def test_names_that_become_the_same_file_are_reported_not_overwritten(tmp_path, portkit):
+    path = tmp_path / "clash.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("/a.b/0/output/0", data=np.zeros(2, dtype=np.float32))
+        f.create_dataset("/a_b/0/output/0", data=np.ones(2, dtype=np.float32))
+    res = run([portkit, "convert", "-d", str(path), "-out", str(tmp_path / "o")])
+    assert res.returncode == 1
+    assert "/a_b/0/output/0" in res.stderr and "already written" in res.stderr
+    assert np.array_equal(np.load(str(tmp_path / "o" / "a_b.0.output.0.npy")), np.zeros(2, dtype=np.float32))
