@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 PACKAGES=(g++ cmake ninja-build make pkg-config
           libtree-sitter-dev libsimdjson-dev libcli11-dev libfmt-dev
           libsqlite3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-          clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest)
+          clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
+          libopenblas-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

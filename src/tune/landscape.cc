@@ -22,7 +22,12 @@ void Landscape::Add(const std::string& signature, const std::string& key, const 
 std::string Landscape::ToJsonLines() const {
   std::string out = "{\"kind\": \"landscape\", \"version\": 1, \"validators\": ";
   JsonWriter::AppendEscaped(out, validators);
-  out += "}\n";
+  out += ", \"fix\": [";
+  for (size_t i = 0; i < fixes.size(); ++i) {
+    if (i) out += ", ";
+    JsonWriter::AppendEscaped(out, fixes[i]);
+  }
+  out += "]}\n";
   for (const auto& op : ops) out += "{\"kind\": \"op\", \"op\": " + OpToJson(op) + "}\n";
   for (const auto& [sig, by_key] : points)
     for (const auto& [key, p] : by_key) {
@@ -61,6 +66,13 @@ Expected<Landscape> ParseLandscape(std::string_view text, std::string_view file)
       if (e["validators"].get_string().get(v)) return ParseError(where + ": validators: missing or not a string");
       l.validators = std::string(v);
       header = true;
+      simdjson::dom::array fixes;
+      if (!e["fix"].get_array().get(fixes))
+        for (auto f : fixes) {
+          std::string_view fs;
+          if (f.get_string().get(fs)) return ParseError(where + ": fix: expected strings");
+          l.fixes.emplace_back(fs);
+        }
     } else if (kind == "op") {
       simdjson::dom::element op;
       if (e["op"].get(op)) return ParseError(where + ": op: missing");

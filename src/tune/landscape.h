@@ -19,6 +19,7 @@ struct LandscapePoint {
 
 struct Landscape {
   std::string validators;
+  std::vector<std::string> fixes;  ///< the --fix restrictions of the recording (replay applies them)
   std::vector<OpDesc> ops;
   /// signature -> configuration key -> outcome (the last record wins)
   std::map<std::string, std::map<std::string, LandscapePoint>> points;

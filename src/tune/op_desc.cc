@@ -73,6 +73,7 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
   simdjson::dom::object obj;
   if (e.get_object().get(obj)) return ParseError(std::string(where) + ": expected an object");
   OpDesc op;
+  bool dilated = false;
   std::string_view s;
   if (obj["op_type"].get_string().get(s)) return FieldError(where, "op_type", "missing or not a string");
   op.type = std::string(s);
@@ -107,6 +108,10 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
         dst[1] = (*v)[1];
       } else if (name == "groups") {
         if (field.value.get_int64().get(op.groups)) return FieldError(where, "attrs.groups", "expected an integer");
+      } else if (name == "dilation") {
+        auto v = IntArray(field.value, where, "attrs.dilation", 2);
+        if (!v.ok()) return v.status();
+        dilated = (*v)[0] != 1 || (*v)[1] != 1;
       } else if (name == "bias") {
         if (field.value.get_bool().get(op.bias)) return FieldError(where, "attrs.bias", "expected true or false");
       }
@@ -117,6 +122,10 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
     return op;
   }
   PORTKIT_RETURN_IF_ERROR(CheckShapes(op, where));
+  if (dilated) {
+    *untuned_reason = "dilated Conv2D is not tuned (dilation 1 only)";
+    return op;
+  }
   if (op.dtype != "float32") *untuned_reason = "dtype " + op.dtype + " is not tuned (float32 kernels only)";
   return op;
 }

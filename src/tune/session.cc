@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace portkit::tune {
 namespace {
@@ -50,14 +52,23 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
 
   std::unique_ptr<Builder> builder;
   std::string validators;
+  int hardware_threads = options.hardware_threads;
+  std::vector<std::string> fixes = options.fixes;
   if (replay) {
     validators = replay->validators;
+    // The space is the recording machine's (its core count bounds THREADS) with its --fix.
+    if (size_t at = validators.find("cores="); at != std::string::npos)
+      hardware_threads = std::max(1, std::atoi(validators.c_str() + at + 6));
+    fixes.insert(fixes.begin(), replay->fixes.begin(), replay->fixes.end());
   } else {
     builder = std::make_unique<Builder>(options.build, logger);
     if (builder->compiler_version().empty())
       return InvalidArgument("cannot run the compiler '" + options.build.compiler + "' (needed to build candidates)");
     validators = Validators(builder->compiler_version(), options.portkit_version);
-    if (record) record->validators = validators;
+    if (record) {
+      record->validators = validators;
+      record->fixes = options.fixes;
+    }
   }
 
   Progress progress(logger, list.ops.size());
@@ -71,8 +82,8 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       progress.Done(label + ": not tuned.");
       continue;
     }
-    SearchSpace space = (*op)->Space(options.hardware_threads);
-    for (const auto& fix : options.fixes) PORTKIT_RETURN_IF_ERROR(ApplyFix(space, fix));
+    SearchSpace space = (*op)->Space(hardware_threads);
+    for (const auto& fix : fixes) PORTKIT_RETURN_IF_ERROR(ApplyFix(space, fix));
     const std::map<std::string, LandscapePoint>* points = nullptr;
     if (replay) {
       auto it = replay->points.find(sig);
@@ -86,7 +97,7 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       for (const auto& [key, p] : *points) keys.insert(key);
       space.AllowOnly(std::move(keys));
     }
-    Config default_config = (*op)->DefaultConfig(space, options.hardware_threads);
+    Config default_config = (*op)->DefaultConfig(space, hardware_threads);
     if (replay && !points->count(space.Key(default_config))) {
       result.untuned.push_back({desc, "the default strategy is not in the replayed landscape"});
       progress.Done(label + ": default not recorded.");

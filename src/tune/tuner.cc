@@ -172,6 +172,7 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
     for (auto& e : results) {
       ++r.evaluations;
       ++since_improvement;
+      r.history.push_back(e.config);
       seen[e.config] = e.time_us;
       if (!std::isfinite(e.time_us)) ++r.rejected;
       if (std::isfinite(e.time_us) && e.time_us < r.best_us) {

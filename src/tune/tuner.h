@@ -89,6 +89,7 @@ struct TuneOutcome {
   int evaluations = 0;
   int rejected = 0;
   std::string stop_reason;
+  std::vector<Config> history;  ///< evaluated candidates in order (the baselines not included)
 };
 
 /// Tunes one operator from `start` (the default strategy). With `stored`, that configuration is
