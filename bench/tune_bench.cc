@@ -12,7 +12,8 @@
 /// seeds, beside random search.
 ///
 /// Usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies]
-///                   [--landscape FILE]... (default: tests/data/tune/landscape_small.jsonl)
+///                   [--landscape FILE]... (default: tests/data/tune/landscape_small.jsonl and
+///                   bench/landscapes/bert_ffn_in_128x768x3072.jsonl)
 #include <cblas.h>
 #include <dlfcn.h>
 
@@ -258,10 +259,10 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
           double best = points.count(space.Key(start)) && points.at(space.Key(start)).status == "ok"
                             ? points.at(space.Key(start)).time_us : kRejected;
           if (best <= target) n = 0;
-          for (size_t i = 0; i < out.history.size() && n != 0; ++i) {
+          for (size_t i = 0; i < out.history.size() && best > target; ++i) {
             auto it = points.find(space.Key(out.history[i]));
             if (it != points.end() && it->second.status == "ok") best = std::min(best, it->second.time_us);
-            if (best <= target) n = static_cast<int>(i) + 1;
+            if (best <= target) n = static_cast<int>(i) + 1;  // the first evaluation within 5%
           }
           needed.push_back(n);
         }
@@ -305,7 +306,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (landscapes.empty()) landscapes.push_back(std::string(PORTKIT_SOURCE_DIR) + "/tests/data/tune/landscape_small.jsonl");
+  if (landscapes.empty())
+    for (const char* f : {"/tests/data/tune/landscape_small.jsonl", "/bench/landscapes/bert_ffn_in_128x768x3072.jsonl"})
+      landscapes.push_back(std::string(PORTKIT_SOURCE_DIR) + f);
   Logger log(stderr, SystemClock(), LogLevel::kWarning);
   std::printf("tune_bench: %u hardware threads, OpenBLAS %s\n", std::thread::hardware_concurrency(), openblas_get_config());
   int rc = 0;

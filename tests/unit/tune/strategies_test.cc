@@ -102,6 +102,23 @@ TEST(StrategiesTest, PatienceStopsASearchThatStopsImproving) {
   EXPECT_LT(out.evaluations, 1000);
 }
 
+TEST(StrategiesTest, MaxSecondsStopsTheSearch) {
+  Fixture f;
+  Logger logger(nullptr, SystemClock());
+  auto strategy = MakeStrategy("random", {});
+  (*strategy)->Initialise(f.space, f.start, 1);
+  ReplayEvaluator evaluator(f.space, *f.points);
+  Budget b;
+  b.max_evals = 1000;
+  b.max_seconds = 5;
+  double now = 0;  // a clock that advances one second per look
+  auto out = TuneOperator(f.space, f.start, std::nullopt, **strategy, evaluator, b, logger, "op",
+                          [&] { return now++; });
+  EXPECT_EQ(out.stop_reason, "max-seconds reached");
+  EXPECT_GE(out.evaluations, 1);
+  EXPECT_LE(out.evaluations, 5);
+}
+
 TEST(StrategiesTest, DifferentSeedsExploreDifferently) {
   Fixture f;
   Budget b;
