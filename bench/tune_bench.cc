@@ -3,16 +3,19 @@
 /// Part 1, kernels: at shapes from real models (a BERT-base linear layer, ResNet-50 conv
 /// layers, batch 1), tunes our GEMM / Conv2D template (bandit strategy, --max-evals candidates,
 /// real compiles through the kernel cache) and then times, in this process and with one timing
-/// routine (warm-up, then the median of --repeats repeats): our untuned default, our tuned
-/// kernel, and OpenBLAS (cblas_sgemm; conv as im2col + sgemm per group), bias included in all
+/// routine, interleaved so all three see the same load on a shared machine (warm-up, then the
+/// median of --repeats rounds): our untuned default, our tuned kernel, and OpenBLAS (cblas_sgemm; conv as im2col + sgemm per group), bias included in all
 /// three. Prints GFLOP/s and the ratios tuned/OpenBLAS and tuned/default.
 ///
 /// Part 2, strategies: on recorded exhaustive landscapes (replay, no compiling), the number of
 /// evaluations each strategy needs to come within 5% of the landscape's optimum, over --seeds
 /// seeds, beside random search.
 ///
+/// --threads N pins our THREADS knob and OpenBLAS to N threads (a load-robust comparison on a
+/// shared machine).
+///
 /// Usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies]
-///                   [--landscape FILE]... (default: tests/data/tune/landscape_small.jsonl and
+///                   [--threads N] [--landscape FILE]... (default: tests/data/tune/landscape_small.jsonl and
 ///                   bench/landscapes/bert_ffn_in_128x768x3072.jsonl)
 #include <cblas.h>
 #include <dlfcn.h>
@@ -47,25 +50,39 @@ namespace {
 
 using KernelFn = void (*)(const float* const*, float*, const long*);
 
-double MedianUs(const std::function<void()>& fn, int repeats) {
-  fn();  // warm-up (and first-touch of buffers)
+// Times several functions interleaved (f0, f1, f2, f0, f1, ...) so that all see the same load
+// on a shared machine, with a pause after each block: calibration so a repeat lasts >= 2 ms, a warm-up, then `repeats` rounds;
+// the median per call of each.
+std::vector<double> MedianUsInterleaved(const std::vector<std::function<void()>>& fns, int repeats) {
   auto t = [] { return std::chrono::steady_clock::now(); };
-  auto s = t();
-  int calls = 0;
-  do {
-    fn();
-    ++calls;
-  } while (std::chrono::duration<double, std::micro>(t() - s).count() < 20000 && calls < 1000);
-  double per = std::chrono::duration<double, std::micro>(t() - s).count() / calls;
-  int inner = std::max(1, static_cast<int>(2000 / std::max(per, 1e-3)));
-  std::vector<double> v;
-  for (int r = 0; r < repeats; ++r) {
-    auto a = t();
-    for (int i = 0; i < inner; ++i) fn();
-    v.push_back(std::chrono::duration<double, std::micro>(t() - a).count() / inner);
+  std::vector<int> inner;
+  for (const auto& fn : fns) {
+    fn();  // first touch
+    auto s = t();
+    int calls = 0;
+    do {
+      fn();
+      ++calls;
+    } while (std::chrono::duration<double, std::micro>(t() - s).count() < 20000 && calls < 1000);
+    double per = std::chrono::duration<double, std::micro>(t() - s).count() / calls;
+    inner.push_back(std::max(1, static_cast<int>(2000 / std::max(per, 1e-3))));
   }
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  std::vector<std::vector<double>> v(fns.size());
+  for (int r = 0; r < repeats; ++r)
+    for (size_t f = 0; f < fns.size(); ++f) {
+      auto a = t();
+      for (int i = 0; i < inner[f]; ++i) fns[f]();
+      v[f].push_back(std::chrono::duration<double, std::micro>(t() - a).count() / inner[f]);
+      // OpenBLAS worker threads spin for a while after a call; let them go to sleep so they do
+      // not take the cores from whatever is timed next.
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+  std::vector<double> out;
+  for (auto& x : v) {
+    std::sort(x.begin(), x.end());
+    out.push_back(x[x.size() / 2]);
+  }
+  return out;
 }
 
 KernelFn LoadKernel(const std::filesystem::path& so) {
@@ -153,7 +170,7 @@ OpDesc Conv(const char* name, long c, long hw, long o, long kk, long s, long p) 
   return d;
 }
 
-int Kernels(const std::vector<OpDesc>& ops, int max_evals, int repeats, Logger& log) {
+int Kernels(const std::vector<OpDesc>& ops, int max_evals, int repeats, int pin_threads, Logger& log) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   BuildOptions bo;
   bo.cache_dir = BankDir("") / "kernels";
@@ -165,6 +182,7 @@ int Kernels(const std::vector<OpDesc>& ops, int max_evals, int repeats, Logger& 
     auto op = MakeOperator(d);
     if (!op.ok()) return 1;
     SearchSpace space = (*op)->Space(threads);
+    if (pin_threads > 0) (void)space.Restrict("THREADS", {pin_threads});
     Config def = (*op)->DefaultConfig(space, threads);
     MeasureOptions mo;
     mo.repeats = 5;
@@ -185,11 +203,15 @@ int Kernels(const std::vector<OpDesc>& ops, int max_evals, int repeats, Logger& 
     std::vector<const float*> in;
     for (const auto& v : w.inputs) in.push_back(v.empty() ? nullptr : v.data());
     std::vector<float> out_buf(w.output_size), col;
-    double us_def = MedianUs([&] { f_def(in.data(), out_buf.data(), w.dims.data()); }, repeats);
-    double us_best = MedianUs([&] { f_best(in.data(), out_buf.data(), w.dims.data()); }, repeats);
-    double us_blas = d.type == "MatMul" ? MedianUs([&] { BlasGemm(w, out_buf.data()); }, repeats)
-                                        : MedianUs([&] { BlasConv(w, col, out_buf.data()); }, repeats);
+    std::vector<float> blas_out(w.output_size);
+    auto us = MedianUsInterleaved(
+        {[&] { f_def(in.data(), out_buf.data(), w.dims.data()); },
+         [&] { f_best(in.data(), out_buf.data(), w.dims.data()); },
+         [&] { d.type == "MatMul" ? BlasGemm(w, blas_out.data()) : BlasConv(w, col, blas_out.data()); }},
+        repeats);
+    double us_def = us[0], us_best = us[1], us_blas = us[2];
     // The peer must compute the same thing.
+    out_buf = blas_out;
     double max_err = 0;
     for (size_t i = 0; i < out_buf.size(); ++i) max_err = std::max(max_err, std::fabs(double(out_buf[i]) - w.reference[i]));
     double gf = (*op)->Flops() / 1e3;  // GFLOP/s = flops / us / 1e3
@@ -289,7 +311,7 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int max_evals = 24, repeats = 7, seeds = 20;
+  int max_evals = 24, repeats = 11, seeds = 20, pin_threads = 0;
   std::string only;
   std::vector<std::string> landscapes;
   for (int i = 1; i < argc; ++i) {
@@ -299,10 +321,11 @@ int main(int argc, char** argv) {
     else if (a == "--repeats") repeats = std::max(5, std::atoi(next().c_str()));
     else if (a == "--seeds") seeds = std::max(1, std::atoi(next().c_str()));
     else if (a == "--only") only = next();
+    else if (a == "--threads") pin_threads = std::atoi(next().c_str());
     else if (a == "--landscape") landscapes.push_back(next());
     else {
       std::fprintf(stderr, "usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies] "
-                           "[--landscape FILE]...\n");
+                           "[--threads N] [--landscape FILE]...\n");
       return 2;
     }
   }
@@ -310,20 +333,22 @@ int main(int argc, char** argv) {
     for (const char* f : {"/tests/data/tune/landscape_small.jsonl", "/bench/landscapes/bert_ffn_in_128x768x3072.jsonl"})
       landscapes.push_back(std::string(PORTKIT_SOURCE_DIR) + f);
   Logger log(stderr, SystemClock(), LogLevel::kWarning);
-  std::printf("tune_bench: %u hardware threads, OpenBLAS %s\n", std::thread::hardware_concurrency(), openblas_get_config());
+  if (pin_threads > 0) openblas_set_num_threads(pin_threads);  // both sides on the same cores
+  std::printf("tune_bench: %u hardware threads, %s threads per kernel, OpenBLAS %s\n", std::thread::hardware_concurrency(),
+              pin_threads > 0 ? std::to_string(pin_threads).c_str() : "tuned", openblas_get_config());
   int rc = 0;
   if (only.empty() || only == "gemm") {
     std::printf("\nGEMM, BERT-base linear layers (128 tokens), fp32, bias:\n");
     rc |= Kernels({Gemm("bert_ffn_in", 128, 768, 3072), Gemm("bert_ffn_out", 128, 3072, 768),
                    Gemm("bert_qkv", 128, 768, 768)},
-                  max_evals, repeats, log);
+                  max_evals, repeats, pin_threads, log);
   }
   if (only.empty() || only == "conv") {
     std::printf("\nConv2D, ResNet-50 layers (batch 1, 224x224 input), fp32:\n");
     rc |= Kernels({Conv("conv1_7x7s2", 3, 224, 64, 7, 2, 3), Conv("layer1_3x3", 64, 56, 64, 3, 1, 1),
                    Conv("layer1_1x1", 256, 56, 64, 1, 1, 0), Conv("layer2_3x3", 128, 28, 128, 3, 1, 1),
                    Conv("layer3_3x3", 256, 14, 256, 3, 1, 1), Conv("layer4_3x3", 512, 7, 512, 3, 1, 1)},
-                  max_evals, repeats, log);
+                  max_evals, repeats, pin_threads, log);
   }
   if (only.empty() || only == "strategies") {
     std::printf("\nStrategy efficiency on recorded landscapes (replay): evaluations to come within 5%% of the "

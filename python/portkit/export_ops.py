@@ -111,8 +111,10 @@ def write_op_list(path, ops):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export_ops.")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(ops, f, indent=2)
-            f.write("\n")
+            # One operator per line: readable and diff-friendly.
+            f.write('{"name": %s, "ops": [\n' % json.dumps(ops["name"]))
+            f.write(",\n".join("  " + json.dumps(op) for op in ops["ops"]))
+            f.write("\n]}\n")
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -136,7 +138,7 @@ def main(argv=None):
     p.add_argument("--model", required=True, help="module:callable returning an nn.Module")
     p.add_argument("--input", action="append", type=_parse_shape, required=True,
                    help="shape of a positional float32 input, e.g. 8x3x224x224 (repeatable)")
-    p.add_argument("--name", help="model name in the list (default: the callable's name)")
+    p.add_argument("--name", help="model name in the list (default: the module's name)")
     p.add_argument("-o", "--output", required=True, help="op list JSON to write")
     args = p.parse_args(argv)
     if ":" not in args.model:
@@ -154,7 +156,7 @@ def main(argv=None):
     if not isinstance(model, torch.nn.Module):
         p.error("--model %s: returned %s, not a torch.nn.Module" % (args.model, type(model).__name__))
     inputs = tuple(torch.randn(*shape) for shape in args.input)
-    ops = export_ops(model, inputs, name=args.name or attr)
+    ops = export_ops(model, inputs, name=args.name or mod_name.rsplit(".", 1)[-1])
     write_op_list(args.output, ops)
     tunable = sum(1 for o in ops["ops"] if o["op_type"] in ("MatMul", "Conv2D"))
     print("wrote %s: %d operators (%d MatMul/Conv2D)" % (args.output, len(ops["ops"]), tunable), file=sys.stderr)

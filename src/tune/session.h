@@ -16,7 +16,7 @@
 namespace portkit::tune {
 
 struct SessionOptions {
-  std::string strategy = "bandit";
+  std::string strategy = "genetic";
   std::vector<std::string> strategy_options;  ///< NAME=VALUE
   Budget budget;
   uint64_t seed = 0;

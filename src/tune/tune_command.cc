@@ -133,7 +133,7 @@ int TuneMain(int argc, char** argv, Context& ctx) {
   app.add_option("--job-type", job_type, "2 = operator tuning (OPAT); also --job_type")->default_val(2);
   app.add_option("--model", model, "operator list JSON (see docs/tune.md) or a profile folder from `portkit prof`");
   app.add_option("--replay", replay, "run the strategy on a recorded landscape instead of compiling and measuring");
-  app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val("bandit");
+  app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val("genetic");
   app.add_option("--strategy-opt", opt.strategy_options, "strategy option NAME=VALUE (repeatable)");
   app.add_option("--max-evals", opt.budget.max_evals, "candidates evaluated per operator")->default_val(40)->check(CLI::PositiveNumber);
   app.add_option("--max-seconds", opt.budget.max_seconds, "time limit per operator in seconds (0 = none)")->default_val(0);

@@ -70,5 +70,27 @@ check "malformed landscape names file and line" "[ $rc = 2 ] && grep -q '$tmp/ba
 "$PORTKIT" tune --help >"$tmp/h" 2>&1; rc=$?
 check "--help renders every strategy's options" "[ $rc = 0 ] && grep -q 'cooling=0.93' '$tmp/h' && grep -q 'population=8' '$tmp/h' && grep -q 'TUNE_BANK_PATH' '$tmp/h'"
 
+# A profile with recorded shapes (Kineto's "Input Dims"; torch 1.13's legacy profiler records none):
+# aten::addmm and aten::mm become MatMul, aten::conv2d is listed untuned.
+mkdir -p "$tmp/prof"
+cat >"$tmp/prof/trace.json" <<'JSON'
+{"traceEvents": [
+ {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+  "args": {"Input Dims": [[10], [4, 32], [32, 10], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"]}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+  "args": {"Input Dims": [[10], [4, 32], [32, 10], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"]}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 30, "dur": 5,
+  "args": {"Input Dims": [[10, 4], [4, 32]], "Input type": ["float", "float"]}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 40, "dur": 5,
+  "args": {"Input Dims": [[4, 3, 8, 8], [32, 3, 1, 1], [32], [], [], [], []], "Input type": ["float", "float", "float", "", "", "", ""]}}
+]}
+JSON
+"$PORTKIT" prof import -dir "$tmp/prof" >/dev/null 2>&1
+"$PORTKIT" tune --model "$tmp/prof" --tune-bank "$bank" --output "$tmp/rp" --max-evals 1 --repeats 5 "${pin[@]}" >"$tmp/op" 2>"$tmp/ep"; rc=$?
+check "a profile folder: addmm and mm tuned, conv2d untuned" \
+  "[ $rc = 0 ] && grep -q 'MatMul|float32|ND|\[4,32\],\[32,10\]|bias=1' '$tmp/rp/tuned_plan.json' && grep -q 'MatMul|float32|ND|\[10,4\],\[4,32\]|bias=0' '$tmp/rp/tuned_plan.json' && grep -q 'do not record the stride and padding' '$tmp/rp/tuned_plan.json'"
+"$PORTKIT" tune --model "$tmp" --tune-bank "$bank" >"$tmp/x8" 2>&1; rc=$?
+check "a folder without portkit.db exits 2" "[ $rc = 2 ] && grep -q 'no portkit.db; run .portkit prof import' '$tmp/x8'"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -42,7 +42,7 @@ def export(tmp_path, python):
 def test_export_ops_maps_linear_and_conv(tmp_path, python):
     ops, _, res = export(tmp_path, python)
     assert "wrote" in res.stderr
-    assert ops["name"] == "make"
+    assert ops["name"] == "tinynet"
     by_name = {o["op_name"]: o for o in ops["ops"]}
     assert by_name["conv1"] == {"op_name": "conv1", "op_type": "Conv2D", "inputs": [[2, 3, 8, 8], [8, 3, 3, 3]],
                                 "attrs": {"stride": [1, 1], "padding": [1, 1], "groups": 1, "bias": True},
@@ -86,3 +86,4 @@ def test_tune_accepts_the_exported_list(tmp_path, python, portkit):
     assert summary["repo_add_num"] + summary["repo_unsatisfied_num"] == 4
     untuned = {o["op_name"] for o in result["OPAT"]["untuned_operators"]}
     assert untuned == {"act", "act#2", "act#3"}
+

@@ -1,7 +1,8 @@
 // Bandit ensemble: random, annealing and genetic search as arms of a UCB1 bandit. Each proposal
-// comes from the arm with the highest upper confidence bound on its reward (1 when its
-// configuration improved the best cost so far), so the search shifts to whatever works on this
-// operator.
+// comes from the arm with the highest upper confidence bound on its mean reward (the share of
+// configurations measured so far that the arm's proposal beats), so the search shifts to
+// whatever works on this operator.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -25,6 +26,7 @@ class Bandit : public Strategy {
       arms_.push_back(std::move(arm));
     }
     owner_.clear();
+    costs_.clear();
     best_ = std::numeric_limits<double>::infinity();
     pulls_ = 0;
     start_ = start;
@@ -65,14 +67,20 @@ class Bandit : public Strategy {
       // The start configuration: every arm learns it.
       for (auto& arm : arms_) arm.strategy->Report(c, cost);
       if (cost < best_) best_ = cost;
+      if (std::isfinite(cost)) costs_.insert(std::lower_bound(costs_.begin(), costs_.end(), cost), cost);
       return;
     }
     Arm& arm = arms_[it->second];
     arm.strategy->Report(c, cost);
-    if (cost < best_) {
-      best_ = cost;
-      arm.reward += 1;
+    // Reward: the share of the configurations measured so far that this one beats (dense, in
+    // [0, 1]; a rejected one earns 0), so arms are told apart long before one finds a new best.
+    if (std::isfinite(cost)) {
+      auto pos = std::lower_bound(costs_.begin(), costs_.end(), cost);
+      size_t beaten = static_cast<size_t>(costs_.end() - pos);
+      arm.reward += costs_.empty() ? 1.0 : static_cast<double>(beaten) / static_cast<double>(costs_.size());
+      costs_.insert(pos, cost);
     }
+    if (cost < best_) best_ = cost;
   }
 
  private:
@@ -86,6 +94,7 @@ class Bandit : public Strategy {
   double exploration_;
   std::vector<Arm> arms_;
   std::map<Config, size_t> owner_;
+  std::vector<double> costs_;  // sorted costs of every valid configuration reported
   double best_ = 0;
   int pulls_ = 0;
   Config start_;
@@ -94,7 +103,7 @@ class Bandit : public Strategy {
 }  // namespace
 
 StrategyInfo BanditInfo() {
-  return {"bandit", "UCB1 bandit over random, annealing and genetic (default)",
+  return {"bandit", "UCB1 bandit over random, annealing and genetic",
           {{"exploration", 0.7, "UCB1 exploration weight"}},
           [](const StrategyOptions& o) -> std::unique_ptr<Strategy> { return std::make_unique<Bandit>(o); }};
 }
