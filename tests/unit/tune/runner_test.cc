@@ -93,6 +93,56 @@ TEST_F(RunnerTest, RejectsBadCandidatesAndTimesAGoodOne) {
   EXPECT_EQ(again[0].shared_object, builds[0].shared_object);
 }
 
+// Candidates that exercise every loop of the template against the reference: several cache
+// blocks in each dimension with edges, two threads, unpacked A; and a strided, padded, grouped
+// convolution with bias whose GEMM has edge tiles everywhere.
+TEST(KernelTemplateTest, BlockedGemmAndGroupedConvMatchTheReference) {
+  fs::path dir = fs::temp_directory_path() / ("portkit_template_test_" + std::to_string(getpid()));
+  Logger logger(nullptr, SystemClock());
+  BuildOptions bo;
+  bo.cache_dir = dir;
+  bo.parallel = 2;
+  Builder builder(bo, logger);
+
+  OpDesc g;
+  g.name = "fc";
+  g.type = "MatMul";
+  g.layout = "ND";
+  g.inputs = {{100, 300}, {300, 800}};
+  g.bias = true;
+  GemmOperator gemm(g);
+  SearchSpace gs = gemm.Space(2);
+  auto gc = gs.Parse("MC=48,NC=768,KC=128,MR=6,NR=32,VW=8,PACK_A=0,ORDER=1,UNROLL=4,THREADS=2");
+  ASSERT_TRUE(gc.ok() && gs.Valid(*gc)) << gs.Check(*gc);
+
+  OpDesc c;
+  c.name = "conv";
+  c.type = "Conv2D";
+  c.layout = "NCHW";
+  c.inputs = {{2, 6, 11, 9}, {10, 3, 3, 2}};
+  c.stride[0] = 2;
+  c.padding[0] = 1;
+  c.padding[1] = 2;
+  c.groups = 2;
+  c.bias = true;
+  Conv2dOperator conv(c);
+  SearchSpace cs = conv.Space(2);
+  auto cc = cs.Parse("MC=48,NC=768,KC=128,MR=4,NR=16,VW=16,PACK_A=1,ORDER=0,UNROLL=1,THREADS=2");
+  ASSERT_TRUE(cc.ok() && cs.Valid(*cc));
+
+  auto builds = builder.BuildAll({gemm.Source(gs, *gc), conv.Source(cs, *cc)});
+  ASSERT_TRUE(builds[0].ok) << builds[0].error;
+  ASSERT_TRUE(builds[1].ok) << builds[1].error;
+  MeasureOptions mo;
+  mo.repeats = 5;
+  mo.min_repeat_us = 50;
+  Measurement mg = Measure(builds[0].shared_object, gemm.MakeWorkload(), mo);
+  EXPECT_EQ(mg.status, MeasureStatus::kOk) << mg.detail;
+  Measurement mc = Measure(builds[1].shared_object, conv.MakeWorkload(), mo);
+  EXPECT_EQ(mc.status, MeasureStatus::kOk) << mc.detail;
+  fs::remove_all(dir);
+}
+
 TEST(ReferenceTest, GemmAndConvReferencesAgreeOnA1x1Conv) {
   // A 1x1 convolution is a GEMM: W[O,C] x X[C,HW].
   const long C = 3, O = 2, HW = 4;
