@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/json_writer.h"
 
@@ -96,9 +97,18 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& dir) {
   // A second tuner waits for the writer instead of failing; WAL keeps readers going during a
   // write and makes a killed writer's partial transaction invisible.
   sqlite3_busy_timeout(kb.db_, 30000);
-  PORTKIT_RETURN_IF_ERROR(kb.Exec("PRAGMA journal_mode=WAL"));
-  PORTKIT_RETURN_IF_ERROR(kb.Exec("PRAGMA synchronous=NORMAL"));
-  PORTKIT_RETURN_IF_ERROR(kb.Exec(kSchema));
+  // Two tuners creating the same bank at once: switching a new database to WAL and creating the
+  // schema can fail with SQLITE_BUSY without the busy handler being consulted, so these
+  // statements are retried (up to ~30 s) instead of failing the run.
+  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", kSchema}) {
+    for (int attempt = 0;; ++attempt) {
+      int rc = sqlite3_exec(kb.db_, sql, nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) break;
+      if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000)
+        return IoError(kb.path_.string() + ": " + sqlite3_errmsg(kb.db_));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   char* err = nullptr;
   sqlite3_stmt* check = nullptr;
   if (sqlite3_prepare_v2(kb.db_, "PRAGMA quick_check", -1, &check, nullptr) == SQLITE_OK &&

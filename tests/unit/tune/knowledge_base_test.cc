@@ -129,6 +129,39 @@ TEST_F(KnowledgeBaseTest, TwoConcurrentWritersNeverCorruptIt) {
   }
 }
 
+// Tuners that create the same new bank at the same moment (switching it to WAL and creating the
+// schema race): all of them open it and write.
+TEST_F(KnowledgeBaseTest, ConcurrentCreationOfANewBank) {
+  const int kProcs = 8;
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t children[kProcs];
+  for (int p = 0; p < kProcs; ++p) {
+    children[p] = fork();
+    ASSERT_GE(children[p], 0);
+    if (children[p] == 0) {
+      close(go[1]);
+      char c;
+      (void)!read(go[0], &c, 1);  // all start together when the parent closes the pipe
+      auto kb = KnowledgeBase::Open(dir_);
+      if (!kb.ok()) _exit(3);
+      if (!kb->StoreIfBetter(Entry("op" + std::to_string(p), "A=1", 1)).ok()) _exit(4);
+      _exit(0);
+    }
+  }
+  close(go[0]);
+  close(go[1]);
+  for (pid_t c : children) {
+    int status = 0;
+    waitpid(c, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << WEXITSTATUS(status);
+  }
+  auto kb = KnowledgeBase::Open(dir_);
+  ASSERT_TRUE(kb.ok());
+  EXPECT_EQ(kb->List()->size(), static_cast<size_t>(kProcs));
+  EXPECT_EQ(IntegrityCheck(dir_ / "tune_bank.db"), "ok");
+}
+
 // A writer killed with SIGKILL in the middle of its writes: the bank opens, passes SQLite's
 // integrity check, and holds only whole entries.
 TEST_F(KnowledgeBaseTest, SigkilledWriterLeavesItConsistent) {
