@@ -2,6 +2,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/json_writer.h"
 
 namespace portkit::tune {
@@ -124,6 +127,33 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
   PORTKIT_RETURN_IF_ERROR(CheckShapes(op, where));
   if (dilated) {
     *untuned_reason = "dilated Conv2D is not tuned (dilation 1 only)";
+    return op;
+  }
+  // Every candidate and the double-precision reference run on this machine: refuse what would
+  // not fit in memory or take hours (untuned, not an error).
+  double elements = 0, macs = 0;
+  for (const auto& in : op.inputs) {
+    double n = 1;
+    for (int64_t d : in) n *= static_cast<double>(d);
+    elements = std::max(elements, n);
+  }
+  const auto& a = op.inputs[0];
+  const auto& b = op.inputs[1];
+  if (op.type == "MatMul") {
+    elements = std::max(elements, static_cast<double>(a[0]) * static_cast<double>(b[1]));
+    macs = static_cast<double>(a[0]) * static_cast<double>(a[1]) * static_cast<double>(b[1]);
+  } else {
+    double oh = static_cast<double>((a[2] + 2 * op.padding[0] - b[2]) / op.stride[0] + 1);
+    double ow = static_cast<double>((a[3] + 2 * op.padding[1] - b[3]) / op.stride[1] + 1);
+    double col = static_cast<double>(b[1] * b[2] * b[3]) * oh * ow;
+    elements = std::max({elements, static_cast<double>(a[0] * b[0]) * oh * ow, col});
+    macs = static_cast<double>(a[0] * b[0]) * oh * ow * static_cast<double>(b[1] * b[2] * b[3]);
+  }
+  if (elements > kMaxTensorElements || macs > kMaxMacs) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "too large to tune here (%.3g elements in its largest tensor, %.3g "
+                  "multiply-adds; limits %.3g and %.3g)", elements, macs, kMaxTensorElements, kMaxMacs);
+    *untuned_reason = buf;
     return op;
   }
   if (op.dtype != "float32") *untuned_reason = "dtype " + op.dtype + " is not tuned (float32 kernels only)";

@@ -25,6 +25,11 @@ struct OpDesc {
   int64_t groups = 1;
 };
 
+/// Size limits of a tunable operator (larger ones are listed untuned): 2^28 floats (1 GiB) per
+/// tensor, 2^37 multiply-adds (the reference takes about a minute).
+constexpr double kMaxTensorElements = 268435456.0;
+constexpr double kMaxMacs = 137438953472.0;
+
 /// The signature that keys the knowledge base: type, dtype, layout, shapes and attributes, e.g.
 /// `MatMul|float32|ND|[64,128],[128,96]|bias=1`.
 std::string Signature(const OpDesc& op);

@@ -32,6 +32,19 @@ TEST(OpListTest, UnknownTypesAndDtypesAreListedUntuned) {
   EXPECT_EQ(list->untuned[1].reason, "dtype float16 is not tuned (float32 kernels only)");
 }
 
+TEST(OpListTest, OperatorsTooLargeToTuneHereAreUntuned) {
+  auto list = ParseOpList(R"({"ops": [{"op_name": "huge", "op_type": "MatMul", "inputs": [[1048576, 1048576], [1048576, 2]]},
+    {"op_name": "slow", "op_type": "Conv2D", "inputs": [[64, 512, 64, 64], [512, 512, 3, 3]], "attrs": {"padding": [1, 1]}},
+    {"op_name": "ok", "op_type": "MatMul", "inputs": [[128, 768], [768, 3072]]}]})",
+                          "ops.json");
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->ops.size(), 1u);
+  EXPECT_EQ(list->ops[0].name, "ok");
+  ASSERT_EQ(list->untuned.size(), 2u);
+  EXPECT_EQ(list->untuned[0].reason.rfind("too large to tune here (1.1e+12 elements", 0), 0u) << list->untuned[0].reason;
+  EXPECT_EQ(list->untuned[1].reason.rfind("too large to tune here", 0), 0u) << list->untuned[1].reason;
+}
+
 TEST(OpListTest, ErrorsNameTheFileAndField) {
   struct Case {
     const char* json;
