@@ -5,6 +5,7 @@
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
 #include "prof/prof_command.h"
+#include "tune/tune_command.h"
 
 namespace portkit::cli {
 
@@ -20,6 +21,8 @@ const Command kCommands[] = {
     {"extract", "copy the named operators of a dump into a new dump", &accuracy::ExtractMain},
     {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
      &prof::ProfMain},
+    {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base",
+     &tune::TuneMain},
 };
 const size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 

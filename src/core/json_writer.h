@@ -18,6 +18,8 @@ class JsonWriter {
   JsonWriter& String(std::string_view value);
   JsonWriter& Int(int64_t value);
   JsonWriter& Double(double value);
+  /// A number with `decimals` digits after the point (null when not finite).
+  JsonWriter& Fixed(double value, int decimals);
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
   const std::string& str() const { return out_; }

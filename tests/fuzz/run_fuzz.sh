@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target of the Python front end with clang and runs it.
+# Builds the libFuzzer targets (Python front end, trace importer, tune inputs) with clang and runs them.
 #
 #   tests/fuzz/run_fuzz.sh                 # 30 s
 #   FUZZ_SECONDS=600 tests/fuzz/run_fuzz.sh
@@ -26,11 +26,11 @@ fi
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPORTKIT_FUZZ=ON -DPORTKIT_BUILD_TESTS=OFF -DPORTKIT_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" --target python_frontend_fuzz trace_import_fuzz tensor_reader_fuzz -j "$JOBS"
+cmake --build "$BUILD" --target python_frontend_fuzz trace_import_fuzz tensor_reader_fuzz tune_input_fuzz -j "$JOBS"
 
 # Each target fuzzes for FUZZ_SECONDS on its own corpus (seeds copied, the checked-in ones untouched).
 status=0
-for spec in python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors; do
+for spec in python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors tune_input_fuzz:tune; do
   target=${spec%%:*}
   seeds=${spec##*:}
   FUZZER="$BUILD/tests/fuzz/$target"

@@ -1,0 +1,51 @@
+#pragma once
+/// Builds candidates: writes each source into a cache folder keyed by a hash of source, flags
+/// and compiler, and compiles it with the system compiler into its own shared object. Builds
+/// run in parallel; a cached object is reused; a failing compile is a result, not an error.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "core/status.h"
+
+namespace portkit::tune {
+
+struct BuildOptions {
+  std::string compiler = "c++";
+  std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native", "-ffp-contract=fast",
+                                    "-shared", "-fPIC", "-w"};
+  std::filesystem::path cache_dir;
+  int parallel = 1;  ///< compiler processes at once
+};
+
+struct BuildResult {
+  bool ok = false;
+  bool cached = false;
+  std::filesystem::path shared_object;
+  std::string error;  ///< the compiler's message (first lines) when !ok
+  double seconds = 0;
+};
+
+class Builder {
+ public:
+  Builder(BuildOptions options, Logger& logger);
+  /// `compiler --version`'s first line ("" when it cannot be run).
+  const std::string& compiler_version() const { return compiler_version_; }
+  /// Builds every source (in parallel, options.parallel at once); results in input order.
+  std::vector<BuildResult> BuildAll(const std::vector<std::string>& sources);
+  /// The cache key: 16 hex digits of FNV-1a over compiler version, flags and source.
+  std::string Key(const std::string& source) const;
+
+ private:
+  BuildResult BuildOne(const std::string& source);
+  BuildOptions options_;
+  Logger& logger_;
+  std::string compiler_version_;
+};
+
+/// Runs `argv` (argv[0] looked up on PATH), stdout+stderr into `output`; returns the exit
+/// status, or -1 when it could not be started or was killed by a signal.
+int RunProcess(const std::vector<std::string>& argv, std::string* output);
+
+}  // namespace portkit::tune

@@ -1,0 +1,101 @@
+#include "tune/landscape.h"
+
+#include <simdjson.h>
+
+#include <cstdio>
+
+#include "core/json_writer.h"
+
+namespace portkit::tune {
+
+void Landscape::AddOp(const OpDesc& op) {
+  std::string sig = Signature(op);
+  for (const auto& o : ops)
+    if (Signature(o) == sig) return;
+  ops.push_back(op);
+}
+
+void Landscape::Add(const std::string& signature, const std::string& key, const LandscapePoint& p) {
+  points[signature][key] = p;
+}
+
+std::string Landscape::ToJsonLines() const {
+  std::string out = "{\"kind\": \"landscape\", \"version\": 1, \"validators\": ";
+  JsonWriter::AppendEscaped(out, validators);
+  out += ", \"fix\": [";
+  for (size_t i = 0; i < fixes.size(); ++i) {
+    if (i) out += ", ";
+    JsonWriter::AppendEscaped(out, fixes[i]);
+  }
+  out += "]}\n";
+  for (const auto& op : ops) out += "{\"kind\": \"op\", \"op\": " + OpToJson(op) + "}\n";
+  for (const auto& [sig, by_key] : points)
+    for (const auto& [key, p] : by_key) {
+      out += "{\"kind\": \"eval\", \"signature\": ";
+      JsonWriter::AppendEscaped(out, sig);
+      out += ", \"config\": ";
+      JsonWriter::AppendEscaped(out, key);
+      out += ", \"status\": ";
+      JsonWriter::AppendEscaped(out, p.status);
+      char t[48];
+      std::snprintf(t, sizeof t, "%.17g", p.time_us);
+      out += std::string(", \"time_us\": ") + t + "}\n";
+    }
+  return out;
+}
+
+Expected<Landscape> ParseLandscape(std::string_view text, std::string_view file) {
+  Landscape l;
+  simdjson::dom::parser parser;
+  size_t line_no = 0, pos = 0;
+  bool header = false;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    std::string where = std::string(file) + ":" + std::to_string(line_no);
+    simdjson::dom::element e;
+    if (parser.parse(simdjson::padded_string(line)).get(e)) return ParseError(where + ": not valid JSON");
+    std::string_view kind;
+    if (e["kind"].get_string().get(kind)) return ParseError(where + ": kind: missing or not a string");
+    if (kind == "landscape") {
+      std::string_view v;
+      if (e["validators"].get_string().get(v)) return ParseError(where + ": validators: missing or not a string");
+      l.validators = std::string(v);
+      header = true;
+      simdjson::dom::array fixes;
+      if (!e["fix"].get_array().get(fixes))
+        for (auto f : fixes) {
+          std::string_view fs;
+          if (f.get_string().get(fs)) return ParseError(where + ": fix: expected strings");
+          l.fixes.emplace_back(fs);
+        }
+    } else if (kind == "op") {
+      simdjson::dom::element op;
+      if (e["op"].get(op)) return ParseError(where + ": op: missing");
+      std::string reason;
+      auto desc = ParseOpJson(simdjson::minify(op), where + ": op", &reason);
+      if (!desc.ok()) return desc.status();
+      if (!reason.empty()) return ParseError(where + ": op: " + reason);
+      l.ops.push_back(std::move(*desc));
+    } else if (kind == "eval") {
+      std::string_view sig, key, status;
+      double t = 0;
+      if (e["signature"].get_string().get(sig)) return ParseError(where + ": signature: missing or not a string");
+      if (e["config"].get_string().get(key)) return ParseError(where + ": config: missing or not a string");
+      if (e["status"].get_string().get(status)) return ParseError(where + ": status: missing or not a string");
+      if (e["time_us"].get_double().get(t)) return ParseError(where + ": time_us: missing or not a number");
+      if (status == "ok" && !(t > 0)) return ParseError(where + ": time_us: must be > 0 for status ok");
+      l.Add(std::string(sig), std::string(key), {std::string(status), t});
+    } else {
+      return ParseError(where + ": kind: unknown kind '" + std::string(kind) + "'");
+    }
+  }
+  if (!header) return ParseError(std::string(file) + ": not a landscape file (no {\"kind\": \"landscape\"} line)");
+  return l;
+}
+
+}  // namespace portkit::tune

@@ -1,0 +1,36 @@
+#pragma once
+/// The landscape: every candidate measured in a run (operator, configuration, outcome, time),
+/// written as JSON lines so that `portkit tune --replay FILE` can run any strategy on it again
+/// without compiling or measuring. Line kinds: one "landscape" header, one "op" per operator,
+/// one "eval" per measured configuration.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "tune/op_desc.h"
+
+namespace portkit::tune {
+
+struct LandscapePoint {
+  std::string status;  ///< MeasureStatusName, or "compile_error"
+  double time_us = 0;  ///< median per call when status is "ok"
+};
+
+struct Landscape {
+  std::string validators;
+  std::vector<std::string> fixes;  ///< the --fix restrictions of the recording (replay applies them)
+  std::vector<OpDesc> ops;
+  /// signature -> configuration key -> outcome (the last record wins)
+  std::map<std::string, std::map<std::string, LandscapePoint>> points;
+
+  void AddOp(const OpDesc& op);
+  void Add(const std::string& signature, const std::string& key, const LandscapePoint& p);
+  /// JSON lines, ops in insertion order, points sorted by key.
+  std::string ToJsonLines() const;
+};
+
+/// Reads a landscape file's text; errors name the file and line.
+Expected<Landscape> ParseLandscape(std::string_view text, std::string_view file);
+
+}  // namespace portkit::tune

@@ -1,0 +1,55 @@
+#pragma once
+/// A tunable operator: its search space, its untuned default, the candidate source for a
+/// configuration and the workload (inputs + reference output) candidates are validated on.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "tune/op_desc.h"
+#include "tune/search_space.h"
+
+namespace portkit::tune {
+
+/// Inputs, kernel dims and the reference output of one operator instance. Inputs are
+/// deterministic (fixed-seed) values in [-1, 1).
+struct Workload {
+  std::vector<std::vector<float>> inputs;  ///< in kernel argument order; an empty one is passed as null
+  std::vector<long> dims;                  ///< the kernel's `dims` argument
+  size_t output_size = 0;
+  std::vector<float> reference;            ///< computed in double precision, rounded to float
+  double rtol = 0, atol = 0;               ///< |out - ref| <= atol + rtol * |ref|
+};
+
+/// Tolerance by dtype for a sum of `terms` products of values in [-1, 1): float32 rounding grows
+/// with the square root of the length in practice; the bound allows for the worst blocking order.
+void SetTolerance(const std::string& dtype, long terms, Workload& w);
+
+class TunableOperator {
+ public:
+  explicit TunableOperator(OpDesc desc) : desc_(std::move(desc)) {}
+  virtual ~TunableOperator() = default;
+  const OpDesc& desc() const { return desc_; }
+
+  /// The knobs and constraints; `hardware_threads` bounds the THREADS knob.
+  virtual SearchSpace Space(int hardware_threads) const = 0;
+  /// The untuned default strategy (what runs when nothing is tuned).
+  virtual Config DefaultConfig(const SearchSpace& space, int hardware_threads) const = 0;
+  /// Complete C++ source of the candidate for `c` (exports `portkit_kernel`).
+  virtual std::string Source(const SearchSpace& space, const Config& c) const = 0;
+  /// Floating-point operations of one call (2 per multiply-add).
+  virtual double Flops() const = 0;
+  /// Inputs and reference output (cost: one naive evaluation in double precision).
+  virtual Workload MakeWorkload() const = 0;
+
+ private:
+  OpDesc desc_;
+};
+
+/// The operator for a supported description (MatMul, Conv2D); kUnsupported otherwise.
+Expected<std::unique_ptr<TunableOperator>> MakeOperator(const OpDesc& desc);
+
+/// Fills `v` with deterministic values in [-1, 1).
+void FillDeterministic(std::vector<float>& v, uint64_t seed);
+
+}  // namespace portkit::tune

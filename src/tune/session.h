@@ -1,0 +1,62 @@
+#pragma once
+/// A tuning session over a model's operators (OPAT): for each operator, the knowledge base is
+/// consulted, the operator tuned when needed, and the bank updated by the seed's rules.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "tune/builder.h"
+#include "tune/knowledge_base.h"
+#include "tune/landscape.h"
+#include "tune/op_desc.h"
+#include "tune/runner.h"
+#include "tune/tuner.h"
+
+namespace portkit::tune {
+
+struct SessionOptions {
+  std::string strategy = "genetic";
+  std::vector<std::string> strategy_options;  ///< NAME=VALUE
+  Budget budget;
+  uint64_t seed = 0;
+  bool repeat_tune = false;
+  std::vector<std::string> fixes;  ///< --fix NAME=V1[,V2]
+  MeasureOptions measure;
+  BuildOptions build;
+  int hardware_threads = 1;
+  std::string portkit_version;
+};
+
+/// What happened to an operator, in the seed's repository terms.
+enum class RepoStatus { kAdd, kHit, kUpdate, kReserved, kUnsatisfied };
+const char* RepoStatusName(RepoStatus s);
+
+struct OpResult {
+  OpDesc op;
+  std::string signature;
+  RepoStatus status = RepoStatus::kUnsatisfied;
+  std::string config;       ///< the strategy the operator runs with after this session
+  std::string source;       ///< "tuned", "bank" or "default"
+  double before_us = 0;     ///< default strategy
+  double after_us = 0;      ///< chosen strategy
+  int evaluations = 0;
+  std::string stop_reason;
+};
+
+struct SessionResult {
+  std::string name;
+  std::string strategy;
+  double seconds = 0;
+  std::vector<OpResult> ops;
+  std::vector<UntunedOp> untuned;
+  std::string bank_path;
+};
+
+/// Runs the session. With `replay`, candidates are answered from the landscape (no compiling),
+/// and the landscape's validators key the bank; otherwise every measurement is added to
+/// `record`. Errors are for the session as a whole (bank unusable, bad strategy or --fix).
+Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& options, KnowledgeBase& bank,
+                                   const Landscape* replay, Landscape* record, Logger& logger);
+
+}  // namespace portkit::tune
