@@ -10,6 +10,7 @@ Run: /usr/bin/python3 bench/compare_bench.py [--gb 2]
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -72,7 +73,7 @@ def main():
     parser.add_argument("--portkit", default=os.path.join(HERE, "..", "build", "portkit"))
     args = parser.parse_args()
     per_tensor = 16 * 1024 * 1024  # 64 MB of fp32
-    count = max(1, int(args.gb * 1e9 / 2 / (per_tensor * 4)))
+    count = max(1, math.ceil(args.gb * 1e9 / 2 / (per_tensor * 4)))  # at least --gb in all
     work = tempfile.mkdtemp(prefix="portkit_compare_bench_")
     try:
         ref, tgt = os.path.join(work, "ref"), os.path.join(work, "tgt")
