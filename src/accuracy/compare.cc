@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "accuracy/metrics/metric.h"
 #include "accuracy/safetensors.h"
@@ -24,32 +25,75 @@
 namespace portkit::accuracy {
 namespace fs = std::filesystem;
 
-std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<std::pair<long, long>> out;
-  if (a == b) {
-    for (size_t i = 0; i < a.size(); ++i) out.emplace_back(static_cast<long>(i), static_cast<long>(i));
-    return out;
-  }
-  // LCS by dynamic programming on the keys (bounded: huge dumps fall back to greedy matching).
-  size_t n = a.size(), m = b.size();
-  if (n * m > 50'000'000) {
-    size_t j = 0;
-    for (size_t i = 0; i < n && j < m; ++i) {
-      size_t k = j;
-      while (k < m && b[k] != a[i]) ++k;
-      if (k < m) out.emplace_back(static_cast<long>(i), static_cast<long>(k)), j = k + 1;
-    }
-    return out;
-  }
-  std::vector<std::vector<uint32_t>> dp(n + 1, std::vector<uint32_t>(m + 1, 0));
+namespace {
+
+/// Exact LCS of a[ai, ai+n) and b[bj, bj+m) by dynamic programming over integer key ids; the pairs
+/// are appended to `out` in order. Memory n·m·4 bytes: callers keep n·m bounded.
+void LcsByDp(const std::vector<int>& a, size_t ai, size_t n, const std::vector<int>& b, size_t bj, size_t m,
+             std::vector<std::pair<long, long>>& out) {
+  std::vector<uint32_t> dp((n + 1) * (m + 1), 0);
+  auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
   for (size_t i = n; i-- > 0;)
     for (size_t j = m; j-- > 0;)
-      dp[i][j] = a[i] == b[j] ? dp[i + 1][j + 1] + 1 : std::max(dp[i + 1][j], dp[i][j + 1]);
+      at(i, j) = a[ai + i] == b[bj + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
   for (size_t i = 0, j = 0; i < n && j < m;) {
-    if (a[i] == b[j]) out.emplace_back(static_cast<long>(i), static_cast<long>(j)), ++i, ++j;
-    else if (dp[i + 1][j] >= dp[i][j + 1]) ++i;
-    else ++j;
+    if (a[ai + i] == b[bj + j]) {
+      out.emplace_back(static_cast<long>(ai + i), static_cast<long>(bj + j)), ++i, ++j;
+    } else if (at(i + 1, j) >= at(i, j + 1)) {
+      ++i;
+    } else {
+      ++j;
+    }
   }
+}
+
+}  // namespace
+
+std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& ka, const std::vector<std::string>& kb) {
+  std::vector<std::pair<long, long>> out;
+  // Keys as small integers: comparisons in the quadratic part are then one instruction.
+  std::map<std::string, int> ids;
+  std::vector<int> a, b;
+  for (const auto& k : ka) a.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
+  for (const auto& k : kb) b.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
+  size_t n = a.size(), m = b.size();
+  // The common prefix and suffix pair 1:1 (exact for any LCS).
+  size_t pre = 0;
+  while (pre < n && pre < m && a[pre] == b[pre]) ++pre;
+  size_t suf = 0;
+  while (suf < n - pre && suf < m - pre && a[n - 1 - suf] == b[m - 1 - suf]) ++suf;
+  for (size_t i = 0; i < pre; ++i) out.emplace_back(static_cast<long>(i), static_cast<long>(i));
+  size_t rn = n - pre - suf, rm = m - pre - suf;
+  constexpr size_t kExactCells = 50'000'000;  // 200 MB of DP table at most
+  if (rn * rm <= kExactCells) {
+    LcsByDp(a, pre, rn, b, pre, rm, out);
+  } else {
+    // Too large for one table: exact LCS in sliding windows of kWindow operators per side, keeping
+    // the pairs of each window's first half (the alignment rarely strays further than a window
+    // from the diagonal: runs differ by inserted casts or fused ops, not by whole layers).
+    constexpr size_t kWindow = 4096;
+    size_t i0 = pre, j0 = pre, iend = n - suf, jend = m - suf;
+    std::vector<std::pair<long, long>> window;
+    while (i0 < iend && j0 < jend) {
+      size_t wn = std::min(kWindow, iend - i0), wm = std::min(kWindow, jend - j0);
+      window.clear();
+      LcsByDp(a, i0, wn, b, j0, wm, window);
+      bool last = wn == iend - i0 && wm == jend - j0;
+      size_t keep_i = last ? iend : i0 + wn / 2, keep_j = last ? jend : j0 + wm / 2;
+      size_t kept = 0;
+      for (const auto& [i, j] : window) {
+        if (static_cast<size_t>(i) >= keep_i || static_cast<size_t>(j) >= keep_j) break;
+        out.emplace_back(i, j), ++kept;
+      }
+      if (last) break;
+      if (kept > 0) {
+        i0 = static_cast<size_t>(out.back().first) + 1, j0 = static_cast<size_t>(out.back().second) + 1;
+      } else {
+        i0 += wn / 2, j0 += wm / 2;  // nothing in common near here: move on
+      }
+    }
+  }
+  for (size_t k = suf; k-- > 0;) out.emplace_back(static_cast<long>(n - 1 - k), static_cast<long>(m - 1 - k));
   return out;
 }
 
@@ -95,7 +139,8 @@ std::string Num(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6f", v);
+  // Six decimals, like the seed's tables; values too small for that keep six significant digits.
+  std::snprintf(buf, sizeof buf, v != 0 && std::fabs(v) < 1e-4 ? "%.6e" : "%.6f", v);
   return buf;
 }
 
@@ -116,33 +161,37 @@ struct Row {
   bool replay = false;   ///< the target op's output recomputed from the reference inputs
   bool pending = false;  ///< its metrics are computed from tensor data
   DType tdtype = DType::kUnknown;
+  double cosine = NAN;   ///< for the report's chart (the CSV cell is rounded)
 };
 
 /// Fills a row's metric and statistic cells and its verdict. Floating types: the seed's rules
 /// (No when Cosine < 0.99 and MaxAbsErr > 0.001, Cosine < 0.9, MaxAbsErr > 1, or nan/inf).
 /// Integer and bool tensors must match exactly.
-void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorStats& rs, Row& row) {
+void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorStats& rs, bool differing_nonfinite,
+               Row& row) {
   std::map<std::string, double> values = metric_set.Results();
   const char* cols[] = {"Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
                         "Five Thousandths Err Ratio"};
   for (size_t i = 0; i < 6; ++i) row.cells[6 + i] = Num(values[cols[i]]);
   for (const char* x : {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr", "SmallValueErrRatio"})
     row.extra[x] = values[x];
-  std::string stats[] = {Num(ts.max), Num(ts.min), Num(ts.mean()), Num(ts.norm()),
-                         Num(rs.max), Num(rs.min), Num(rs.mean()), Num(rs.norm())};
-  for (size_t i = 0; i < 8; ++i) row.cells[12 + i] = stats[i];
+  row.cosine = values["Cosine"];
+  if (ts.count > 0) {  // an empty tensor has no statistics
+    std::string stats[] = {Num(ts.max), Num(ts.min), Num(ts.mean()), Num(ts.norm()),
+                           Num(rs.max), Num(rs.min), Num(rs.mean()), Num(rs.norm())};
+    for (size_t i = 0; i < 8; ++i) row.cells[12 + i] = stats[i];
+  }
   double cos = values["Cosine"], mae = values["MaxAbsErr"];
-  bool nonfinite = ts.nonfinite || rs.nonfinite;
   bool bad;
   if (!IsFloating(row.tdtype)) {
     bad = mae != 0;
     if (bad) row.error = "integer data differ";
   } else {
-    bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || nonfinite || (cos < 0.99 && mae > 0.001) ||
-          cos < 0.9 || mae > 1;
+    bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || differing_nonfinite ||
+          (cos < 0.99 && mae > 0.001) || cos < 0.9 || mae > 1;
   }
   row.verdict = bad ? "No" : "Yes";
-  if (nonfinite) row.error = "inf or nan in the data";
+  if (differing_nonfinite) row.error = "inf or nan in the data";
 }
 
 /// The first operator whose *own* error crosses the threshold, and on what that is judged.
@@ -200,8 +249,7 @@ std::string ReportHtml(const std::vector<Row>& rows, const std::string& divergen
   std::vector<std::pair<std::string, double>> series;  // name, 1 - cosine
   for (const auto& r : rows) {
     if (!r.output || r.replay || (r.verdict != "Yes" && r.verdict != "No")) continue;
-    double cos = std::atof(r.cells[6].c_str());
-    if (r.cells[6] == "nan") cos = -1;
+    double cos = std::isnan(r.cosine) ? -1 : r.cosine;
     series.emplace_back(r.cells[0], 1.0 - cos);
   }
   std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
@@ -254,8 +302,26 @@ struct PendingPair {
 struct Partial {
   std::unique_ptr<MetricSet> metrics;
   TensorStats ts, rs;
+  uint64_t identical_nonfinite = 0;  ///< positions holding the same inf (or nan on both sides)
+  bool differing_nonfinite = false;  ///< an inf/nan that the other run does not have there
   std::string error;
 };
+
+/// Positions where both runs hold the same inf, or both nan (attention masks, padded logits), are
+/// agreement, not error: they are set to 0 on both sides before the metrics and counted. Returns
+/// whether a non-finite value is left that the other run does not share.
+bool MaskIdenticalNonFinite(double* n, double* b, size_t c, uint64_t& masked) {
+  bool left = false;
+  for (size_t i = 0; i < c; ++i) {
+    if (std::isfinite(n[i]) && std::isfinite(b[i])) continue;
+    if (n[i] == b[i] || (std::isnan(n[i]) && std::isnan(b[i]))) {
+      n[i] = b[i] = 0, ++masked;
+    } else {
+      left = true;
+    }
+  }
+  return left;
+}
 
 /// Opened safetensors files of one worker (only the last few stay mapped).
 class FileCache {
@@ -299,9 +365,11 @@ void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache&
     size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), end - at));
     DecodeToDouble(p.tdtype, (*tf)->Data(ta) + at * te, c, nbuf.data());
     DecodeToDouble(p.rdtype, (*rf)->Data(ra) + at * re, c, bbuf.data());
-    out.metrics->Accumulate(nbuf.data(), bbuf.data(), c);
-    out.ts.Add(nbuf.data(), c);
+    out.ts.Add(nbuf.data(), c);  // the statistics describe the data as it is
     out.rs.Add(bbuf.data(), c);
+    if (out.ts.nonfinite || out.rs.nonfinite)
+      out.differing_nonfinite |= MaskIdenticalNonFinite(nbuf.data(), bbuf.data(), c, out.identical_nonfinite);
+    out.metrics->Accumulate(nbuf.data(), bbuf.data(), c);
   }
   ReleasePages((*tf)->Data(ta) + begin * te, (end - begin) * te);
   ReleasePages((*rf)->Data(ra) + begin * re, (end - begin) * re);
@@ -332,6 +400,20 @@ Expected<std::map<std::string, std::string>> LoadMapping(const std::string& path
     out[t] = r;
   }
   return out;
+}
+
+/// A pair without tensor data (stats_only dumps): the statistics from the manifests, verdict N/A,
+/// and whether the checksums of the exact bytes agree.
+void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, Row& row) {
+  row.verdict = "N/A";
+  if (t.has_stats && r.has_stats) {
+    std::string stats[] = {Num(t.max), Num(t.min), Num(t.mean), Num(t.norm),
+                           Num(r.max), Num(r.min), Num(r.mean), Num(r.norm)};
+    for (size_t i = 0; i < 8; ++i) row.cells[12 + i] = stats[i];
+  }
+  row.error = "stats-only dump: no tensor data";
+  if (t.crc32 >= 0 && r.crc32 >= 0)
+    row.error += t.crc32 == r.crc32 && t.dtype == r.dtype ? " (checksums equal: identical bytes)" : " (checksums differ)";
 }
 
 }  // namespace
@@ -408,29 +490,56 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   };
   std::vector<char> matched_t(tgt->ops.size(), 0), matched_r(ref->ops.size(), 0);
   FileCache header_cache_t, header_cache_r;
+  std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
+  for (size_t i = 0; i < ref->ops.size(); ++i) ref_position[ref->ops[i].index] = i;
+  size_t replay_ok = 0, replay_skipped = 0;
+  for (const auto& op : tgt->ops) {
+    if (op.replay_status == "ok") ++replay_ok;
+    else if (!op.replay_status.empty()) ++replay_skipped;
+  }
   for (auto [ti, ri] : pairs) {
     matched_t[static_cast<size_t>(ti)] = matched_r[static_cast<size_t>(ri)] = 1;
     const DumpOp& top = tgt->ops[static_cast<size_t>(ti)];
-    const DumpOp& rop = ref->ops[static_cast<size_t>(ri)];
+    const DumpOp& aligned = ref->ops[static_cast<size_t>(ri)];
+    // Replayed outputs were computed from the inputs of the reference op the dumper paired them
+    // with (same name and phase, same occurrence), which alignment may not have chosen.
+    const DumpOp* replay_source = &aligned;
+    std::string replay_problem;
+    if (top.replay_reference >= 0) {
+      auto it = ref_position.find(top.replay_reference);
+      if (it == ref_position.end()) {
+        replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) +
+                         ", which this reference dump does not have (another load_file_path?)";
+      } else if (ref->ops[it->second].name != aligned.name || ref->ops[it->second].phase != aligned.phase) {
+        replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) + " (" +
+                         ref->ops[it->second].name + "), not this operator: another load_file_path?";
+      } else {
+        replay_source = &ref->ops[it->second];
+      }
+    }
+    std::set<std::string> target_keys;
     for (const auto& tt : top.tensors) {
+      target_keys.insert(tt.key);
       Row row;
       row.target_op = ti;
       row.replay = IsReplayKey(tt.key);
       std::string rkey = row.replay ? tt.key.substr(7) : tt.key;
       row.output = IsOutputKey(rkey);
+      const DumpOp& rop = row.replay ? *replay_source : aligned;
       auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == rkey; });
       row.cells = {label(top, tt.key), rit == rop.tensors.end() ? "N/A" : label(rop, rit->key), tt.dtype,
                    rit == rop.tensors.end() ? "N/A" : rit->dtype, Shape(tt.shape),
                    rit == rop.tensors.end() ? "N/A" : Shape(rit->shape)};
       row.cells.resize(kCsvColumns, "N/A");
       row.verdict = "Unmatched";
-      if (rit == rop.tensors.end()) {
+      if (row.replay && !replay_problem.empty()) {
+        row.error = replay_problem;
+      } else if (rit == rop.tensors.end()) {
         row.error = "no tensor " + rkey + " in the reference op";
       } else if (rit->shape != tt.shape) {
         row.error = "shape mismatch";
       } else if (top.file.empty() || rop.file.empty()) {
-        row.error = "stats-only dump: no tensor data";
-        row.verdict = "N/A";
+        StatsOnlyRow(tt, *rit, row);
       } else {
         auto tf = header_cache_t.Get(tgt->dir / top.file);
         auto rf = header_cache_r.Get(ref->dir / rop.file);
@@ -459,7 +568,22 @@ int CompareMain(int argc, char** argv, Context& ctx) {
       }
       rows.push_back(std::move(row));
     }
+    // Tensors that only the reference op has (an output the target did not produce).
+    for (const auto& rt : aligned.tensors) {
+      if (target_keys.count(rt.key)) continue;
+      Row row;
+      row.target_op = ti;
+      row.output = IsOutputKey(rt.key);
+      row.cells = {"N/A", label(aligned, rt.key), "N/A", rt.dtype, "N/A", Shape(rt.shape)};
+      row.cells.resize(kCsvColumns, "N/A");
+      row.verdict = "Unmatched";
+      row.error = "no tensor " + rt.key + " in the target op";
+      rows.push_back(std::move(row));
+    }
   }
+  if (replay_ok + replay_skipped > 0)
+    log.Info("Replayed operators in the target: " + std::to_string(replay_ok) + " (skipped: " +
+             std::to_string(replay_skipped) + ", reasons in its manifest).");
   // Metrics: every pending pair split into element ranges, computed in parallel, merged in order
   // (so the sums, and the results, do not depend on the number of threads).
   struct Job {
@@ -507,13 +631,20 @@ int CompareMain(int argc, char** argv, Context& ctx) {
       if (merged.error.empty()) {
         merged.metrics->Merge(*next.metrics);
         merged.ts.Merge(next.ts), merged.rs.Merge(next.rs);
+        merged.identical_nonfinite += next.identical_nonfinite;
+        merged.differing_nonfinite = merged.differing_nonfinite || next.differing_nonfinite;
       }
     }
     if (!merged.error.empty()) {
       row.error = merged.error;
       continue;
     }
-    FinishRow(*merged.metrics, merged.ts, merged.rs, row);
+    FinishRow(*merged.metrics, merged.ts, merged.rs, merged.differing_nonfinite, row);
+    if (merged.identical_nonfinite > 0) {
+      row.extra["IdenticalNonFinite"] = static_cast<double>(merged.identical_nonfinite);
+      if (row.error.empty())
+        row.error = std::to_string(merged.identical_nonfinite) + " identical inf/nan positions left out";
+    }
   }
   for (auto& row : rows) {
     row.cells[kCsvColumns - 2] = row.verdict;
@@ -562,6 +693,8 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   op_json(div.first_local, "first_divergence");
   j.Key("first_divergence_basis").String(div.basis);
   op_json(div.first_mismatch, "first_mismatching_output");
+  j.Key("replayed_operators").BeginObject().Key("ok").Int(static_cast<int64_t>(replay_ok))
+      .Key("skipped").Int(static_cast<int64_t>(replay_skipped)).EndObject();
   j.Key("verdicts").BeginObject();
   for (const auto& [v, n] : verdicts) j.Key(v).Int(static_cast<int64_t>(n));
   j.EndObject();

@@ -2,9 +2,25 @@
 
 #include <simdjson.h>
 
+#include <cmath>
 #include <fstream>
 
 namespace portkit::accuracy {
+namespace {
+
+/// A statistic: a JSON number, or "nan" / "inf" / "-inf" (JSON has no non-finite numbers).
+bool StatValue(simdjson::ondemand::value& v, double& out) {
+  if (!v.get_double().get(out)) return true;
+  std::string_view s;
+  if (v.get_string().get(s)) return false;
+  if (s == "nan") out = NAN;
+  else if (s == "inf") out = INFINITY;
+  else if (s == "-inf") out = -INFINITY;
+  else return false;
+  return true;
+}
+
+}  // namespace
 
 Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
   Dump d;
@@ -43,7 +59,23 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
         else if (k == "module" && !v.get_string().get(s)) op.module = s;
         else if (k == "stack" && !v.get_string().get(s)) op.stack = s;
         else if (k == "file" && !v.get_string().get(s)) op.file = s;
-        else if (k == "overflow") (void)v.get_bool().get(op.overflow);
+        else if (k == "overflow") {
+          bool b;
+          if (!v.get_bool().get(b)) op.overflow = b;
+        }
+        else if (k == "replay") {
+          simdjson::ondemand::object r;
+          if (!v.get_object().get(r))
+            for (auto rf : r) {
+              std::string_view rk, rs;
+              if (rf.unescaped_key().get(rk)) break;
+              if (rk == "status" && !rf.value().get_string().get(rs)) op.replay_status = rs;
+              else if (rk == "reference_index") {
+                int64_t ri;
+                if (!rf.value().get_int64().get(ri)) op.replay_reference = ri;
+              }
+            }
+        }
         else if (k == "tensors") {
           simdjson::ondemand::array arr;
           if (v.get_array().get(arr)) {
@@ -73,10 +105,14 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
                     int64_t dim;
                     if (!e.get_int64().get(dim)) dt.shape.push_back(dim);
                   }
-              } else if (tk == "max" && !tv.get_double().get(x)) dt.max = x, dt.has_stats = true;
-              else if (tk == "min" && !tv.get_double().get(x)) dt.min = x;
-              else if (tk == "mean" && !tv.get_double().get(x)) dt.mean = x;
-              else if (tk == "norm" && !tv.get_double().get(x)) dt.norm = x;
+              } else if (tk == "max" && StatValue(tv, x)) dt.max = x, dt.has_stats = true;
+              else if (tk == "min" && StatValue(tv, x)) dt.min = x;
+              else if (tk == "mean" && StatValue(tv, x)) dt.mean = x;
+              else if (tk == "norm" && StatValue(tv, x)) dt.norm = x;
+              else if (tk == "crc32") {
+                uint64_t c;
+                if (!tv.get_uint64().get(c)) dt.crc32 = static_cast<int64_t>(c);
+              }
             }
             op.tensors.push_back(std::move(dt));
           }

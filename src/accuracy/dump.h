@@ -16,12 +16,15 @@ struct DumpTensor {
   std::vector<int64_t> shape;
   double max = 0, min = 0, mean = 0, norm = 0;
   bool has_stats = false;
+  int64_t crc32 = -1;  ///< checksum of the exact bytes; -1 when the dump has none
 };
 
 struct DumpOp {
   int64_t index = 0;
   std::string name, kind, phase, module, stack, file;  ///< file empty for stats-only
   bool overflow = false;
+  std::string replay_status;     ///< "ok" / "skipped" for a replayed run, else empty
+  int64_t replay_reference = -1;  ///< manifest index of the reference op it was replayed from
   std::vector<DumpTensor> tensors;
 };
 

@@ -82,7 +82,9 @@ Expected<SafetensorsFile> SafetensorsFile::Open(const std::filesystem::path& pat
       if (d != 0 && numel > UINT64_MAX / static_cast<uint64_t>(d)) return ParseError(p + ": '" + name + "': shape overflows");
       numel *= static_cast<uint64_t>(d);
     }
-    if (numel * DTypeSize(t.dtype) != t.end - t.begin)
+    // numel × size may wrap around; compare by division instead.
+    uint64_t bytes = t.end - t.begin, size = DTypeSize(t.dtype);
+    if (size == 0 || bytes % size != 0 || bytes / size != numel)
       return ParseError(p + ": '" + name + "': " + std::to_string(t.end - t.begin) + " bytes for " + std::to_string(numel) +
                         " elements of " + std::string(DTypeName(t.dtype)));
     f.tensors_.emplace(std::move(name), std::move(t));

@@ -48,6 +48,35 @@ _FP16_MAX = 65504.0
 _SKIP = {"detach", "t", "view", "_unsafe_view", "expand", "alias"}  # no new values
 
 
+def _num(value):
+    """A statistic for the manifest: a float, or "nan" / "inf" / "-inf" (JSON has no such numbers)."""
+    v = float(value)
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def _computing_in_fp16():
+    """True inside an autocast region that computes in fp16 (CPU or accelerator)."""
+    try:
+        if torch.is_autocast_enabled() and torch.get_autocast_gpu_dtype() == torch.float16:
+            return True
+        return torch.is_autocast_cpu_enabled() and torch.get_autocast_cpu_dtype() == torch.float16
+    except AttributeError:  # an older torch without these queries
+        return False
+
+
+def _mutates(func):
+    """True for in-place and out= operators (they write to one of their arguments)."""
+    for arg in func._schema.arguments:
+        info = arg.alias_info
+        if info is not None and getattr(info, "is_write", False):
+            return True
+    return False
+
+
 class _Stats:
     @staticmethod
     def of(t):
@@ -60,7 +89,7 @@ class _Stats:
         if x.numel() == 0:
             out.update(max=None, min=None, mean=None, norm=None)
             return out
-        out.update(max=float(xf.max()), min=float(xf.min()), mean=float(xf.mean()), norm=float(xf.norm()))
+        out.update(max=_num(xf.max()), min=_num(xf.min()), mean=_num(xf.mean()), norm=_num(xf.norm()))
         return out
 
 
@@ -135,10 +164,16 @@ class _Dumper(TorchDispatchMode):
         self.modules = []
         self.busy = threading.local()
         os.makedirs(self.path, exist_ok=True)
-        self.manifest = open(os.path.join(self.path, "manifest.jsonl"), "a", encoding="utf-8")
+        manifest = os.path.join(self.path, "manifest.jsonl")
+        if os.path.exists(manifest):
+            raise FileExistsError("dump_path %s already holds a dump (manifest.jsonl): give a new or empty folder, "
+                                  "its operator indices and files would collide" % self.path)
+        self.manifest = open(manifest, "x", encoding="utf-8")
         self.hooks = []
         self.overflows = 0
         self.reference = reference
+        self.mutating = {}  # op overload -> writes to an argument
+        self.module_objs = []
 
     # -- recording -------------------------------------------------------------------------------
     def _wanted(self, name):
@@ -183,12 +218,15 @@ class _Dumper(TorchDispatchMode):
         if self.mode in ("output", "all"):
             tensors += [("output.%d" % i, t) for i, t in enumerate(outputs)]
         tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])]
+        # Overflow: inf/nan in an output; inside an fp16 autocast region also an fp32 output (the ops
+        # autocast keeps in fp32) beyond fp16's range, which overflows once it is cast back to fp16.
         overflow = False
-        for _, t in (("", t) for t in outputs):
+        fp16 = _computing_in_fp16()
+        for t in outputs:
             if t.is_floating_point() or t.is_complex():
-                finite = torch.isfinite(t.detach()).all()
-                big = t.dtype == torch.float16 and bool((t.detach().abs() > _FP16_MAX).any())
-                if not bool(finite) or big:
+                finite = bool(torch.isfinite(t.detach()).all())
+                big = fp16 and t.dtype == torch.float32 and bool((t.detach().abs() > _FP16_MAX).any())
+                if not finite or big:
                     overflow = True
         if overflow:
             self.overflows += 1
@@ -223,18 +261,23 @@ class _Dumper(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         if self.level == "module" or getattr(self.busy, "on", False):
-            return out
+            return func(*args, **kwargs)
         name = str(func.overloadpacket).replace("aten.", "aten::")
-        if name.split("::")[-1] in _SKIP:
-            return out
+        if name.split("::")[-1] in _SKIP or not self._wanted(name):
+            return func(*args, **kwargs)
         self.busy.on = True
         try:
             inputs = _flatten((args, kwargs), [])
+            mutates = self.mutating.get(func)
+            if mutates is None:
+                mutates = self.mutating[func] = _mutates(func)
             replayed, note = None, None
-            if self.reference is not None and self._wanted(name):
+            if self.reference is not None:  # before the op runs: an in-place op changes its inputs
                 replayed, note = self.replay(func, args, kwargs, name, inputs)
+            if mutates and self.mode in ("input", "all"):
+                inputs = [t.detach().clone() for t in inputs]  # the values the op was given
+            out = func(*args, **kwargs)
             self.record(name, "op", inputs, _flatten(out, []), replayed, note)
         finally:
             self.busy.on = False
@@ -243,10 +286,19 @@ class _Dumper(TorchDispatchMode):
     # -- modules and phases ----------------------------------------------------------------------
     def attach_modules(self):
         def pre(module, inputs):
-            self.modules.append(getattr(module, "_portkit_name", type(module).__name__))
+            # Module path: the root's class name, then attribute names (`Net.encoder.0.attn`).
+            path = type(module).__name__
+            if self.module_objs:
+                parent = self.module_objs[-1]
+                child = next((n for n, m in parent._modules.items() if m is module), path)
+                path = self.modules[-1] + "." + child
+            self.modules.append(path)
+            self.module_objs.append(module)
 
         def post(module, inputs, output):
             name = self.modules.pop() if self.modules else type(module).__name__
+            if self.module_objs:
+                self.module_objs.pop()
             if self.level in ("module", "mix"):
                 self.busy.on = True
                 try:
@@ -263,15 +315,39 @@ class _Dumper(TorchDispatchMode):
         self.manifest.close()
 
 
+def _names_of(dump_list, config):
+    """acl.json's dump_list: names, or CANN's [{"model_name": ..., "layer": [names]}] (no layer: all)."""
+    if dump_list is None:
+        return None
+    if not isinstance(dump_list, list):
+        raise ValueError("%s: dump_list must be a list" % config)
+    names = []
+    for item in dump_list:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, dict):
+            layers = item.get("layer") or []
+            if not layers:
+                return None  # a whole model: every operator
+            names.extend(str(x) for x in layers)
+        else:
+            raise ValueError("%s: dump_list entries must be names or objects with a layer list" % config)
+    return names
+
+
 class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
     def __init__(self, dump_path="portkit_dump", dump_mode="all", check_overflow=False, dump_list=None,
                  level="op", stats_only=False, load_file_path=None, use_load=False, config=None):
         if config:
             with open(config, encoding="utf-8") as f:
                 acl = json.load(f)
+            if not isinstance(acl, dict):
+                raise ValueError("%s: expected a JSON object with the acl.json dump keys" % config)
+            if isinstance(acl.get("dump"), dict):  # CANN's acl.json nests them under "dump"
+                acl = acl["dump"]
             dump_path = acl.get("dump_path", dump_path)
             dump_mode = acl.get("dump_mode", dump_mode)
-            dump_list = acl.get("dump_list", dump_list)
+            dump_list = _names_of(acl.get("dump_list", dump_list), config)
             self.enabled = acl.get("dump_op_switch", "on") != "off"
         else:
             self.enabled = True
@@ -286,25 +362,28 @@ class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
             reference = _Reference(load_file_path)
         self.args = (dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference)
         self.mode = None
-        self._backward = None
+        self._originals = None
 
     def __enter__(self):
         if not self.enabled:
             return self
         self.mode = _Dumper(*self.args)
         self.mode.attach_modules()
-        original = torch.autograd.backward
         mode = self.mode
 
-        def backward(*a, **k):
-            previous, mode.phase = mode.phase, "backward"
-            try:
-                return original(*a, **k)
-            finally:
-                mode.phase = previous
+        def in_backward(original):
+            def run(*a, **k):
+                previous, mode.phase = mode.phase, "backward"
+                try:
+                    return original(*a, **k)
+                finally:
+                    mode.phase = previous
+            return run
 
-        self._backward = original
-        torch.autograd.backward = backward
+        # Tensor.backward() goes through torch.autograd.backward; torch.autograd.grad is the other door.
+        self._originals = (torch.autograd.backward, torch.autograd.grad)
+        torch.autograd.backward = in_backward(self._originals[0])
+        torch.autograd.grad = in_backward(self._originals[1])
         self.mode.__enter__()
         return self
 
@@ -312,7 +391,7 @@ class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
         if self.mode is None:
             return False
         self.mode.__exit__(*exc)
-        torch.autograd.backward = self._backward
+        torch.autograd.backward, torch.autograd.grad = self._originals
         self.mode.close()
         return False
 

@@ -59,18 +59,27 @@ __attribute__((target("avx2,fma"))) inline V4d Abs4(V4d v) {
 }
 
 __attribute__((target("avx2,fma"))) double SumBLogRatioAvx2(const double* n, const double* b, size_t count) {
+  constexpr double kMinNormal = 2.2250738585072014e-308, kMaxFinite = 1.7976931348623157e308;
   V4d acc0{}, acc1{};
+  double rest = 0;
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     V4d b0, b1, n0, n1;
     std::memcpy(&b0, b + i, sizeof b0), std::memcpy(&b1, b + i + 4, sizeof b1);
     std::memcpy(&n0, n + i, sizeof n0), std::memcpy(&n1, n + i + 4, sizeof n1);
     V4d ab0 = Abs4(b0), ab1 = Abs4(b1);
-    acc0 += ab0 * Log4((ab0 + kEps) / (Abs4(n0) + kEps));
-    acc1 += ab1 * Log4((ab1 + kEps) / (Abs4(n1) + kEps));
+    V4d r0 = (ab0 + kEps) / (Abs4(n0) + kEps), r1 = (ab1 + kEps) / (Abs4(n1) + kEps);
+    // Log4 needs normal positive ratios; only fp64 extremes (or inf/nan) fall outside: std::log then.
+    V4i odd = (r0 < kMinNormal) | (r0 > kMaxFinite) | (r0 != r0) | (r1 < kMinNormal) | (r1 > kMaxFinite) | (r1 != r1);
+    if (odd[0] | odd[1] | odd[2] | odd[3]) {
+      rest += SumBLogRatioScalar(n + i, b + i, 8);
+      continue;
+    }
+    acc0 += ab0 * Log4(r0);
+    acc1 += ab1 * Log4(r1);
   }
   V4d acc = acc0 + acc1;
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + SumBLogRatioScalar(n + i, b + i, count - i);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest + SumBLogRatioScalar(n + i, b + i, count - i);
 }
 #endif
 

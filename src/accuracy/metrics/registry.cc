@@ -35,7 +35,8 @@ void MetricSet::Accumulate(const double* n, const double* b, size_t count) {
       d = nn[i] == bb[i] ? 0.0 : d;  // the same infinity on both sides is no error
       double scale = std::fabs(bb[i]);
       ae[i] = d;
-      re[i] = d / (scale > kRelGuard ? scale : kRelGuard);
+      double r = d / (scale > kRelGuard ? scale : kRelGuard);
+      re[i] = r != r && d == d ? INFINITY : r;  // an inf reference against a finite target: inf, not inf/inf
     }
     Chunk chunk{nn, bb, ae, re, c};
     for (auto& m : metrics_) m->Accumulate(chunk);

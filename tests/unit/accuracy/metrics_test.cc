@@ -1,6 +1,7 @@
 // Metrics against direct double computations, including nan, inf, zeros and denormals; dtype
 // decoding; the safetensors reader on good and lying files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -80,6 +81,10 @@ TEST(Metrics, KlDivergenceOverManyMagnitudes) {
   kl += -std::log(sb) + std::log(sn);
   EXPECT_NEAR(Compute(n, b, DType::kF32, 1024)["KLDivergence"], kl, 1e-12 * std::max(1.0, kl));
   EXPECT_NEAR(Compute(n, b, DType::kF32, 13)["KLDivergence"], kl, 1e-12 * std::max(1.0, kl));
+  // fp64 extremes whose ratio leaves the normal range take the exact path (here: an infinite ratio).
+  std::vector<double> big(16, 1e300), tiny(16, 1e-300);
+  // (1e300 + ε) / (1e-300 + ε) = 1e310 overflows to inf, as with std::log on every element.
+  EXPECT_TRUE(std::isinf(Compute(tiny, big, DType::kF64, 16)["KLDivergence"]));
 }
 
 TEST(Metrics, SmallValueErrRatioUsesTheTargetTypesTolerances) {
@@ -177,7 +182,8 @@ std::string Safetensors(const std::string& header, const std::string& data) {
 }
 
 std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  auto path = std::filesystem::temp_directory_path() / name;
+  // A name of this process's own, so checkouts testing at once on one machine do not collide.
+  auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path.string();
 }
@@ -218,7 +224,14 @@ TEST(Safetensors, LyingOrTruncatedFilesAreErrorsNamingTheTensor) {
   auto c = SafetensorsFile::Open(header);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("runs past the end of the file"), std::string::npos);
-  for (const auto& p : {lies, size, header}) std::filesystem::remove(p);
+  // A shape whose byte count wraps around 2^64 (2^62 × 4 bytes ≡ 0) is not taken for 0 bytes.
+  std::string wrap = WriteTemp("portkit_wrap.safetensors",
+                               Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904], "
+                                           "\"data_offsets\": [0, 0]}}", data));
+  auto d = SafetensorsFile::Open(wrap);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), wrap + ": 'x': 0 bytes for 4611686018427387904 elements of F32");
+  for (const auto& p : {lies, size, header, wrap}) std::filesystem::remove(p);
 }
 
 }  // namespace
