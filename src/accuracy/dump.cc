@@ -58,7 +58,11 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
         else if (k == "phase" && !v.get_string().get(s)) op.phase = s;
         else if (k == "module" && !v.get_string().get(s)) op.module = s;
         else if (k == "stack" && !v.get_string().get(s)) op.stack = s;
-        else if (k == "file" && !v.get_string().get(s)) op.file = s;
+        else if (k == "file" && !v.get_string().get(s)) {
+          op.file = s;
+          // A tensor file is a name inside the dump folder, never a path out of it.
+          bad |= op.file.find_first_of("/\\") != std::string::npos || op.file == ".." || op.file == ".";
+        }
         else if (k == "overflow") {
           bool b;
           if (!v.get_bool().get(b)) op.overflow = b;

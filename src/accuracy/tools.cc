@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -289,10 +290,16 @@ int ExtractMain(int argc, char** argv, Context& ctx) {
   std::ifstream manifest(fs::path(in) / "manifest.jsonl");
   std::string line, kept;
   size_t i = 0, count = 0;
+  auto is_index = [](const std::string& n) {
+    return !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); });
+  };
   while (std::getline(manifest, line) && i < dump->ops.size()) {
+    if (line.empty()) continue;  // as Dump::Load reads it
     const DumpOp& op = dump->ops[i++];
     bool want = false;
-    for (const auto& n : names) want |= op.name.find(n) != std::string::npos || n == std::to_string(op.index);
+    // A number selects that operator index; anything else is a part of the operator name.
+    for (const auto& n : names)
+      want |= is_index(n) ? n == std::to_string(op.index) : op.name.find(n) != std::string::npos;
     if (!want) continue;
     kept += line + "\n";
     ++count;

@@ -431,3 +431,15 @@ def test_stats_only_and_acl_json_config(tmp_path, portkit):
     with dumper(config=str(acl)):
         m(x)
     assert not (tmp_path / "off").exists()
+
+
+def test_extract_by_index_and_paths_out_of_the_dump_are_refused(tmp_path, portkit):
+    ops = [("aten::op%d" % i, {"output.0": np.full(3, i, np.float32)}) for i in range(12)]
+    write_dump(tmp_path / "d", ops)
+    res = run([portkit, "extract", "-i", str(tmp_path / "d"), "-o", str(tmp_path / "one"), "-s", "1"])
+    assert res.returncode == 0, res.stderr
+    assert [o["name"] for o in manifest(tmp_path / "one")] == ["aten::op1"]  # not op10, op11
+    text = (tmp_path / "d" / "manifest.jsonl").read_text().replace('"op_000003.safetensors"', '"../../etc/passwd"')
+    (tmp_path / "d" / "manifest.jsonl").write_text(text)
+    res = run([portkit, "compare", str(tmp_path / "d"), str(tmp_path / "d"), "-o", str(tmp_path / "cmp")])
+    assert res.returncode == 2 and "manifest.jsonl:4: not a manifest record" in res.stderr
