@@ -103,9 +103,9 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     }
     // The same checks and size limits as an op list entry.
     std::string reason;
-    auto checked = ValidateOp(op, folder.string() + ": " + name + " " + dims, &reason);
+    auto checked = ValidateOp(op, name, &reason);
     if (!checked.ok()) {
-      list.untuned.push_back({op, checked.status().message()});
+      list.untuned.push_back({op, checked.status().message() + " (input dims " + dims + ")"});
       continue;
     }
     if (!reason.empty()) list.untuned.push_back({std::move(*checked), reason});
