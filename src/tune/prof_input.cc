@@ -3,6 +3,7 @@
 #include <simdjson.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
 
 namespace portkit::tune {
@@ -20,30 +21,63 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     return IoError(m);
   }
   sqlite3_stmt* st = nullptr;
-  // aten::linear and aten::matmul call aten::addmm / aten::mm underneath: an op nested in another
-  // listed op on the same thread is the same work and is skipped.
+  // Every call of the listed ops in thread and time order (outer calls before the calls they
+  // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op
+  // nested in another listed op on the same thread is the same work, skipped below.
   const char* sql =
-      "WITH sel AS (SELECT e.rowid AS id, e.trace, e.pid, e.tid, e.ts, e.dur, s.value AS name, e.input_dims "
-      "  FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'cpu_op' "
-      "  AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d', 'aten::linear', 'aten::matmul')) "
-      "SELECT c.name, c.input_dims, COUNT(*) FROM sel c WHERE c.input_dims IS NOT NULL AND NOT EXISTS ("
-      "  SELECT 1 FROM sel p WHERE p.trace = c.trace AND p.pid IS c.pid AND p.tid IS c.tid AND p.id != c.id "
-      "  AND p.ts <= c.ts AND p.ts + p.dur >= c.ts + c.dur "
-      "  AND (p.ts < c.ts OR p.ts + p.dur > c.ts + c.dur OR p.id < c.id)) "
-      "GROUP BY c.name, c.input_dims ORDER BY MIN(c.ts)";
+      "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, s.value, e.input_dims FROM events e JOIN strings s ON s.id = e.name "
+      "WHERE e.kind = 'cpu_op' AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d', 'aten::linear', "
+      "'aten::matmul') ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid";
   if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
     std::string m = db_path.string() + ": not a portkit profile database: " + sqlite3_errmsg(db);
     sqlite3_close(db);
     return ParseError(m);
   }
+  struct Group {
+    int64_t first_ts;
+    size_t order;
+    std::string name, dims;
+    int64_t count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  int64_t cur[3] = {0, 0, 0};
+  bool first = true;
+  int64_t open_end = 0;  // end of the outermost listed call still open on this thread
+  bool open = false;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    int64_t key[3] = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)};
+    int64_t ts = sqlite3_column_int64(st, 3), end = ts + sqlite3_column_int64(st, 4);
+    if (first || key[0] != cur[0] || key[1] != cur[1] || key[2] != cur[2]) {
+      std::copy(key, key + 3, cur);
+      open = false;
+      first = false;
+    }
+    if (open && ts < open_end && end <= open_end) continue;  // inside an outer listed call
+    if (sqlite3_column_type(st, 6) == SQLITE_NULL) continue;  // no shapes: does not hide its callees
+    open = true;
+    open_end = end;
+    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 5));
+    std::string dims = reinterpret_cast<const char*>(sqlite3_column_text(st, 6));
+    auto [it, added] = groups.try_emplace({name, dims}, Group{ts, groups.size(), name, dims});
+    if (!added) it->second.first_ts = std::min(it->second.first_ts, ts);
+    ++it->second.count;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::vector<const Group*> ordered;
+  for (const auto& [k, g] : groups) ordered.push_back(&g);
+  std::sort(ordered.begin(), ordered.end(), [](const Group* a, const Group* b) {
+    return a->first_ts != b->first_ts ? a->first_ts < b->first_ts : a->order < b->order;
+  });
+
   OpList list;
   list.name = folder.filename().string();
   simdjson::dom::parser parser;
   int index = 0;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    std::string dims = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-    int64_t count = sqlite3_column_int64(st, 2);
+  for (const Group* g : ordered) {
+    const std::string& name = g->name;
+    const std::string& dims = g->dims;
+    int64_t count = g->count;
     std::vector<std::vector<int64_t>> shapes;
     OpDesc op;
     op.count = count;
@@ -111,8 +145,6 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     if (!reason.empty()) list.untuned.push_back({std::move(*checked), reason});
     else list.ops.push_back(std::move(*checked));
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
   return list;
 }
 

@@ -178,8 +178,7 @@ for _ in $(seq 1 600); do
 done
 alive=$(kill -0 $pk 2>/dev/null && echo yes || echo no)
 wal=$([ -e "$tmp/killed_bank/tune_bank.db-wal" ] && echo yes || echo no)
-kill -9 $pk 2>/dev/null
-wait $pk 2>/dev/null
+{ kill -9 $pk; wait $pk; } 2>/dev/null
 check "the tuner was killed mid-run, after writing the bank and measuring" \
   "[ $alive = yes ] && [ $wal = yes ] && [ -f '$tmp/killed_bank/tune_bank.db' ] && [ \$(evals) -ge 2 ]"
 ok2=$(integrity "$tmp/killed_bank/tune_bank.db")
