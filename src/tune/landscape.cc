@@ -1,6 +1,7 @@
 #include "tune/landscape.h"
 
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -53,15 +54,31 @@ void Landscape::Add(const std::string& signature, const std::string& key, const 
 }
 
 Status Landscape::StreamTo(const std::filesystem::path& path) {
-  FILE* f = std::fopen(path.c_str(), "w");
+  // Checked now (fail fast), opened at the first record: a run that stops before measuring
+  // anything does not truncate an existing landscape.
+  std::filesystem::path probe = path;
+  probe += ".probe" + std::to_string(::getpid());
+  FILE* f = std::fopen(probe.c_str(), "w");
   if (!f) return IoError("cannot write the landscape " + path.string() + ": " + std::strerror(errno));
-  stream_.reset(f, [](FILE* p) { std::fclose(p); });
+  std::fclose(f);
+  std::error_code ec;
+  std::filesystem::remove(probe, ec);
+  stream_path_ = path;
+  stream_.reset();
   header_written_ = false;
   return Status::Ok();
 }
 
 void Landscape::Append(const std::string& line) {
-  if (!stream_) return;
+  if (stream_path_.empty()) return;
+  if (!stream_) {
+    FILE* f = std::fopen(stream_path_.c_str(), "w");
+    if (!f) {
+      stream_path_.clear();  // the final write reports the error
+      return;
+    }
+    stream_.reset(f, [](FILE* p) { std::fclose(p); });
+  }
   if (!header_written_) {
     std::string head = HeaderLine(*this);
     std::fwrite(head.data(), 1, head.size(), stream_.get());

@@ -33,15 +33,19 @@ struct Landscape {
   void Add(const std::string& signature, const std::string& key, const LandscapePoint& p);
   /// JSON lines, ops in insertion order, points sorted by key.
   std::string ToJsonLines() const;
-  /// From now on every AddOp / Add is also appended to `path` (truncated now) as one flushed
-  /// line, so that a killed run keeps what it measured; the header line (validators, fix) is
-  /// written before the first record. Fails when the file cannot be created.
+  /// From now on every AddOp / Add is also appended to `path` as one flushed line, so that a
+  /// killed run keeps what it measured. The file is created (truncated) at the first record, after
+  /// the header line (validators, fix); fails now when a file cannot be created there.
   Status StreamTo(const std::filesystem::path& path);
   /// Closes the stream (the file then holds what was recorded, in recording order).
-  void CloseStream() { stream_.reset(); }
+  void CloseStream() {
+    stream_.reset();
+    stream_path_.clear();
+  }
 
  private:
   void Append(const std::string& line);
+  std::filesystem::path stream_path_;
   std::shared_ptr<FILE> stream_;
   bool header_written_ = false;
 };
