@@ -198,6 +198,9 @@ check "--max-seconds < 0 exits 2" "[ $rc = 2 ] && grep -q 'max-seconds' '$tmp/y2
 check "--patience < 0 exits 2" "[ $rc = 2 ] && grep -q 'patience' '$tmp/y3'"
 "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_y" --output "$tmp/y" --fix VW=8 --fix NR=48 --fix MR=12 >"$tmp/y4" 2>&1; rc=$?
 check "a --fix set no configuration satisfies exits 2" "[ $rc = 2 ] && grep -q 'no configuration of MatMul satisfies the constraints' '$tmp/y4'"
+mkdir -p "$tmp/y10" && cp "$tmp/r1/tune_landscape.jsonl" "$tmp/y10/"
+"$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_y" --output "$tmp/y10" --fix VW=8 --fix NR=48 --fix MR=12 >/dev/null 2>&1; rc=$?
+check "a run stopped before measuring leaves an existing landscape alone" "[ $rc = 2 ] && cmp -s '$tmp/r1/tune_landscape.jsonl' '$tmp/y10/tune_landscape.jsonl'"
 printf '{"kind": "landscape", "version": 1, "validators": "cores=2", "fix": ["BOGUS=1"]}\n{"kind": "op", "op": {"op_name": "f", "op_type": "MatMul", "inputs": [[4, 4], [4, 4]]}}\n' >"$tmp/badfix.jsonl"
 "$PORTKIT" tune --replay "$tmp/badfix.jsonl" --tune-bank "$tmp/bank_y" --output "$tmp/y" >"$tmp/y5" 2>&1; rc=$?
 check "a landscape fixing an unknown knob names the landscape file" "[ $rc = 2 ] && grep -q '$tmp/badfix.jsonl: fix: --fix BOGUS: unknown knob' '$tmp/y5'"
