@@ -55,12 +55,16 @@ def _describe(module, inputs):
             shape = [1] + shape
         weight = [int(d) for d in module.weight.shape]
         padding = module.padding
+        op_type = "Conv2D"
         if isinstance(padding, str):  # 'valid' or 'same' (stride 1)
-            padding = [0, 0] if padding == "valid" else [
-                (module.dilation[i] * (module.kernel_size[i] - 1)) // 2 for i in range(2)]
+            total = [int(module.dilation[i]) * (int(module.kernel_size[i]) - 1) for i in range(2)]
+            padding = [0, 0] if padding == "valid" else [t // 2 for t in total]
+            if module.padding == "same" and any(t % 2 for t in total):
+                # PyTorch pads an odd total asymmetrically (the extra row/column at the bottom/right);
+                # portkit's Conv2D pads symmetrically: listed as its own type, which is not tuned.
+                op_type = "Conv2D_asymmetric_same_padding"
         attrs = {"stride": _pair(module.stride), "padding": _pair(padding), "groups": int(module.groups),
                  "bias": module.bias is not None}
-        op_type = "Conv2D"
         if _pair(module.dilation) != [1, 1]:
             attrs["dilation"] = _pair(module.dilation)
         if module.padding_mode != "zeros":

@@ -17,6 +17,7 @@ struct BuildOptions {
                                     "-shared", "-fPIC", "-w"};
   std::filesystem::path cache_dir;
   int parallel = 1;  ///< compiler processes at once
+  int timeout_seconds = 300;  ///< a compile running longer is killed and the candidate rejected
 };
 
 struct BuildResult {
@@ -34,7 +35,8 @@ class Builder {
   const std::string& compiler_version() const { return compiler_version_; }
   /// Builds every source (in parallel, options.parallel at once); results in input order.
   std::vector<BuildResult> BuildAll(const std::vector<std::string>& sources);
-  /// The cache key: 16 hex digits of FNV-1a over compiler version, flags and source.
+  /// The cache key: 16 hex digits of FNV-1a over compiler version, the machine (CPU model and
+  /// SIMD flags: candidates are built with -march=native), flags and source.
   std::string Key(const std::string& source) const;
 
  private:
@@ -42,10 +44,15 @@ class Builder {
   BuildOptions options_;
   Logger& logger_;
   std::string compiler_version_;
+  std::string machine_;
 };
 
+/// RunProcess's result when the process ran past its timeout (and was killed).
+constexpr int kTimedOut = -2;
+
 /// Runs `argv` (argv[0] looked up on PATH), stdout+stderr into `output`; returns the exit
-/// status, or -1 when it could not be started or was killed by a signal.
-int RunProcess(const std::vector<std::string>& argv, std::string* output);
+/// status, -1 when it could not be started or was killed by a signal, or kTimedOut when it ran
+/// longer than `timeout_seconds` (> 0): its process group is then killed (SIGKILL).
+int RunProcess(const std::vector<std::string>& argv, std::string* output, int timeout_seconds = 0);
 
 }  // namespace portkit::tune

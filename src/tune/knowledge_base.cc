@@ -154,7 +154,7 @@ Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const st
     double incumbent = (*existing)->time_us;
     if (!remeasured_config.empty() && (*existing)->config == remeasured_config) incumbent = remeasured_us;
     if (!(e.time_us < incumbent)) {
-      PORTKIT_RETURN_IF_ERROR(Exec("COMMIT"));
+      if (Status c = Exec("COMMIT"); !c.ok()) return rollback(c);
       return StoreOutcome::kKept;
     }
     outcome = StoreOutcome::kUpdated;
@@ -175,7 +175,9 @@ Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const st
   sqlite3_bind_double(st.s, 7, e.default_us);
   sqlite3_bind_text(st.s, 8, updated.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) return rollback(Error("store"));
-  PORTKIT_RETURN_IF_ERROR(Exec("COMMIT"));
+  // A failed COMMIT (SQLITE_BUSY, disk full) leaves the transaction open: roll it back so that
+  // the connection is usable and the write lock released.
+  if (Status c = Exec("COMMIT"); !c.ok()) return rollback(c);
   return outcome;
 }
 

@@ -1,51 +1,104 @@
 #include "tune/landscape.h"
 
 #include <simdjson.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "core/json_writer.h"
 
 namespace portkit::tune {
+
+namespace {
+
+std::string HeaderLine(const Landscape& l) {
+  std::string out = "{\"kind\": \"landscape\", \"version\": 1, \"validators\": ";
+  JsonWriter::AppendEscaped(out, l.validators);
+  out += ", \"fix\": [";
+  for (size_t i = 0; i < l.fixes.size(); ++i) {
+    if (i) out += ", ";
+    JsonWriter::AppendEscaped(out, l.fixes[i]);
+  }
+  return out + "]}\n";
+}
+
+std::string OpLine(const OpDesc& op) { return "{\"kind\": \"op\", \"op\": " + OpToJson(op) + "}\n"; }
+
+std::string EvalLine(const std::string& sig, const std::string& key, const LandscapePoint& p) {
+  std::string out = "{\"kind\": \"eval\", \"signature\": ";
+  JsonWriter::AppendEscaped(out, sig);
+  out += ", \"config\": ";
+  JsonWriter::AppendEscaped(out, key);
+  out += ", \"status\": ";
+  JsonWriter::AppendEscaped(out, p.status);
+  char t[48];
+  std::snprintf(t, sizeof t, "%.17g", p.time_us);
+  return out + ", \"time_us\": " + t + "}\n";
+}
+
+}  // namespace
 
 void Landscape::AddOp(const OpDesc& op) {
   std::string sig = Signature(op);
   for (const auto& o : ops)
     if (Signature(o) == sig) return;
   ops.push_back(op);
+  Append(OpLine(op));
 }
 
 void Landscape::Add(const std::string& signature, const std::string& key, const LandscapePoint& p) {
   points[signature][key] = p;
+  Append(EvalLine(signature, key, p));
+}
+
+Status Landscape::StreamTo(const std::filesystem::path& path) {
+  // Checked now (fail fast), opened at the first record: a run that stops before measuring
+  // anything does not truncate an existing landscape.
+  std::filesystem::path probe = path;
+  probe += ".probe" + std::to_string(::getpid());
+  FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) return IoError("cannot write the landscape " + path.string() + ": " + std::strerror(errno));
+  std::fclose(f);
+  std::error_code ec;
+  std::filesystem::remove(probe, ec);
+  stream_path_ = path;
+  stream_.reset();
+  header_written_ = false;
+  return Status::Ok();
+}
+
+void Landscape::Append(const std::string& line) {
+  if (stream_path_.empty()) return;
+  if (!stream_) {
+    FILE* f = std::fopen(stream_path_.c_str(), "w");
+    if (!f) {
+      stream_path_.clear();  // the final write reports the error
+      return;
+    }
+    stream_.reset(f, [](FILE* p) { std::fclose(p); });
+  }
+  if (!header_written_) {
+    std::string head = HeaderLine(*this);
+    std::fwrite(head.data(), 1, head.size(), stream_.get());
+    header_written_ = true;
+  }
+  std::fwrite(line.data(), 1, line.size(), stream_.get());
+  std::fflush(stream_.get());
 }
 
 std::string Landscape::ToJsonLines() const {
-  std::string out = "{\"kind\": \"landscape\", \"version\": 1, \"validators\": ";
-  JsonWriter::AppendEscaped(out, validators);
-  out += ", \"fix\": [";
-  for (size_t i = 0; i < fixes.size(); ++i) {
-    if (i) out += ", ";
-    JsonWriter::AppendEscaped(out, fixes[i]);
-  }
-  out += "]}\n";
-  for (const auto& op : ops) out += "{\"kind\": \"op\", \"op\": " + OpToJson(op) + "}\n";
+  std::string out = HeaderLine(*this);
+  for (const auto& op : ops) out += OpLine(op);
   for (const auto& [sig, by_key] : points)
-    for (const auto& [key, p] : by_key) {
-      out += "{\"kind\": \"eval\", \"signature\": ";
-      JsonWriter::AppendEscaped(out, sig);
-      out += ", \"config\": ";
-      JsonWriter::AppendEscaped(out, key);
-      out += ", \"status\": ";
-      JsonWriter::AppendEscaped(out, p.status);
-      char t[48];
-      std::snprintf(t, sizeof t, "%.17g", p.time_us);
-      out += std::string(", \"time_us\": ") + t + "}\n";
-    }
+    for (const auto& [key, p] : by_key) out += EvalLine(sig, key, p);
   return out;
 }
 
 Expected<Landscape> ParseLandscape(std::string_view text, std::string_view file) {
   Landscape l;
+  l.file = std::string(file);
   simdjson::dom::parser parser;
   size_t line_no = 0, pos = 0;
   bool header = false;

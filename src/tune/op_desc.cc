@@ -35,10 +35,12 @@ Expected<std::vector<int64_t>> IntArray(simdjson::dom::element e, std::string_vi
   return out;
 }
 
+constexpr int64_t kMaxDim = int64_t{1} << 20;
+
 Status CheckShapes(OpDesc& op, std::string_view where) {
   for (size_t i = 0; i < op.inputs.size(); ++i)
     for (int64_t d : op.inputs[i])
-      if (d <= 0 || d > (int64_t{1} << 20))
+      if (d <= 0 || d > kMaxDim)
         return FieldError(where, "inputs[" + std::to_string(i) + "]", "dimensions must be between 1 and 1048576");
   if (op.type == "MatMul") {
     if (op.inputs.size() != 2 || op.inputs[0].size() != 2 || op.inputs[1].size() != 2)
@@ -54,6 +56,7 @@ Status CheckShapes(OpDesc& op, std::string_view where) {
       return FieldError(where, "inputs", "Conv2D takes a 4-D NCHW input and a 4-D OIHW weight");
     const auto& x = op.inputs[0];
     const auto& w = op.inputs[1];
+    // groups divides the channels, so it is at most 2^20 too.
     if (op.groups < 1 || x[1] % op.groups || w[0] % op.groups)
       return FieldError(where, "attrs.groups", "groups must divide the input and output channels");
     if (w[1] * op.groups != x[1])
@@ -61,8 +64,13 @@ Status CheckShapes(OpDesc& op, std::string_view where) {
                                              std::to_string(op.groups) + ") differ from input channels (" +
                                              std::to_string(x[1]) + ")");
     for (int i = 0; i < 2; ++i) {
-      if (op.stride[i] < 1) return FieldError(where, "attrs.stride", "strides must be >= 1");
-      if (op.padding[i] < 0) return FieldError(where, "attrs.padding", "padding must be >= 0");
+      // Bounded like the dimensions so that the output-size arithmetic cannot overflow.
+      if (op.stride[i] < 1 || op.stride[i] > kMaxDim)
+        return FieldError(where, "attrs.stride", "strides must be between 1 and 1048576");
+      if (op.padding[i] < 0 || op.padding[i] > kMaxDim)
+        return FieldError(where, "attrs.padding", "padding must be between 0 and 1048576");
+    }
+    for (int i = 0; i < 2; ++i) {
       if (x[2 + i] + 2 * op.padding[i] < w[2 + i])
         return FieldError(where, "inputs", "the kernel is larger than the padded input");
     }
@@ -89,6 +97,17 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
   }
   if (auto c = obj["count"]; c.error() != simdjson::NO_SUCH_FIELD) {
     if (c.get_int64().get(op.count) || op.count < 1) return FieldError(where, "count", "expected an integer >= 1");
+  }
+  if (op.type != "MatMul" && op.type != "Conv2D") {
+    // Listed untuned whatever its other fields hold: the shapes are kept when they parse.
+    simdjson::dom::array inputs;
+    if (!obj["inputs"].get_array().get(inputs))
+      for (auto in : inputs) {
+        auto shape = IntArray(in, where, "inputs", 0);
+        if (shape.ok()) op.inputs.push_back(std::move(*shape));
+      }
+    *untuned_reason = "operator type " + op.type + " has no tunable kernel (MatMul and Conv2D have)";
+    return op;
   }
   simdjson::dom::array inputs;
   if (obj["inputs"].get_array().get(inputs)) return FieldError(where, "inputs", "missing or not an array of shapes");
@@ -120,15 +139,19 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
       }
     }
   }
-  if (op.type != "MatMul" && op.type != "Conv2D") {
-    *untuned_reason = "operator type " + op.type + " has no tunable kernel (MatMul and Conv2D have)";
-    return op;
-  }
-  PORTKIT_RETURN_IF_ERROR(CheckShapes(op, where));
   if (dilated) {
+    PORTKIT_RETURN_IF_ERROR(CheckShapes(op, where));
     *untuned_reason = "dilated Conv2D is not tuned (dilation 1 only)";
     return op;
   }
+  return ValidateOp(std::move(op), where, untuned_reason);
+}
+
+}  // namespace
+
+Expected<OpDesc> ValidateOp(OpDesc op, std::string_view where, std::string* untuned_reason) {
+  untuned_reason->clear();
+  PORTKIT_RETURN_IF_ERROR(CheckShapes(op, where));
   // Every candidate and the double-precision reference run on this machine: refuse what would
   // not fit in memory or take hours (untuned, not an error).
   double elements = 0, macs = 0;
@@ -159,8 +182,6 @@ Expected<OpDesc> ParseOpElement(simdjson::dom::element e, std::string_view where
   if (op.dtype != "float32") *untuned_reason = "dtype " + op.dtype + " is not tuned (float32 kernels only)";
   return op;
 }
-
-}  // namespace
 
 std::string Signature(const OpDesc& op) {
   std::string s = op.type + "|" + op.dtype + "|" + op.layout + "|";

@@ -26,9 +26,10 @@ struct OpDesc {
 };
 
 /// Size limits of a tunable operator (larger ones are listed untuned): 2^28 floats (1 GiB) per
-/// tensor, 2^37 multiply-adds (the reference takes about a minute).
+/// tensor, 2^35 multiply-adds (the double-precision reference takes about 15 s; a candidate's
+/// measuring child gets a timeout scaled with the FLOPs, see CandidateTimeoutSeconds).
 constexpr double kMaxTensorElements = 268435456.0;
-constexpr double kMaxMacs = 137438953472.0;
+constexpr double kMaxMacs = 34359738368.0;
 
 /// The signature that keys the knowledge base: type, dtype, layout, shapes and attributes, e.g.
 /// `MatMul|float32|ND|[64,128],[128,96]|bias=1`.
@@ -53,6 +54,11 @@ Expected<OpList> ParseOpList(std::string_view json, std::string_view file);
 /// Parses one operator object (the elements of "ops"); `where` prefixes errors. Unknown types
 /// and unsupported dtypes are returned with `*untuned_reason` set instead of an error.
 Expected<OpDesc> ParseOpJson(std::string_view json_object, std::string_view where, std::string* untuned_reason);
+
+/// Checks a MatMul or Conv2D description built elsewhere (a profile) exactly as the op list
+/// does: shapes and attributes (an error, prefixed by `where`), then the size limits and the
+/// dtype (`*untuned_reason` set). Sets the layout.
+Expected<OpDesc> ValidateOp(OpDesc op, std::string_view where, std::string* untuned_reason);
 
 /// The op as JSON (the op list element form), one line.
 std::string OpToJson(const OpDesc& op);

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
 
 namespace portkit::tune {
@@ -20,26 +21,73 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     return IoError(m);
   }
   sqlite3_stmt* st = nullptr;
+  // Every call of the listed ops in thread and time order (outer calls before the calls they
+  // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op
+  // nested in another listed op on the same thread is the same work, skipped below.
   const char* sql =
-      "SELECT s.value, e.input_dims, COUNT(*) FROM events e JOIN strings s ON s.id = e.name "
-      "WHERE e.kind = 'cpu_op' AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d') "
-      "AND e.input_dims IS NOT NULL GROUP BY s.value, e.input_dims ORDER BY MIN(e.ts)";
+      "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, s.value, e.input_dims FROM events e JOIN strings s ON s.id = e.name "
+      "WHERE e.kind = 'cpu_op' AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d', 'aten::linear', "
+      "'aten::matmul') ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid";
   if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
     std::string m = db_path.string() + ": not a portkit profile database: " + sqlite3_errmsg(db);
     sqlite3_close(db);
     return ParseError(m);
   }
+  struct Group {
+    int64_t first_ts;
+    size_t order;
+    std::string name, dims;
+    int64_t count = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  int64_t cur[3] = {0, 0, 0};
+  bool first = true;
+  int64_t open_end = 0;  // end of the outermost listed call still open on this thread
+  bool open = false;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    int64_t key[3] = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)};
+    int64_t ts = sqlite3_column_int64(st, 3), end = ts + sqlite3_column_int64(st, 4);
+    if (first || key[0] != cur[0] || key[1] != cur[1] || key[2] != cur[2]) {
+      std::copy(key, key + 3, cur);
+      open = false;
+      first = false;
+    }
+    if (open && ts < open_end && end <= open_end) continue;  // inside an outer listed call
+    if (sqlite3_column_type(st, 6) == SQLITE_NULL) continue;  // no shapes: does not hide its callees
+    open = true;
+    open_end = end;
+    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 5));
+    std::string dims = reinterpret_cast<const char*>(sqlite3_column_text(st, 6));
+    auto [it, added] = groups.try_emplace({name, dims}, Group{ts, groups.size(), name, dims});
+    if (!added) it->second.first_ts = std::min(it->second.first_ts, ts);
+    ++it->second.count;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::vector<const Group*> ordered;
+  for (const auto& [k, g] : groups) ordered.push_back(&g);
+  std::sort(ordered.begin(), ordered.end(), [](const Group* a, const Group* b) {
+    return a->first_ts != b->first_ts ? a->first_ts < b->first_ts : a->order < b->order;
+  });
+
   OpList list;
   list.name = folder.filename().string();
   simdjson::dom::parser parser;
   int index = 0;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-    std::string dims = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-    int64_t count = sqlite3_column_int64(st, 2);
+  for (const Group* g : ordered) {
+    const std::string& name = g->name;
+    const std::string& dims = g->dims;
+    int64_t count = g->count;
     std::vector<std::vector<int64_t>> shapes;
+    OpDesc op;
+    op.count = count;
+    op.name = name.substr(6) + "_" + std::to_string(index++);
     simdjson::dom::array arr;
-    if (parser.parse(simdjson::padded_string(dims)).get_array().get(arr)) continue;
+    if (parser.parse(simdjson::padded_string(dims)).get_array().get(arr)) {
+      op.type = name;
+      list.untuned.push_back({op, "unreadable input shapes " + dims});
+      continue;
+    }
     for (auto shape : arr) {
       std::vector<int64_t> s;
       simdjson::dom::array sa;
@@ -50,35 +98,53 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
         }
       shapes.push_back(s);
     }
-    OpDesc op;
-    op.count = count;
-    op.name = name.substr(6) + "_" + std::to_string(index++);
+    auto shape = [&](size_t i) { return i < shapes.size() ? shapes[i] : std::vector<int64_t>{}; };
     if (name == "aten::conv2d") {
       op.type = "Conv2D";
-      op.inputs = {shapes.size() > 0 ? shapes[0] : std::vector<int64_t>{}, shapes.size() > 1 ? shapes[1] : std::vector<int64_t>{}};
+      op.inputs = {shape(0), shape(1)};
       list.untuned.push_back({op, "profiles do not record the stride and padding of aten::conv2d; export the op list "
                                   "with python -m portkit.export_ops instead"});
       continue;
     }
     op.type = "MatMul";
     op.layout = "ND";
-    if (name == "aten::addmm" && shapes.size() >= 3 && shapes[1].size() == 2 && shapes[2].size() == 2) {
-      op.inputs = {shapes[1], shapes[2]};
+    bool ok = false;
+    if (name == "aten::addmm" && shape(1).size() == 2 && shape(2).size() == 2) {
+      op.inputs = {shape(1), shape(2)};
       op.bias = true;
-    } else if (name == "aten::mm" && shapes.size() >= 2 && shapes[0].size() == 2 && shapes[1].size() == 2) {
-      op.inputs = {shapes[0], shapes[1]};
-    } else {
+      ok = true;
+    } else if ((name == "aten::mm" || name == "aten::matmul") && shape(0).size() == 2 && shape(1).size() == 2) {
+      op.inputs = {shape(0), shape(1)};
+      ok = true;
+    } else if (name == "aten::linear" && shape(0).size() >= 2 && shape(1).size() == 2) {
+      // linear(x[..., K], weight[N, K], bias[N]?): A[M, K] with M the product of the leading dims.
+      int64_t m = 1;
+      bool fits = true;
+      for (size_t i = 0; i + 1 < shape(0).size(); ++i) {
+        int64_t d = shape(0)[i];
+        if (d <= 0 || m > (int64_t{1} << 40) / d) fits = false;
+        else m *= d;
+      }
+      if (fits) {
+        op.inputs = {{m, shape(0).back()}, {shape(1)[1], shape(1)[0]}};
+        op.bias = shape(2).size() == 1;
+        ok = true;
+      }
+    }
+    if (!ok) {
       list.untuned.push_back({op, "unexpected input shapes " + dims});
       continue;
     }
-    if (op.inputs[0][1] != op.inputs[1][0]) {
-      list.untuned.push_back({op, "inner dimensions differ in " + dims});
+    // The same checks and size limits as an op list entry.
+    std::string reason;
+    auto checked = ValidateOp(op, name, &reason);
+    if (!checked.ok()) {
+      list.untuned.push_back({op, checked.status().message() + " (input dims " + dims + ")"});
       continue;
     }
-    list.ops.push_back(op);
+    if (!reason.empty()) list.untuned.push_back({std::move(*checked), reason});
+    else list.ops.push_back(std::move(*checked));
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
   return list;
 }
 

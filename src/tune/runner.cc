@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace portkit::tune {
 namespace {
@@ -21,6 +22,9 @@ struct Report {
   int count[2] = {0, 0};
   char detail[256] = {};
 };
+// Written and read as raw bytes over the pipe.
+static_assert(std::is_trivially_copyable_v<Report>, "Report crosses the pipe as raw bytes");
+constexpr size_t kMaxObjects = sizeof(Report::count) / sizeof(Report::count[0]);
 
 double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -142,6 +146,9 @@ std::vector<Measurement> RunChild(const std::vector<std::filesystem::path>& obje
     }
     return result;
   };
+  // The report has room for kMaxObjects sample counts (Measure: 1, MeasureInterleaved: 2).
+  if (objects.empty() || objects.size() > kMaxObjects)
+    return all(MeasureStatus::kLoadError, "internal error: " + std::to_string(objects.size()) + " objects in one child");
   int fds[2];
   if (pipe(fds) != 0) return all(MeasureStatus::kLoadError, "pipe failed");
   std::fflush(nullptr);

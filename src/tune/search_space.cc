@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 
 namespace portkit::tune {
 
@@ -20,7 +22,13 @@ int SearchSpace::Find(std::string_view name) const {
 
 int SearchSpace::Get(const Config& c, std::string_view name) const {
   int i = Find(name);
-  assert(i >= 0 && static_cast<size_t>(i) < c.size());
+  if (i < 0 || static_cast<size_t>(i) >= c.size()) {
+    // A programming error (a constraint naming a knob the space lacks): fail loudly in every
+    // build type instead of reading out of bounds where NDEBUG removes an assert.
+    std::fprintf(stderr, "portkit tune: internal error: knob %.*s not in the configuration\n",
+                 static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
   return c[static_cast<size_t>(i)];
 }
 
@@ -153,7 +161,7 @@ Status ApplyFix(SearchSpace& space, std::string_view fix) {
     auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec != std::errc() || p != item.data() + item.size() || item.empty())
       return InvalidArgument("--fix '" + std::string(fix) + "': '" + std::string(item) + "' is not an integer");
-    values.push_back(v);
+    if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);  // NR=16,16: once
     pos = end + 1;
   }
   return space.Restrict(fix.substr(0, eq), values);

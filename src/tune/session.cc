@@ -83,7 +83,22 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       continue;
     }
     SearchSpace space = (*op)->Space(hardware_threads);
-    for (const auto& fix : fixes) PORTKIT_RETURN_IF_ERROR(ApplyFix(space, fix));
+    for (size_t f = 0; f < fixes.size(); ++f) {
+      Status st = ApplyFix(space, fixes[f]);
+      if (!st.ok() && replay && f < replay->fixes.size())
+        return InvalidArgument((replay->file.empty() ? std::string("the replayed landscape") : replay->file) +
+                               ": fix: " + st.message());
+      PORTKIT_RETURN_IF_ERROR(st);
+    }
+    // The default is chosen before a replay narrows the space to the recorded points, so that it
+    // is the recording's default; a --fix set that leaves no valid configuration is an error.
+    Config default_config = (*op)->DefaultConfig(space, hardware_threads);
+    if (std::string why = space.Check(default_config); !why.empty()) {
+      std::string all;
+      for (const auto& f : fixes) all += (all.empty() ? "" : " ") + f;
+      return InvalidArgument("--fix " + all + ": no configuration of " + desc.type +
+                             " satisfies the constraints with these values (" + why + ")");
+    }
     const std::map<std::string, LandscapePoint>* points = nullptr;
     if (replay) {
       auto it = replay->points.find(sig);
@@ -97,7 +112,6 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       for (const auto& [key, p] : *points) keys.insert(key);
       space.AllowOnly(std::move(keys));
     }
-    Config default_config = (*op)->DefaultConfig(space, hardware_threads);
     if (replay && !points->count(space.Key(default_config))) {
       result.untuned.push_back({desc, "the default strategy is not in the replayed landscape"});
       progress.Done(label + ": default not recorded.");
@@ -174,13 +188,22 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
         auto st = bank.StoreIfBetter(e, (*entry)->config, stored_now);
         if (!st.ok()) return st.status();
         r.status = *st == StoreOutcome::kKept ? RepoStatus::kReserved : RepoStatus::kUpdate;
+        if (*st == StoreOutcome::kKept) {
+          // Kept: the entry may have been replaced by a concurrent tuner meanwhile; re-read it.
+          auto kept = bank.Lookup(sig, validators);
+          if (!kept.ok()) return kept.status();
+          if (kept->has_value() && (**kept).config != (*entry)->config) {
+            r.config = (**kept).config;
+            r.after_us = (**kept).time_us;
+          }
+        }
       } else {
         r.status = RepoStatus::kReserved;
       }
       if (r.status == RepoStatus::kUpdate) {
         r.config = best_key;
         r.after_us = e.time_us;
-      } else {
+      } else if (r.config.empty()) {
         r.config = (*entry)->config;
         r.after_us = std::isfinite(stored_now) ? stored_now : (*entry)->time_us;
       }
@@ -192,6 +215,16 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       r.config = best_key;
       r.after_us = best_us;
       r.source = "tuned";
+      if (*st == StoreOutcome::kKept) {
+        // A concurrent tuner stored a faster entry first: that one is what runs; report it.
+        auto kept = bank.Lookup(sig, validators);
+        if (!kept.ok()) return kept.status();
+        if (kept->has_value()) {
+          r.config = (**kept).config;
+          r.after_us = (**kept).time_us;
+          r.source = "bank";
+        }
+      }
     } else {
       r.status = RepoStatus::kUnsatisfied;
       r.config = space.Key(default_config);

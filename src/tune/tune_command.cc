@@ -136,9 +136,9 @@ int TuneMain(int argc, char** argv, Context& ctx) {
   app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val("genetic");
   app.add_option("--strategy-opt", opt.strategy_options, "strategy option NAME=VALUE (repeatable)");
   app.add_option("--max-evals", opt.budget.max_evals, "candidates evaluated per operator")->default_val(40)->check(CLI::PositiveNumber);
-  app.add_option("--max-seconds", opt.budget.max_seconds, "time limit per operator in seconds (0 = none)")->default_val(0);
+  app.add_option("--max-seconds", opt.budget.max_seconds, "time limit per operator in seconds (0 = none)")->default_val(0)->check(CLI::NonNegativeNumber);
   app.add_option("--patience", opt.budget.patience, "stop an operator after this many evaluations without a new best (0 = never)")
-      ->default_val(25);
+      ->default_val(25)->check(CLI::NonNegativeNumber);
   app.add_option("--seed", opt.seed, "random seed of the strategies")->default_val(0);
   app.add_option("--parallel-compile", parallel, "compiler processes at once (default $TE_PARALLEL_COMPILER, else the core count)");
   app.add_option("--tune-bank", bank_flag, "knowledge base folder (default $TUNE_BANK_PATH, else $XDG_CACHE_HOME/portkit or ~/.cache/portkit)");
@@ -233,6 +233,33 @@ int TuneMain(int argc, char** argv, Context& ctx) {
     list = std::move(*parsed);
   }
   for (const auto& u : list.untuned) log.Warning(u.op.name + " (" + u.op.type + ") is not tuned: " + u.reason);
+  if (list.ops.empty() && list.untuned.empty())
+    log.Warning((landscape ? replay : model) + ": no operators to tune");
+
+  // The output folder and the landscape file are checked before any tuning (or bank write), so
+  // that an unwritable --output fails at once instead of after the measurements.
+  {
+    std::error_code ec;
+    fs::create_directories(output, ec);
+    if (ec || !fs::is_directory(output, ec)) {
+      log.Error("cannot create --output " + output + (ec ? ": " + ec.message() : ": not a folder"));
+      return 1;
+    }
+    fs::path probe = fs::path(output) / (".portkit_tune_probe_" + std::to_string(getpid()));
+    if (Status st = WriteFileAtomic(probe, ""); !st.ok()) {
+      log.Error("cannot write to --output " + output + ": " + st.message());
+      return 1;
+    }
+    fs::remove(probe, ec);
+  }
+  fs::path record_path = record.empty() ? fs::path(output) / "tune_landscape.jsonl" : fs::path(record);
+  Landscape recorded;
+  if (!landscape) {
+    if (Status st = recorded.StreamTo(record_path); !st.ok()) {
+      log.Error(st.message());
+      return 1;
+    }
+  }
 
   fs::path bank_dir = BankDir(bank_flag);
   auto kb = KnowledgeBase::Open(bank_dir);
@@ -247,17 +274,10 @@ int TuneMain(int argc, char** argv, Context& ctx) {
            std::to_string(opt.budget.max_evals) + " evaluations each" +
            (landscape ? ", replaying " + replay : ", " + std::to_string(parallel) + " parallel compiles") +
            "); knowledge base " + kb->path().string() + (opt.repeat_tune ? " (repeat tune)" : "") + ".");
-  Landscape recorded;
   auto result = RunSession(list, opt, *kb, landscape ? &*landscape : nullptr, landscape ? nullptr : &recorded, log);
   if (!result.ok()) {
     log.Error(result.status().message());
     return result.status().code() == ErrorCode::kInvalidArgument ? 2 : 1;
-  }
-  std::error_code ec;
-  fs::create_directories(output, ec);
-  if (ec) {
-    log.Error("cannot create --output " + output + ": " + ec.message());
-    return 1;
   }
   fs::path result_path = fs::path(output) / ResultFileName(ctx.clock(), static_cast<long>(getpid()));
   fs::path plan_path = fs::path(output) / "tuned_plan.json";
@@ -268,12 +288,13 @@ int TuneMain(int argc, char** argv, Context& ctx) {
     }
   }
   if (!landscape) {
-    fs::path rec = record.empty() ? fs::path(output) / "tune_landscape.jsonl" : fs::path(record);
-    if (Status st = WriteFileAtomic(rec, recorded.ToJsonLines()); !st.ok()) {
+    // The streamed file holds every measurement in order; rewrite it sorted and deduplicated.
+    recorded.CloseStream();
+    if (Status st = WriteFileAtomic(record_path, recorded.ToJsonLines()); !st.ok()) {
       log.Error(st.message());
       return 1;
     }
-    log.Info("Landscape: " + rec.string());
+    log.Info("Landscape: " + record_path.string());
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& op : result->ops)

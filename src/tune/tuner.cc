@@ -1,5 +1,6 @@
 #include "tune/tuner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -18,7 +19,17 @@ std::string Us(double us) {
 CompileEvaluator::CompileEvaluator(const TunableOperator& op, const SearchSpace& space, Builder& builder,
                                    MeasureOptions measure, Landscape* landscape, Logger& logger)
     : op_(op), space_(space), builder_(builder), measure_(measure), landscape_(landscape), logger_(logger),
-      signature_(Signature(op.desc())) {}
+      signature_(Signature(op.desc())) {
+  // The interleaved confirmation runs two candidates in one child: its timeout covers both.
+  measure_.timeout_seconds = std::max(measure_.timeout_seconds, CandidateTimeoutSeconds(op.Flops(), measure_.repeats, 2));
+}
+
+int CandidateTimeoutSeconds(double flops, int repeats, int candidates) {
+  // A slow candidate (2 GFLOP/s) runs one validation call, one calibration call and `repeats`
+  // timed calls per candidate; 60 s on top for loading and a loaded machine.
+  double seconds = 60.0 + candidates * (repeats + 2) * flops / 2e9;
+  return static_cast<int>(std::min(seconds, 3600.0));
+}
 
 const Workload& CompileEvaluator::workload() {
   if (!workload_) workload_ = op_.MakeWorkload();
@@ -144,6 +155,7 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
     }
     std::vector<Config> batch;
     std::set<Config> in_batch;
+    std::vector<Config> duplicates;  // proposed again within this batch: answered with its result
     int want = std::min(std::max(1, budget.batch), budget.max_evals - r.evaluations);
     bool exhausted = false;
     while (static_cast<int>(batch.size()) < want && proposals < max_proposals) {
@@ -157,7 +169,11 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
         strategy.Report(*c, it->second);  // already measured: answer from the cache, no budget used
         continue;
       }
-      if (!space.Valid(*c) || in_batch.count(*c)) {
+      if (in_batch.count(*c)) {
+        duplicates.push_back(*c);
+        continue;
+      }
+      if (!space.Valid(*c)) {
         strategy.Report(*c, kRejected);
         continue;
       }
@@ -195,6 +211,7 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
       }
       strategy.Report(e.config, e.time_us);
     }
+    for (const auto& c : duplicates) strategy.Report(c, seen[c]);
   }
   logger.Info(label + ": " + std::to_string(r.evaluations) + " candidates evaluated (" +
               std::to_string(r.rejected) + " rejected), stopped: " + r.stop_reason + ".");

@@ -38,6 +38,10 @@ class Evaluator {
 };
 
 /// Compiles and measures real candidates; records every measurement in `landscape`.
+/// Timeout of a measuring child for an operator of `flops` per call: scaled so that a slow but
+/// correct candidate of a large operator is not killed (at least MeasureOptions' default).
+int CandidateTimeoutSeconds(double flops, int repeats, int candidates);
+
 class CompileEvaluator : public Evaluator {
  public:
   CompileEvaluator(const TunableOperator& op, const SearchSpace& space, Builder& builder, MeasureOptions measure,

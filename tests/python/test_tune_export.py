@@ -87,3 +87,39 @@ def test_tune_accepts_the_exported_list(tmp_path, python, portkit):
     untuned = {o["op_name"] for o in result["OPAT"]["untuned_operators"]}
     assert untuned == {"act", "act#2", "act#3"}
 
+
+
+SAME_SRC = '''
+import torch.nn as nn
+
+class Same(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.odd = nn.Conv2d(3, 4, 3, padding="same")   # total padding 2: 1 on each side
+        self.even = nn.Conv2d(4, 4, 4, padding="same")  # total padding 3: PyTorch pads 1 then 2
+
+    def forward(self, x):
+        return self.even(self.odd(x))
+
+def make():
+    return Same()
+'''
+
+
+def test_same_padding_with_an_even_kernel_is_not_exported_as_symmetric(tmp_path, python, portkit):
+    (tmp_path / "samenet.py").write_text(SAME_SRC)
+    out = tmp_path / "ops.json"
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    res = run([python, "-m", "portkit.export_ops", "--model", "samenet:make", "--input", "1x3x8x8",
+               "-o", str(out)], cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr
+    by_name = {o["op_name"]: o for o in json.loads(out.read_text())["ops"]}
+    assert by_name["odd"]["op_type"] == "Conv2D"
+    assert by_name["odd"]["attrs"]["padding"] == [1, 1]
+    # Asymmetric padding cannot be described as stride/padding pairs: its own (untuned) type.
+    assert by_name["even"]["op_type"] == "Conv2D_asymmetric_same_padding"
+    res = run([portkit, "tune", "--model", str(out), "--tune-bank", str(tmp_path / "bank"), "--output",
+               str(tmp_path / "res"), "--max-evals", "1", "--fix", "MR=4", "--fix", "NR=16", "--fix", "VW=16",
+               "--fix", "THREADS=1", "--fix", "MC=48", "--fix", "NC=768", "--fix", "KC=128"])
+    assert res.returncode == 0, res.stderr
+    assert "even (Conv2D_asymmetric_same_padding) is not tuned" in res.stderr

@@ -55,7 +55,7 @@ class Bandit : public Strategy {
       }
       ++arms_[pick].pulls;
       ++pulls_;
-      owner_[*c] = pick;
+      owner_[*c].push_back(pick);  // two arms may propose the same configuration
       return c;
     }
     return std::nullopt;
@@ -70,16 +70,19 @@ class Bandit : public Strategy {
       if (std::isfinite(cost)) costs_.insert(std::lower_bound(costs_.begin(), costs_.end(), cost), cost);
       return;
     }
-    Arm& arm = arms_[it->second];
-    arm.strategy->Report(c, cost);
+    // One Report answers one proposal: the earliest arm still waiting for this configuration
+    // (when two arms proposed it, the tuner reports it twice and each learns it).
+    size_t a = it->second.front();
+    it->second.erase(it->second.begin());
+    if (it->second.empty()) owner_.erase(it);
     // Reward: the share of the configurations measured so far that this one beats (dense, in
     // [0, 1]; a rejected one earns 0), so arms are told apart long before one finds a new best.
-    if (std::isfinite(cost)) {
-      auto pos = std::lower_bound(costs_.begin(), costs_.end(), cost);
-      size_t beaten = static_cast<size_t>(costs_.end() - pos);
-      arm.reward += costs_.empty() ? 1.0 : static_cast<double>(beaten) / static_cast<double>(costs_.size());
-      costs_.insert(pos, cost);
-    }
+    auto pos = std::lower_bound(costs_.begin(), costs_.end(), cost);
+    double reward = costs_.empty() ? 1.0
+                                   : static_cast<double>(costs_.end() - pos) / static_cast<double>(costs_.size());
+    arms_[a].strategy->Report(c, cost);
+    if (std::isfinite(cost)) arms_[a].reward += reward;
+    if (std::isfinite(cost)) costs_.insert(pos, cost);
     if (cost < best_) best_ = cost;
   }
 
@@ -93,7 +96,7 @@ class Bandit : public Strategy {
   };
   double exploration_;
   std::vector<Arm> arms_;
-  std::map<Config, size_t> owner_;
+  std::map<Config, std::vector<size_t>> owner_;  // arms whose proposal awaits its Report
   std::vector<double> costs_;  // sorted costs of every valid configuration reported
   double best_ = 0;
   int pulls_ = 0;

@@ -35,8 +35,9 @@ class Genetic : public Strategy {
       seeds_.erase(seeds_.begin());
       return c;
     }
-    if (pool_.empty()) return std::nullopt;
-    for (int attempt = 0; attempt < 64; ++attempt) {
+    // No evaluated parent yet (every seed rejected, or their results still pending in a batch):
+    // keep exploring with random configurations instead of stopping as if the space were done.
+    for (int attempt = 0; attempt < 64 && !pool_.empty(); ++attempt) {
       const Config& a = Select();
       const Config& b = Select();
       Config child = a;

@@ -32,6 +32,38 @@ TEST(OpListTest, UnknownTypesAndDtypesAreListedUntuned) {
   EXPECT_EQ(list->untuned[1].reason, "dtype float16 is not tuned (float32 kernels only)");
 }
 
+TEST(OpListTest, UnknownTypesAreUntunedWhateverTheirInputs) {
+  auto list = ParseOpList(R"({"ops": [{"op_type": "Relu"}, {"op_type": "Add", "inputs": 3},
+    {"op_type": "Cat", "inputs": [[1, "x"], [2, 2]], "attrs": 7}]})",
+                          "ops.json");
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  EXPECT_TRUE(list->ops.empty());
+  ASSERT_EQ(list->untuned.size(), 3u);
+  EXPECT_EQ(list->untuned[0].reason, "operator type Relu has no tunable kernel (MatMul and Conv2D have)");
+  EXPECT_EQ(list->untuned[1].op.type, "Add");
+  ASSERT_EQ(list->untuned[2].op.inputs.size(), 1u);  // the shape that parses is kept
+  EXPECT_EQ(list->untuned[2].op.inputs[0], (std::vector<int64_t>{2, 2}));
+}
+
+TEST(OpListTest, ValidateOpAppliesTheOpListChecks) {
+  OpDesc op;
+  op.type = "MatMul";
+  op.inputs = {{4, 3}, {5, 2}};
+  std::string reason;
+  auto bad = ValidateOp(op, "prof", &reason);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("prof.inputs: MatMul inner dimensions differ", 0), 0u);
+  op.inputs = {{1 << 20, 1 << 20}, {1 << 20, 2}};
+  auto big = ValidateOp(op, "prof", &reason);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(reason.rfind("too large to tune here", 0), 0u) << reason;
+  op.inputs = {{4, 3}, {3, 2}};
+  auto fine = ValidateOp(op, "prof", &reason);
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(reason, "");
+  EXPECT_EQ(fine->layout, "ND");
+}
+
 TEST(OpListTest, OperatorsTooLargeToTuneHereAreUntuned) {
   auto list = ParseOpList(R"({"ops": [{"op_name": "huge", "op_type": "MatMul", "inputs": [[1048576, 1048576], [1048576, 2]]},
     {"op_name": "slow", "op_type": "Conv2D", "inputs": [[64, 512, 64, 64], [512, 512, 3, 3]], "attrs": {"padding": [1, 1]}},
@@ -69,6 +101,16 @@ TEST(OpListTest, ErrorsNameTheFileAndField) {
        "f.json: ops[0].inputs: the kernel is larger than the padded input"},
       {"{\"ops\": [{\"op_type\": \"MatMul\", \"inputs\": [[0, 3], [3, 5]]}]}",
        "f.json: ops[0].inputs[0]: dimensions must be between 1 and 1048576"},
+      // Padding and stride are bounded like dimensions (no signed overflow in the output size).
+      {"{\"ops\": [{\"op_type\": \"Conv2D\", \"inputs\": [[1, 8, 8, 8], [4, 8, 3, 3]], "
+       "\"attrs\": {\"padding\": [4611686018427387904, 1]}}]}",
+       "f.json: ops[0].attrs.padding: padding must be between 0 and 1048576"},
+      {"{\"ops\": [{\"op_type\": \"Conv2D\", \"inputs\": [[1, 8, 8, 8], [4, 8, 3, 3]], "
+       "\"attrs\": {\"padding\": [1048577, 0]}}]}",
+       "f.json: ops[0].attrs.padding: padding must be between 0 and 1048576"},
+      {"{\"ops\": [{\"op_type\": \"Conv2D\", \"inputs\": [[1, 8, 8, 8], [4, 8, 3, 3]], "
+       "\"attrs\": {\"stride\": [1, 9223372036854775807]}}]}",
+       "f.json: ops[0].attrs.stride: strides must be between 1 and 1048576"},
   };
   for (const auto& c : cases) {
     auto list = ParseOpList(c.json, "f.json");

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include "tune/builder.h"
+#include "tune/tuner.h"
+
+#include <chrono>
 #include "tune/operators/conv2d/conv2d_op.h"
 #include "tune/operators/gemm/gemm_op.h"
 
@@ -65,7 +68,7 @@ TEST_F(RunnerTest, RejectsBadCandidatesAndTimesAGoodOne) {
   MeasureOptions mo;
   mo.repeats = 5;
   mo.min_repeat_us = 50;
-  mo.timeout_seconds = 1;
+  mo.timeout_seconds = 10;  // the working candidates get room on a loaded machine
   Measurement ok = Measure(builds[0].shared_object, workload_, mo);
   EXPECT_EQ(ok.status, MeasureStatus::kOk) << ok.detail;
   EXPECT_EQ(ok.samples_us.size(), 5u);
@@ -79,7 +82,9 @@ TEST_F(RunnerTest, RejectsBadCandidatesAndTimesAGoodOne) {
   EXPECT_EQ(wrong.status, MeasureStatus::kWrongResult);
   EXPECT_EQ(wrong.detail.rfind("output[0] = 0.5, reference", 0), 0u) << wrong.detail;
 
-  Measurement hang = Measure(builds[3].shared_object, workload_, mo);
+  MeasureOptions short_timeout = mo;
+  short_timeout.timeout_seconds = 1;  // only the hanging candidate runs under the 1 s timeout
+  Measurement hang = Measure(builds[3].shared_object, workload_, short_timeout);
   EXPECT_EQ(hang.status, MeasureStatus::kTimeout);
   EXPECT_EQ(hang.detail, "timed out after 1 s");
 
@@ -155,6 +160,29 @@ TEST(ReferenceTest, GemmAndConvReferencesAgreeOnA1x1Conv) {
   ReferenceGemm(w.data(), x.data(), nullptr, gemm.data(), O, HW, C);
   for (long o = 0; o < O; ++o)
     for (long i = 0; i < HW; ++i) EXPECT_FLOAT_EQ(conv[o * HW + i], gemm[o * HW + i] + bias[o]);
+}
+
+}  // namespace
+}  // namespace portkit::tune
+
+namespace portkit::tune {
+namespace {
+
+TEST(RunProcessTest, AProcessPastItsTimeoutIsKilledWithItsChildren) {
+  auto start = std::chrono::steady_clock::now();
+  std::string out;
+  // sh forks sleep: the whole process group must go, or the pipe stays open for 30 s.
+  int rc = RunProcess({"sh", "-c", "sleep 30; echo done"}, &out, 1);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(rc, kTimedOut);
+  EXPECT_LT(seconds, 10);
+  EXPECT_NE(out.find("did not finish within 1 s"), std::string::npos) << out;
+  EXPECT_EQ(RunProcess({"sh", "-c", "echo hi"}, &out, 5), 0);
+}
+
+TEST(CandidateTimeoutTest, ScalesWithTheWork) {
+  EXPECT_EQ(CandidateTimeoutSeconds(1e6, 7, 1), 60);
+  EXPECT_GT(CandidateTimeoutSeconds(2.0 * kMaxMacs, 7, 2), 300);
 }
 
 }  // namespace

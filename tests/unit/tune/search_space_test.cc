@@ -69,6 +69,26 @@ TEST(SearchSpaceTest, RngIsDeterministic) {
   }
 }
 
+TEST(SearchSpaceTest, DuplicateFixValuesCountOnce) {
+  SearchSpace s = GemmSpace(4);
+  ASSERT_TRUE(ApplyFix(s, "MR=4,6,4,6").ok());
+  EXPECT_EQ(s.knobs()[static_cast<size_t>(s.Find("MR"))].values, (std::vector<int>{4, 6}));
+}
+
+TEST(GemmSpaceTest, DefaultStaysValidWhenFixExcludesItsValues) {
+  // VW=8 with NR=48 needs 6 vectors per row: MR=6 (the default) overflows the registers.
+  SearchSpace s = GemmSpace(4);
+  ASSERT_TRUE(ApplyFix(s, "VW=8").ok());
+  ASSERT_TRUE(ApplyFix(s, "NR=48").ok());
+  Config d = GemmDefault(s, 4);
+  EXPECT_EQ(s.Check(d), "");
+  EXPECT_EQ(s.Get(d, "MR"), 4);  // the nearest valid configuration: one knob changed
+  EXPECT_EQ(s.Get(d, "MC"), 96);
+  // No valid configuration at all: the default is invalid, which the session rejects.
+  ASSERT_TRUE(ApplyFix(s, "MR=12").ok());
+  EXPECT_NE(s.Check(GemmDefault(s, 4)), "");
+}
+
 TEST(GemmSpaceTest, ConstraintsBetweenKnobs) {
   SearchSpace s = GemmSpace(2);
   Config d = GemmDefault(s, 2);

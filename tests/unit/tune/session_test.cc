@@ -90,11 +90,14 @@ TEST_F(SessionTest, RepeatTuneReplacesAWorseEntry) {
   options_.budget.max_evals = 400;
   options_.strategy = "exhaustive";
   SessionResult second = Run(*kb, landscape_);
+  int added = 0;
   for (size_t i = 0; i < 2; ++i) {
     if (first.ops[i].status != RepoStatus::kAdd) continue;
+    ++added;
     EXPECT_EQ(RepoStatusName(second.ops[i].status), std::string("update"));
     EXPECT_LT(second.ops[i].after_us, first.ops[i].after_us);
   }
+  EXPECT_GT(added, 0) << "the first session added nothing: the test would pass vacuously";
   auto entries = kb->List();
   ASSERT_TRUE(entries.ok());
   for (const auto& e : *entries) {
@@ -182,6 +185,40 @@ TEST_F(SessionTest, ResultFileHasTheSeedFields) {
   ASSERT_FALSE(opat["untuned_operators"].get_array().get(untuned));
   EXPECT_EQ(untuned.size(), 1u);
   EXPECT_NE(PlanJson(r).find("\"source\": \"tuned\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace portkit::tune
+
+namespace portkit::tune {
+namespace {
+
+class SessionInputTest : public SessionTest {};
+
+TEST_F(SessionInputTest, AFixSetWithoutAValidConfigurationIsRejected) {
+  auto kb = KnowledgeBase::Open(dir_);
+  ASSERT_TRUE(kb.ok());
+  options_.fixes = {"VW=8", "NR=48", "MR=12"};
+  Logger logger(nullptr, SystemClock());
+  auto r = RunSession(list_, options_, *kb, &landscape_, nullptr, logger);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("no configuration of"), std::string::npos) << r.status().message();
+  auto entries = kb->List();
+  ASSERT_TRUE(entries.ok());
+  EXPECT_TRUE(entries->empty());
+}
+
+TEST_F(SessionInputTest, ALandscapeFixWithAnUnknownKnobNamesTheFile) {
+  auto kb = KnowledgeBase::Open(dir_);
+  ASSERT_TRUE(kb.ok());
+  Landscape l = landscape_;
+  l.file = "rec.jsonl";
+  l.fixes = {"BOGUS=1"};
+  Logger logger(nullptr, SystemClock());
+  auto r = RunSession(list_, options_, *kb, &l, nullptr, logger);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("rec.jsonl: fix: --fix BOGUS: unknown knob", 0), 0u) << r.status().message();
 }
 
 }  // namespace

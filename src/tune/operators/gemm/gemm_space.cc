@@ -56,6 +56,22 @@ Config GemmDefault(const SearchSpace& space, int hardware_threads) {
     const auto& v = space.knobs()[i].values;
     if (std::find(v.begin(), v.end(), c[i]) == v.end()) c[i] = v.front();
   }
+  // The substitution may break a constraint (--fix NR=48 with VW=16 and MR=6 needs 19 + 3 + 1
+  // registers...): take the valid configuration that differs from it in the fewest knobs (the
+  // first in enumeration order on ties). When none is valid the caller rejects the --fix set.
+  if (!space.Valid(c)) {
+    Config best;
+    size_t best_diff = c.size() + 1;
+    for (const auto& v : space.Enumerate()) {
+      size_t diff = 0;
+      for (size_t i = 0; i < c.size(); ++i) diff += v[i] != c[i];
+      if (diff < best_diff) {
+        best_diff = diff;
+        best = v;
+      }
+    }
+    if (!best.empty()) c = best;
+  }
   return c;
 }
 
