@@ -15,6 +15,7 @@
 #include <set>
 
 #include "accuracy/metrics/metric.h"
+#include "accuracy/metrics/simd.h"
 #include "accuracy/safetensors.h"
 #include "core/atomic_file.h"
 #include "core/csv_writer.h"
@@ -107,9 +108,31 @@ struct TensorStats {
     max = std::max(max, o.max), min = std::min(min, o.min), sum += o.sum, sq += o.sq, count += o.count;
     nonfinite = nonfinite || o.nonfinite;
   }
-  void Add(const double* v, size_t c) {
-    // One pass, two lanes of each statistic. A nan is kept out of max/min by the comparisons (the
-    // row then says "inf or nan in the data"); any nan or inf makes the chunk's sum non-finite.
+  /// Adds c values; `avx2` picks the four-lane loop (same results up to summation order).
+  void Add(const double* v, size_t c, bool avx2) {
+    // A nan is kept out of max/min by the comparisons (the row then says "inf or nan in the
+    // data"); any nan or inf makes the chunk's sum non-finite.
+    double chunk_sum = 0, chunk_sq = 0;
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (avx2) {
+      AddAvx2(v, c, max, min, chunk_sum, chunk_sq);
+    } else {
+      AddScalar(v, c, max, min, chunk_sum, chunk_sq);
+    }
+#else
+    (void)avx2;
+    AddScalar(v, c, max, min, chunk_sum, chunk_sq);
+#endif
+    sum += chunk_sum;
+    sq += chunk_sq;
+    if (!nonfinite && !std::isfinite(chunk_sum))  // rare: confirm (huge finite values can overflow a sum)
+      nonfinite = std::any_of(v, v + c, [](double x) { return !std::isfinite(x); });
+    count += c;
+  }
+
+  /// One pass, two lanes of each statistic.
+  static inline __attribute__((always_inline)) void AddScalar(const double* v, size_t c, double& max, double& min,
+                                                              double& sum, double& sq) {
     double mx0 = max, mx1 = max, mn0 = min, mn1 = min, s0 = 0, s1 = 0, q0 = 0, q1 = 0;
     size_t i = 0;
     for (; i + 2 <= c; i += 2) {
@@ -122,15 +145,32 @@ struct TensorStats {
       double a = v[i];
       mx0 = a > mx0 ? a : mx0, mn0 = a < mn0 ? a : mn0, s0 += a, q0 += a * a;
     }
-    double chunk_sum = s0 + s1;
     max = mx0 > mx1 ? mx0 : mx1;
     min = mn0 < mn1 ? mn0 : mn1;
-    sum += chunk_sum;
+    sum += s0 + s1;
     sq += q0 + q1;
-    if (!nonfinite && !std::isfinite(chunk_sum))  // rare: confirm (huge finite values can overflow a sum)
-      nonfinite = std::any_of(v, v + c, [](double x) { return !std::isfinite(x); });
-    count += c;
   }
+
+#ifdef PORTKIT_ACCURACY_AVX2
+  PORTKIT_AVX2_FN static void AddAvx2(const double* v, size_t c, double& max, double& min, double& sum,
+                                      double& sq) {
+    using namespace simd;
+    V4d mx = V4d{} + max, mn = V4d{} + min, s{}, q{};
+    size_t i = 0;
+    for (; i + 4 <= c; i += 4) {
+      V4d x = Load(v + i);
+      mx = Select(x > mx, x, mx);
+      mn = Select(x < mn, x, mn);
+      s += x;
+      q += x * x;
+    }
+    max = std::max(std::max(mx[0], mx[1]), std::max(mx[2], mx[3]));
+    min = std::min(std::min(mn[0], mn[1]), std::min(mn[2], mn[3]));
+    sum = Sum(s);
+    sq = Sum(q);
+    AddScalar(v + i, c - i, max, min, sum, sq);  // inlined: no jump into SSE code with dirty upper halves
+  }
+#endif
   double mean() const { return count ? sum / static_cast<double>(count) : 0; }
   double norm() const { return std::sqrt(sq); }
 };
@@ -350,7 +390,7 @@ void ReleasePages(const uint8_t* data, size_t bytes) {
 }
 
 void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache& tcache, FileCache& rcache,
-                  std::vector<double>& nbuf, std::vector<double>& bbuf, Partial& out) {
+                  std::vector<double>& nbuf, std::vector<double>& bbuf, bool avx2, Partial& out) {
   auto tf = tcache.Get(p.tfile);
   auto rf = rcache.Get(p.rfile);
   if (!tf.ok() || !rf.ok()) {
@@ -365,8 +405,8 @@ void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache&
     size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), end - at));
     DecodeToDouble(p.tdtype, (*tf)->Data(ta) + at * te, c, nbuf.data());
     DecodeToDouble(p.rdtype, (*rf)->Data(ra) + at * re, c, bbuf.data());
-    out.ts.Add(nbuf.data(), c);  // the statistics describe the data as it is
-    out.rs.Add(bbuf.data(), c);
+    out.ts.Add(nbuf.data(), c, avx2);  // the statistics describe the data as it is
+    out.rs.Add(bbuf.data(), c, avx2);
     if (out.ts.nonfinite || out.rs.nonfinite)
       out.differing_nonfinite |= MaskIdenticalNonFinite(nbuf.data(), bbuf.data(), c, out.identical_nonfinite);
     out.metrics->Accumulate(nbuf.data(), bbuf.data(), c);
@@ -603,6 +643,11 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   std::vector<Partial> partials(work.size());
   {
     ThreadPool pool(jobs > 0 ? jobs : ThreadPool::DefaultThreads());
+#ifdef PORTKIT_ACCURACY_AVX2
+    const bool avx2 = simd::CpuHasAvx2();
+#else
+    const bool avx2 = false;
+#endif
     std::vector<FileCache> tcaches(static_cast<size_t>(pool.size())), rcaches(static_cast<size_t>(pool.size()));
     std::vector<std::vector<double>> nbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
     std::vector<std::vector<double>> bbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
@@ -615,7 +660,8 @@ int CompareMain(int argc, char** argv, Context& ctx) {
     pool.ParallelFor(work.size(), [&](int w, size_t i) {
       auto wi = static_cast<size_t>(w);
       const Job& job = work[i];
-      ComputeRange(pending[job.pair], job.begin, job.end, tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], partials[i]);
+      ComputeRange(pending[job.pair], job.begin, job.end, tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], avx2,
+                   partials[i]);
       size_t d = ++done;
       if (show_progress && d % report_every == 0 && d < work.size())
         log.Info(Progress::Percent(d, work.size()) + "comparing tensors");

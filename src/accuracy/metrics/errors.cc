@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "accuracy/metrics/metric.h"
+#include "accuracy/metrics/simd.h"
 
 namespace portkit::accuracy {
 namespace {
@@ -36,9 +37,22 @@ class SumSquares : public Metric {
 
 class MaxOf : public Metric {
  public:
-  MaxOf(bool relative, std::string_view column) : relative_(relative), column_(column) {}
+  MaxOf(bool relative, std::string_view column) : relative_(relative), column_(column) {
+#ifdef PORTKIT_ACCURACY_AVX2
+    avx2_ = simd::CpuHasAvx2();
+#endif
+  }
   std::string_view name() const override { return column_; }
-  void Accumulate(const Chunk& c) override { max_ = LaneMax(relative_ ? c.rel_err : c.abs_err, c.count, max_, nan_); }
+  void Accumulate(const Chunk& c) override {
+    const double* e = relative_ ? c.rel_err : c.abs_err;
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (avx2_) {
+      max_ = simd::MaxOf(e, c.count, max_, nan_);
+      return;
+    }
+#endif
+    max_ = LaneMax(e, c.count, max_, nan_);
+  }
   void Merge(const Metric& other) override {
     const auto& o = static_cast<const MaxOf&>(other);
     max_ = std::max(max_, o.max_), nan_ = nan_ || o.nan_;
@@ -50,6 +64,7 @@ class MaxOf : public Metric {
   std::string_view column_;
   double max_ = 0;
   bool nan_ = false;
+  bool avx2_ = false;
 };
 
 class MeanOf : public Metric {

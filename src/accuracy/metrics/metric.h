@@ -118,6 +118,7 @@ class MetricSet {
  private:
   std::vector<std::unique_ptr<Metric>> metrics_;
   std::vector<double> abs_err_, rel_err_;
+  bool avx2_ = false;  ///< the element errors run four at a time
 };
 
 }  // namespace portkit::accuracy

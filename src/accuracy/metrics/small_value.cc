@@ -6,16 +6,49 @@
 #include <cmath>
 
 #include "accuracy/metrics/metric.h"
+#include "accuracy/metrics/simd.h"
 
 namespace portkit::accuracy {
 namespace {
 
+#ifdef PORTKIT_ACCURACY_AVX2
+/// Adds to `small` the elements with |b| < sv and to `bad` those of them with !(|N−B| <= atol).
+PORTKIT_AVX2_FN void CountSmallAvx2(const Chunk& c, double sv, double atol, double& small, double& bad) {
+  using namespace simd;
+  V4d s{}, x{};
+  const V4d one = V4d{} + 1.0;
+  size_t i = 0;
+  for (; i + 4 <= c.count; i += 4) {
+    V4i is_small = Abs(Load(c.b + i)) < sv;
+    V4i within = Load(c.abs_err + i) <= atol;
+    s += reinterpret_cast<V4d>(reinterpret_cast<V4i>(one) & is_small);
+    x += reinterpret_cast<V4d>(reinterpret_cast<V4i>(one) & is_small & ~within);
+  }
+  double ns = Sum(s), nb = Sum(x);
+  for (; i < c.count; ++i) {
+    bool sm = std::fabs(c.b[i]) < sv;
+    ns += sm, nb += sm && !(c.abs_err[i] <= atol);
+  }
+  small += ns, bad += nb;
+}
+#endif
+
 class SmallValueErrRatio : public Metric {
  public:
-  explicit SmallValueErrRatio(DType t) : tolerance_(ToleranceFor(t)) {}
+  explicit SmallValueErrRatio(DType t) : tolerance_(ToleranceFor(t)) {
+#ifdef PORTKIT_ACCURACY_AVX2
+    avx2_ = simd::CpuHasAvx2();
+#endif
+  }
   std::string_view name() const override { return "SmallValueErrRatio"; }
   void Accumulate(const Chunk& c) override {
     double sv = tolerance_.small_value, atol = tolerance_.small_value_atol;
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (avx2_) {
+      CountSmallAvx2(c, sv, atol, small_, bad_);
+      return;
+    }
+#endif
     small_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]) < sv ? 1.0 : 0.0; });
     // nan fails `<= atol`, so a nan small element counts as exceeding.
     bad_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]) < sv && !(c.abs_err[i] <= atol) ? 1.0 : 0.0; });
@@ -29,6 +62,7 @@ class SmallValueErrRatio : public Metric {
  private:
   Tolerance tolerance_;
   double small_ = 0, bad_ = 0;  // counts, exact in doubles below 2^53
+  bool avx2_ = false;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "accuracy/metrics/metric.h"
+#include "accuracy/metrics/simd.h"
 
 namespace portkit::accuracy {
 namespace {
@@ -20,6 +21,47 @@ inline double Pow2(int64_t k) {
   return v;
 }
 
+/// |N − B| in ulps of b: the leading bit of |b| is at 2^(exp_field − 1023); zero, double-subnormal
+/// and non-finite b take the type's smallest ulp. nan when the error is nan.
+inline __attribute__((always_inline)) double UlpsOf(double err, double b, int64_t mant, int64_t floor_exp) {
+  uint64_t bits;
+  std::memcpy(&bits, &b, sizeof bits);
+  auto exp_field = static_cast<int64_t>((bits >> 52) & 0x7ff);
+  int64_t e = (exp_field == 0 || exp_field == 0x7ff) ? floor_exp + mant : exp_field - 1023;
+  int64_t ulp_exp = std::max<int64_t>(e - mant, floor_exp);
+  return err * Pow2(-ulp_exp);
+}
+
+#ifdef PORTKIT_ACCURACY_AVX2
+/// The largest of `start` and the elements' ulp errors, four at a time; `nan` is set on a nan.
+PORTKIT_AVX2_FN double MaxUlpsAvx2(const Chunk& c, int64_t mant, int64_t floor_exp, double start, bool& nan) {
+  using namespace simd;
+  V4d best = V4d{} + start;
+  V4i saw_nan{};
+  const V4i special = V4i{} + (floor_exp + mant);
+  size_t i = 0;
+  for (; i + 4 <= c.count; i += 4) {
+    V4i exp_field = (reinterpret_cast<V4i>(Load(c.b + i)) >> 52) & 0x7ff;
+    V4i odd = (exp_field == 0) | (exp_field == 0x7ff);
+    V4i e = (special & odd) | ((exp_field - 1023) & ~odd);
+    V4i ulp_exp = e - mant;
+    V4i low = ulp_exp < floor_exp;
+    ulp_exp = ((V4i{} + floor_exp) & low) | (ulp_exp & ~low);
+    V4d u = Load(c.abs_err + i) * reinterpret_cast<V4d>((1023 - ulp_exp) << 52);  // × 2^−ulp_exp
+    saw_nan |= u != u;
+    best = Select(u > best, u, best);
+  }
+  double m = std::max(std::max(best[0], best[1]), std::max(best[2], best[3]));
+  nan = nan || Any(saw_nan);
+  for (; i < c.count; ++i) {
+    double u = UlpsOf(c.abs_err[i], c.b[i], mant, floor_exp);
+    nan = nan || u != u;
+    m = u > m ? u : m;
+  }
+  return m;
+}
+#endif
+
 class MaxUlpError : public Metric {
  public:
   explicit MaxUlpError(DType t) {
@@ -27,20 +69,21 @@ class MaxUlpError : public Metric {
     else if (t == DType::kBF16) mant_ = 7, floor_exp_ = -133;
     else if (t == DType::kF8E4M3) mant_ = 3, floor_exp_ = -9;
     else if (t == DType::kF8E5M2) mant_ = 2, floor_exp_ = -16;
+#ifdef PORTKIT_ACCURACY_AVX2
+    avx2_ = simd::CpuHasAvx2();
+#endif
   }
   std::string_view name() const override { return "MaxULPErr"; }
   void Accumulate(const Chunk& c) override {
     bool nan = false;
-    max_ = LaneMaxOf(c.count, max_, nan, [&](size_t i) {
-      uint64_t bits;
-      std::memcpy(&bits, &c.b[i], sizeof bits);
-      auto exp_field = static_cast<int64_t>((bits >> 52) & 0x7ff);
-      // Leading bit of |b| at 2^(exp_field − 1023); zero, double-subnormal and non-finite b take
-      // the type's smallest ulp.
-      int64_t e = (exp_field == 0 || exp_field == 0x7ff) ? floor_exp_ + mant_ : exp_field - 1023;
-      int64_t ulp_exp = std::max<int64_t>(e - mant_, floor_exp_);
-      return c.abs_err[i] * Pow2(-ulp_exp);  // nan when the error is nan
-    });
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (avx2_) {
+      max_ = MaxUlpsAvx2(c, mant_, floor_exp_, max_, nan);
+      nan_ = nan_ || nan;
+      return;
+    }
+#endif
+    max_ = LaneMaxOf(c.count, max_, nan, [&](size_t i) { return UlpsOf(c.abs_err[i], c.b[i], mant_, floor_exp_); });
     nan_ = nan_ || nan;
   }
   void Merge(const Metric& other) override {
@@ -53,6 +96,7 @@ class MaxUlpError : public Metric {
   int64_t mant_ = 23, floor_exp_ = -149;
   double max_ = 0;
   bool nan_ = false;
+  bool avx2_ = false;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "accuracy/dtype.h"
 #include "accuracy/metrics/metric.h"
@@ -85,6 +86,27 @@ TEST(Metrics, KlDivergenceOverManyMagnitudes) {
   std::vector<double> big(16, 1e300), tiny(16, 1e-300);
   // (1e300 + ε) / (1e-300 + ε) = 1e310 overflows to inf, as with std::log on every element.
   EXPECT_TRUE(std::isinf(Compute(tiny, big, DType::kF64, 16)["KLDivergence"]));
+}
+
+TEST(Metrics, UlpErrorOverManyElementsMatchesFrexp) {
+  // Long enough for the vectorised path; zeros, denormal-range and large references included.
+  for (auto [t, mant, floor_exp] : {std::tuple{DType::kF32, 23, -149}, std::tuple{DType::kF16, 10, -24},
+                                    std::tuple{DType::kBF16, 7, -133}}) {
+    std::vector<double> n, b;
+    double expected = 0;
+    for (int i = 0; i < 1001; ++i) {
+      double ref = i % 50 == 0 ? 0.0 : std::ldexp(1.0 + (i % 13) / 16.0, (i * 37) % 200 - 150) * (i % 2 ? -1 : 1);
+      double err = std::ldexp(1.0, (i * 11) % 60 - 170) * (1 + i % 5);
+      b.push_back(ref), n.push_back(ref + err);
+      double d = std::fabs((ref + err) - ref);
+      int e = 0;
+      if (ref != 0) std::frexp(ref, &e), e -= 1;
+      else e = floor_exp + mant;
+      expected = std::max(expected, d / std::ldexp(1.0, std::max(e - mant, floor_exp)));
+    }
+    EXPECT_DOUBLE_EQ(Compute(n, b, t, 1024)["MaxULPErr"], expected) << static_cast<int>(t);
+    EXPECT_DOUBLE_EQ(Compute(n, b, t, 7)["MaxULPErr"], expected) << static_cast<int>(t);
+  }
 }
 
 TEST(Metrics, SmallValueErrRatioUsesTheTargetTypesTolerances) {
