@@ -26,11 +26,7 @@ PORTKIT_AVX2_FN void DotsAvx2(const Chunk& c, double& dot, double& nn, double& b
 
 class Cosine : public Metric {
  public:
-  Cosine() {
-#ifdef PORTKIT_ACCURACY_AVX2
-    avx2_ = simd::CpuHasAvx2();
-#endif
-  }
+  explicit Cosine(bool vector) : avx2_(vector) {}
   std::string_view name() const override { return "Cosine"; }
   void Accumulate(const Chunk& c) override {
 #ifdef PORTKIT_ACCURACY_AVX2
@@ -56,11 +52,11 @@ class Cosine : public Metric {
 
  private:
   double dot_ = 0, nn_ = 0, bb_ = 0;
-  bool avx2_ = false;
+  bool avx2_;
 };
 
 }  // namespace
 
-std::unique_ptr<Metric> MakeCosine() { return std::make_unique<Cosine>(); }
+std::unique_ptr<Metric> MakeCosine(bool vector) { return std::make_unique<Cosine>(vector); }
 
 }  // namespace portkit::accuracy

@@ -37,11 +37,7 @@ class SumSquares : public Metric {
 
 class MaxOf : public Metric {
  public:
-  MaxOf(bool relative, std::string_view column) : relative_(relative), column_(column) {
-#ifdef PORTKIT_ACCURACY_AVX2
-    avx2_ = simd::CpuHasAvx2();
-#endif
-  }
+  MaxOf(bool relative, std::string_view column, bool vector) : relative_(relative), column_(column), avx2_(vector) {}
   std::string_view name() const override { return column_; }
   void Accumulate(const Chunk& c) override {
     const double* e = relative_ ? c.rel_err : c.abs_err;
@@ -62,9 +58,9 @@ class MaxOf : public Metric {
  private:
   bool relative_;
   std::string_view column_;
+  bool avx2_;
   double max_ = 0;
   bool nan_ = false;
-  bool avx2_ = false;
 };
 
 class MeanOf : public Metric {
@@ -115,8 +111,10 @@ class ErrRatio : public Metric {
 
 std::unique_ptr<Metric> MakeEuclideanDistance() { return std::make_unique<SumSquares>(false, "EucDist"); }
 std::unique_ptr<Metric> MakeRmse() { return std::make_unique<SumSquares>(true, "RMSE"); }
-std::unique_ptr<Metric> MakeMaxAbsErr() { return std::make_unique<MaxOf>(false, "MaxAbsErr"); }
-std::unique_ptr<Metric> MakeMaxRelativeErr() { return std::make_unique<MaxOf>(true, "MaxRelativeErr"); }
+std::unique_ptr<Metric> MakeMaxAbsErr(bool vector) { return std::make_unique<MaxOf>(false, "MaxAbsErr", vector); }
+std::unique_ptr<Metric> MakeMaxRelativeErr(bool vector) {
+  return std::make_unique<MaxOf>(true, "MaxRelativeErr", vector);
+}
 std::unique_ptr<Metric> MakeMeanAbsErr() { return std::make_unique<MeanOf>(false, "MeanAbsErr"); }
 std::unique_ptr<Metric> MakeMeanRelErr() { return std::make_unique<MeanOf>(true, "MeanRelErr"); }
 std::unique_ptr<Metric> MakeErrRatio(double limit, std::string_view column) {

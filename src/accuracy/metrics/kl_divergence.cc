@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "accuracy/metrics/metric.h"
+#include "accuracy/metrics/simd.h"
 
 namespace portkit::accuracy {
 namespace {
@@ -22,15 +23,14 @@ double SumBLogRatioScalar(const double* n, const double* b, size_t count) {
   });
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PORTKIT_KL_AVX2 1
-using V4d = double __attribute__((vector_size(32)));
-using V4i = int64_t __attribute__((vector_size(32)));
+#ifdef PORTKIT_ACCURACY_AVX2
+using simd::V4d;
+using simd::V4i;
 
 /// ln x for four positive normal doubles: x = m·2^k with m in [√½, √2), ln m = 2·atanh(s),
 /// s = (m−1)/(m+1), |s| ≤ 0.1716, series to s^23 by Estrin's scheme (truncation < 1e−17), and
 /// k·ln 2 in two parts; agrees with std::log to a few ulp. Other inputs give meaningless lanes.
-__attribute__((target("avx2,fma"))) inline V4d Log4(V4d x) {
+PORTKIT_AVX2_FN inline V4d Log4(V4d x) {
   V4i bits = reinterpret_cast<V4i>(x);
   V4i exp_field = (bits >> 52) & 0x7ff;
   V4i mant_bits = (bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL;
@@ -54,21 +54,15 @@ __attribute__((target("avx2,fma"))) inline V4d Log4(V4d x) {
   return k * kLn2Hi + (k * kLn2Lo + log_m);
 }
 
-__attribute__((target("avx2,fma"))) inline V4d Abs4(V4d v) {
-  return reinterpret_cast<V4d>(reinterpret_cast<V4i>(v) & 0x7fffffffffffffffLL);
-}
-
-__attribute__((target("avx2,fma"))) double SumBLogRatioAvx2(const double* n, const double* b, size_t count) {
+PORTKIT_AVX2_FN double SumBLogRatioAvx2(const double* n, const double* b, size_t count) {
   constexpr double kMinNormal = 2.2250738585072014e-308, kMaxFinite = 1.7976931348623157e308;
   V4d acc0{}, acc1{};
   double rest = 0;
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
-    V4d b0, b1, n0, n1;
-    std::memcpy(&b0, b + i, sizeof b0), std::memcpy(&b1, b + i + 4, sizeof b1);
-    std::memcpy(&n0, n + i, sizeof n0), std::memcpy(&n1, n + i + 4, sizeof n1);
-    V4d ab0 = Abs4(b0), ab1 = Abs4(b1);
-    V4d r0 = (ab0 + kEps) / (Abs4(n0) + kEps), r1 = (ab1 + kEps) / (Abs4(n1) + kEps);
+    V4d b0 = simd::Load(b + i), b1 = simd::Load(b + i + 4), n0 = simd::Load(n + i), n1 = simd::Load(n + i + 4);
+    V4d ab0 = simd::Abs(b0), ab1 = simd::Abs(b1);
+    V4d r0 = (ab0 + kEps) / (simd::Abs(n0) + kEps), r1 = (ab1 + kEps) / (simd::Abs(n1) + kEps);
     // Log4 needs normal positive ratios; only fp64 extremes (or inf/nan) fall outside: std::log then.
     V4i odd = (r0 < kMinNormal) | (r0 > kMaxFinite) | (r0 != r0) | (r1 < kMinNormal) | (r1 > kMaxFinite) | (r1 != r1);
     if (odd[0] | odd[1] | odd[2] | odd[3]) {
@@ -85,18 +79,14 @@ __attribute__((target("avx2,fma"))) double SumBLogRatioAvx2(const double* n, con
 
 class KlDivergence : public Metric {
  public:
-  KlDivergence() {
-#ifdef PORTKIT_KL_AVX2
-    avx2_ = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  }
+  explicit KlDivergence(bool vector) : avx2_(vector) {}
   std::string_view name() const override { return "KLDivergence"; }
   void Accumulate(const Chunk& c) override {
     sn_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.n[i]); });
     sb_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]); });
     // Non-finite elements make S_B or S_N non-finite, which Finalize turns into nan, so the
     // logarithm needs no guard.
-#ifdef PORTKIT_KL_AVX2
+#ifdef PORTKIT_ACCURACY_AVX2
     if (avx2_) {
       plogq_ += SumBLogRatioAvx2(c.n, c.b, c.count);
       return;
@@ -119,11 +109,11 @@ class KlDivergence : public Metric {
  private:
   double sn_ = 0, sb_ = 0;
   double plogq_ = 0;  ///< Σ|b|·ln((|b|+ε)/(|n|+ε))
-  bool avx2_ = false;
+  bool avx2_;
 };
 
 }  // namespace
 
-std::unique_ptr<Metric> MakeKlDivergence() { return std::make_unique<KlDivergence>(); }
+std::unique_ptr<Metric> MakeKlDivergence(bool vector) { return std::make_unique<KlDivergence>(vector); }
 
 }  // namespace portkit::accuracy

@@ -84,29 +84,34 @@ struct Tolerance {
 };
 Tolerance ToleranceFor(DType target);
 
-std::unique_ptr<Metric> MakeCosine();
+/// `vector`: use the AVX2 loops (only pass true when VectorLoopsAvailable()).
+std::unique_ptr<Metric> MakeCosine(bool vector);
 std::unique_ptr<Metric> MakeEuclideanDistance();
-std::unique_ptr<Metric> MakeMaxAbsErr();
-std::unique_ptr<Metric> MakeMaxRelativeErr();
+std::unique_ptr<Metric> MakeMaxAbsErr(bool vector);
+std::unique_ptr<Metric> MakeMaxRelativeErr(bool vector);
 /// Share of elements with RE below `limit` (0.001: One Thousandth, 0.005: Five Thousandths).
 std::unique_ptr<Metric> MakeErrRatio(double limit, std::string_view column);
 std::unique_ptr<Metric> MakeRmse();
 std::unique_ptr<Metric> MakeMeanAbsErr();
 std::unique_ptr<Metric> MakeMeanRelErr();
 /// KL(B || N) over the element magnitudes normalised to distributions.
-std::unique_ptr<Metric> MakeKlDivergence();
+std::unique_ptr<Metric> MakeKlDivergence(bool vector);
 /// Largest |N - B| in units in the last place of B in the target's floating type.
-std::unique_ptr<Metric> MakeMaxUlpError(DType target);
+std::unique_ptr<Metric> MakeMaxUlpError(DType target, bool vector);
 /// Share of small reference elements whose absolute error exceeds the type's tolerance.
-std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target);
+std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target, bool vector);
 
-/// Every metric, in the result file's column order.
-std::vector<std::unique_ptr<Metric>> MakeMetrics(DType target);
+/// True when this build and CPU have the AVX2 loops (x86-64 with AVX2 and FMA).
+bool VectorLoopsAvailable();
+
+/// Every metric, in the result file's column order; `vector` as for the Make functions.
+std::vector<std::unique_ptr<Metric>> MakeMetrics(DType target, bool vector);
 
 /// All metrics of one tensor pair (or of one part of it), fed in pieces of any size.
 class MetricSet {
  public:
-  explicit MetricSet(DType target);
+  /// `vector`: use the AVX2 loops where the CPU has them (false: the scalar loops everywhere).
+  explicit MetricSet(DType target, bool vector = true);
   void Accumulate(const double* n, const double* b, size_t count);
   /// Adds a set that accumulated a later part of the same tensor.
   void Merge(const MetricSet& later);

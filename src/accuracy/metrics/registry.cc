@@ -5,20 +5,28 @@
 
 namespace portkit::accuracy {
 
-std::vector<std::unique_ptr<Metric>> MakeMetrics(DType target) {
+bool VectorLoopsAvailable() {
+#ifdef PORTKIT_ACCURACY_AVX2
+  return simd::CpuHasAvx2();
+#else
+  return false;
+#endif
+}
+
+std::vector<std::unique_ptr<Metric>> MakeMetrics(DType target, bool vector) {
   std::vector<std::unique_ptr<Metric>> m;
-  m.push_back(MakeCosine());
+  m.push_back(MakeCosine(vector));
   m.push_back(MakeEuclideanDistance());
-  m.push_back(MakeMaxAbsErr());
-  m.push_back(MakeMaxRelativeErr());
+  m.push_back(MakeMaxAbsErr(vector));
+  m.push_back(MakeMaxRelativeErr(vector));
   m.push_back(MakeErrRatio(0.001, "One Thousandth Err Ratio"));
   m.push_back(MakeErrRatio(0.005, "Five Thousandths Err Ratio"));
   m.push_back(MakeRmse());
   m.push_back(MakeMeanAbsErr());
   m.push_back(MakeMeanRelErr());
-  m.push_back(MakeKlDivergence());
-  m.push_back(MakeMaxUlpError(target));
-  m.push_back(MakeSmallValueErrRatio(target));
+  m.push_back(MakeKlDivergence(vector));
+  m.push_back(MakeMaxUlpError(target, vector));
+  m.push_back(MakeSmallValueErrRatio(target, vector));
   return m;
 }
 
@@ -58,11 +66,11 @@ PORTKIT_AVX2_FN void ElementErrorsAvx2(const double* n, const double* b, size_t 
 
 }  // namespace
 
-MetricSet::MetricSet(DType target) : metrics_(MakeMetrics(target)), abs_err_(kChunk), rel_err_(kChunk) {
-#ifdef PORTKIT_ACCURACY_AVX2
-  avx2_ = simd::CpuHasAvx2();
-#endif
-}
+MetricSet::MetricSet(DType target, bool vector)
+    : metrics_(MakeMetrics(target, vector && VectorLoopsAvailable())),
+      abs_err_(kChunk),
+      rel_err_(kChunk),
+      avx2_(vector && VectorLoopsAvailable()) {}
 
 void MetricSet::Accumulate(const double* n, const double* b, size_t count) {
   for (size_t at = 0; at < count; at += kChunk) {

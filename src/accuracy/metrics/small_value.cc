@@ -35,11 +35,7 @@ PORTKIT_AVX2_FN void CountSmallAvx2(const Chunk& c, double sv, double atol, doub
 
 class SmallValueErrRatio : public Metric {
  public:
-  explicit SmallValueErrRatio(DType t) : tolerance_(ToleranceFor(t)) {
-#ifdef PORTKIT_ACCURACY_AVX2
-    avx2_ = simd::CpuHasAvx2();
-#endif
-  }
+  SmallValueErrRatio(DType t, bool vector) : tolerance_(ToleranceFor(t)), avx2_(vector) {}
   std::string_view name() const override { return "SmallValueErrRatio"; }
   void Accumulate(const Chunk& c) override {
     double sv = tolerance_.small_value, atol = tolerance_.small_value_atol;
@@ -61,13 +57,15 @@ class SmallValueErrRatio : public Metric {
 
  private:
   Tolerance tolerance_;
+  bool avx2_;
   double small_ = 0, bad_ = 0;  // counts, exact in doubles below 2^53
-  bool avx2_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target) { return std::make_unique<SmallValueErrRatio>(target); }
+std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target, bool vector) {
+  return std::make_unique<SmallValueErrRatio>(target, vector);
+}
 
 Tolerance ToleranceFor(DType t) {
   switch (t) {

@@ -64,14 +64,11 @@ PORTKIT_AVX2_FN double MaxUlpsAvx2(const Chunk& c, int64_t mant, int64_t floor_e
 
 class MaxUlpError : public Metric {
  public:
-  explicit MaxUlpError(DType t) {
+  MaxUlpError(DType t, bool vector) : avx2_(vector) {
     if (t == DType::kF16) mant_ = 10, floor_exp_ = -24;
     else if (t == DType::kBF16) mant_ = 7, floor_exp_ = -133;
     else if (t == DType::kF8E4M3) mant_ = 3, floor_exp_ = -9;
     else if (t == DType::kF8E5M2) mant_ = 2, floor_exp_ = -16;
-#ifdef PORTKIT_ACCURACY_AVX2
-    avx2_ = simd::CpuHasAvx2();
-#endif
   }
   std::string_view name() const override { return "MaxULPErr"; }
   void Accumulate(const Chunk& c) override {
@@ -96,11 +93,13 @@ class MaxUlpError : public Metric {
   int64_t mant_ = 23, floor_exp_ = -149;
   double max_ = 0;
   bool nan_ = false;
-  bool avx2_ = false;
+  bool avx2_;
 };
 
 }  // namespace
 
-std::unique_ptr<Metric> MakeMaxUlpError(DType target) { return std::make_unique<MaxUlpError>(target); }
+std::unique_ptr<Metric> MakeMaxUlpError(DType target, bool vector) {
+  return std::make_unique<MaxUlpError>(target, vector);
+}
 
 }  // namespace portkit::accuracy

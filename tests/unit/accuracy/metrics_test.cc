@@ -125,6 +125,36 @@ TEST(Metrics, SmallValueErrRatioUsesTheTargetTypesTolerances) {
   EXPECT_DOUBLE_EQ(Compute({denormal}, {denormal}, DType::kF32)["SmallValueErrRatio"], 0.0);
 }
 
+// The AVX2 loops (when this CPU has them) and the scalar loops give the same metrics, up to the
+// order of summation; nan, inf, zeros and small values included, and lengths that leave tails.
+TEST(Metrics, VectorAndScalarLoopsAgree) {
+  double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (size_t len : {3u, 8u, 1001u, 4099u}) {
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+      std::vector<double> n, b;
+      for (size_t i = 0; i < len; ++i) {
+        double ref = std::sin(static_cast<double>(i) * 0.7) * std::pow(10.0, static_cast<double>(i % 9) - 6);
+        b.push_back(i % 31 == 0 ? 0.0 : ref);
+        n.push_back(ref * (1 + 1e-3 * std::cos(static_cast<double>(i))) + (i % 17 == 0 ? 1e-9 : 0.0));
+      }
+      for (int special = 0; special < 2; ++special) {
+        if (special == 1 && len > 8) n[len / 2] = nan, b[len / 3] = inf;
+        MetricSet vec(t, true), sca(t, false);
+        vec.Accumulate(n.data(), b.data(), n.size());
+        sca.Accumulate(n.data(), b.data(), n.size());
+        auto a = vec.Results(), c = sca.Results();
+        for (const auto& [name, v] : c) {
+          if (std::isnan(v)) {
+            EXPECT_TRUE(std::isnan(a[name])) << name << " len " << len;
+          } else {
+            EXPECT_NEAR(a[name], v, 1e-12 * std::max(1.0, std::fabs(v))) << name << " len " << len;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Metrics, MergedPartsEqualOnePass) {
   std::vector<double> n, b;
   for (int i = 0; i < 3000; ++i) b.push_back(std::sin(i * 0.37) * (1 + i % 7)), n.push_back(b.back() * 1.001 + 1e-4);
