@@ -1,8 +1,5 @@
 #include "accuracy/compare.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -380,15 +377,6 @@ class FileCache {
 
 constexpr uint64_t kRangeElements = uint64_t{1} << 22;  // a unit of parallel work (16 MB of fp32)
 
-/// Drops the mapped pages of a range already read from this process (they stay in the page
-/// cache), so memory use stays flat however large the dumps are.
-void ReleasePages(const uint8_t* data, size_t bytes) {
-  auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
 void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache& tcache, FileCache& rcache,
                   std::vector<double>& nbuf, std::vector<double>& bbuf, bool avx2, Partial& out) {
   auto tf = tcache.Get(p.tfile);
@@ -411,8 +399,8 @@ void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache&
       out.differing_nonfinite |= MaskIdenticalNonFinite(nbuf.data(), bbuf.data(), c, out.identical_nonfinite);
     out.metrics->Accumulate(nbuf.data(), bbuf.data(), c);
   }
-  ReleasePages((*tf)->Data(ta) + begin * te, (end - begin) * te);
-  ReleasePages((*rf)->Data(ra) + begin * re, (end - begin) * re);
+  (*tf)->Release(ta, begin, end - begin);  // memory stays flat however large the dumps are
+  (*rf)->Release(ra, begin, end - begin);
 }
 
 bool IsOutputKey(const std::string& key) { return key.rfind("output", 0) == 0; }
@@ -458,8 +446,8 @@ void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, Row& row) {
 
 }  // namespace
 
-std::string OpMatchKey(const DumpOp& op, bool with_shapes) {
-  std::string k = op.name + "|" + op.phase;
+std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* name) {
+  std::string k = (name ? *name : op.name) + "|" + op.phase;
   if (!with_shapes) return k;
   for (const auto& t : op.tensors)
     if (IsOutputKey(t.key)) k += "|" + Shape(t.shape);
@@ -513,9 +501,8 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   bool with_shapes = match == "name+shape";
   std::vector<std::string> tkeys, rkeys;
   for (const auto& op : tgt->ops) {
-    DumpOp renamed = op;
-    if (auto it = mapping.find(op.name); it != mapping.end()) renamed.name = it->second;
-    tkeys.push_back(OpMatchKey(renamed, with_shapes));
+    auto it = mapping.find(op.name);
+    tkeys.push_back(OpMatchKey(op, with_shapes, it != mapping.end() ? &it->second : nullptr));
   }
   for (const auto& op : ref->ops) rkeys.push_back(OpMatchKey(op, with_shapes));
   auto pairs = AlignKeys(tkeys, rkeys);

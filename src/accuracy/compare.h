@@ -13,8 +13,9 @@ namespace portkit::accuracy {
 std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& target,
                                              const std::vector<std::string>& reference);
 
-/// An operator's match key: `name|phase`, followed by its output shapes when `with_shapes`.
-std::string OpMatchKey(const DumpOp& op, bool with_shapes);
+/// An operator's match key: `name|phase`, followed by its output shapes when `with_shapes`;
+/// `name`, when given, stands for the op's own (a rename from the mapping file).
+std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* name = nullptr);
 
 int CompareMain(int argc, char** argv, Context& ctx);
 

@@ -35,6 +35,11 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   /// The raw bytes of a tensor (little-endian elements).
   const uint8_t* Data(const TensorInfo& t) const { return data_ + t.begin; }
+  /// Drops the pages of `count` elements of `t` from `first` on, once read (FileView::ReleaseRange).
+  void Release(const TensorInfo& t, uint64_t first, uint64_t count) const {
+    size_t size = DTypeSize(t.dtype);
+    view_.ReleaseRange(Data(t) + first * size, count * size);
+  }
 
  private:
   FileView view_;

@@ -30,6 +30,15 @@ FileView& FileView::operator=(FileView&& other) noexcept {
   return *this;
 }
 
+void FileView::ReleaseRange(const void* data, size_t bytes) const {
+  auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  auto first = reinterpret_cast<uintptr_t>(data), base = reinterpret_cast<uintptr_t>(addr_);
+  if (!addr_ || first < base || first + bytes > base + size_) return;  // not inside this view
+  auto begin = (first + page - 1) / page * page;
+  auto end = (first + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 Expected<FileView> FileView::Open(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError(path.string() + ": cannot open: " + std::strerror(errno));

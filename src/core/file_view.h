@@ -19,6 +19,10 @@ class FileView {
   static Expected<FileView> Open(const std::filesystem::path& path);
   std::string_view data() const { return {static_cast<const char*>(addr_), size_}; }
   size_t size() const { return size_; }
+  /// Drops the whole pages of [data, data + bytes), a range of this view already read, from the
+  /// process (they stay in the page cache and are read back if touched again), so streaming through
+  /// a large file keeps memory use flat.
+  void ReleaseRange(const void* data, size_t bytes) const;
 
  private:
   void* addr_ = nullptr;

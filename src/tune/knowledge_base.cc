@@ -123,11 +123,14 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& dir) {
   return kb;
 }
 
+/// The columns Row() reads, in its order.
+constexpr char kEntryColumns[] =
+    "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated FROM entries";
+
 Expected<std::optional<BankEntry>> KnowledgeBase::Lookup(const std::string& op_key, const std::string& validators) {
   Stmt st;
   if (sqlite3_prepare_v2(db_,
-                         "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated "
-                         "FROM entries WHERE op_key = ?1 AND validators = ?2",
+                         (std::string(kEntryColumns) + " WHERE op_key = ?1 AND validators = ?2").c_str(),
                          -1, &st.s, nullptr) != SQLITE_OK)
     return Error("lookup");
   sqlite3_bind_text(st.s, 1, op_key.c_str(), -1, SQLITE_TRANSIENT);
@@ -184,8 +187,7 @@ Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const st
 Expected<std::vector<BankEntry>> KnowledgeBase::List() {
   Stmt st;
   if (sqlite3_prepare_v2(db_,
-                         "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated "
-                         "FROM entries ORDER BY op_type, op_key, validators",
+                         (std::string(kEntryColumns) + " ORDER BY op_type, op_key, validators").c_str(),
                          -1, &st.s, nullptr) != SQLITE_OK)
     return Error("list");
   std::vector<BankEntry> out;

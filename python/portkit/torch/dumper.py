@@ -84,7 +84,6 @@ class _Stats:
         if x.dtype == torch.bool:
             x = x.to(torch.uint8)
         xf = x.double() if x.numel() else x.double().reshape(1).zero_()
-        finite = torch.isfinite(xf)
         out = {"nan": int(torch.isnan(xf).sum()), "inf": int(torch.isinf(xf).sum())}
         if x.numel() == 0:
             out.update(max=None, min=None, mean=None, norm=None)
@@ -223,10 +222,9 @@ class _Dumper(TorchDispatchMode):
         overflow = False
         fp16 = _computing_in_fp16()
         for t in outputs:
-            if t.is_floating_point() or t.is_complex():
-                finite = bool(torch.isfinite(t.detach()).all())
-                big = fp16 and t.dtype == torch.float32 and bool((t.detach().abs() > _FP16_MAX).any())
-                if not finite or big:
+            if (t.is_floating_point() or t.is_complex()) and t.numel():
+                peak = float(t.detach().abs().max())  # one reduction: nan and inf propagate into it
+                if peak != peak or peak == float("inf") or (fp16 and t.dtype == torch.float32 and peak > _FP16_MAX):
                     overflow = True
         if overflow:
             self.overflows += 1
