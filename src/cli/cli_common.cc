@@ -1,0 +1,172 @@
+#include "cli/cli_common.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace portkit::cli {
+namespace fs = std::filesystem;
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case ErrorCode::kOk:
+      return kExitOk;
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kNotFound:
+    case ErrorCode::kIo:
+    case ErrorCode::kParse:
+    case ErrorCode::kUnsupported:
+      return kExitUsage;
+    case ErrorCode::kInternal:
+      return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+int Fail(Context& ctx, const Status& status) {
+  if (!status.ok()) ctx.logger.Error(status.message());
+  return ExitCodeFor(status);
+}
+
+std::span<const Alias> CommonAliases() {
+  static constexpr Alias kAliases[] = {
+      {"-env", "--env-path"}, {"-api", "--api-files"}, {"-dir", "--dir"},
+      {"-out", "--out"},      {"--job_type", "--job-type"},
+  };
+  return kAliases;
+}
+
+std::optional<int> Parse(CLI::App& app, int argc, char** argv, std::span<const Alias> aliases) {
+  std::vector<std::string> args;
+  args.reserve(static_cast<size_t>(argc));
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0) {
+      for (const Alias& alias : aliases) {
+        if (a == alias.spelling) {
+          a = alias.canonical;
+          break;
+        }
+        if (a.size() > alias.spelling.size() && a.compare(0, alias.spelling.size(), alias.spelling) == 0 &&
+            a[alias.spelling.size()] == '=') {
+          a = std::string(alias.canonical) + a.substr(alias.spelling.size());
+          break;
+        }
+      }
+    }
+    args.push_back(std::move(a));
+  }
+  std::vector<const char*> cargv;
+  for (const auto& a : args) cargv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(cargv.size()), const_cast<char**>(cargv.data()));
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  return std::nullopt;
+}
+
+CLI::Option* AddFormatOption(CLI::App& app, std::vector<std::string>* formats, std::vector<std::string> allowed,
+                             std::vector<std::string> default_formats) {
+  *formats = default_formats;
+  std::string allowed_text, default_text;
+  for (const auto& a : allowed) allowed_text += (allowed_text.empty() ? "" : ", ") + a;
+  for (const auto& d : default_formats) default_text += (default_text.empty() ? "" : ",") + d;
+  auto* opt = app.add_option_function<std::string>(
+      "--format",
+      [formats](const std::string& value) {
+        formats->clear();
+        size_t start = 0;
+        while (true) {
+          size_t comma = value.find(',', start);
+          std::string f = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+          if (std::find(formats->begin(), formats->end(), f) == formats->end()) formats->push_back(f);
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+      },
+      "outputs to write, comma-separated: " + allowed_text + " (default " + default_text + ")");
+  opt->check(CLI::Validator(
+      [allowed](std::string& value) -> std::string {
+        size_t start = 0;
+        while (true) {
+          size_t comma = value.find(',', start);
+          std::string f = value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+          if (std::find(allowed.begin(), allowed.end(), f) == allowed.end()) {
+            std::string list;
+            for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+            return "unknown format '" + f + "'; use " + list + " or a comma list";
+          }
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+        return {};
+      },
+      "FORMAT[,FORMAT...]"));
+  return opt;
+}
+
+bool Wants(const std::vector<std::string>& formats, std::string_view format) {
+  return std::find(formats.begin(), formats.end(), format) != formats.end();
+}
+
+CLI::Option* AddJobsOption(CLI::App& app, int* jobs) {
+  return app.add_option("-j,--jobs", *jobs, "worker threads, at least 1 (default: one per core)")
+      ->check(CLI::Range(1, 4096));
+}
+
+Status CheckInput(const fs::path& path, std::string_view option, PathKind kind) {
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (ec || !fs::exists(st))
+    return NotFound(std::string(option) + " " + path.string() + " does not exist");
+  if (kind == PathKind::kFile && fs::is_directory(st))
+    return InvalidArgument(std::string(option) + " " + path.string() + " is a folder; give a file");
+  if (kind == PathKind::kDirectory && !fs::is_directory(st))
+    return InvalidArgument(std::string(option) + " " + path.string() + " is not a folder");
+  if (::access(path.c_str(), R_OK) != 0)
+    return IoError(std::string(option) + " " + path.string() + " cannot be read (permission denied)");
+  return Status::Ok();
+}
+
+Status CheckOutputFolder(const fs::path& path, std::string_view option) {
+  std::error_code ec;
+  fs::path p = path.empty() ? fs::path(".") : path;
+  fs::path probe = fs::absolute(p, ec);
+  if (ec) probe = p;
+  // The nearest existing ancestor decides: a folder we may write into, or the end of the road.
+  while (!probe.empty()) {
+    auto st = fs::status(probe, ec);
+    if (!ec && fs::exists(st)) {
+      if (!fs::is_directory(st))
+        return IoError(std::string(option) + " " + path.string() + " cannot be created: " + probe.string() +
+                       " is not a folder");
+      // access() says yes to root everywhere, and nothing about /proc or a read-only mount:
+      // create and remove a probe folder instead.
+      std::string tmpl = (probe / ".portkit-probe-XXXXXX").string();
+      if (char* made = ::mkdtemp(tmpl.data())) {
+        ::rmdir(made);
+        return Status::Ok();
+      }
+      return IoError(std::string(option) + " " + path.string() + " cannot be written: " + probe.string() +
+                     " is not writable (" + std::strerror(errno) + ")");
+    }
+    if (probe == probe.parent_path()) break;
+    probe = probe.parent_path();
+  }
+  return IoError(std::string(option) + " " + path.string() + " cannot be created");
+}
+
+Status CheckOutputFile(const fs::path& path, std::string_view option) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return InvalidArgument(std::string(option) + " " + path.string() + " is a folder; give a file name");
+  fs::path parent = path.parent_path();
+  return CheckOutputFolder(parent.empty() ? fs::path(".") : parent, option);
+}
+
+}  // namespace portkit::cli

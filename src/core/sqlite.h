@@ -1,0 +1,147 @@
+#pragma once
+/// A small SQLite wrapper shared by the profile store and the tuning bank: RAII connections and
+/// statements, transactions that always end (commit or roll back), a busy timeout, and a schema
+/// version (`PRAGMA user_version`) checked on open so that a store written by another portkit
+/// is migrated or refused with a message, never silently reused.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace portkit::sql {
+
+class Database;
+
+/// A prepared statement. Bind indices start at 1, column indices at 0 (SQLite's own).
+class Statement {
+ public:
+  Statement() = default;
+  Statement(Statement&& o) noexcept;
+  Statement& operator=(Statement&& o) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement();
+
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, int value) { return Bind(index, static_cast<int64_t>(value)); }
+  Statement& Bind(int index, double value);
+  /// The text is copied (SQLITE_TRANSIENT), so the view may die after the call.
+  Statement& Bind(int index, std::string_view text);
+  Statement& Bind(int index, const char* text) { return Bind(index, std::string_view(text)); }
+  Statement& Bind(int index, const std::string& text) { return Bind(index, std::string_view(text)); }
+  Statement& BindBlob(int index, const void* data, size_t size);
+  Statement& BindNull(int index);
+
+  /// Advances: true with a row, false when done.
+  Expected<bool> Step();
+  /// Steps to the end (for INSERT/UPDATE/DELETE), then resets the statement for reuse.
+  Status Run();
+  /// Clears bindings and rewinds, ready for the next use.
+  void Reset();
+
+  int64_t Int(int column) const;
+  double Double(int column) const;
+  /// Valid until the next Step, Reset or destruction.
+  std::string_view Text(int column) const;
+  bool IsNull(int column) const;
+  int ColumnCount() const;
+
+  sqlite3_stmt* raw() const { return stmt_; }
+
+ private:
+  friend class Database;
+  Statement(sqlite3_stmt* stmt, Database* db) : stmt_(stmt), db_(db) {}
+  sqlite3_stmt* stmt_ = nullptr;
+  Database* db_ = nullptr;
+};
+
+struct OpenOptions {
+  bool read_only = false;
+  bool create = true;             ///< ignored when read_only
+  int busy_timeout_ms = 30000;    ///< how long a writer waits for another one
+  bool wal = false;               ///< journal_mode=WAL (concurrent readers with one writer)
+};
+
+class Database {
+ public:
+  static Expected<Database> Open(const std::filesystem::path& path, const OpenOptions& options = {});
+  Database(Database&& o) noexcept;
+  Database& operator=(Database&& o) noexcept;
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  /// Runs one or more statements without results.
+  Status Exec(std::string_view sql);
+  Expected<Statement> Prepare(std::string_view sql);
+  int64_t LastInsertRowId() const;
+  int Changes() const;
+  bool read_only() const { return read_only_; }
+  const std::string& path() const { return path_; }
+  sqlite3* raw() const { return db_; }
+
+  Expected<int> UserVersion();
+  Status SetUserVersion(int version);
+  /// Whether the database holds any table (a fresh file holds none).
+  Expected<bool> HasTables();
+
+  /// An error naming this database and SQLite's message: "<path>: <what>: <sqlite message>".
+  Status Error(std::string_view what) const;
+
+ private:
+  Database() = default;
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  bool read_only_ = false;
+};
+
+/// A transaction that always ends: Commit() or, on destruction without a commit, ROLLBACK.
+class Transaction {
+ public:
+  enum class Mode { kDeferred, kImmediate };
+  /// Check `status()` (or use Begin) before writing.
+  explicit Transaction(Database& db, Mode mode = Mode::kImmediate);
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction();
+
+  const Status& status() const { return begin_status_; }
+  /// Commits; on failure the transaction is rolled back and the error returned.
+  Status Commit();
+  /// Rolls back now (also what the destructor does for an open transaction).
+  void Rollback();
+
+ private:
+  Database& db_;
+  bool open_ = false;
+  Status begin_status_;
+};
+
+/// The schema a store must have. Versions count from 1; `user_version` 0 means "no portkit
+/// schema yet" (a new file) or "written before schema versions existed" (tables but 0).
+struct Schema {
+  std::string_view what;          ///< "profile store", "tuning bank" (for messages)
+  int version = 1;
+  std::string_view create_sql;    ///< creates the current schema in an empty database
+  /// The last steps up to `version`: migrations.back() turns version - 1 into version, the one
+  /// before it version - 2 into version - 1, and so on. Versions older than the first step are
+  /// refused.
+  std::vector<std::string_view> migrations;
+  /// What the user should do with a store that cannot be used, e.g. "delete it and import the
+  /// traces again".
+  std::string_view remedy;
+};
+
+/// Brings `db` to `schema`: creates it in an empty database, migrates an older version in one
+/// transaction, and refuses (kUnsupported, naming the file, both versions and the remedy) a newer
+/// version, an older one without a migration path, or tables without a version. A read-only
+/// database is never changed: anything but the current version is refused.
+Status EnsureSchema(Database& db, const Schema& schema);
+
+}  // namespace portkit::sql

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The README's exit-code table, checked command by command: every row of exit_codes.txt runs one
+# portkit command line and expects one exit code. Rows are grouped by command so that each
+# command is tried with a missing input, an unwritable output, a bad option value, a corrupt
+# input and, where it has one, its findings or regression gate.
+#
+# Placeholders in a row: @TMP@ a fresh empty folder for that row, @MISSING@ a path that does not
+# exist, @UNWRITABLE@ an output path that cannot be created (/proc), @CORRUPT@ a file of random
+# bytes named corrupt.bin, @CORRUPT_JSON@ a truncated JSON file, @EMPTYDIR@ an empty folder.
+source "$(dirname "$0")/harness.sh"
+table="tests/cli/exit_codes.txt"
+row=0
+while IFS= read -r line; do
+  case "$line" in ''|'#'*) continue ;; esac
+  row=$((row + 1))
+  expected=$(printf '%s' "$line" | cut -d'|' -f1 | tr -d ' ')
+  what=$(printf '%s' "$line" | cut -d'|' -f2 | sed 's/^ *//; s/ *$//')
+  cmd=$(printf '%s' "$line" | cut -d'|' -f3- | sed 's/^ *//')
+  d="$tmp/row$row"
+  mkdir -p "$d/empty"
+  head -c 4096 /dev/urandom > "$d/corrupt.bin"
+  printf '{"traceEvents": [{"name": "x", "ph": "X", "ts": 1, "du' > "$d/corrupt.json"
+  cmd=${cmd//@TMP@/$d}
+  cmd=${cmd//@MISSING@/$d/missing}
+  cmd=${cmd//@UNWRITABLE@//proc/portkit-unwritable/out}
+  cmd=${cmd//@CORRUPT_JSON@/$d/corrupt.json}
+  cmd=${cmd//@CORRUPT@/$d/corrupt.bin}
+  cmd=${cmd//@EMPTYDIR@/$d/empty}
+  eval "timeout 300 \"\$PORTKIT\" $cmd" >"$d/stdout" 2>"$d/stderr" </dev/null
+  rc=$?
+  if [ "$rc" = "$expected" ]; then
+    pass=$((pass + 1)); echo "ok   [$rc] $what: portkit $cmd"
+  else
+    fail=$((fail + 1)); echo "FAIL [$rc, expected $expected] $what: portkit $cmd"
+    sed 's/^/     | /' "$d/stderr" | tail -5
+  fi
+  # An error exit names what went wrong on stderr.
+  if [ "$rc" -ge 2 ] && [ ! -s "$d/stderr" ]; then
+    fail=$((fail + 1)); echo "FAIL $what: exit $rc with nothing on stderr"
+  fi
+done < "$table"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

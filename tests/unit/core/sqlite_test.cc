@@ -1,0 +1,129 @@
+#include "core/sqlite.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace portkit::sql {
+namespace {
+namespace fs = std::filesystem;
+
+class SqliteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/portkit_sqlite_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+const Schema kV2{"test store", 2, "CREATE TABLE t (a INTEGER, b TEXT); CREATE TABLE extra (x);",
+                 {"CREATE TABLE extra (x);"}, "delete it and start again"};
+
+TEST_F(SqliteTest, CreatesTheSchemaInANewFile) {
+  auto db = Database::Open(dir_ / "a.db");
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  ASSERT_TRUE(EnsureSchema(*db, kV2).ok());
+  EXPECT_EQ(*db->UserVersion(), 2);
+  auto st = db->Prepare("INSERT INTO t VALUES (?, ?)");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->Bind(1, int64_t{42}).Bind(2, "forty-two").Run().ok());
+  auto q = db->Prepare("SELECT a, b FROM t");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(*q->Step());
+  EXPECT_EQ(q->Int(0), 42);
+  EXPECT_EQ(q->Text(1), "forty-two");
+  EXPECT_FALSE(*q->Step());
+}
+
+TEST_F(SqliteTest, MigratesAnOlderSchema) {
+  {
+    auto db = Database::Open(dir_ / "a.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE t (a INTEGER, b TEXT); PRAGMA user_version = 1;").ok());
+  }
+  auto db = Database::Open(dir_ / "a.db");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(EnsureSchema(*db, kV2).ok());
+  EXPECT_EQ(*db->UserVersion(), 2);
+  EXPECT_TRUE(db->Exec("INSERT INTO extra VALUES (1)").ok());
+}
+
+TEST_F(SqliteTest, RefusesAStoreWithoutAVersion) {
+  auto db = Database::Open(dir_ / "a.db");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->Exec("CREATE TABLE old (a)").ok());
+  Status st = EnsureSchema(*db, kV2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+  EXPECT_EQ(st.message(), (dir_ / "a.db").string() +
+                              ": a test store without a schema version (written by an older portkit, or not by "
+                              "portkit); this portkit reads schema 2; delete it and start again");
+}
+
+TEST_F(SqliteTest, RefusesANewerSchemaAndAnUnmigratableOlderOne) {
+  auto db = Database::Open(dir_ / "a.db");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->Exec("CREATE TABLE t (a); PRAGMA user_version = 3;").ok());
+  Status newer = EnsureSchema(*db, kV2);
+  EXPECT_EQ(newer.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(newer.message().find("schema 3 is newer than this portkit reads (2); use a newer portkit"),
+            std::string::npos);
+  Schema v5{"test store", 5, "CREATE TABLE t (a);", {"SELECT 1;"}, "re-create it"};
+  Status older = EnsureSchema(*db, v5);
+  EXPECT_EQ(older.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(older.message().find("schema 3 is older than this portkit reads (5); re-create it"), std::string::npos);
+}
+
+TEST_F(SqliteTest, TransactionRollsBackUnlessCommitted) {
+  auto db = Database::Open(dir_ / "a.db");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(EnsureSchema(*db, kV2).ok());
+  {
+    Transaction tx(*db);
+    ASSERT_TRUE(tx.status().ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO t VALUES (1, 'x')").ok());
+  }  // no commit
+  {
+    Transaction tx(*db);
+    ASSERT_TRUE(db->Exec("INSERT INTO t VALUES (2, 'y')").ok());
+    ASSERT_TRUE(tx.Commit().ok());
+  }
+  auto q = db->Prepare("SELECT group_concat(a) FROM t");
+  ASSERT_TRUE(*q->Step());
+  EXPECT_EQ(q->Text(0), "2");
+  // A failed statement inside a transaction still lets the next transaction begin.
+  {
+    Transaction tx(*db);
+    EXPECT_FALSE(db->Exec("INSERT INTO nosuchtable VALUES (1)").ok());
+  }
+  Transaction again(*db);
+  EXPECT_TRUE(again.status().ok()) << again.status().message();
+}
+
+TEST_F(SqliteTest, NotADatabaseIsAParseErrorNamingTheFile) {
+  std::ofstream(dir_ / "junk.db") << "this is not sqlite at all, just text that is long enough to be read";
+  auto db = Database::Open(dir_ / "junk.db");
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), ErrorCode::kParse);
+  EXPECT_EQ(db.status().message().rfind((dir_ / "junk.db").string() + ": not a SQLite database", 0), 0u);
+}
+
+TEST_F(SqliteTest, ReadOnlyDatabaseIsUsableForReading) {
+  {
+    auto db = Database::Open(dir_ / "a.db");
+    ASSERT_TRUE(EnsureSchema(*db, kV2).ok());
+  }
+  auto ro = Database::Open(dir_ / "a.db", {.read_only = true});
+  ASSERT_TRUE(ro.ok()) << ro.status().message();
+  EXPECT_TRUE(EnsureSchema(*ro, kV2).ok());
+  EXPECT_FALSE(ro->Exec("INSERT INTO t VALUES (1, 'x')").ok());
+}
+
+}  // namespace
+}  // namespace portkit::sql
