@@ -3,7 +3,7 @@
 /// Generates a deterministic corpus of PyTorch-style Python code (>= 5 MB by default) into a
 /// temporary folder, then measures, best of N repetitions each:
 ///   - tree-sitter parse only (PythonParser::Parse, 1 thread, sources already in memory);
-///   - the full analysis (portkit::analyse::RunAnalyse: discovery, reading, parsing, summaries,
+///   - the full analysis (portkit::analyse::RunAnalyse and the report renderer: discovery, reading, parsing, summaries,
 ///     index, walking, rules, reports) with 1 and with 2 threads;
 ///   - CPython's ast.parse of the same files (peer figure, via `python3 -c`).
 /// and prints a `what | MB/s | ratio` table; ratio is relative to the tree-sitter parse.
@@ -26,10 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "analyse/analyse_command.h"
+#include "analyse/api.h"
 #include "analyse/python_syntax.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "render/analyse_report.h"
 
 namespace fs = std::filesystem;
 using portkit::analyse::ParsedSource;
@@ -424,19 +425,6 @@ std::string ReadAll(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-/// Runs `fn` with stdout sent to /dev/null (RunAnalyse prints its summary table there).
-int Quiet(const std::function<int()>& fn) {
-  std::fflush(stdout);
-  int saved = ::dup(1);
-  int null = ::open("/dev/null", O_WRONLY);
-  ::dup2(null, 1);
-  ::close(null);
-  int rc = fn();
-  std::fflush(stdout);
-  ::dup2(saved, 1);
-  ::close(saved);
-  return rc;
-}
 
 size_t CountLines(const fs::path& p) {
   std::string s = ReadAll(p);
@@ -565,15 +553,17 @@ int main(int argc, char** argv) {
       // everything, and the time to free it is counted: a conservative figure.
       portkit::Context ctx{logger, portkit::SystemClock(), data_dir, jobs, /*free_memory_at_end=*/true};
       portkit::analyse::AnalyseOptions opt;
-      opt.input = corpus.string();
-      opt.output = out.string();
+      opt.input = corpus;
+      opt.output = out;
       opt.version = version;
-      opt.mode = mode;
+      opt.mode = *portkit::analyse::AnalyseModeByName(mode);
       auto a = std::chrono::steady_clock::now();
-      int rc = Quiet([&] { return portkit::analyse::RunAnalyse(opt, ctx); });
+      auto report = portkit::analyse::RunAnalyse(opt, ctx);
+      portkit::Status st = report.ok() ? portkit::render::WriteAnalyseReports(*report, {"csv", "json"}, logger).status()
+                              : report.status();
       auto b = std::chrono::steady_clock::now();
-      if (rc != 0) {
-        std::fprintf(stderr, "analyse_bench: RunAnalyse failed (rc %d, data dir %s):\n%s", rc,
+      if (!st.ok()) {
+        std::fprintf(stderr, "analyse_bench: RunAnalyse failed (%s, data dir %s):\n%s", st.message().c_str(),
                      data_dir.c_str(), logger.Contents().c_str());
         std::exit(1);
       }

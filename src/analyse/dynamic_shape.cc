@@ -5,7 +5,6 @@
 
 #include "analyse/walker.h"
 #include "core/atomic_file.h"
-#include "core/table.h"
 
 namespace portkit::analyse {
 namespace fs = std::filesystem;
@@ -187,24 +186,37 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
   return out;
 }
 
-int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project, const fs::path& results,
-                    const std::string& base, Context& ctx) {
-  Logger& log = ctx.logger;
+Status PrepareDynamicShapeMode(ModeRun& run) {
   std::error_code ec;
-  fs::path python_dir = ctx.data_dir.parent_path() / "python" / "portkit" / "dynamic_shape";
+  fs::path python_dir = run.ctx.data_dir.parent_path() / "python" / "portkit" / "dynamic_shape";
   if (const char* env = std::getenv("PORTKIT_PYTHON_DIR"); env && *env)
     python_dir = fs::path(env) / "portkit" / "dynamic_shape";
-  if (!fs::exists(python_dir / "hook.py", ec)) {
-    log.Error("detector sources not found in " + python_dir.string() +
-              " (set PORTKIT_PYTHON_DIR to the python/ folder of portkit)");
-    return 2;
-  }
-  (void)opt;
+  if (!fs::exists(python_dir / "hook.py", ec))
+    return NotFound("detector sources not found in " + python_dir.string() +
+                    " (set PORTKIT_PYTHON_DIR to the python/ folder of portkit)");
+  run.detector_dir = python_dir;
+  return Status::Ok();
+}
+
+Status RunDynamicShapeMode(ModeRun& run) {
+  Logger& log = run.ctx.logger;
+  LoadedProject& project = *run.project;
+  InstrumentedCopy& copy = run.report.copy;
+  const fs::path& results = run.report.results_dir;
+  const std::string& base = run.report.project;
+  std::error_code ec;
   const SourceSet& sources = project.sources;
   Progress progress(log, sources.python.size() + 1);
-  size_t wrapped = 0, instrumented = 0, copied = 0;
   std::vector<std::string> entries;
-  bool ok = true;
+  Status first_error;
+  auto written = [&](const fs::path& dest, const Status& st) {
+    if (!st.ok()) {
+      log.Error(st.message());
+      if (first_error.ok()) first_error = st;
+      return;
+    }
+    copy.files.push_back(dest.lexically_relative(results).generic_string());
+  };
   auto ensure_parent = [&](const fs::path& p) { fs::create_directories(p.parent_path(), ec); };
   for (size_t i = 0; i < sources.python.size(); ++i) {
     PyFile& f = project.py[i];
@@ -212,9 +224,8 @@ int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project, const fs:
     ensure_parent(dest);
     progress.Start("Start analysis " + f.file->display + ".");
     if (!f.summary || !f.parsed.tree) {
-      Status st = CopyFileAtomic(f.file->path, dest);  // skipped files are copied unchanged
-      if (!st.ok()) log.Error(st.message()), ok = false;
-      ++copied;
+      written(dest, CopyFileAtomic(f.file->path, dest));  // skipped files are copied unchanged
+      ++copy.files_copied;
       progress.Done("Analysis " + f.file->display + " complete.");
       continue;
     }
@@ -226,64 +237,51 @@ int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project, const fs:
       std::string warning;
       text = InstrumentSource(project.syntax, f.parsed, loops, depth, &warning);
       if (!warning.empty()) log.Warning(f.file->display + ": " + warning);
-      for (const auto& l : loops)
+      for (const auto& l : loops) {
         log.Info("Wrapped the data loop at " + f.file->display + ":" + std::to_string(l.line) +
                  ": for ... in DETECTOR.start(" + l.iterable + ")");
-      wrapped += loops.size();
-      ++instrumented;
+        copy.loops.push_back({f.file->display, l.line, l.iterable});
+      }
+      ++copy.python_instrumented;
     }
     if (!loops.empty() || f.parsed.source.find("__name__") != std::string::npos) {
       if (f.parsed.source.find("__main__") != std::string::npos || !loops.empty())
         entries.push_back(f.file->rel);
     }
-    Status st = WriteFileAtomic(dest, text);
-    if (!st.ok()) log.Error(st.message()), ok = false;
-    ++copied;
+    written(dest, WriteFileAtomic(dest, text));
+    ++copy.files_copied;
     progress.Done("Analysis " + f.file->display + " complete.");
   }
   for (const auto* group : {&sources.cpp, &sources.others}) {
     for (const auto& f : *group) {
       fs::path dest = results / f.rel;
       ensure_parent(dest);
-      Status st = CopyFileAtomic(f.path, dest);
-      if (!st.ok()) log.Error(st.message()), ok = false;
-      ++copied;
+      written(dest, CopyFileAtomic(f.path, dest));
+      ++copy.files_copied;
     }
   }
   // The detector package, importable from the copy's root.
   fs::path pkg = results / "msft_dynamic_analysis";
   fs::create_directories(pkg, ec);
-  for (const char* name : {"__init__.py", "hook.py"}) {
-    Status st = CopyFileAtomic(python_dir / name, pkg / name);
-    if (!st.ok()) log.Error(st.message()), ok = false;
-  }
-  Status st = WriteFileAtomic(pkg / "_config.py",
-                              "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = \"" + base + "\"\n");
-  if (!st.ok()) log.Error(st.message()), ok = false;
-  progress.Finish("Analyse run success, welcome to the next use.");
-  if (wrapped == 0) {
+  for (const char* name : {"__init__.py", "hook.py"})
+    written(pkg / name, CopyFileAtomic(run.detector_dir / name, pkg / name));
+  written(pkg / "_config.py",
+          WriteFileAtomic(pkg / "_config.py",
+                          "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = \"" + base + "\"\n"));
+  std::sort(copy.files.begin(), copy.files.end());
+  if (!first_error.ok()) return first_error;
+  if (copy.loops.empty()) {
     log.Warning("No training data loop was recognised. Wrap it by hand in the copy: "
                 "`from msft_dynamic_analysis import DETECTOR` and `for batch in DETECTOR.start(loader):`");
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  std::string how = "Run the instrumented copy on the training machine: cd " + results.string() +
-                    " && python " + (entries.empty() ? std::string("<your entry script>.py") : entries.front()) +
-                    " ...; the report msft_dynamic_shape_analysis_report.csv is written to " +
-                    results.string() + " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).";
-  log.Info(how);
-  log.Info("The detailed transplant result files are in the output path you defined, the relative path is " +
-           base + "_analysis.");
-  std::string table = RenderTable({"files", "statistics"},
-                                  {{"(files copied)", std::to_string(copied)},
-                                   {"(python files instrumented)", std::to_string(instrumented)},
-                                   {"(data loops wrapped)", std::to_string(wrapped)},
-                                   {"(files with syntax errors)", std::to_string(project.stats.syntax_errors)}});
-  std::fwrite(table.data(), 1, table.size(), stdout);
-  std::fflush(stdout);
-  st = WriteFileAtomic(results / "pytorch_analysis.txt", log.Contents() + table);
-  if (!st.ok()) log.Error(st.message()), ok = false;
-  return ok ? 0 : 1;
+  if (!entries.empty()) copy.entry = entries.front();
+  log.Info("Run the instrumented copy on the training machine: cd " + results.string() + " && python " +
+           (entries.empty() ? std::string("<your entry script>.py") : entries.front()) +
+           " ...; the report msft_dynamic_shape_analysis_report.csv is written to " + results.string() +
+           " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).");
+  return Status::Ok();
 }
 
 }  // namespace portkit::analyse

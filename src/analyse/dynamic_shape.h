@@ -1,13 +1,13 @@
 #pragma once
 /// `portkit analyse -m dynamic_shape`: writes an instrumented copy of the project with the
-/// runtime detector package `msft_dynamic_analysis/` beside it (seed 001). Every original line
+/// runtime detector package `msft_dynamic_analysis/` beside it. Every original line
 /// keeps its number in the copy; the training data loop is wrapped in `DETECTOR.start(...)` where
 /// it can be recognised.
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "analyse/analyse_command.h"
+#include "analyse/analyse_modes.h"
 #include "analyse/project_loader.h"
 
 namespace portkit::analyse {
@@ -31,8 +31,5 @@ std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& 
 /// `warning` is set when the import could only be placed after a module-level loop.
 std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
                              const std::vector<WrappedLoop>& loops, int depth, std::string* warning);
-
-int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project,
-                    const std::filesystem::path& results, const std::string& base, Context& ctx);
 
 }  // namespace portkit::analyse

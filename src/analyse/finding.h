@@ -16,6 +16,10 @@ enum class Category : uint8_t {
 
 const char* CategoryName(Category c);
 
+/// Every category, in the order above.
+inline constexpr Category kAllCategories[] = {Category::kUnsupported, Category::kUnknown,  Category::kCuda,
+                                              Category::kPrecision,   Category::kPerformance, Category::kAffinity};
+
 enum class Confidence : uint8_t { kHigh, kMedium, kLow };
 const char* ConfidenceName(Confidence c);
 

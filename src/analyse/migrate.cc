@@ -1,17 +1,14 @@
 #include "analyse/migrate.h"
 
-#include <unistd.h>
-
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
+#include "analyse/api.h"
 #include "analyse/project_loader.h"
 #include "analyse/target.h"
 #include "analyse/walker.h"
 #include "core/atomic_file.h"
-#include "core/csv_writer.h"
-#include "core/table.h"
 #include "core/unified_diff.h"
 
 namespace portkit::analyse {
@@ -190,33 +187,33 @@ bool FindImportLine(const PySyntax& syn, const ParsedSource& src, uint32_t* byte
 
 }  // namespace
 
-int RunMigrate(const MigrateOptions& opt, Context& ctx) {
+Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   Logger& log = ctx.logger;
   std::error_code ec;
   fs::path input(opt.input);
   if (!fs::is_directory(input, ec)) {
-    log.Error("input " + opt.input + (fs::exists(input, ec) ? " is not a folder" : " does not exist") +
-              "; give the folder of the project to migrate (-i DIR)");
-    return 2;
+    std::string what = "input " + opt.input.string() +
+                       (fs::exists(input, ec) ? " is not a folder" : " does not exist") +
+                       "; give the folder of the project to migrate (-i DIR)";
+    return fs::exists(input, ec) ? InvalidArgument(what) : NotFound(what);
   }
   input = fs::weakly_canonical(fs::absolute(input), ec);
-  std::string base = input.filename().string();
-  fs::path results = fs::absolute(opt.output) / (base + "_msft");
-  fs::create_directories(results, ec);
-  if (ec || ::access(results.c_str(), W_OK) != 0) {
-    log.Error("output folder " + results.string() + " cannot be written" + (ec ? ": " + ec.message() : ""));
-    return 2;
-  }
   auto target = Target::Load(ctx.data_dir, opt.target, "", nullptr);
-  if (!target.ok()) {
-    log.Error(target.status().message());
-    return 2;
-  }
+  if (!target.ok()) return target.status();
+  MigrateReport report;
+  report.target = target->name();
+  report.unsafe = opt.unsafe;
+  report.project = input.filename().string();
+  const std::string& base = report.project;
+  fs::path results = fs::absolute(opt.output) / (base + "_msft");
+  report.results_dir = results;
+  fs::create_directories(results, ec);
+  if (ec || !fs::is_directory(results, ec))
+    return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
   log.Info("Migration to " + opt.target + " start" + (opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
-  LoadProject({input, base, {results}, {}, 64u << 20}, log, pool, project);
-
+  LoadProject({input, base, {results}, {}, opt.max_file_bytes}, log, pool, project);
   struct FileResult {
     std::string text;
     std::vector<Edit> edits;
@@ -260,15 +257,18 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
     progress.Done("Migrated " + f.file->display + " (" + std::to_string(r.edits.size()) + " changes).");
   });
 
-  CsvWriter changes({"File", "Start Line", "End Line", "Operation Type", "Message"});
   std::string patch;
-  size_t changed_files = 0, copied = 0;
-  bool ok = true;
+  Status first_error;
   auto write = [&](const fs::path& dest, const std::function<Status()>& fn) {
     fs::create_directories(dest.parent_path(), ec);
     Status st = fn();
-    if (!st.ok()) log.Error(st.message()), ok = false;
-    ++copied;
+    if (!st.ok()) {
+      log.Error(st.message());
+      if (first_error.ok()) first_error = st;
+      return;
+    }
+    report.files_written.push_back(dest.lexically_relative(results).generic_string());
+    ++report.files_copied;
   };
   for (size_t i = 0; i < project.py.size(); ++i) {
     const SourceFile& sf = *project.py[i].file;
@@ -276,6 +276,7 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
     fs::path dest = results / sf.rel;
     if (r.reverted) {
       log.Error(sf.display + ": the migrated file would not parse; left unchanged");
+      report.warnings.push_back({sf.display, 0, 0, "not_migrated", "the migrated file would not parse; left unchanged"});
     }
     if (r.text.empty() || r.edits.empty() || r.reverted) {
       write(dest, [&] { return CopyFileAtomic(sf.path, dest); });
@@ -284,10 +285,9 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
     std::sort(r.edits.begin(), r.edits.end(), [](const Edit& a, const Edit& b) {
       return std::tie(a.start_line, a.start_byte) < std::tie(b.start_line, b.start_byte);
     });
-    for (const auto& e : r.edits)
-      changes.AddRow({sf.display, std::to_string(e.start_line), std::to_string(e.end_line), e.operation, e.message});
+    for (const auto& e : r.edits) report.changes.push_back({sf.display, e.start_line, e.end_line, e.operation, e.message});
     patch += UnifiedDiff(project.py[i].parsed.source, r.text, sf.rel);
-    ++changed_files;
+    ++report.files_changed;
     write(dest, [&] { return WriteFileAtomic(dest, r.text); });
   }
   for (const auto* group : {&project.sources.cpp, &project.sources.others})
@@ -295,42 +295,22 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
       fs::path dest = results / f.rel;
       write(dest, [&] { return CopyFileAtomic(f.path, dest); });
     }
-  Status st = WriteFileAtomic(results / "change_list.csv", changes.str());
-  if (!st.ok()) log.Error(st.message()), ok = false;
-  st = WriteFileAtomic(results / "migration.patch", patch);
-  if (!st.ok()) log.Error(st.message()), ok = false;
-  log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(changed_files) +
-           " files changed, " + std::to_string(changes.rows()) + " changes.");
+  // Files the loader could not analyse were copied unchanged.
+  report.warnings.insert(report.warnings.end(), project.problems.begin(), project.problems.end());
+  Status st = WriteFileAtomic(results / "migration.patch", patch);
+  if (!st.ok()) {
+    log.Error(st.message());
+    if (first_error.ok()) first_error = st;
+  } else {
+    report.files_written.push_back("migration.patch");
+  }
+  std::sort(report.files_written.begin(), report.files_written.end());
+  if (!first_error.ok()) return first_error;
+  log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(report.files_changed) +
+           " files changed, " + std::to_string(report.changes.size()) + " changes.");
   log.Info("The migrated copy is " + results.string() + "; `patch -p1 < migration.patch` applies the same "
            "changes to the original.");
-  std::string table = RenderTable({"files", "statistics"},
-                                  {{"change_list.csv", std::to_string(changes.rows())},
-                                   {"(files changed)", std::to_string(changed_files)},
-                                   {"(files copied)", std::to_string(copied)}});
-  std::fwrite(table.data(), 1, table.size(), stdout);
-  std::fflush(stdout);
-  st = WriteFileAtomic(results / "migration_log.txt", log.Contents() + table);
-  if (!st.ok()) log.Error(st.message()), ok = false;
-  return ok ? 0 : 1;
-}
-
-int MigrateMain(int argc, char** argv, Context& ctx) {
-  MigrateOptions opt;
-  CLI::App app{"Migrated copy of a PyTorch project for the target: <output>/<basename>_msft/ with "
-               "change_list.csv and migration.patch.",
-               "portkit migrate"};
-  app.add_option("-i,--input", opt.input, "folder of the project to migrate")->required();
-  app.add_option("-o,--output", opt.output, "folder for the migrated copy (created if missing)")->required();
-  app.add_option("--target", opt.target, "target platform (default npu)")->check(CLI::IsMember({"npu"}));
-  app.add_flag("--unsafe", opt.unsafe,
-               "also apply affinity replacements (fused optimizers, masked index_put) that can change numerics");
-  app.add_option("-j,--jobs", ctx.jobs, "worker threads (default: all cores)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  return RunMigrate(opt, ctx);
+  return report;
 }
 
 }  // namespace portkit::analyse

@@ -1,11 +1,10 @@
 #pragma once
-/// `portkit migrate`: a migrated copy of a project for the target (CUDA → Ascend NPU), with the
-/// list of changes and a patch against the original (seed 001's transplant step).
+/// The rewriting step of `portkit migrate` (RunMigrate, declared in analyse/api.h): byte-range
+/// edits of a Python source.
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include "analyse/python_syntax.h"
-#include "core/context.h"
 
 namespace portkit::analyse {
 
@@ -20,13 +19,5 @@ struct Edit {
 
 /// Applies non-overlapping edits (sorted by position; later overlapping edits are dropped).
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits);
-
-struct MigrateOptions {
-  std::string input, output, target = "npu";
-  bool unsafe = false;  ///< also apply affinity replacements that may change numerics
-};
-
-int RunMigrate(const MigrateOptions& opt, Context& ctx);
-int MigrateMain(int argc, char** argv, Context& ctx);
 
 }  // namespace portkit::analyse

@@ -199,43 +199,4 @@ std::vector<AffectedFunction> PropagateAffected(
   return out;
 }
 
-std::vector<std::pair<std::string, CsvWriter>> ThirdPartyCsvs(const std::vector<AffectedFunction>& affected) {
-  CsvWriter full({"File", "3rd-party API", "Message"});
-  CsvWriter framework({"Torch API", "Affected 3rd-party API"});
-  CsvWriter unknown({"Torch API", "Affected 3rd-party API"});
-  CsvWriter migration({"Torch API", "Affected 3rd-party API"});
-  CsvWriter cuda({"OP Name", "Affected 3rd-party API"});
-  std::set<std::tuple<Bucket, std::string, std::string>> pairs;
-  for (const auto& a : affected) {
-    std::string message;
-    for (const auto& o : a.offences) {
-      if (!message.empty()) message += "\n";
-      message += "file_path:" + o.file + ", start_line:" + std::to_string(o.line) + ", api_name:" + o.api;
-    }
-    if (a.path.size() > 1) {
-      message += "\ncall path:";
-      for (size_t i = 0; i < a.path.size(); ++i) message += (i ? " -> " : " ") + a.path[i];
-    }
-    for (const auto& s : a.spellings) {
-      full.AddRow({a.file, s, message});
-      for (const auto& [bucket, api] : a.apis) pairs.insert({bucket, api, s});
-    }
-  }
-  for (const auto& [bucket, api, spelling] : pairs) {
-    switch (bucket) {
-      case Bucket::kFrameworkUnsupported: framework.AddRow({api, spelling}); break;
-      case Bucket::kUnknown: unknown.AddRow({api, spelling}); break;
-      case Bucket::kMigrationNeeded: migration.AddRow({api, spelling}); break;
-      case Bucket::kCudaOp: cuda.AddRow({api, spelling}); break;
-    }
-  }
-  std::vector<std::pair<std::string, CsvWriter>> out;
-  out.emplace_back("full_unsupported_results.csv", std::move(full));
-  out.emplace_back("framework_unsupported_op.csv", std::move(framework));
-  out.emplace_back("unknown_op.csv", std::move(unknown));
-  out.emplace_back("migration_needed_op.csv", std::move(migration));
-  out.emplace_back("cuda_op.csv", std::move(cuda));
-  return out;
-}
-
 }  // namespace portkit::analyse

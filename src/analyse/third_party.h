@@ -1,6 +1,6 @@
 #pragma once
 /// `analyse -m third_party`: which functions of a library transitively reach an unsupported or
-/// unknown API or a custom CUDA op (seed 001), over the project's call graph, propagating through
+/// unknown API or a custom CUDA op, over the project's call graph, propagating through
 /// strongly connected components so recursion cycles are handled; and `-api`, the reuse of such
 /// results when analysing code that calls the library.
 #include <map>
@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "analyse/analysis_run.h"
-#include "core/csv_writer.h"
 #include "core/status.h"
 
 namespace portkit::analyse {
@@ -62,8 +61,5 @@ std::vector<AffectedFunction> PropagateAffected(
     const std::vector<DefinitionRecord>& definitions, const std::vector<CallRecord>& calls,
     const std::vector<Finding>& findings,
     const std::multimap<std::string, std::string>& spellings_by_qualname);
-
-/// The CSVs of the mode (name → content), from the affected functions.
-std::vector<std::pair<std::string, CsvWriter>> ThirdPartyCsvs(const std::vector<AffectedFunction>& affected);
 
 }  // namespace portkit::analyse

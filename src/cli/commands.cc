@@ -2,8 +2,8 @@
 
 #include "accuracy/compare.h"
 #include "accuracy/tools.h"
-#include "analyse/analyse_command.h"
-#include "analyse/migrate.h"
+#include "cli/analyse.h"
+#include "cli/migrate.h"
 #include "prof/prof_command.h"
 #include "tune/tune_command.h"
 
@@ -11,9 +11,9 @@ namespace portkit::cli {
 
 const Command kCommands[] = {
     {"analyse", "migration analysis of PyTorch code: unsupported APIs, CUDA-only code, custom CUDA ops, advice",
-     &analyse::AnalyseMain},
+     &AnalyseCommand},
     {"migrate", "migrated copy of a project for the target (cuda → npu rewrites), change list and patch",
-     &analyse::MigrateMain},
+     &MigrateCommand},
     {"compare", "operator-level comparison of a target dump against a reference dump (accuracy)",
      &accuracy::CompareMain},
     {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &accuracy::OverflowMain},

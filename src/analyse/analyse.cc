@@ -1,0 +1,225 @@
+// The analyse engine: RunAnalyse and the table of modes.
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "analyse/affinity.h"
+#include "analyse/analyse_modes.h"
+#include "analyse/analysis_run.h"
+#include "analyse/api.h"
+#include "analyse/custom_ops.h"
+#include "analyse/project_loader.h"
+#include "analyse/rules/affinity_apis/rules.h"
+#include "analyse/rules/torch_apis/rules.h"
+#include "analyse/source_files.h"
+#include "analyse/target.h"
+#include "analyse/third_party.h"
+#include "core/atomic_file.h"
+#include "core/thread_pool.h"
+
+namespace portkit::analyse {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr AnalyseModeInfo kModes[] = {
+    {AnalyseMode::kTorchApis, "torch_apis",
+     "unsupported / unknown torch APIs, CUDA-only code, custom CUDA ops, precision and performance advice",
+     CsvLayout::kApiFindings, "csv,json", nullptr, &RunTorchApisMode},
+    {AnalyseMode::kThirdParty, "third_party",
+     "library call graph: which functions reach an unsupported API or a custom CUDA op",
+     CsvLayout::kLibraryImpact, "csv,json", nullptr, &RunThirdPartyMode},
+    {AnalyseMode::kAffinityApis, "affinity_apis", "fused-API candidates of the target",
+     CsvLayout::kAffinityCalls, "csv,json", &PrepareAffinityMode, &RunAffinityMode},
+    {AnalyseMode::kDynamicShape, "dynamic_shape", "instrumented copy with a runtime dynamic-shape detector",
+     CsvLayout::kNone, "", &PrepareDynamicShapeMode, &RunDynamicShapeMode},
+};
+
+void SortUnique(std::vector<Finding>& findings) {
+  std::sort(findings.begin(), findings.end());
+  findings.erase(std::unique(findings.begin(), findings.end(),
+                             [](const Finding& a, const Finding& b) { return !(a < b) && !(b < a); }),
+                 findings.end());
+}
+
+/// Pass 2 with `rules` over every file, plus the custom CUDA operators of the C++/CUDA sources.
+struct RulePass {
+  CustomOpTable custom_ops;
+  std::vector<Finding> findings;
+  std::vector<DefinitionRecord> definitions;
+  std::vector<CallRecord> calls;
+  std::set<std::string> seen;
+};
+
+void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
+  LoadedProject& project = *run.project;
+  ThreadPool& pool = *run.pool;
+  // Custom CUDA operators from C++/CUDA sources.
+  const auto& cpp = project.sources.cpp;
+  std::vector<CppScan> scans(cpp.size());
+  pool.ParallelFor(cpp.size(), [&](int, size_t i) {
+    auto text = ReadFile(cpp[i].path);
+    if (text.ok()) scans[i] = ScanCppSource(*text, cpp[i].display);
+  });
+  out.custom_ops.Link(std::move(scans));
+
+  run.ctx.logger.Info("Analysis start...");
+  std::unordered_set<std::string> watched = WatchedNames(run.target);
+  RuleData data{&run.target, &out.custom_ops, run.third_party, run.affinity.get(), &watched};
+  std::vector<FileAnalysis> files = AnalyseFiles(project, data, factory, pool, run.ctx.logger);
+  for (auto& f : files) {
+    std::move(f.findings.begin(), f.findings.end(), std::back_inserter(out.findings));
+    std::move(f.definitions.begin(), f.definitions.end(), std::back_inserter(out.definitions));
+    std::move(f.calls.begin(), f.calls.end(), std::back_inserter(out.calls));
+    out.seen.insert(f.seen.begin(), f.seen.end());
+  }
+}
+
+/// Registered custom ops are CUDA-specific code too (cuda_op_list.csv).
+void AddCustomOpFindings(const CustomOpTable& custom_ops, std::vector<Finding>& findings) {
+  for (const auto& op : custom_ops.ops) {
+    Finding f;
+    f.file = op.file;
+    f.start_line = f.end_line = op.line;
+    f.op = op.ns.empty() ? op.name : op.ns + "::" + op.name;
+    f.tip = "Custom CUDA operator registered with " + op.how +
+            (op.arg_count >= 0 ? " (" + std::to_string(op.arg_count) + " arguments)" : "");
+    f.category = Category::kCuda;
+    f.rule = "custom_cuda_op";
+    findings.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+std::span<const AnalyseModeInfo> AnalyseModes() { return kModes; }
+
+const AnalyseModeInfo& ModeInfo(AnalyseMode mode) {
+  for (const auto& m : kModes)
+    if (m.mode == mode) return m;
+  return kModes[0];  // unreachable: every enumerator has a row
+}
+
+std::optional<AnalyseMode> AnalyseModeByName(std::string_view name) {
+  for (const auto& m : kModes)
+    if (m.name == name) return m.mode;
+  return std::nullopt;
+}
+
+size_t AnalyseReport::Count(Category category) const {
+  return static_cast<size_t>(std::count_if(findings.begin(), findings.end(),
+                                           [category](const Finding& f) { return f.category == category; }));
+}
+
+Status RunTorchApisMode(ModeRun& run) {
+  RulePass pass;
+  RunRules(run, RuleFactory(MakeTorchApiRules), pass);
+  AddCustomOpFindings(pass.custom_ops, pass.findings);
+  std::vector<std::string> seen_sorted(pass.seen.begin(), pass.seen.end());
+  for (const auto& rule : MakeTorchApiProjectRules()) rule->Finish(pass.findings, seen_sorted, run.target, pass.findings);
+  run.report.findings = std::move(pass.findings);
+  run.report.custom_ops = std::move(pass.custom_ops.ops);
+  return Status::Ok();
+}
+
+Status RunThirdPartyMode(ModeRun& run) {
+  RulePass pass;
+  RunRules(run, RuleFactory(MakeTorchApiRules), pass);
+  AddCustomOpFindings(pass.custom_ops, pass.findings);
+  run.report.affected =
+      PropagateAffected(pass.definitions, pass.calls, pass.findings, run.project->index.PublicSpellings());
+  run.ctx.logger.Info(std::to_string(run.report.affected.size()) +
+                      " functions of the library reach an unsupported or unknown API or a custom CUDA operator.");
+  run.report.findings = std::move(pass.findings);
+  run.report.custom_ops = std::move(pass.custom_ops.ops);
+  return Status::Ok();
+}
+
+Status PrepareAffinityMode(ModeRun& run) {
+  auto table = AffinityTable::Load(run.ctx.data_dir / "affinity" / "affinity.json");
+  if (!table.ok()) return table.status();
+  run.affinity = std::make_unique<AffinityTable>(std::move(*table));
+  return Status::Ok();
+}
+
+Status RunAffinityMode(ModeRun& run) {
+  RulePass pass;
+  RunRules(run, RuleFactory(MakeAffinityRules), pass);
+  auto matched = MatchAffinityTemplates(*run.affinity, pass.definitions, pass.calls);
+  std::move(matched.begin(), matched.end(), std::back_inserter(pass.findings));
+  run.report.findings = std::move(pass.findings);
+  run.report.custom_ops = std::move(pass.custom_ops.ops);
+  return Status::Ok();
+}
+
+Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
+  Logger& log = ctx.logger;
+  const AnalyseModeInfo& mode = ModeInfo(opt.mode);
+  log.Info("Start to check input path...");
+  std::error_code ec;
+  fs::path input = opt.input;
+  if (!fs::exists(input, ec))
+    return NotFound("input " + opt.input.string() + " does not exist; give a folder with the code to analyse (-i DIR)");
+  if (!fs::is_directory(input, ec))
+    return InvalidArgument("input " + opt.input.string() + " is not a folder; give the folder of the project (-i DIR)");
+  input = fs::weakly_canonical(fs::absolute(input), ec);
+
+  AnalyseReport report;
+  report.mode = opt.mode;
+  report.project = input.filename().string();
+  if (report.project.empty()) report.project = "root";
+
+  // Everything the run needs is loaded before any file or folder is created.
+  std::string warning;
+  auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &warning);
+  if (!target.ok()) return target.status();
+  if (!warning.empty()) log.Warning(warning);
+  report.target = target->name();
+  report.list_version = target->list_version();
+  std::unique_ptr<ThirdPartyApis> third_party;
+  if (!opt.api_files.empty()) {
+    auto apis = ThirdPartyApis::Load(opt.api_files);
+    if (!apis.ok()) return apis.status();
+    third_party = std::make_unique<ThirdPartyApis>(std::move(*apis));
+    log.Info("Loaded " + std::to_string(third_party->size()) + " affected third-party APIs from -api files.");
+  }
+  ModeRun run{opt, ctx, *target, third_party.get(), nullptr, {}, nullptr, nullptr, report};
+  if (mode.prepare) PORTKIT_RETURN_IF_ERROR(mode.prepare(run));
+
+  fs::path out_root = fs::absolute(opt.output);
+  fs::create_directories(out_root, ec);
+  if (ec || !fs::is_directory(out_root))
+    return IoError("output " + opt.output.string() + " cannot be created: " + (ec ? ec.message() : "not a folder"));
+  report.results_dir = out_root / (report.project + "_analysis");
+  fs::create_directories(report.results_dir, ec);
+  if (ec || !fs::is_directory(report.results_dir))
+    return IoError("output folder " + report.results_dir.string() + " cannot be created" +
+                   (ec ? ": " + ec.message() : std::string()));
+
+  log.Info("PyTorch analysis start working now, please wait for a moment.");
+  log.Info("Target " + target->name() +
+           (target->list_version().empty() ? "" : ", support list of torch " + target->list_version()) +
+           ", mode " + std::string(mode.name) + ".");
+
+  ThreadPool pool(ctx.jobs);
+  auto project = std::make_unique<LoadedProject>();
+  LoadProject({input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes}, log, pool,
+              *project);
+  run.project = project.get();
+  run.pool = &pool;
+  Status st = mode.run(run);
+  report.files = project->stats;
+  report.problems = project->problems;
+  if (!ctx.free_memory_at_end) (void)project.release();  // the process exits soon: the OS frees it
+  if (!st.ok()) return st;
+  SortUnique(report.findings);
+  if (mode.csv != CsvLayout::kNone) {
+    const FileStats& stats = report.files;
+    log.Info("Analysed " + std::to_string(stats.python_analysed) + " Python files (" +
+             std::to_string(stats.syntax_errors) + " with syntax errors), scanned " +
+             std::to_string(stats.cpp_scanned) + " C++/CUDA files, skipped " + std::to_string(stats.skipped) + ".");
+  }
+  return report;
+}
+
+}  // namespace portkit::analyse

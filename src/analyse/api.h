@@ -1,0 +1,152 @@
+#pragma once
+/// The analyse engine as a library: `RunAnalyse` (migration analysis of a PyTorch project) and
+/// `RunMigrate` (a migrated copy of a project for the target). Both take an options struct and a
+/// Context and return a report; they never parse argv, print to stdout or pick exit codes. The
+/// report files (CSV, JSON, SARIF, change lists, the `files | statistics` table) are rendered from
+/// these reports by src/render/analyse_report.h and src/render/migrate_report.h.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyse/custom_ops.h"
+#include "analyse/finding.h"
+#include "analyse/source_files.h"
+#include "analyse/third_party.h"
+#include "core/context.h"
+#include "core/status.h"
+
+namespace portkit::analyse {
+
+// ---------------------------------------------------------------------------------------------
+// analyse
+
+enum class AnalyseMode : uint8_t { kTorchApis, kThirdParty, kAffinityApis, kDynamicShape };
+
+/// The CSV files a mode writes; the CSV renderer writes one layout per value.
+enum class CsvLayout : uint8_t {
+  kApiFindings,    ///< unsupported_api.csv, unknown_api.csv, api_precision_advice.csv,
+                   ///< api_performance_advice.csv, cuda_op_list.csv
+  kLibraryImpact,  ///< full_unsupported_results.csv, framework_unsupported_op.csv, unknown_op.csv,
+                   ///< migration_needed_op.csv, cuda_op.csv, cuda_op_list.csv
+  kAffinityCalls,  ///< affinity_api_call.csv
+  kNone,           ///< no CSV (dynamic_shape: the instrumented copy is the result)
+};
+
+struct ModeRun;  // engine-internal state of one run (src/analyse/analyse_modes.h)
+
+/// One analysis mode: everything that differs between modes is a field here, so adding a mode
+/// is one row of the table (AnalyseModes()) and the functions it names.
+struct AnalyseModeInfo {
+  AnalyseMode mode;
+  std::string_view name;             ///< the `-m` value and report.json's "mode"
+  std::string_view help;             ///< one line for --help
+  CsvLayout csv;                     ///< what `--format csv` writes
+  std::string_view default_formats;  ///< formats written when --format is not given
+  /// Loads what the mode needs beyond the target (before any file is created); may be null.
+  Status (*prepare)(ModeRun&);
+  /// The mode's work over the loaded project: fills the report's findings and mode data.
+  Status (*run)(ModeRun&);
+};
+
+/// The table of modes, in the order --help lists them.
+std::span<const AnalyseModeInfo> AnalyseModes();
+const AnalyseModeInfo& ModeInfo(AnalyseMode mode);
+/// The mode named `name` ("torch_apis", ...), or nullopt.
+std::optional<AnalyseMode> AnalyseModeByName(std::string_view name);
+
+struct AnalyseOptions {
+  std::filesystem::path input;   ///< folder of the project to analyse
+  std::filesystem::path output;  ///< results go to <output>/<basename(input)>_analysis/
+  std::string version;           ///< torch version of the analysed code; empty = newest list
+  AnalyseMode mode = AnalyseMode::kTorchApis;
+  std::string target = "npu";    ///< a target of data/targets/
+  std::vector<std::string> env_paths;  ///< extra import roots used to resolve names
+  std::vector<std::string> api_files;  ///< full_unsupported_results.csv of earlier third_party runs
+  size_t max_file_bytes = 64u << 20;   ///< larger Python files are skipped
+  // Worker threads come from Context::jobs.
+};
+
+/// A data loop that dynamic_shape wrapped in the instrumented copy.
+struct WrappedLoopRecord {
+  std::string file;  ///< display path
+  uint32_t line = 0;
+  std::string iterable;
+};
+
+/// What `-m dynamic_shape` wrote: the instrumented copy of the project in the results folder.
+struct InstrumentedCopy {
+  size_t files_copied = 0;         ///< every file of the project, instrumented or not
+  size_t python_instrumented = 0;  ///< Python files with at least one wrapped loop
+  std::vector<WrappedLoopRecord> loops;
+  std::vector<std::string> files;  ///< written files, relative to the results folder, sorted
+  std::string entry;               ///< the script to run the copy with (relative), or empty
+};
+
+struct AnalyseReport {
+  AnalyseMode mode = AnalyseMode::kTorchApis;
+  std::string target;        ///< target name
+  std::string list_version;  ///< torch version of the support list used ("2.1"), may be empty
+  std::string project;       ///< basename(input): the first component of every display path
+  std::filesystem::path results_dir;  ///< <output>/<project>_analysis, created by the run
+  std::vector<Finding> findings;      ///< sorted, no duplicates
+  FileStats files;
+  std::vector<FileProblem> problems;  ///< skipped files, syntax errors, symlink loops, ...
+  std::vector<CustomOp> custom_ops;   ///< registered from C++/CUDA sources
+  std::vector<AffectedFunction> affected;  ///< third_party: library functions reaching an offence
+  InstrumentedCopy copy;                   ///< dynamic_shape
+
+  /// Findings of `category`.
+  size_t Count(Category category) const;
+};
+
+/// Runs the analysis. Errors (the input is not a folder, an unknown target or version, an
+/// unreadable -api file or data file, a results folder that cannot be created) come before any
+/// file is written; file problems inside the project are data in the report, never errors.
+/// Report files are written by the renderers; only dynamic_shape writes (its copy) here.
+Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx);
+
+// ---------------------------------------------------------------------------------------------
+// migrate
+
+struct MigrateOptions {
+  std::filesystem::path input;   ///< folder of the project to migrate
+  std::filesystem::path output;  ///< the copy goes to <output>/<basename(input)>_msft/
+  std::string target = "npu";
+  bool unsafe = false;  ///< also apply affinity replacements that may change numerics
+  size_t max_file_bytes = 64u << 20;
+};
+
+/// One edit of the migration, as change_list.csv lists it.
+struct MigrateChange {
+  std::string file;  ///< display path
+  uint32_t start_line = 0, end_line = 0;
+  std::string operation;  ///< FuncNameModify, AttributeModify, ReplaceString, InsertImport, ...
+  std::string message;
+};
+
+struct MigrateReport {
+  std::string target;
+  std::string project;                ///< basename(input)
+  std::filesystem::path results_dir;  ///< <output>/<project>_msft, holds the copy
+  bool unsafe = false;
+  std::vector<MigrateChange> changes;  ///< by file, then position
+  size_t files_changed = 0;
+  size_t files_copied = 0;             ///< every file of the copy (changed ones included)
+  /// Files copied unchanged and why: the loader's problems (skipped files, syntax errors) and
+  /// kind "not_migrated" for a rewrite that would not parse.
+  std::vector<FileProblem> warnings;
+  /// Files written by the run (the copy and migration.patch), relative to results_dir, sorted.
+  std::vector<std::string> files_written;
+};
+
+/// Writes the migrated copy and migration.patch into <output>/<basename>_msft/ and returns the
+/// changes. Errors before any file is written: input not a folder, unknown target, a results
+/// folder that cannot be created; an error while writing the copy ends the run with kIo.
+Expected<MigrateReport> RunMigrate(const MigrateOptions& options, Context& ctx);
+
+}  // namespace portkit::analyse

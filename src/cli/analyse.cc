@@ -1,0 +1,134 @@
+#include "cli/analyse.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+
+#include "analyse/api.h"
+#include "analyse/target.h"
+#include "cli/cli_common.h"
+#include "render/analyse_report.h"
+
+namespace portkit::cli {
+namespace {
+
+std::vector<std::string> SplitCommas(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    if (comma > start) out.emplace_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// `--fail-on` values: a category name or `any`.
+std::string FailOnChoices() {
+  std::string list;
+  for (analyse::Category c : analyse::kAllCategories) list += std::string(analyse::CategoryName(c)) + ", ";
+  return list + "any";
+}
+
+/// Findings of the categories named by --fail-on.
+size_t GateCount(const analyse::AnalyseReport& report, const std::vector<std::string>& fail_on) {
+  size_t n = 0;
+  for (const auto& f : report.findings) {
+    for (const auto& name : fail_on) {
+      if (name == "any" || name == analyse::CategoryName(f.category)) {
+        ++n;
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+int AnalyseCommand(int argc, char** argv, Context& ctx) {
+  analyse::AnalyseOptions opt;
+  std::string input, output, mode_name = std::string(analyse::ModeInfo(opt.mode).name);
+  std::vector<std::string> formats, fail_on;
+  size_t max_mb = 64;
+
+  std::string mode_help = "analysis mode:";
+  std::vector<std::string> mode_names;
+  for (const auto& m : analyse::AnalyseModes()) {
+    mode_help += std::string(mode_names.empty() ? " " : "; ") + std::string(m.name) +
+                 (mode_names.empty() ? " (default)" : "") + ": " + std::string(m.help);
+    mode_names.emplace_back(m.name);
+  }
+  CLI::App app{"Static migration analysis of PyTorch code. Results go to <output>/<basename(input)>_analysis/.",
+               "portkit analyse"};
+  app.add_option("-i,--input", input, "folder of the training code or library to analyse")->required();
+  app.add_option("-o,--output", output, "folder for results (created if missing)")->required();
+  app.add_option("-v,--version", opt.version,
+                 "torch version of the analysed code (the versions of the target's support lists; others "
+                 "use the nearest list with a warning; default: newest)");
+  app.add_option("-m,--mode", mode_name, mode_help)->check(CLI::IsMember(mode_names));
+  app.add_option("--target", opt.target,
+                 "target platform, a folder of data/targets/ (npu: Ascend, default; cpu: flags CUDA-only code)");
+  app.add_option("-e,--env-path", opt.env_paths,
+                 "extra import roots (like PYTHONPATH) used to resolve names; also -env");
+  app.add_option("--api-files", opt.api_files,
+                 "full_unsupported_results.csv of earlier third_party runs on libraries the code "
+                 "uses; their affected APIs are reported as unsupported; also -api");
+  AddJobsOption(app, &ctx.jobs);
+  auto* format_opt = AddFormatOption(app, &formats, {"csv", "json", "sarif"}, {"csv", "json"});
+  format_opt->description(format_opt->get_description() +
+                          "; -m dynamic_shape writes only its instrumented copy unless --format is given");
+  app.add_option("--max-file-mb", max_mb, "skip Python files larger than this (default 64)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  const std::string choices = FailOnChoices();
+  app.add_option_function<std::string>(
+         "--fail-on", [&fail_on](const std::string& v) { fail_on = SplitCommas(v); },
+         "exit 1 when the run has findings of these categories, comma-separated: " + choices +
+             " (reports are written first)")
+      ->check(CLI::Validator(
+          [choices](std::string& value) -> std::string {
+            std::vector<std::string> names = SplitCommas(value);
+            if (names.empty()) return "give at least one of " + choices;
+            for (const auto& n : names) {
+              bool known = n == "any";
+              for (analyse::Category c : analyse::kAllCategories) known |= n == analyse::CategoryName(c);
+              if (!known) return "unknown category '" + n + "'; use " + choices;
+            }
+            return {};
+          },
+          "CATEGORY[,CATEGORY...]"));
+  if (auto code = Parse(app, argc, argv)) return *code;
+
+  opt.mode = *analyse::AnalyseModeByName(mode_name);  // IsMember checked the name
+  const analyse::AnalyseModeInfo& mode = analyse::ModeInfo(opt.mode);
+  if (format_opt->count() == 0) formats = SplitCommas(mode.default_formats);
+  opt.input = input;
+  opt.output = output;
+  opt.max_file_bytes = max_mb << 20;
+
+  // Everything is checked before any work or any file is created.
+  if (Status st = CheckInput(opt.input, "input", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(opt.output, "output"); !st.ok()) return Fail(ctx, st);
+  for (const auto& f : opt.api_files)
+    if (Status st = CheckInput(f, "-api", PathKind::kFile); !st.ok()) return Fail(ctx, st);
+  if (auto target = analyse::Target::Load(ctx.data_dir, opt.target, opt.version, nullptr); !target.ok())
+    return Fail(ctx, target.status());
+
+  auto report = analyse::RunAnalyse(opt, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  auto table = render::WriteAnalyseReports(*report, formats, ctx.logger);
+  if (!table.ok()) return Fail(ctx, table.status());
+  std::fwrite(table->data(), 1, table->size(), stdout);
+  std::fflush(stdout);
+  if (size_t n = fail_on.empty() ? 0 : GateCount(*report, fail_on); n > 0) {
+    std::string names;
+    for (const auto& f : fail_on) names += (names.empty() ? "" : ",") + f;
+    ctx.logger.Error("findings gate: " + std::to_string(n) + " finding" + (n == 1 ? "" : "s") +
+                     " of --fail-on " + names + " (see the reports in " + report->results_dir.string() + ")");
+    return kExitFindings;
+  }
+  return kExitOk;
+}
+
+}  // namespace portkit::cli

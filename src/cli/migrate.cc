@@ -1,0 +1,46 @@
+#include "cli/migrate.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "analyse/api.h"
+#include "analyse/target.h"
+#include "cli/cli_common.h"
+#include "render/migrate_report.h"
+
+namespace portkit::cli {
+
+int MigrateCommand(int argc, char** argv, Context& ctx) {
+  analyse::MigrateOptions opt;
+  std::string input, output;
+  std::vector<std::string> formats;
+  CLI::App app{"Migrated copy of a PyTorch project for the target: <output>/<basename(input)>_msft/ with "
+               "migration.patch and the change list (change_list.csv, change_list.json).",
+               "portkit migrate"};
+  app.add_option("-i,--input", input, "folder of the project to migrate")->required();
+  app.add_option("-o,--output", output, "folder for the migrated copy (created if missing)")->required();
+  app.add_option("--target", opt.target, "target platform, a folder of data/targets/ (default npu)");
+  app.add_flag("--unsafe", opt.unsafe,
+               "also apply affinity replacements (fused optimizers, masked index_put) that can change numerics");
+  AddJobsOption(app, &ctx.jobs);
+  AddFormatOption(app, &formats, {"csv", "json"}, {"csv"});
+  if (auto code = Parse(app, argc, argv)) return *code;
+  opt.input = input;
+  opt.output = output;
+
+  // Everything is checked before any work or any file is created.
+  if (Status st = CheckInput(opt.input, "input", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(opt.output, "output"); !st.ok()) return Fail(ctx, st);
+  if (auto target = analyse::Target::Load(ctx.data_dir, opt.target, "", nullptr); !target.ok())
+    return Fail(ctx, target.status());
+
+  auto report = analyse::RunMigrate(opt, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  auto table = render::WriteMigrateReports(*report, formats, ctx.logger);
+  if (!table.ok()) return Fail(ctx, table.status());
+  std::fwrite(table->data(), 1, table->size(), stdout);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace portkit::cli
