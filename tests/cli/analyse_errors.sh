@@ -85,5 +85,32 @@ cp -r examples/cifar_cuda "$tmp/selfin"
 "$PORTKIT" analyse -i "$tmp/selfin" -o "$tmp/selfin" >/dev/null 2>"$tmp/self.err"; rc=$?
 check "output inside input is skipped" "[ $rc = 0 ] && ! grep -q 'selfin_analysis/' '$tmp/self.err'"
 
+# --format json: report.json alone, readable by python's json module.
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/jout" -v 2.1.0 --format json >/dev/null 2>&1; rc=$?
+check "--format json exits 0 and writes only report.json" "[ $rc = 0 ] && [ \"\$(ls '$tmp/jout/cifar_cuda_analysis' | grep -v pytorch_analysis.txt)\" = report.json ]"
+check "report.json loads with json.load" "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"mode\"] == \"torch_apis\" and len(d[\"findings\"]) == 48, d[\"mode\"]' '$tmp/jout/cifar_cuda_analysis/report.json'"
+# -m dynamic_shape writes only its copy, and with --format json a report of what it instrumented.
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/dyn" -m dynamic_shape >/dev/null 2>&1; rc=$?
+check "dynamic_shape writes no report files by default" "[ $rc = 0 ] && [ ! -e '$tmp/dyn/cifar_cuda_analysis/report.json' ] && [ -f '$tmp/dyn/cifar_cuda_analysis/msft_dynamic_analysis/hook.py' ]"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/dynj" -m dynamic_shape --format json >/dev/null 2>&1; rc=$?
+check "dynamic_shape --format json reports the instrumented copy" "[ $rc = 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d[\"instrumented_copy\"]; assert d[\"mode\"] == \"dynamic_shape\" and c[\"files_copied\"] >= 12, c' '$tmp/dynj/cifar_cuda_analysis/report.json'"
+
+# The findings gate: reports are written, then exit 1 when findings of the named categories exist.
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/gate" -v 2.1.0 --fail-on unsupported >"$tmp/gate.out" 2>"$tmp/gate.err"; rc=$?
+check "--fail-on unsupported exits 1 with the count" "[ $rc = 1 ] && grep -q 'findings gate: 7 findings of --fail-on unsupported' '$tmp/gate.err'"
+check "--fail-on still writes the reports and the table" "[ -s '$tmp/gate/cifar_cuda_analysis/unsupported_api.csv' ] && grep -q 'unsupported_api.csv' '$tmp/gate.out'"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/gate2" --fail-on affinity >/dev/null 2>&1; rc=$?
+check "--fail-on with no such findings exits 0" "[ $rc = 0 ]"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/gate3" --fail-on nosuch >/dev/null 2>"$tmp/gate3.err"; rc=$?
+check "--fail-on with an unknown category exits 2 before any work" "[ $rc = 2 ] && grep -q \"unknown category 'nosuch'\" '$tmp/gate3.err' && [ ! -e '$tmp/gate3' ]"
+# Bad values are refused before anything is created.
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/early" --target nosuchtarget >/dev/null 2>"$tmp/early.err"; rc=$?
+check "an unknown target exits 2 and creates nothing" "[ $rc = 2 ] && grep -q \"unknown target 'nosuchtarget'\" '$tmp/early.err' && [ ! -e '$tmp/early' ]"
+head -c 2048 /dev/urandom > "$tmp/garbage.csv"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/early2" -api "$tmp/garbage.csv" >/dev/null 2>"$tmp/early2.err"; rc=$?
+check "a corrupt -api file exits 2 naming it and creates nothing" "[ $rc = 2 ] && grep -q 'garbage.csv' '$tmp/early2.err' && [ ! -e '$tmp/early2' ]"
+"$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/early3" -j 0 >/dev/null 2>&1; rc=$?
+check "-j 0 exits 2 and creates nothing" "[ $rc = 2 ] && [ ! -e '$tmp/early3' ]"
+
 echo "cli: $pass passed, $fail failed"
 [ $fail = 0 ]

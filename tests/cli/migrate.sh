@@ -30,5 +30,20 @@ printf 'import torch\n\ndef f(x: torch.Tensor, model):\n    cond = x < 0.5\n    
 check "without --unsafe affinity is not applied" "! grep -q NpuFused '$tmp/u1/unsafe_msft/m.py'"
 "$PORTKIT" migrate -i "$tmp/unsafe" -o "$tmp/u2" --unsafe >/dev/null 2>&1
 check "--unsafe applies affinity replacements" "grep -q 'x = torch_npu.npu_fast_condition_index_put(x, cond, 0.0)' '$tmp/u2/unsafe_msft/m.py' && grep -q 'torch_npu.optim.NpuFusedAdamW(' '$tmp/u2/unsafe_msft/m.py' && grep -q '^import torch_npu$' '$tmp/u2/unsafe_msft/m.py'"
+# --format json: change_list.json (readable by json.load) with the same changes as the CSV.
+"$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/json" --format json >"$tmp/json.out" 2>/dev/null; rc=$?
+check "--format json writes change_list.json and no CSV" "[ $rc = 0 ] && [ -f '$tmp/json/cifar_cuda_msft/change_list.json' ] && [ ! -e '$tmp/json/cifar_cuda_msft/change_list.csv' ] && grep -q 'change_list.json' '$tmp/json.out'"
+check "change_list.json loads with json.load and matches change_list.csv" "python3 -c '
+import csv, json, sys
+d = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2], encoding=\"utf-8\")))
+assert d[\"files\"] == {\"changed\": 2, \"copied\": 12}, d[\"files\"]
+assert [(c[\"file\"], str(c[\"start_line\"]), c[\"operation\"], c[\"message\"]) for c in d[\"changes\"]] == [(r[\"File\"], r[\"Start Line\"], r[\"Operation Type\"], r[\"Message\"]) for r in rows]
+' '$tmp/json/cifar_cuda_msft/change_list.json' '$golden/change_list.csv'"
+check "the default writes no change_list.json" "[ ! -e '$copy/change_list.json' ]"
+"$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/early" --target nosuchtarget >/dev/null 2>"$tmp/early.err"; rc=$?
+check "an unknown target exits 2 and creates nothing" "[ $rc = 2 ] && grep -q \"unknown target 'nosuchtarget'\" '$tmp/early.err' && [ ! -e '$tmp/early' ]"
+"$PORTKIT" migrate -i examples/cifar_cuda -o /proc/portkit-unwritable >/dev/null 2>"$tmp/unw.err"; rc=$?
+check "an unwritable output exits 2" "[ $rc = 2 ] && grep -q 'cannot be' '$tmp/unw.err'"
 echo "migrate: $pass passed, $fail failed"
 [ $fail = 0 ]
