@@ -136,7 +136,7 @@ Status RunThirdPartyMode(ModeRun& run) {
 }
 
 Status PrepareAffinityMode(ModeRun& run) {
-  auto table = AffinityTable::Load(run.ctx.data_dir / "affinity" / "affinity.json");
+  auto table = AffinityTable::Load(run.target.facts().dir / "affinity.json");
   if (!table.ok()) return table.status();
   run.affinity = std::make_unique<AffinityTable>(std::move(*table));
   return Status::Ok();
@@ -203,8 +203,9 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
 
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
-  LoadProject({input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes}, log, pool,
-              *project);
+  LoadProject({input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
+               target->facts().DeviceMethods()},
+              log, pool, *project);
   run.project = project.get();
   run.pool = &pool;
   Status st = mode.run(run);

@@ -64,7 +64,7 @@ struct AnalyseOptions {
   std::filesystem::path output;  ///< results go to <output>/<basename(input)>_analysis/
   std::string version;           ///< torch version of the analysed code; empty = newest list
   AnalyseMode mode = AnalyseMode::kTorchApis;
-  std::string target = "npu";    ///< a target of data/targets/
+  std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   std::vector<std::string> env_paths;  ///< extra import roots used to resolve names
   std::vector<std::string> api_files;  ///< full_unsupported_results.csv of earlier third_party runs
   size_t max_file_bytes = 64u << 20;   ///< larger Python files are skipped
@@ -116,7 +116,7 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx);
 struct MigrateOptions {
   std::filesystem::path input;   ///< folder of the project to migrate
   std::filesystem::path output;  ///< the copy goes to <output>/<basename(input)>_msft/
-  std::string target = "npu";
+  std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   bool unsafe = false;  ///< also apply affinity replacements that may change numerics
   size_t max_file_bytes = 64u << 20;
 };
@@ -145,7 +145,8 @@ struct MigrateReport {
 };
 
 /// Writes the migrated copy and migration.patch into <output>/<basename>_msft/ and returns the
-/// changes. Errors before any file is written: input not a folder, unknown target, a results
+/// changes. Errors before any file is written: input not a folder, unknown target or one that
+/// names no renames, a results
 /// folder that cannot be created; an error while writing the copy ends the run with kIo.
 Expected<MigrateReport> RunMigrate(const MigrateOptions& options, Context& ctx);
 

@@ -7,6 +7,7 @@
 #include "analyse/api.h"
 #include "analyse/target.h"
 #include "cli/cli_common.h"
+#include "target/target_facts.h"
 #include "render/analyse_report.h"
 
 namespace portkit::cli {
@@ -68,8 +69,8 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
                  "torch version of the analysed code (the versions of the target's support lists; others "
                  "use the nearest list with a warning; default: newest)");
   app.add_option("-m,--mode", mode_name, mode_help)->check(CLI::IsMember(mode_names));
-  app.add_option("--target", opt.target,
-                 "target platform, a folder of data/targets/ (npu: Ascend, default; cpu: flags CUDA-only code)");
+  app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   app.add_option("-e,--env-path", opt.env_paths,
                  "extra import roots (like PYTHONPATH) used to resolve names; also -env");
   app.add_option("--api-files", opt.api_files,
@@ -98,7 +99,10 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
             return {};
           },
           "CATEGORY[,CATEGORY...]"));
+  bool fail_on_findings = false;
+  app.add_flag("--fail-on-findings", fail_on_findings, "exit 1 when the run has any finding (--fail-on any)");
   if (auto code = Parse(app, argc, argv)) return *code;
+  if (fail_on_findings && std::find(fail_on.begin(), fail_on.end(), "any") == fail_on.end()) fail_on.push_back("any");
 
   opt.mode = *analyse::AnalyseModeByName(mode_name);  // IsMember checked the name
   const analyse::AnalyseModeInfo& mode = analyse::ModeInfo(opt.mode);

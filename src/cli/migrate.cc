@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "analyse/api.h"
-#include "analyse/target.h"
 #include "cli/cli_common.h"
+#include "target/target_facts.h"
 #include "render/migrate_report.h"
 
 namespace portkit::cli {
@@ -19,7 +19,8 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
                "portkit migrate"};
   app.add_option("-i,--input", input, "folder of the project to migrate")->required();
   app.add_option("-o,--output", output, "folder for the migrated copy (created if missing)")->required();
-  app.add_option("--target", opt.target, "target platform, a folder of data/targets/ (default npu)");
+  app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, true))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, true); });
   app.add_flag("--unsafe", opt.unsafe,
                "also apply affinity replacements (fused optimizers, masked index_put) that can change numerics");
   AddJobsOption(app, &ctx.jobs);
@@ -28,11 +29,9 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   opt.input = input;
   opt.output = output;
 
-  // Everything is checked before any work or any file is created.
+  // Everything is checked before any work or any file is created (--target while parsing).
   if (Status st = CheckInput(opt.input, "input", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(opt.output, "output"); !st.ok()) return Fail(ctx, st);
-  if (auto target = analyse::Target::Load(ctx.data_dir, opt.target, "", nullptr); !target.ok())
-    return Fail(ctx, target.status());
 
   auto report = analyse::RunMigrate(opt, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
