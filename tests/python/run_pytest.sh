@@ -9,6 +9,7 @@ set -uo pipefail
 PORTKIT_BIN=${1:?usage: run_pytest.sh PATH/TO/portkit torch1|torch2 [PYTEST ARGS...]}
 WHICH=${2:-torch1}
 shift $(( $# >= 2 ? 2 : 1 ))
+case "$PORTKIT_BIN" in /*) ;; *) PORTKIT_BIN=$(pwd)/$PORTKIT_BIN ;; esac
 export PORTKIT_BIN
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
