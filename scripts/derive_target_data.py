@@ -3,10 +3,10 @@
 
 One-off, committed so the derivation is reproducible:
 
-    python3 scripts/derive_target_data.py [--reference DIR] [--out DIR]
+    python3 scripts/derive_target_data.py --reference DIR [--out DIR]
 
---reference defaults to ../shared/reference/ascend relative to the repository root (it must
-hold msfmktransplt/*.json and LICENSE-mstt-MulanPSL2.txt); --out defaults to data/.
+--reference names a folder holding msfmktransplt/*.json (the support tables of Ascend's
+open-source mstt tools, Mulan PSL v2) and LICENSE-mstt-MulanPSL2.txt; --out defaults to data/.
 portkit itself never reads the reference directory: only the files written here.
 
 Python 3 standard library only. Output is deterministic (sorted, UTF-8, LF) for a given
@@ -826,10 +826,10 @@ from the Ascend mstt msfmktransplt reference data (Mulan PSL v2, see `LICENSE-Mu
 this directory); the hand-written parts (translations, exclusion lists, `cuda/cuda_only.json`,
 `target.json`) are literals in that script. Edit the script, not these files. Regenerate with
 
-    python3 scripts/derive_target_data.py            # --reference DIR --out DIR to override
+    python3 scripts/derive_target_data.py --reference DIR    # --out DIR to override
 
-(`--reference` defaults to `../shared/reference/ascend` relative to the repository root and must
-hold `msfmktransplt/*.json` and `LICENSE-mstt-MulanPSL2.txt`; `--out` defaults to `data/`).
+(`--reference DIR` names a folder holding `msfmktransplt/*.json` — the support tables of Ascend's
+open-source mstt tools, Mulan PSL v2 — and `LICENSE-mstt-MulanPSL2.txt`; `--out` defaults to `data/`).
 portkit never reads the reference directory at build, test or run time: only these files.
 Output is deterministic: UTF-8, LF line ends, tables sorted by their first column (code point
 order). `python/torch_only_methods.tsv` also depends on the Python version (it uses `dir()` of
@@ -1012,7 +1012,7 @@ def derive_affinity(ref, out, written):
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference", default=os.path.join(repo, "..", "shared", "reference", "ascend"),
+    ap.add_argument("--reference", required=True,
                     help="directory holding msfmktransplt/ and LICENSE-mstt-MulanPSL2.txt")
     ap.add_argument("--out", default=os.path.join(repo, "data"), help="output directory")
     args = ap.parse_args()
