@@ -320,6 +320,9 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
     ctx.logger.Info("Extracted " + std::to_string(report.extracted.size()) + " groups into " + out.string());
     return report;
   }
+  if (!fs::is_directory(in, ec))
+    return fs::exists(in, ec) ? ParseError(in.string() + ": neither a dump folder nor an HDF5 file")
+                              : NotFound(in.string() + " does not exist");
   auto dump = Dump::Load(in);
   if (!dump.ok()) return dump.status();
   if (!dump->warning.empty()) report.warnings.push_back(dump->warning);

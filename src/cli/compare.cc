@@ -15,7 +15,8 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   bool fail_on_divergence = false;
   CLI::App app{"Compare an operator-level dump of a target run against a reference run (dumps written by "
                "portkit.torch.dumper). Exit status: 0 done, 1 with --fail-on-divergence when a tensor is judged "
-               "No, 2 bad usage or input or output.",
+               "No, 2 bad usage or input or output (also tensor data that cannot be read; the reports are still "
+               "written).",
                "portkit compare"};
   app.add_option("reference", ref_dir, "the reference dump (e.g. fp32 on CPU/GPU)")->required();
   app.add_option("target", target_dir, "the target dump (e.g. bf16 on the accelerator)")->required();
@@ -54,6 +55,14 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   ctx.logger.Info(divergence.empty() ? std::string("No diverging operator output.") : "First divergence: " + divergence);
   std::string table = render::CompareConsoleSummary(*report);
   std::fwrite(table.data(), 1, table.size(), stdout);
+  // Tensor data that could not be read is corrupt input: the reports say which rows.
+  if (!report->read_errors.empty()) {
+    const auto& [row, message] = report->read_errors.front();
+    const auto& r = report->rows[row];
+    return Fail(ctx, ParseError(std::to_string(report->read_errors.size()) + " tensor pairs could not be read (" +
+                                (r.target.name.empty() ? r.reference.name : r.target.name) + ": " + message +
+                                "); the reports list them"));
+  }
   if (fail_on_divergence && report->HasMismatch()) {
     ctx.logger.Error("--fail-on-divergence: " + std::to_string(report->verdict_counts.at("No")) +
                      " tensors judged No");
