@@ -4,7 +4,7 @@
 #include "accuracy/tools.h"
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
-#include "prof/prof_command.h"
+#include "cli/prof.h"
 #include "tune/tune_command.h"
 
 namespace portkit::cli {
@@ -19,8 +19,7 @@ const Command kCommands[] = {
     {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &accuracy::OverflowMain},
     {"convert", "dump tensors to .npy or .txt", &accuracy::ConvertMain},
     {"extract", "copy the named operators of a dump into a new dump", &accuracy::ExtractMain},
-    {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
-     &prof::ProfMain},
+    {"prof", "profiles: collect, import, export summary|timeline, analyse (advisor), diff", &ProfCommand},
     {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base",
      &tune::TuneMain},
 };
