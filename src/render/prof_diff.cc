@@ -34,8 +34,8 @@ std::string ProfDiffText(const prof::DiffReport& r) {
   std::snprintf(line, sizeof line, "\nstep time: %.3f ms (%zu steps) -> %.3f ms (%zu steps): %s\n", r.base.step_ms,
                 r.base.steps, r.compare.step_ms, r.compare.steps, Pct(r.base.step_ms, r.compare.step_ms).c_str());
   std::string out = line;
-  for (const auto& [name, rows] : {std::pair<const char*, const std::vector<prof::DeltaRow>*>{"operators", &r.operators},
-                                   {"kernels", &r.kernels}}) {
+  using Table = std::pair<const char*, const std::vector<prof::DeltaRow>*>;
+  for (const auto& [name, rows] : {Table{"operators", &r.operators}, Table{"kernels", &r.kernels}}) {
     std::vector<std::vector<std::string>> top;
     for (const auto& row : *rows) {
       if (top.size() == 10) break;
@@ -59,7 +59,8 @@ std::string ProfDiffCsv(const std::vector<prof::DeltaRow>& rows) {
 std::string ProfDiffJson(const prof::DiffReport& r) {
   JsonWriter j;
   j.BeginObject();
-  for (const auto& [key, side] : {std::pair<const char*, const prof::DiffSide*>{"base", &r.base}, {"compare", &r.compare}}) {
+  using Side = std::pair<const char*, const prof::DiffSide*>;
+  for (const auto& [key, side] : {Side{"base", &r.base}, Side{"compare", &r.compare}}) {
     j.Key(key).BeginObject();
     j.Key("folder").String(side->folder.string());
     j.Key("step_ms").Fixed(side->step_ms, 6);
@@ -70,8 +71,8 @@ std::string ProfDiffJson(const prof::DiffReport& r) {
   if (r.step_change_percent) j.Fixed(*r.step_change_percent, 4);
   else j.Null();
   j.Key("regressed").Bool(r.regressed);
-  for (const auto& [key, rows] : {std::pair<const char*, const std::vector<prof::DeltaRow>*>{"operators", &r.operators},
-                                  {"kernels", &r.kernels}}) {
+  using Table = std::pair<const char*, const std::vector<prof::DeltaRow>*>;
+  for (const auto& [key, rows] : {Table{"operators", &r.operators}, Table{"kernels", &r.kernels}}) {
     j.Key(key).BeginArray();
     for (const auto& row : *rows)
       j.BeginObject()

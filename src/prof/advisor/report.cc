@@ -24,7 +24,8 @@ std::vector<std::pair<std::string, int64_t>> TopByTime(const Profile& p, bool de
   for (const auto& e : p.events)
     if (device ? p.IsDevice(e) : e.kind == "cpu_op") totals[e.name] += e.dur;
   std::vector<std::pair<std::string, int64_t>> v(totals.begin(), totals.end());
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   if (v.size() > n) v.resize(n);
   return v;
 }

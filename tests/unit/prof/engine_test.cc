@@ -126,7 +126,8 @@ TEST_F(ProfEngine, CollectArgvPutsTheLauncherAfterTheInterpreterOptions) {
   EXPECT_EQ(*argv, (std::vector<std::string>{"python3", "-u", "-X", "dev", "-m", "portkit.prof_launch", "train.py",
                                              "--epochs", "1"}));
   o.application = "python 'my script.py' -m x";
-  EXPECT_EQ(*CollectArgv(o), (std::vector<std::string>{"python", "-m", "portkit.prof_launch", "my script.py", "-m", "x"}));
+  EXPECT_EQ(*CollectArgv(o),
+            (std::vector<std::string>{"python", "-m", "portkit.prof_launch", "my script.py", "-m", "x"}));
   o.application = "bash -c true";
   EXPECT_EQ(CollectArgv(o).status().code(), ErrorCode::kInvalidArgument);
   o.application.clear();
