@@ -35,13 +35,6 @@ std::vector<std::string> SplitCommand(const std::string& line) {
   return out;
 }
 
-/// The folder holding the companion package `portkit` (put on the program's PYTHONPATH).
-fs::path CompanionPythonDir(const Context& ctx) {
-  fs::path python_dir = ctx.data_dir.parent_path() / "python";
-  if (const char* env = std::getenv("PORTKIT_PYTHON_DIR"); env && *env) python_dir = env;
-  return python_dir;
-}
-
 }  // namespace
 
 Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options) {
@@ -87,14 +80,18 @@ Expected<CollectReport> RunCollect(const CollectOptions& options, Context& ctx) 
 
   SpawnOptions spawn;
   spawn.argv = report.argv;
-  const char* old_path = std::getenv("PYTHONPATH");
   spawn.env_set = {
-      "PYTHONPATH=" + CompanionPythonDir(ctx).string() + (old_path && *old_path ? ":" + std::string(old_path) : ""),
       "PORTKIT_PROF_OUT=" + report.prof_dir.string(),
       "PORTKIT_PROF_STEPS=" + std::to_string(options.steps),
       std::string("PORTKIT_PROF_RECORD_SHAPES=") + (options.record_shapes ? "1" : "0"),
       std::string("PORTKIT_PROF_WITH_STACK=") + (options.with_stack ? "1" : "0"),
   };
+  // The companion package's folder first on PYTHONPATH; none found: the interpreter's own
+  // (pip-installed) portkit.
+  std::string pythonpath = FindPythonDir().string();
+  const char* old_path = std::getenv("PYTHONPATH");
+  if (old_path && *old_path) pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old_path);
+  if (!pythonpath.empty()) spawn.env_set.push_back("PYTHONPATH=" + pythonpath);
   spawn.stdout_mode = ChildOutput::kInherit;
   spawn.stderr_mode = ChildOutput::kInherit;
   spawn.stdin_null = false;  // the program may read its stdin
