@@ -31,7 +31,7 @@ struct ImportResult {
 class Importer {
  public:
   virtual ~Importer() = default;
-  /// Short stable name ("kineto", "torch_npu_trace", ...), shown in the import table.
+  /// Short stable name ("kineto", "torch_npu", ...), recorded in ImportedTrace::importer.
   virtual std::string_view name() const = 0;
   /// One line for messages: what files this importer reads.
   virtual std::string_view description() const = 0;
