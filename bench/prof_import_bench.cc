@@ -83,7 +83,7 @@ void Measure(const fs::path& trace, const fs::path& work) {
     fs::remove(db);
     auto store = Store::Open(db.string());
     if (!store.ok()) return false;
-    auto r = ImportChromeTrace(trace.string(), trace.filename().string(), *store);
+    auto r = ImportChromeTrace(trace, trace.filename().string(), "kineto", *store);
     return r.ok();
   });
   Run py = InChild([&] {

@@ -3,7 +3,7 @@
 #include "cli/accuracy_commands.h"
 #include "cli/analyse.h"
 #include "cli/migrate.h"
-#include "prof/prof_command.h"
+#include "cli/prof.h"
 #include "tune/tune_command.h"
 
 namespace portkit::cli {
@@ -18,8 +18,7 @@ const Command kCommands[] = {
     {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &OverflowCommand},
     {"convert", "dump tensors to .npy or .txt", &ConvertCommand},
     {"extract", "copy the named operators of a dump into a new dump", &ExtractCommand},
-    {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
-     &prof::ProfMain},
+    {"prof", "profiles: collect, import, export summary|timeline, analyse (advisor), diff", &ProfCommand},
     {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base",
      &tune::TuneMain},
 };

@@ -8,14 +8,24 @@ namespace portkit::prof {
 namespace {
 
 Status Collect(Store& store, const char* sql, std::vector<std::pair<std::string, int64_t>>* out) {
-  sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(store.db(), sql, -1, &q, nullptr) != SQLITE_OK)
-    return IoError(std::string("diff query failed: ") + sqlite3_errmsg(store.db()));
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    const unsigned char* k = sqlite3_column_text(q, 0);
-    out->emplace_back(k ? reinterpret_cast<const char*>(k) : "", sqlite3_column_int64(q, 1));
+  auto q = store.db().Prepare(sql);
+  if (!q.ok()) return q.status();
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Ok();
+    out->emplace_back(std::string(q->Text(0)), q->Int(1));
   }
-  sqlite3_finalize(q);
+}
+
+/// The first row of `sql` through `row_fn`; nothing when there is no row.
+template <typename RowFn>
+Status FirstRow(Store& store, const char* sql, RowFn row_fn) {
+  auto q = store.db().Prepare(sql);
+  if (!q.ok()) return q.status();
+  auto row = q->Step();
+  if (!row.ok()) return row.status();
+  if (*row) row_fn(*q);
   return Status::Ok();
 }
 
@@ -23,23 +33,19 @@ Status Collect(Store& store, const char* sql, std::vector<std::pair<std::string,
 
 Expected<Totals> ComputeTotals(Store& store) {
   Totals t;
-  sqlite3_stmt* q = nullptr;
   // Step time: each distinct step (a step can be a cpu_op and a user_annotation) over all traces.
-  const char* steps_sql =
+  PORTKIT_RETURN_IF_ERROR(FirstRow(
+      store,
       "SELECT COUNT(*), AVG(span) FROM (SELECT MAX(e.ts + e.dur) - MIN(e.ts) AS span FROM events e "
-      "JOIN strings s ON s.id = e.name WHERE e.kind = 'step' GROUP BY e.trace, s.value)";
-  if (sqlite3_prepare_v2(store.db(), steps_sql, -1, &q, nullptr) != SQLITE_OK)
-    return IoError(std::string("diff query failed: ") + sqlite3_errmsg(store.db()));
-  if (sqlite3_step(q) == SQLITE_ROW) {
-    t.steps = static_cast<size_t>(sqlite3_column_int64(q, 0));
-    t.step_ms = sqlite3_column_double(q, 1) / 1e6;
-  }
-  sqlite3_finalize(q);
-  if (t.steps == 0) {
-    sqlite3_prepare_v2(store.db(), "SELECT MAX(ts + dur) - MIN(ts) FROM events", -1, &q, nullptr);
-    if (sqlite3_step(q) == SQLITE_ROW) t.step_ms = static_cast<double>(sqlite3_column_int64(q, 0)) / 1e6;
-    sqlite3_finalize(q);
-  }
+      "JOIN strings s ON s.id = e.name WHERE e.kind = 'step' GROUP BY e.trace, s.value)",
+      [&](const sql::Statement& q) {
+        t.steps = static_cast<size_t>(q.Int(0));
+        t.step_ms = q.Double(1) / 1e6;
+      }));
+  if (t.steps == 0)
+    PORTKIT_RETURN_IF_ERROR(FirstRow(store, "SELECT MAX(ts + dur) - MIN(ts) FROM events", [&](const sql::Statement& q) {
+      t.step_ms = static_cast<double>(q.Int(0)) / 1e6;
+    }));
   PORTKIT_RETURN_IF_ERROR(Collect(
       store,
       "SELECT s.value || CASE WHEN e.input_dims IS NULL THEN '' ELSE ' ' || e.input_dims END, SUM(e.dur) "

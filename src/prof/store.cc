@@ -3,6 +3,7 @@
 #include <vector>
 
 namespace portkit::prof {
+namespace fs = std::filesystem;
 
 const char* EventKindName(EventKind k) {
   switch (k) {
@@ -23,17 +24,14 @@ const char* EventKindName(EventKind k) {
 }
 
 namespace {
-constexpr const char* kSchema = R"SQL(
-PRAGMA journal_mode = WAL;
-PRAGMA cache_size = -65536;
-PRAGMA synchronous = NORMAL;
-CREATE TABLE IF NOT EXISTS strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS traces (
+constexpr std::string_view kCreateSchema = R"SQL(
+CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
+CREATE TABLE traces (
   id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
   events INTEGER, skipped INTEGER, warning TEXT);
-CREATE TABLE IF NOT EXISTS devices (
+CREATE TABLE devices (
   trace INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, properties TEXT);
-CREATE TABLE IF NOT EXISTS events (
+CREATE TABLE events (
   trace INTEGER NOT NULL, kind TEXT NOT NULL, name INTEGER NOT NULL, category INTEGER,
   ts INTEGER NOT NULL, dur INTEGER NOT NULL, pid INTEGER, tid INTEGER,
   correlation INTEGER, external_id INTEGER,
@@ -41,225 +39,250 @@ CREATE TABLE IF NOT EXISTS events (
   registers INTEGER, shared_memory INTEGER, occupancy REAL, bytes INTEGER,
   input_dims TEXT, input_types TEXT,
   parent INTEGER);
-CREATE VIEW IF NOT EXISTS kernels AS
+CREATE VIEW kernels AS
   SELECT e.*, s.value AS name_text FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'kernel';
-CREATE VIEW IF NOT EXISTS kernel_launches AS
+CREATE VIEW kernel_launches AS
   SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, r.parent AS cpu_op
   FROM events k
   LEFT JOIN events r ON r.trace = k.trace AND r.correlation = k.correlation AND r.kind IN ('runtime', 'driver')
   WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset');
 )SQL";
 // Built after each bulk insert (maintaining them row by row costs more than building them once).
-constexpr const char* kIndexes = R"SQL(
+constexpr std::string_view kIndexes = R"SQL(
 CREATE INDEX IF NOT EXISTS events_kind ON events (trace, kind, ts);
 CREATE INDEX IF NOT EXISTS events_correlation ON events (trace, correlation);
 CREATE INDEX IF NOT EXISTS events_external ON events (trace, external_id);
 )SQL";
-}  // namespace
+constexpr std::string_view kDropIndexes =
+    "DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_correlation; "
+    "DROP INDEX IF EXISTS events_external;";
 
-Status Store::Check(int rc, const char* what) {
-  if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::Ok();
-  return IoError(path_ + ": " + what + ": " + sqlite3_errmsg(db_));
-}
-
-Status Store::Exec(const char* sql) {
-  char* err = nullptr;
-  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-  if (rc != SQLITE_OK) {
-    std::string msg = path_ + ": " + (err ? err : "sqlite error");
-    sqlite3_free(err);
-    return IoError(msg);
-  }
-  return Status::Ok();
-}
-
-Expected<Store> Store::Open(const std::string& path) {
-  Store s;
-  s.path_ = path;
-  if (sqlite3_open(path.c_str(), &s.db_) != SQLITE_OK)
-    return IoError(path + ": cannot open the profile database: " + sqlite3_errmsg(s.db_));
-  sqlite3_busy_timeout(s.db_, 10000);
-  PORTKIT_RETURN_IF_ERROR(s.Exec(kSchema));
-  PORTKIT_RETURN_IF_ERROR(s.Check(
-      sqlite3_prepare_v2(s.db_,
-                         "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)", -1,
-                         &s.insert_event_, nullptr),
-      "prepare"));
-  PORTKIT_RETURN_IF_ERROR(s.Check(
-      sqlite3_prepare_v2(s.db_, "INSERT INTO strings (value) VALUES (?)", -1, &s.insert_string_, nullptr),
-      "prepare"));
-  // Existing strings keep their ids.
-  sqlite3_stmt* q = nullptr;
-  sqlite3_prepare_v2(s.db_, "SELECT id, value FROM strings", -1, &q, nullptr);
-  while (sqlite3_step(q) == SQLITE_ROW)
-    s.strings_.emplace(reinterpret_cast<const char*>(sqlite3_column_text(q, 1)), sqlite3_column_int64(q, 0));
-  sqlite3_finalize(q);
+sql::Schema StoreSchema() {
+  sql::Schema s;
+  s.what = "profile store";
+  s.version = kStoreSchemaVersion;
+  s.create_sql = kCreateSchema;
+  s.remedy = "delete it and run `portkit prof import` on the traces again";
   return s;
 }
 
-Store::Store(Store&& o) noexcept
-    : db_(o.db_), insert_event_(o.insert_event_), insert_string_(o.insert_string_),
-      strings_(std::move(o.strings_)), path_(std::move(o.path_)) {
-  o.db_ = nullptr;
-  o.insert_event_ = o.insert_string_ = nullptr;
+Expected<std::unique_ptr<sql::Statement>> PrepareOwned(sql::Database& db, std::string_view text) {
+  auto st = db.Prepare(text);
+  if (!st.ok()) return st.status();
+  return std::make_unique<sql::Statement>(std::move(*st));
 }
 
-Store::~Store() {
-  if (insert_event_) sqlite3_finalize(insert_event_);
-  if (insert_string_) sqlite3_finalize(insert_string_);
-  if (db_) sqlite3_close(db_);
+}  // namespace
+
+Expected<sql::Database> OpenStoreForReading(const fs::path& db_path) {
+  std::error_code ec;
+  if (!fs::exists(db_path, ec))
+    return NotFound(db_path.string() + " does not exist; run `portkit prof import -dir " +
+                    db_path.parent_path().string() + "` first");
+  sql::OpenOptions options;
+  options.read_only = true;
+  auto db = sql::Database::Open(db_path, options);
+  if (!db.ok()) return db.status();
+  PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
+  return db;
+}
+
+Expected<Store> Store::Open(const fs::path& path) {
+  sql::OpenOptions options;
+  options.busy_timeout_ms = 10000;
+  options.wal = path != ":memory:";
+  auto db = sql::Database::Open(path, options);
+  if (!db.ok()) return db.status();
+  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -65536; PRAGMA synchronous = NORMAL;"));
+  PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
+  Store s;
+  s.db_ = std::make_unique<sql::Database>(std::move(*db));
+  auto ev = PrepareOwned(*s.db_, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)");
+  if (!ev.ok()) return ev.status();
+  auto ins = PrepareOwned(*s.db_, "INSERT INTO strings (value) VALUES (?)");
+  if (!ins.ok()) return ins.status();
+  auto find = PrepareOwned(*s.db_, "SELECT id FROM strings WHERE value = ?");
+  if (!find.ok()) return find.status();
+  s.insert_event_ = std::move(*ev);
+  s.insert_string_ = std::move(*ins);
+  s.find_string_ = std::move(*find);
+  return s;
+}
+
+Expected<Store> Store::OpenForReading(const fs::path& path) {
+  auto db = OpenStoreForReading(path);
+  if (!db.ok()) return db.status();
+  Store s;
+  s.db_ = std::make_unique<sql::Database>(std::move(*db));
+  return s;
 }
 
 Expected<int64_t> Store::Intern(std::string_view s) {
   std::string key(s);
   if (auto it = strings_.find(key); it != strings_.end()) return it->second;
-  sqlite3_reset(insert_string_);
-  sqlite3_bind_text(insert_string_, 1, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  PORTKIT_RETURN_IF_ERROR(Check(sqlite3_step(insert_string_), "insert string"));
-  int64_t id = sqlite3_last_insert_rowid(db_);
+  // Not known in this run: the store may hold it from an earlier import.
+  find_string_->Bind(1, key);
+  auto row = find_string_->Step();
+  if (!row.ok()) {
+    find_string_->Reset();
+    return row.status();
+  }
+  int64_t id;
+  if (*row) {
+    id = find_string_->Int(0);
+    find_string_->Reset();
+  } else {
+    find_string_->Reset();
+    PORTKIT_RETURN_IF_ERROR(insert_string_->Bind(1, key).Run());
+    id = db_->LastInsertRowId();
+  }
   strings_.emplace(std::move(key), id);
   return id;
 }
 
-Status Store::ForgetTrace(const std::string& path) {
-  sqlite3_stmt* q = nullptr;
-  sqlite3_prepare_v2(db_, "SELECT id FROM traces WHERE path = ?", -1, &q, nullptr);
-  sqlite3_bind_text(q, 1, path.c_str(), -1, SQLITE_TRANSIENT);
-  int64_t id = -1;
-  if (sqlite3_step(q) == SQLITE_ROW) id = sqlite3_column_int64(q, 0);
-  sqlite3_finalize(q);
-  if (id < 0) return Status::Ok();
-  std::string t = std::to_string(id);
-  return Exec(("DELETE FROM events WHERE trace = " + t + "; DELETE FROM devices WHERE trace = " + t +
-               "; DELETE FROM traces WHERE id = " + t + ";").c_str());
+Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view format) {
+  if (!insert_event_) return Status(ErrorCode::kInternal, db_->path() + ": the store was opened read-only");
+  auto tx = std::make_unique<sql::Transaction>(*db_);
+  PORTKIT_RETURN_IF_ERROR(tx->status());
+  // From here on, a return without a TraceWriter rolls back through `tx`; string ids learnt
+  // meanwhile would then name rows that no longer exist.
+  auto fail = [&](Status st) {
+    tx->Rollback();
+    OnRollback();
+    return st;
+  };
+  if (Status st = db_->Exec(kDropIndexes); !st.ok()) return fail(st);
+  // Re-import replaces the earlier import of the same file.
+  auto old = db_->Prepare("SELECT id FROM traces WHERE path = ?");
+  if (!old.ok()) return fail(old.status());
+  old->Bind(1, path);
+  auto row = old->Step();
+  if (!row.ok()) return fail(row.status());
+  if (*row) {
+    std::string t = std::to_string(old->Int(0));
+    if (Status st = db_->Exec("DELETE FROM events WHERE trace = " + t + "; DELETE FROM devices WHERE trace = " + t +
+                              "; DELETE FROM traces WHERE id = " + t + ";");
+        !st.ok())
+      return fail(st);
+  }
+  auto insert = db_->Prepare("INSERT INTO traces (path, format) VALUES (?, ?)");
+  if (!insert.ok()) return fail(insert.status());
+  if (Status st = insert->Bind(1, path).Bind(2, format).Run(); !st.ok()) return fail(st);
+  return TraceWriter(this, std::move(tx), db_->LastInsertRowId());
 }
 
-Expected<int64_t> Store::BeginTrace(const std::string& path, const std::string& format) {
-  PORTKIT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  PORTKIT_RETURN_IF_ERROR(Exec("DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_correlation; "
-                               "DROP INDEX IF EXISTS events_external;"));
-  PORTKIT_RETURN_IF_ERROR(ForgetTrace(path));
-  sqlite3_stmt* q = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT INTO traces (path, format) VALUES (?, ?)", -1, &q, nullptr);
-  sqlite3_bind_text(q, 1, path.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(q, 2, format.c_str(), -1, SQLITE_TRANSIENT);
-  int rc = sqlite3_step(q);
-  sqlite3_finalize(q);
-  PORTKIT_RETURN_IF_ERROR(Check(rc, "insert trace"));
-  return sqlite3_last_insert_rowid(db_);
+TraceWriter::TraceWriter(TraceWriter&& o) noexcept
+    : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_) {}
+
+TraceWriter::~TraceWriter() { Abort(); }
+
+void TraceWriter::Abort() {
+  if (!tx_) return;
+  tx_->Rollback();
+  tx_.reset();
+  store_->OnRollback();
 }
 
-Status Store::AddEvent(int64_t trace, const Event& e) {
-  auto name = Intern(e.name);
+Status TraceWriter::AddEvent(const Event& e) {
+  auto name = store_->Intern(e.name);
   if (!name.ok()) return name.status();
-  auto cat = Intern(e.category);
+  auto cat = store_->Intern(e.category);
   if (!cat.ok()) return cat.status();
-  sqlite3_stmt* s = insert_event_;
-  sqlite3_reset(s);
+  sql::Statement& s = *store_->insert_event_;
   int i = 1;
   auto opt = [&](int64_t v) {
-    if (v < 0) sqlite3_bind_null(s, i++);
-    else sqlite3_bind_int64(s, i++, v);
+    if (v < 0) s.BindNull(i++);
+    else s.Bind(i++, v);
   };
-  sqlite3_bind_int64(s, i++, trace);
-  sqlite3_bind_text(s, i++, EventKindName(e.kind), -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, i++, *name);
-  sqlite3_bind_int64(s, i++, *cat);
-  sqlite3_bind_int64(s, i++, e.ts_ns);
-  sqlite3_bind_int64(s, i++, e.dur_ns);
-  sqlite3_bind_int64(s, i++, e.pid);
-  sqlite3_bind_int64(s, i++, e.tid);
+  s.Bind(i++, id_);
+  s.Bind(i++, std::string_view(EventKindName(e.kind)));
+  s.Bind(i++, *name);
+  s.Bind(i++, *cat);
+  s.Bind(i++, e.ts_ns);
+  s.Bind(i++, e.dur_ns);
+  s.Bind(i++, e.pid);
+  s.Bind(i++, e.tid);
   opt(e.correlation);
   opt(e.external_id);
   for (int64_t v : e.grid) opt(v);
   for (int64_t v : e.block) opt(v);
   opt(e.registers);
   opt(e.shared_memory);
-  if (e.occupancy < 0) sqlite3_bind_null(s, i++);
-  else sqlite3_bind_double(s, i++, e.occupancy);
+  if (e.occupancy < 0) s.BindNull(i++);
+  else s.Bind(i++, e.occupancy);
   opt(e.bytes);
-  if (e.input_dims.empty()) sqlite3_bind_null(s, i++);
-  else sqlite3_bind_text(s, i++, e.input_dims.data(), static_cast<int>(e.input_dims.size()), SQLITE_TRANSIENT);
-  if (e.input_types.empty()) sqlite3_bind_null(s, i++);
-  else sqlite3_bind_text(s, i++, e.input_types.data(), static_cast<int>(e.input_types.size()), SQLITE_TRANSIENT);
-  return Check(sqlite3_step(s), "insert event");
+  if (e.input_dims.empty()) s.BindNull(i++);
+  else s.Bind(i++, e.input_dims);
+  if (e.input_types.empty()) s.BindNull(i++);
+  else s.Bind(i++, e.input_types);
+  return s.Run();
 }
 
-Status Store::AddDevice(int64_t trace, int64_t id, const std::string& name, const std::string& properties) {
-  sqlite3_stmt* q = nullptr;
-  sqlite3_prepare_v2(db_, "INSERT INTO devices VALUES (?, ?, ?, ?)", -1, &q, nullptr);
-  sqlite3_bind_int64(q, 1, trace);
-  sqlite3_bind_int64(q, 2, id);
-  sqlite3_bind_text(q, 3, name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(q, 4, properties.c_str(), -1, SQLITE_TRANSIENT);
-  int rc = sqlite3_step(q);
-  sqlite3_finalize(q);
-  return Check(rc, "insert device");
+Status TraceWriter::AddDevice(int64_t id, std::string_view name, std::string_view properties) {
+  auto q = store_->db_->Prepare("INSERT INTO devices VALUES (?, ?, ?, ?)");
+  if (!q.ok()) return q.status();
+  return q->Bind(1, id_).Bind(2, id).Bind(3, name).Bind(4, properties).Run();
 }
 
-Status Store::LinkLaunchesToOps(int64_t trace) {
+Status TraceWriter::LinkLaunchesToOps() {
+  sql::Database& db = *store_->db_;
   // A runtime/driver call belongs to the CPU op with its External id; traces that do not carry
   // that id (HTA's CUDA samples) get the innermost CPU op enclosing the call on its thread.
-  std::string t = std::to_string(trace);
-  PORTKIT_RETURN_IF_ERROR(Exec(("UPDATE events SET parent = (SELECT c.rowid FROM events c WHERE c.trace = " + t +
-                                " AND c.kind = 'cpu_op' AND c.external_id = events.external_id LIMIT 1) "
-                                "WHERE trace = " + t + " AND kind IN ('runtime', 'driver') AND external_id IS NOT NULL")
-                                   .c_str()));
-  sqlite3_stmt* q = nullptr;
-  PORTKIT_RETURN_IF_ERROR(Check(
-      sqlite3_prepare_v2(db_,
-                         ("SELECT rowid, kind, ts, dur, pid, tid, parent FROM events WHERE trace = " + t +
-                          " AND kind IN ('cpu_op', 'runtime', 'driver') ORDER BY pid, tid, ts, dur DESC")
-                             .c_str(),
-                         -1, &q, nullptr),
-      "prepare"));
-  sqlite3_stmt* upd = nullptr;
-  sqlite3_prepare_v2(db_, "UPDATE events SET parent = ? WHERE rowid = ?", -1, &upd, nullptr);
+  std::string t = std::to_string(id_);
+  PORTKIT_RETURN_IF_ERROR(db.Exec("UPDATE events SET parent = (SELECT c.rowid FROM events c WHERE c.trace = " + t +
+                                  " AND c.kind = 'cpu_op' AND c.external_id = events.external_id LIMIT 1) "
+                                  "WHERE trace = " + t +
+                                  " AND kind IN ('runtime', 'driver') AND external_id IS NOT NULL"));
+  auto q = db.Prepare("SELECT rowid, kind, ts, dur, pid, tid, parent FROM events WHERE trace = " + t +
+                      " AND kind IN ('cpu_op', 'runtime', 'driver') ORDER BY pid, tid, ts, dur DESC");
+  if (!q.ok()) return q.status();
+  auto upd = db.Prepare("UPDATE events SET parent = ? WHERE rowid = ?");
+  if (!upd.ok()) return upd.status();
   struct Open {
     int64_t rowid, end;
   };
   std::vector<Open> stack;
   int64_t cur_pid = 0, cur_tid = 0;
   bool first = true;
-  Status st;
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    int64_t rowid = sqlite3_column_int64(q, 0);
-    bool op = std::string_view(reinterpret_cast<const char*>(sqlite3_column_text(q, 1))) == "cpu_op";
-    int64_t ts = sqlite3_column_int64(q, 2), end = ts + sqlite3_column_int64(q, 3);
-    int64_t pid = sqlite3_column_int64(q, 4), tid = sqlite3_column_int64(q, 5);
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    int64_t rowid = q->Int(0);
+    bool op = q->Text(1) == "cpu_op";
+    int64_t ts = q->Int(2), end = ts + q->Int(3);
+    int64_t pid = q->Int(4), tid = q->Int(5);
     if (first || pid != cur_pid || tid != cur_tid) stack.clear(), cur_pid = pid, cur_tid = tid, first = false;
     while (!stack.empty() && stack.back().end <= ts) stack.pop_back();
     if (op) {
       stack.push_back({rowid, end});
-    } else if (sqlite3_column_type(q, 6) == SQLITE_NULL && !stack.empty()) {
-      sqlite3_reset(upd);
-      sqlite3_bind_int64(upd, 1, stack.back().rowid);
-      sqlite3_bind_int64(upd, 2, rowid);
-      if (sqlite3_step(upd) != SQLITE_DONE) {
-        st = Check(SQLITE_ERROR, "link launches");
-        break;
-      }
+    } else if (q->IsNull(6) && !stack.empty()) {
+      PORTKIT_RETURN_IF_ERROR(upd->Bind(1, stack.back().rowid).Bind(2, rowid).Run());
     }
   }
-  sqlite3_finalize(q);
-  sqlite3_finalize(upd);
-  return st;
+  return Status::Ok();
 }
 
-Status Store::EndTrace(int64_t trace, uint64_t events, uint64_t skipped, const std::string& warning) {
-  sqlite3_stmt* q = nullptr;
-  sqlite3_prepare_v2(db_, "UPDATE traces SET events = ?, skipped = ?, warning = ? WHERE id = ?", -1, &q, nullptr);
-  sqlite3_bind_int64(q, 1, static_cast<int64_t>(events));
-  sqlite3_bind_int64(q, 2, static_cast<int64_t>(skipped));
-  if (warning.empty()) sqlite3_bind_null(q, 3);
-  else sqlite3_bind_text(q, 3, warning.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(q, 4, trace);
-  int rc = sqlite3_step(q);
-  sqlite3_finalize(q);
-  PORTKIT_RETURN_IF_ERROR(Check(rc, "update trace"));
-  PORTKIT_RETURN_IF_ERROR(Exec(kIndexes));
-  PORTKIT_RETURN_IF_ERROR(LinkLaunchesToOps(trace));
-  return Exec("COMMIT");
+Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view warning) {
+  if (!tx_) return Status(ErrorCode::kInternal, "trace already finished or aborted");
+  sql::Database& db = *store_->db_;
+  auto q = db.Prepare("UPDATE traces SET events = ?, skipped = ?, warning = ? WHERE id = ?");
+  Status st = q.status();
+  if (st.ok()) {
+    q->Bind(1, static_cast<int64_t>(events)).Bind(2, static_cast<int64_t>(skipped));
+    if (warning.empty()) q->BindNull(3);
+    else q->Bind(3, warning);
+    st = q->Bind(4, id_).Run();
+  }
+  if (st.ok()) st = db.Exec(kIndexes);
+  if (st.ok()) st = LinkLaunchesToOps();
+  if (st.ok()) st = tx_->Commit();
+  if (!st.ok()) {
+    Abort();
+    return st;
+  }
+  tx_.reset();
+  return Status::Ok();
 }
 
 }  // namespace portkit::prof

@@ -1,15 +1,31 @@
 #pragma once
 /// The profile store: one SQLite database (`portkit.db`) per profile folder. Writes go through
 /// this API only (importers never touch SQL). Timestamps are integer nanoseconds.
-#include <sqlite3.h>
-
+///
+/// The schema carries a version (`PRAGMA user_version` = kStoreSchemaVersion). A store without a
+/// version (written before versions existed) or with another version is refused with a message
+/// saying to import the traces again; it is never silently reused.
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
+#include "core/sqlite.h"
 #include "core/status.h"
 
 namespace portkit::prof {
+
+/// The schema version of `portkit.db` this portkit writes and reads.
+inline constexpr int kStoreSchemaVersion = 1;
+/// The store's file name inside a profile folder.
+inline constexpr std::string_view kStoreFileName = "portkit.db";
+
+/// Opens the store at `db_path` read-only for another engine (tune reads operator shapes from
+/// it): kNotFound when there is none, kUnsupported (with what to do) when its schema version is
+/// not kStoreSchemaVersion, kParse when it is not a SQLite file.
+Expected<sql::Database> OpenStoreForReading(const std::filesystem::path& db_path);
 
 /// Categories of timed events.
 enum class EventKind : uint8_t {
@@ -32,34 +48,62 @@ struct Event {
   std::string_view input_dims, input_types;  ///< raw JSON text when recorded
 };
 
-class Store {
+class Store;
+
+/// One trace being written: everything between Store::BeginTrace and Finish is one transaction.
+/// Destroyed without a successful Finish, it rolls back (the store is as before, including an
+/// earlier import of the same file) — no error path leaves the transaction open.
+class TraceWriter {
  public:
-  static Expected<Store> Open(const std::string& path);
-  Store(Store&& o) noexcept;
-  Store& operator=(Store&&) = delete;
-  ~Store();
+  TraceWriter(TraceWriter&& o) noexcept;
+  TraceWriter& operator=(TraceWriter&&) = delete;
+  TraceWriter(const TraceWriter&) = delete;
+  ~TraceWriter();
 
-  /// Starts a trace; returns its id. All events of a trace go in one transaction.
-  Expected<int64_t> BeginTrace(const std::string& path, const std::string& format);
-  Status AddEvent(int64_t trace, const Event& e);
-  Status AddDevice(int64_t trace, int64_t id, const std::string& name, const std::string& properties);
-  Status EndTrace(int64_t trace, uint64_t events, uint64_t skipped, const std::string& warning);
-  /// Removes an earlier import of the same file (re-import replaces it).
-  Status ForgetTrace(const std::string& path);
-
-  sqlite3* db() { return db_; }
+  int64_t id() const { return id_; }
+  Status AddEvent(const Event& e);
+  Status AddDevice(int64_t id, std::string_view name, std::string_view properties);
+  /// Records the counts, builds the indexes, links launches to operators and commits.
+  Status Finish(uint64_t events, uint64_t skipped, std::string_view warning);
+  /// Rolls back now (what the destructor does when Finish was not reached).
+  void Abort();
 
  private:
+  friend class Store;
+  TraceWriter(Store* store, std::unique_ptr<sql::Transaction> tx, int64_t id)
+      : store_(store), tx_(std::move(tx)), id_(id) {}
+  Status LinkLaunchesToOps();
+  Store* store_;
+  std::unique_ptr<sql::Transaction> tx_;
+  int64_t id_;
+};
+
+class Store {
+ public:
+  /// Opens (creating when absent) the store for writing. An existing store of another schema
+  /// version is refused (kUnsupported) with what to do.
+  static Expected<Store> Open(const std::filesystem::path& path);
+  /// Opens an existing store read-only (the exporters, the advisor, diff).
+  static Expected<Store> OpenForReading(const std::filesystem::path& path);
+  Store(Store&& o) noexcept = default;
+  Store& operator=(Store&&) = delete;
+  ~Store() = default;
+
+  /// Starts a trace (replacing an earlier import of the same `path`). Only one trace is written
+  /// at a time.
+  Expected<TraceWriter> BeginTrace(std::string_view path, std::string_view format);
+
+  sql::Database& db() { return *db_; }
+
+ private:
+  friend class TraceWriter;
   Store() = default;
   Expected<int64_t> Intern(std::string_view s);
-  Status Exec(const char* sql);
-  Status LinkLaunchesToOps(int64_t trace);
-  Status Check(int rc, const char* what);
-  sqlite3* db_ = nullptr;
-  sqlite3_stmt* insert_event_ = nullptr;
-  sqlite3_stmt* insert_string_ = nullptr;
+  /// Forgets string ids learnt inside a transaction that was rolled back.
+  void OnRollback() { strings_.clear(); }
+  std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
+  std::unique_ptr<sql::Statement> insert_event_, insert_string_, find_string_;
   std::unordered_map<std::string, int64_t> strings_;
-  std::string path_;
 };
 
 }  // namespace portkit::prof

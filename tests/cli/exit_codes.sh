@@ -6,7 +6,10 @@
 #
 # Placeholders in a row: @TMP@ a fresh empty folder for that row, @MISSING@ a path that does not
 # exist, @UNWRITABLE@ an output path that cannot be created (/proc), @CORRUPT@ a file of random
-# bytes named corrupt.bin, @CORRUPT_JSON@ a truncated JSON file, @EMPTYDIR@ an empty folder.
+# bytes named corrupt.bin, @CORRUPT_JSON@ a truncated JSON file, @EMPTYDIR@ an empty folder,
+# @COPY:path@ a fresh copy of the repository's file or folder `path` (in a folder of its own, so
+# outputs written beside it stay in the row's folder), @IMPORTED:path@ the same copy after
+# `portkit prof import` (a profile folder with portkit.db).
 source "$(dirname "$0")/harness.sh"
 table="tests/cli/exit_codes.txt"
 row=0
@@ -26,6 +29,15 @@ while IFS= read -r line; do
   cmd=${cmd//@CORRUPT_JSON@/$d/corrupt.json}
   cmd=${cmd//@CORRUPT@/$d/corrupt.bin}
   cmd=${cmd//@EMPTYDIR@/$d/empty}
+  copies=0
+  while [[ $cmd =~ @(COPY|IMPORTED):([^@]+)@ ]]; do
+    copies=$((copies + 1))
+    copy="$d/copy$copies"
+    mkdir -p "$copy"
+    if [ -d "${BASH_REMATCH[2]}" ]; then cp -r "${BASH_REMATCH[2]}"/. "$copy/"; else cp "${BASH_REMATCH[2]}" "$copy/"; fi
+    [ "${BASH_REMATCH[1]}" = IMPORTED ] && "$PORTKIT" prof import -dir "$copy" >/dev/null 2>&1
+    cmd=${cmd/"${BASH_REMATCH[0]}"/$copy}
+  done
   eval "timeout 300 \"\$PORTKIT\" $cmd" >"$d/stdout" 2>"$d/stderr" </dev/null
   rc=$?
   if [ "$rc" = "$expected" ]; then

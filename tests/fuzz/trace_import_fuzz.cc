@@ -1,5 +1,6 @@
-// libFuzzer target for the trace importer: the streaming JSON splitter, the per-event parser and
-// the store (in memory). Any input must end in a result or a Status, never a crash.
+// libFuzzer target for the trace importers: sniffing (which importer claims the bytes), the
+// streaming JSON splitter, the per-event parser, the kernel_details CSV reader and the store (in
+// memory). Any input must end in a result or a Status, never a crash.
 #include <unistd.h>
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "prof/importers/chrome_trace.h"
+#include "prof/importers/importer.h"
 #include "prof/store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -18,7 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::fclose(f);
   auto store = portkit::prof::Store::Open(":memory:");
   if (!store.ok()) return 0;
-  auto result = portkit::prof::ImportChromeTrace(path, "fuzz.json", *store);
+  static const auto importers = portkit::prof::MakeImporters();
+  const auto* importer = portkit::prof::DetectImporter(importers, portkit::prof::ReadFirstBytes(path));
+  // Claimed or not, the JSON reader must survive the bytes.
+  auto result = importer ? importer->Import(path, "fuzz.json", *store)
+                         : portkit::prof::ImportChromeTrace(path, "fuzz.json", "kineto", *store);
   (void)result;
   return 0;
 }

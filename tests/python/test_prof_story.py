@@ -1,4 +1,4 @@
-"""Seed 003 end to end with real torch on CPU: collect a CNN with Mish and with LeakyReLU, import,
+"""The profiling workflow end to end with real torch on CPU: collect a CNN with Mish and with LeakyReLU, import,
 summarise, and diff: the step time drops."""
 import csv
 import glob

@@ -71,8 +71,16 @@ struct Breakdown {
 };
 Breakdown ComputeBreakdown(const Profile& p);
 
-/// The advisor report as text and as a self-contained HTML page.
-std::string AdvisorText(const Profile& p, const Breakdown& b, const std::vector<AdvisorFinding>& findings);
-std::string AdvisorHtml(const Profile& p, const Breakdown& b, const std::vector<AdvisorFinding>& findings);
+/// "12.345 ms" (from 1 ms up) or "45.6 us".
+std::string Duration(int64_t ns);
+/// "12.3%" of `whole` ("0.0%" when whole is 0).
+std::string Share(int64_t part, int64_t whole);
+
+/// Total time per name of the host operators (device = false) or the device tasks, largest
+/// first (ties by name), at most `n`.
+std::vector<std::pair<std::string, int64_t>> TopByTime(const Profile& p, bool device, size_t n);
+/// The time split rows: host operators, then (when the device was busy) device compute,
+/// communication, memcpy/memset and idle.
+std::vector<std::pair<std::string, int64_t>> TimeSplit(const Breakdown& b);
 
 }  // namespace portkit::prof

@@ -21,30 +21,30 @@ Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_
   auto facts = target::LoadTarget(data_dir, "");
   if (!facts.ok()) return facts.status();
   p.target = std::move(*facts);
-  sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(store.db(),
-                         "SELECT s.value, e.kind, e.trace, e.ts, e.dur, e.pid, e.tid, COALESCE(e.input_dims, '') "
-                         "FROM events e JOIN strings s ON s.id = e.name ORDER BY e.trace, e.pid, e.tid, e.ts",
-                         -1, &q, nullptr) != SQLITE_OK)
-    return IoError(std::string("advisor query failed: ") + sqlite3_errmsg(store.db()));
+  auto q = store.db().Prepare(
+      "SELECT s.value, e.kind, e.trace, e.ts, e.dur, e.pid, e.tid, COALESCE(e.input_dims, '') "
+      "FROM events e JOIN strings s ON s.id = e.name ORDER BY e.trace, e.pid, e.tid, e.ts");
+  if (!q.ok()) return q.status();
   std::map<std::pair<int64_t, std::string>, Step> steps;
-  while (sqlite3_step(q) == SQLITE_ROW) {
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
     ProfEvent e;
-    e.name = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
-    e.kind = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
-    e.trace = sqlite3_column_int64(q, 2);
-    e.ts = sqlite3_column_int64(q, 3);
-    e.dur = sqlite3_column_int64(q, 4);
-    e.pid = sqlite3_column_int64(q, 5);
-    e.tid = sqlite3_column_int64(q, 6);
-    e.input_dims = reinterpret_cast<const char*>(sqlite3_column_text(q, 7));
+    e.name = q->Text(0);
+    e.kind = q->Text(1);
+    e.trace = q->Int(2);
+    e.ts = q->Int(3);
+    e.dur = q->Int(4);
+    e.pid = q->Int(5);
+    e.tid = q->Int(6);
+    e.input_dims = q->Text(7);
     if (e.kind == "step") {
       auto [it, fresh] = steps.emplace(std::make_pair(e.trace, e.name), Step{e.trace, e.ts, e.end(), e.name});
       if (!fresh) it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
     }
     p.events.push_back(std::move(e));
   }
-  sqlite3_finalize(q);
   for (auto& [k, s] : steps) p.steps.push_back(s);
   std::sort(p.steps.begin(), p.steps.end(),
             [](const Step& a, const Step& b) { return std::tie(a.trace, a.start) < std::tie(b.trace, b.start); });

@@ -13,9 +13,4 @@ std::unique_ptr<AdvisorRule> MakeSynchronisationRule();
 std::unique_ptr<AdvisorRule> MakeDynamicShapesRule();
 std::unique_ptr<AdvisorRule> MakeDataLoadingRule();
 
-/// "12.3 ms" / "45.6 us".
-std::string Duration(int64_t ns);
-/// "12.3%".
-std::string Share(int64_t part, int64_t whole);
-
 }  // namespace portkit::prof

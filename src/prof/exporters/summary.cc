@@ -24,21 +24,18 @@ std::string Fixed(double v, int digits) {
 
 /// Runs `sql` and turns every row into strings with `row_fn`.
 template <typename RowFn>
-Status Query(Store& store, const char* sql, RowFn row_fn) {
-  sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(store.db(), sql, -1, &q, nullptr) != SQLITE_OK)
-    return IoError(std::string("summary query failed: ") + sqlite3_errmsg(store.db()));
-  int rc;
-  while ((rc = sqlite3_step(q)) == SQLITE_ROW) row_fn(q);
-  sqlite3_finalize(q);
-  if (rc != SQLITE_DONE) return IoError(std::string("summary query failed: ") + sqlite3_errmsg(store.db()));
-  return Status::Ok();
+Status Query(Store& store, const std::string& sql, RowFn row_fn) {
+  auto q = store.db().Prepare(sql);
+  if (!q.ok()) return q.status();
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Ok();
+    row_fn(*q);
+  }
 }
 
-std::string Text(sqlite3_stmt* q, int col) {
-  const unsigned char* t = sqlite3_column_text(q, col);
-  return t ? reinterpret_cast<const char*>(t) : "";
-}
+std::string Text(const sql::Statement& q, int col) { return std::string(q.Text(col)); }
 
 // Statistics over durations grouped by a key: count, total, avg, min, max and variance (ns²,
 // from sums computed in SQLite's 64-bit integers and a double for the squares).
@@ -52,7 +49,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   int64_t device_total = 0;
   PORTKIT_RETURN_IF_ERROR(Query(store,
                                 "SELECT COALESCE(SUM(dur), 0) FROM events WHERE kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')",
-                                [&](sqlite3_stmt* q) { device_total = sqlite3_column_int64(q, 0); }));
+                                [&](const sql::Statement& q) { device_total = q.Int(0); }));
   auto ratio = [&](int64_t total) {
     return device_total > 0 ? Fixed(100.0 * static_cast<double>(total) / static_cast<double>(device_total), 2) : "0.00";
   };
@@ -73,9 +70,9 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
       "LEFT JOIN kernel_launches l ON l.kernel = k.rowid "
       "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
       "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') ORDER BY t.path, k.pid, k.tid, k.ts",
-      [&](sqlite3_stmt* q) {
+      [&](const sql::Statement& q) {
         std::string key = Text(q, 0) + "/" + Text(q, 1) + "/" + Text(q, 2);
-        int64_t ts = sqlite3_column_int64(q, 6), dur = sqlite3_column_int64(q, 7);
+        int64_t ts = q.Int(6), dur = q.Int(7);
         int64_t wait = key == prev_key && prev_end >= 0 && ts > prev_end ? ts - prev_end : 0;
         prev_key = key;
         prev_end = ts + dur;
@@ -83,14 +80,14 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
         op_summary.rows.push_back({Text(q, 0), Text(q, 1), Text(q, 2), Text(q, 3), Text(q, 4),
                                    kind == "kernel" ? "KERNEL" : kind == "gpu_memcpy" ? "MEMCPY" : "MEMSET",
                                    Micros(ts), Micros(dur), Micros(wait),
-                                   sqlite3_column_type(q, 8) == SQLITE_NULL ? "" : Text(q, 8), Text(q, 9),
+                                   q.IsNull(8) ? "" : Text(q, 8), Text(q, 9),
                                    Text(q, 10)});
       }));
 
-  auto stats_row = [&](sqlite3_stmt* q, int first, bool with_ratio) {
-    int64_t count = sqlite3_column_int64(q, first), total = sqlite3_column_int64(q, first + 1);
-    int64_t mn = sqlite3_column_int64(q, first + 2), mx = sqlite3_column_int64(q, first + 3);
-    double sq = sqlite3_column_double(q, first + 4);
+  auto stats_row = [&](const sql::Statement& q, int first, bool with_ratio) {
+    int64_t count = q.Int(first), total = q.Int(first + 1);
+    int64_t mn = q.Int(first + 2), mx = q.Int(first + 3);
+    double sq = q.Double(first + 4);
     double mean = count ? static_cast<double>(total) / static_cast<double>(count) : 0;
     double var = count ? std::max(0.0, sq / static_cast<double>(count) - mean * mean) : 0;
     std::vector<std::string> r = {std::to_string(count), Micros(total), Fixed(mean / 1000.0, 3), Micros(mn), Micros(mx)};
@@ -110,9 +107,8 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
                    "WHEN 'gpu_memcpy' THEN 'MEMCPY' ELSE 'MEMSET' END, ") + kStatColumns +
           " FROM events e LEFT JOIN kernel_launches l ON l.kernel = e.rowid "
           "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
-          "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1, 2 ORDER BY SUM(e.dur) DESC, 1, 2")
-          .c_str(),
-      [&](sqlite3_stmt* q) {
+          "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1, 2 ORDER BY SUM(e.dur) DESC, 1, 2"),
+      [&](const sql::Statement& q) {
         std::vector<std::string> r = {Text(q, 0), Text(q, 1)};
         auto s = stats_row(q, 2, true);
         r.insert(r.end(), s.begin(), s.end());
@@ -128,9 +124,8 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
       store,
       (std::string("SELECT s.value, ") + kStatColumns +
        " FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'kernel' GROUP BY s.value "
-       "ORDER BY SUM(e.dur) DESC, s.value")
-          .c_str(),
-      [&](sqlite3_stmt* q) {
+       "ORDER BY SUM(e.dur) DESC, s.value"),
+      [&](const sql::Statement& q) {
         std::vector<std::string> r = {Text(q, 0)};
         auto s = stats_row(q, 1, true);
         r.insert(r.end(), s.begin(), s.end());
@@ -145,9 +140,8 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
       store,
       (std::string("SELECT e.kind, s.value, ") + kStatColumns +
        " FROM events e JOIN strings s ON s.id = e.name WHERE e.kind IN ('runtime', 'driver', 'sync') "
-       "GROUP BY e.kind, s.value ORDER BY SUM(e.dur) DESC, 1, 2")
-          .c_str(),
-      [&](sqlite3_stmt* q) {
+       "GROUP BY e.kind, s.value ORDER BY SUM(e.dur) DESC, 1, 2"),
+      [&](const sql::Statement& q) {
         auto s = stats_row(q, 2, false);  // count, total, avg, min, max, variance
         api_stat.rows.push_back({Text(q, 0), Text(q, 1), s[1], s[0], s[2], s[3], s[4], s[5]});
       }));
@@ -161,10 +155,10 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
       // A step can be both a cpu_op and a user_annotation: one row per trace and step.
       "SELECT t.path, s.value, MIN(e.ts), MAX(e.ts + e.dur) FROM events e JOIN strings s ON s.id = e.name "
       "JOIN traces t ON t.id = e.trace WHERE e.kind = 'step' GROUP BY t.path, s.value ORDER BY t.path, MIN(e.ts)",
-      [&](sqlite3_stmt* q) {
+      [&](const sql::Statement& q) {
         std::string name = Text(q, 1);
         std::string id = name.substr(name.find('#') + 1);
-        int64_t start = sqlite3_column_int64(q, 2), end = sqlite3_column_int64(q, 3);
+        int64_t start = q.Int(2), end = q.Int(3);
         step_trace.rows.push_back({Text(q, 0), id, Micros(start), Micros(end), Micros(end - start)});
       }));
 

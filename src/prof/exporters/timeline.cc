@@ -32,25 +32,22 @@ void AppendEvent(std::string& out, const char* ph, const std::string& name, cons
 }  // namespace
 
 Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
-  sqlite3* db = store.db();
+  sql::Database& db = store.db();
   std::vector<Row> rows;
-  sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, s.value, c.value, e.kind "
-                         "FROM events e JOIN strings s ON s.id = e.name LEFT JOIN strings c ON c.id = e.category "
-                         "ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC",
-                         -1, &q, nullptr) != SQLITE_OK)
-    return IoError(std::string("timeline query failed: ") + sqlite3_errmsg(db));
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    auto text = [&](int c) {
-      const unsigned char* t = sqlite3_column_text(q, c);
-      return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
-    };
-    rows.push_back({sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_int64(q, 2),
-                    sqlite3_column_int64(q, 3), sqlite3_column_int64(q, 4), sqlite3_column_int64(q, 5),
-                    text(6), text(7), text(8)});
+  {
+    auto q = db.Prepare(
+        "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, s.value, c.value, e.kind "
+        "FROM events e JOIN strings s ON s.id = e.name LEFT JOIN strings c ON c.id = e.category "
+        "ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC");
+    if (!q.ok()) return q.status();
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      rows.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3), q->Int(4), q->Int(5), std::string(q->Text(6)),
+                      std::string(q->Text(7)), std::string(q->Text(8))});
+    }
   }
-  sqlite3_finalize(q);
   // Per trace: the earliest timestamp (the timeline's zero) and a process id per (trace, pid).
   std::map<int64_t, int64_t> base;
   for (const auto& r : rows) {
@@ -59,10 +56,15 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
   }
   std::map<std::pair<int64_t, int64_t>, int64_t> process;
   std::map<int64_t, std::string> trace_names;
-  if (sqlite3_prepare_v2(db, "SELECT id, path FROM traces", -1, &q, nullptr) == SQLITE_OK) {
-    while (sqlite3_step(q) == SQLITE_ROW)
-      trace_names[sqlite3_column_int64(q, 0)] = reinterpret_cast<const char*>(sqlite3_column_text(q, 1));
-    sqlite3_finalize(q);
+  {
+    auto q = db.Prepare("SELECT id, path FROM traces");
+    if (!q.ok()) return q.status();
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      trace_names[q->Int(0)] = std::string(q->Text(1));
+    }
   }
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
   std::map<int64_t, std::pair<int64_t, int64_t>> where;  // rowid → (process, tid) for flows
@@ -97,19 +99,20 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
     start_of[r.rowid] = ts;
   }
   // Launch flows: runtime call → device task.
-  if (sqlite3_prepare_v2(db, "SELECT kernel, launch FROM kernel_launches WHERE launch IS NOT NULL", -1, &q,
-                         nullptr) == SQLITE_OK) {
-    int64_t id = 0;
-    while (sqlite3_step(q) == SQLITE_ROW) {
-      int64_t kernel = sqlite3_column_int64(q, 0), launch = sqlite3_column_int64(q, 1);
-      auto k = where.find(kernel), l = where.find(launch);
-      if (k == where.end() || l == where.end()) continue;
-      std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"";
-      AppendEvent(out, "s", "launch", "ac2g", l->second.first, l->second.second, start_of[launch], -1, flow);
-      AppendEvent(out, "f", "launch", "ac2g", k->second.first, k->second.second, start_of[kernel], -1, flow);
-      ++stats->flows;
-    }
-    sqlite3_finalize(q);
+  auto q = db.Prepare("SELECT kernel, launch FROM kernel_launches WHERE launch IS NOT NULL");
+  if (!q.ok()) return q.status();
+  int64_t id = 0;
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    int64_t kernel = q->Int(0), launch = q->Int(1);
+    auto k = where.find(kernel), l = where.find(launch);
+    if (k == where.end() || l == where.end()) continue;
+    std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"";
+    AppendEvent(out, "s", "launch", "ac2g", l->second.first, l->second.second, start_of[launch], -1, flow);
+    AppendEvent(out, "f", "launch", "ac2g", k->second.first, k->second.second, start_of[kernel], -1, flow);
+    ++stats->flows;
   }
   out += "\n]}\n";
   return out;

@@ -1,13 +1,13 @@
 #include "prof/importers/chrome_trace.h"
 
 #include <simdjson.h>
-#include <zlib.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "prof/json_stream.h"
+#include "prof/importers/importer.h"
 
 namespace portkit::prof {
 
@@ -49,21 +49,36 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns) {
   return true;
 }
 
-bool SniffChromeTrace(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) return false;
-  char buf[256];
-  int n = gzread(f, buf, sizeof buf);
-  gzclose(f);
-  if (n <= 0) return false;
-  std::string_view head(buf, static_cast<size_t>(n));
-  size_t first = head.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return false;
-  if (head[first] == '[') return head.find('{', first) != std::string_view::npos;
-  return head[first] == '{' && (head.find("\"traceEvents\"") != std::string_view::npos ||
-                                head.find("\"schemaVersion\"") != std::string_view::npos ||
-                                head.find("\"deviceProperties\"") != std::string_view::npos ||
-                                n < 256);
+std::string_view::size_type JsonStart(std::string_view head) {
+  return head.find_first_not_of(" \t\r\n");
+}
+
+bool LooksLikeTraceObject(std::string_view head) {
+  auto first = JsonStart(head);
+  if (first == std::string_view::npos || head[first] != '{') return false;
+  return head.find("\"traceEvents\"") != std::string_view::npos ||
+         head.find("\"schemaVersion\"") != std::string_view::npos ||
+         head.find("\"deviceProperties\"") != std::string_view::npos;
+}
+
+bool LooksLikeEventArray(std::string_view head) {
+  auto first = JsonStart(head);
+  if (first == std::string_view::npos || head[first] != '[') return false;
+  auto second = head.find_first_not_of(" \t\r\n", first + 1);
+  return second != std::string_view::npos && head[second] == '{' &&
+         head.find("\"ph\"", second) != std::string_view::npos;
+}
+
+bool HasStringTimestamp(std::string_view head) {
+  for (size_t at = head.find("\"ts\""); at != std::string_view::npos; at = head.find("\"ts\"", at + 4)) {
+    size_t i = at + 4;
+    while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) ++i;
+    if (i >= head.size() || head[i] != ':') continue;
+    ++i;
+    while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) ++i;
+    if (i < head.size()) return head[i] == '"';
+  }
+  return false;
 }
 
 namespace {
@@ -115,8 +130,8 @@ void Triple(simdjson::ondemand::value v, int64_t out[3]) {
 
 class EventParser {
  public:
-  EventParser(Store& store, int64_t trace, bool legacy, ImportResult& result)
-      : store_(store), trace_(trace), legacy_(legacy), result_(result) {}
+  EventParser(TraceWriter& writer, bool legacy, ImportResult& result)
+      : writer_(writer), legacy_(legacy), result_(result) {}
 
   Status status;
 
@@ -182,7 +197,7 @@ class EventParser {
     e.kind = KindOf(cat_, name_, legacy_);
     e.input_dims = dims_;
     e.input_types = types_;
-    status = store_.AddEvent(trace_, e);
+    status = writer_.AddEvent(e);
     ++result_.events;
     ++result_.per_kind[EventKindName(e.kind)];
     ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear();
@@ -217,8 +232,7 @@ class EventParser {
     }
   }
 
-  Store& store_;
-  int64_t trace_;
+  TraceWriter& writer_;
   bool legacy_;
   ImportResult& result_;
   simdjson::ondemand::parser parser_;
@@ -227,31 +241,20 @@ class EventParser {
 
 }  // namespace
 
-Expected<ImportResult> ImportChromeTrace(const std::string& path, const std::string& display, Store& store) {
+Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, const std::string& display,
+                                         std::string_view format, Store& store) {
+  const std::string path = file.string();
   ImportResult result;
-  bool npu = path.size() >= 15 && path.compare(path.size() - 15, 15, "trace_view.json") == 0;
-  // The format is known once the first byte is seen; the bare-array forms are legacy or torch_npu.
-  gzFile f = gzopen(path.c_str(), "rb");
-  char first = 0;
-  if (f) {
-    char buf[64];
-    int n = gzread(f, buf, sizeof buf);
-    for (int i = 0; i < n; ++i)
-      if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t') {
-        first = buf[i];
-        break;
-      }
-    gzclose(f);
-  }
-  result.format = npu ? "torch_npu" : (first == '[' ? "legacy" : "kineto");
-  auto trace = store.BeginTrace(display, result.format);
-  if (!trace.ok()) return trace.status();
-  EventParser parser(store, *trace, result.format == "legacy", result);
+  result.format = std::string(format);
+  auto writer = store.BeginTrace(display, result.format);
+  if (!writer.ok()) return writer.status();
+  EventParser parser(*writer, result.format == "legacy", result);
   StreamStats stats;
   StreamCallbacks cb;
+  Status device_status;
   cb.on_event = [&](std::string_view text) { parser.Parse(text); };
   cb.on_member = [&](std::string_view key, std::string_view value) {
-    if (key != "deviceProperties") return;
+    if (key != "deviceProperties" || !device_status.ok()) return;
     simdjson::padded_string json(value);
     simdjson::ondemand::parser p;
     simdjson::ondemand::document doc;
@@ -274,22 +277,22 @@ Expected<ImportResult> ImportChromeTrace(const std::string& path, const std::str
         if (k == "id") id = IntOf(fld.value());
         else if (k == "name" && fld.value().get_string().get(name)) name = {};
       }
-      (void)store.AddDevice(*trace, id, std::string(name), props);
+      device_status = writer->AddDevice(id, name, props);
+      if (!device_status.ok()) return;
     }
   };
-  Status st = SplitTraceEvents(path, cb, &stats);
-  if (!st.ok()) {
-    (void)store.EndTrace(*trace, 0, 0, st.message());
-    return st;
-  }
-  if (!parser.status.ok()) return parser.status;
+  PORTKIT_RETURN_IF_ERROR(SplitTraceEvents(path, cb, &stats));
+  PORTKIT_RETURN_IF_ERROR(parser.status);
+  PORTKIT_RETURN_IF_ERROR(device_status);
   result.bytes = stats.bytes_read;
   result.truncated = stats.truncated;
+  if (stats.truncated && result.events == 0)
+    return ParseError(path + ": corrupt trace, no complete event before the damage (" + stats.stop_reason + ")");
   if (stats.truncated)
     result.warning = "truncated or corrupt: " + stats.stop_reason + "; kept the " +
                      std::to_string(result.events) + " events before it (" +
                      std::to_string(stats.bytes_read) + " bytes read)";
-  PORTKIT_RETURN_IF_ERROR(store.EndTrace(*trace, result.events, result.skipped, result.warning));
+  PORTKIT_RETURN_IF_ERROR(writer->Finish(result.events, result.skipped, result.warning));
   return result;
 }
 

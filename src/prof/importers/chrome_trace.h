@@ -1,28 +1,29 @@
 #pragma once
-/// Importer for Chrome-trace JSON as PyTorch writes it: Kineto traces (`{"traceEvents": [...]}`,
-/// CUDA/ROCm/CPU), the legacy torch profiler's bare event list, and torch_npu's trace_view.json
-/// (string timestamps). Streams the file; a truncated or corrupt tail keeps what was valid.
-#include <map>
+/// The Chrome-trace JSON reader shared by the Kineto, legacy and torch_npu importers: streams the
+/// file (plain or gzip), parses each event with simdjson and writes it to the store. A truncated
+/// or corrupt tail keeps what was valid (with a warning); a file with no complete event before
+/// the damage is an error.
+#include <filesystem>
 #include <string>
+#include <string_view>
 
+#include "prof/importers/importer.h"
 #include "prof/store.h"
 
 namespace portkit::prof {
 
-struct ImportResult {
-  std::string format;                       ///< kineto, legacy, torch_npu
-  uint64_t events = 0;                      ///< timed events stored
-  uint64_t skipped = 0;                     ///< events not stored (metadata, flows, invalid)
-  uint64_t bytes = 0;                       ///< uncompressed bytes read
-  bool truncated = false;
-  std::string warning;                      ///< what was not imported and why
-  std::map<std::string, uint64_t> per_kind; ///< stored events by kind
-};
+/// Imports the trace at `path` as `format` ("kineto", "legacy": CPU ops without a category,
+/// "torch_npu"). Either the whole trace is stored or, on error, nothing is.
+Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& path, const std::string& display,
+                                         std::string_view format, Store& store);
 
-/// True when the first bytes look like a Chrome-trace JSON (plain or gzip).
-bool SniffChromeTrace(const std::string& path);
-
-Expected<ImportResult> ImportChromeTrace(const std::string& path, const std::string& display, Store& store);
+// Sniff helpers over the first bytes of a file.
+/// `{` with a Kineto top-level key (traceEvents, schemaVersion, deviceProperties).
+bool LooksLikeTraceObject(std::string_view head);
+/// `[` then an event object with a "ph" key.
+bool LooksLikeEventArray(std::string_view head);
+/// The first "ts" value is a quoted string (torch_npu writes them so).
+bool HasStringTimestamp(std::string_view head);
 
 /// `123.456` (µs, as Kineto writes it; also a quoted string) → 123456 ns, exactly, without
 /// going through a double. False for text that is not a decimal number.

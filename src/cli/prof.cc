@@ -1,0 +1,249 @@
+#include "cli/prof.h"
+
+#include <cstdio>
+
+#include "cli/cli_common.h"
+#include "core/atomic_file.h"
+#include "core/table.h"
+#include "prof/api.h"
+#include "render/prof_advisor.h"
+#include "render/prof_diff.h"
+#include "render/prof_summary.h"
+
+namespace portkit::cli {
+namespace fs = std::filesystem;
+namespace {
+
+void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+/// Writes `content` to `folder/name` (the folder created when needed).
+Status WriteInto(const fs::path& folder, const std::string& name, const std::string& content) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) return IoError("cannot create " + folder.string() + ": " + ec.message());
+  return WriteFileAtomic(folder / name, content);
+}
+
+/// The output folder: the one asked for, or `default_name` inside the profile folder of `dir`.
+fs::path OutputFolder(const std::string& asked, const fs::path& dir, const char* default_name) {
+  return asked.empty() ? prof::ProfileFolder(dir) / default_name : fs::path(asked);
+}
+
+std::optional<prof::Severity> SeverityNamed(const std::string& name) {
+  for (auto s : {prof::Severity::kHigh, prof::Severity::kMedium, prof::Severity::kLow, prof::Severity::kInfo})
+    if (name == prof::SeverityName(s)) return s;
+  return std::nullopt;
+}
+
+int Import(const std::string& dir, Context& ctx) {
+  if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
+  auto report = prof::RunImport({dir}, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  for (const auto& t : report->traces)
+    if (!t.status.ok()) ctx.logger.Error(t.status.message());
+  ctx.logger.Info("Profile database: " + report->database.string());
+  Print(render::ProfImportTable(*report));
+  return ExitCodeFor(report->FirstFailure());
+}
+
+int ExportSummary(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
+                  Context& ctx) {
+  fs::path out = OutputFolder(output, dir, "summary");
+  if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
+  auto report = prof::RunExportSummary({dir}, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  std::vector<std::vector<std::string>> rows;
+  std::string shown = output.empty() ? "summary/" : (out / "").string();
+  for (const auto& t : report->tables) {
+    for (const auto& format : formats) {
+      std::string name = t.name + "." + format;
+      Status st = WriteInto(out, name, format == "csv" ? render::ProfSummaryCsv(t) : render::ProfSummaryJson(t));
+      if (!st.ok()) return Fail(ctx, st);
+      rows.push_back({shown + name, std::to_string(t.rows.size())});
+    }
+  }
+  Print(RenderTable({"files", "rows"}, rows));
+  return kExitOk;
+}
+
+int ExportTimeline(const std::string& dir, const std::string& output, Context& ctx) {
+  fs::path out = output.empty() ? prof::ProfileFolder(dir) / "timeline" / "timeline.json" : fs::path(output);
+  if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFile(out, "--output"); !st.ok()) return Fail(ctx, st);
+  auto report = prof::RunExportTimeline({dir}, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  fs::path folder = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  if (Status st = WriteInto(folder, out.filename().string(), report->json); !st.ok()) return Fail(ctx, st);
+  const auto& s = report->stats;
+  if (s.clipped)
+    ctx.logger.Warning(std::to_string(s.clipped) + " events did not nest on their track and were clipped to "
+                       "their parent's end");
+  ctx.logger.Info("Wrote " + (output.empty() ? std::string("timeline/timeline.json") : out.string()) + ": " +
+                  std::to_string(s.events) + " events, " + std::to_string(s.flows) + " launch flows, " +
+                  std::to_string(s.clipped) + " clipped.");
+  return kExitOk;
+}
+
+int Analyse(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
+            const std::string& fail_on, Context& ctx) {
+  fs::path out = OutputFolder(output, dir, "analysis");
+  if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
+  auto report = prof::RunAnalyse({dir}, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  std::string text = render::ProfAdvisorText(*report);
+  std::vector<std::string> written;
+  for (const auto& format : formats) {
+    std::string name = "advisor." + std::string(format == "text" ? "txt" : format);
+    std::string content = format == "text"   ? text
+                          : format == "html" ? render::ProfAdvisorHtml(*report)
+                                             : render::ProfAdvisorJson(*report);
+    if (Status st = WriteInto(out, name, content); !st.ok()) return Fail(ctx, st);
+    written.push_back(name);
+  }
+  Print(text);
+  std::string list;
+  for (const auto& w : written) list += (list.empty() ? "" : ", ") + w;
+  ctx.logger.Info("Advisor report in " + out.string() + ": " + list);
+  if (!fail_on.empty()) {
+    size_t n = report->CountAtLeast(*SeverityNamed(fail_on));
+    if (n > 0) {
+      ctx.logger.Error(std::to_string(n) + " finding(s) of severity " + fail_on + " or higher (--fail-on " + fail_on +
+                       ")");
+      return kExitFindings;
+    }
+  }
+  return kExitOk;
+}
+
+int Diff(const std::string& base, const std::string& compare, std::optional<double> fail_above,
+         const std::string& output, const std::vector<std::string>& formats, Context& ctx) {
+  fs::path out = OutputFolder(output, compare, "diff");
+  if (Status st = CheckInput(base, "base"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckInput(compare, "compare"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
+  auto report = prof::RunDiff({base, compare, fail_above}, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  Print(render::ProfDiffText(*report));
+  for (const auto& format : formats) {
+    Status st;
+    if (format == "csv") {
+      st = WriteInto(out, "diff_operators.csv", render::ProfDiffCsv(report->operators));
+      if (st.ok()) st = WriteInto(out, "diff_kernels.csv", render::ProfDiffCsv(report->kernels));
+    } else {
+      st = WriteInto(out, "diff.json", render::ProfDiffJson(*report));
+    }
+    if (!st.ok()) return Fail(ctx, st);
+  }
+  if (report->regressed) {
+    char text[96];
+    std::snprintf(text, sizeof text, "step time regressed by %+.2f%%, more than --fail-above %.2f%%",
+                  *report->step_change_percent, *fail_above);
+    ctx.logger.Error(text);
+    return kExitRegression;
+  }
+  return kExitOk;
+}
+
+int Collect(const prof::CollectOptions& options, Context& ctx) {
+  if (Status st = CheckOutputFolder(options.output, "--output"); !st.ok()) return Fail(ctx, st);
+  if (auto argv = prof::CollectArgv(options); !argv.ok()) return Fail(ctx, argv.status());
+  auto report = prof::RunCollect(options, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  if (report->traces == 0)
+    return Fail(ctx, Status(ErrorCode::kInternal, "no trace was written to " + report->prof_dir.string() +
+                                                      " (the program " + report->program.Describe() + ")"));
+  ctx.logger.Info("Raw trace(s) in " + report->prof_dir.string() + "; next: portkit prof import -dir " +
+                  report->prof_dir.string());
+  Print(report->prof_dir.string() + "\n");
+  if (!report->program.ok())
+    return Fail(ctx, Status(ErrorCode::kInternal, "the profiled program " + report->program.Describe() +
+                                                      "; the trace of what ran is in " + report->prof_dir.string()));
+  return kExitOk;
+}
+
+}  // namespace
+
+int ProfCommand(int argc, char** argv, Context& ctx) {
+  CLI::App app{"Profiles of PyTorch programs: collect a trace, import traces into a SQLite store, export "
+               "summaries and a timeline, run the advisor, compare two profiles.",
+               "portkit prof"};
+  app.require_subcommand(1);
+
+  prof::CollectOptions collect_opt;
+  std::string collect_output;
+  auto* collect = app.add_subcommand(
+      "collect", "run a Python program under the PyTorch profiler (no code changes) and write the raw "
+                 "trace into DIR/PROF_<timestamp>/");
+  collect->add_option("--output", collect_output, "folder for the PROF_<timestamp> folder")->required();
+  collect->add_option("--steps", collect_opt.steps,
+                      "record this many steps (optimizer.step() calls) after a warm-up step; default: whole run")
+      ->check(CLI::NonNegativeNumber);
+  collect->add_flag("--record-shapes", collect_opt.record_shapes, "record operator input shapes");
+  collect->add_flag("--with-stack", collect_opt.with_stack, "record Python stacks");
+  collect->add_option("--application", collect_opt.application,
+                      "the command as one string (instead of giving it after --)");
+  collect->add_option("command", collect_opt.command, "the command, after --");
+
+  std::string import_dir;
+  auto* import = app.add_subcommand(
+      "import", "import traces into <dir>/portkit.db: Kineto JSON(.gz), legacy torch profiler JSON, torch_npu "
+                "trace_view.json and kernel_details.csv, recognised by their content");
+  import->add_option("-d,--dir", import_dir,
+                     "a PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file; "
+                     "also -dir")
+      ->required();
+
+  auto* exp = app.add_subcommand("export", "export summary | export timeline: files from an imported profile");
+  exp->require_subcommand(1);
+  std::string summary_dir, summary_output;
+  std::vector<std::string> summary_formats;
+  auto* summary = exp->add_subcommand(
+      "summary", "op_summary, op_statistic, api_statistic, kernel_statistic, step_trace into <dir>/summary/");
+  summary->add_option("-d,--dir", summary_dir, "the profile folder (holding portkit.db); also -dir")->required();
+  summary->add_option("-o,--output", summary_output, "folder for the files (default: <dir>/summary)");
+  AddFormatOption(*summary, &summary_formats, {"csv", "json"}, {"csv"});
+  std::string timeline_dir, timeline_output;
+  auto* timeline = exp->add_subcommand("timeline", "Chrome-trace JSON (Perfetto) into <dir>/timeline/timeline.json");
+  timeline->add_option("-d,--dir", timeline_dir, "the profile folder (holding portkit.db); also -dir")->required();
+  timeline->add_option("-o,--output", timeline_output, "the file to write (default: <dir>/timeline/timeline.json)");
+
+  std::string analyse_dir, analyse_output, fail_on;
+  std::vector<std::string> analyse_formats;
+  auto* analyse = app.add_subcommand("analyse", "advisor: time split, top operators and kernels, and findings with "
+                                                "severity, evidence and advice (into <dir>/analysis/)");
+  analyse->add_option("-d,--dir", analyse_dir, "the profile folder; also -dir")->required();
+  analyse->add_option("-o,--output", analyse_output, "folder for the reports (default: <dir>/analysis)");
+  AddFormatOption(*analyse, &analyse_formats, {"text", "html", "json"}, {"text", "html"});
+  analyse->add_option("--fail-on", fail_on, "exit 1 when there is a finding of this severity or higher")
+      ->check(CLI::IsMember({"high", "medium", "low", "info"}));
+
+  std::string base_dir, cmp_dir, diff_output;
+  std::vector<std::string> diff_formats;
+  double fail_above = 0;
+  auto* diff = app.add_subcommand("diff", "compare two profiles: step time and per-operator / per-kernel deltas "
+                                          "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
+  diff->add_option("base", base_dir, "the base profile folder (imported first if needed)")->required();
+  diff->add_option("compare", cmp_dir, "the profile to compare with it")->required();
+  auto* gate = diff->add_option("--fail-above", fail_above,
+                                "exit 3 when the step time grows by more than this percentage");
+  diff->add_option("-o,--output", diff_output, "folder for the files (default: CMP_DIR/diff)");
+  AddFormatOption(*diff, &diff_formats, {"csv", "json"}, {"csv"});
+
+  if (auto rc = Parse(app, argc, argv)) return *rc;
+  if (collect->parsed()) {
+    collect_opt.output = collect_output;
+    return Collect(collect_opt, ctx);
+  }
+  if (import->parsed()) return Import(import_dir, ctx);
+  if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, ctx);
+  if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, ctx);
+  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, ctx);
+  if (diff->parsed())
+    return Diff(base_dir, cmp_dir, gate->count() ? std::optional<double>(fail_above) : std::nullopt, diff_output,
+                diff_formats, ctx);
+  return kExitUsage;
+}
+
+}  // namespace portkit::cli

@@ -1,0 +1,40 @@
+#include "render/prof_summary.h"
+
+#include "core/csv_writer.h"
+#include "core/json_writer.h"
+#include "core/table.h"
+
+namespace portkit::render {
+
+std::string ProfSummaryCsv(const prof::SummaryTable& table) {
+  CsvWriter w(table.header);
+  for (const auto& r : table.rows) w.AddRow(r);
+  return w.str();
+}
+
+std::string ProfSummaryJson(const prof::SummaryTable& table) {
+  JsonWriter j;
+  j.BeginArray();
+  for (const auto& r : table.rows) {
+    j.BeginObject();
+    for (size_t i = 0; i < table.header.size(); ++i) j.Key(table.header[i]).String(r[i]);
+    j.EndObject();
+  }
+  j.EndArray();
+  return j.str();
+}
+
+std::string ProfImportTable(const prof::ImportReport& report) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : report.traces) {
+    if (!t.status.ok()) {
+      rows.push_back({t.path, "-", "-", "-", "error"});
+      continue;
+    }
+    rows.push_back({t.path, t.result.format, std::to_string(t.result.events), std::to_string(t.result.skipped),
+                    t.result.truncated ? "truncated" : "ok"});
+  }
+  return RenderTable({"trace", "format", "events", "not stored", "status"}, rows);
+}
+
+}  // namespace portkit::render

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# portkit prof on the command line: every JSON output loads with Python's json, the help lists
+# every sub-command, importers are chosen by content, and a store from an older portkit is refused.
+source "$(dirname "$0")/harness.sh"
+traces=tests/data/traces
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+
+help=$("$PORTKIT" prof --help)
+for sub in collect import export analyse diff; do
+  check "prof --help lists $sub" "grep -q '^  $sub ' <<<\"\$help\""
+done
+export_help=$("$PORTKIT" prof export --help)
+check "prof export --help lists summary and timeline" \
+  "grep -q '^  summary ' <<<\"\$export_help\" && grep -q '^  timeline ' <<<\"\$export_help\""
+check "no seed wording in the prof help" "! \"$PORTKIT\" prof collect --help | grep -qi seed"
+
+# Detection by content: a gzipped, renamed trace_view.json is a torch_npu trace; a renamed
+# kernel_details.csv is found by its header; a .json that is no trace is skipped with a note.
+mkdir -p "$tmp/npu"
+gzip -c "$traces/ascend/trace_view.json" > "$tmp/npu/device.trace.gz"
+cp "$traces/ascend/kernel_details.csv" "$tmp/npu/tasks.txt"
+echo '{"lr": 0.1}' > "$tmp/npu/config.json"
+"$PORTKIT" prof import -dir "$tmp/npu" >"$tmp/npu.out" 2>"$tmp/npu.err"
+check "import by content exits 0" "[ $? = 0 ]"
+check "gzipped trace_view.json read as torch_npu" "grep -Eq 'device\.trace\.gz +\| +torch_npu +\|' '$tmp/npu.out'"
+check "renamed kernel_details.csv read as kernel_details" "grep -Eq 'tasks\.txt +\| +torch_npu kernel_details +\|' '$tmp/npu.out'"
+check "a .json that is not a trace is skipped with a note" \
+  "grep -q 'Skipped config.json: not a trace portkit reads' '$tmp/npu.err'"
+
+# JSON outputs.
+"$PORTKIT" prof export summary -dir "$tmp/npu" --format json >/dev/null 2>"$tmp/err"
+check "export summary --format json exits 0" "[ $? = 0 ]"
+for f in op_summary op_statistic api_statistic kernel_statistic step_trace; do
+  check "summary/$f.json loads" "$py -c 'import json,sys; assert isinstance(json.load(open(sys.argv[1])), list)' '$tmp/npu/summary/$f.json'"
+done
+"$PORTKIT" prof analyse -dir "$tmp/npu" --format json >"$tmp/analyse.out" 2>"$tmp/err"
+check "analyse --format json exits 0" "[ $? = 0 ]"
+check "analysis/advisor.json loads and holds findings" \
+  "$py -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"findings\"] and d[\"profiled_ns\"] > 0' '$tmp/npu/analysis/advisor.json'"
+check "only the formats asked for are written" "[ ! -e '$tmp/npu/analysis/advisor.html' ]"
+mkdir -p "$tmp/base" "$tmp/cmp"
+cp "$traces/kineto/trace_diff__control__control.json.gz" "$tmp/base/"
+cp "$traces/kineto/trace_diff__test__test.json.gz" "$tmp/cmp/"
+"$PORTKIT" prof diff "$tmp/base" "$tmp/cmp" --format json,csv --fail-above 10 >"$tmp/diff.out" 2>"$tmp/diff.err"
+check "diff over the gate exits 3" "[ $? = 3 ]"
+check "diff/diff.json loads and says it regressed" \
+  "$py -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"regressed\"] and d[\"base\"][\"steps\"] == 6 and d[\"operators\"]' '$tmp/cmp/diff/diff.json'"
+check "diff CSVs written too" "[ -s '$tmp/cmp/diff/diff_operators.csv' ] && [ -s '$tmp/cmp/diff/diff_kernels.csv' ]"
+
+# A store without a schema version (as portkit wrote before versions existed) is refused.
+mkdir -p "$tmp/old"
+cp "$traces/ascend/kernel_details.csv" "$tmp/old/"
+$py -c 'import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute("CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT)"); db.commit()' "$tmp/old/portkit.db"
+"$PORTKIT" prof analyse -dir "$tmp/old" >/dev/null 2>"$tmp/old.err"
+check "an old store is refused with exit 2" "[ $? = 2 ]"
+check "the message says to import again" "grep -q 'without a schema version.*run .portkit prof import. on the traces again' '$tmp/old.err'"
+"$PORTKIT" prof import -dir "$tmp/old" >/dev/null 2>"$tmp/old.err"
+check "import into an old store is refused too" "[ $? = 2 ]"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
