@@ -5,7 +5,7 @@
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
 #include "prof/prof_command.h"
-#include "tune/tune_command.h"
+#include "cli/tune.h"
 
 namespace portkit::cli {
 
@@ -21,8 +21,9 @@ const Command kCommands[] = {
     {"extract", "copy the named operators of a dump into a new dump", &accuracy::ExtractMain},
     {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
      &prof::ProfMain},
-    {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base",
-     &tune::TuneMain},
+    {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base;\n"
+             "             tune bank list | show OP | export FILE | import FILE: the knowledge base",
+     &TuneCommand},
 };
 const size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 
