@@ -134,6 +134,8 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   bool list_flag = false;
   auto* bank = app.add_subcommand("bank", "inspect and share a knowledge base: list, show OP, export FILE, import FILE");
   bank->fallthrough();
+  bank->footer("The bank folder is --tune-bank DIR (or a tune_bank.db file), else $TUNE_BANK_PATH, else "
+               "$XDG_CACHE_HOME/portkit or ~/.cache/portkit. list, show and export open it read-only.");
   bank->add_option("--tune-bank", bank_flag, "knowledge base folder or tune_bank.db file");
   AddFormatOption(*bank, &bank_args.formats, {"text", "json"}, {"text"});
   bank->add_flag("--list", list_flag, "same as `bank list`");
@@ -148,7 +150,10 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   auto* bank_import = bank->add_subcommand("import", "merge a JSON file of entries; an entry replaces one only if faster");
   bank_import->add_option("file", import_file, "JSON file written by `bank export`")->required();
   bank->require_subcommand(0, 1);
-  for (auto* sub : {bank_list, bank_show, bank_export, bank_import}) sub->fallthrough();
+  for (auto* sub : {bank_list, bank_show, bank_export, bank_import}) {
+    sub->fallthrough();
+    sub->footer("");
+  }
 
   if (auto code = Parse(app, argc, argv)) return *code;
 
