@@ -132,6 +132,20 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
     report.files_written.push_back(o.record);
   }
   report.session = std::move(*result);
+  // Operators to tune, and not one of them could run its default kernel: the toolchain is broken
+  // (a compiler that fails on everything), which is a failed run rather than a result.
+  if (!landscape && !list.ops.empty() && report.session.ops.empty()) {
+    const UntunedOp* first_rejected = nullptr;
+    for (const auto& u : report.session.untuned)
+      if (u.reason.rfind("the default strategy was rejected", 0) == 0) {
+        first_rejected = &u;
+        break;
+      }
+    if (first_rejected)
+      return Status(ErrorCode::kInternal,
+                    "no operator could build and run its default kernel (" + first_rejected->op.name + ": " +
+                        first_rejected->reason + "); check the compiler (--compiler " + o.compiler + ")");
+  }
   for (const auto& op : report.session.ops) {
     switch (op.status) {
       case RepoStatus::kAdd: ++report.accounting.add; break;

@@ -76,7 +76,8 @@ Status ValidateTuneOptions(const TuneOptions& options);
 /// Runs a tuning session: validates the options, reads the operators, opens (creating) the bank,
 /// tunes, and returns the report. Progress and per-operator lines go to ctx.logger. Errors: the
 /// options (kInvalidArgument), the input (kNotFound, kParse), the bank (kIo, kParse,
-/// kUnsupported: another schema, with what to do).
+/// kUnsupported: another schema, with what to do), and kInternal when there were operators to
+/// tune and none could build and run its default kernel (a broken compiler).
 Expected<TuneReport> RunTune(const TuneOptions& options, Context& ctx);
 
 /// A bank's entries, as read.

@@ -246,6 +246,12 @@ check "a tuner killed with SIGKILL leaves the bank intact and usable" "[ '$ok2' 
 "$PORTKIT" tune --replay "$tmp/k/tune_landscape.jsonl" --strategy random --tune-bank "$tmp/bank_k3" --output "$tmp/k3" >/dev/null 2>"$tmp/k3.err"; rc=$?
 check "the killed run's landscape (streamed) replays" "[ $rc = 0 ] && [ -n \"\$(ls '$tmp/k3'/aoe_result_opat_*.json)\" ]"
 
+# A compiler that fails on every candidate: the run failed (exit 4), saying to check the compiler.
+printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "brokencc 1.0"; exit 0; fi\necho "brokencc: internal error" >&2; exit 1\n' >"$tmp/brokencc"
+chmod +x "$tmp/brokencc"
+"$PORTKIT" tune --model "$model" --compiler "$tmp/brokencc" --tune-bank "$tmp/bank_broken" --output "$tmp/broken" "${pin[@]}" >"$tmp/bc" 2>&1; rc=$?
+check "a compiler failing on everything exits 4" "[ $rc = 4 ] && grep -q 'no operator could build and run its default kernel' '$tmp/bc' && grep -q 'brokencc: internal error' '$tmp/bc'"
+
 # Input checks: all before any tuning.
 touch "$tmp/afile"
 "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_o" --output "$tmp/afile/out" "${pin[@]}" >"$tmp/y1" 2>&1; rc=$?
