@@ -3,10 +3,10 @@
 
 One-off, committed so the derivation is reproducible:
 
-    python3 scripts/derive_target_data.py [--reference DIR] [--out DIR]
+    python3 scripts/derive_target_data.py --reference DIR [--out DIR]
 
---reference defaults to ../shared/reference/ascend relative to the repository root (it must
-hold msfmktransplt/*.json and LICENSE-mstt-MulanPSL2.txt); --out defaults to data/.
+--reference names a folder holding msfmktransplt/*.json (the support tables of Ascend's
+open-source mstt tools, Mulan PSL v2) and LICENSE-mstt-MulanPSL2.txt; --out defaults to data/.
 portkit itself never reads the reference directory: only the files written here.
 
 Python 3 standard library only. Output is deterministic (sorted, UTF-8, LF) for a given
@@ -579,24 +579,30 @@ def derive_rewrites(ref, out, written):
         GENERATED_NOTE,
         "Columns: old<TAB>new. An entry also renames everything below it (old.X -> new.X);",
         "the longest matching old prefix (whole dotted components) wins.",
+        "Hand-written: torch.profiler.ProfilerActivity.CUDA (the reference's unqualified",
+        "ReplaceAttributeRule CUDA -> NPU, applied where torch_npu has that name).",
     ]
+    for o, n in HAND_REWRITES.items():
+        assert o not in rewrites, o
+        rewrites[o] = (n, "hand-written")
     rows = [(o, rewrites[o][0]) for o in sorted(rewrites)]
-    write_tsv(os.path.join(out, "cuda", "npu_rewrites.tsv"), comments, rows, written)
+    write_tsv(os.path.join(out, "targets", "npu", "rewrites.tsv"), comments, rows, written)
 
     summary = ["Rule types in the reference (count per file):"]
     for rtype, c in types_found.items():
         summary.append("  %s: %s" % (rtype, ", ".join("%s %d" % (s, n) for s, n in c.items())))
-    summary.append("Used for npu_rewrites.tsv (entries):")
+    summary.append("Used for rewrites.tsv (entries):")
     for rtype, c in used.items():
         summary.append("  %s: %s" % (rtype, ", ".join("%s %d" % (s, n) for s, n in c.items())))
     summary.append("Name rewrites NOT used because the old name is not qualified "
-                   "(covered by data/cuda/cuda_only.json instead):")
+                   "(covered by data/cuda/cuda_only.json and the renames of "
+                   "targets/npu/target.json instead):")
     for rtype, s, text in skipped:
         summary.append("  %s (%s): %s" % (rtype, s, text))
     summary.append("Not name rewrites, not used: InsertMainFileRule, InsertGlobalRule "
                    "(code insertion), ArgsModifyRule (argument rewrites such as device "
                    "strings), ReplaceStringRule (string literals: cuda->npu, nccl->hccl, ...).")
-    print("  npu_rewrites.tsv: %d rewrites" % len(rows))
+    print("  rewrites.tsv: %d rewrites" % len(rows))
     for line in summary:
         print("  " + line)
     return rows, summary
@@ -748,17 +754,65 @@ CUDA_ONLY = collections.OrderedDict([
     ("distributed_backends", ["nccl"]),
 ])
 
+# Hand-added rows of targets/npu/rewrites.tsv (see derive_rewrites).
+HAND_REWRITES = collections.OrderedDict([
+    ("torch.profiler.ProfilerActivity.CUDA", "torch_npu.profiler.ProfilerActivity.NPU"),
+])
+
 CPU_TARGET = collections.OrderedDict([
     ("name", "cpu"),
     ("description", "CPU-only deployment: every torch API is supported except CUDA-only code "
                     "(data/cuda/cuda_only.json)"),
     ("versions", []),
+    ("device_type", "cpu"),
 ])
 
+# Everything Ascend-specific that portkit's code uses (see data/README.md for the schema).
 NPU_TARGET = collections.OrderedDict([
     ("name", "npu"),
     ("description", "Ascend NPU via torch_npu"),
+    ("default", True),
     ("versions", list(VERSIONS)),
+    ("device_type", "npu"),
+    ("python_module", "torch_npu"),
+    ("import_line", "import torch_npu"),
+    ("device_module", "torch_npu.npu"),
+    ("transfer_import", "from torch_npu.contrib import transfer_to_npu"),
+    ("renames", collections.OrderedDict([
+        ("methods", {"cuda": "npu"}),
+        ("attributes", {"is_cuda": "is_npu"}),
+        ("distributed_backends", {"nccl": "hccl"}),
+        ("env_vars", collections.OrderedDict([
+            ("CUDA_LAUNCH_BLOCKING", "ASCEND_LAUNCH_BLOCKING"),
+            ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"),
+            ("NCCL_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"),
+            ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NPU_ALLOC_CONF"),
+        ])),
+    ])),
+    ("fused_apis", collections.OrderedDict([
+        ("attention", "torch_npu.npu_fusion_attention"),
+        ("mask_index_put", "torch_npu.npu_fast_condition_index_put"),
+        ("rms_norm", "torch_npu.npu_rms_norm"),
+        ("rotary", "torch_npu.npu_rotary_mul"),
+        ("swiglu", "torch_npu.npu_swiglu"),
+    ])),
+    ("fused_optimizers", collections.OrderedDict(
+        ("torch.optim." + o, "torch_npu.optim.NpuFused" + o)
+        for o in ["Adadelta", "Adam", "AdamW", "RMSprop", "SGD"])),
+    ("profile", collections.OrderedDict([
+        ("communication_kernels", ["hccl"]),
+        ("fusion_apis", collections.OrderedDict([
+            ("GeGLU", "torch_npu.npu_geglu"),
+            ("Mish (decomposed)", "torch.nn.Mish / torch_npu.npu_mish (one fused kernel)"),
+            ("RMSNorm", "torch_npu.npu_rms_norm"),
+            ("SwiGLU", "torch_npu.npu_swiglu"),
+            ("add + layer norm", "torch_npu.npu_add_layer_norm"),
+            ("attention", "torch_npu.npu_fusion_attention"),
+            ("group norm + silu", "torch_npu.npu_group_norm_silu"),
+            ("rotary embedding", "torch_npu.npu_rotary_mul"),
+            ("scaled masked softmax", "torch_npu.npu_scaled_masked_softmax"),
+        ])),
+    ])),
 ])
 
 
@@ -772,10 +826,10 @@ from the Ascend mstt msfmktransplt reference data (Mulan PSL v2, see `LICENSE-Mu
 this directory); the hand-written parts (translations, exclusion lists, `cuda/cuda_only.json`,
 `target.json`) are literals in that script. Edit the script, not these files. Regenerate with
 
-    python3 scripts/derive_target_data.py            # --reference DIR --out DIR to override
+    python3 scripts/derive_target_data.py --reference DIR    # --out DIR to override
 
-(`--reference` defaults to `../shared/reference/ascend` relative to the repository root and must
-hold `msfmktransplt/*.json` and `LICENSE-mstt-MulanPSL2.txt`; `--out` defaults to `data/`).
+(`--reference DIR` names a folder holding `msfmktransplt/*.json` — the support tables of Ascend's
+open-source mstt tools, Mulan PSL v2 — and `LICENSE-mstt-MulanPSL2.txt`; `--out` defaults to `data/`).
 portkit never reads the reference directory at build, test or run time: only these files.
 Output is deterministic: UTF-8, LF line ends, tables sorted by their first column (code point
 order). `python/torch_only_methods.tsv` also depends on the Python version (it uses `dir()` of
@@ -787,11 +841,50 @@ separated by a single TAB; no cell contains a TAB or a newline; a trailing empty
 
 ## Files
 
-### `targets/npu/target.json`, `targets/cpu/target.json`
+### `targets/<name>/target.json`
 
-`{"name", "description", "versions"}`: a deployment target and the torch versions it has tables
-for (`npu`: 2.1, 2.6, 2.7, 2.8; `cpu`: none, because on CPU every torch API is supported except
-CUDA-only code, see `cuda/cuda_only.json`). Written literally by the script.
+Everything target-specific that portkit's code uses; the code never spells a target's names.
+`--target NAME` of `analyse` and `migrate` accepts every folder of `targets/` that holds a
+`target.json` (`migrate`: those with `renames`); `--target PATH` accepts any folder holding a
+`target.json` (your own target, beside its own lists), and a folder dropped into `targets/` (or
+into the `targets/` of a data folder named by `$PORTKIT_DATA_DIR`) becomes a choice by name.
+The target with `"default": true` is used when none is named (`npu`); `prof analyse` uses it for
+its advisor facts. Unknown keys are errors (they are usually typos). All keys but `name` are
+optional; a map's keys are the CUDA spellings, its values the target's.
+
+```
+{"name": "npu",                    // the folder name
+ "description": "...",
+ "default": true,                  // the target used when none is named
+ "versions": ["2.1", ...],         // torch versions with torch-<v>/ support lists (informative)
+ "device_type": "npu",             // replaces "cuda" in device strings ("cuda:1" -> "npu:1")
+ "python_module": "torch_npu",     // migrate inserts import_line where the module is not imported
+ "import_line": "import torch_npu",
+ "device_module": "torch_npu.npu", // counterpart of torch.cuda in advice (torch.cuda.X -> it.X)
+ "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative,
+                                   // named in migrate's log
+ "renames": {                      // applied by `portkit migrate`, named in analyse's tips
+   "methods": {"cuda": "npu"},     // x.cuda() -> x.npu(); also a torch.nn.Module method that
+                                   // returns the module (type inference)
+   "attributes": {"is_cuda": "is_npu"},
+   "distributed_backends": {"nccl": "hccl"},
+   "env_vars": {"CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEVICES", ...}},  // string literals
+ "fused_apis": {"rms_norm": "torch_npu.npu_rms_norm", ...},  // affinity_apis pattern rule name
+                                   // (attention, mask_index_put, rms_norm, rotary, swiglu) -> the
+                                   // fused API, fully qualified; a rule without an entry is silent
+ "fused_optimizers": {"torch.optim.AdamW": "torch_npu.optim.NpuFusedAdamW", ...},
+ "profile": {                      // prof analyse's advisor
+   "communication_kernels": ["hccl"],  // substrings of collective kernel names (besides nccl,
+                                   // rccl and AllReduce, which every profile may hold)
+   "fusion_apis": {"RMSNorm": "torch_npu.npu_rms_norm", ...}}}  // advisor/fusion_patterns.tsv
+                                   // name -> replacement (else the table's generic one)
+```
+
+Beside `target.json`, all optional: `torch-<v>/supported.tsv` and `torch-<v>/unsupported.tsv`
+(without them every torch API counts as supported except CUDA-only code, as for `cpu`),
+`advice.json`, `rewrites.tsv` and `affinity.json` (formats below). `targets/npu/target.json` and
+`targets/cpu/target.json` are written literally by the script. `tests/fixtures/targets/xpu/` is
+a complete example of a target defined only by these files.
 
 **Version selection** (`-v X.Y.Z`): use `targets/<target>/torch-X.Y/` if it exists; otherwise use
 the nearest listed version by numeric distance of (major, minor), computed as
@@ -839,12 +932,13 @@ it); all values are python source text. `suggest_use`: advise calling method `ap
 `when_used` is used. `global`: `kind` is `api` (a python API to call, the key has a dot) or `env`
 (an environment variable to set).
 
-### `cuda/npu_rewrites.tsv`
+### `targets/npu/rewrites.tsv`
 
-Columns: `old<TAB>new`, qualified CUDA API name -> NPU name. An entry also covers the names below
+Columns: `old<TAB>new`, qualified CUDA API name -> NPU name (any target may have one). An entry also covers the names below
 it (`old.X` -> `new.X`); the longest matching prefix of whole dotted components wins (so
 `torch.cuda.set_device` -> `torch_npu.npu.set_device`, any other `torch.cuda.X` ->
-`torch.npu.X`). From the reference rules:
+`torch.npu.X`). Hand-added: `torch.profiler.ProfilerActivity.CUDA` ->
+`torch_npu.profiler.ProfilerActivity.NPU`. From the reference rules:
 
 ```
 @SUMMARY@
@@ -857,6 +951,19 @@ API prefixes (whole dotted components); `methods`: method names on any receiver 
 `attributes`: attribute names on any receiver (`x.is_cuda`); `device_types`: device type strings
 (`"cuda"`, `"cuda:0"`, `torch.device("cuda", 1)`); `distributed_backends`: process-group backend
 names (`"nccl"`).
+
+### `targets/npu/affinity.json`
+
+From `msfmktransplt/affinity_list_1_11_0.json`: the affinity templates of `analyse -m
+affinity_apis`: `{"function": [{"name", "parameters", "replacement"}], "class": [{"name",
+"parent", "init", "forward", "replacement"}], "torch": [{"api", "replacement"}]}`, sorted by
+name. A target without this file has no template findings.
+
+### `advisor/fusion_patterns.tsv`
+
+Hand-written (not by the script): `name<TAB>pattern<TAB>replacement`, operator sequences that a
+fused kernel replaces (from msprof-analyze's timeline_fusion_ops.yaml); the replacement is
+target-neutral, a target names its own in `profile.fusion_apis`.
 
 ### `python/torch_only_methods.tsv`
 
@@ -887,7 +994,7 @@ Copy of the Mulan PSL v2 license text of the Ascend mstt reference data.
 
 
 def derive_affinity(ref, out, written):
-    """affinity_list_1_11_0.json → data/affinity/affinity.json (our format: lists, sorted)."""
+    """affinity_list_1_11_0.json → data/targets/npu/affinity.json (our format: lists, sorted)."""
     src = load(ref, "affinity_list_1_11_0.json")
     result = {"function": [], "class": [], "torch": []}
     for name, t in sorted(src.get("function", {}).items()):
@@ -899,13 +1006,13 @@ def derive_affinity(ref, out, written):
                                 "replacement": t["affinity_class"]})
     for name, t in sorted(src.get("torch", {}).items()):
         result["torch"].append({"api": t["full_name"], "replacement": t["affinity_api"]})
-    write_json(os.path.join(out, "affinity", "affinity.json"), result, written)
+    write_json(os.path.join(out, "targets", "npu", "affinity.json"), result, written)
 
 
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference", default=os.path.join(repo, "..", "shared", "reference", "ascend"),
+    ap.add_argument("--reference", required=True,
                     help="directory holding msfmktransplt/ and LICENSE-mstt-MulanPSL2.txt")
     ap.add_argument("--out", default=os.path.join(repo, "data"), help="output directory")
     args = ap.parse_args()

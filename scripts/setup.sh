@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what portkit needs to build and test on Debian 12: Debian packages that are missing,
-# and the pinned tree-sitter Python grammar (npm package, integrity-checked).
+# the pinned tree-sitter Python grammar (npm package, integrity-checked), and the torch 2.x test
+# environment .venv-torch2/ (pinned wheels from PyPI, scripts/requirements-torch2.txt; the Python
+# tests run under Debian's torch 1.13 and under it). PORTKIT_SKIP_TORCH2=1 leaves the latter out
+# (its tests are then reported as skipped).
 # Idempotent: a second run with everything present does nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +12,7 @@ PACKAGES=(g++ cmake ninja-build make pkg-config
           libtree-sitter-dev libsimdjson-dev libcli11-dev libfmt-dev
           libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev
           clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
-          python3-h5py libopenblas-dev)
+          python3-h5py python3-venv libopenblas-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -26,3 +29,26 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 bash scripts/fetch_grammar.sh
+
+# torch 2.x test environment. PyPI's Linux x86_64 torch wheels depend on NVIDIA's CUDA wheels
+# (about 3 GB; torch does not import without them), which are installed too although no GPU is
+# needed: the tests run on the CPU. Recreated only when the pinned list changes.
+VENV=.venv-torch2
+REQ=scripts/requirements-torch2.txt
+if [ "${PORTKIT_SKIP_TORCH2:-0}" != 1 ]; then
+  if [ -x "$VENV/bin/python" ] && cmp -s "$REQ" "$VENV/portkit-requirements.txt"; then
+    :  # up to date
+  else
+    echo "setup: creating $VENV with $(grep -m1 '^torch==' "$REQ") from PyPI (about 3 GB with its CUDA wheels; a few minutes)"
+    rm -rf "$VENV"
+    /usr/bin/python3 -m venv "$VENV"
+    if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r "$REQ" ||
+       ! "$VENV/bin/python" -c "import torch, numpy, pytest, h5py"; then
+      echo "setup: could not install the torch 2.x test environment (is PyPI reachable?);" \
+           "PORTKIT_SKIP_TORCH2=1 skips it, and its tests are then reported as skipped" >&2
+      rm -rf "$VENV"
+      exit 1
+    fi
+    cp "$REQ" "$VENV/portkit-requirements.txt"  # last: an interrupted set-up is redone next time
+  fi
+fi

@@ -16,6 +16,9 @@ DType ParseDType(std::string_view s) {
   if (s == "I32") return DType::kI32;
   if (s == "I16") return DType::kI16;
   if (s == "I8") return DType::kI8;
+  if (s == "U64") return DType::kU64;
+  if (s == "U32") return DType::kU32;
+  if (s == "U16") return DType::kU16;
   if (s == "U8") return DType::kU8;
   if (s == "BOOL") return DType::kBool;
   return DType::kUnknown;
@@ -33,6 +36,9 @@ std::string_view DTypeName(DType t) {
     case DType::kI32: return "I32";
     case DType::kI16: return "I16";
     case DType::kI8: return "I8";
+    case DType::kU64: return "U64";
+    case DType::kU32: return "U32";
+    case DType::kU16: return "U16";
     case DType::kU8: return "U8";
     case DType::kBool: return "BOOL";
     case DType::kUnknown: return "?";
@@ -42,9 +48,9 @@ std::string_view DTypeName(DType t) {
 
 size_t DTypeSize(DType t) {
   switch (t) {
-    case DType::kF64: case DType::kI64: return 8;
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kF16: case DType::kBF16: case DType::kI16: return 2;
+    case DType::kF64: case DType::kI64: case DType::kU64: return 8;
+    case DType::kF32: case DType::kI32: case DType::kU32: return 4;
+    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
     case DType::kF8E4M3: case DType::kF8E5M2: case DType::kI8: case DType::kU8: case DType::kBool: return 1;
     case DType::kUnknown: return 0;
   }
@@ -135,6 +141,27 @@ void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
       return;
     case DType::kI8:
       for (size_t i = 0; i < count; ++i) out[i] = static_cast<int8_t>(src[i]);
+      return;
+    case DType::kU64:  // values above 2^53 are rounded to the nearest double
+      for (size_t i = 0; i < count; ++i) {
+        uint64_t x;
+        std::memcpy(&x, src + 8 * i, 8);
+        out[i] = static_cast<double>(x);
+      }
+      return;
+    case DType::kU32:
+      for (size_t i = 0; i < count; ++i) {
+        uint32_t x;
+        std::memcpy(&x, src + 4 * i, 4);
+        out[i] = x;
+      }
+      return;
+    case DType::kU16:
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t x;
+        std::memcpy(&x, src + 2 * i, 2);
+        out[i] = x;
+      }
       return;
     case DType::kU8: case DType::kBool:
       for (size_t i = 0; i < count; ++i) out[i] = src[i];

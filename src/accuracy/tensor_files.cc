@@ -25,6 +25,9 @@ const char* NpyDescr(DType t, bool* widened) {
     case DType::kI32: return "<i4";
     case DType::kI16: return "<i2";
     case DType::kI8: return "|i1";
+    case DType::kU64: return "<u8";
+    case DType::kU32: return "<u4";
+    case DType::kU16: return "<u2";
     case DType::kU8: return "|u1";
     case DType::kBool: return "|b1";
     default:

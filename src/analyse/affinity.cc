@@ -24,6 +24,8 @@ std::string LastComponent(const std::string& q) { return q.substr(q.rfind('.') +
 }  // namespace
 
 Expected<AffinityTable> AffinityTable::Load(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return AffinityTable{};  // a target without templates
   simdjson::padded_string json;
   if (simdjson::padded_string::load(path.string()).get(json))
     return IoError(path.string() + ": cannot read");

@@ -1,5 +1,5 @@
 #pragma once
-/// Affinity ("fused API") templates of a target: data/affinity/affinity.json.
+/// Affinity ("fused API") templates of a target: data/targets/<name>/affinity.json.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -27,6 +27,7 @@ struct AffinityTable {
   std::vector<Class> classes;
   std::vector<Torch> torch;
 
+  /// Reads the templates; a missing file gives an empty table (a target without templates).
   static Expected<AffinityTable> Load(const std::filesystem::path& path);
   const Torch* FindTorch(const std::string& qname) const;
 };

@@ -115,7 +115,7 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   }
   std::unique_ptr<AffinityTable> affinity;
   if (opt.mode == "affinity_apis") {
-    auto table = AffinityTable::Load(ctx.data_dir / "affinity" / "affinity.json");
+    auto table = AffinityTable::Load(target->facts().dir / "affinity.json");
     if (!table.ok()) {
       log.Error(table.status().message());
       return 2;
@@ -129,7 +129,8 @@ int RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
 
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
-  LoadProject({input, base, {results}, opt.env_paths, opt.max_file_bytes}, log, pool, *project);
+  LoadProject({input, base, {results}, opt.env_paths, opt.max_file_bytes, target->facts().DeviceMethods()}, log,
+              pool, *project);
   if (opt.mode == "dynamic_shape") return RunDynamicShape(opt, *project, results, base, ctx);
   const FileStats& stats = project->stats;
 
@@ -248,8 +249,8 @@ int AnalyseMain(int argc, char** argv, Context& ctx) {
                  "affinity_apis (fused-API candidates), dynamic_shape (instrumented copy with a "
                  "runtime detector)")
       ->check(CLI::IsMember({"torch_apis", "third_party", "affinity_apis", "dynamic_shape"}));
-  app.add_option("--target", opt.target, "target platform: npu (Ascend, default) or cpu (flags CUDA-only code)")
-      ->check(CLI::IsMember({"npu", "cpu"}));
+  app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   app.add_option("-e,--env-path", opt.env_paths,
                  "extra import roots (like PYTHONPATH) used to resolve names; also -env");
   app.add_option("--api-files", opt.api_files,

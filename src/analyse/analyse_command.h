@@ -12,7 +12,7 @@ struct AnalyseOptions {
   std::string output;
   std::string version;  ///< torch version of the analysed code; empty = newest list
   std::string mode = "torch_apis";
-  std::string target = "npu";
+  std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   std::vector<std::string> env_paths;
   std::vector<std::string> api_files;  ///< -api: results of earlier third_party runs
   std::vector<std::string> formats = {"csv", "json"};

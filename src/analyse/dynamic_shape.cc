@@ -191,12 +191,12 @@ int RunDynamicShape(const AnalyseOptions& opt, LoadedProject& project, const fs:
                     const std::string& base, Context& ctx) {
   Logger& log = ctx.logger;
   std::error_code ec;
-  fs::path python_dir = ctx.data_dir.parent_path() / "python" / "portkit" / "dynamic_shape";
-  if (const char* env = std::getenv("PORTKIT_PYTHON_DIR"); env && *env)
-    python_dir = fs::path(env) / "portkit" / "dynamic_shape";
-  if (!fs::exists(python_dir / "hook.py", ec)) {
-    log.Error("detector sources not found in " + python_dir.string() +
-              " (set PORTKIT_PYTHON_DIR to the python/ folder of portkit)");
+  const fs::path python_root = FindPythonDir();
+  const fs::path python_dir = python_root / "portkit" / "dynamic_shape";
+  if (python_root.empty() || !fs::exists(python_dir / "hook.py", ec)) {
+    log.Error("detector sources not found" + (python_root.empty() ? std::string() : " in " + python_dir.string()) +
+              " (set PORTKIT_PYTHON_DIR to the folder holding the portkit Python package: python/ of a"
+              " portkit checkout, or PREFIX/share/portkit/python of an installed portkit)");
     return 2;
   }
   (void)opt;

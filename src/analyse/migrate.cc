@@ -40,34 +40,31 @@ std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
 
 namespace {
 
-/// Collects the cuda → npu edits of one file from the walker's resolved events.
+/// Collects the edits that port one file from CUDA to the target (by its target.json) from the
+/// walker's resolved events.
 class MigrationCollector : public EventSink {
  public:
   MigrationCollector(const PySyntax& syn, std::string_view src, const Target& target, bool unsafe,
                      std::vector<Edit>& out)
-      : syn_(syn), src_(src), target_(target), unsafe_(unsafe), out_(out) {}
+      : syn_(syn), src_(src), target_(target), facts_(target.facts()), unsafe_(unsafe), out_(out) {}
 
-  bool needs_torch_npu = false;
+  bool needs_import = false;  ///< the file needs the target's import line
 
   void OnCall(const CallEvent& ev) override {
     TSNode fn = ts_node_child_by_field_id(ev.node, syn_.f_function);
     if (!ev.lookup.empty() && ev.callee.kind == ValueKind::kExternal) {
       if (Rename(fn, ev.lookup.front(), "FuncNameModify")) return;
     }
-    if (syn_.Kind(fn) == NodeKind::kAttribute && ev.method == "cuda" &&
-        ev.callee.kind != ValueKind::kUserFunction) {
+    const std::string* method = ev.method.empty() ? nullptr : Find(facts_.renames.methods, std::string(ev.method));
+    if (method && syn_.Kind(fn) == NodeKind::kAttribute && ev.callee.kind != ValueKind::kUserFunction) {
       TSNode attr = ts_node_child_by_field_id(fn, syn_.f_attribute);
-      Add(attr, "npu", "FuncNameModify", ".cuda() → .npu()");
-      needs_torch_npu = true;
+      Add(attr, *method, "FuncNameModify", "." + std::string(ev.method) + "() → ." + *method + "()");
+      needs_import = true;
     }
     if (unsafe_ && !ev.lookup.empty()) {
-      static constexpr std::string_view kOptimizers[] = {"AdamW", "Adam", "SGD", "Adadelta", "RMSprop"};
-      for (auto o : kOptimizers) {
-        if (ev.lookup.front() == "torch.optim." + std::string(o)) {
-          Add(fn, "torch_npu.optim.NpuFused" + std::string(o), "AffinityReplace",
-              ev.lookup.front() + " → torch_npu.optim.NpuFused" + std::string(o) + " (--unsafe)");
-          needs_torch_npu = true;
-        }
+      if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
+        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)");
+        needs_import = true;
       }
     }
   }
@@ -77,16 +74,22 @@ class MigrationCollector : public EventSink {
   void OnString(const StringEvent& ev) override {
     std::string replacement;
     const std::string& v = ev.value;
-    if (v == "nccl") {
-      replacement = "hccl";
-    } else if (v.rfind("cuda", 0) == 0) {
-      std::string_view rest(v.data() + 4, v.size() - 4);
-      bool device = rest.empty();
-      if (!device && rest.front() == ':' && rest.size() > 1) {
-        device = true;
-        for (char c : rest.substr(1)) device &= c >= '0' && c <= '9';
+    if (const std::string* backend = Find(facts_.renames.distributed_backends, v)) {
+      replacement = *backend;
+    } else if (const std::string* env = Find(facts_.renames.env_vars, v)) {
+      replacement = *env;
+    } else {
+      for (const auto& type : target_.cuda().device_types) {
+        if (v.compare(0, type.size(), type) != 0) continue;
+        std::string_view rest(v.data() + type.size(), v.size() - type.size());
+        bool device = rest.empty();
+        if (!device && rest.front() == ':' && rest.size() > 1) {
+          device = true;
+          for (char c : rest.substr(1)) device &= c >= '0' && c <= '9';
+        }
+        if (device) replacement = facts_.device_type + std::string(rest);
+        break;
       }
-      if (device) replacement = "npu" + std::string(rest);
     }
     if (replacement.empty()) return;
     // Replace the string's content, keeping its quotes and prefix.
@@ -95,36 +98,38 @@ class MigrationCollector : public EventSink {
       TSNode c = ts_node_named_child(ev.node, i);
       if (syn_.Kind(c) == NodeKind::kStringContent) {
         Add(c, replacement, "ReplaceString", "\"" + v + "\" → \"" + replacement + "\"");
-        needs_torch_npu = true;
+        needs_import = true;
         return;
       }
     }
   }
 
   void OnSubscriptAssign(TSNode assignment, TSNode target, const Value& base, const Value& index) override {
-    if (!unsafe_ || ts_node_is_null(assignment) || index.kind != ValueKind::kTensor ||
+    const std::string* fused = facts_.FusedApi("mask_index_put");
+    if (!unsafe_ || !fused || ts_node_is_null(assignment) || index.kind != ValueKind::kTensor ||
         base.kind != ValueKind::kTensor)
       return;
     TSNode obj = ts_node_child_by_field_id(target, syn_.f_value);
     TSNode right = ts_node_child_by_field_id(assignment, syn_.f_right);
     if (ts_node_named_child_count(target) != 2 || ts_node_is_null(right)) return;
     std::string x(NodeText(obj, src_)), cond(NodeText(ts_node_named_child(target, 1), src_));
-    Add(assignment, x + " = torch_npu.npu_fast_condition_index_put(" + x + ", " + cond + ", " +
-                        std::string(NodeText(right, src_)) + ")",
-        "AffinityReplace", "masked assignment → torch_npu.npu_fast_condition_index_put (--unsafe)");
-    needs_torch_npu = true;
+    Add(assignment, x + " = " + *fused + "(" + x + ", " + cond + ", " + std::string(NodeText(right, src_)) + ")",
+        "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)");
+    needs_import = true;
   }
 
  private:
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty() || renamed == qname) return false;
-    // ProfilerActivity.CUDA and friends: the attribute itself is renamed too.
-    if (renamed.size() > 5 && renamed.compare(renamed.size() - 5, 5, ".CUDA") == 0)
-      renamed.replace(renamed.size() - 4, 4, "NPU");
     Add(node, renamed, operation, qname + " → " + renamed);
-    needs_torch_npu = true;
+    needs_import = true;
     return true;
+  }
+
+  static const std::string* Find(const std::map<std::string, std::string>& renames, const std::string& key) {
+    auto it = renames.find(key);
+    return it == renames.end() ? nullptr : &it->second;
   }
 
   void Add(TSNode node, std::string replacement, const char* operation, std::string message) {
@@ -135,26 +140,33 @@ class MigrationCollector : public EventSink {
   const PySyntax& syn_;
   std::string_view src_;
   const Target& target_;
+  const target::TargetFacts& facts_;
   bool unsafe_;
   std::vector<Edit>& out_;
 };
 
-// `x.is_cuda` → `x.is_npu` wherever it appears (an attribute of any object).
-void IsCudaEdits(const PySyntax& syn, TSNode root, std::string_view src, std::vector<Edit>& out) {
+// The target's attribute renames (`x.is_cuda` → `x.is_npu`) wherever they appear (an attribute of
+// any object).
+void AttributeRenameEdits(const PySyntax& syn, TSNode root, std::string_view src,
+                          const std::map<std::string, std::string>& renames, std::vector<Edit>& out) {
+  if (renames.empty()) return;
   ForEachNamedNode(root, [&](TSNode n) {
     if (syn.Kind(n) == NodeKind::kAttribute) {
       TSNode attr = ts_node_child_by_field_id(n, syn.f_attribute);
-      if (NodeText(attr, src) == "is_cuda")
-        out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "is_npu", StartLine(attr),
-                       EndLine(attr), "AttributeModify", ".is_cuda → .is_npu"});
+      auto it = renames.find(std::string(NodeText(attr, src)));
+      if (it != renames.end())
+        out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), it->second, StartLine(attr),
+                       EndLine(attr), "AttributeModify", "." + it->first + " → ." + it->second});
     }
     return true;
   });
 }
 
-// Where `import torch_npu` goes: after the first top-level `import torch...` statement, else
-// after the docstring and __future__ imports. Returns the byte offset of the line to insert at.
-bool FindImportLine(const PySyntax& syn, const ParsedSource& src, uint32_t* byte, uint32_t* line) {
+// Where the target's import line goes: after the first top-level `import torch...` statement,
+// else after the docstring and __future__ imports. Returns the byte offset of the line to insert
+// at; false when an import statement already names `module`.
+bool FindImportLine(const PySyntax& syn, const ParsedSource& src, const std::string& module, uint32_t* byte,
+                    uint32_t* line) {
   TSNode root = src.root();
   uint32_t count = ts_node_named_child_count(root);
   long after = -1;
@@ -163,7 +175,7 @@ bool FindImportLine(const PySyntax& syn, const ParsedSource& src, uint32_t* byte
     NodeKind k = syn.Kind(c);
     std::string_view text = NodeText(c, src.source);
     if (k == NodeKind::kImportStatement || k == NodeKind::kImportFromStatement) {
-      if (text.find("torch_npu") != std::string_view::npos) return false;  // already imported
+      if (text.find(module) != std::string_view::npos) return false;  // already imported
       if (after < 0 && (text.rfind("import torch", 0) == 0 || text.rfind("from torch", 0) == 0))
         after = static_cast<long>(ts_node_end_byte(c));
     }
@@ -208,14 +220,14 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
     return 2;
   }
   auto target = Target::Load(ctx.data_dir, opt.target, "", nullptr);
-  if (!target.ok()) {
-    log.Error(target.status().message());
+  if (!target.ok() || !target->facts().migratable()) {
+    log.Error(target.ok() ? target::CheckTargetChoice(ctx.data_dir, opt.target, true) : target.status().message());
     return 2;
   }
-  log.Info("Migration to " + opt.target + " start" + (opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
+  log.Info("Migration to " + target->name() + " start" + (opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
-  LoadProject({input, base, {results}, {}, 64u << 20}, log, pool, project);
+  LoadProject({input, base, {results}, {}, 64u << 20, target->facts().DeviceMethods()}, log, pool, project);
 
   struct FileResult {
     std::string text;
@@ -237,17 +249,19 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
     MigrationCollector collector(project.syntax, f.parsed.source, *target, opt.unsafe, r.edits);
     FileWalker(project.syntax, f.parsed, *f.summary, project.index,
                [&](const std::string& q) { return target->Known(q); }, collector).Run();
-    IsCudaEdits(project.syntax, f.parsed.root(), f.parsed.source, r.edits);
-    if (!r.edits.empty()) collector.needs_torch_npu = true;
+    const target::TargetFacts& facts = target->facts();
+    AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
+    if (!r.edits.empty()) collector.needs_import = true;
     r.text = ApplyEdits(f.parsed.source, r.edits);
     uint32_t byte = 0, line = 0;
-    if (collector.needs_torch_npu && FindImportLine(project.syntax, f.parsed, &byte, &line)) {
+    if (collector.needs_import && !facts.import_line.empty() &&
+        FindImportLine(project.syntax, f.parsed, facts.python_module, &byte, &line)) {
       // Insert the import into the edited text: offsets before `byte` shifted by earlier edits.
       long shift = 0;
       for (const auto& e : r.edits)
         if (e.end_byte <= byte) shift += static_cast<long>(e.replacement.size()) - static_cast<long>(e.end_byte - e.start_byte);
-      r.text.insert(static_cast<size_t>(static_cast<long>(byte) + shift), "import torch_npu\n");
-      r.edits.push_back({byte, byte, "import torch_npu\n", line, line, "InsertImport", "import torch_npu"});
+      r.text.insert(static_cast<size_t>(static_cast<long>(byte) + shift), facts.import_line + "\n");
+      r.edits.push_back({byte, byte, facts.import_line + "\n", line, line, "InsertImport", facts.import_line});
     }
     // Every migrated file must parse; a rewrite that breaks it is undone.
     if (!r.edits.empty()) {
@@ -303,6 +317,9 @@ int RunMigrate(const MigrateOptions& opt, Context& ctx) {
            " files changed, " + std::to_string(changes.rows()) + " changes.");
   log.Info("The migrated copy is " + results.string() + "; `patch -p1 < migration.patch` applies the same "
            "changes to the original.");
+  if (!target->facts().transfer_import.empty())
+    log.Info("To run CUDA code unchanged instead, `" + target->facts().transfer_import + "` after the torch "
+             "imports maps most CUDA calls to " + target->name() + " at run time.");
   std::string table = RenderTable({"files", "statistics"},
                                   {{"change_list.csv", std::to_string(changes.rows())},
                                    {"(files changed)", std::to_string(changed_files)},
@@ -321,7 +338,8 @@ int MigrateMain(int argc, char** argv, Context& ctx) {
                "portkit migrate"};
   app.add_option("-i,--input", opt.input, "folder of the project to migrate")->required();
   app.add_option("-o,--output", opt.output, "folder for the migrated copy (created if missing)")->required();
-  app.add_option("--target", opt.target, "target platform (default npu)")->check(CLI::IsMember({"npu"}));
+  app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, true))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, true); });
   app.add_flag("--unsafe", opt.unsafe,
                "also apply affinity replacements (fused optimizers, masked index_put) that can change numerics");
   app.add_option("-j,--jobs", ctx.jobs, "worker threads (default: all cores)");

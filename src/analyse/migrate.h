@@ -22,7 +22,8 @@ struct Edit {
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits);
 
 struct MigrateOptions {
-  std::string input, output, target = "npu";
+  std::string input, output;
+  std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   bool unsafe = false;  ///< also apply affinity replacements that may change numerics
 };
 

@@ -21,6 +21,10 @@ void ProjectIndex::Add(std::unique_ptr<ModuleSummary> summary,
   owned_.push_back(std::move(summary));
 }
 
+bool ProjectIndex::IsModuleSelfMethod(std::string_view method) const {
+  return std::find(self_methods_.begin(), self_methods_.end(), method) != self_methods_.end();
+}
+
 bool ProjectIndex::IsProjectModule(const std::string& module) const {
   return packages_.count(module) > 0;
 }
@@ -93,7 +97,7 @@ Value ProjectIndex::BindingValue(const ModuleSummary& m, const std::string& name
       return Value::UserClass(&cls);
     }
     case TopBinding::Kind::kAssignCall:
-      return CallResult(EvalDotted(m, b.dotted));
+      return CallResult(EvalDotted(m, b.dotted), this);
     case TopBinding::Kind::kAssignDotted:
       return EvalDotted(m, b.dotted);
     case TopBinding::Kind::kOther:
@@ -194,7 +198,7 @@ void ProjectIndex::ResolveClass(const ModuleSummary& module, ClassInfo& cls) {
     Value v;
     switch (expr.kind) {
       case AttrExpr::Kind::kTensor: v = Value::Tensor(); break;
-      case AttrExpr::Kind::kCall: v = CallResult(EvalDotted(module, expr.dotted)); break;
+      case AttrExpr::Kind::kCall: v = CallResult(EvalDotted(module, expr.dotted), this); break;
       case AttrExpr::Kind::kDotted: v = EvalDotted(module, expr.dotted); break;
     }
     if (!v.is_unknown()) cls.attrs[attr] = v;

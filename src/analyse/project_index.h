@@ -23,6 +23,9 @@ class ProjectIndex : public ModuleResolver {
 
   Value Export(const std::string& module, const std::string& name) override;
   bool IsProjectModule(const std::string& module) const override;
+  bool IsModuleSelfMethod(std::string_view method) const override;
+  /// The target's device methods (`model.npu()` returns the module); set before Add/Freeze.
+  void SetModuleSelfMethods(std::vector<std::string> methods) { self_methods_ = std::move(methods); }
   const ModuleSummary* Find(const std::string& module) const;
 
   /// The value bound by an import of `module` (relative `level` from `from`), attribute `attr`
@@ -44,6 +47,7 @@ class ProjectIndex : public ModuleResolver {
   Value BindingValue(const ModuleSummary& m, const std::string& name, const TopBinding& b);
   Value ModuleValue(const std::string& module) const;
 
+  std::vector<std::string> self_methods_;
   std::vector<std::unique_ptr<ModuleSummary>> owned_;
   std::unordered_map<std::string, const ModuleSummary*> modules_;
   std::unordered_set<std::string> packages_;  ///< every prefix of a module name

@@ -5,6 +5,7 @@ namespace fs = std::filesystem;
 
 void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedProject& out) {
   std::error_code ec;
+  out.index.SetModuleSelfMethods(opt.module_self_methods);
   SourceSet& sources = out.sources;
   sources = DiscoverSources(opt.input, opt.display_prefix, opt.exclude, opt.max_file_bytes);
   for (const auto& p : sources.problems) log.Warning(p.file + ": " + p.message);

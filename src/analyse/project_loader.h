@@ -36,6 +36,8 @@ struct LoadOptions {
   std::vector<std::filesystem::path> exclude;  ///< e.g. the results folder
   std::vector<std::string> env_paths;
   size_t max_file_bytes = 64u << 20;
+  /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
+  std::vector<std::string> module_self_methods = {};
 };
 
 /// Loads the project; problems are logged as they are found and kept in `out.problems`.

@@ -137,13 +137,12 @@ Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
 Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
                               const std::string& version, std::string* warning) {
   Target t;
-  t.name_ = name;
-  fs::path dir = data_dir / "targets" / name;
+  auto facts = target::LoadTarget(data_dir, name);
+  if (!facts.ok()) return facts.status();
+  t.facts_ = std::move(*facts);
+  t.name_ = t.facts_.name;
+  const fs::path& dir = t.facts_.dir;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return NotFound("unknown target '" + name + "': no " + dir.string() +
-                    " (known targets are the folders of " + (data_dir / "targets").string() + ")");
-  }
   // Versions: the folders torch-X.Y.
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string f = entry.path().filename().string();
@@ -167,7 +166,7 @@ Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
         if (d < best) best = d, chosen = v;
       }
       if (chosen != wanted && warning) {
-        *warning = "no " + name + " support list for torch " + version + "; using the nearest, torch " +
+        *warning = "no " + t.name_ + " support list for torch " + version + "; using the nearest, torch " +
                    chosen + " (lists: " ;
         for (size_t i = 0; i < t.versions_.size(); ++i)
           *warning += (i ? ", " : "") + t.versions_[i];
@@ -181,8 +180,7 @@ Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
   }
   if (fs::exists(dir / "advice.json", ec)) PORTKIT_RETURN_IF_ERROR(LoadAdvice(dir / "advice.json", &t.advice_));
   PORTKIT_RETURN_IF_ERROR(LoadCudaOnly(data_dir / "cuda" / "cuda_only.json", &t.cuda_));
-  if (fs::exists(data_dir / "cuda" / "npu_rewrites.tsv", ec))
-    PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "cuda" / "npu_rewrites.tsv", &t.rewrites_));
+  if (fs::exists(dir / "rewrites.tsv", ec)) PORTKIT_RETURN_IF_ERROR(ReadTsv(dir / "rewrites.tsv", &t.rewrites_));
   PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "python" / "torch_only_methods.tsv", &t.torch_methods_));
   return t;
 }

@@ -1,6 +1,7 @@
 #pragma once
-/// A deployment target described by data (data/targets/<name>/): which torch APIs it supports for
-/// a torch version, advice for precision and performance, and what counts as CUDA-only code.
+/// A deployment target described by data (data/targets/<name>/): its facts (target.json: device,
+/// module, renames, fused APIs), which torch APIs it supports for a torch version, advice for
+/// precision and performance, and what counts as CUDA-only code.
 #include <filesystem>
 #include <string>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 
 #include "core/status.h"
 #include "core/tsv.h"
+#include "target/target_facts.h"
 
 namespace portkit::analyse {
 
@@ -48,12 +50,16 @@ struct CudaOnly {
 
 class Target {
  public:
-  /// Loads target `name` for torch `version` ("2.1.0"; empty = newest) from `data_dir`.
+  /// Loads target `name` (a name under data_dir/targets, the path of a folder holding a
+  /// target.json, or empty for the default target) for torch `version` ("2.1.0"; empty = newest).
   /// `warning` receives a message when the nearest version list stands in for the one asked.
+  /// Errors name the file and what is wrong; an unknown name lists the available targets.
   static Expected<Target> Load(const std::filesystem::path& data_dir, const std::string& name,
                                const std::string& version, std::string* warning);
 
   const std::string& name() const { return name_; }
+  /// The target's facts (target.json); `facts().dir` is its folder.
+  const target::TargetFacts& facts() const { return facts_; }
   /// The version whose list is used ("2.1"), empty for a target without lists.
   const std::string& list_version() const { return list_version_; }
   /// True when every torch API is supported except CUDA-only code (the cpu target).
@@ -64,18 +70,19 @@ class Target {
   bool Known(const std::string& qname) const { return Unsupported(qname) || Supported(qname); }
   const Advice& advice() const { return advice_; }
   const CudaOnly& cuda() const { return cuda_; }
-  /// npu replacement of a CUDA API (torch.cuda.X → torch_npu.npu.X), or null.
+  /// The target's name for a CUDA API by its rewrites.tsv (exact match), or null.
   const std::string* Rewrite(const std::string& qname) const;
-  /// The npu name of a CUDA-era API by the longest matching dotted prefix of the rewrite table
-  /// (torch.cuda.amp.X → torch_npu.npu.amp.X), or empty when no rule applies.
+  /// The target's name of a CUDA-era API by the longest matching dotted prefix of the rewrite
+  /// table (torch.cuda.amp.X → <new>.amp.X), or empty when no rule applies.
   std::string RewriteByPrefix(const std::string& qname) const;
   /// "tensor", "module" or "tensor,module" for a method only torch objects have, or null.
   const std::string* TorchOnlyMethod(const std::string& method) const;
 
-  /// Versions listed by data/targets/<name>/target.json.
+  /// Versions with support lists (the folders torch-X.Y of the target).
   const std::vector<std::string>& versions() const { return versions_; }
 
  private:
+  target::TargetFacts facts_;
   std::string name_, list_version_;
   bool all_supported_ = false;
   std::vector<std::string> versions_;

@@ -38,9 +38,10 @@ constexpr std::array<std::string_view, 9> kSeqProducers = {
 constexpr std::array<std::string_view, 7> kTensorNamespaces = {
     "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nn.init",
     "torch.sparse"};
-constexpr std::array<std::string_view, 14> kModuleSelfMethods = {
+// Torch's own; a target's device method comes from ModuleResolver::IsModuleSelfMethod.
+constexpr std::array<std::string_view, 13> kModuleSelfMethods = {
     "cuda", "cpu", "to", "train", "eval", "half", "float", "double", "bfloat16",
-    "requires_grad_", "type", "apply", "npu", "to_empty"};
+    "requires_grad_", "type", "apply", "to_empty"};
 
 bool TorchFunctionReturnsNonTensor(std::string_view last) {
   if (StartsWith(last, "is_") || StartsWith(last, "set_") || StartsWith(last, "get_") ||
@@ -123,7 +124,7 @@ std::string CalledFunction(const Value& callee) {
   }
 }
 
-Value CallResult(const Value& callee) {
+Value CallResult(const Value& callee, const ModuleResolver* modules) {
   switch (callee.kind) {
     case ValueKind::kExternal: {
       const std::string& q = callee.name;
@@ -148,7 +149,7 @@ Value CallResult(const Value& callee) {
         return Value::Tensor();
       }
       if (StartsWith(callee.owner, "torch.nn.")) {
-        if (OneOf(m, kModuleSelfMethods))
+        if (OneOf(m, kModuleSelfMethods) || (modules && modules->IsModuleSelfMethod(m)))
           return callee.cls ? Value::UserInstance(callee.cls) : Value::Instance(callee.owner);
         if (m == "forward") return Value::Tensor();
       }

@@ -88,11 +88,15 @@ class ModuleResolver {
   virtual Value Export(const std::string& module, const std::string& name) = 0;
   /// Whether `module` is a module or package of the project (or an -env root).
   virtual bool IsProjectModule(const std::string& module) const = 0;
+  /// Whether `method` of a torch.nn.Module returns the module besides torch's own (cuda, cpu,
+  /// to, ...): the target's device method (its target.json renames.methods, `model.npu()`).
+  virtual bool IsModuleSelfMethod(std::string_view /*method*/) const { return false; }
 };
 
 /// Value semantics shared by the summary resolver and the walker.
 Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modules);
-Value CallResult(const Value& callee);
+/// The value a call of `callee` returns; `modules` (may be null) adds the target's module methods.
+Value CallResult(const Value& callee, const ModuleResolver* modules = nullptr);
 /// The qualified names under which a call of `callee` is looked up in support tables, most
 /// specific first (e.g. torch.nn.Linear.cuda, then torch.nn.Module.cuda). Empty when the callee is
 /// not an external API.

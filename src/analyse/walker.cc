@@ -798,7 +798,7 @@ Value FileWalker::EvalCall(TSNode n) {
   }
   ev.lookup = LookupNames(ev.callee);
   sink_.OnCall(ev);
-  return CallResult(ev.callee);
+  return CallResult(ev.callee, &index_);
 }
 
 }  // namespace portkit::analyse

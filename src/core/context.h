@@ -19,8 +19,17 @@ struct Context {
   bool free_memory_at_end = true;
 };
 
-/// Finds the data folder: $PORTKIT_DATA_DIR, then `<exe>/../data`, `<exe>/../share/portkit/data`,
-/// then the source tree's data/ recorded at build time.
+/// Finds the data folder: $PORTKIT_DATA_DIR, then `<exe>/../data` (a build inside the source
+/// tree), `<exe>/../share/portkit/data` (an installed portkit), then, only for a binary still in
+/// its build folder, the source tree's data/ recorded at build time. An installed or copied
+/// binary never reads the source tree.
 std::filesystem::path FindDataDir();
+
+/// Finds the Python companion: the folder that holds the `portkit` package (what goes on
+/// PYTHONPATH). $PORTKIT_PYTHON_DIR, then `<exe>/../python` (a build inside the source tree),
+/// `<exe>/../share/portkit/python` (an installed portkit), then, only for a binary still in its
+/// build folder, the source tree's python/. Empty when none holds `portkit/__init__.py` (the
+/// companion may still be pip-installed in the interpreter the user runs).
+std::filesystem::path FindPythonDir();
 
 }  // namespace portkit

@@ -1,5 +1,5 @@
 #pragma once
-/// Run log in the seed's format: `YYYY-MM-DD hh:mm:ss [INFO]    message`, to the console and kept
+/// Run log in the original tool's format: `YYYY-MM-DD hh:mm:ss [INFO]    message`, to the console and kept
 /// in memory so the command can write it to its log file (atomically) when it ends.
 #include <chrono>
 #include <cstdio>
@@ -45,7 +45,7 @@ class Logger {
   size_t errors_ = 0;
 };
 
-/// Progress of long work in the seed's form `[Progress: 12.50%]  message`; thread-safe.
+/// Progress of long work in the original tool's form `[Progress: 12.50%]  message`; thread-safe.
 class Progress {
  public:
   Progress(Logger& logger, size_t total) : logger_(logger), total_(total) {}

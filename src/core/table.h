@@ -1,5 +1,5 @@
 #pragma once
-/// Console tables in the seed's style:
+/// Console tables in the original tool's style:
 ///   +-------+------------+
 ///   | files | statistics |
 ///   +-------+------------+

@@ -301,8 +301,7 @@ int Collect(CollectOptions opt, Context& ctx) {
     log.Error("cannot create " + prof_dir.string() + ": " + ec.message());
     return 2;
   }
-  fs::path python_dir = ctx.data_dir.parent_path() / "python";
-  if (const char* env = std::getenv("PORTKIT_PYTHON_DIR"); env && *env) python_dir = env;
+  fs::path python_dir = FindPythonDir();  // empty: the interpreter's own (pip-installed) portkit
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
@@ -310,7 +309,9 @@ int Collect(CollectOptions opt, Context& ctx) {
     env.push_back(kv);
   }
   const char* old_path = std::getenv("PYTHONPATH");
-  env.push_back("PYTHONPATH=" + python_dir.string() + (old_path && *old_path ? ":" + std::string(old_path) : ""));
+  std::string pythonpath = python_dir.string();
+  if (old_path && *old_path) pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old_path);
+  if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
   env.push_back("PORTKIT_PROF_OUT=" + prof_dir.string());
   env.push_back("PORTKIT_PROF_STEPS=" + std::to_string(opt.steps));
   env.push_back(std::string("PORTKIT_PROF_RECORD_SHAPES=") + (opt.record_shapes ? "1" : "0"));

@@ -1,4 +1,4 @@
-"""Dynamic-shape detector (seed 001, `portkit analyse -m dynamic_shape`).
+"""Dynamic-shape detector (`portkit analyse -m dynamic_shape`).
 
 `portkit analyse -m dynamic_shape` copies this package next to the instrumented copy of a project
 as `msft_dynamic_analysis/`, with `_config.py` saying where the project came from. Usage in a

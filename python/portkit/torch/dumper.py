@@ -1,4 +1,4 @@
-"""Operator-level dumps for accuracy comparison (seed 002's `torch.utils.dumper`).
+"""Operator-level dumps for accuracy comparison (in the manner of torch_npu's `torch.utils.dumper`).
 
     import portkit.torch
     with portkit.torch.dumper(dump_path="dump_ref"):
@@ -9,20 +9,23 @@ its inputs and/or outputs; `level="module"` records module inputs/outputs instea
 Layout of a dump folder:
 
     manifest.jsonl        one JSON object per recorded operator, appended and flushed after it ran
-    op_000042.safetensors its tensors (keys input.0, output.0, ...), exact dtypes (fp32/fp16/bf16/ints/bool)
+    op_000042.safetensors its tensors (keys input.0, output.0, ...), exact dtypes (fp64/fp32/fp16/bf16,
+                      torch 2.x's fp8 e4m3fn/e5m2 and uint16/32/64, the signed ints, uint8, bool)
 
 so a crash loses at most the operator in flight. Manifest fields: index, name (aten op or module
 path), kind (op|module), phase (forward|backward), module (innermost module path), stack (first
 frame in the user's code), file (or null with stats_only), tensors: [{key, dtype, shape, max, min,
-mean, norm, nan, inf, crc32 (of the tensor's exact little-endian bytes)}], overflow (true when an output has inf/nan, or exceeds the fp16 range when
+mean, norm, nan, inf, crc32 (of the tensor's exact little-endian bytes)}; a tensor of a dtype
+safetensors has no name for (complex, fp8 "fnuz") is listed with its torch dtype and a `note`, and
+no data], overflow (true when an output has inf/nan, or exceeds the fp16 range when
 computed in fp16).
 
-Options (also from a JSON file with the seed's acl.json keys dump_list, dump_path, dump_mode,
+Options (also from a JSON file with CANN's acl.json keys dump_list, dump_path, dump_mode,
 dump_op_switch): dump_mode input|output|all, dump_list (names: an op is kept when its name contains
 one), check_overflow (print overflowing operators as they happen; keep tensor data only for them),
 stats_only.
 
-Replay (the seed's load_file_path + use_load): with use_load=True and load_file_path=REFERENCE_DUMP
+Replay (torch_npu's load_file_path + use_load): with use_load=True and load_file_path=REFERENCE_DUMP
 (a dump holding inputs, dump_mode "all" or "input"), every recorded operator is run a second time
 on this run's device and dtypes with its tensor inputs taken from the reference dump, and those
 outputs are kept as `replay.output.N`. The reference operator is the one with the same name and
@@ -58,9 +61,35 @@ def _num(value):
     return v
 
 
+_AUTOCAST_DEVICES = None  # device types whose autocast state this torch can be asked about
+
+
+def _autocast_devices():
+    """Device types torch >= 2.4 answers `is_autocast_enabled(device)` for (the accelerator of a
+    plug-in such as torch_npu only once it is imported)."""
+    global _AUTOCAST_DEVICES
+    if _AUTOCAST_DEVICES is None:
+        found = []
+        for dev in ("cpu", "cuda", "npu", "xpu", "hpu", "mps"):
+            try:
+                torch.is_autocast_enabled(dev)
+                torch.get_autocast_dtype(dev)
+                found.append(dev)
+            except Exception:  # noqa: BLE001  (an unknown device type: not asked again)
+                pass
+        _AUTOCAST_DEVICES = found
+    return _AUTOCAST_DEVICES
+
+
 def _computing_in_fp16():
-    """True inside an autocast region that computes in fp16 (CPU or accelerator)."""
+    """True inside an autocast region that computes in fp16 (CPU or accelerator).
+
+    torch >= 2.4 asks per device type (`torch.get_autocast_dtype`; the older per-device queries
+    warn there); torch 1.13 to 2.3 have only the CPU and the CUDA ("gpu") queries."""
     try:
+        if hasattr(torch, "get_autocast_dtype"):
+            return any(torch.is_autocast_enabled(dev) and torch.get_autocast_dtype(dev) == torch.float16
+                       for dev in _autocast_devices())
         if torch.is_autocast_enabled() and torch.get_autocast_gpu_dtype() == torch.float16:
             return True
         return torch.is_autocast_cpu_enabled() and torch.get_autocast_cpu_dtype() == torch.float16
@@ -223,7 +252,10 @@ class _Dumper(TorchDispatchMode):
         fp16 = _computing_in_fp16()
         for t in outputs:
             if (t.is_floating_point() or t.is_complex()) and t.numel():
-                peak = float(t.detach().abs().max())  # one reduction: nan and inf propagate into it
+                x = t.detach()
+                if x.element_size() == 1:  # fp8: no abs/max kernels; its values fit float32
+                    x = x.float()
+                peak = float(x.abs().max())  # one reduction: nan and inf propagate into it
                 if peak != peak or peak == float("inf") or (fp16 and t.dtype == torch.float32 and peak > _FP16_MAX):
                     overflow = True
         if overflow:
@@ -238,7 +270,9 @@ class _Dumper(TorchDispatchMode):
         records = []
         for key, t in tensors:
             dtype = safetensors_io.st_dtype(t.dtype)
-            if dtype is None:
+            if dtype is None:  # listed, so compare reports it, but without data (safetensors has no name for it)
+                entry["tensors"].append({"key": key, "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
+                                         "note": "not saved: safetensors has no element type for %s" % t.dtype})
                 continue
             info = {"key": key, "dtype": dtype, "shape": list(t.shape)}
             info.update(_Stats.of(t))

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "prof/store.h"
+#include "target/target_facts.h"
 
 namespace portkit::prof {
 
@@ -29,8 +30,15 @@ struct Profile {
   };
   std::vector<Step> steps;
   std::filesystem::path data_dir;
+  /// The default target's facts (data/targets/*/target.json with "default": true): its
+  /// communication kernel names and fused replacements.
+  target::TargetFacts target;
 
+  /// Loads the events of `store` and the default target of `data_dir`.
   static Expected<Profile> Load(Store& store, const std::filesystem::path& data_dir);
+  /// Whether device kernel `name` is collective communication (nccl, rccl, AllReduce, or a name
+  /// the target lists in profile.communication_kernels).
+  bool IsCommunication(const std::string& name) const;
   bool IsDevice(const ProfEvent& e) const {
     return e.kind == "kernel" || e.kind == "gpu_memcpy" || e.kind == "gpu_memset";
   }

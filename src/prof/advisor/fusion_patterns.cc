@@ -4,7 +4,7 @@
 //   rotary, SwiGLU, GeGLU, attention, ...), matched as regexes over each thread's aten ops in time
 //   order (data/advisor/fusion_patterns.tsv).
 // Why it matters: each op is a kernel launch and a round trip of the tensor through memory.
-// Advice: the fused replacement named in the data file.
+// Advice: the target's fused API (target.json profile.fusion_apis), else the data file's.
 #include <map>
 #include <regex>
 
@@ -17,6 +17,12 @@ namespace {
 class FusionPatternRule : public AdvisorRule {
  public:
   std::string_view name() const override { return "fusion_patterns"; }
+
+  // The target's fused API for pattern `name`, else the table's target-neutral advice.
+  static const std::string& Replacement(const Profile& p, const std::string& name, const std::string& generic) {
+    auto it = p.target.profile.fusion_apis.find(name);
+    return it == p.target.profile.fusion_apis.end() ? generic : it->second;
+  }
 
   void Check(const Profile& p, std::vector<AdvisorFinding>& out) override {
     auto rows = ReadTsvRows(p.data_dir / "advisor" / "fusion_patterns.tsv");
@@ -60,7 +66,7 @@ class FusionPatternRule : public AdvisorRule {
       out.push_back({std::string(name()), sev, r[0] + ": " + std::to_string(count) + " occurrences",
                      "the sequence " + r[1] + " ran " + std::to_string(count) + " times, " + Duration(time) +
                          " of host op time (" + Share(time, host_total) + ")",
-                     "replace it with " + r[2]});
+                     "replace it with " + Replacement(p, r[0], r[2])});
     }
   }
 };

@@ -18,6 +18,9 @@ const char* SeverityName(Severity s) {
 Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_dir) {
   Profile p;
   p.data_dir = data_dir;
+  auto facts = target::LoadTarget(data_dir, "");
+  if (!facts.ok()) return facts.status();
+  p.target = std::move(*facts);
   sqlite3_stmt* q = nullptr;
   if (sqlite3_prepare_v2(store.db(),
                          "SELECT s.value, e.kind, e.trace, e.ts, e.dur, e.pid, e.tid, COALESCE(e.input_dims, '') "
@@ -66,11 +69,16 @@ int64_t UnionLength(std::vector<std::pair<int64_t, int64_t>> iv) {
   return total;
 }
 
-bool IsCommunication(const std::string& name) {
-  return name.find("nccl") != std::string::npos || name.find("hccl") != std::string::npos ||
-         name.find("rccl") != std::string::npos || name.find("AllReduce") != std::string::npos;
-}
 }  // namespace
+
+bool Profile::IsCommunication(const std::string& name) const {
+  // CUDA's and ROCm's collectives may be in any profile; the target adds its own.
+  for (const char* generic : {"nccl", "rccl", "AllReduce"})
+    if (name.find(generic) != std::string::npos) return true;
+  for (const auto& marker : target.profile.communication_kernels)
+    if (name.find(marker) != std::string::npos) return true;
+  return false;
+}
 
 Breakdown ComputeBreakdown(const Profile& p) {
   Breakdown b;
@@ -95,7 +103,7 @@ Breakdown ComputeBreakdown(const Profile& p) {
       if (p.IsDevice(e)) {
         busy.push_back(iv);
         if (e.kind != "kernel") copies.push_back(iv);
-        else if (IsCommunication(e.name)) comm.push_back(iv);
+        else if (p.IsCommunication(e.name)) comm.push_back(iv);
         else compute.push_back(iv);
       } else if (e.kind == "cpu_op") {
         host.push_back(iv);

@@ -45,7 +45,8 @@ using Files = std::map<std::string, std::string>;
 /// Analyses an in-memory project: path → source.
 class Project {
  public:
-  explicit Project(std::map<std::string, std::string> files) {
+  explicit Project(std::map<std::string, std::string> files, std::vector<std::string> module_self_methods = {}) {
+    index_.SetModuleSelfMethods(std::move(module_self_methods));
     PythonParser parser;
     for (auto& [path, text] : files) {
       std::string mod = path.substr(0, path.size() - 3);
@@ -92,6 +93,19 @@ class Project {
   ProjectIndex index_;
   std::set<Use> uses_, unknown_;
 };
+
+TEST(Resolver, TargetDeviceMethodReturnsTheModule) {
+  Files files{{"m.py",
+               "import torch\n"                     // 1
+               "m = torch.nn.Linear(2, 2)\n"        // 2
+               "def f():\n"                         // 3
+               "    a = m.xpu()\n"                  // 4
+               "    a.cuda()\n"}};                  // 5
+  Project with(files, {"xpu"});
+  EXPECT_TRUE(with.Has("m.py", 5, "torch.nn.Linear.cuda")) << with.Dump();
+  Project without(files);
+  EXPECT_FALSE(without.Has("m.py", 5, "torch.nn.Linear.cuda")) << without.Dump();
+}
 
 TEST(Resolver, ImportForms) {
   Project p(Files{{"m.py",

@@ -33,10 +33,32 @@ TEST(Target, CpuSupportsEverythingButCuda) {
   EXPECT_FALSE(cpu->cuda().api_prefixes.empty());
 }
 
+TEST(Target, DataOnlyTargetByPath) {
+  std::string warning;
+  auto xpu = Target::Load(PORTKIT_TEST_DATA_DIR, std::string(PORTKIT_TEST_DATA_DIR) + "/../tests/fixtures/targets/xpu",
+                          "2.1.0", &warning);
+  ASSERT_TRUE(xpu.ok()) << xpu.status().message();
+  EXPECT_EQ(xpu->name(), "xpu");
+  EXPECT_EQ(xpu->list_version(), "2.5");
+  EXPECT_EQ(warning, "no xpu support list for torch 2.1.0; using the nearest, torch 2.5 (lists: 2.5)");
+  EXPECT_NE(xpu->Unsupported("torch.cdist"), nullptr);
+  EXPECT_EQ(xpu->RewriteByPrefix("torch.cuda.synchronize"), "torch.xpu.synchronize");
+  EXPECT_EQ(xpu->facts().device_type, "xpu");
+  EXPECT_EQ(xpu->advice().global.size(), 1u);
+}
+
+TEST(Target, DefaultIsNpu) {
+  auto t = Target::Load(PORTKIT_TEST_DATA_DIR, "", "", nullptr);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->name(), "npu");
+  EXPECT_EQ(t->RewriteByPrefix("torch.profiler.ProfilerActivity.CUDA"), "torch_npu.profiler.ProfilerActivity.NPU");
+}
+
 TEST(Target, ErrorsNameWhatIsWrong) {
   auto missing = Target::Load(PORTKIT_TEST_DATA_DIR, "tpu", "", nullptr);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().message().rfind("unknown target 'tpu': no ", 0), 0u);
+  EXPECT_EQ(missing.status().message(),
+            "unknown target 'tpu'; available targets: cpu, npu (or the path of a folder holding a target.json)");
   auto bad_version = Target::Load(PORTKIT_TEST_DATA_DIR, "npu", "latest", nullptr);
   ASSERT_FALSE(bad_version.ok());
   EXPECT_EQ(bad_version.status().message(), "-v/--version 'latest' is not a torch version like 2.1.0");

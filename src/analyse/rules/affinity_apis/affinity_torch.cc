@@ -1,9 +1,9 @@
 // Rule: affinity_torch (Api Type `torch`)
 // What it finds: calls of torch APIs that have a faster affinity replacement on the target, from
-//   the target's templates (data/affinity/affinity.json "torch"), e.g. torch.matmul, torch.roll,
+//   the target's templates (data/targets/<target>/affinity.json "torch"), e.g. torch.matmul, torch.roll,
 //   torch.nn.SiLU.
 // Why it matters: the fused replacement avoids extra kernels on the target.
-// Example: `torch.roll(x, 1, 0)` → torch_npu.contrib.function.roll.
+// Example: `torch.roll(x, 1, 0)` (npu: contrib.function.roll of the target's module).
 // Use instead: the Affinity Api Name of the row.
 #include "analyse/affinity.h"
 #include "analyse/rules/affinity_apis/rules.h"

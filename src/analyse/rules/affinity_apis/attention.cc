@@ -4,8 +4,10 @@
 //   aten matmul-(add)-(mul)-softmax-(dropout)-matmul in timeline_fusion_ops.yaml.
 // Why it matters: the score matrix is materialised; the fused kernel never writes it out.
 // Example: `attn = torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1) @ v`.
-// Use instead: torch_npu.npu_fusion_attention (or F.scaled_dot_product_attention).
+// Use instead: the target's fused attention (target.json fused_apis "attention", e.g.
+//   npu_fusion_attention on npu), or F.scaled_dot_product_attention.
 #include "analyse/rules/affinity_apis/rules.h"
+#include "analyse/target.h"
 
 namespace portkit::analyse {
 namespace {
@@ -21,6 +23,8 @@ class AttentionRule : public Rule {
  public:
   std::string_view name() const override { return "attention"; }
   void OnCall(const CallEvent& ev, RuleContext& ctx) override {
+    const std::string* api = ctx.target.facts().FusedApi(name());
+    if (!api) return;  // the target has no fused replacement
     if (!affinity::IsCallOf(ev, {"torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax"}))
       return;
     const auto& syn = ctx.syntax;
@@ -40,7 +44,7 @@ class AttentionRule : public Rule {
       up = affinity::Parent(syn, up);
     if (!ts_node_is_null(up) && syn.Kind(up) == NodeKind::kArgumentList) up = affinity::Parent(syn, up);
     if (ts_node_is_null(up) || !IsMatmul(syn, up, ctx.source)) return;
-    affinity::Report(ctx, up, "attention (matmul-softmax-matmul)", "special", "torch_npu.npu_fusion_attention", name());
+    affinity::Report(ctx, up, "attention (matmul-softmax-matmul)", "special", *api, name());
   }
 };
 

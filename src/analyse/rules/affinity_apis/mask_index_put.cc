@@ -2,9 +2,11 @@
 // What it finds: an item assignment through a boolean mask, `x[cond] = v`, where the index is a
 //   tensor (a comparison of tensors, or a value typed as a tensor) — seed 000's special pattern.
 // Why it matters: index_put with a mask is slow on the target; a fused op does it in one kernel.
-// Example: `cond = x < 0.5; x[cond] = 0.` → torch_npu.npu_fast_condition_index_put(x, cond, 0.).
-// Use instead: `x = npu_fast_condition_index_put(x, cond, value)`.
+// Example: `cond = x < 0.5; x[cond] = 0.`.
+// Use instead: `x = <fused>(x, cond, value)`, the target's fused_apis "mask_index_put" in
+//   target.json (npu_fast_condition_index_put on npu).
 #include "analyse/rules/affinity_apis/rules.h"
+#include "analyse/target.h"
 
 namespace portkit::analyse {
 namespace {
@@ -14,6 +16,8 @@ class MaskIndexPutRule : public Rule {
   std::string_view name() const override { return "mask_index_put"; }
   void OnSubscriptAssign(TSNode assignment, TSNode target, const Value& base, const Value& index,
                          RuleContext& ctx) override {
+    const std::string* api = ctx.target.facts().FusedApi(name());
+    if (!api) return;  // the target has no fused replacement
     if (ts_node_is_null(assignment)) return;
     if (base.kind == ValueKind::kOther || base.kind == ValueKind::kExternal) return;
     bool mask = index.kind == ValueKind::kTensor;
@@ -27,7 +31,7 @@ class MaskIndexPutRule : public Rule {
     if (!mask || index.kind == ValueKind::kTensorSeq) return;
     std::string text(ctx.Text(assignment));
     if (size_t nl = text.find('\n'); nl != std::string::npos) text = text.substr(0, nl);
-    affinity::Report(ctx, assignment, text, "special", "torch_npu.npu_fast_condition_index_put", name());
+    affinity::Report(ctx, assignment, text, "special", *api, name());
   }
 };
 

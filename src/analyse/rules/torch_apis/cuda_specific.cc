@@ -2,10 +2,11 @@
 // What it finds: CUDA-only code — torch.cuda.* and torch.backends.cudnn/cuda APIs, `.cuda()`
 //   calls, CUDA device strings ("cuda", "cuda:1", also inside torch.device(...)), and the nccl
 //   distributed backend (data/cuda/cuda_only.json).
-// Why it matters: on npu these must be migrated (`portkit migrate` rewrites them: torch.cuda.X →
-//   torch_npu.npu.X, "cuda" → "npu", nccl → hccl); for a CPU-only deployment they fail outright.
+// Why it matters: on an accelerator target these must be migrated (`portkit migrate` rewrites
+//   them by the target's target.json: rewrites.tsv and device_module for APIs, device_type for
+//   device strings, renames for methods and backends); for a CPU-only deployment they fail.
 // Example: `torch.cuda.synchronize()`, `x.to("cuda:0")`, `init_process_group("nccl")`.
-// Use instead: npu — the torch_npu equivalent named in Tips; cpu — guard with
+// Use instead: the target's equivalent named in Tips; cpu — guard with
 //   torch.cuda.is_available() or remove.
 #include <regex>
 
@@ -34,7 +35,8 @@ class CudaSpecificRule : public Rule {
       // A known non-torch receiver with its own method of that name is not CUDA code.
       if (ev.callee.kind == ValueKind::kUserFunction) return;
       std::string op = ev.lookup.empty() ? "." + m + "()" : ev.lookup.front();
-      Report(ev.node, op, "CUDA-only call ." + m + "()", ".npu()", ctx);
+      const std::string* renamed = Find(ctx.target.facts().renames.methods, m);
+      Report(ev.node, op, "CUDA-only call ." + m + "()", renamed ? "." + *renamed + "()" : "", ctx);
       return;
     }
   }
@@ -54,13 +56,17 @@ class CudaSpecificRule : public Rule {
         for (char c : rest.substr(1)) device &= c >= '0' && c <= '9';
       }
       if (device) {
-        Report(ev.node, "device string " + v, "CUDA device string", "\"npu" + std::string(rest) + "\"", ctx);
+        const std::string& device_type = ctx.target.facts().device_type;
+        Report(ev.node, "device string " + v, "CUDA device string",
+               device_type.empty() ? "" : "\"" + device_type + std::string(rest) + "\"", ctx);
         return;
       }
     }
     for (const auto& backend : ctx.target.cuda().distributed_backends) {
       if (ev.value == backend) {
-        Report(ev.node, "backend " + backend, "CUDA-only distributed backend " + backend, "\"hccl\"", ctx);
+        const std::string* renamed = Find(ctx.target.facts().renames.distributed_backends, backend);
+        Report(ev.node, "backend " + backend, "CUDA-only distributed backend " + backend,
+               renamed ? "\"" + *renamed + "\"" : "", ctx);
         return;
       }
     }
@@ -69,12 +75,20 @@ class CudaSpecificRule : public Rule {
  private:
   void ReportApi(TSNode node, const std::string& qname, RuleContext& ctx) {
     const std::string* replacement = ctx.target.Rewrite(qname);
-    std::string npu = replacement ? *replacement : "";
-    if (npu.empty() && qname.rfind("torch.cuda.", 0) == 0) npu = "torch_npu.npu." + qname.substr(11);
-    Report(node, qname, "CUDA-specific API " + qname, npu, ctx);
+    std::string use = replacement ? *replacement : "";
+    const std::string& device_module = ctx.target.facts().device_module;
+    if (use.empty() && !device_module.empty() && qname.rfind("torch.cuda.", 0) == 0)
+      use = device_module + "." + qname.substr(11);
+    Report(node, qname, "CUDA-specific API " + qname, use, ctx);
   }
 
-  void Report(TSNode node, std::string op, const std::string& what, const std::string& npu,
+  static const std::string* Find(const std::map<std::string, std::string>& renames, const std::string& key) {
+    auto it = renames.find(key);
+    return it == renames.end() ? nullptr : &it->second;
+  }
+
+  // `use`: the target's replacement, empty when the target names none.
+  void Report(TSNode node, std::string op, const std::string& what, const std::string& use,
               RuleContext& ctx) {
     const Target& t = ctx.target;
     if (t.all_supported()) {
@@ -82,7 +96,7 @@ class CudaSpecificRule : public Rule {
                  Category::kUnsupported, Confidence::kHigh, name());
     } else {
       std::string tip = what + ": migrate for " + t.name();
-      if (!npu.empty()) tip += " (use " + npu + "; `portkit migrate` rewrites it)";
+      if (!use.empty()) tip += " (use " + use + "; `portkit migrate` rewrites it)";
       ctx.Report(node, std::move(op), tip + ".", Category::kCuda, Confidence::kHigh, name());
     }
   }

@@ -4,7 +4,7 @@
 //   DistributedDataParallel is used without it. Reported once with File/lines `NA`, and skipped when
 //   the code already calls the API or names the environment variable.
 // Why it matters: these settings are cheap and often worth double-digit percentages.
-// Example: a training script that never calls torch_npu.npu.set_compile_mode.
+// Example: a training script that never calls the set_compile_mode API named in npu's advice.json.
 // Use instead: the setting named in the tip.
 #include <algorithm>
 

@@ -1,0 +1,230 @@
+#include "target/target_facts.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+
+namespace portkit::target {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFile = "target.json";
+
+// Reads one JSON document; `where` prefixes every error ("<dir>/target.json").
+class FactsReader {
+ public:
+  explicit FactsReader(std::string where) : where_(std::move(where)) {}
+
+  Status Error(const std::string& what) const { return ParseError(where_ + ": " + what); }
+
+  Status String(simdjson::dom::element v, const std::string& key, std::string* out) const {
+    std::string_view s;
+    if (v.get_string().get(s)) return Error("\"" + key + "\" must be a string");
+    *out = std::string(s);
+    return Status::Ok();
+  }
+
+  Status Bool(simdjson::dom::element v, const std::string& key, bool* out) const {
+    if (v.get_bool().get(*out)) return Error("\"" + key + "\" must be true or false");
+    return Status::Ok();
+  }
+
+  Status Strings(simdjson::dom::element v, const std::string& key, std::vector<std::string>* out) const {
+    simdjson::dom::array arr;
+    if (v.get_array().get(arr)) return Error("\"" + key + "\" must be an array of strings");
+    for (auto item : arr) {
+      std::string_view s;
+      if (item.get_string().get(s)) return Error("\"" + key + "\" must be an array of strings");
+      out->emplace_back(s);
+    }
+    return Status::Ok();
+  }
+
+  Status StringMap(simdjson::dom::element v, const std::string& key, std::map<std::string, std::string>* out) const {
+    simdjson::dom::object obj;
+    if (v.get_object().get(obj)) return Error("\"" + key + "\" must be an object of strings");
+    for (auto field : obj) {
+      std::string_view s;
+      if (field.value.get_string().get(s))
+        return Error("\"" + key + "." + std::string(field.key) + "\" must be a string");
+      if (s.empty()) return Error("\"" + key + "." + std::string(field.key) + "\" is empty");
+      (*out)[std::string(field.key)] = std::string(s);
+    }
+    return Status::Ok();
+  }
+
+  Status Renames(simdjson::dom::element v, target::Renames* out) const {
+    simdjson::dom::object obj;
+    if (v.get_object().get(obj)) return Error("\"renames\" must be an object");
+    for (auto field : obj) {
+      std::string key(field.key);
+      std::map<std::string, std::string>* dest = key == "methods"                ? &out->methods
+                                                 : key == "attributes"           ? &out->attributes
+                                                 : key == "distributed_backends" ? &out->distributed_backends
+                                                 : key == "env_vars"             ? &out->env_vars
+                                                                                 : nullptr;
+      if (!dest)
+        return Error("unknown key \"renames." + key +
+                     "\" (known: methods, attributes, distributed_backends, env_vars)");
+      PORTKIT_RETURN_IF_ERROR(StringMap(field.value, "renames." + key, dest));
+    }
+    return Status::Ok();
+  }
+
+  Status Profile(simdjson::dom::element v, ProfileFacts* out) const {
+    simdjson::dom::object obj;
+    if (v.get_object().get(obj)) return Error("\"profile\" must be an object");
+    for (auto field : obj) {
+      std::string key(field.key);
+      if (key == "communication_kernels") {
+        PORTKIT_RETURN_IF_ERROR(Strings(field.value, "profile." + key, &out->communication_kernels));
+      } else if (key == "fusion_apis") {
+        PORTKIT_RETURN_IF_ERROR(StringMap(field.value, "profile." + key, &out->fusion_apis));
+      } else {
+        return Error("unknown key \"profile." + key + "\" (known: communication_kernels, fusion_apis)");
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string where_;
+};
+
+}  // namespace
+
+std::vector<std::string> TargetFacts::DeviceMethods() const {
+  std::vector<std::string> out;
+  for (const auto& [cuda, method] : renames.methods) out.push_back(method);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const std::string* TargetFacts::FusedApi(std::string_view rule) const {
+  auto it = fused_apis.find(std::string(rule));
+  return it == fused_apis.end() ? nullptr : &it->second;
+}
+
+Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
+  fs::path path = dir / kFile;
+  FactsReader r(path.string());
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return NotFound(path.string() + ": no such file");
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto err = parser.load(path.string()).get(root))
+    return r.Error(std::string("not valid JSON (") + simdjson::error_message(err) + ")");
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj)) return r.Error("the top level must be an object");
+  TargetFacts t;
+  t.dir = dir;
+  for (auto field : obj) {
+    std::string key(field.key);
+    auto v = field.value;
+    if (key == "name") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.name));
+    else if (key == "description") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.description));
+    else if (key == "default") PORTKIT_RETURN_IF_ERROR(r.Bool(v, key, &t.is_default));
+    else if (key == "versions") PORTKIT_RETURN_IF_ERROR(r.Strings(v, key, &t.versions));
+    else if (key == "device_type") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_type));
+    else if (key == "python_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.python_module));
+    else if (key == "import_line") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.import_line));
+    else if (key == "device_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_module));
+    else if (key == "transfer_import") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.transfer_import));
+    else if (key == "renames") PORTKIT_RETURN_IF_ERROR(r.Renames(v, &t.renames));
+    else if (key == "fused_apis") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_apis));
+    else if (key == "fused_optimizers") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_optimizers));
+    else if (key == "profile") PORTKIT_RETURN_IF_ERROR(r.Profile(v, &t.profile));
+    else
+      return r.Error("unknown key \"" + key +
+                     "\" (known: name, description, default, versions, device_type, python_module, "
+                     "import_line, device_module, transfer_import, renames, fused_apis, fused_optimizers, "
+                     "profile)");
+  }
+  if (t.name.empty()) return r.Error("\"name\" is missing or empty");
+  if (!t.python_module.empty() && t.import_line.empty())
+    return r.Error("\"python_module\" is set but \"import_line\" is missing");
+  if (t.migratable() && t.device_type.empty())
+    return r.Error("\"renames\" needs \"device_type\" (the device string that replaces \"cuda\")");
+  return t;
+}
+
+std::vector<std::string> ListTargets(const fs::path& data_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(data_dir / "targets", ec)) {
+    if (entry.is_directory(ec) && fs::is_regular_file(entry.path() / kFile, ec))
+      names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string DefaultTargetName(const fs::path& data_dir) {
+  std::vector<std::string> names = ListTargets(data_dir);
+  for (const auto& n : names) {
+    auto facts = LoadTargetFacts(data_dir / "targets" / n);
+    if (facts.ok() && facts->is_default) return n;
+  }
+  return names.empty() ? std::string() : names.front();
+}
+
+Expected<fs::path> ResolveTarget(const fs::path& data_dir, const std::string& name_or_path) {
+  std::error_code ec;
+  std::string name = name_or_path.empty() ? DefaultTargetName(data_dir) : name_or_path;
+  std::vector<std::string> names = ListTargets(data_dir);
+  std::string available = names.empty() ? "none in " + (data_dir / "targets").string()
+                                        : JoinNames(names);
+  if (name.empty()) return NotFound("no targets: " + (data_dir / "targets").string() + " has no folder with a target.json");
+  bool is_path = name.find('/') != std::string::npos || fs::is_directory(name, ec);
+  if (std::find(names.begin(), names.end(), name) != names.end() && name.find('/') == std::string::npos)
+    return data_dir / "targets" / name;
+  if (is_path) {
+    fs::path dir(name);
+    if (!fs::is_regular_file(dir / kFile, ec))
+      return NotFound("target folder " + name + " has no " + kFile + " (available targets: " + available + ")");
+    return dir;
+  }
+  return NotFound("unknown target '" + name + "'; available targets: " + available +
+                  " (or the path of a folder holding a " + kFile + ")");
+}
+
+Expected<TargetFacts> LoadTarget(const fs::path& data_dir, const std::string& name_or_path) {
+  auto dir = ResolveTarget(data_dir, name_or_path);
+  if (!dir.ok()) return dir.status();
+  return LoadTargetFacts(*dir);
+}
+
+std::vector<std::string> MigrateTargets(const fs::path& data_dir) {
+  std::vector<std::string> out;
+  for (const auto& n : ListTargets(data_dir)) {
+    auto facts = LoadTargetFacts(data_dir / "targets" / n);
+    if (facts.ok() && facts->migratable()) out.push_back(n);
+  }
+  return out;
+}
+
+std::string CheckTargetChoice(const fs::path& data_dir, const std::string& value, bool for_migrate) {
+  auto facts = LoadTarget(data_dir, value);
+  if (!facts.ok()) return facts.status().message();
+  if (for_migrate && !facts->migratable())
+    return "target '" + facts->name + "' names no renames, so there is nothing to migrate to; targets for migrate: " +
+           JoinNames(MigrateTargets(data_dir));
+  return {};
+}
+
+std::string TargetOptionHelp(const fs::path& data_dir, bool for_migrate) {
+  std::vector<std::string> names = for_migrate ? MigrateTargets(data_dir) : ListTargets(data_dir);
+  std::string help = "target platform: " + (names.empty() ? std::string("none installed") : JoinNames(names));
+  std::string def = DefaultTargetName(data_dir);
+  if (!def.empty()) help += " (default " + def + ")";
+  return help + ", or the path of a folder holding a target.json";
+}
+
+}  // namespace portkit::target

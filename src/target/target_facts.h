@@ -1,0 +1,96 @@
+#pragma once
+/// What portkit knows about a deployment target, read from `<dir>/target.json` (schema in
+/// data/README.md): device type, Python module and import line, renames that migrate CUDA code,
+/// fused-API replacements and profile-advisor facts. Code reads these facts and never spells a
+/// target's names itself. Targets live in `<data>/targets/<name>/`; a user's own target is any
+/// folder holding a target.json, named by its path.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace portkit::target {
+
+/// Renames applied when CUDA code is migrated to the target (keys: the CUDA spelling).
+struct Renames {
+  std::map<std::string, std::string> methods;               ///< `x.cuda()` → `x.npu()`: "cuda" → "npu"
+  std::map<std::string, std::string> attributes;            ///< `x.is_cuda` → `x.is_npu`
+  std::map<std::string, std::string> distributed_backends;  ///< "nccl" → "hccl"
+  std::map<std::string, std::string> env_vars;              ///< string literals naming an env var
+
+  bool empty() const {
+    return methods.empty() && attributes.empty() && distributed_backends.empty() && env_vars.empty();
+  }
+};
+
+/// Facts the profile advisor (`prof analyse`) uses.
+struct ProfileFacts {
+  /// Substrings of device kernel names that mark collective communication ("hccl").
+  std::vector<std::string> communication_kernels;
+  /// Fusion pattern name (data/advisor/fusion_patterns.tsv) → what replaces it on the target.
+  std::map<std::string, std::string> fusion_apis;
+};
+
+struct TargetFacts {
+  std::string name;         ///< "npu"
+  std::string description;
+  std::filesystem::path dir;  ///< folder holding target.json (and the support lists)
+  bool is_default = false;  ///< the target used when none is named
+  std::vector<std::string> versions;  ///< torch versions with support lists ("2.1")
+  std::string device_type;    ///< device string replacing "cuda" ("npu"); empty for none
+  std::string python_module;  ///< module that provides the device ("torch_npu"); empty for none
+  std::string import_line;    ///< the line that loads it ("import torch_npu")
+  std::string device_module;  ///< counterpart of torch.cuda: torch.cuda.X → <device_module>.X
+  std::string transfer_import;  ///< import that maps CUDA calls to the device at run time
+  Renames renames;
+  /// Pattern rule name (rms_norm, rotary, swiglu, attention, mask_index_put) → fused API.
+  std::map<std::string, std::string> fused_apis;
+  /// Qualified optimizer ("torch.optim.AdamW") → fused replacement on the target.
+  std::map<std::string, std::string> fused_optimizers;
+  ProfileFacts profile;
+
+  /// True when `portkit migrate` can port code to this target (it names renames).
+  bool migratable() const { return !renames.empty(); }
+  /// The target's device methods (the values of renames.methods: "npu"), sorted.
+  std::vector<std::string> DeviceMethods() const;
+  /// Fused API for pattern rule `rule`, or null when the target has none.
+  const std::string* FusedApi(std::string_view rule) const;
+};
+
+/// Reads `dir/target.json`. Errors name the file and what is wrong (a missing file, bad JSON, an
+/// unknown key, a value of the wrong type).
+Expected<TargetFacts> LoadTargetFacts(const std::filesystem::path& dir);
+
+/// Names of the folders of `data_dir/targets` that hold a target.json, sorted.
+std::vector<std::string> ListTargets(const std::filesystem::path& data_dir);
+
+/// The folder of target `name_or_path`: a name from ListTargets, or the path of a folder holding a
+/// target.json (any value with a '/' or naming an existing folder). Empty: the default target.
+/// NotFound lists the available targets.
+Expected<std::filesystem::path> ResolveTarget(const std::filesystem::path& data_dir,
+                                              const std::string& name_or_path);
+
+/// Loads the target named as for ResolveTarget.
+Expected<TargetFacts> LoadTarget(const std::filesystem::path& data_dir, const std::string& name_or_path);
+
+/// The default target: the one whose target.json says `"default": true`, else the first name.
+/// Empty when data_dir has no targets.
+std::string DefaultTargetName(const std::filesystem::path& data_dir);
+
+/// Names of the targets `portkit migrate` can port to (ListTargets with renames).
+std::vector<std::string> MigrateTargets(const std::filesystem::path& data_dir);
+
+/// For a `--target` option check: empty when `value` names a loadable target (and, with
+/// `for_migrate`, one with renames), else the message saying what is wrong and what is available.
+std::string CheckTargetChoice(const std::filesystem::path& data_dir, const std::string& value,
+                              bool for_migrate);
+
+/// Help text of a `--target` option: the choices, the default, and that a path is accepted.
+std::string TargetOptionHelp(const std::filesystem::path& data_dir, bool for_migrate);
+
+/// "cpu, npu" (for help texts and messages).
+std::string JoinNames(const std::vector<std::string>& names);
+
+}  // namespace portkit::target

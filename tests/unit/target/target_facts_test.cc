@@ -1,0 +1,115 @@
+#include "target/target_facts.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace portkit::target {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kData = PORTKIT_TEST_DATA_DIR;
+const fs::path kXpu = kData / ".." / "tests" / "fixtures" / "targets" / "xpu";
+
+// A scratch folder holding one target.json with `text`.
+class BadTarget : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("portkit_target_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string ErrorOf(const std::string& text) {
+    std::ofstream(dir_ / "target.json") << text;
+    auto t = LoadTargetFacts(dir_);
+    return t.ok() ? "ok" : t.status().message();
+  }
+  std::string file() const { return (dir_ / "target.json").string(); }
+  fs::path dir_;
+};
+
+TEST(TargetFacts, NpuFactsComeFromData) {
+  auto npu = LoadTarget(kData, "npu");
+  ASSERT_TRUE(npu.ok()) << npu.status().message();
+  EXPECT_TRUE(npu->is_default);
+  EXPECT_EQ(npu->device_type, "npu");
+  EXPECT_EQ(npu->python_module, "torch_npu");
+  EXPECT_EQ(npu->import_line, "import torch_npu");
+  EXPECT_EQ(npu->device_module, "torch_npu.npu");
+  EXPECT_EQ(npu->renames.methods.at("cuda"), "npu");
+  EXPECT_EQ(npu->renames.attributes.at("is_cuda"), "is_npu");
+  EXPECT_EQ(npu->renames.distributed_backends.at("nccl"), "hccl");
+  EXPECT_EQ(npu->renames.env_vars.at("CUDA_VISIBLE_DEVICES"), "ASCEND_RT_VISIBLE_DEVICES");
+  ASSERT_NE(npu->FusedApi("rms_norm"), nullptr);
+  EXPECT_EQ(*npu->FusedApi("rms_norm"), "torch_npu.npu_rms_norm");
+  EXPECT_EQ(npu->fused_optimizers.at("torch.optim.AdamW"), "torch_npu.optim.NpuFusedAdamW");
+  EXPECT_EQ(npu->profile.communication_kernels, std::vector<std::string>{"hccl"});
+  EXPECT_EQ(npu->DeviceMethods(), std::vector<std::string>{"npu"});
+  EXPECT_TRUE(npu->migratable());
+  auto cpu = LoadTarget(kData, "cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  EXPECT_FALSE(cpu->migratable());
+  EXPECT_EQ(cpu->FusedApi("rms_norm"), nullptr);
+}
+
+TEST(TargetFacts, ChoicesAreTheFoldersWithATargetJson) {
+  EXPECT_EQ(ListTargets(kData), (std::vector<std::string>{"cpu", "npu"}));
+  EXPECT_EQ(MigrateTargets(kData), std::vector<std::string>{"npu"});
+  EXPECT_EQ(DefaultTargetName(kData), "npu");
+  auto def = LoadTarget(kData, "");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->name, "npu");
+  EXPECT_EQ(TargetOptionHelp(kData, false),
+            "target platform: cpu, npu (default npu), or the path of a folder holding a target.json");
+}
+
+TEST(TargetFacts, UnknownTargetListsTheAvailableOnes) {
+  EXPECT_EQ(CheckTargetChoice(kData, "tpu", false),
+            "unknown target 'tpu'; available targets: cpu, npu (or the path of a folder holding a target.json)");
+  EXPECT_EQ(CheckTargetChoice(kData, "cpu", true),
+            "target 'cpu' names no renames, so there is nothing to migrate to; targets for migrate: npu");
+  EXPECT_EQ(CheckTargetChoice(kData, "/nonexistent/xpu", false),
+            "target folder /nonexistent/xpu has no target.json (available targets: cpu, npu)");
+  EXPECT_EQ(CheckTargetChoice(kData, "npu", true), "");
+  EXPECT_EQ(CheckTargetChoice(kData, kXpu.string(), true), "");
+}
+
+TEST(TargetFacts, DataOnlyTargetByPath) {
+  auto xpu = LoadTarget(kData, kXpu.string());
+  ASSERT_TRUE(xpu.ok()) << xpu.status().message();
+  EXPECT_EQ(xpu->name, "xpu");
+  EXPECT_FALSE(xpu->is_default);
+  EXPECT_EQ(xpu->import_line, "import torch_xpu");
+  EXPECT_EQ(xpu->renames.distributed_backends.at("nccl"), "xccl");
+  EXPECT_EQ(xpu->profile.fusion_apis.at("RMSNorm"), "torch_xpu.fused_rms_norm");
+  EXPECT_EQ(xpu->FusedApi("swiglu"), nullptr);
+}
+
+TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"devce_type\": \"t\"}"),
+            file() + ": unknown key \"devce_type\" (known: name, description, default, versions, device_type, "
+                     "python_module, import_line, device_module, transfer_import, renames, fused_apis, "
+                     "fused_optimizers, profile)");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
+            file() + ": \"renames.methods\" must be an object of strings");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"method\": {}}}"),
+            file() + ": unknown key \"renames.method\" (known: methods, attributes, distributed_backends, env_vars)");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": {\"cuda\": \"t\"}}}"),
+            file() + ": \"renames\" needs \"device_type\" (the device string that replaces \"cuda\")");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"default\": \"yes\"}"), file() + ": \"default\" must be true or false");
+  EXPECT_EQ(ErrorOf("{\"description\": \"no name\"}"), file() + ": \"name\" is missing or empty");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"python_module\": \"torch_t\"}"),
+            file() + ": \"python_module\" is set but \"import_line\" is missing");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\",").rfind(file() + ": not valid JSON (", 0), 0u);
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"fusion_apis\": {\"RMSNorm\": \"\"}}}"),
+            file() + ": \"profile.fusion_apis.RMSNorm\" is empty");
+  auto missing = LoadTargetFacts(dir_ / "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), (dir_ / "nope" / "target.json").string() + ": no such file");
+}
+
+}  // namespace
+}  // namespace portkit::target
