@@ -42,7 +42,7 @@ if [ "${PORTKIT_SKIP_TORCH2:-0}" != 1 ]; then
     echo "setup: creating $VENV with $(grep -m1 '^torch==' "$REQ") from PyPI (about 3 GB with its CUDA wheels; a few minutes)"
     rm -rf "$VENV"
     /usr/bin/python3 -m venv "$VENV"
-    if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r "$REQ" ||
+    if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQ" ||
        ! "$VENV/bin/python" -c "import torch, numpy, pytest, h5py"; then
       echo "setup: could not install the torch 2.x test environment (is PyPI reachable?);" \
            "PORTKIT_SKIP_TORCH2=1 skips it, and its tests are then reported as skipped" >&2

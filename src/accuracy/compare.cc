@@ -1,6 +1,5 @@
 #include "accuracy/compare.h"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -11,12 +10,10 @@
 #include <memory>
 #include <set>
 
+#include "accuracy/api.h"
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
 #include "accuracy/safetensors.h"
-#include "core/atomic_file.h"
-#include "core/csv_writer.h"
-#include "core/json_writer.h"
 #include "core/table.h"
 #include "core/thread_pool.h"
 
@@ -172,68 +169,33 @@ struct TensorStats {
   double norm() const { return std::sqrt(sq); }
 };
 
-std::string Num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  // Six decimals, like the seed's tables; values too small for that keep six significant digits.
-  std::snprintf(buf, sizeof buf, v != 0 && std::fabs(v) < 1e-4 ? "%.6e" : "%.6f", v);
-  return buf;
-}
-
-std::string Shape(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-constexpr size_t kCsvColumns = 22;
-
-struct Row {
-  std::vector<std::string> cells;  ///< the CSV row (verdict and message filled last)
-  std::string verdict, error;
-  std::map<std::string, double> extra;  ///< metrics beyond the CSV's (JSON only)
-  long target_op = -1;
-  bool output = false;   ///< an output tensor (or a replayed output)
-  bool replay = false;   ///< the target op's output recomputed from the reference inputs
-  bool pending = false;  ///< its metrics are computed from tensor data
-  DType tdtype = DType::kUnknown;
-  double cosine = NAN;   ///< for the report's chart (the CSV cell is rounded)
-};
-
-/// Fills a row's metric and statistic cells and its verdict. Floating types: the seed's rules
-/// (No when Cosine < 0.99 and MaxAbsErr > 0.001, Cosine < 0.9, MaxAbsErr > 1, or nan/inf).
-/// Integer and bool tensors must match exactly.
+/// Fills a compared row's metrics, statistics and verdict. Floating types: No when Cosine < 0.99
+/// and MaxAbsErr > 0.001, Cosine < 0.9, MaxAbsErr > 1, or nan/inf. Integer and bool tensors must
+/// match exactly.
 void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorStats& rs, bool differing_nonfinite,
-               Row& row) {
-  std::map<std::string, double> values = metric_set.Results();
-  const char* cols[] = {"Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                        "Five Thousandths Err Ratio"};
-  for (size_t i = 0; i < 6; ++i) row.cells[6 + i] = Num(values[cols[i]]);
-  for (const char* x : {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr", "SmallValueErrRatio"})
-    row.extra[x] = values[x];
-  row.cosine = values["Cosine"];
+               DType tdtype, CompareRow& row) {
+  row.metrics = metric_set.Results();
+  row.compared = true;
   if (ts.count > 0) {  // an empty tensor has no statistics
-    std::string stats[] = {Num(ts.max), Num(ts.min), Num(ts.mean()), Num(ts.norm()),
-                           Num(rs.max), Num(rs.min), Num(rs.mean()), Num(rs.norm())};
-    for (size_t i = 0; i < 8; ++i) row.cells[12 + i] = stats[i];
+    row.target.stats = TensorStatistics{ts.max, ts.min, ts.mean(), ts.norm()};
+    row.reference.stats = TensorStatistics{rs.max, rs.min, rs.mean(), rs.norm()};
   }
-  double cos = values["Cosine"], mae = values["MaxAbsErr"];
+  double cos = row.metrics["Cosine"], mae = row.metrics["MaxAbsErr"];
   bool bad;
-  if (!IsFloating(row.tdtype)) {
+  if (!IsFloating(tdtype)) {
     bad = mae != 0;
-    if (bad) row.error = "integer data differ";
+    if (bad) row.message = "integer data differ";
   } else {
     bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || differing_nonfinite ||
           (cos < 0.99 && mae > 0.001) || cos < 0.9 || mae > 1;
   }
-  row.verdict = bad ? "No" : "Yes";
-  if (differing_nonfinite) row.error = "inf or nan in the data";
+  row.verdict = bad ? Verdict::kNo : Verdict::kYes;
+  if (differing_nonfinite) row.message = "inf or nan in the data";
 }
 
 /// The first operator whose *own* error crosses the threshold, and on what that is judged.
 struct Divergence {
-  long first_local = -1;     ///< target op index
+  long first_local = -1;     ///< target op position
   long first_mismatch = -1;  ///< the earliest op with any output judged No
   std::string basis;         ///< "replay", "inputs matched", "outputs only" or "" (none)
 };
@@ -241,15 +203,15 @@ struct Divergence {
 /// Per target op in execution order: with replayed outputs, the op is local when a replayed
 /// output is No (its inputs were the reference's); otherwise when an output is No while every
 /// compared input is Yes; an op with no compared inputs is judged by its outputs alone.
-Divergence FindDivergence(const std::vector<Row>& rows) {
+Divergence FindDivergence(const std::vector<CompareRow>& rows) {
   struct OpVerdicts {
     bool replayed = false, replay_bad = false, output_bad = false, inputs_seen = false, inputs_ok = true;
   };
   std::map<long, OpVerdicts> by_op;
   for (const auto& r : rows) {
-    if (r.target_op < 0 || (r.verdict != "Yes" && r.verdict != "No")) continue;
+    if (r.target_op < 0 || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
     OpVerdicts& v = by_op[r.target_op];
-    bool bad = r.verdict == "No";
+    bool bad = r.verdict == Verdict::kNo;
     if (r.replay) v.replayed = true, v.replay_bad = v.replay_bad || bad;
     else if (r.output) v.output_bad = v.output_bad || bad;
     else v.inputs_seen = true, v.inputs_ok = v.inputs_ok && !bad;
@@ -269,57 +231,12 @@ Divergence FindDivergence(const std::vector<Row>& rows) {
   return d;
 }
 
-std::string Html(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out.push_back(c);
-  }
-  return out;
-}
+CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
 
-/// Self-contained HTML: 1 − cosine of every compared output along execution order (SVG), the worst
-/// outputs, and the first divergence.
-std::string ReportHtml(const std::vector<Row>& rows, const std::string& divergence) {
-  std::vector<std::pair<std::string, double>> series;  // name, 1 - cosine
-  for (const auto& r : rows) {
-    if (!r.output || r.replay || (r.verdict != "Yes" && r.verdict != "No")) continue;
-    double cos = std::isnan(r.cosine) ? -1 : r.cosine;
-    series.emplace_back(r.cells[0], 1.0 - cos);
-  }
-  std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
-                  "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #ccc;padding:3px 8px}.no{color:#b00}</style></head><body>"
-                  "<h1>portkit compare</h1>";
-  h += "<p><b>First divergence:</b> " + (divergence.empty() ? std::string("none") : Html(divergence)) + "</p>";
-  h += "<h2>Error along execution order (1 &minus; cosine of each operator output, log scale)</h2>";
-  const int w = 1000, ht = 260;
-  h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(ht + 20) + "\">";
-  h += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(ht) + "\" fill=\"#fafafa\" stroke=\"#ccc\"/>";
-  std::string pts;
-  for (size_t i = 0; i < series.size(); ++i) {
-    double v = std::max(series[i].second, 1e-12);
-    double y = ht - (std::log10(v) + 12.0) / 12.5 * ht;  // 1e-12 .. ~3
-    double x = series.size() > 1 ? static_cast<double>(i) * (w - 10) / static_cast<double>(series.size() - 1) + 5 : w / 2.0;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x, std::clamp(y, 2.0, ht - 2.0));
-    pts += buf;
-  }
-  h += "<polyline fill=\"none\" stroke=\"#4a7bd0\" stroke-width=\"1.5\" points=\"" + pts + "\"/>";
-  h += "<text x=\"4\" y=\"" + std::to_string(ht + 16) + "\" font-size=\"12\">" + std::to_string(series.size()) +
-       " outputs, first to last</text></svg>";
-  auto worst = series;
-  std::stable_sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  if (worst.size() > 15) worst.resize(15);
-  h += "<h2>Worst outputs</h2><table><tr><th>output (target)</th><th>1 &minus; cosine</th></tr>";
-  for (const auto& [name, v] : worst) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3e", v);
-    h += "<tr><td>" + Html(name) + "</td><td>" + buf + "</td></tr>";
-  }
-  return h + "</table></body></html>\n";
+std::string Shape(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
 }
 
 }  // namespace
@@ -408,8 +325,9 @@ bool IsReplayKey(const std::string& key) { return key.rfind("replay.", 0) == 0; 
 
 /// `target,reference` operator names, one pair a line (`#` comments; a header line naming the
 /// columns is allowed).
-Expected<std::map<std::string, std::string>> LoadMapping(const std::string& path) {
-  std::ifstream in(path);
+Expected<std::map<std::string, std::string>> LoadMapping(const fs::path& file) {
+  const std::string path = file.string();
+  std::ifstream in(file);
   if (!in) return NotFound(path + ": cannot open the mapping file");
   std::map<std::string, std::string> out;
   std::string line;
@@ -432,16 +350,15 @@ Expected<std::map<std::string, std::string>> LoadMapping(const std::string& path
 
 /// A pair without tensor data (stats_only dumps): the statistics from the manifests, verdict N/A,
 /// and whether the checksums of the exact bytes agree.
-void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, Row& row) {
-  row.verdict = "N/A";
+void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, CompareRow& row) {
+  row.verdict = Verdict::kNotApplicable;
   if (t.has_stats && r.has_stats) {
-    std::string stats[] = {Num(t.max), Num(t.min), Num(t.mean), Num(t.norm),
-                           Num(r.max), Num(r.min), Num(r.mean), Num(r.norm)};
-    for (size_t i = 0; i < 8; ++i) row.cells[12 + i] = stats[i];
+    row.target.stats = TensorStatistics{t.max, t.min, t.mean, t.norm};
+    row.reference.stats = TensorStatistics{r.max, r.min, r.mean, r.norm};
   }
-  row.error = "stats-only dump: no tensor data";
+  row.message = "stats-only dump: no tensor data";
   if (t.crc32 >= 0 && r.crc32 >= 0)
-    row.error += t.crc32 == r.crc32 && t.dtype == r.dtype ? " (checksums equal: identical bytes)" : " (checksums differ)";
+    row.message += t.crc32 == r.crc32 && t.dtype == r.dtype ? " (checksums equal: identical bytes)" : " (checksums differ)";
 }
 
 }  // namespace
@@ -454,51 +371,47 @@ std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* na
   return k;
 }
 
-int CompareMain(int argc, char** argv, Context& ctx) {
-  std::string ref_dir, target_dir, out_dir, mapping_path, match = "name+shape";
-  int jobs = ctx.jobs;
-  CLI::App app{"Compare an operator-level dump of a target run against a reference run (dumps written by "
-               "portkit.torch.dumper).", "portkit compare"};
-  app.add_option("reference", ref_dir, "the reference dump (e.g. fp32 on CPU/GPU)")->required();
-  app.add_option("target", target_dir, "the target dump (e.g. bf16 on the accelerator)")->required();
-  app.add_option("-o,--output", out_dir, "folder for compare_result.csv / .json / compare_report.html")->required();
-  app.add_option("--mapping", mapping_path,
-                 "CSV of renamed operators, `target_op,reference_op` a line (target names are mapped before matching)");
-  app.add_option("--match", match, "operator matching key: name (name and phase) or name+shape (also output shapes)")
-      ->check(CLI::IsMember({"name", "name+shape"}))
-      ->capture_default_str();
-  app.add_option("-j,--jobs", jobs, "worker threads (default: one per core)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+std::string_view MatchKeyName(MatchKey key) { return key == MatchKey::kName ? "name" : "name+shape"; }
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kYes:
+      return "Yes";
+    case Verdict::kNo:
+      return "No";
+    case Verdict::kNotApplicable:
+      return "N/A";
+    case Verdict::kUnmatched:
+      return "Unmatched";
   }
+  return "Unmatched";
+}
+
+bool CompareReport::HasMismatch() const {
+  auto it = verdict_counts.find(std::string(VerdictName(Verdict::kNo)));
+  return it != verdict_counts.end() && it->second > 0;
+}
+
+Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) {
   Logger& log = ctx.logger;
-  auto ref = Dump::Load(ref_dir);
-  auto tgt = Dump::Load(target_dir);
-  if (!ref.ok() || !tgt.ok()) {
-    log.Error(!ref.ok() ? ref.status().message() : tgt.status().message());
-    return 2;
-  }
+  auto ref = Dump::Load(options.reference);
+  if (!ref.ok()) return ref.status();
+  auto tgt = Dump::Load(options.target);
+  if (!tgt.ok()) return tgt.status();
+  CompareReport report;
+  report.reference = options.reference.string();
+  report.target = options.target.string();
+  report.match = options.match;
   for (const auto* d : {&*ref, &*tgt})
-    if (!d->warning.empty()) log.Warning(d->warning);
+    if (!d->warning.empty()) report.warnings.push_back(d->warning);
   std::map<std::string, std::string> mapping;
-  if (!mapping_path.empty()) {
-    auto m = LoadMapping(mapping_path);
-    if (!m.ok()) {
-      log.Error(m.status().message());
-      return 2;
-    }
+  if (!options.mapping.empty()) {
+    auto m = LoadMapping(options.mapping);
+    if (!m.ok()) return m.status();
     mapping = std::move(*m);
   }
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) {
-    log.Error("cannot create " + out_dir + ": " + ec.message());
-    return 2;
-  }
   // Matching: target names renamed through the mapping, then aligned on the chosen key.
-  bool with_shapes = match == "name+shape";
+  bool with_shapes = options.match == MatchKey::kNameAndShape;
   std::vector<std::string> tkeys, rkeys;
   for (const auto& op : tgt->ops) {
     auto it = mapping.find(op.name);
@@ -506,11 +419,15 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   }
   for (const auto& op : ref->ops) rkeys.push_back(OpMatchKey(op, with_shapes));
   auto pairs = AlignKeys(tkeys, rkeys);
+  report.target_ops = tgt->ops.size();
+  report.reference_ops = ref->ops.size();
+  report.matched_ops = pairs.size();
+  report.renames = mapping.size();
   log.Info("Matched " + std::to_string(pairs.size()) + " operators (target " + std::to_string(tgt->ops.size()) +
-           ", reference " + std::to_string(ref->ops.size()) + ", key " + match +
+           ", reference " + std::to_string(ref->ops.size()) + ", key " + std::string(MatchKeyName(options.match)) +
            (mapping.empty() ? "" : ", " + std::to_string(mapping.size()) + " renames") + ").");
 
-  std::vector<Row> rows;
+  std::vector<CompareRow>& rows = report.rows;
   std::vector<PendingPair> pending;
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
@@ -519,11 +436,14 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   FileCache header_cache_t, header_cache_r;
   std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
   for (size_t i = 0; i < ref->ops.size(); ++i) ref_position[ref->ops[i].index] = i;
-  size_t replay_ok = 0, replay_skipped = 0;
   for (const auto& op : tgt->ops) {
-    if (op.replay_status == "ok") ++replay_ok;
-    else if (!op.replay_status.empty()) ++replay_skipped;
+    if (op.replay_status == "ok") ++report.replay_ok;
+    else if (!op.replay_status.empty()) ++report.replay_skipped;
   }
+  auto read_error = [&](CompareRow& row, std::string message) {
+    row.read_error = true;
+    row.message = std::move(message);
+  };
   for (auto [ti, ri] : pairs) {
     matched_t[static_cast<size_t>(ti)] = matched_r[static_cast<size_t>(ri)] = 1;
     const DumpOp& top = tgt->ops[static_cast<size_t>(ti)];
@@ -547,39 +467,37 @@ int CompareMain(int argc, char** argv, Context& ctx) {
     std::set<std::string> target_keys;
     for (const auto& tt : top.tensors) {
       target_keys.insert(tt.key);
-      Row row;
+      CompareRow row;
       row.target_op = ti;
       row.replay = IsReplayKey(tt.key);
       std::string rkey = row.replay ? tt.key.substr(7) : tt.key;
       row.output = IsOutputKey(rkey);
       const DumpOp& rop = row.replay ? *replay_source : aligned;
       auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == rkey; });
-      row.cells = {label(top, tt.key), rit == rop.tensors.end() ? "N/A" : label(rop, rit->key), tt.dtype,
-                   rit == rop.tensors.end() ? "N/A" : rit->dtype, Shape(tt.shape),
-                   rit == rop.tensors.end() ? "N/A" : Shape(rit->shape)};
-      row.cells.resize(kCsvColumns, "N/A");
-      row.verdict = "Unmatched";
+      row.target = {label(top, tt.key), tt.dtype, tt.shape, std::nullopt};
+      if (rit != rop.tensors.end()) row.reference = {label(rop, rit->key), rit->dtype, rit->shape, std::nullopt};
+      row.verdict = Verdict::kUnmatched;
       if (row.replay && !replay_problem.empty()) {
-        row.error = replay_problem;
+        row.message = replay_problem;
       } else if (rit == rop.tensors.end()) {
-        row.error = "no tensor " + rkey + " in the reference op";
+        row.message = "no tensor " + rkey + " in the reference op";
       } else if (rit->shape != tt.shape) {
-        row.error = "shape mismatch";
+        row.message = "shape mismatch";
       } else if (top.file.empty() || rop.file.empty()) {
         StatsOnlyRow(tt, *rit, row);
       } else {
         auto tf = header_cache_t.Get(tgt->dir / top.file);
         auto rf = header_cache_r.Get(ref->dir / rop.file);
         if (!tf.ok() || !rf.ok()) {
-          row.error = !tf.ok() ? tf.status().message() : rf.status().message();
+          read_error(row, !tf.ok() ? tf.status().message() : rf.status().message());
         } else {
           auto ta = (*tf)->tensors().find(tt.key);
           auto ra = (*rf)->tensors().find(rkey);
           if (ta == (*tf)->tensors().end() || ra == (*rf)->tensors().end() ||
               ta->second.numel() != ra->second.numel()) {
-            row.error = "tensor data missing or of another size";
+            read_error(row, "tensor data missing or of another size");
           } else if (DTypeSize(ta->second.dtype) == 0 || DTypeSize(ra->second.dtype) == 0) {
-            row.error = "unsupported element type";
+            read_error(row, "unsupported element type");
           } else {
             PendingPair p;
             p.row = rows.size();
@@ -587,8 +505,6 @@ int CompareMain(int argc, char** argv, Context& ctx) {
             p.tkey = tt.key, p.rkey = rkey;
             p.tdtype = ta->second.dtype, p.rdtype = ra->second.dtype;
             p.numel = ta->second.numel();
-            row.tdtype = p.tdtype;
-            row.pending = true;
             pending.push_back(std::move(p));
           }
         }
@@ -598,19 +514,18 @@ int CompareMain(int argc, char** argv, Context& ctx) {
     // Tensors that only the reference op has (an output the target did not produce).
     for (const auto& rt : aligned.tensors) {
       if (target_keys.count(rt.key)) continue;
-      Row row;
+      CompareRow row;
       row.target_op = ti;
       row.output = IsOutputKey(rt.key);
-      row.cells = {"N/A", label(aligned, rt.key), "N/A", rt.dtype, "N/A", Shape(rt.shape)};
-      row.cells.resize(kCsvColumns, "N/A");
-      row.verdict = "Unmatched";
-      row.error = "no tensor " + rt.key + " in the target op";
+      row.reference = {label(aligned, rt.key), rt.dtype, rt.shape, std::nullopt};
+      row.verdict = Verdict::kUnmatched;
+      row.message = "no tensor " + rt.key + " in the target op";
       rows.push_back(std::move(row));
     }
   }
-  if (replay_ok + replay_skipped > 0)
-    log.Info("Replayed operators in the target: " + std::to_string(replay_ok) + " (skipped: " +
-             std::to_string(replay_skipped) + ", reasons in its manifest).");
+  if (report.replay_ok + report.replay_skipped > 0)
+    log.Info("Replayed operators in the target: " + std::to_string(report.replay_ok) + " (skipped: " +
+             std::to_string(report.replay_skipped) + ", reasons in its manifest).");
   // Metrics: every pending pair split into element ranges, computed in parallel, merged in order
   // (so the sums, and the results, do not depend on the number of threads).
   struct Job {
@@ -629,6 +544,7 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   }
   std::vector<Partial> partials(work.size());
   {
+    int jobs = options.jobs > 0 ? options.jobs : ctx.jobs;
     ThreadPool pool(jobs > 0 ? jobs : ThreadPool::DefaultThreads());
 #ifdef PORTKIT_ACCURACY_AVX2
     const bool avx2 = simd::CpuHasAvx2();
@@ -656,7 +572,7 @@ int CompareMain(int argc, char** argv, Context& ctx) {
   }
   for (size_t i = 0; i < work.size();) {
     const PendingPair& p = pending[work[i].pair];
-    Row& row = rows[p.row];
+    CompareRow& row = rows[p.row];
     Partial merged = std::move(partials[i]);
     for (++i; i < work.size() && &pending[work[i].pair] == &p; ++i) {
       Partial& next = partials[i];
@@ -669,105 +585,42 @@ int CompareMain(int argc, char** argv, Context& ctx) {
       }
     }
     if (!merged.error.empty()) {
-      row.error = merged.error;
+      read_error(row, merged.error);
       continue;
     }
-    FinishRow(*merged.metrics, merged.ts, merged.rs, merged.differing_nonfinite, row);
-    if (merged.identical_nonfinite > 0) {
-      row.extra["IdenticalNonFinite"] = static_cast<double>(merged.identical_nonfinite);
-      if (row.error.empty())
-        row.error = std::to_string(merged.identical_nonfinite) + " identical inf/nan positions left out";
-    }
-  }
-  for (auto& row : rows) {
-    row.cells[kCsvColumns - 2] = row.verdict;
-    row.cells[kCsvColumns - 1] = row.error;
+    FinishRow(*merged.metrics, merged.ts, merged.rs, merged.differing_nonfinite, p.tdtype, row);
+    ++report.tensor_pairs_compared;
+    row.identical_nonfinite = merged.identical_nonfinite;
+    if (merged.identical_nonfinite > 0 && row.message.empty())
+      row.message = std::to_string(merged.identical_nonfinite) + " identical inf/nan positions left out";
+    if (row.message.empty()) row.ulp_threshold = ToleranceFor(p.tdtype).ulp;
   }
   // Operators of one run with no counterpart in the other.
   auto unmatched = [&](const Dump& d, const std::vector<char>& seen, bool target) {
     for (size_t i = 0; i < d.ops.size(); ++i) {
       if (seen[i]) continue;
-      Row row;
-      std::string l = label(d.ops[i], "*");
-      row.cells = {target ? l : "N/A", target ? "N/A" : l};
-      row.cells.resize(kCsvColumns, "N/A");
-      row.verdict = row.cells[kCsvColumns - 2] = "Unmatched";
-      row.error = row.cells[kCsvColumns - 1] =
-          target ? "no matching operator in the reference" : "no matching operator in the target";
+      CompareRow row;
+      (target ? row.target : row.reference).name = label(d.ops[i], "*");
+      row.verdict = Verdict::kUnmatched;
+      row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
       rows.push_back(std::move(row));
+      (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(OpOf(d.ops[i]));
     }
   };
   unmatched(*tgt, matched_t, true);
   unmatched(*ref, matched_r, false);
 
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ++report.verdict_counts[std::string(VerdictName(rows[i].verdict))];
+    if (rows[i].read_error) report.read_errors.emplace_back(i, rows[i].message);
+  }
   Divergence div = FindDivergence(rows);
-  CsvWriter csv({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
-                 "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                 "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
-                 "Bench min", "Bench mean", "Bench l2norm", "Accuracy Reached or Not", "Err_message"});
-  std::map<std::string, size_t> verdicts;
-  for (const auto& r : rows) {
-    csv.AddRow(r.cells);
-    ++verdicts[r.verdict];
-  }
-  JsonWriter j;
-  j.BeginObject();
-  j.Key("reference").String(ref_dir).Key("target").String(target_dir).Key("match").String(match);
-  auto op_json = [&](long index, const char* key) {
-    j.Key(key);
-    if (index < 0) {
-      j.Null();
-      return;
-    }
-    const DumpOp& op = tgt->ops[static_cast<size_t>(index)];
-    j.BeginObject().Key("index").Int(op.index).Key("name").String(op.name).Key("phase").String(op.phase)
-        .Key("module").String(op.module).Key("stack").String(op.stack).EndObject();
-  };
-  op_json(div.first_local, "first_divergence");
-  j.Key("first_divergence_basis").String(div.basis);
-  op_json(div.first_mismatch, "first_mismatching_output");
-  j.Key("replayed_operators").BeginObject().Key("ok").Int(static_cast<int64_t>(replay_ok))
-      .Key("skipped").Int(static_cast<int64_t>(replay_skipped)).EndObject();
-  j.Key("verdicts").BeginObject();
-  for (const auto& [v, n] : verdicts) j.Key(v).Int(static_cast<int64_t>(n));
-  j.EndObject();
-  j.Key("rows").BeginArray();
-  for (const auto& r : rows) {
-    j.BeginObject();
-    j.Key("npu_name").String(r.cells[0]).Key("bench_name").String(r.cells[1]).Key("verdict").String(r.verdict);
-    j.Key("replay").Bool(r.replay);
-    for (const auto& [k, v] : r.extra) j.Key(k).Double(v);
-    if (r.pending && r.error.empty()) {
-      Tolerance tol = ToleranceFor(r.tdtype);
-      j.Key("ulp_threshold").Double(tol.ulp).Key("ulp_within_threshold").Bool(r.extra.at("MaxULPErr") <= tol.ulp);
-    }
-    j.Key("err_message").String(r.error);
-    j.EndObject();
-  }
-  j.EndArray().EndObject();
-  std::string divergence;
   if (div.first_local >= 0) {
-    const DumpOp& op = tgt->ops[static_cast<size_t>(div.first_local)];
-    divergence = op.name + " (" + op.phase + ", #" + std::to_string(op.index) +
-                 (op.stack.empty() ? "" : ", " + op.stack) + "; " + div.basis + ")";
+    report.first_divergence = OpOf(tgt->ops[static_cast<size_t>(div.first_local)]);
+    report.first_divergence_basis = div.basis;
   }
-  Status st = WriteFileAtomic(fs::path(out_dir) / "compare_result.csv", csv.str());
-  if (st.ok()) st = WriteFileAtomic(fs::path(out_dir) / "compare_result.json", j.str());
-  if (st.ok()) st = WriteFileAtomic(fs::path(out_dir) / "compare_report.html", ReportHtml(rows, divergence));
-  if (!st.ok()) {
-    log.Error(st.message());
-    return 1;
-  }
-  if (!divergence.empty()) {
-    log.Info("First divergence: " + divergence);
-  } else {
-    log.Info("No diverging operator output.");
-  }
-  std::vector<std::vector<std::string>> table;
-  for (const auto& [v, n] : verdicts) table.push_back({v, std::to_string(n)});
-  std::string t = RenderTable({"Accuracy Reached or Not", "tensors"}, table);
-  std::fwrite(t.data(), 1, t.size(), stdout);
-  return 0;
+  if (div.first_mismatch >= 0) report.first_mismatching_output = OpOf(tgt->ops[static_cast<size_t>(div.first_mismatch)]);
+  return report;
 }
 
 }  // namespace portkit::accuracy

@@ -1,10 +1,9 @@
 #pragma once
-/// `portkit compare REF TARGET -o DIR`: operator-by-operator comparison of two dumps (FORMATS.md §2).
+/// Operator alignment for `RunCompare` (api.h): match keys and the pairing of two operator sequences.
 #include <string>
 #include <vector>
 
 #include "accuracy/dump.h"
-#include "core/context.h"
 
 namespace portkit::accuracy {
 
@@ -16,7 +15,5 @@ std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& tar
 /// An operator's match key: `name|phase`, followed by its output shapes when `with_shapes`;
 /// `name`, when given, stands for the op's own (a rename from the mapping file).
 std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* name = nullptr);
-
-int CompareMain(int argc, char** argv, Context& ctx);
 
 }  // namespace portkit::accuracy

@@ -2,9 +2,6 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +14,7 @@
 #include <limits>
 
 #include "accuracy/hdf5_types.h"
+#include "core/subprocess.h"
 
 static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t is kept as int64_t in hdf5_dump.h");
 
@@ -462,50 +460,57 @@ std::string PrintableName(const std::string& name) {
   return out;
 }
 
-Expected<int> RunIsolated(const fs::path& file, const std::vector<fs::path>& tmp_dirs,
-                          const std::function<int(uint64_t* shared)>& work, uint64_t* results) {
-  constexpr size_t kShared = 8 * sizeof(uint64_t);
-  void* mem = ::mmap(nullptr, kShared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return Status(ErrorCode::kInternal, std::string("mmap failed: ") + std::strerror(errno));
-  auto* shared = static_cast<uint64_t*>(mem);
-  std::memset(shared, 0, kShared);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::munmap(mem, kShared);
-    return Status(ErrorCode::kInternal, std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    struct rlimit no_core = {0, 0};  // a crash on a corrupt file is expected here: no core file
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    // Let such a crash end the child by its signal even where a handler was installed (ASan's
-    // turns SIGSEGV into exit status 1, which would read as an ordinary failure).
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
-    int rc = work(shared);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(rc);
-  }
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (results) std::memcpy(results, shared, kShared);
-  ::munmap(mem, kShared);
-  std::string suffix = ".tmp." + std::to_string(pid);
-  for (const fs::path& dir : tmp_dirs) {
-    std::error_code ec;
-    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
-      std::string n = it->path().filename().string();
-      if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
-        fs::remove(it->path(), ec);
+Expected<IsolatedRun> RunIsolated(const fs::path& file, const std::vector<fs::path>& tmp_dirs,
+                                  const std::function<int(int report_fd)>& work) {
+  // The child's pid comes first on the report descriptor: its temporary files are named after it.
+  auto run = RunForked(
+      [&work](int fd) {
+        int64_t pid = ::getpid();
+        if (!WriteAllToFd(fd, &pid, sizeof pid)) return 125;
+        return work(fd);
+      },
+      ForkOptions{});
+  if (!run.ok()) return run.status();
+  int64_t pid = 0;
+  if (run->output.size() >= sizeof pid) std::memcpy(&pid, run->output.data(), sizeof pid);
+  if (pid > 0) {
+    std::string suffix = ".tmp." + std::to_string(pid);
+    for (const fs::path& dir : tmp_dirs) {
+      std::error_code ec;
+      for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::string n = it->path().filename().string();
+        if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+          fs::remove(it->path(), ec);
+      }
     }
   }
-  if (WIFSIGNALED(wstatus))
+  if (run->end == ProcessResult::End::kSignaled)
     return ParseError(file.string() + ": corrupt HDF5 file: the HDF5 library crashed reading it (" +
-                      std::string(strsignal(WTERMSIG(wstatus))) + ")");
-  if (!WIFEXITED(wstatus)) return Status(ErrorCode::kInternal, file.string() + ": worker process lost");
-  return WEXITSTATUS(wstatus);
+                      std::string(strsignal(run->signal)) + ")");
+  if (run->end != ProcessResult::End::kExited || pid <= 0)
+    return Status(ErrorCode::kInternal, file.string() + ": worker process " + run->Describe());
+  if (run->truncated)
+    return Status(ErrorCode::kInternal, file.string() + ": the worker's report was cut at its size limit");
+  return IsolatedRun{run->exit_code, run->output.substr(sizeof pid)};
+}
+
+void AppendRecord(std::string& out, std::string_view value) {
+  auto n = static_cast<uint32_t>(value.size());
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(value);
+}
+
+std::vector<std::string> ReadRecords(std::string_view in) {
+  std::vector<std::string> out;
+  while (in.size() >= sizeof(uint32_t)) {
+    uint32_t n = 0;
+    std::memcpy(&n, in.data(), sizeof n);
+    in.remove_prefix(sizeof n);
+    if (n > in.size()) break;  // cut short: what was complete is kept
+    out.emplace_back(in.substr(0, n));
+    in.remove_prefix(n);
+  }
+  return out;
 }
 
 bool HasHdf5Signature(const fs::path& path) {

@@ -1,6 +1,6 @@
 #pragma once
-/// HDF5 dumps in the seed's layout `/op_name/seqid/...` (PyTorch 1.5 `torch.utils.dumper`; the
-/// seed extracts operators with `h5copy -s /op1/seqid/ -d /op1/seqid/`). docs/accuracy.md
+/// HDF5 dumps in the layout `/op_name/seqid/...` (PyTorch 1.5 `torch.utils.dumper`; operators are
+/// extracted from them with `h5copy -s /op1/seqid/ -d /op1/seqid/`). docs/accuracy.md
 /// describes the convention; in short, under each `/op_name/seqid` group:
 ///
 /// - groups `input` and `output`, whose children are the tensors in order: a dataset is one
@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "accuracy/dtype.h"
@@ -86,15 +87,26 @@ class Hdf5File {
   int64_t id_ = -1;  ///< hid_t
 };
 
-/// Runs `work` in a forked child process and returns its result. HDF5 1.10's decoders can crash
-/// on a corrupt file (seen with flipped bytes in object headers); run in the child, such a crash
-/// ends the child and comes back here as an error naming `file` instead of killing portkit.
-/// `shared` (8 counters, zeroed) is memory the child writes results into; they are copied to
-/// `results` (8 elements, may be null) when the child has ended. Temporary files the
-/// child left in `tmp_dirs` (`*.tmp.<child pid>`, see StreamingFile and ExtractHdf5) are removed.
-/// The caller must be single-threaded; the child writes its own log lines to the console.
-Expected<int> RunIsolated(const std::filesystem::path& file, const std::vector<std::filesystem::path>& tmp_dirs,
-                          const std::function<int(uint64_t* shared)>& work, uint64_t* results);
+/// How an isolated run ended normally: `work`'s return value and the bytes it wrote to its
+/// report descriptor.
+struct IsolatedRun {
+  int exit_code = 0;
+  std::string report;
+};
+
+/// Runs `work(report_fd)` in a forked child process (portkit::RunForked). HDF5 1.10's decoders can
+/// crash on a corrupt file (seen with flipped bytes in object headers); run in the child, such a
+/// crash ends the child and comes back as a kParse error naming `file` ("corrupt HDF5 file: the
+/// HDF5 library crashed reading it") instead of killing portkit. Results come back only through
+/// what `work` writes to `report_fd` (see AppendRecord). Temporary files the child left in
+/// `tmp_dirs` (`*.tmp.<child pid>`, see StreamingFile and ExtractHdf5) are removed.
+Expected<IsolatedRun> RunIsolated(const std::filesystem::path& file, const std::vector<std::filesystem::path>& tmp_dirs,
+                                  const std::function<int(int report_fd)>& work);
+
+/// A length-prefixed record, for reports sent back from an isolated child.
+void AppendRecord(std::string& out, std::string_view value);
+/// The records of `in`, in order (an incomplete last record is dropped).
+std::vector<std::string> ReadRecords(std::string_view in);
 
 /// `name` with control characters and bytes that are not UTF-8 written as `\xNN` (names read
 /// from a damaged file end up in messages and file names).

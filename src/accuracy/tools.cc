@@ -1,47 +1,24 @@
-#include "accuracy/tools.h"
-
-#include <CLI/CLI.hpp>
+// RunOverflow, RunConvert and RunExtract (api.h): working with the tensors of one dump.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "accuracy/api.h"
 #include "accuracy/dump.h"
 #include "accuracy/hdf5_dump.h"
 #include "accuracy/safetensors.h"
 #include "accuracy/tensor_files.h"
 #include "core/atomic_file.h"
 #include "core/csv_writer.h"
-#include "core/table.h"
+#include "core/subprocess.h"
 
 namespace portkit::accuracy {
 namespace fs = std::filesystem;
 namespace {
-
-int Parse(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  return -1;
-}
-
-std::string NpyBytes(const TensorInfo& t, const uint8_t* data, bool* widened) {
-  NpyDescr(t.dtype, widened);
-  std::string out = NpyHeader(t.dtype, t.shape);
-  AppendNpyData(t.dtype, data, t.numel(), &out);
-  return out;
-}
-
-std::string TxtBytes(const TensorInfo& t, const uint8_t* data) {
-  std::string out;
-  AppendTxtData(t.dtype, data, t.numel(), &out);
-  return out;
-}
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -52,128 +29,170 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 // Read pieces: 16 MiB of elements for .npy; 1 MiB for .txt, whose text is ~6x the binary size.
 constexpr size_t kHdf5NpyChunkBytes = 16u << 20, kHdf5TxtChunkBytes = 1u << 20;
 
+/// What converting one HDF5 file produced; it travels from the isolated child as records.
+struct Hdf5Conversion {
+  std::vector<ConvertedFile> written;  ///< `file` relative to the file's output folder
+  std::vector<std::string> skipped;
+  std::vector<ConvertProblem> failed;
+  std::string index_file;  ///< written at the end; empty when the file failed as a whole
+
+  // Records: a tag character, then the fields separated by NUL.
+  std::string Encode() const {
+    std::string out;
+    for (const auto& w : written)
+      AppendRecord(out, std::string("W") + w.file + '\0' + w.source + '\0' + (w.widened ? "1" : "0"));
+    for (const auto& s : skipped) AppendRecord(out, "S" + s);
+    for (const auto& f : failed) AppendRecord(out, "F" + std::to_string(static_cast<int>(f.code)) + '\0' + f.message);
+    if (!index_file.empty()) AppendRecord(out, "I" + index_file);
+    return out;
+  }
+  static Hdf5Conversion Decode(std::string_view bytes) {
+    Hdf5Conversion c;
+    for (const std::string& r : ReadRecords(bytes)) {
+      if (r.empty()) continue;
+      std::string body = r.substr(1);
+      switch (r[0]) {
+        case 'W': {
+          size_t a = body.find('\0'), b = a == std::string::npos ? a : body.find('\0', a + 1);
+          if (b == std::string::npos) break;
+          c.written.push_back({body.substr(0, a), body.substr(a + 1, b - a - 1), body.substr(b + 1) == "1"});
+          break;
+        }
+        case 'S':
+          c.skipped.push_back(body);
+          break;
+        case 'F': {
+          size_t a = body.find('\0');
+          if (a == std::string::npos) break;
+          int code = std::atoi(body.substr(0, a).c_str());
+          c.failed.push_back({body.substr(a + 1), static_cast<ErrorCode>(code)});
+          break;
+        }
+        case 'I':
+          c.index_file = body;
+          break;
+        default:
+          break;
+      }
+    }
+    return c;
+  }
+};
+
 /// Converts every tensor of one HDF5 dump into `out` (see hdf5_dump.h for the layout): files
 /// `{op}.{seqid}.{input|output}.{i}.{npy|txt}` plus `convert_index.csv` mapping each file to its
-/// HDF5 path. Problems with single tensors are logged and counted in `*failed`; the rest goes on.
-Status ConvertHdf5File(const fs::path& file, const fs::path& out, const std::string& type, Context& ctx,
-                       size_t* written, size_t* widened_count, size_t* failed) {
+/// HDF5 path. Problems with single tensors are recorded in `c->failed`; the rest goes on. A
+/// Status is returned for failures of the file as a whole.
+Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType type, Hdf5Conversion* c) {
   auto h5 = Hdf5File::Open(file);
   if (!h5.ok()) return h5.status();
   auto listing = h5->List();
   if (!listing.ok()) return listing.status();
-  for (const auto& s : listing->skipped) ctx.logger.Warning("skipped " + s);
-  for (const auto& e : listing->errors) ctx.logger.Error(e);
-  *failed += listing->errors.size();
+  c->skipped = listing->skipped;
+  for (const auto& e : listing->errors) c->failed.push_back({e, ErrorCode::kUnsupported});
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
+  const std::string ext(ConvertTypeName(type));
   CsvWriter index({"File", "HDF5 Path", "DType", "Shape", "Stored As"});
   std::set<std::string> names;
   for (const Hdf5Tensor& t : listing->tensors) {
     std::string name = SafeName(PrintableName(t.op)) + "." + SafeName(PrintableName(t.seqid)) + "." + t.role + "." +
-                       std::to_string(t.index) + "." + type;
+                       std::to_string(t.index) + "." + ext;
     if (!names.insert(name).second) {  // e.g. operators `a.b` and `a_b`: both become a_b
-      ctx.logger.Error(file.string() + ": " + PrintableName(t.path) + ": not converted, " + name +
-                       " was already written for another tensor");
-      ++*failed;
+      c->failed.push_back({file.string() + ": " + PrintableName(t.path) + ": not converted, " + name +
+                               " was already written for another tensor",
+                           ErrorCode::kInvalidArgument});
       continue;
     }
     auto f = StreamingFile::Create(out / name);
     if (!f.ok()) return f.status();
     bool widened = false;
     NpyDescr(t.dtype, &widened);
-    Status st = type == "npy" ? f->Append(NpyHeader(t.dtype, t.shape)) : Status::Ok();
+    Status st = type == ConvertType::kNpy ? f->Append(NpyHeader(t.dtype, t.shape)) : Status::Ok();
     std::string piece;
     if (st.ok())
-      st = h5->Read(t, type == "npy" ? kHdf5NpyChunkBytes : kHdf5TxtChunkBytes, [&](const uint8_t* data, size_t count) {
-        piece.clear();
-        if (type == "npy") AppendNpyData(t.dtype, data, count, &piece);
-        else AppendTxtData(t.dtype, data, count, &piece);
-        return f->Append(piece);
-      });
+      st = h5->Read(t, type == ConvertType::kNpy ? kHdf5NpyChunkBytes : kHdf5TxtChunkBytes,
+                    [&](const uint8_t* data, size_t count) {
+                      piece.clear();
+                      if (type == ConvertType::kNpy) AppendNpyData(t.dtype, data, count, &piece);
+                      else AppendTxtData(t.dtype, data, count, &piece);
+                      return f->Append(piece);
+                    });
     if (st.ok()) st = f->Commit();
     if (!st.ok()) {
-      ctx.logger.Error(st.message());
-      ++*failed;
+      c->failed.push_back({st.message(), st.code()});
       continue;
     }
     index.AddRow({name, PrintableName(t.path), std::string(DTypeName(t.dtype)), ShapeText(t.shape), t.stored});
-    ++*written;
-    *widened_count += widened && type == "npy";
+    c->written.push_back({name, file.string() + ":" + PrintableName(t.path), widened && type == ConvertType::kNpy});
   }
-  return WriteFileAtomic(out / "convert_index.csv", index.str());
+  PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "convert_index.csv", index.str()));
+  c->index_file = "convert_index.csv";
+  return Status::Ok();
+}
+
+/// `rel` below `base`'s relative position `dir` (both under the output folder).
+std::string UnderOutput(const fs::path& out, const fs::path& dir, const std::string& name) {
+  return (dir.lexically_relative(out) / name).lexically_normal().string();
 }
 
 }  // namespace
 
-int OverflowMain(int argc, char** argv, Context& ctx) {
-  std::string dir;
-  CLI::App app{"List the operators whose outputs overflow (inf/nan, or beyond fp16's range in fp16) in a dump, "
-               "in execution order, the first one marked.", "portkit overflow"};
-  app.add_option("dump", dir, "a dump folder written by portkit.torch.dumper")->required();
-  if (int rc = Parse(app, argc, argv); rc >= 0) return rc;
-  auto dump = Dump::Load(dir);
-  if (!dump.ok()) {
-    ctx.logger.Error(dump.status().message());
-    return 2;
-  }
-  if (!dump->warning.empty()) ctx.logger.Warning(dump->warning);
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& op : dump->ops) {
-    bool over = op.overflow;
-    for (const auto& t : op.tensors) {
-      if (t.key.rfind("output", 0) != 0 || !t.has_stats) continue;
-      if (!std::isfinite(t.max) || !std::isfinite(t.min) || (t.dtype == "F16" && std::max(std::fabs(t.max), std::fabs(t.min)) > 65504))
-        over = true;
-    }
-    if (!over) continue;
-    rows.push_back({rows.empty() ? "first" : "", std::to_string(op.index), op.name, op.phase, op.module, op.stack});
-  }
-  if (rows.empty()) {
-    ctx.logger.Info("No overflowing operator in " + dir + " (" + std::to_string(dump->ops.size()) + " operators).");
-    return 0;
-  }
-  std::string t = RenderTable({"", "index", "operator", "phase", "module", "stack"}, rows);
-  std::fwrite(t.data(), 1, t.size(), stdout);
-  ctx.logger.Info(std::to_string(rows.size()) + " overflowing operators; the first is " + rows[0][2] + " #" + rows[0][1] + ".");
-  return 0;
+std::string_view ConvertTypeName(ConvertType type) { return type == ConvertType::kTxt ? "txt" : "npy"; }
+
+bool IsHdf5Input(const fs::path& input) {
+  std::error_code ec;
+  return !fs::is_directory(input, ec) && (HasHdf5Extension(input) || HasHdf5Signature(input));
 }
 
-int ConvertMain(int argc, char** argv, Context& ctx) {
-  std::string input, out, type = "npy";
-  CLI::App app{"Convert dump tensors to .npy (bf16/fp8 widened to fp32) or .txt (flattened, one value a line). "
-               "Reads portkit dumps (manifest.jsonl + .safetensors) and HDF5 dumps laid out /op_name/seqid/"
-               "{input,output}/... (one .h5 file, or a folder: every .h5/.hdf5 file in it, each into its own "
-               "subfolder).",
-               "portkit convert"};
-  app.add_option("-d,--dump", input, "a dump folder, one .safetensors file, one .h5 file or a folder of .h5 files")
-      ->required();
-  app.add_option("--out,-O", out, "output folder; also -out")->required();
-  app.add_option("-t,--type", type, "npy (default) or txt")->check(CLI::IsMember({"npy", "txt"}));
-  std::vector<std::string> args;
-  for (int i = 0; i < argc; ++i) args.push_back(std::string(argv[i]) == "-out" ? "--out" : argv[i]);
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  if (int rc = Parse(app, static_cast<int>(cargv.size()), cargv.data()); rc >= 0) return rc;
+Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
+  auto dump = Dump::Load(options.dump);
+  if (!dump.ok()) return dump.status();
+  OverflowReport report;
+  report.dump = options.dump.string();
+  report.operators = dump->ops.size();
+  if (!dump->warning.empty()) report.warnings.push_back(dump->warning);
+  for (const auto& op : dump->ops) {
+    std::string reason = op.overflow ? "flagged by the dumper" : "";
+    for (const auto& t : op.tensors) {
+      if (!reason.empty()) break;
+      if (t.key.rfind("output", 0) != 0 || !t.has_stats) continue;
+      if (!std::isfinite(t.max) || !std::isfinite(t.min))
+        reason = t.key + ": inf or nan";
+      else if (t.dtype == "F16" && std::max(std::fabs(t.max), std::fabs(t.min)) > 65504)
+        reason = t.key + ": beyond the fp16 range";
+    }
+    if (reason.empty()) continue;
+    report.overflowing.push_back({op.index, op.name, op.phase, op.module, op.stack, reason});
+  }
+  return report;
+}
+
+Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) {
+  const fs::path& input = options.input;
+  const fs::path& out = options.output;
+  ConvertReport report;
+  report.input = input.string();
+  report.output = out.string();
+  report.type = options.type;
+  const std::string ext(ConvertTypeName(options.type));
   std::vector<std::pair<fs::path, std::string>> files;  // path, stem
   std::vector<std::pair<fs::path, fs::path>> h5_files;  // path, output folder
   std::error_code ec;
   if (fs::is_directory(input, ec)) {
-    if (fs::exists(fs::path(input) / "manifest.jsonl", ec)) {
+    if (fs::exists(input / "manifest.jsonl", ec)) {
       auto dump = Dump::Load(input);
-      if (!dump.ok()) {
-        ctx.logger.Error(dump.status().message());
-        return 2;
-      }
+      if (!dump.ok()) return dump.status();
       for (const auto& op : dump->ops)
         if (!op.file.empty())
-          files.push_back({fs::path(input) / op.file, SafeName(std::to_string(op.index) + "." + op.name + "." + op.phase)});
+          files.push_back({input / op.file, SafeName(std::to_string(op.index) + "." + op.name + "." + op.phase)});
     } else {
       for (auto it = fs::recursive_directory_iterator(input, fs::directory_options::skip_permission_denied, ec);
            !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
         if (it->is_regular_file(ec) && HasHdf5Extension(it->path())) {
           fs::path rel = fs::relative(it->path(), input, ec);
-          h5_files.push_back({it->path(), fs::path(out) / rel.replace_extension()});
+          h5_files.push_back({it->path(), out / rel.replace_extension()});
         }
       std::sort(h5_files.begin(), h5_files.end());
       // a.h5 and a.hdf5 side by side: keep the extension in the folder names of all but the first.
@@ -183,113 +202,135 @@ int ConvertMain(int argc, char** argv, Context& ctx) {
           dir += path.extension();
           used.insert(dir);
         }
-      if (h5_files.empty()) {
-        ctx.logger.Error(input + ": neither a portkit dump (no manifest.jsonl) nor a folder with .h5 files");
-        return 2;
-      }
+      if (h5_files.empty())
+        return InvalidArgument(input.string() +
+                               ": neither a portkit dump (no manifest.jsonl) nor a folder with .h5 files");
     }
   } else if (fs::exists(input, ec)) {
     if (HasHdf5Extension(input) || HasHdf5Signature(input)) h5_files.push_back({input, out});
-    else files.push_back({input, fs::path(input).stem().string()});
+    else files.push_back({input, input.stem().string()});
   } else {
-    ctx.logger.Error(input + " does not exist");
-    return 2;
+    return NotFound(input.string() + " does not exist");
   }
   fs::create_directories(out, ec);
-  size_t written = 0, widened_count = 0, failed = 0, failed_files = 0;
+  if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
+  report.input_files = h5_files.size() + files.size();
   for (const auto& [path, dir] : h5_files) {
     // In a child process: a corrupt file that crashes the HDF5 library fails that file only.
-    uint64_t counts[8] = {};
-    auto rc = RunIsolated(path, {dir}, [&, p = path, d = dir](uint64_t* shared) {
-      size_t w = 0, wide = 0, bad = 0;
-      Status st = ConvertHdf5File(p, d, type, ctx, &w, &wide, &bad);
-      shared[0] = w;
-      shared[1] = wide;
-      shared[2] = bad;
-      if (!st.ok()) ctx.logger.Error(st.message());
+    auto run = RunIsolated(path, {dir}, [&, p = path, d = dir](int fd) {
+      Hdf5Conversion c;
+      Status st = ConvertHdf5File(p, d, options.type, &c);
+      if (!st.ok()) c.failed.push_back({st.message(), st.code()});
+      std::string bytes = c.Encode();
+      if (!WriteAllToFd(fd, bytes.data(), bytes.size())) return 2;
       return st.ok() ? 0 : 1;
-    }, counts);
-    written += counts[0];
-    widened_count += counts[1];
-    failed += counts[2];
-    if (!rc.ok()) ctx.logger.Error(rc.status().message());
-    if (!rc.ok() || *rc != 0) ++failed_files;
+    });
+    if (!run.ok()) {
+      report.failed.push_back({run.status().message(), run.status().code()});
+      ++report.input_files_failed;
+      continue;
+    }
+    Hdf5Conversion c = Hdf5Conversion::Decode(run->report);
+    for (auto& w : c.written) {
+      w.file = UnderOutput(out, dir, w.file);
+      report.widened += w.widened;
+      report.written.push_back(std::move(w));
+    }
+    for (auto& s : c.skipped) report.skipped.push_back(std::move(s));
+    for (auto& f : c.failed) report.failed.push_back(std::move(f));
+    if (!c.index_file.empty()) report.index_files.push_back(UnderOutput(out, dir, c.index_file));
+    if (run->exit_code != 0) {
+      ++report.input_files_failed;
+      if (run->exit_code == 2) report.failed.push_back({path.string() + ": the conversion report was lost", ErrorCode::kInternal});
+    }
   }
   for (const auto& [path, stem] : files) {
     auto f = SafetensorsFile::Open(path);
     if (!f.ok()) {
-      ctx.logger.Error(f.status().message());
-      return 1;
+      report.failed.push_back({f.status().message(), f.status().code()});
+      ++report.input_files_failed;
+      continue;
     }
     for (const auto& [key, t] : f->tensors()) {
       bool widened = false;
-      std::string bytes = type == "npy" ? NpyBytes(t, f->Data(t), &widened) : TxtBytes(t, f->Data(t));
-      widened_count += widened;
-      Status st = WriteFileAtomic(fs::path(out) / (stem + "." + key + "." + type), bytes);
-      if (!st.ok()) {
-        ctx.logger.Error(st.message());
-        return 1;
+      std::string bytes;
+      if (options.type == ConvertType::kNpy) {
+        NpyDescr(t.dtype, &widened);
+        bytes = NpyHeader(t.dtype, t.shape);
+        AppendNpyData(t.dtype, f->Data(t), t.numel(), &bytes);
+      } else {
+        AppendTxtData(t.dtype, f->Data(t), t.numel(), &bytes);
       }
-      ++written;
+      std::string name = stem + "." + key + "." + ext;
+      PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / name, bytes));
+      report.widened += widened;
+      report.written.push_back({name, path.string() + ":" + key, widened});
     }
   }
-  ctx.logger.Info("Wrote " + std::to_string(written) + " ." + type + " files to " + out +
-                  (widened_count ? "; " + std::to_string(widened_count) + " bf16/fp8 tensors widened to float32" : ""));
-  if (failed_files || failed) {
-    ctx.logger.Error(std::to_string(failed_files) + " of " + std::to_string(h5_files.size()) +
-                     " HDF5 files could not be read, " + std::to_string(failed) + " tensors could not be converted");
-    return 1;
-  }
-  return 0;
+  ctx.logger.Info("Wrote " + std::to_string(report.written.size()) + " ." + ext + " files to " + out.string() +
+                  (report.widened ? "; " + std::to_string(report.widened) + " bf16/fp8 tensors widened to float32"
+                                  : ""));
+  return report;
 }
 
-int ExtractMain(int argc, char** argv, Context& ctx) {
-  std::string in, out;
-  std::vector<std::string> names;
-  CLI::App app{"Copy the named operators of a dump into a new dump (the seed's h5copy step). For an HDF5 dump, "
-               "-s takes /op_name or /op_name/seqid (exact; the new .h5 holds just those groups).",
-               "portkit extract"};
-  app.add_option("-i,--input", in, "the dump folder, or an HDF5 dump (.h5)")->required();
-  app.add_option("-o,--output", out, "the new dump folder, or the new .h5 file")->required();
-  app.add_option("-s,--select", names,
-                 "operator names (an op is kept when its name contains one) or indices; for HDF5: /op_name or "
-                 "/op_name/seqid")
-      ->required();
-  if (int rc = Parse(app, argc, argv); rc >= 0) return rc;
+Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) {
+  const fs::path& in = options.input;
+  const fs::path& out = options.output;
+  const std::vector<std::string>& names = options.select;
+  ExtractReport report;
+  report.input = in.string();
+  report.output = out.string();
   std::error_code ec;
-  if (!fs::is_directory(in, ec) && (HasHdf5Extension(in) || HasHdf5Signature(in))) {
+  if (IsHdf5Input(in)) {
+    report.hdf5 = true;
     // In a child process: a corrupt file that crashes the HDF5 library is an error, not a crash.
     fs::path out_dir = fs::absolute(out, ec).parent_path();
-    auto rc = RunIsolated(in, {out_dir}, [&](uint64_t*) {
+    auto run = RunIsolated(in, {out_dir}, [&](int fd) {
+      std::string bytes;
       auto res = ExtractHdf5(in, out, names);
       if (!res.ok()) {
-        ctx.logger.Error(res.status().message());
-        return 2;
+        AppendRecord(bytes, "E" + std::to_string(static_cast<int>(res.status().code())) + '\0' +
+                                res.status().message());
+      } else {
+        for (const auto& c : res->copied) AppendRecord(bytes, "C" + c);
+        for (const auto& m : res->missing) AppendRecord(bytes, "M" + m);
+        for (const auto& c : res->covered) AppendRecord(bytes, "V" + c);
       }
-      for (const auto& m : res->missing) ctx.logger.Error(in + ": no operator or seqid " + m);
-      for (const auto& c : res->covered) ctx.logger.Warning(c + " is already inside another selected operator");
-      if (res->copied.empty()) {
-        ctx.logger.Error("Nothing to extract: none of the names is in " + in + "; " + out + " not written");
-        return 1;
+      return WriteAllToFd(fd, bytes.data(), bytes.size()) ? 0 : 2;
+    });
+    if (!run.ok()) return run.status();
+    if (run->exit_code != 0) return Status(ErrorCode::kInternal, in.string() + ": the extraction report was lost");
+    for (const std::string& r : ReadRecords(run->report)) {
+      if (r.empty()) continue;
+      std::string body = r.substr(1);
+      if (r[0] == 'E') {
+        size_t a = body.find('\0');
+        return Status(static_cast<ErrorCode>(std::atoi(body.substr(0, a).c_str())),
+                      a == std::string::npos ? body : body.substr(a + 1));
       }
-      ctx.logger.Info("Extracted " + std::to_string(res->copied.size()) + " groups into " + out);
-      return res->missing.empty() ? 0 : 1;
-    }, nullptr);
-    if (!rc.ok()) {
-      ctx.logger.Error(rc.status().message());
-      return 2;
+      (r[0] == 'C' ? report.extracted : r[0] == 'M' ? report.missing : report.covered).push_back(body);
     }
-    return *rc;
+    if (report.extracted.empty()) {
+      std::string list;
+      for (const auto& m : report.missing) list += (list.empty() ? "" : ", ") + m;
+      return InvalidArgument("Nothing to extract: none of " + list + " is in " + in.string() + "; " + out.string() +
+                             " not written");
+    }
+    report.files.push_back(out.string());
+    ctx.logger.Info("Extracted " + std::to_string(report.extracted.size()) + " groups into " + out.string());
+    return report;
   }
+  if (!fs::is_directory(in, ec))
+    return fs::exists(in, ec) ? ParseError(in.string() + ": neither a dump folder nor an HDF5 file")
+                              : NotFound(in.string() + " does not exist");
   auto dump = Dump::Load(in);
-  if (!dump.ok()) {
-    ctx.logger.Error(dump.status().message());
-    return 2;
-  }
-  fs::create_directories(out, ec);
-  std::ifstream manifest(fs::path(in) / "manifest.jsonl");
+  if (!dump.ok()) return dump.status();
+  if (!dump->warning.empty()) report.warnings.push_back(dump->warning);
+  std::ifstream manifest(in / "manifest.jsonl");
   std::string line, kept;
-  size_t i = 0, count = 0;
+  std::vector<const DumpOp*> ops;
+  std::vector<char> used(names.size(), 0);
+  size_t i = 0;
   auto is_index = [](const std::string& n) {
     return !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); });
   };
@@ -298,26 +339,34 @@ int ExtractMain(int argc, char** argv, Context& ctx) {
     const DumpOp& op = dump->ops[i++];
     bool want = false;
     // A number selects that operator index; anything else is a part of the operator name.
-    for (const auto& n : names)
-      want |= is_index(n) ? n == std::to_string(op.index) : op.name.find(n) != std::string::npos;
+    for (size_t k = 0; k < names.size(); ++k) {
+      const std::string& n = names[k];
+      bool hit = is_index(n) ? n == std::to_string(op.index) : op.name.find(n) != std::string::npos;
+      used[k] |= hit;
+      want |= hit;
+    }
     if (!want) continue;
     kept += line + "\n";
-    ++count;
-    if (!op.file.empty()) {
-      Status st = CopyFileAtomic(fs::path(in) / op.file, fs::path(out) / op.file);
-      if (!st.ok()) {
-        ctx.logger.Error(st.message());
-        return 1;
-      }
+    ops.push_back(&op);
+  }
+  for (size_t k = 0; k < names.size(); ++k)
+    if (!used[k]) report.missing.push_back(names[k]);
+  if (ops.empty())
+    return InvalidArgument("Nothing to extract: no operator of " + in.string() + " matches the selection; " +
+                           out.string() + " not written");
+  fs::create_directories(out, ec);
+  if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
+  for (const DumpOp* op : ops) {
+    if (!op->file.empty()) {
+      PORTKIT_RETURN_IF_ERROR(CopyFileAtomic(in / op->file, out / op->file));
+      report.files.push_back(op->file);
     }
+    report.extracted.push_back(op->name + "." + op->phase + "." + std::to_string(op->index));
   }
-  Status st = WriteFileAtomic(fs::path(out) / "manifest.jsonl", kept);
-  if (!st.ok()) {
-    ctx.logger.Error(st.message());
-    return 1;
-  }
-  ctx.logger.Info("Extracted " + std::to_string(count) + " operators into " + out);
-  return count ? 0 : 1;
+  PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "manifest.jsonl", kept));
+  report.files.push_back("manifest.jsonl");
+  ctx.logger.Info("Extracted " + std::to_string(ops.size()) + " operators into " + out.string());
+  return report;
 }
 
 }  // namespace portkit::accuracy

@@ -1,9 +1,8 @@
 #include "cli/commands.h"
 
-#include "accuracy/compare.h"
-#include "accuracy/tools.h"
 #include "analyse/analyse_command.h"
 #include "analyse/migrate.h"
+#include "cli/accuracy_commands.h"
 #include "prof/prof_command.h"
 #include "cli/tune.h"
 
@@ -15,10 +14,10 @@ const Command kCommands[] = {
     {"migrate", "migrated copy of a project for the target (cuda → npu rewrites), change list and patch",
      &analyse::MigrateMain},
     {"compare", "operator-level comparison of a target dump against a reference dump (accuracy)",
-     &accuracy::CompareMain},
-    {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &accuracy::OverflowMain},
-    {"convert", "dump tensors to .npy or .txt", &accuracy::ConvertMain},
-    {"extract", "copy the named operators of a dump into a new dump", &accuracy::ExtractMain},
+     &CompareCommand},
+    {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &OverflowCommand},
+    {"convert", "dump tensors to .npy or .txt", &ConvertCommand},
+    {"extract", "copy the named operators of a dump into a new dump", &ExtractCommand},
     {"prof", "profiles: import Kineto / legacy / torch_npu traces into a SQLite store (prof import)",
      &prof::ProfMain},
     {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base;\n"

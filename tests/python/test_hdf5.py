@@ -1,6 +1,8 @@
-"""portkit convert / extract on HDF5 dumps laid out /op_name/seqid/... (the seed's h5 layout),
+"""portkit convert / extract on HDF5 dumps laid out /op_name/seqid/... (the layout of the PyTorch 1.5
+Ascend dumper),
 written here with h5py and checked against h5py's own reading."""
 import csv
+import json
 import os
 
 import h5py
@@ -155,9 +157,14 @@ def test_convert_a_folder_goes_past_an_unreadable_file(dump, tmp_path, portkit):
     (folder / "rank1" / "b.h5").write_bytes(dump.read_bytes())
     (folder / "broken.h5").write_text("this is not HDF5\n")
     out = tmp_path / "o"
-    res = run([portkit, "convert", "-d", str(folder), "-out", str(out)])
-    assert res.returncode == 1
+    res = run([portkit, "convert", "-d", str(folder), "-out", str(out), "--format", "json"])
+    assert res.returncode == 2  # an input that could not be read; the others are converted
     assert "broken.h5" in res.stderr and "not an HDF5 file" in res.stderr
+    report = json.loads(res.stdout)  # --format json: what was written and what failed
+    assert report["input_files"] == 3 and report["input_files_failed"] == 1
+    assert [f["code"] for f in report["failed"]] == ["parse"] and "broken.h5" in report["failed"][0]["message"]
+    assert "a/add.1.input.0.npy" in [w["file"] for w in report["written"]]
+    assert sorted(report["index_files"]) == ["a/convert_index.csv", "rank1/b/convert_index.csv"]
     a = tensors("add", "1")["input"][0]
     assert np.array_equal(np.load(str(out / "a" / "add.1.input.0.npy")), a)
     assert np.array_equal(np.load(str(out / "rank1" / "b" / "add.1.input.0.npy")), a)
@@ -171,7 +178,7 @@ def test_convert_bad_h5_is_a_clear_error(dump, tmp_path, portkit, kind):
     else:
         bad.write_text("op,seqid\nadd,1\n")
     res = run([portkit, "convert", "-d", str(bad), "-out", str(tmp_path / "o")])
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 2, res.stderr
     assert str(bad) in res.stderr
     assert ("truncated" if kind == "truncated" else "not an HDF5 file") in res.stderr
     assert "HDF5-DIAG" not in res.stderr  # the library's own error stack stays quiet
@@ -205,11 +212,11 @@ def test_extract_copies_exactly_the_selected_groups(dump, tmp_path, portkit):
 def test_extract_reports_unknown_names(dump, tmp_path, portkit):
     out = tmp_path / "picked.h5"
     res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/add/1", "/relu", "/add/9"])
-    assert res.returncode == 1
+    assert res.returncode == 2  # unknown names are bad input; the others are extracted
     assert "/relu" in res.stderr and "/add/9" in res.stderr
     assert set(groups_and_datasets(out)) == {n for n in groups_and_datasets(dump) if n == "add" or n.startswith("add/1")}
     res = run([portkit, "extract", "-i", str(dump), "-o", str(tmp_path / "none.h5"), "-s", "/relu"])
-    assert res.returncode == 1 and "Nothing to extract" in res.stderr
+    assert res.returncode == 2 and "Nothing to extract" in res.stderr
     assert not (tmp_path / "none.h5").exists()
 
 
@@ -221,19 +228,20 @@ def test_a_file_that_crashes_the_hdf5_library_is_an_error_and_the_folder_goes_on
     header changed (offset 25750, 0x00 -> 0x85), found by flipping bytes; HDF5 1.10.8 segfaults
     opening the dataset. portkit reads each file in a child process, so this is an error."""
     res = run([portkit, "convert", "-d", CORRUPT, "-out", str(tmp_path / "one")])
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 2, res.stderr
+    assert "corrupt HDF5 file: the HDF5 library crashed reading it" in res.stderr
     assert CORRUPT in res.stderr
     folder = tmp_path / "dumps"
     folder.mkdir()
     (folder / "a_corrupt.h5").write_bytes(open(CORRUPT, "rb").read())
     (folder / "b_good.h5").write_bytes(dump.read_bytes())
     res = run([portkit, "convert", "-d", str(folder), "-out", str(tmp_path / "o")])
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert "a_corrupt.h5" in res.stderr
     b = tensors("conv2d", "2")["output"][0]
     assert np.array_equal(np.load(str(tmp_path / "o" / "b_good" / "conv2d.2.output.0.npy")), b)
     res = run([portkit, "extract", "-i", CORRUPT, "-o", str(tmp_path / "e.h5"), "-s", "/add", "/conv2d"])
-    assert res.returncode in (1, 2) and CORRUPT in res.stderr
+    assert res.returncode == 2 and CORRUPT in res.stderr
     assert not [n for n in os.listdir(tmp_path) if ".tmp." in n]
 
 
@@ -243,6 +251,6 @@ def test_names_that_become_the_same_file_are_reported_not_overwritten(tmp_path, 
         f.create_dataset("/a.b/0/output/0", data=np.zeros(2, dtype=np.float32))
         f.create_dataset("/a_b/0/output/0", data=np.ones(2, dtype=np.float32))
     res = run([portkit, "convert", "-d", str(path), "-out", str(tmp_path / "o")])
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert "/a_b/0/output/0" in res.stderr and "already written" in res.stderr
     assert np.array_equal(np.load(str(tmp_path / "o" / "a_b.0.output.0.npy")), np.zeros(2, dtype=np.float32))

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "accuracy/hdf5_dump.h"
+#include "core/subprocess.h"
 #include "accuracy/hdf5_types.h"
 
 namespace portkit::accuracy {
@@ -257,30 +258,39 @@ TEST_F(Hdf5FileTest, NotHdf5AndTruncatedFilesAreErrorsNamingTheFile) {
 }
 
 TEST_F(Hdf5FileTest, RunIsolatedTurnsACrashIntoAnErrorAndRemovesItsTemporaryFiles) {
-  uint64_t results[8] = {};
-  auto ok = RunIsolated(dir_ / "a.h5", {dir_}, [](uint64_t* shared) {
-    shared[0] = 42;
-    shared[7] = 7;
-    return 3;
-  }, results);
+  auto ok = RunIsolated(dir_ / "a.h5", {dir_}, [](int fd) {
+    std::string report;
+    AppendRecord(report, "42");
+    AppendRecord(report, std::string("with\0nul", 8));
+    AppendRecord(report, "");
+    return WriteAllToFd(fd, report.data(), report.size()) ? 3 : 99;
+  });
   ASSERT_TRUE(ok.ok()) << ok.status().message();
-  EXPECT_EQ(*ok, 3);
-  EXPECT_EQ(results[0], 42u);
-  EXPECT_EQ(results[7], 7u);
+  EXPECT_EQ(ok->exit_code, 3);
+  EXPECT_EQ(ReadRecords(ok->report), (std::vector<std::string>{"42", std::string("with\0nul", 8), ""}));
 
   fs::path keep = dir_ / "other.npy.tmp.1";  // not the child's: left alone
   std::ofstream(keep) << "x";
-  auto crashed = RunIsolated(dir_ / "b.h5", {dir_}, [&](uint64_t*) {
+  auto crashed = RunIsolated(dir_ / "b.h5", {dir_}, [&](int) {
     std::ofstream(dir_ / ("half.npy.tmp." + std::to_string(::getpid()))) << "partial";
     std::raise(SIGSEGV);
     return 0;
-  }, nullptr);
+  });
   ASSERT_FALSE(crashed.ok());
+  EXPECT_EQ(crashed.status().code(), ErrorCode::kParse);
   EXPECT_NE(crashed.status().message().find((dir_ / "b.h5").string()), std::string::npos);
   EXPECT_NE(crashed.status().message().find("crashed"), std::string::npos);
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir_)) left.push_back(e.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"other.npy.tmp.1"});
+}
+
+TEST(Hdf5RecordsTest, ACutRecordIsDropped) {
+  std::string r;
+  AppendRecord(r, "abc");
+  AppendRecord(r, "defgh");
+  EXPECT_EQ(ReadRecords(r.substr(0, r.size() - 1)), std::vector<std::string>{"abc"});
+  EXPECT_TRUE(ReadRecords("").empty());
 }
 
 TEST(Hdf5NamesTest, PrintableNameEscapesControlAndInvalidUtf8Only) {

@@ -1,0 +1,225 @@
+#pragma once
+/// The accuracy engine as a library: compare two operator dumps, list the operators that
+/// overflow, convert dump tensors to .npy / .txt, and copy selected operators into a new dump.
+/// Each entry point takes its options and a Context and returns a report; it never reads argv,
+/// writes to stdout or chooses an exit code. Progress goes to `ctx.logger`; everything a caller
+/// may want to act on (rows, verdicts, skipped tensors, read errors) is in the report. The
+/// command-line layer is src/cli/{compare,overflow,convert,extract}.cc, the renderers
+/// src/render/compare_*.cc and src/render/dump_tools_render.cc.
+///
+/// Errors: a Status (kNotFound for a missing dump, kParse for a corrupt manifest, mapping file or
+/// HDF5 file, kInvalidArgument for a selection that matches nothing, kIo for an output that cannot
+/// be written) when the run cannot produce its report; problems with single tensors or files of a
+/// larger input are listed in the report instead, and the run goes on.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/context.h"
+#include "core/status.h"
+
+namespace portkit::accuracy {
+
+// ---------------------------------------------------------------------------------------------
+// compare
+
+/// How operators of the two runs are paired.
+enum class MatchKey {
+  kName,          ///< name and phase
+  kNameAndShape,  ///< name, phase and output shapes (default)
+};
+/// "name" / "name+shape".
+std::string_view MatchKeyName(MatchKey key);
+
+struct CompareOptions {
+  std::filesystem::path reference;  ///< dump folder of the reference run
+  std::filesystem::path target;     ///< dump folder of the target run
+  /// `target_op,reference_op` a line: target operator names are renamed before matching. Empty:
+  /// none.
+  std::filesystem::path mapping;
+  MatchKey match = MatchKey::kNameAndShape;
+  int jobs = 0;  ///< worker threads; <= 0: ctx.jobs, and when that is <= 0 one per core
+};
+
+/// A row's judgement (the CSV's `Accuracy Reached or Not`).
+enum class Verdict {
+  kYes,            ///< within the accuracy criteria
+  kNo,             ///< outside them
+  kNotApplicable,  ///< no tensor data to judge (stats-only dumps)
+  kUnmatched,      ///< no counterpart, another shape, or data that could not be read
+};
+/// "Yes" / "No" / "N/A" / "Unmatched".
+std::string_view VerdictName(Verdict verdict);
+
+struct TensorStatistics {
+  double max = 0, min = 0, mean = 0, norm = 0;
+};
+
+/// One side (target or reference) of a row.
+struct CompareSide {
+  /// `op.phase.index.key`, with key `*` for a whole operator; empty when this side has none.
+  std::string name;
+  std::optional<std::string> dtype;                ///< safetensors element type name
+  std::optional<std::vector<int64_t>> shape;
+  std::optional<TensorStatistics> stats;           ///< from the data, or from a stats-only manifest
+};
+
+/// One tensor pair (or one operator without a counterpart).
+struct CompareRow {
+  CompareSide target, reference;
+  Verdict verdict = Verdict::kUnmatched;
+  std::string message;  ///< the CSV's `Err_message`: why not compared, or a note on the data
+  /// Metrics computed from the tensor data (then `metrics` holds every metric by name: Cosine,
+  /// EucDist, MaxAbsErr, MaxRelativeErr, One Thousandth Err Ratio, Five Thousandths Err Ratio,
+  /// RMSE, MeanAbsErr, MeanRelErr, KLDivergence, MaxULPErr, SmallValueErrRatio).
+  bool compared = false;
+  std::map<std::string, double> metrics;
+  uint64_t identical_nonfinite = 0;     ///< positions holding the same inf/nan in both (left out)
+  std::optional<double> ulp_threshold;  ///< the target type's ULP tolerance, for clean compared rows
+  long target_op = -1;                  ///< position of the target operator in the target dump
+  bool output = false;                  ///< an output tensor (or a replayed output)
+  bool replay = false;                  ///< the target op's output recomputed from reference inputs
+  bool read_error = false;              ///< the tensor data could not be read (`message` says why)
+};
+
+/// An operator of a dump, as reports name it.
+struct CompareOp {
+  int64_t index = 0;  ///< the manifest index
+  std::string name, phase, module, stack;
+};
+
+struct CompareReport {
+  std::string reference, target;  ///< the dump folders as given
+  MatchKey match = MatchKey::kNameAndShape;
+  /// Tensor rows in target execution order, then whole operators of the target and of the
+  /// reference that have no counterpart.
+  std::vector<CompareRow> rows;
+  /// The earliest target operator whose own error crosses the threshold, and the basis of that
+  /// judgement: "replay" (a replayed output is No), "inputs matched" (an output is No while every
+  /// compared input is Yes) or "outputs only" (no inputs compared). Empty basis: none.
+  std::optional<CompareOp> first_divergence;
+  std::string first_divergence_basis;
+  /// The earliest target operator with any output judged No (possibly inherited error).
+  std::optional<CompareOp> first_mismatching_output;
+  std::vector<CompareOp> unmatched_target_ops, unmatched_reference_ops;
+  /// Rows whose tensor data could not be read: index into `rows` and the message.
+  std::vector<std::pair<size_t, std::string>> read_errors;
+  std::vector<std::string> warnings;  ///< about the dumps (e.g. an incomplete last manifest line)
+  size_t target_ops = 0, reference_ops = 0, matched_ops = 0, renames = 0;
+  size_t tensor_pairs_compared = 0;           ///< rows whose metrics were computed from data
+  size_t replay_ok = 0, replay_skipped = 0;   ///< replayed operators of the target dump
+  std::map<std::string, size_t> verdict_counts;  ///< by VerdictName
+
+  /// Whether any row is judged No.
+  bool HasMismatch() const;
+};
+
+/// Loads both dumps, pairs operators and tensors, computes the metrics on `jobs` threads (results
+/// do not depend on the thread count) and judges every pair.
+Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx);
+
+// ---------------------------------------------------------------------------------------------
+// overflow
+
+struct OverflowOptions {
+  std::filesystem::path dump;
+};
+
+struct OverflowOp {
+  int64_t index = 0;
+  std::string name, phase, module, stack;
+  /// Why it counts: "flagged by the dumper", or "<key>: inf or nan", or "<key>: beyond the fp16
+  /// range" (the first reason found).
+  std::string reason;
+};
+
+struct OverflowReport {
+  std::string dump;      ///< as given
+  size_t operators = 0;  ///< operators in the dump
+  std::vector<OverflowOp> overflowing;  ///< in execution order; the first is the one to look at
+  std::vector<std::string> warnings;
+};
+
+/// Operators whose outputs hold inf/nan (or exceed fp16's range in an fp16 tensor), or that the
+/// dumper flagged as overflowing.
+Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context& ctx);
+
+// ---------------------------------------------------------------------------------------------
+// convert
+
+enum class ConvertType { kNpy, kTxt };
+/// "npy" / "txt".
+std::string_view ConvertTypeName(ConvertType type);
+
+struct ConvertOptions {
+  /// A dump folder (manifest.jsonl), one .safetensors file, one HDF5 file, or a folder of HDF5
+  /// files (each converted into its own subfolder).
+  std::filesystem::path input;
+  std::filesystem::path output;  ///< folder; created when missing
+  ConvertType type = ConvertType::kNpy;
+};
+
+struct ConvertedFile {
+  std::string file;    ///< path relative to the output folder
+  std::string source;  ///< input file and tensor (HDF5 path or safetensors key)
+  bool widened = false;  ///< bf16/fp8 written as float32 (.npy)
+};
+
+/// Something that could not be converted.
+struct ConvertProblem {
+  std::string message;  ///< names the file and the tensor
+  ErrorCode code = ErrorCode::kParse;
+};
+
+struct ConvertReport {
+  std::string input, output;  ///< as given
+  ConvertType type = ConvertType::kNpy;
+  std::vector<ConvertedFile> written;  ///< in the order written (index files not included)
+  std::vector<std::string> index_files;  ///< convert_index.csv of each HDF5 file
+  size_t widened = 0;
+  /// HDF5 objects outside the layout convention, skipped by design (notes, not errors).
+  std::vector<std::string> skipped;
+  /// Tensors or whole input files that could not be converted; the rest was converted.
+  std::vector<ConvertProblem> failed;
+  size_t input_files = 0;         ///< tensor files (safetensors / HDF5) read
+  size_t input_files_failed = 0;  ///< of which could not be read at all
+};
+
+/// Converts every tensor of the input. A corrupt HDF5 file that crashes the HDF5 library is read
+/// in a child process and listed in `failed`; the other files are still converted.
+Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx);
+
+// ---------------------------------------------------------------------------------------------
+// extract
+
+struct ExtractOptions {
+  std::filesystem::path input;   ///< a dump folder, or an HDF5 file
+  std::filesystem::path output;  ///< the new dump folder, or the new HDF5 file
+  /// Dump: operator indices (exact) or parts of operator names. HDF5: `/op_name` or
+  /// `/op_name/seqid` (exact; the leading '/' may be left out).
+  std::vector<std::string> select;
+};
+
+struct ExtractReport {
+  std::string input, output;  ///< as given
+  bool hdf5 = false;
+  /// Dump: the operators kept (`name.phase.index`). HDF5: the group paths copied.
+  std::vector<std::string> extracted;
+  std::vector<std::string> missing;  ///< selections that match nothing in the input
+  std::vector<std::string> covered;  ///< HDF5: selections inside another selected operator
+  std::vector<std::string> files;    ///< files written (dump: relative to the output folder)
+  std::vector<std::string> warnings;
+};
+
+/// Copies the selected operators. Nothing selected at all is kInvalidArgument and writes nothing;
+/// selections that match nothing while others do are listed in `missing`.
+Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx);
+
+/// True when `input` would be extracted as HDF5 (a file with the HDF5 extension or signature).
+bool IsHdf5Input(const std::filesystem::path& input);
+
+}  // namespace portkit::accuracy

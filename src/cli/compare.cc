@@ -1,0 +1,74 @@
+// `portkit compare REF TARGET -o DIR`: argv → CompareOptions → RunCompare → reports.
+#include <cstdio>
+
+#include "accuracy/api.h"
+#include "cli/accuracy_commands.h"
+#include "cli/cli_common.h"
+#include "render/compare_render.h"
+
+namespace portkit::cli {
+
+int CompareCommand(int argc, char** argv, Context& ctx) {
+  std::string ref_dir, target_dir, out_dir, mapping, match = "name+shape";
+  std::vector<std::string> formats;
+  int jobs = 0;
+  bool fail_on_divergence = false;
+  CLI::App app{"Compare an operator-level dump of a target run against a reference run (dumps written by "
+               "portkit.torch.dumper). Exit status: 0 done, 1 with --fail-on-divergence when a tensor is judged "
+               "No, 2 bad usage or input or output (also tensor data that cannot be read; the reports are still "
+               "written).",
+               "portkit compare"};
+  app.add_option("reference", ref_dir, "the reference dump (e.g. fp32 on CPU/GPU)")->required();
+  app.add_option("target", target_dir, "the target dump (e.g. bf16 on the accelerator)")->required();
+  app.add_option("-o,--output", out_dir, "folder for compare_result.csv / .json / compare_report.html")->required();
+  app.add_option("--mapping", mapping,
+                 "CSV of renamed operators, `target_op,reference_op` a line (target names are mapped before matching)");
+  app.add_option("--match", match, "operator matching key: name (name and phase) or name+shape (also output shapes)")
+      ->check(CLI::IsMember({"name", "name+shape"}))
+      ->capture_default_str();
+  AddJobsOption(app, &jobs);
+  AddFormatOption(app, &formats, {"csv", "json", "html"}, {"csv", "json", "html"});
+  app.add_flag("--fail-on-divergence", fail_on_divergence,
+               "exit 1 when any tensor is judged No (after the reports are written)");
+  if (auto rc = Parse(app, argc, argv)) return *rc;
+
+  // Every option checked before any work, and nothing created until the reports are written.
+  for (Status st : {CheckInput(ref_dir, "reference dump", PathKind::kDirectory),
+                    CheckInput(target_dir, "target dump", PathKind::kDirectory),
+                    mapping.empty() ? Status::Ok() : CheckInput(mapping, "--mapping", PathKind::kFile),
+                    CheckOutputFolder(out_dir, "-o")})
+    if (!st.ok()) return Fail(ctx, st);
+
+  accuracy::CompareOptions options;
+  options.reference = ref_dir;
+  options.target = target_dir;
+  options.mapping = mapping;
+  options.match = match == "name" ? accuracy::MatchKey::kName : accuracy::MatchKey::kNameAndShape;
+  options.jobs = jobs;
+  auto report = accuracy::RunCompare(options, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  for (const auto& w : report->warnings) ctx.logger.Warning(w);
+
+  render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html")};
+  if (Status st = render::WriteCompareFiles(*report, out_dir, files); !st.ok()) return Fail(ctx, st);
+  std::string divergence = render::CompareDivergenceText(*report);
+  ctx.logger.Info(divergence.empty() ? std::string("No diverging operator output.") : "First divergence: " + divergence);
+  std::string table = render::CompareConsoleSummary(*report);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  // Tensor data that could not be read is corrupt input: the reports say which rows.
+  if (!report->read_errors.empty()) {
+    const auto& [row, message] = report->read_errors.front();
+    const auto& r = report->rows[row];
+    return Fail(ctx, ParseError(std::to_string(report->read_errors.size()) + " tensor pairs could not be read (" +
+                                (r.target.name.empty() ? r.reference.name : r.target.name) + ": " + message +
+                                "); the reports list them"));
+  }
+  if (fail_on_divergence && report->HasMismatch()) {
+    ctx.logger.Error("--fail-on-divergence: " + std::to_string(report->verdict_counts.at("No")) +
+                     " tensors judged No");
+    return kExitFindings;
+  }
+  return kExitOk;
+}
+
+}  // namespace portkit::cli

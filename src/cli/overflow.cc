@@ -1,0 +1,48 @@
+// `portkit overflow DUMP`: argv → OverflowOptions → RunOverflow → table or JSON.
+#include <cstdio>
+
+#include "accuracy/api.h"
+#include "cli/accuracy_commands.h"
+#include "cli/cli_common.h"
+#include "core/atomic_file.h"
+#include "render/dump_tools_render.h"
+
+namespace portkit::cli {
+
+int OverflowCommand(int argc, char** argv, Context& ctx) {
+  std::string dir, format = "text", output;
+  bool fail_on_overflow = false;
+  CLI::App app{"List the operators whose outputs overflow (inf/nan, or beyond fp16's range in fp16) in a dump, "
+               "in execution order, the first one marked. Exit status: 0 done, 1 with --fail-on-overflow when an "
+               "operator overflows, 2 bad usage or input or output.",
+               "portkit overflow"};
+  app.add_option("dump", dir, "a dump folder written by portkit.torch.dumper")->required();
+  app.add_option("--format", format, "text (a table) or json")->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("-o,--output", output, "write the table or JSON to this file (atomically) instead of stdout");
+  app.add_flag("--fail-on-overflow", fail_on_overflow, "exit 1 when any operator overflows");
+  if (auto rc = Parse(app, argc, argv)) return *rc;
+  for (Status st : {CheckInput(dir, "dump", PathKind::kDirectory),
+                    output.empty() ? Status::Ok() : CheckOutputFile(output, "-o")})
+    if (!st.ok()) return Fail(ctx, st);
+
+  auto report = accuracy::RunOverflow({dir}, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  for (const auto& w : report->warnings) ctx.logger.Warning(w);
+  std::string text = format == "json" ? render::OverflowJson(*report) : render::OverflowText(*report);
+  if (!output.empty()) {
+    if (Status st = WriteFileAtomic(output, text); !st.ok()) return Fail(ctx, st);
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  if (report->overflowing.empty()) {
+    ctx.logger.Info("No overflowing operator in " + dir + " (" + std::to_string(report->operators) + " operators).");
+    return kExitOk;
+  }
+  const auto& first = report->overflowing.front();
+  ctx.logger.Info(std::to_string(report->overflowing.size()) + " overflowing operators; the first is " + first.name +
+                  " #" + std::to_string(first.index) + " (" + first.reason + ").");
+  return fail_on_overflow ? kExitFindings : kExitOk;
+}
+
+}  // namespace portkit::cli

@@ -1,0 +1,62 @@
+#include "core/json_writer.h"
+#include "render/compare_render.h"
+
+namespace portkit::render {
+using accuracy::CompareOp;
+using accuracy::CompareReport;
+
+std::string CompareJson(const CompareReport& report) {
+  JsonWriter j;
+  j.BeginObject();
+  j.Key("reference").String(report.reference).Key("target").String(report.target);
+  j.Key("match").String(accuracy::MatchKeyName(report.match));
+  auto op_json = [&](const std::optional<CompareOp>& op, const char* key) {
+    j.Key(key);
+    if (!op) {
+      j.Null();
+      return;
+    }
+    j.BeginObject().Key("index").Int(op->index).Key("name").String(op->name).Key("phase").String(op->phase)
+        .Key("module").String(op->module).Key("stack").String(op->stack).EndObject();
+  };
+  op_json(report.first_divergence, "first_divergence");
+  j.Key("first_divergence_basis").String(report.first_divergence_basis);
+  op_json(report.first_mismatching_output, "first_mismatching_output");
+  j.Key("replayed_operators").BeginObject().Key("ok").Int(static_cast<int64_t>(report.replay_ok))
+      .Key("skipped").Int(static_cast<int64_t>(report.replay_skipped)).EndObject();
+  j.Key("verdicts").BeginObject();
+  for (const auto& [v, n] : report.verdict_counts) j.Key(v).Int(static_cast<int64_t>(n));
+  j.EndObject();
+  j.Key("rows").BeginArray();
+  // The metrics beyond the CSV's, and the count of identical inf/nan positions left out.
+  static const char* const kExtra[] = {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr",
+                                       "SmallValueErrRatio"};
+  for (const auto& r : report.rows) {
+    j.BeginObject();
+    j.Key("npu_name").String(r.target.name.empty() ? "N/A" : r.target.name);
+    j.Key("bench_name").String(r.reference.name.empty() ? "N/A" : r.reference.name);
+    j.Key("verdict").String(accuracy::VerdictName(r.verdict));
+    j.Key("replay").Bool(r.replay);
+    if (r.compared) {
+      std::map<std::string, double> extra;
+      for (const char* x : kExtra) {
+        auto it = r.metrics.find(x);
+        extra[x] = it != r.metrics.end() ? it->second : 0.0;
+      }
+      if (r.identical_nonfinite > 0) extra["IdenticalNonFinite"] = static_cast<double>(r.identical_nonfinite);
+      for (const auto& [k, v] : extra) j.Key(k).Double(v);
+    }
+    if (r.ulp_threshold) {
+      auto ulp = r.metrics.find("MaxULPErr");
+      j.Key("ulp_threshold").Double(*r.ulp_threshold);
+      j.Key("ulp_within_threshold").Bool(ulp != r.metrics.end() && ulp->second <= *r.ulp_threshold);
+    }
+    j.Key("err_message").String(r.message);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+  return j.str();
+}
+
+}  // namespace portkit::render

@@ -1,0 +1,33 @@
+#pragma once
+/// Renderers of a CompareReport (accuracy/api.h): the CSV with the column names of the original
+/// compare tool, the JSON, the self-contained HTML report and the console summary. Each returns
+/// text; WriteCompareFiles writes the chosen ones atomically.
+#include <filesystem>
+#include <string>
+
+#include "accuracy/api.h"
+#include "core/status.h"
+
+namespace portkit::render {
+
+/// compare_result.csv: one row per tensor pair, then unmatched operators.
+std::string CompareCsv(const accuracy::CompareReport& report);
+/// compare_result.json: first divergence, verdict counts and every row with all metrics.
+std::string CompareJson(const accuracy::CompareReport& report);
+/// compare_report.html: 1 − cosine along execution order (SVG), the worst outputs, the first
+/// divergence.
+std::string CompareHtml(const accuracy::CompareReport& report);
+/// The verdict table printed after a run.
+std::string CompareConsoleSummary(const accuracy::CompareReport& report);
+/// `name (phase, #index, stack; basis)` of the first divergence; empty when there is none.
+std::string CompareDivergenceText(const accuracy::CompareReport& report);
+
+struct CompareFiles {
+  bool csv = true, json = true, html = true;
+};
+/// Writes compare_result.csv / compare_result.json / compare_report.html into `dir` (created when
+/// missing), each atomically.
+Status WriteCompareFiles(const accuracy::CompareReport& report, const std::filesystem::path& dir,
+                         const CompareFiles& files);
+
+}  // namespace portkit::render
