@@ -4,7 +4,7 @@
 #include "cli/analyse.h"
 #include "cli/migrate.h"
 #include "cli/prof.h"
-#include "tune/tune_command.h"
+#include "cli/tune.h"
 
 namespace portkit::cli {
 
@@ -19,8 +19,9 @@ const Command kCommands[] = {
     {"convert", "dump tensors to .npy or .txt", &ConvertCommand},
     {"extract", "copy the named operators of a dump into a new dump", &ExtractCommand},
     {"prof", "profiles: collect, import, export summary|timeline, analyse (advisor), diff", &ProfCommand},
-    {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base",
-     &tune::TuneMain},
+    {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base;\n"
+             "             tune bank list | show OP | export FILE | import FILE: the knowledge base",
+     &TuneCommand},
 };
 const size_t kCommandCount = sizeof(kCommands) / sizeof(kCommands[0]);
 

@@ -1,10 +1,5 @@
 #include "tune/builder.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,86 +9,21 @@
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "core/subprocess.h"
 #include "core/thread_pool.h"
 #include "tune/knowledge_base.h"
-
-extern char** environ;
 
 namespace portkit::tune {
 namespace fs = std::filesystem;
 
-int RunProcess(const std::vector<std::string>& argv, std::string* output, int timeout_seconds) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  // Its own process group, so that a timeout kills the compiler driver and its children (cc1plus,
-  // as, ld) together.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    if (output) *output = "cannot run " + argv[0];
-    return -1;
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
-  bool timed_out = false;
-  char buf[4096];
-  while (true) {
-    int wait_ms = -1;
-    if (timeout_seconds > 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        timed_out = true;
-        break;
-      }
-      wait_ms = static_cast<int>(std::min<long long>(left.count(), 1000));
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int ready = poll(&p, 1, wait_ms);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (ready == 0) continue;
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (output) output->append(buf, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(-pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  if (timed_out) {
-    if (output) *output = argv[0] + " did not finish within " + std::to_string(timeout_seconds) + " s (killed)";
-    return kTimedOut;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 Builder::Builder(BuildOptions options, Logger& logger) : options_(std::move(options)), logger_(logger) {
-  std::string out;
-  if (RunProcess({options_.compiler, "--version"}, &out, 60) == 0) {
-    compiler_version_ = out.substr(0, out.find('\n'));
-  }
+  SpawnOptions version;
+  version.argv = {options_.compiler, "--version"};
+  version.timeout_seconds = 60;
+  version.merge_stderr = true;
+  if (auto run = Spawn(version); run.ok() && run->ok()) compiler_version_ = run->output.substr(0, run->output.find('\n'));
   // -march=native code is only valid on this CPU: its model and SIMD flags are part of the key.
-  machine_ = Validators(compiler_version_, "");
+  machine_ = CpuDescription();
 }
 
 std::string Builder::Key(const std::string& source) const {
@@ -137,19 +67,32 @@ BuildResult Builder::BuildOne(const std::string& source) {
   // killed mid-compile, never leaves a half-written object under the final name.
   fs::path tmp = options_.cache_dir / (key + ".so.tmp" + std::to_string(getpid()) + "_" +
                                        std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000));
-  std::vector<std::string> argv = {options_.compiler};
-  for (const auto& f : options_.flags) argv.push_back(f);
-  argv.insert(argv.end(), {src.string(), "-o", tmp.string()});
-  std::string output;
-  int rc = RunProcess(argv, &output, options_.timeout_seconds);
+  // Its own process group (Spawn), so that a timeout kills the compiler driver and its children
+  // (cc1plus, as, ld) together.
+  SpawnOptions compile;
+  compile.argv = {options_.compiler};
+  for (const auto& f : options_.flags) compile.argv.push_back(f);
+  compile.argv.insert(compile.argv.end(), {src.string(), "-o", tmp.string()});
+  compile.timeout_seconds = options_.timeout_seconds;
+  compile.merge_stderr = true;
+  compile.max_capture_bytes = 1u << 20;
+  auto run = Spawn(compile);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (rc != 0) {
+  if (!run.ok() || !run->ok()) {
     fs::remove(tmp, ec);
+    if (!run.ok()) {
+      r.error = run.status().message();
+      return r;
+    }
+    if (run->end == ProcessResult::End::kTimedOut) {
+      r.error = "compile timed out: " + options_.compiler + " " + run->Describe();
+      return r;
+    }
+    const std::string& output = run->output;
     size_t cut = 0;
     for (int line = 0; line < 6 && cut != std::string::npos; ++line) cut = output.find('\n', cut + 1);
     r.error = output.substr(0, cut == std::string::npos ? output.size() : cut);
-    if (r.error.empty()) r.error = "the compiler exited with status " + std::to_string(rc);
-    if (rc == kTimedOut) r.error = "compile timed out: " + output;
+    if (r.error.empty()) r.error = "the compiler " + run->Describe();
     return r;
   }
   fs::rename(tmp, so, ec);

@@ -1,7 +1,8 @@
 #pragma once
 /// Builds candidates: writes each source into a cache folder keyed by a hash of source, flags
-/// and compiler, and compiles it with the system compiler into its own shared object. Builds
-/// run in parallel; a cached object is reused; a failing compile is a result, not an error.
+/// and compiler, and compiles it with the system compiler (through portkit::Spawn) into its own
+/// shared object. Builds run in parallel; a cached object is reused; a failing or timed-out
+/// compile is a result, not an error.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -46,13 +47,5 @@ class Builder {
   std::string compiler_version_;
   std::string machine_;
 };
-
-/// RunProcess's result when the process ran past its timeout (and was killed).
-constexpr int kTimedOut = -2;
-
-/// Runs `argv` (argv[0] looked up on PATH), stdout+stderr into `output`; returns the exit
-/// status, -1 when it could not be started or was killed by a signal, or kTimedOut when it ran
-/// longer than `timeout_seconds` (> 0): its process group is then killed (SIGKILL).
-int RunProcess(const std::vector<std::string>& argv, std::string* output, int timeout_seconds = 0);
 
 }  // namespace portkit::tune

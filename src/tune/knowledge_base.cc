@@ -12,13 +12,19 @@
 #include <thread>
 
 #include "core/json_writer.h"
+#include "tune/builder.h"
+#include "tune/operators/operator.h"
+
+#ifndef PORTKIT_VERSION_STRING
+#define PORTKIT_VERSION_STRING "0.0.0"
+#endif
 
 namespace portkit::tune {
 namespace fs = std::filesystem;
 namespace {
 
-const char kSchema[] = R"SQL(
-CREATE TABLE IF NOT EXISTS entries (
+constexpr char kCreateSql[] = R"SQL(
+CREATE TABLE entries (
   op_key TEXT NOT NULL,
   validators TEXT NOT NULL,
   op_type TEXT NOT NULL,
@@ -31,6 +37,19 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 )SQL";
 
+constexpr char kRemedy[] =
+    "give another --tune-bank folder, or move the file away and tune again (`portkit tune bank export` of the "
+    "portkit that wrote it keeps its entries for `portkit tune bank import`)";
+
+const sql::Schema& BankSchema() {
+  static const sql::Schema kSchema{"tuning bank", kBankSchemaVersion, kCreateSql, {}, kRemedy};
+  return kSchema;
+}
+
+/// The columns Row() reads, in its order.
+constexpr char kEntryColumns[] =
+    "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated FROM entries";
+
 std::string UtcNow() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -40,164 +59,219 @@ std::string UtcNow() {
   return buf;
 }
 
-std::string Text(sqlite3_stmt* s, int col) {
-  const unsigned char* t = sqlite3_column_text(s, col);
-  return t ? reinterpret_cast<const char*>(t) : "";
-}
-
-BankEntry Row(sqlite3_stmt* s) {
+BankEntry Row(const sql::Statement& s) {
   BankEntry e;
-  e.op_key = Text(s, 0);
-  e.validators = Text(s, 1);
-  e.op_type = Text(s, 2);
-  e.op_name = Text(s, 3);
-  e.config = Text(s, 4);
-  e.time_us = sqlite3_column_double(s, 5);
-  e.default_us = sqlite3_column_double(s, 6);
-  e.updated = Text(s, 7);
+  e.op_key = std::string(s.Text(0));
+  e.validators = std::string(s.Text(1));
+  e.op_type = std::string(s.Text(2));
+  e.op_name = std::string(s.Text(3));
+  e.config = std::string(s.Text(4));
+  e.time_us = s.Double(5);
+  e.default_us = s.Double(6);
+  e.updated = std::string(s.Text(7));
   return e;
 }
 
-struct Stmt {
-  sqlite3_stmt* s = nullptr;
-  ~Stmt() { sqlite3_finalize(s); }
-};
+// SQLite reports a lock it could not wait for (a new database switched to WAL by two tuners at
+// once) as "database is locked" without consulting the busy handler; such steps are retried.
+bool IsLocked(const Status& st) {
+  return !st.ok() && (st.message().find("database is locked") != std::string::npos ||
+                      st.message().find("database table is locked") != std::string::npos);
+}
+
+template <typename Step>
+Status Retrying(Step step) {
+  for (int attempt = 0;; ++attempt) {
+    Status st = step();
+    if (!IsLocked(st) || attempt >= 3000) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string JoinFlags(const std::vector<std::string>& flags) {
+  std::string out;
+  for (const auto& f : flags) out += (out.empty() ? "" : " ") + f;
+  return out;
+}
+
+// The bank before schema versions (user_version 0) had today's table, keyed by validators that
+// ended in `;portkit=VERSION` instead of the compile flags and the template hash. An entry
+// written by this very version was measured with this version's templates and the default flags
+// (the only ones portkit used), so it is re-keyed; entries of other versions keep their old key,
+// which no lookup matches (they stay listed and exportable).
+Status MigrateUnversioned(sql::Database& db) {
+  sql::Transaction tx(db);
+  PORTKIT_RETURN_IF_ERROR(tx.status());
+  auto version = db.UserVersion();
+  if (!version.ok()) return version.status();
+  if (*version != 0) return tx.Commit();  // another tuner migrated it meanwhile
+  auto has_entries = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'entries'");
+  if (!has_entries.ok()) return has_entries.status();
+  auto row = has_entries->Step();
+  if (!row.ok()) return row.status();
+  if (!*row || has_entries->Int(0) == 0) return tx.Commit();  // not a bank: EnsureSchema refuses it
+  auto select = db.Prepare("SELECT rowid, validators, op_type FROM entries");
+  if (!select.ok()) return select.status();
+  const std::string suffix = std::string(";portkit=") + PORTKIT_VERSION_STRING;
+  const std::string flags = JoinFlags(BuildOptions{}.flags);
+  std::vector<std::pair<int64_t, std::string>> rekeyed;
+  while (true) {
+    auto more = select->Step();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    std::string validators(select->Text(1));
+    std::string hash = KernelTemplateHash(select->Text(2));
+    if (hash.empty() || validators.size() < suffix.size() ||
+        validators.compare(validators.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    validators.resize(validators.size() - suffix.size());
+    rekeyed.emplace_back(select->Int(0), validators + ";cxxflags=" + flags + ";template=" + hash);
+  }
+  auto update = db.Prepare("UPDATE OR REPLACE entries SET validators = ?1 WHERE rowid = ?2");
+  if (!update.ok()) return update.status();
+  for (const auto& [rowid, validators] : rekeyed) PORTKIT_RETURN_IF_ERROR(update->Bind(1, validators).Bind(2, rowid).Run());
+  PORTKIT_RETURN_IF_ERROR(db.SetUserVersion(kBankSchemaVersion));
+  return tx.Commit();
+}
+
+// A bank written before schema versions, read as it is (read-only listing): the same table.
+Expected<bool> IsUnversionedBank(sql::Database& db) {
+  auto version = db.UserVersion();
+  if (!version.ok()) return version.status();
+  if (*version != 0) return false;
+  auto st = db.Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'entries'");
+  if (!st.ok()) return st.status();
+  auto row = st->Step();
+  if (!row.ok()) return row.status();
+  return *row && st->Int(0) > 0;
+}
+
+// A file that exists but does not start with SQLite's header is refused before SQLite sees it:
+// SQLite would take a short file of any content for an empty database and write over it.
+Status CheckIsSqlite(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return Status::Ok();
+  char header[16] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(header, sizeof header);
+  if (in.gcount() == sizeof header && std::string_view(header, sizeof header) == std::string_view("SQLite format 3\0", 16))
+    return Status::Ok();
+  return ParseError(path.string() + ": not a tuning bank (not a SQLite database); " + kRemedy);
+}
 
 }  // namespace
 
-KnowledgeBase::~KnowledgeBase() {
-  if (db_) sqlite3_close(db_);
-}
-
-Status KnowledgeBase::Error(const char* what) {
-  return IoError(path_.string() + ": " + what + ": " + sqlite3_errmsg(db_));
-}
-
-Status KnowledgeBase::Exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string m = path_.string() + ": " + (err ? err : "sqlite error");
-    sqlite3_free(err);
-    return IoError(m);
-  }
-  return Status::Ok();
-}
-
-Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& dir) {
+fs::path BankDatabasePath(const fs::path& location) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return IoError("cannot create the tune bank folder " + dir.string() + ": " + ec.message());
-  KnowledgeBase kb;
-  kb.path_ = dir / "tune_bank.db";
-  if (sqlite3_open_v2(kb.path_.c_str(), &kb.db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
-    Status st = IoError("cannot open the tune bank " + kb.path_.string() + ": " +
-                        (kb.db_ ? sqlite3_errmsg(kb.db_) : "out of memory"));
-    return st;
-  }
-  // A second tuner waits for the writer instead of failing; WAL keeps readers going during a
-  // write and makes a killed writer's partial transaction invisible.
-  sqlite3_busy_timeout(kb.db_, 30000);
-  // Two tuners creating the same bank at once: switching a new database to WAL and creating the
-  // schema can fail with SQLITE_BUSY without the busy handler being consulted, so these
-  // statements are retried (up to ~30 s) instead of failing the run.
-  for (const char* sql : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", kSchema}) {
-    for (int attempt = 0;; ++attempt) {
-      int rc = sqlite3_exec(kb.db_, sql, nullptr, nullptr, nullptr);
-      if (rc == SQLITE_OK) break;
-      if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000)
-        return IoError(kb.path_.string() + ": " + sqlite3_errmsg(kb.db_));
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (fs::is_regular_file(location, ec)) return location;
+  return location / "tune_bank.db";
+}
+
+Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess access) {
+  fs::path path = BankDatabasePath(location);
+  std::error_code ec;
+  if (access == BankAccess::kReadOnly) {
+    if (!fs::exists(path, ec))
+      return NotFound("no tuning bank at " + path.string() + " (it is created by the first `portkit tune` run; "
+                      "give the folder with --tune-bank)");
+    PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
+    auto db = sql::Database::Open(path, {.read_only = true});
+    if (!db.ok()) return db.status();
+    KnowledgeBase kb(std::move(*db), path);
+    auto legacy = IsUnversionedBank(kb.db_);
+    if (!legacy.ok()) return legacy.status();
+    if (*legacy) {
+      kb.schema_version_ = 0;
+      return kb;
     }
+    PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(kb.db_, BankSchema()));
+    return kb;
   }
-  char* err = nullptr;
-  sqlite3_stmt* check = nullptr;
-  if (sqlite3_prepare_v2(kb.db_, "PRAGMA quick_check", -1, &check, nullptr) == SQLITE_OK &&
-      sqlite3_step(check) == SQLITE_ROW) {
-    std::string result = Text(check, 0);
-    sqlite3_finalize(check);
-    if (result != "ok") return IoError(kb.path_.string() + ": the tune bank is damaged (" + result + ")");
-  } else {
-    sqlite3_finalize(check);
+  fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
+  if (ec) return IoError("cannot create the tune bank folder " + path.parent_path().string() + ": " + ec.message());
+  PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
+  auto db = sql::Database::Open(path, {.read_only = false, .create = true, .busy_timeout_ms = 30000, .wal = false});
+  if (!db.ok()) return db.status();
+  KnowledgeBase kb(std::move(*db), path);
+  // WAL keeps readers going during a write and makes a killed writer's partial transaction
+  // invisible; the busy timeout makes a second tuner wait for the writer instead of failing.
+  PORTKIT_RETURN_IF_ERROR(Retrying([&] { return kb.db_.Exec("PRAGMA journal_mode=WAL"); }));
+  PORTKIT_RETURN_IF_ERROR(Retrying([&] { return kb.db_.Exec("PRAGMA synchronous=NORMAL"); }));
+  PORTKIT_RETURN_IF_ERROR(Retrying([&] {
+    auto legacy = IsUnversionedBank(kb.db_);
+    if (!legacy.ok()) return legacy.status();
+    return *legacy ? MigrateUnversioned(kb.db_) : Status::Ok();
+  }));
+  // sql::EnsureSchema reads the version before its transaction, so two tuners creating one new
+  // bank can both decide to create it; the second then fails on the existing table. When the
+  // bank has this schema afterwards, the other tuner created it and it is fine to use.
+  if (Status st = Retrying([&] { return sql::EnsureSchema(kb.db_, BankSchema()); }); !st.ok()) {
+    auto now = kb.db_.UserVersion();
+    if (!now.ok() || *now != kBankSchemaVersion) return st;
   }
-  sqlite3_free(err);
+  auto check = kb.db_.Prepare("PRAGMA quick_check");
+  if (check.ok()) {
+    auto row = check->Step();
+    if (row.ok() && *row && check->Text(0) != "ok")
+      return ParseError(path.string() + ": the tune bank is damaged (" + std::string(check->Text(0)) + "); " + kRemedy);
+  }
   return kb;
 }
 
-/// The columns Row() reads, in its order.
-constexpr char kEntryColumns[] =
-    "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated FROM entries";
-
 Expected<std::optional<BankEntry>> KnowledgeBase::Lookup(const std::string& op_key, const std::string& validators) {
-  Stmt st;
-  if (sqlite3_prepare_v2(db_,
-                         (std::string(kEntryColumns) + " WHERE op_key = ?1 AND validators = ?2").c_str(),
-                         -1, &st.s, nullptr) != SQLITE_OK)
-    return Error("lookup");
-  sqlite3_bind_text(st.s, 1, op_key.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.s, 2, validators.c_str(), -1, SQLITE_TRANSIENT);
-  int rc = sqlite3_step(st.s);
-  if (rc == SQLITE_ROW) return std::optional<BankEntry>(Row(st.s));
-  if (rc == SQLITE_DONE) return std::optional<BankEntry>();
-  return Error("lookup");
+  auto st = db_.Prepare(std::string(kEntryColumns) + " WHERE op_key = ?1 AND validators = ?2");
+  if (!st.ok()) return st.status();
+  st->Bind(1, op_key).Bind(2, validators);
+  auto row = st->Step();
+  if (!row.ok()) return row.status();
+  if (*row) return std::optional<BankEntry>(Row(*st));
+  return std::optional<BankEntry>();
 }
 
 Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const std::string& remeasured_config,
                                                    double remeasured_us) {
   // BEGIN IMMEDIATE takes the write lock before reading, so the compare-and-replace of two
-  // concurrent tuners is serialised (the busy timeout makes the second one wait).
-  PORTKIT_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto rollback = [&](Status st) {
-    (void)Exec("ROLLBACK");
-    return st;
-  };
+  // concurrent tuners is serialised (the busy timeout makes the second one wait). The
+  // transaction rolls back on every early return; a failed COMMIT is rolled back too.
+  sql::Transaction tx(db_, sql::Transaction::Mode::kImmediate);
+  PORTKIT_RETURN_IF_ERROR(tx.status());
   auto existing = Lookup(e.op_key, e.validators);
-  if (!existing.ok()) return rollback(existing.status());
+  if (!existing.ok()) return existing.status();
   StoreOutcome outcome = StoreOutcome::kAdded;
   if (existing->has_value()) {
     double incumbent = (*existing)->time_us;
     if (!remeasured_config.empty() && (*existing)->config == remeasured_config) incumbent = remeasured_us;
     if (!(e.time_us < incumbent)) {
-      if (Status c = Exec("COMMIT"); !c.ok()) return rollback(c);
+      PORTKIT_RETURN_IF_ERROR(tx.Commit());
       return StoreOutcome::kKept;
     }
     outcome = StoreOutcome::kUpdated;
   }
-  Stmt st;
-  if (sqlite3_prepare_v2(db_,
-                         "INSERT OR REPLACE INTO entries (op_key, validators, op_type, op_name, config, time_us, "
-                         "default_us, updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                         -1, &st.s, nullptr) != SQLITE_OK)
-    return rollback(Error("store"));
-  std::string updated = e.updated.empty() ? UtcNow() : e.updated;
-  sqlite3_bind_text(st.s, 1, e.op_key.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.s, 2, e.validators.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.s, 3, e.op_type.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.s, 4, e.op_name.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st.s, 5, e.config.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_double(st.s, 6, e.time_us);
-  sqlite3_bind_double(st.s, 7, e.default_us);
-  sqlite3_bind_text(st.s, 8, updated.c_str(), -1, SQLITE_TRANSIENT);
-  if (sqlite3_step(st.s) != SQLITE_DONE) return rollback(Error("store"));
-  // A failed COMMIT (SQLITE_BUSY, disk full) leaves the transaction open: roll it back so that
-  // the connection is usable and the write lock released.
-  if (Status c = Exec("COMMIT"); !c.ok()) return rollback(c);
+  auto st = db_.Prepare(
+      "INSERT OR REPLACE INTO entries (op_key, validators, op_type, op_name, config, time_us, default_us, updated) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  if (!st.ok()) return st.status();
+  st->Bind(1, e.op_key).Bind(2, e.validators).Bind(3, e.op_type).Bind(4, e.op_name).Bind(5, e.config);
+  st->Bind(6, e.time_us).Bind(7, e.default_us).Bind(8, e.updated.empty() ? UtcNow() : e.updated);
+  PORTKIT_RETURN_IF_ERROR(st->Run());
+  PORTKIT_RETURN_IF_ERROR(tx.Commit());
   return outcome;
 }
 
 Expected<std::vector<BankEntry>> KnowledgeBase::List() {
-  Stmt st;
-  if (sqlite3_prepare_v2(db_,
-                         (std::string(kEntryColumns) + " ORDER BY op_type, op_key, validators").c_str(),
-                         -1, &st.s, nullptr) != SQLITE_OK)
-    return Error("list");
+  auto st = db_.Prepare(std::string(kEntryColumns) + " ORDER BY op_type, op_key, validators");
+  if (!st.ok()) return st.status();
   std::vector<BankEntry> out;
-  int rc;
-  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out.push_back(Row(st.s));
-  if (rc != SQLITE_DONE) return Error("list");
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(Row(*st));
+  }
   return out;
 }
 
-std::string Validators(const std::string& compiler_version, const std::string& portkit_version) {
+std::string CpuDescription() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, model = "unknown", flags;
   while (std::getline(in, line)) {
@@ -214,8 +288,21 @@ std::string Validators(const std::string& compiler_version, const std::string& p
     }
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return "cpu=" + model + ";flags=" + flags + ";cores=" + std::to_string(cores) + ";compiler=" + compiler_version +
-         ";portkit=" + portkit_version;
+  return "cpu=" + model + ";flags=" + flags + ";cores=" + std::to_string(cores);
+}
+
+std::string MachineValidators(const std::string& compiler_version, const std::vector<std::string>& compile_flags) {
+  return CpuDescription() + ";compiler=" + compiler_version + ";cxxflags=" + JoinFlags(compile_flags);
+}
+
+std::string BankValidators(std::string_view machine, std::string_view template_hash) {
+  std::string out(machine);
+  // Recordings made while the key held the portkit version end in `;portkit=VERSION`.
+  if (size_t at = out.find(";portkit="); at != std::string::npos) {
+    size_t end = out.find(';', at + 1);
+    out.erase(at, end == std::string::npos ? std::string::npos : end - at);
+  }
+  return out + ";template=" + std::string(template_hash);
 }
 
 fs::path BankDir(const std::string& flag) {
@@ -225,7 +312,6 @@ fs::path BankDir(const std::string& flag) {
   if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "portkit";
   return fs::path(".portkit_cache");
 }
-
 std::string EntriesToJson(const std::vector<BankEntry>& entries) {
   JsonWriter w;
   w.BeginObject().Key("portkit_tune_bank").Int(1).Key("entries").BeginArray();

@@ -1,22 +1,32 @@
 #pragma once
-/// The knowledge base (AOE's custom repository): one SQLite database `tune_bank.db` in the bank
-/// folder, one entry per (operator signature, validators). Writes are transactions in WAL mode
-/// with a busy timeout, so two tuners writing at once and a tuner killed mid-write leave a
-/// consistent database.
-#include <sqlite3.h>
-
+/// The knowledge base (AOE's custom repository): one SQLite database, `tune_bank.db` in the bank
+/// folder, one entry per (operator signature, validators). The validators are what determines a
+/// kernel's behaviour: the CPU (model, SIMD features, core count), the compiler and its version,
+/// the compile flags and a hash of the operator's kernel template; never the portkit version, so
+/// an upgrade that leaves the kernels alone keeps every tuned entry.
+///
+/// The database carries a schema version (`PRAGMA user_version`, kBankSchemaVersion). A bank
+/// written before versions existed is migrated when opened for writing; a newer or unknown one is
+/// refused with a message saying what to do. Writes are transactions in WAL mode with a busy
+/// timeout, so two tuners writing at once and a tuner killed mid-write leave a consistent
+/// database.
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/sqlite.h"
 #include "core/status.h"
 
 namespace portkit::tune {
 
+/// The schema this portkit reads and writes.
+constexpr int kBankSchemaVersion = 1;
+
 struct BankEntry {
   std::string op_key;      ///< Signature(op)
-  std::string validators;  ///< Validators(...) of the machine and toolchain
+  std::string validators;  ///< BankValidators(...) of the machine, toolchain and kernel template
   std::string op_type;
   std::string op_name;     ///< the name the operator had when it was stored (informative)
   std::string config;      ///< SearchSpace::Key of the stored strategy
@@ -27,13 +37,21 @@ struct BankEntry {
 
 enum class StoreOutcome { kAdded, kUpdated, kKept };
 
+enum class BankAccess {
+  kReadWrite,  ///< created when missing, migrated when older
+  kReadOnly,   ///< must exist; never changed (listing, export)
+};
+
 class KnowledgeBase {
  public:
-  /// Opens (creating) `<dir>/tune_bank.db`. Errors name the path.
-  static Expected<KnowledgeBase> Open(const std::filesystem::path& dir);
-  KnowledgeBase(KnowledgeBase&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
-  KnowledgeBase& operator=(KnowledgeBase&&) = delete;
-  ~KnowledgeBase();
+  /// Opens the bank at `location`: a folder (its `tune_bank.db`) or an existing database file.
+  /// kReadWrite creates the folder and the database when missing and migrates a bank written
+  /// before schema versions; kReadOnly needs an existing bank of this schema (or one written
+  /// before schema versions, whose entries are read as they are). Errors name the path:
+  /// kNotFound (no bank, read-only), kParse (not a SQLite database, or damaged), kUnsupported
+  /// (another schema, with what to do), kIo.
+  static Expected<KnowledgeBase> Open(const std::filesystem::path& location,
+                                      BankAccess access = BankAccess::kReadWrite);
 
   Expected<std::optional<BankEntry>> Lookup(const std::string& op_key, const std::string& validators);
   /// Stores `e` when there is no entry for its key or when it is faster than the entry; the
@@ -45,18 +63,33 @@ class KnowledgeBase {
   /// All entries, sorted by op type, signature and validators.
   Expected<std::vector<BankEntry>> List();
   const std::filesystem::path& path() const { return path_; }
+  /// The schema version found on open (0: a bank written before schema versions, read-only).
+  int schema_version() const { return schema_version_; }
 
  private:
-  KnowledgeBase() = default;
-  Status Exec(const char* sql);
-  Status Error(const char* what);
-  sqlite3* db_ = nullptr;
+  KnowledgeBase(sql::Database db, std::filesystem::path path) : db_(std::move(db)), path_(std::move(path)) {}
+  sql::Database db_;
   std::filesystem::path path_;
+  int schema_version_ = kBankSchemaVersion;
 };
 
-/// The validators of this machine and toolchain: CPU model, its SIMD flags, core count, compiler
-/// version and portkit version, as `cpu=...;flags=...;cores=N;compiler=...;portkit=...`.
-std::string Validators(const std::string& compiler_version, const std::string& portkit_version);
+/// The database file of a bank location: `location` itself when it is an existing file, else
+/// `location/tune_bank.db`.
+std::filesystem::path BankDatabasePath(const std::filesystem::path& location);
+
+/// This machine's CPU as the key sees it: `cpu=<model>;flags=<SIMD features>;cores=N` (the
+/// candidates are built with -march=native and THREADS is bounded by the core count).
+std::string CpuDescription();
+
+/// The validators of this machine and toolchain: CpuDescription() plus the compiler's version
+/// and the compile flags, `cpu=...;flags=...;cores=N;compiler=...;cxxflags=...`. The landscape
+/// header records this string.
+std::string MachineValidators(const std::string& compiler_version, const std::vector<std::string>& compile_flags);
+
+/// The bank key's validators of one operator: `machine` (MachineValidators, or a recording's)
+/// with `;template=<hash>` of the operator type's kernel template (KernelTemplateHash). A
+/// `;portkit=VERSION` field of a recording made before the key left the version out is dropped.
+std::string BankValidators(std::string_view machine, std::string_view template_hash);
 
 /// The bank folder: `flag` when given, else $TUNE_BANK_PATH, else $XDG_CACHE_HOME/portkit, else
 /// ~/.cache/portkit.

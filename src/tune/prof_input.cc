@@ -1,10 +1,11 @@
 #include "tune/prof_input.h"
 
 #include <simdjson.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <map>
+
+#include "core/sqlite.h"
 
 namespace portkit::tune {
 
@@ -14,25 +15,19 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
   if (!std::filesystem::exists(db_path, ec))
     return NotFound(folder.string() + ": no portkit.db; run `portkit prof import -dir " + folder.string() +
                     "` first (the profile must be collected with --record-shapes)");
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    std::string m = db_path.string() + ": cannot open: " + (db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close(db);
-    return IoError(m);
-  }
-  sqlite3_stmt* st = nullptr;
+  // Opened read-only: reading a profile never changes it. The profile store's own schema check
+  // (src/prof/store.h, opening for reading) belongs here once the store has a schema version;
+  // until then a database without the events table is refused by the query below.
+  auto db = sql::Database::Open(db_path, {.read_only = true});
+  if (!db.ok()) return db.status();
   // Every call of the listed ops in thread and time order (outer calls before the calls they
   // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op
   // nested in another listed op on the same thread is the same work, skipped below.
-  const char* sql =
+  auto st = db->Prepare(
       "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, s.value, e.input_dims FROM events e JOIN strings s ON s.id = e.name "
       "WHERE e.kind = 'cpu_op' AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d', 'aten::linear', "
-      "'aten::matmul') ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid";
-  if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
-    std::string m = db_path.string() + ": not a portkit profile database: " + sqlite3_errmsg(db);
-    sqlite3_close(db);
-    return ParseError(m);
-  }
+      "'aten::matmul') ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid");
+  if (!st.ok()) return ParseError(db_path.string() + ": not a portkit profile database (" + st.status().message() + ")");
   struct Group {
     int64_t first_ts;
     size_t order;
@@ -44,26 +39,27 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
   bool first = true;
   int64_t open_end = 0;  // end of the outermost listed call still open on this thread
   bool open = false;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    int64_t key[3] = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)};
-    int64_t ts = sqlite3_column_int64(st, 3), end = ts + sqlite3_column_int64(st, 4);
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    int64_t key[3] = {st->Int(0), st->Int(1), st->Int(2)};
+    int64_t ts = st->Int(3), end = ts + st->Int(4);
     if (first || key[0] != cur[0] || key[1] != cur[1] || key[2] != cur[2]) {
       std::copy(key, key + 3, cur);
       open = false;
       first = false;
     }
     if (open && ts < open_end && end <= open_end) continue;  // inside an outer listed call
-    if (sqlite3_column_type(st, 6) == SQLITE_NULL) continue;  // no shapes: does not hide its callees
+    if (st->IsNull(6)) continue;  // no shapes: does not hide its callees
     open = true;
     open_end = end;
-    std::string name = reinterpret_cast<const char*>(sqlite3_column_text(st, 5));
-    std::string dims = reinterpret_cast<const char*>(sqlite3_column_text(st, 6));
+    std::string name(st->Text(5));
+    std::string dims(st->Text(6));
     auto [it, added] = groups.try_emplace({name, dims}, Group{ts, groups.size(), name, dims});
     if (!added) it->second.first_ts = std::min(it->second.first_ts, ts);
     ++it->second.count;
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
   std::vector<const Group*> ordered;
   for (const auto& [k, g] : groups) ordered.push_back(&g);
   std::sort(ordered.begin(), ordered.end(), [](const Group* a, const Group* b) {

@@ -1,10 +1,6 @@
 #include "tune/report.h"
 
-#include <chrono>
 #include <cstdio>
-#include <ctime>
-
-#include "core/json_writer.h"
 
 namespace portkit::tune {
 
@@ -21,102 +17,6 @@ std::string Percent(double p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f%%", p);
   return buf;
-}
-
-namespace {
-
-void OpObject(JsonWriter& w, const OpResult& op) {
-  w.BeginObject()
-      .Key("op_name").String(op.op.name)
-      .Key("op_type").String(op.op.type)
-      .Key("performance_before_tune(us)").Fixed(op.before_us, 3)
-      .Key("performance_after_tune(us)").Fixed(op.after_us, 3)
-      .Key("performance_improvement")
-      .String(Percent(op.before_us > 0 ? (op.before_us - op.after_us) / op.before_us * 100 : 0))
-      .EndObject();
-}
-
-}  // namespace
-
-std::string ResultJson(const SessionResult& r) {
-  ModelTotals t = Totals(r);
-  int counts[5] = {0, 0, 0, 0, 0};
-  for (const auto& op : r.ops) ++counts[static_cast<int>(op.status)];
-  JsonWriter w;
-  w.BeginObject();
-  w.Key("basic").BeginObject().Key("tuning_name").String(r.name).Key("tuning_time(s)").Fixed(r.seconds, 3);
-  w.Key("strategy").String(r.strategy).EndObject();
-  w.Key("OPAT").BeginObject();
-  w.Key("model_baseline_performance(ms)").Fixed(t.baseline_ms, 6);
-  w.Key("model_performance_improvement").String(Percent(t.improvement_percent()));
-  w.Key("model_result_performance(ms)").Fixed(t.result_ms, 6);
-  w.Key("opat_tuning_result").String(r.ops.empty() ? "tuning failed" : "tuning successful");
-  w.Key("repo_modified_operators").BeginObject();
-  w.Key("add_repo_operators").BeginArray();
-  for (const auto& op : r.ops)
-    if (op.status == RepoStatus::kAdd) OpObject(w, op);
-  w.EndArray();
-  w.Key("update_repo_operators").BeginArray();
-  for (const auto& op : r.ops)
-    if (op.status == RepoStatus::kUpdate) OpObject(w, op);
-  w.EndArray().EndObject();
-  w.Key("repo_summary").BeginObject()
-      .Key("repo_add_num").Int(counts[static_cast<int>(RepoStatus::kAdd)])
-      .Key("repo_hit_num").Int(counts[static_cast<int>(RepoStatus::kHit)])
-      .Key("repo_reserved_num").Int(counts[static_cast<int>(RepoStatus::kReserved)])
-      .Key("repo_unsatisfied_num").Int(counts[static_cast<int>(RepoStatus::kUnsatisfied)])
-      .Key("repo_update_num").Int(counts[static_cast<int>(RepoStatus::kUpdate)])
-      .Key("total_num").Int(static_cast<int64_t>(r.ops.size()))
-      .EndObject();
-  w.Key("operators").BeginArray();
-  for (const auto& op : r.ops) {
-    w.BeginObject()
-        .Key("op_name").String(op.op.name)
-        .Key("op_type").String(op.op.type)
-        .Key("count").Int(op.op.count)
-        .Key("repo_status").String(RepoStatusName(op.status))
-        .Key("performance_before_tune(us)").Fixed(op.before_us, 3)
-        .Key("performance_after_tune(us)").Fixed(op.after_us, 3)
-        .Key("strategy").String(op.config)
-        .Key("evaluations").Int(op.evaluations)
-        .EndObject();
-  }
-  w.EndArray();
-  w.Key("untuned_operators").BeginArray();
-  for (const auto& u : r.untuned)
-    w.BeginObject().Key("op_name").String(u.op.name).Key("op_type").String(u.op.type).Key("reason").String(u.reason).EndObject();
-  w.EndArray();
-  w.EndObject().EndObject();
-  return w.str() + "\n";
-}
-
-std::string PlanJson(const SessionResult& r) {
-  JsonWriter w;
-  w.BeginObject().Key("model").String(r.name).Key("ops").BeginArray();
-  for (const auto& op : r.ops) {
-    w.BeginObject()
-        .Key("op_name").String(op.op.name)
-        .Key("op_type").String(op.op.type)
-        .Key("signature").String(op.signature)
-        .Key("strategy").String(op.config)
-        .Key("source").String(op.source)
-        .Key("time_us").Fixed(op.after_us, 3)
-        .EndObject();
-  }
-  w.EndArray().Key("untuned").BeginArray();
-  for (const auto& u : r.untuned)
-    w.BeginObject().Key("op_name").String(u.op.name).Key("op_type").String(u.op.type).Key("reason").String(u.reason).EndObject();
-  w.EndArray().EndObject();
-  return w.str() + "\n";
-}
-
-std::string ResultFileName(std::chrono::system_clock::time_point t, long pid) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  localtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
-  return std::string("aoe_result_opat_") + buf + "_pid" + std::to_string(pid) + ".json";
 }
 
 }  // namespace portkit::tune

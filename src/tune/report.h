@@ -1,6 +1,6 @@
 #pragma once
-/// Result files of a session: the seed's `aoe_result_opat_<timestamp>_pid<pid>.json` and
-/// `tuned_plan.json` (the strategy each operator runs with).
+/// Model-level figures of a session (the renderers of its result files are in
+/// src/render/tune_render.h).
 #include <string>
 
 #include "tune/session.h"
@@ -17,12 +17,5 @@ ModelTotals Totals(const SessionResult& r);
 
 /// "12.34%".
 std::string Percent(double p);
-
-/// The result file's JSON (FORMATS.md §4 fields plus per-operator details).
-std::string ResultJson(const SessionResult& r);
-/// tuned_plan.json: per operator its signature, chosen configuration, source and time.
-std::string PlanJson(const SessionResult& r);
-/// `aoe_result_opat_<YYYYmmddHHMMSS>_pid<pid>.json` for a local time.
-std::string ResultFileName(std::chrono::system_clock::time_point t, long pid);
 
 }  // namespace portkit::tune

@@ -1,9 +1,6 @@
 #include "tune/runner.h"
 
 #include <dlfcn.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,12 +8,15 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/subprocess.h"
+
 namespace portkit::tune {
 namespace {
 
 using KernelFn = void (*)(const float* const*, float*, const long*);
 
-// The child's report over the pipe: a fixed header then the samples of each candidate.
+// The child's report (RunForked's report descriptor): a fixed-size header, then the samples of
+// each candidate.
 struct Report {
   int status = 0;  // MeasureStatus
   int count[2] = {0, 0};
@@ -63,37 +63,15 @@ std::string Validate(const std::vector<float>& out, const Workload& w) {
   return "";
 }
 
-void WriteAll(int fd, const void* data, size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = write(fd, p, size);
-    if (n <= 0) return;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-bool ReadAll(int fd, void* data, size_t size) {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    ssize_t n = read(fd, p, size);
-    if (n <= 0) return false;
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// Child body: never returns.
-[[noreturn]] void Child(int fd, const std::vector<std::filesystem::path>& objects, const Workload& w,
-                        const MeasureOptions& o) {
-  alarm(static_cast<unsigned>(o.timeout_seconds));
+// The measuring child's body (RunForked): the report goes to `fd`; a crash or a hang ends the
+// child, which the parent reads as a signal or a timeout.
+int Child(int fd, const std::vector<std::filesystem::path>& objects, const Workload& w, const MeasureOptions& o) {
   Report rep;
   auto fail = [&](MeasureStatus s, const std::string& why) {
     rep.status = static_cast<int>(s);
     std::snprintf(rep.detail, sizeof rep.detail, "%s", why.c_str());
-    WriteAll(fd, &rep, sizeof rep);
-    _exit(0);
+    WriteAllToFd(fd, &rep, sizeof rep);
+    return 0;
   };
   std::vector<const float*> in;
   for (const auto& v : w.inputs) in.push_back(v.empty() ? nullptr : v.data());
@@ -101,12 +79,12 @@ bool ReadAll(int fd, void* data, size_t size) {
   std::vector<KernelFn> fns;
   for (const auto& so : objects) {
     Loaded l = Load(so);
-    if (!l.fn) fail(MeasureStatus::kLoadError, l.error);
+    if (!l.fn) return fail(MeasureStatus::kLoadError, l.error);
     // Poison the output so that a kernel that skips elements fails validation.
     std::fill(out.begin(), out.end(), std::nanf(""));
     l.fn(in.data(), out.data(), w.dims.data());
     std::string bad = Validate(out, w);
-    if (!bad.empty()) fail(MeasureStatus::kWrongResult, bad);
+    if (!bad.empty()) return fail(MeasureStatus::kWrongResult, bad);
     fns.push_back(l.fn);
   }
   // Warm-up and calibration: calls per repeat so that a repeat lasts min_repeat_us.
@@ -131,9 +109,9 @@ bool ReadAll(int fd, void* data, size_t size) {
     }
   rep.status = static_cast<int>(MeasureStatus::kOk);
   for (size_t f = 0; f < fns.size(); ++f) rep.count[f] = static_cast<int>(samples[f].size());
-  WriteAll(fd, &rep, sizeof rep);
-  for (const auto& s : samples) WriteAll(fd, s.data(), s.size() * sizeof(double));
-  _exit(0);
+  WriteAllToFd(fd, &rep, sizeof rep);
+  for (const auto& s : samples) WriteAllToFd(fd, s.data(), s.size() * sizeof(double));
+  return 0;
 }
 
 std::vector<Measurement> RunChild(const std::vector<std::filesystem::path>& objects, const Workload& w,
@@ -149,40 +127,34 @@ std::vector<Measurement> RunChild(const std::vector<std::filesystem::path>& obje
   // The report has room for kMaxObjects sample counts (Measure: 1, MeasureInterleaved: 2).
   if (objects.empty() || objects.size() > kMaxObjects)
     return all(MeasureStatus::kLoadError, "internal error: " + std::to_string(objects.size()) + " objects in one child");
-  int fds[2];
-  if (pipe(fds) != 0) return all(MeasureStatus::kLoadError, "pipe failed");
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return all(MeasureStatus::kLoadError, "fork failed");
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    Child(fds[1], objects, w, o);
-  }
-  close(fds[1]);
+  ForkOptions fork_options;
+  fork_options.timeout_seconds = o.timeout_seconds;
+  auto child = RunForked([&](int fd) { return Child(fd, objects, w, o); }, fork_options);
+  if (!child.ok()) return all(MeasureStatus::kLoadError, child.status().message());
+  const ProcessResult& run = *child;
+  if (run.end == ProcessResult::End::kTimedOut)
+    return all(MeasureStatus::kTimeout, "timed out after " + std::to_string(o.timeout_seconds) + " s");
+  if (run.end == ProcessResult::End::kSignaled)
+    return all(MeasureStatus::kCrashed, std::string("crashed (signal ") + std::to_string(run.signal) + ", " +
+                                            strsignal(run.signal) + ")");
   Report rep;
-  bool got = ReadAll(fds[0], &rep, sizeof rep);
+  if (run.output.size() < sizeof rep) return all(MeasureStatus::kCrashed, "the measuring process exited without a report");
+  std::memcpy(&rep, run.output.data(), sizeof rep);
+  rep.detail[sizeof rep.detail - 1] = 0;
   std::vector<std::vector<double>> samples(objects.size());
-  if (got && rep.status == static_cast<int>(MeasureStatus::kOk)) {
+  if (rep.status == static_cast<int>(MeasureStatus::kOk)) {
+    size_t at = sizeof rep;
     for (size_t f = 0; f < objects.size(); ++f) {
       samples[f].resize(static_cast<size_t>(std::clamp(rep.count[f], 0, 100000)));
-      if (!ReadAll(fds[0], samples[f].data(), samples[f].size() * sizeof(double))) got = false;
+      size_t bytes = samples[f].size() * sizeof(double);
+      if (run.output.size() < at + bytes)
+        return all(MeasureStatus::kCrashed, "the measuring process exited without a report");
+      std::memcpy(samples[f].data(), run.output.data() + at, bytes);
+      at += bytes;
     }
   }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    if (sig == SIGALRM) return all(MeasureStatus::kTimeout, "timed out after " + std::to_string(o.timeout_seconds) + " s");
-    return all(MeasureStatus::kCrashed, std::string("crashed (signal ") + std::to_string(sig) + ", " +
-                                            strsignal(sig) + ")");
-  }
-  if (!got) return all(MeasureStatus::kCrashed, "the measuring process exited without a report");
+  if (rep.status < 0 || rep.status > static_cast<int>(MeasureStatus::kLoadError))
+    return all(MeasureStatus::kCrashed, "the measuring process sent an unreadable report");
   if (rep.status != static_cast<int>(MeasureStatus::kOk))
     return all(static_cast<MeasureStatus>(rep.status), rep.detail);
   for (size_t f = 0; f < objects.size(); ++f) {

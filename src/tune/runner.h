@@ -1,6 +1,6 @@
 #pragma once
-/// Runs candidates. Each measurement runs in a forked child process (which inherits the
-/// workload copy-on-write): the child loads the shared object, validates one output against the
+/// Runs candidates. Each measurement runs in a forked child process (portkit::RunForked; it
+/// inherits the workload copy-on-write): the child loads the shared object, validates one output against the
 /// reference, then times warm-up + repeats. A candidate that crashes, hangs or computes wrong
 /// values is rejected with a reason; the tuner carries on.
 #include <filesystem>
@@ -14,7 +14,7 @@ namespace portkit::tune {
 struct MeasureOptions {
   int repeats = 7;            ///< timed repeats (>= 5); the median is reported
   double min_repeat_us = 500; ///< calls are batched so that one repeat lasts at least this long
-  int timeout_seconds = 60;   ///< the child is killed (SIGALRM) after this
+  int timeout_seconds = 60;   ///< the child (its process group) is killed after this
 };
 
 enum class MeasureStatus { kOk, kWrongResult, kCrashed, kTimeout, kLoadError };

@@ -64,12 +64,22 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
     builder = std::make_unique<Builder>(options.build, logger);
     if (builder->compiler_version().empty())
       return InvalidArgument("cannot run the compiler '" + options.build.compiler + "' (needed to build candidates)");
-    validators = Validators(builder->compiler_version(), options.portkit_version);
+    validators = MachineValidators(builder->compiler_version(), options.build.flags);
     if (record) {
       record->validators = validators;
       record->fixes = options.fixes;
     }
   }
+
+  result.validators = validators;
+  // The bank key: the machine and toolchain, and the kernel template of the operator's type.
+  std::map<std::string, std::string> bank_validators;
+  auto key_of = [&](const std::string& type) -> const std::string& {
+    auto it = bank_validators.find(type);
+    if (it == bank_validators.end())
+      it = bank_validators.emplace(type, BankValidators(validators, KernelTemplateHash(type))).first;
+    return it->second;
+  };
 
   Progress progress(logger, list.ops.size());
   for (const auto& desc : list.ops) {
@@ -118,7 +128,8 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       continue;
     }
 
-    auto entry = bank.Lookup(sig, validators);
+    const std::string& op_validators = key_of(desc.type);
+    auto entry = bank.Lookup(sig, op_validators);
     if (!entry.ok()) return entry.status();
     OpResult r;
     r.op = desc;
@@ -171,7 +182,7 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
     }
     r.before_us = default_us;
     std::string best_key = space.Key(out.best);
-    BankEntry e{sig, validators, desc.type, desc.name, best_key, best_us, default_us, ""};
+    BankEntry e{sig, op_validators, desc.type, desc.name, best_key, best_us, default_us, ""};
     if (stored) {
       // Re-tune: replace the entry only when the new best beats the stored strategy now.
       double stored_now = out.stored_us;
@@ -190,7 +201,7 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
         r.status = *st == StoreOutcome::kKept ? RepoStatus::kReserved : RepoStatus::kUpdate;
         if (*st == StoreOutcome::kKept) {
           // Kept: the entry may have been replaced by a concurrent tuner meanwhile; re-read it.
-          auto kept = bank.Lookup(sig, validators);
+          auto kept = bank.Lookup(sig, op_validators);
           if (!kept.ok()) return kept.status();
           if (kept->has_value() && (**kept).config != (*entry)->config) {
             r.config = (**kept).config;
@@ -217,7 +228,7 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
       r.source = "tuned";
       if (*st == StoreOutcome::kKept) {
         // A concurrent tuner stored a faster entry first: that one is what runs; report it.
-        auto kept = bank.Lookup(sig, validators);
+        auto kept = bank.Lookup(sig, op_validators);
         if (!kept.ok()) return kept.status();
         if (kept->has_value()) {
           r.config = (**kept).config;

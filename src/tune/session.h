@@ -1,6 +1,6 @@
 #pragma once
 /// A tuning session over a model's operators (OPAT): for each operator, the knowledge base is
-/// consulted, the operator tuned when needed, and the bank updated by the seed's rules.
+/// consulted, the operator tuned when needed, and the bank updated by AOE's repository rules.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -25,10 +25,9 @@ struct SessionOptions {
   MeasureOptions measure;
   BuildOptions build;
   int hardware_threads = 1;
-  std::string portkit_version;
 };
 
-/// What happened to an operator, in the seed's repository terms.
+/// What happened to an operator, in AOE's repository terms.
 enum class RepoStatus { kAdd, kHit, kUpdate, kReserved, kUnsatisfied };
 const char* RepoStatusName(RepoStatus s);
 
@@ -51,6 +50,7 @@ struct SessionResult {
   std::vector<OpResult> ops;
   std::vector<UntunedOp> untuned;
   std::string bank_path;
+  std::string validators;  ///< the machine and toolchain part of the bank key (MachineValidators)
 };
 
 /// Runs the session. With `replay`, candidates are answered from the landscape (no compiling),

@@ -49,7 +49,43 @@ fi
 entries=$(/usr/bin/python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['entries']))" "$tmp/bank.json")
 check "bank --export then --import into a new bank" "[ $rc = 0 ] && [ $entries -ge 1 ] && grep -q '$entries added, 0 updated' '$tmp/bi'"
 "$PORTKIT" tune bank --show nosuchop --tune-bank "$bank" >"$tmp/bn" 2>&1; rc=$?
-check "bank --show of an unknown operator exits 1" "[ $rc = 1 ] && grep -q \"no entry for 'nosuchop'\" '$tmp/bn'"
+check "bank --show of an unknown operator exits 2" "[ $rc = 2 ] && grep -q \"no entry for 'nosuchop'\" '$tmp/bn'"
+# The sub-command spellings: list (also as JSON), show, export, import.
+"$PORTKIT" tune bank list --tune-bank "$bank" --format json >"$tmp/blj" 2>/dev/null; rc=$?
+check "bank list --format json loads with python3 and holds the entries" \
+  "[ $rc = 0 ] && [ \$(/usr/bin/python3 -c \"import json,sys; print(len(json.load(open(sys.argv[1]))['entries']))\" '$tmp/blj') = $entries ]"
+"$PORTKIT" tune bank export "$tmp/bank_sub.json" --tune-bank "$bank" >/dev/null 2>&1 &&
+  "$PORTKIT" tune bank import "$tmp/bank_sub.json" --tune-bank "$tmp/bank_sub" >"$tmp/bis" 2>&1; rc=$?
+check "bank export / bank import sub-commands" "[ $rc = 0 ] && grep -q '$entries added, 0 updated' '$tmp/bis'"
+"$PORTKIT" tune bank list --tune-bank "$tmp/no_bank_here" >"$tmp/bm" 2>&1; rc=$?
+check "bank list of a missing bank exits 2 and creates nothing" "[ $rc = 2 ] && grep -q 'no tuning bank at' '$tmp/bm' && [ ! -e '$tmp/no_bank_here' ]"
+# Listing opens the bank read-only: a read-only bank lists (when not run as root, the mode is
+# enforced), and the file is left byte for byte as it was.
+sum_before=$(md5sum <"$tmp/bank_sub/tune_bank.db")
+chmod a-w "$tmp/bank_sub" "$tmp/bank_sub/tune_bank.db"
+"$PORTKIT" tune bank list --tune-bank "$tmp/bank_sub" >"$tmp/bro" 2>&1; rc=$?
+chmod u+w "$tmp/bank_sub" "$tmp/bank_sub/tune_bank.db"
+check "bank list reads a read-only bank and leaves it unchanged" \
+  "[ $rc = 0 ] && grep -q '$entries entries in' '$tmp/bro' && [ \"\$(md5sum <'$tmp/bank_sub/tune_bank.db')\" = '$sum_before' ]"
+# A bank written before schema versions (same table, no user_version) lists as it is, then is
+# migrated by the next tune; a bank of a newer schema is refused with what to do.
+/usr/bin/python3 - "$tmp/old_bank/tune_bank.db" <<'PY'
+import os, sqlite3, sys
+os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True)
+db = sqlite3.connect(sys.argv[1])
+db.execute("CREATE TABLE entries (op_key TEXT NOT NULL, validators TEXT NOT NULL, op_type TEXT NOT NULL, op_name TEXT NOT NULL, config TEXT NOT NULL, time_us REAL NOT NULL, default_us REAL NOT NULL, updated TEXT NOT NULL, PRIMARY KEY (op_key, validators))")
+db.execute("INSERT INTO entries VALUES ('MatMul|x', 'cpu=x;portkit=0.0.1', 'MatMul', 'fc', 'A=1', 5, 10, '2026-01-01T00:00:00Z')")
+db.commit()
+PY
+"$PORTKIT" tune bank list --tune-bank "$tmp/old_bank" >"$tmp/ob1" 2>&1; rc1=$?
+"$PORTKIT" tune --replay tests/data/tune/landscape_small.jsonl --max-evals 2 --tune-bank "$tmp/old_bank" --output "$tmp/ob" >/dev/null 2>"$tmp/ob2"; rc2=$?
+version() { /usr/bin/python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])" "$1"; }
+check "an unversioned bank lists, then a tune migrates it (schema 1) keeping its entries" \
+  "[ $rc1 = 0 ] && grep -q 'written before schema versions' '$tmp/ob1' && [ $rc2 = 0 ] && [ \$(version '$tmp/old_bank/tune_bank.db') = 1 ] && \"$PORTKIT\" tune bank show fc --tune-bank '$tmp/old_bank' 2>/dev/null | grep -q '^validators: cpu=x;portkit=0.0.1$'"
+/usr/bin/python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute('PRAGMA user_version = 7'); db.commit()" "$tmp/old_bank/tune_bank.db"
+"$PORTKIT" tune --replay tests/data/tune/landscape_small.jsonl --tune-bank "$tmp/old_bank" --output "$tmp/ob" >/dev/null 2>"$tmp/ob3"; rc=$?
+check "a bank of a newer schema is refused with what to do" \
+  "[ $rc = 2 ] && grep -q 'tuning bank schema 7 is newer than this portkit reads (1); use a newer portkit' '$tmp/ob3'"
 
 # Bad input: clear messages, non-zero exits, no crash.
 printf '{"ops": [{"op_type": "MatMul", "inputs": [[2, 3], [4, 5]]}]}' >"$tmp/bad.json"
@@ -62,7 +98,13 @@ check "no --model exits 2" "[ $rc = 2 ] && grep -q 'give --model FILE' '$tmp/x3'
 "$PORTKIT" tune --job-type=1 --model "$model" >"$tmp/x4" 2>&1; rc=$?
 check "job type 1 is refused" "[ $rc = 2 ] && grep -q 'only operator tuning (2) is supported' '$tmp/x4'"
 "$PORTKIT" tune --model "$model" --strategy hill --tune-bank "$tmp/bank_x" --output "$tmp/x" >"$tmp/x5" 2>&1; rc=$?
-check "unknown strategy exits 2" "[ $rc = 2 ] && grep -q 'unknown strategy (strategies: exhaustive' '$tmp/x5'"
+check "unknown strategy exits 2, creating no bank" "[ $rc = 2 ] && grep -q 'unknown strategy (strategies: exhaustive' '$tmp/x5' && [ ! -e '$tmp/bank_x' ]"
+"$PORTKIT" tune --model "$tmp/missing.json" --strategy nope --tune-bank "$tmp/bank_x" --output "$tmp/x" >"$tmp/x5b" 2>&1; rc=$?
+check "the strategy is refused before the op list is read" "[ $rc = 2 ] && grep -q 'unknown strategy' '$tmp/x5b' && ! grep -q 'missing.json' '$tmp/x5b' && [ ! -e '$tmp/bank_x' ] && [ ! -e '$tmp/x' ]"
+for j in 0 -3; do
+  "$PORTKIT" tune --model "$model" -j $j --tune-bank "$tmp/bank_x" --output "$tmp/x" >"$tmp/xj" 2>&1; rc=$?
+  check "-j $j exits 2 before any work" "[ $rc = 2 ] && grep -q 'jobs' '$tmp/xj' && [ ! -e '$tmp/bank_x' ]"
+done
 TE_PARALLEL_COMPILER=lots "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_x" >"$tmp/x6" 2>&1; rc=$?
 check "bad TE_PARALLEL_COMPILER exits 2" "[ $rc = 2 ] && grep -q 'TE_PARALLEL_COMPILER=lots' '$tmp/x6'"
 printf '{"kind": "eval"}\n' >"$tmp/bad.jsonl"
@@ -70,6 +112,23 @@ printf '{"kind": "eval"}\n' >"$tmp/bad.jsonl"
 check "malformed landscape names file and line" "[ $rc = 2 ] && grep -q '$tmp/bad.jsonl:1: signature: missing' '$tmp/x7'"
 "$PORTKIT" tune --help >"$tmp/h" 2>&1; rc=$?
 check "--help renders every strategy's options" "[ $rc = 0 ] && grep -q 'cooling=0.93' '$tmp/h' && grep -q 'population=8' '$tmp/h' && grep -q 'TUNE_BANK_PATH' '$tmp/h'"
+check "--help lists bank and its sub-commands" "grep -q 'bank list' '$tmp/h' && grep -q 'bank show OP' '$tmp/h' && grep -q 'bank export FILE' '$tmp/h' && grep -q 'bank import FILE' '$tmp/h' && ! grep -qi 'seed 00' '$tmp/h'"
+"$PORTKIT" --help >"$tmp/h0" 2>&1
+check "portkit --help lists tune bank's sub-commands" "grep -q 'tune bank list | show OP | export FILE | import FILE' '$tmp/h0'"
+# --format json: the whole report, readable by json.load, with the accounting and the files written.
+"$PORTKIT" tune --replay tests/data/tune/landscape_small.jsonl --tune-bank "$tmp/bank_json" --output "$tmp/json" --max-evals 3 \
+  --format json >"$tmp/json.out" 2>/dev/null; rc=$?
+jsonok=$(/usr/bin/python3 - "$tmp/json/tune_report.json" <<'PY'
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+a = r["accounting"]
+ok = (r["portkit_tune_report"] == 1 and a["add"] + a["unsatisfied"] == 2 and a["total"] == 2 and len(r["operators"]) == 2
+      and all(os.path.exists(f) for f in r["files_written"]) and any(f.endswith("tuned_plan.json") for f in r["files_written"])
+      and r["replay"] is True and "template=" not in r["bank"]["validators"])
+print("ok" if ok else r)
+PY
+)
+check "--format json writes tune_report.json (json.load) and no table" "[ $rc = 0 ] && [ '$jsonok' = ok ] && [ ! -s '$tmp/json.out' ]"
 
 # A profile with recorded shapes (Kineto's "Input Dims"; torch 1.13's legacy profiler records none):
 # aten::addmm and aten::mm become MatMul, aten::conv2d is listed untuned.
@@ -187,11 +246,17 @@ check "a tuner killed with SIGKILL leaves the bank intact and usable" "[ '$ok2' 
 "$PORTKIT" tune --replay "$tmp/k/tune_landscape.jsonl" --strategy random --tune-bank "$tmp/bank_k3" --output "$tmp/k3" >/dev/null 2>"$tmp/k3.err"; rc=$?
 check "the killed run's landscape (streamed) replays" "[ $rc = 0 ] && [ -n \"\$(ls '$tmp/k3'/aoe_result_opat_*.json)\" ]"
 
+# A compiler that fails on every candidate: the run failed (exit 4), saying to check the compiler.
+printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "brokencc 1.0"; exit 0; fi\necho "brokencc: internal error" >&2; exit 1\n' >"$tmp/brokencc"
+chmod +x "$tmp/brokencc"
+"$PORTKIT" tune --model "$model" --compiler "$tmp/brokencc" --tune-bank "$tmp/bank_broken" --output "$tmp/broken" "${pin[@]}" >"$tmp/bc" 2>&1; rc=$?
+check "a compiler failing on everything exits 4" "[ $rc = 4 ] && grep -q 'no operator could build and run its default kernel' '$tmp/bc' && grep -q 'brokencc: internal error' '$tmp/bc'"
+
 # Input checks: all before any tuning.
 touch "$tmp/afile"
 "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_o" --output "$tmp/afile/out" "${pin[@]}" >"$tmp/y1" 2>&1; rc=$?
-check "an unwritable --output fails before tuning or touching the bank" \
-  "[ $rc = 1 ] && grep -q 'cannot create --output $tmp/afile/out' '$tmp/y1' && [ ! -e '$tmp/bank_o' ] && ! grep -q 'default strategy' '$tmp/y1'"
+check "an unwritable --output exits 2 before tuning or touching the bank" \
+  "[ $rc = 2 ] && grep -q -- '--output $tmp/afile/out cannot be created' '$tmp/y1' && [ ! -e '$tmp/bank_o' ] && ! grep -q 'default strategy' '$tmp/y1'"
 "$PORTKIT" tune --model "$model" --max-seconds -1 --tune-bank "$tmp/bank_y" >"$tmp/y2" 2>&1; rc=$?
 check "--max-seconds < 0 exits 2" "[ $rc = 2 ] && grep -q 'max-seconds' '$tmp/y2'"
 "$PORTKIT" tune --model "$model" --patience -3 --tune-bank "$tmp/bank_y" >"$tmp/y3" 2>&1; rc=$?

@@ -1,5 +1,7 @@
 #include "tune/operators/operator.h"
 
+#include <cstdio>
+
 #include "tune/operators/conv2d/conv2d_op.h"
 #include "tune/operators/gemm/gemm_op.h"
 
@@ -22,6 +24,33 @@ Expected<std::unique_ptr<TunableOperator>> MakeOperator(const OpDesc& desc) {
   if (desc.type == "MatMul") return std::unique_ptr<TunableOperator>(new GemmOperator(desc));
   if (desc.type == "Conv2D") return std::unique_ptr<TunableOperator>(new Conv2dOperator(desc));
   return Status(ErrorCode::kUnsupported, "operator type " + desc.type + " has no tunable kernel");
+}
+
+std::string KernelTemplateHash(std::string_view op_type) {
+  OpDesc d;
+  d.name = "template";
+  d.type = std::string(op_type);
+  if (op_type == "MatMul") {
+    d.layout = "ND";
+    d.inputs = {{8, 8}, {8, 8}};
+  } else if (op_type == "Conv2D") {
+    d.layout = "NCHW";
+    d.inputs = {{1, 1, 3, 3}, {1, 1, 1, 1}};
+  } else {
+    return "";
+  }
+  auto op = MakeOperator(d);
+  if (!op.ok()) return "";
+  SearchSpace space = (*op)->Space(1);
+  std::string source = (*op)->Source(space, (*op)->DefaultConfig(space, 1));
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : source) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 }  // namespace portkit::tune

@@ -3,6 +3,7 @@
 /// configuration and the workload (inputs + reference output) candidates are validated on.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -48,6 +49,12 @@ class TunableOperator {
 
 /// The operator for a supported description (MatMul, Conv2D); kUnsupported otherwise.
 Expected<std::unique_ptr<TunableOperator>> MakeOperator(const OpDesc& desc);
+
+/// 16 hex digits of FNV-1a over the candidate source an operator type generates for its default
+/// configuration (the kernel template, the knob defines and the default), "" for a type without
+/// a tunable kernel. Part of the bank key: a changed template misses instead of reusing entries
+/// measured on other code. Shapes are run-time arguments, so the source does not depend on them.
+std::string KernelTemplateHash(std::string_view op_type);
 
 /// Fills `v` with deterministic values in [-1, 1).
 void FillDeterministic(std::vector<float>& v, uint64_t seed);

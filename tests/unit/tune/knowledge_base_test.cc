@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
 #include <thread>
+
+#include "core/sqlite.h"
+#include "tune/builder.h"
+#include "tune/operators/operator.h"
 
 namespace portkit::tune {
 namespace {
@@ -30,15 +33,19 @@ BankEntry Entry(const std::string& key, const std::string& config, double us) {
 }
 
 std::string IntegrityCheck(const fs::path& db_path) {
-  sqlite3* db = nullptr;
-  sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* st = nullptr;
-  std::string out = "no result";
-  if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return out;
+  auto db = sql::Database::Open(db_path, {.read_only = true});
+  if (!db.ok()) return db.status().message();
+  auto st = db->Prepare("PRAGMA integrity_check");
+  if (!st.ok()) return st.status().message();
+  auto row = st->Step();
+  return row.ok() && *row ? std::string(st->Text(0)) : "no result";
+}
+
+int UserVersion(const fs::path& db_path) {
+  auto db = sql::Database::Open(db_path, {.read_only = true});
+  if (!db.ok()) return -1;
+  auto v = db->UserVersion();
+  return v.ok() ? *v : -1;
 }
 
 TEST_F(KnowledgeBaseTest, StoresOnlyWhatIsFaster) {
@@ -199,6 +206,144 @@ TEST_F(KnowledgeBaseTest, SigkilledWriterLeavesItConsistent) {
   }
   // And it still takes writes.
   EXPECT_EQ(*kb->StoreIfBetter(Entry("after", "A=1", 1)), StoreOutcome::kAdded);
+}
+
+// ---- Schema version and key ------------------------------------------------------------------
+
+// The bank as portkit wrote it before schema versions: the same table, user_version 0, keyed by
+// validators that ended in the portkit version.
+void WriteUnversionedBank(const fs::path& db_path, const std::vector<std::pair<std::string, std::string>>& rows) {
+  fs::create_directories(db_path.parent_path());
+  auto db = sql::Database::Open(db_path);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  ASSERT_TRUE(db->Exec("CREATE TABLE IF NOT EXISTS entries (op_key TEXT NOT NULL, validators TEXT NOT NULL, op_type TEXT "
+                       "NOT NULL, op_name TEXT NOT NULL, config TEXT NOT NULL, time_us REAL NOT NULL, default_us REAL "
+                       "NOT NULL, updated TEXT NOT NULL, PRIMARY KEY (op_key, validators))")
+                  .ok());
+  for (const auto& [op_key, validators] : rows) {
+    auto st = db->Prepare("INSERT INTO entries VALUES (?1, ?2, 'MatMul', 'fc', 'A=1', 5, 10, '2026-01-01T00:00:00Z')");
+    ASSERT_TRUE(st.ok());
+    ASSERT_TRUE(st->Bind(1, op_key).Bind(2, validators).Run().ok());
+  }
+}
+
+std::string JoinedDefaultFlags() {
+  std::string out;
+  for (const auto& f : BuildOptions{}.flags) out += (out.empty() ? "" : " ") + f;
+  return out;
+}
+
+TEST_F(KnowledgeBaseTest, ANewBankCarriesTheSchemaVersion) {
+  ASSERT_TRUE(KnowledgeBase::Open(dir_).ok());
+  EXPECT_EQ(UserVersion(dir_ / "tune_bank.db"), kBankSchemaVersion);
+}
+
+TEST_F(KnowledgeBaseTest, ANewerSchemaIsRefusedWithWhatToDo) {
+  ASSERT_TRUE(KnowledgeBase::Open(dir_).ok());
+  {
+    auto db = sql::Database::Open(dir_ / "tune_bank.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->SetUserVersion(kBankSchemaVersion + 1).ok());
+  }
+  for (BankAccess access : {BankAccess::kReadWrite, BankAccess::kReadOnly}) {
+    auto kb = KnowledgeBase::Open(dir_, access);
+    ASSERT_FALSE(kb.ok());
+    EXPECT_EQ(kb.status().code(), ErrorCode::kUnsupported);
+    const std::string& m = kb.status().message();
+    EXPECT_EQ(m.rfind((dir_ / "tune_bank.db").string() + ": tuning bank schema 2 is newer than this portkit reads (1); "
+                      "use a newer portkit; give another --tune-bank folder", 0), 0u) << m;
+  }
+  EXPECT_EQ(UserVersion(dir_ / "tune_bank.db"), kBankSchemaVersion + 1);  // left alone
+}
+
+TEST_F(KnowledgeBaseTest, AnotherDatabaseWithoutAVersionIsRefused) {
+  fs::create_directories(dir_);
+  {
+    auto db = sql::Database::Open(dir_ / "tune_bank.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE something_else (x INTEGER)").ok());
+  }
+  auto kb = KnowledgeBase::Open(dir_);
+  ASSERT_FALSE(kb.ok());
+  EXPECT_EQ(kb.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(kb.status().message().find("a tuning bank without a schema version"), std::string::npos)
+      << kb.status().message();
+  EXPECT_NE(kb.status().message().find("move the file away and tune again"), std::string::npos);
+}
+
+// A bank written before schema versions: entries of this portkit version are re-keyed (the same
+// templates and flags measured them), entries of other versions keep their old key (no lookup
+// matches them; they stay listed).
+TEST_F(KnowledgeBaseTest, AnUnversionedBankIsMigratedOnOpenForWriting) {
+  const std::string machine = "cpu=Test CPU;flags=avx2 fma;cores=2;compiler=c++ 12.2.0";
+  const std::string same = machine + ";portkit=" + PORTKIT_VERSION_STRING;
+  const std::string older = machine + ";portkit=0.0.1-old";
+  WriteUnversionedBank(dir_ / "tune_bank.db", {{"op", same}, {"op", older}});
+
+  // Read-only: listed as it is, and not changed.
+  auto ro = KnowledgeBase::Open(dir_, BankAccess::kReadOnly);
+  ASSERT_TRUE(ro.ok()) << ro.status().message();
+  EXPECT_EQ(ro->schema_version(), 0);
+  EXPECT_EQ(ro->List()->size(), 2u);
+  EXPECT_EQ(UserVersion(dir_ / "tune_bank.db"), 0);
+
+  auto kb = KnowledgeBase::Open(dir_);
+  ASSERT_TRUE(kb.ok()) << kb.status().message();
+  EXPECT_EQ(UserVersion(dir_ / "tune_bank.db"), kBankSchemaVersion);
+  std::string key = BankValidators(machine + ";cxxflags=" + JoinedDefaultFlags(), KernelTemplateHash("MatMul"));
+  auto hit = kb->Lookup("op", key);
+  ASSERT_TRUE(hit.ok());
+  ASSERT_TRUE(hit->has_value()) << key;
+  EXPECT_EQ((*hit)->config, "A=1");
+  auto old = kb->Lookup("op", older);
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->has_value());
+  EXPECT_EQ(kb->List()->size(), 2u);
+  // Opening again is a no-op.
+  ASSERT_TRUE(KnowledgeBase::Open(dir_).ok());
+  EXPECT_EQ(KnowledgeBase::Open(dir_)->List()->size(), 2u);
+}
+
+TEST_F(KnowledgeBaseTest, ReadOnlyOpenNeedsAnExistingBankAndNeverCreatesOne) {
+  auto kb = KnowledgeBase::Open(dir_, BankAccess::kReadOnly);
+  ASSERT_FALSE(kb.ok());
+  EXPECT_EQ(kb.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(kb.status().message().rfind("no tuning bank at " + (dir_ / "tune_bank.db").string(), 0), 0u);
+  EXPECT_FALSE(fs::exists(dir_));
+  // A file that is not SQLite.
+  fs::create_directories(dir_);
+  { std::ofstream(dir_ / "tune_bank.db") << std::string(4096, '\x7f'); }
+  auto corrupt = KnowledgeBase::Open(dir_, BankAccess::kReadOnly);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_EQ(corrupt.status().code(), ErrorCode::kParse) << corrupt.status().message();
+}
+
+TEST_F(KnowledgeBaseTest, ADatabaseFileCanBeGivenInsteadOfAFolder) {
+  ASSERT_TRUE(KnowledgeBase::Open(dir_).ok());
+  auto kb = KnowledgeBase::Open(dir_ / "tune_bank.db", BankAccess::kReadOnly);
+  ASSERT_TRUE(kb.ok()) << kb.status().message();
+  EXPECT_EQ(kb->path(), dir_ / "tune_bank.db");
+}
+
+// The key holds what determines a kernel's behaviour and nothing else: no portkit version (a
+// recording's old `portkit=` field is dropped), but the template, the flags, the compiler and
+// the CPU.
+TEST(BankKeyTest, DependsOnTheKernelNotOnThePortkitVersion) {
+  std::string h = KernelTemplateHash("MatMul");
+  ASSERT_EQ(h.size(), 16u);
+  EXPECT_EQ(KernelTemplateHash("MatMul"), h);  // deterministic
+  EXPECT_NE(KernelTemplateHash("Conv2D"), h);
+  EXPECT_EQ(KernelTemplateHash("Relu"), "");
+  std::string m = MachineValidators("c++ 12.2.0", {"-O3", "-march=native"});
+  EXPECT_EQ(m.find("portkit"), std::string::npos) << m;
+  EXPECT_NE(m.find(";compiler=c++ 12.2.0;cxxflags=-O3 -march=native"), std::string::npos) << m;
+  EXPECT_EQ(m.rfind(CpuDescription(), 0), 0u);
+  EXPECT_EQ(BankValidators("cpu=x;cores=2;compiler=c;portkit=0.1.0", h), BankValidators("cpu=x;cores=2;compiler=c", h));
+  EXPECT_EQ(BankValidators("cpu=x;cores=2;compiler=c;portkit=0.1.0", h),
+            BankValidators("cpu=x;cores=2;compiler=c;portkit=7.0.0", h));
+  EXPECT_EQ(BankValidators("cpu=x;cores=2", h), "cpu=x;cores=2;template=" + h);
+  EXPECT_NE(BankValidators(m, h), BankValidators(MachineValidators("c++ 13.1.0", {"-O3", "-march=native"}), h));
+  EXPECT_NE(BankValidators(m, h), BankValidators(MachineValidators("c++ 12.2.0", {"-O2", "-march=native"}), h));
 }
 
 }  // namespace

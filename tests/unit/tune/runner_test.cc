@@ -9,6 +9,8 @@
 #include "tune/tuner.h"
 
 #include <chrono>
+#include <fstream>
+
 #include "tune/operators/conv2d/conv2d_op.h"
 #include "tune/operators/gemm/gemm_op.h"
 
@@ -168,16 +170,39 @@ TEST(ReferenceTest, GemmAndConvReferencesAgreeOnA1x1Conv) {
 namespace portkit::tune {
 namespace {
 
-TEST(RunProcessTest, AProcessPastItsTimeoutIsKilledWithItsChildren) {
+// A compiler that hangs (a script that forks a sleep): the compile is killed with its process
+// group at the builder's timeout and the candidate is rejected, not the run.
+TEST(BuilderTest, ACompileRunningPastItsTimeoutIsKilledAndRejected) {
+  fs::path dir = fs::temp_directory_path() / ("portkit_builder_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path cc = dir / "slowcc";
+  {
+    std::ofstream f(cc);
+    f << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'slowcc 1.0'; exit 0; fi\nsleep 30; echo done\n";
+  }
+  fs::permissions(cc, fs::perms::owner_all);
+  Logger logger(nullptr, SystemClock());
+  BuildOptions bo;
+  bo.compiler = cc.string();
+  bo.cache_dir = dir / "kernels";
+  bo.timeout_seconds = 1;
+  Builder builder(bo, logger);
+  EXPECT_EQ(builder.compiler_version(), "slowcc 1.0");
   auto start = std::chrono::steady_clock::now();
-  std::string out;
-  // sh forks sleep: the whole process group must go, or the pipe stays open for 30 s.
-  int rc = RunProcess({"sh", "-c", "sleep 30; echo done"}, &out, 1);
+  auto builds = builder.BuildAll({"int x;\n"});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(rc, kTimedOut);
+  ASSERT_EQ(builds.size(), 1u);
+  EXPECT_FALSE(builds[0].ok);
+  EXPECT_EQ(builds[0].error.rfind("compile timed out: " + cc.string() + " timed out after 1 s", 0), 0u) << builds[0].error;
   EXPECT_LT(seconds, 10);
-  EXPECT_NE(out.find("did not finish within 1 s"), std::string::npos) << out;
-  EXPECT_EQ(RunProcess({"sh", "-c", "echo hi"}, &out, 5), 0);
+  EXPECT_FALSE(fs::exists(builds[0].shared_object));
+
+  // A compiler that cannot be started: no version, so a session refuses to run with it.
+  BuildOptions missing = bo;
+  missing.compiler = (dir / "no-such-compiler").string();
+  EXPECT_EQ(Builder(missing, logger).compiler_version(), "");
+  fs::remove_all(dir);
 }
 
 TEST(CandidateTimeoutTest, ScalesWithTheWork) {

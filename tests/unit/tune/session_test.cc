@@ -8,6 +8,7 @@
 
 #include "replay_test_util.h"
 #include "tune/operators/gemm/gemm_space.h"
+#include "render/tune_render.h"
 #include "tune/report.h"
 
 namespace portkit::tune {
@@ -132,7 +133,7 @@ TEST_F(SessionTest, UnsatisfiedWhenNothingBeatsTheDefault) {
   EXPECT_TRUE(entries->empty());  // unsatisfied operators are not stored
 }
 
-TEST_F(SessionTest, ResultFileHasTheSeedFields) {
+TEST_F(SessionTest, ResultFileHasTheAoeFields) {
   auto kb = KnowledgeBase::Open(dir_);
   ASSERT_TRUE(kb.ok());
   OpDesc relu;
@@ -140,7 +141,7 @@ TEST_F(SessionTest, ResultFileHasTheSeedFields) {
   relu.type = "Relu";
   list_.untuned.push_back({relu, "operator type Relu has no tunable kernel"});
   SessionResult r = Run(*kb, landscape_);
-  std::string json = ResultJson(r);
+  std::string json = render::TuneResultJson(r);
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   ASSERT_EQ(parser.parse(simdjson::padded_string(json)).get(root), simdjson::SUCCESS) << json;
@@ -184,7 +185,7 @@ TEST_F(SessionTest, ResultFileHasTheSeedFields) {
   simdjson::dom::array untuned;
   ASSERT_FALSE(opat["untuned_operators"].get_array().get(untuned));
   EXPECT_EQ(untuned.size(), 1u);
-  EXPECT_NE(PlanJson(r).find("\"source\": \"tuned\""), std::string::npos);
+  EXPECT_NE(render::TunedPlanJson(r).find("\"source\": \"tuned\""), std::string::npos);
 }
 
 }  // namespace

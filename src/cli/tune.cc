@@ -1,0 +1,229 @@
+#include "cli/tune.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "cli/cli_common.h"
+#include "core/atomic_file.h"
+#include "render/tune_render.h"
+#include "tune/api.h"
+#include "tune/strategies/strategy.h"
+
+namespace portkit::cli {
+namespace fs = std::filesystem;
+namespace {
+
+bool EnvTrue(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "true" || s == "1" || s == "yes";
+}
+
+void Print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+/// The folder a bank location writes into: the location itself, or a database file's folder.
+fs::path BankFolder(const fs::path& location) {
+  std::error_code ec;
+  if (fs::is_regular_file(location, ec)) return location.parent_path().empty() ? fs::path(".") : location.parent_path();
+  return location;
+}
+
+enum class BankAction { kList, kShow, kExport, kImport };
+
+struct BankArgs {
+  BankAction action = BankAction::kList;
+  std::string argument;  // the operator of show, the file of export / import
+  std::vector<std::string> formats;
+};
+
+int BankCommand(const BankArgs& a, const std::string& bank_flag, Context& ctx) {
+  fs::path bank = tune::BankDir(bank_flag);
+  switch (a.action) {
+    case BankAction::kList: {
+      auto listing = tune::RunBankList(bank);
+      if (!listing.ok()) return Fail(ctx, listing.status());
+      Print(Wants(a.formats, "json") ? tune::EntriesToJson(listing->entries) : render::BankListText(*listing));
+      return kExitOk;
+    }
+    case BankAction::kShow: {
+      auto listing = tune::RunBankShow(bank, a.argument);
+      if (!listing.ok()) return Fail(ctx, listing.status());
+      Print(Wants(a.formats, "json") ? tune::EntriesToJson(listing->entries) : render::BankShowText(*listing));
+      return kExitOk;
+    }
+    case BankAction::kExport: {
+      if (Status st = CheckOutputFile(a.argument, "export"); !st.ok()) return Fail(ctx, st);
+      auto listing = tune::RunBankExport(bank);
+      if (!listing.ok()) return Fail(ctx, listing.status());
+      if (Status st = WriteFileAtomic(a.argument, tune::EntriesToJson(listing->entries)); !st.ok()) return Fail(ctx, st);
+      ctx.logger.Info("Exported " + std::to_string(listing->entries.size()) + " entries to " + a.argument + ".");
+      return kExitOk;
+    }
+    case BankAction::kImport: {
+      if (Status st = CheckInput(a.argument, "import", PathKind::kFile); !st.ok()) return Fail(ctx, st);
+      if (Status st = CheckOutputFolder(BankFolder(bank), "--tune-bank"); !st.ok()) return Fail(ctx, st);
+      auto imported = tune::RunBankImport(bank, a.argument);
+      if (!imported.ok()) return Fail(ctx, imported.status());
+      ctx.logger.Info(render::BankImportText(*imported, a.argument));
+      return kExitOk;
+    }
+  }
+  return kExitFailure;
+}
+
+}  // namespace
+
+int TuneCommand(int argc, char** argv, Context& ctx) {
+  CLI::App app{"Operator auto-tuning (AOE's OPAT): tunes MatMul and Conv2D kernels compiled and measured on this "
+               "machine, keeping the best strategies in a knowledge base.\n"
+               "Sub-commands: `tune bank list | show OP | export FILE | import FILE` inspect and share the "
+               "knowledge base.",
+               "portkit tune"};
+  tune::TuneOptions opt;
+  std::string model, replay, output = ".", bank_flag, record;
+  int parallel = 0;
+  bool list_strategies = false;
+  std::vector<std::string> formats;
+  app.add_option("--job-type", opt.job_type, "2 = operator tuning (OPAT); also --job_type")->default_val(2);
+  app.add_option("--model", model, "operator list JSON (see docs/tune.md) or a profile folder from `portkit prof`");
+  app.add_option("--replay", replay, "run the strategy on a recorded landscape instead of compiling and measuring");
+  app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val("genetic");
+  app.add_option("--strategy-opt", opt.strategy_options, "strategy option NAME=VALUE (repeatable)");
+  app.add_option("--max-evals", opt.max_evals, "candidates evaluated per operator")->default_val(40)->check(CLI::PositiveNumber);
+  app.add_option("--max-seconds", opt.max_seconds, "time limit per operator in seconds (0 = none)")->default_val(0)->check(CLI::NonNegativeNumber);
+  app.add_option("--patience", opt.patience, "stop an operator after this many evaluations without a new best (0 = never)")
+      ->default_val(25)->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", opt.seed, "random seed of the strategies")->default_val(0);
+  app.add_option("--parallel-compile", parallel,
+                 "compiler processes at once, at least 1 (default $TE_PARALLEL_COMPILER, else the core count)")
+      ->check(CLI::Range(1, 4096));
+  AddJobsOption(app, &parallel)->description("same as --parallel-compile");
+  app.add_option("--tune-bank", bank_flag,
+                 "knowledge base folder or tune_bank.db file (default $TUNE_BANK_PATH, else $XDG_CACHE_HOME/portkit or "
+                 "~/.cache/portkit)");
+  app.add_flag("--repeat-tune", opt.repeat_tune, "re-tune operators found in the bank; replace only if better (also REPEAT_TUNE=True)");
+  app.add_option("--output", output, "folder for the result file, tuned_plan.json and the landscape")->default_val(".");
+  app.add_option("--record", record, "landscape file of every measurement (default OUTPUT/tune_landscape.jsonl)");
+  app.add_option("--fix", opt.fixes, "restrict a knob: NAME=V1[,V2...] (repeatable)");
+  app.add_option("--repeats", opt.repeats, "timed repeats per candidate (median reported)")->default_val(7)->check(CLI::Range(5, 1000));
+  app.add_option("--compiler", opt.compiler, "C++ compiler for candidates")->default_val("c++");
+  app.add_flag("--list-strategies", list_strategies, "print the strategies and their options");
+  AddFormatOption(app, &formats, {"text", "json"}, {"text"})
+      ->description("text: the table on the console; json: OUTPUT/tune_report.json, the whole report (comma list "
+                    "for both; default text)");
+  app.footer(tune::StrategyHelp() +
+             "\nKnowledge base sub-commands (portkit tune bank SUB --help):\n"
+             "  bank list [--format json]   the entries (default)\n"
+             "  bank show OP                every field of an operator's entries (signature, name or type)\n"
+             "  bank export FILE            write the entries to a JSON file\n"
+             "  bank import FILE            merge a JSON file of entries (an entry replaces one only if faster)\n"
+             "\nEnvironment: TUNE_BANK_PATH, REPEAT_TUNE=True, TE_PARALLEL_COMPILER=N.");
+
+  BankArgs bank_args;
+  std::string show, export_file, import_file;
+  bool list_flag = false;
+  auto* bank = app.add_subcommand("bank", "inspect and share a knowledge base: list, show OP, export FILE, import FILE");
+  bank->fallthrough();
+  bank->footer("The bank folder is --tune-bank DIR (or a tune_bank.db file), else $TUNE_BANK_PATH, else "
+               "$XDG_CACHE_HOME/portkit or ~/.cache/portkit. list, show and export open it read-only.");
+  bank->add_option("--tune-bank", bank_flag, "knowledge base folder or tune_bank.db file");
+  AddFormatOption(*bank, &bank_args.formats, {"text", "json"}, {"text"});
+  bank->add_flag("--list", list_flag, "same as `bank list`");
+  bank->add_option("--show", show, "same as `bank show OP`");
+  bank->add_option("--export", export_file, "same as `bank export FILE`");
+  bank->add_option("--import", import_file, "same as `bank import FILE`");
+  auto* bank_list = bank->add_subcommand("list", "list the entries (the default)");
+  auto* bank_show = bank->add_subcommand("show", "every field of the entries of an operator");
+  bank_show->add_option("op", show, "signature, op name or op type")->required();
+  auto* bank_export = bank->add_subcommand("export", "write the entries to a JSON file");
+  bank_export->add_option("file", export_file, "JSON file to write")->required();
+  auto* bank_import = bank->add_subcommand("import", "merge a JSON file of entries; an entry replaces one only if faster");
+  bank_import->add_option("file", import_file, "JSON file written by `bank export`")->required();
+  bank->require_subcommand(0, 1);
+  for (auto* sub : {bank_list, bank_show, bank_export, bank_import}) {
+    sub->fallthrough();
+    sub->footer("");
+  }
+
+  if (auto code = Parse(app, argc, argv)) return *code;
+
+  if (bank->parsed()) {
+    int actions = (list_flag || bank_list->parsed()) + !show.empty() + !export_file.empty() + !import_file.empty();
+    if (actions > 1) return Fail(ctx, InvalidArgument("tune bank: give one of list, show, export, import"));
+    if (!show.empty()) bank_args = {BankAction::kShow, show, bank_args.formats};
+    else if (!export_file.empty()) bank_args = {BankAction::kExport, export_file, bank_args.formats};
+    else if (!import_file.empty()) bank_args = {BankAction::kImport, import_file, bank_args.formats};
+    return BankCommand(bank_args, bank_flag, ctx);
+  }
+  if (list_strategies) {
+    Print(tune::StrategyHelp());
+    return kExitOk;
+  }
+
+  // Every option and path is checked here, before the op list is read, the bank opened or any
+  // output created.
+  opt.repeat_tune = opt.repeat_tune || EnvTrue("REPEAT_TUNE");
+  if (parallel <= 0) {
+    if (const char* env = std::getenv("TE_PARALLEL_COMPILER"); env && *env) {
+      char* end = nullptr;
+      long v = std::strtol(env, &end, 10);
+      if (*end || v < 1 || v > 256)
+        return Fail(ctx, InvalidArgument("TE_PARALLEL_COMPILER=" + std::string(env) +
+                                         ": expected a number of jobs from 1 to 256"));
+      parallel = static_cast<int>(v);
+    } else {
+      parallel = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }
+  }
+  opt.parallel_compile = parallel;
+  opt.model = model;
+  opt.replay = replay;
+  opt.bank = tune::BankDir(bank_flag);
+  if (Status st = tune::ValidateTuneOptions(opt); !st.ok()) return Fail(ctx, st);
+  if (!model.empty())
+    if (Status st = CheckInput(model, "--model"); !st.ok()) return Fail(ctx, st);
+  if (!replay.empty())
+    if (Status st = CheckInput(replay, "--replay", PathKind::kFile); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(output, "--output"); !st.ok()) return Fail(ctx, st);
+  if (!record.empty())
+    if (Status st = CheckOutputFile(record, "--record"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckOutputFolder(BankFolder(opt.bank), "--tune-bank"); !st.ok()) return Fail(ctx, st);
+
+  std::error_code ec;
+  fs::create_directories(output, ec);
+  if (ec) return Fail(ctx, IoError("cannot create --output " + output + ": " + ec.message()));
+  if (replay.empty()) opt.record = record.empty() ? fs::path(output) / "tune_landscape.jsonl" : fs::path(record);
+
+  auto report = tune::RunTune(opt, ctx);
+  if (!report.ok()) return Fail(ctx, report.status());
+  fs::path result_path = fs::path(output) / render::TuneResultFileName(ctx.clock(), static_cast<long>(getpid()));
+  fs::path plan_path = fs::path(output) / "tuned_plan.json";
+  for (const auto& [path, text] : {std::pair{result_path, render::TuneResultJson(report->session)},
+                                   std::pair{plan_path, render::TunedPlanJson(report->session)}}) {
+    if (Status st = WriteFileAtomic(path, text); !st.ok()) return Fail(ctx, st);
+    report->files_written.push_back(path);
+  }
+  if (!report->landscape.empty()) ctx.logger.Info("Landscape: " + report->landscape.string());
+  if (Wants(formats, "json")) {
+    fs::path json_path = fs::path(output) / "tune_report.json";
+    report->files_written.push_back(json_path);
+    if (Status st = WriteFileAtomic(json_path, render::TuneReportJson(*report)); !st.ok()) return Fail(ctx, st);
+    ctx.logger.Info("Report: " + json_path.string());
+  }
+  if (Wants(formats, "text")) Print(render::TuneTable(*report));
+  ctx.logger.Info("Result: " + result_path.string() + "; plan: " + plan_path.string() + ".");
+  ctx.logger.Info(render::TuneSummaryLine(*report));
+  return kExitOk;
+}
+
+}  // namespace portkit::cli
