@@ -188,7 +188,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
 
   std::string import_dir;
   auto* import = app.add_subcommand(
-      "import", "import traces into <dir>/portkit.db: Kineto JSON(.gz), legacy torch profiler JSON, torch_npu "
+      "import", "import traces into <dir>/portkit.db: Kineto JSON(.gz), legacy torch profiler JSON, Ascend PyTorch profiler "
                 "trace_view.json and kernel_details.csv, recognised by their content");
   import->add_option("-d,--dir", import_dir,
                      "a PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file; "

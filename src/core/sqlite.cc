@@ -203,41 +203,64 @@ void Transaction::Rollback() {
 
 // ---- Schema ----------------------------------------------------------------------------------
 
-Status EnsureSchema(Database& db, const Schema& schema) {
-  auto have = db.UserVersion();
-  if (!have.ok()) return have.status();
-  auto tables = db.HasTables();
-  if (!tables.ok()) return tables.status();
+namespace {
+
+/// What to do with a store at `have` (tables present or not): ok, create, migrate, or refuse.
+Status RefuseUnlessUsable(Database& db, const Schema& schema, int have, bool tables) {
   std::string what(schema.what);
   std::string remedy = schema.remedy.empty() ? "" : "; " + std::string(schema.remedy);
-  if (*have == schema.version) return Status::Ok();
-  if (*have == 0 && !*tables) {
+  if (have == 0 && !tables) {
     if (db.read_only())
       return Status(ErrorCode::kNotFound, db.path() + ": empty, not a " + what + " (opened read-only)");
-    Transaction tx(db);
-    PORTKIT_RETURN_IF_ERROR(tx.status());
-    PORTKIT_RETURN_IF_ERROR(db.Exec(schema.create_sql));
-    PORTKIT_RETURN_IF_ERROR(db.SetUserVersion(schema.version));
-    return tx.Commit();
+    return Status::Ok();  // created by the caller
   }
-  if (*have == 0)
+  if (have == 0)
     return Status(ErrorCode::kUnsupported,
                   db.path() + ": a " + what + " without a schema version (written by an older portkit, or not by "
                   "portkit); this portkit reads schema " + std::to_string(schema.version) + remedy);
-  if (*have > schema.version)
+  if (have > schema.version)
     return Status(ErrorCode::kUnsupported,
-                  db.path() + ": " + what + " schema " + std::to_string(*have) + " is newer than this portkit reads (" +
+                  db.path() + ": " + what + " schema " + std::to_string(have) + " is newer than this portkit reads (" +
                       std::to_string(schema.version) + "); use a newer portkit" + remedy);
-  // Older: migrate step by step when every step is known.
-  if (*have < schema.version - static_cast<int>(schema.migrations.size()) || db.read_only())
+  if (have < schema.version - static_cast<int>(schema.migrations.size()) || db.read_only())
     return Status(ErrorCode::kUnsupported,
-                  db.path() + ": " + what + " schema " + std::to_string(*have) + " is older than this portkit reads (" +
+                  db.path() + ": " + what + " schema " + std::to_string(have) + " is older than this portkit reads (" +
                       std::to_string(schema.version) + ")" + (db.read_only() ? " and it is read-only" : "") + remedy);
+  return Status::Ok();
+}
+
+Status ReadSchemaState(Database& db, int* have, bool* tables) {
+  auto version = db.UserVersion();
+  if (!version.ok()) return version.status();
+  auto has_tables = db.HasTables();
+  if (!has_tables.ok()) return has_tables.status();
+  *have = *version;
+  *tables = *has_tables;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status EnsureSchema(Database& db, const Schema& schema) {
+  int have = 0;
+  bool tables = false;
+  PORTKIT_RETURN_IF_ERROR(ReadSchemaState(db, &have, &tables));
+  if (have == schema.version) return Status::Ok();
+  PORTKIT_RETURN_IF_ERROR(RefuseUnlessUsable(db, schema, have, tables));
+  // Creating or migrating: take the write lock first and look again, so that of two processes
+  // creating the same new store one creates it and the other finds it made.
   Transaction tx(db);
   PORTKIT_RETURN_IF_ERROR(tx.status());
-  for (int v = *have; v < schema.version; ++v) {
-    size_t step = schema.migrations.size() - static_cast<size_t>(schema.version - v);
-    PORTKIT_RETURN_IF_ERROR(db.Exec(schema.migrations[step]));
+  PORTKIT_RETURN_IF_ERROR(ReadSchemaState(db, &have, &tables));
+  if (have == schema.version) return tx.Commit();
+  PORTKIT_RETURN_IF_ERROR(RefuseUnlessUsable(db, schema, have, tables));
+  if (have == 0) {
+    PORTKIT_RETURN_IF_ERROR(db.Exec(schema.create_sql));
+  } else {
+    for (int v = have; v < schema.version; ++v) {
+      size_t step = schema.migrations.size() - static_cast<size_t>(schema.version - v);
+      PORTKIT_RETURN_IF_ERROR(db.Exec(schema.migrations[step]));
+    }
   }
   PORTKIT_RETURN_IF_ERROR(db.SetUserVersion(schema.version));
   return tx.Commit();

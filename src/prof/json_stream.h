@@ -1,7 +1,7 @@
 #pragma once
 /// Streaming split of a trace JSON into its events without loading the whole document: a
 /// Chrome/Kineto trace `{"traceEvents": [ {...}, ... ], "deviceProperties": ..., ...}` or a bare
-/// event array `[ {...}, ... ]` (legacy torch profiler, torch_npu trace_view.json). Plain or gzip
+/// event array `[ {...}, ... ]` (legacy torch profiler, Ascend PyTorch profiler trace_view.json). Plain or gzip
 /// input (zlib reads both). A truncated or corrupt tail stops the split where the input stops
 /// being valid; what came before is kept and the stop is reported.
 #include <functional>

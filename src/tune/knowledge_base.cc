@@ -202,13 +202,9 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
     if (!legacy.ok()) return legacy.status();
     return *legacy ? MigrateUnversioned(kb.db_) : Status::Ok();
   }));
-  // sql::EnsureSchema reads the version before its transaction, so two tuners creating one new
-  // bank can both decide to create it; the second then fails on the existing table. When the
-  // bank has this schema afterwards, the other tuner created it and it is fine to use.
-  if (Status st = Retrying([&] { return sql::EnsureSchema(kb.db_, BankSchema()); }); !st.ok()) {
-    auto now = kb.db_.UserVersion();
-    if (!now.ok() || *now != kBankSchemaVersion) return st;
-  }
+  // Of two tuners creating one new bank, one creates it and the other finds it made
+  // (EnsureSchema looks again under the write lock).
+  PORTKIT_RETURN_IF_ERROR(Retrying([&] { return sql::EnsureSchema(kb.db_, BankSchema()); }));
   auto check = kb.db_.Prepare("PRAGMA quick_check");
   if (check.ok()) {
     auto row = check->Step();

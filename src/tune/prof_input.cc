@@ -6,19 +6,18 @@
 #include <map>
 
 #include "core/sqlite.h"
+#include "prof/store.h"
 
 namespace portkit::tune {
 
 Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
-  std::filesystem::path db_path = folder / "portkit.db";
+  std::filesystem::path db_path = folder / prof::kStoreFileName;
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec))
     return NotFound(folder.string() + ": no portkit.db; run `portkit prof import -dir " + folder.string() +
                     "` first (the profile must be collected with --record-shapes)");
-  // Opened read-only: reading a profile never changes it. The profile store's own schema check
-  // (src/prof/store.h, opening for reading) belongs here once the store has a schema version;
-  // until then a database without the events table is refused by the query below.
-  auto db = sql::Database::Open(db_path, {.read_only = true});
+  // Read-only, and a store of another schema version is refused with what to do.
+  auto db = prof::OpenStoreForReading(db_path);
   if (!db.ok()) return db.status();
   // Every call of the listed ops in thread and time order (outer calls before the calls they
   // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op

@@ -24,7 +24,7 @@ echo '{"lr": 0.1}' > "$tmp/npu/config.json"
 "$PORTKIT" prof import -dir "$tmp/npu" >"$tmp/npu.out" 2>"$tmp/npu.err"
 check "import by content exits 0" "[ $? = 0 ]"
 check "gzipped trace_view.json read as torch_npu" "grep -Eq 'device\.trace\.gz +\| +torch_npu +\|' '$tmp/npu.out'"
-check "renamed kernel_details.csv read as kernel_details" "grep -Eq 'tasks\.txt +\| +torch_npu kernel_details +\|' '$tmp/npu.out'"
+check "renamed kernel_details.csv read as kernel_details" "grep -Eq 'tasks\.txt +\| +ascend_pt kernel_details +\|' '$tmp/npu.out'"
 check "a .json that is not a trace is skipped with a note" \
   "grep -q 'Skipped config.json: not a trace portkit reads' '$tmp/npu.err'"
 

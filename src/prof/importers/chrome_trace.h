@@ -1,5 +1,5 @@
 #pragma once
-/// The Chrome-trace JSON reader shared by the Kineto, legacy and torch_npu importers: streams the
+/// The Chrome-trace JSON reader shared by the Kineto, legacy and Ascend (ascend_pt) importers: streams the
 /// file (plain or gzip), parses each event with simdjson and writes it to the store. A truncated
 /// or corrupt tail keeps what was valid (with a warning); a file with no complete event before
 /// the damage is an error.
@@ -13,7 +13,7 @@
 namespace portkit::prof {
 
 /// Imports the trace at `path` as `format` ("kineto", "legacy": CPU ops without a category,
-/// "torch_npu"). Either the whole trace is stored or, on error, nothing is.
+/// "ascend_pt"). Either the whole trace is stored or, on error, nothing is.
 Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& path, const std::string& display,
                                          std::string_view format, Store& store);
 
@@ -22,7 +22,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& path, cons
 bool LooksLikeTraceObject(std::string_view head);
 /// `[` then an event object with a "ph" key.
 bool LooksLikeEventArray(std::string_view head);
-/// The first "ts" value is a quoted string (torch_npu writes them so).
+/// The first "ts" value is a quoted string (the Ascend profiler writes them so).
 bool HasStringTimestamp(std::string_view head);
 
 /// `123.456` (µs, as Kineto writes it; also a quoted string) → 123456 ns, exactly, without

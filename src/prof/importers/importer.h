@@ -2,7 +2,7 @@
 /// The trace importers behind one interface. Each importer is one file in this folder and one
 /// line in registry.cc; `prof import` reads the first bytes of every file (decompressed when it
 /// is gzip), asks each importer in registry order whether it reads that content, and hands the
-/// file to the first one that does. The file name plays no part: a gzipped torch_npu
+/// file to the first one that does. The file name plays no part: a gzipped Ascend
 /// `trace_view.json` or a renamed `kernel_details.csv` is found by what it holds.
 #include <cstdint>
 #include <filesystem>
@@ -19,7 +19,7 @@ namespace portkit::prof {
 
 /// What one import stored.
 struct ImportResult {
-  std::string format;                       ///< kineto, legacy, torch_npu, torch_npu kernel_details
+  std::string format;                       ///< kineto, legacy, ascend_pt, ascend_pt kernel_details
   uint64_t events = 0;                      ///< timed events stored
   uint64_t skipped = 0;                     ///< events not stored (metadata, flows, invalid)
   uint64_t bytes = 0;                       ///< uncompressed bytes read
@@ -31,7 +31,7 @@ struct ImportResult {
 class Importer {
  public:
   virtual ~Importer() = default;
-  /// Short stable name ("kineto", "torch_npu", ...), recorded in ImportedTrace::importer.
+  /// Short stable name ("kineto", "ascend_pt", ...), recorded in ImportedTrace::importer.
   virtual std::string_view name() const = 0;
   /// One line for messages: what files this importer reads.
   virtual std::string_view description() const = 0;

@@ -1,4 +1,4 @@
-/// torch_npu's `kernel_details.csv` (device tasks of an Ascend profile): one kernel event per
+/// The Ascend PyTorch profiler's `kernel_details.csv` (device tasks of an Ascend profile): one kernel event per
 /// row, columns found by name (`Name`, `Type`, `Start Time(us)`, `Duration(us)`, `Stream ID`,
 /// `Device_id`, `Block Dim`, `Input Shapes`, `Input Data Types`). Detected by its header, whatever
 /// the file is called; plain or gzip.
@@ -55,7 +55,7 @@ Expected<std::string> ReadDecompressed(const std::filesystem::path& path, size_t
 class KernelDetailsImporter final : public Importer {
  public:
   std::string_view name() const override { return "kernel_details"; }
-  std::string_view description() const override { return "torch_npu kernel_details.csv"; }
+  std::string_view description() const override { return "Ascend PyTorch profiler kernel_details.csv"; }
 
   bool Sniff(std::string_view first_bytes) const override {
     auto cols = HeaderColumns(first_bytes);
@@ -71,7 +71,7 @@ class KernelDetailsImporter final : public Importer {
     auto rows = ParseCsv(*text, path);
     if (!rows.ok()) return rows.status();
     ImportResult result;
-    result.format = "torch_npu kernel_details";
+    result.format = "ascend_pt kernel_details";
     result.bytes = text->size();
     if (rows->empty()) return ParseError(path + ":1: empty file");
     const auto& header = rows->front();

@@ -1,4 +1,4 @@
-/// torch_npu's trace_view.json (ASCEND_PROFILER_OUTPUT/): a bare event array whose timestamps
+/// The Ascend PyTorch profiler's trace_view.json (ASCEND_PROFILER_OUTPUT/): a bare event array whose timestamps
 /// are decimal strings ("1704161511420306.491"), plain or gzip.
 #include "prof/importers/chrome_trace.h"
 #include "prof/importers/importer.h"
@@ -8,14 +8,14 @@ namespace {
 
 class TorchNpuTraceImporter final : public Importer {
  public:
-  std::string_view name() const override { return "torch_npu"; }
-  std::string_view description() const override { return "torch_npu trace_view.json"; }
+  std::string_view name() const override { return "ascend_pt"; }
+  std::string_view description() const override { return "Ascend PyTorch profiler trace_view.json"; }
   bool Sniff(std::string_view first_bytes) const override {
     return LooksLikeEventArray(first_bytes) && HasStringTimestamp(first_bytes);
   }
   Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
                                 Store& store) const override {
-    return ImportChromeTrace(path, display, "torch_npu", store);
+    return ImportChromeTrace(path, display, "ascend_pt", store);
   }
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -123,6 +125,38 @@ TEST_F(SqliteTest, ReadOnlyDatabaseIsUsableForReading) {
   ASSERT_TRUE(ro.ok()) << ro.status().message();
   EXPECT_TRUE(EnsureSchema(*ro, kV2).ok());
   EXPECT_FALSE(ro->Exec("INSERT INTO t VALUES (1, 'x')").ok());
+}
+
+}  // namespace
+}  // namespace portkit::sql
+
+namespace portkit::sql {
+namespace {
+
+// Two processes creating one new store at once: one creates it, the other finds it made.
+TEST(SqliteSchema, ConcurrentCreatorsBothSucceed) {
+  char tmpl[] = "/tmp/portkit_sqlite_race_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::filesystem::path path = std::filesystem::path(tmpl) / "race.db";
+  for (int round = 0; round < 10; ++round) {
+    std::filesystem::remove(path);
+    std::vector<pid_t> kids;
+    for (int k = 0; k < 4; ++k) {
+      pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        auto db = Database::Open(path);
+        _exit(db.ok() && EnsureSchema(*db, kV2).ok() ? 0 : 1);
+      }
+      kids.push_back(pid);
+    }
+    for (pid_t pid : kids) {
+      int status = 0;
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
+    }
+  }
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

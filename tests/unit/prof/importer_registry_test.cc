@@ -51,19 +51,19 @@ TEST_F(ImporterRegistry, EveryImporterHasAUniqueNameAndADescription) {
     EXPECT_TRUE(names.insert(std::string(i->name())).second) << i->name();
     EXPECT_FALSE(i->description().empty());
   }
-  EXPECT_EQ(names, (std::set<std::string>{"kineto", "legacy", "torch_npu", "kernel_details"}));
+  EXPECT_EQ(names, (std::set<std::string>{"kineto", "legacy", "ascend_pt", "kernel_details"}));
 }
 
 TEST_F(ImporterRegistry, ReferenceTracesAreDetectedByContent) {
   EXPECT_EQ(Detect(kTraces / "kineto" / "trace_diff__control__control.json.gz"), "kineto");
   EXPECT_EQ(Detect(kTraces / "kineto" / "timeline_analysis__sampled_rank-0.json.gz"), "kineto");
-  EXPECT_EQ(Detect(kTraces / "ascend" / "trace_view.json"), "torch_npu");
+  EXPECT_EQ(Detect(kTraces / "ascend" / "trace_view.json"), "ascend_pt");
   EXPECT_EQ(Detect(kTraces / "ascend" / "kernel_details.csv"), "kernel_details");
 }
 
 TEST_F(ImporterRegistry, AGzippedTraceViewIsStillATorchNpuTrace) {
-  EXPECT_EQ(Detect(Gzip(kTraces / "ascend" / "trace_view.json", "trace_view.json.gz")), "torch_npu");
-  EXPECT_EQ(Detect(Gzip(kTraces / "ascend" / "trace_view.json", "renamed.bin")), "torch_npu");
+  EXPECT_EQ(Detect(Gzip(kTraces / "ascend" / "trace_view.json", "trace_view.json.gz")), "ascend_pt");
+  EXPECT_EQ(Detect(Gzip(kTraces / "ascend" / "trace_view.json", "renamed.bin")), "ascend_pt");
 }
 
 TEST_F(ImporterRegistry, ARenamedKernelDetailsIsFoundByItsHeader) {
@@ -76,7 +76,7 @@ TEST_F(ImporterRegistry, ARenamedKernelDetailsIsFoundByItsHeader) {
 TEST_F(ImporterRegistry, LegacyArraysAndKinetoObjectsAreToldApart) {
   EXPECT_EQ(Detect(Write("a.json", "[{\"name\": \"aten::mm\", \"ph\": \"X\", \"ts\": 1.5, \"dur\": 2}]")), "legacy");
   EXPECT_EQ(Detect(Write("b.json", "[\n {\"ph\": \"X\", \"name\": \"aten::mm\", \"ts\" : \"12.5\", \"dur\": 2}]")),
-            "torch_npu");
+            "ascend_pt");
   EXPECT_EQ(Detect(Write("c.trace", "{\"traceEvents\": []}")), "kineto");
   EXPECT_EQ(Detect(Write("d", "  {\"schemaVersion\": 1, \"deviceProperties\": []}")), "kineto");
 }
