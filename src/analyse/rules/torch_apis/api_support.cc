@@ -24,6 +24,9 @@ bool IsTorchName(const std::string& q) { return q.rfind("torch.", 0) == 0; }
 bool MayBeUnknown(const CallEvent& ev, const Target& t) {
   const std::string& q = ev.lookup.front();
   if (IsTargetApi(t, q)) return false;
+  // torch.ops.<namespace>.<op>: operators registered by libraries (custom_cuda_op matches the
+  // project's own), not torch APIs that a support list could name.
+  if (q.rfind("torch.ops.", 0) == 0) return false;
   // A dunder inside the name is an attribute of a value (torch.__version__, x.__class__).
   for (size_t pos = q.find(".__"); pos != std::string::npos; pos = q.find(".__", pos + 1))
     if (q.find('.', pos + 1) != std::string::npos) return false;

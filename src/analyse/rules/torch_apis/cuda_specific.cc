@@ -76,8 +76,10 @@ class CudaSpecificRule : public Rule {
       std::string_view rest(v.data() + type.size(), v.size() - type.size());
       if (IsDeviceSuffix(rest)) {
         const std::string& device_type = ctx.target.facts().device_type;
+        // migrate rewrites literal devices ("cuda", "cuda:1"), not format templates.
+        bool literal = !ev.formatted && (rest.empty() || (rest.size() > 1 && std::isdigit(static_cast<unsigned char>(rest[1]))));
         Report(ev.node, "device string " + v, "CUDA device string",
-               device_type.empty() ? "" : "\"" + device_type + std::string(rest) + "\"", ctx);
+               device_type.empty() ? "" : "\"" + device_type + std::string(rest) + "\"", ctx, literal);
         return;
       }
     }
@@ -151,14 +153,14 @@ class CudaSpecificRule : public Rule {
 
   // `use`: the target's replacement, empty when the target names none.
   void Report(TSNode node, std::string op, const std::string& what, const std::string& use,
-              RuleContext& ctx) {
+              RuleContext& ctx, bool migrated = true) {
     const Target& t = ctx.target;
     if (t.all_supported()) {
       ctx.Report(node, std::move(op), what + ": not available in a CPU-only deployment.",
                  Category::kUnsupported, Confidence::kHigh, name());
     } else {
       std::string tip = what + ": migrate for " + t.name();
-      if (!use.empty()) tip += " (use " + use + "; `portkit migrate` rewrites it)";
+      if (!use.empty()) tip += " (use " + use + (migrated ? "; `portkit migrate` rewrites it)" : ")");
       ctx.Report(node, std::move(op), tip + ".", Category::kCuda, Confidence::kHigh, name());
     }
   }
