@@ -752,6 +752,18 @@ CUDA_ONLY = collections.OrderedDict([
     ("attributes", ["is_cuda"]),
     ("device_types", ["cuda"]),
     ("distributed_backends", ["nccl"]),
+    # Exact names: build helpers of CUDA extensions.
+    ("apis", ["torch.utils.cpp_extension.CUDAExtension", "torch.utils.cpp_extension.CUDA_HOME",
+              "torch.utils.cpp_extension.CUDNN_HOME"]),
+    # Environment variables that only CUDA / NCCL read.
+    ("env_vars", ["CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES",
+                  "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SOCKET_IFNAME",
+                  "PYTORCH_CUDA_ALLOC_CONF"]),
+    # Ops of libraries whose device kernels are CUDA kernels (torchvision's C++ ops).
+    ("library_ops", ["torchvision.ops." + o for o in [
+        "DeformConv2d", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool",
+        "batched_nms", "deform_conv2d", "nms", "ps_roi_align", "ps_roi_pool", "roi_align",
+        "roi_pool"]]),
 ])
 
 # Hand-added rows of targets/npu/rewrites.tsv (see derive_rewrites).
@@ -799,6 +811,12 @@ NPU_TARGET = collections.OrderedDict([
     ("fused_optimizers", collections.OrderedDict(
         ("torch.optim." + o, "torch_npu.optim.NpuFused" + o)
         for o in ["Adadelta", "Adam", "AdamW", "RMSprop", "SGD"])),
+    # torchvision ops with NPU kernels in the Torchvision Adapter (Ascend/vision: nms,
+    # deform_conv2d, roi_align, roi_pool; not ps_roi_align, ps_roi_pool).
+    ("library_ops", collections.OrderedDict(
+        ("torchvision.ops." + o, "`import torchvision_npu` after torchvision (Torchvision Adapter)")
+        for o in ["DeformConv2d", "MultiScaleRoIAlign", "RoIAlign", "RoIPool", "batched_nms",
+                  "deform_conv2d", "nms", "roi_align", "roi_pool"])),
     ("profile", collections.OrderedDict([
         ("communication_kernels", ["hccl"]),
         ("fusion_apis", collections.OrderedDict([
@@ -873,6 +891,9 @@ optional; a map's keys are the CUDA spellings, its values the target's.
                                    // (attention, mask_index_put, rms_norm, rotary, swiglu) -> the
                                    // fused API, fully qualified; a rule without an entry is silent
  "fused_optimizers": {"torch.optim.AdamW": "torch_npu.optim.NpuFusedAdamW", ...},
+ "library_ops": {"torchvision.ops.nms": "...", ...},  // CUDA-backed library op (cuda_only.json
+                                   // library_ops) -> what makes it run on the target; an op
+                                   // without an entry is reported with no replacement
  "profile": {                      // prof analyse's advisor
    "communication_kernels": ["hccl"],  // substrings of collective kernel names (besides nccl,
                                    // rccl and AllReduce, which every profile may hold)
@@ -949,8 +970,15 @@ it (`old.X` -> `new.X`); the longest matching prefix of whole dotted components 
 Hand-written (literal in the script): what marks code as CUDA-only. `api_prefixes`: qualified
 API prefixes (whole dotted components); `methods`: method names on any receiver (`x.cuda()`);
 `attributes`: attribute names on any receiver (`x.is_cuda`); `device_types`: device type strings
-(`"cuda"`, `"cuda:0"`, `torch.device("cuda", 1)`); `distributed_backends`: process-group backend
-names (`"nccl"`).
+(`"cuda"`, `"cuda:0"`, `"cuda:{}"`, `f"cuda:{k}"`, `torch.device("cuda", 1)`);
+`distributed_backends`: process-group backend names in any case (`"nccl"`, `"NCCL"`); `apis`:
+exact qualified names (CUDA extension build helpers such as
+`torch.utils.cpp_extension.CUDAExtension`); `env_vars`: environment variables that only CUDA or
+NCCL read (a string literal naming one, `os.environ["CUDA_VISIBLE_DEVICES"]`); `library_ops`:
+ops of libraries whose device kernels are CUDA kernels (`torchvision.ops.nms`; a name under the
+same package with the same last component, `torchvision.ops.boxes.nms`, is the same op); the
+target's `library_ops` names what replaces them. On a target without support lists (`cpu`)
+library ops are not reported: they have CPU kernels.
 
 ### `targets/npu/affinity.json`
 

@@ -83,6 +83,13 @@ class RuleDispatcher : public EventSink {
     Watch(ev.value);
     for (const auto& r : rules_) r->OnString(ev, ctx_);
   }
+  void OnReference(const AttributeEvent& ev) override {
+    if (!ev.qname.empty()) Watch(ev.qname);
+    for (const auto& r : rules_) r->OnAttribute(ev, ctx_);
+  }
+  void OnFormattedString(const StringEvent& ev) override {
+    for (const auto& r : rules_) r->OnString(ev, ctx_);
+  }
   void OnFunction(const std::string& qualname, TSNode def) override {
     ctx_.function = qualname;
     if (!qualname.empty())

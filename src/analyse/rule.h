@@ -46,9 +46,17 @@ struct CallEvent {
   bool receiver_unknown = false;
   std::vector<Argument> args;
 
+  /// The receiver is `super()` (a method of a base class, never an extension module).
+  bool super_receiver = false;
+
   size_t positional_count() const {
     size_t n = 0;
     for (const auto& a : args) n += a.keyword.empty() && !a.splat;
+    return n;
+  }
+  size_t keyword_count() const {
+    size_t n = 0;
+    for (const auto& a : args) n += !a.keyword.empty();
     return n;
   }
   bool has_splat() const {
@@ -71,17 +79,26 @@ struct CallEvent {
   }
 };
 
-/// An outermost attribute chain that resolves to an external name and is not called
-/// (`torch.backends.cudnn.benchmark = True`, `dtype=torch.float16`).
+/// A reference that is not called: an outermost attribute chain or a name that resolves to an
+/// external name (`dtype=torch.float16`, `CUDA_HOME`), an attribute store
+/// (`torch.backends.cudnn.benchmark = True`), or an attribute of an object that is not an external
+/// name (`x.is_cuda`: `qname` empty, `attr` set).
 struct AttributeEvent {
   TSNode node;
-  std::string qname;
+  std::string qname;         ///< the external qualified name; empty for a member of another value
+  std::string_view attr;     ///< the last name (`is_cuda`); empty for a plain external read
+  bool store = false;        ///< the target of an assignment
+  /// Only tested against or used as a key (`isinstance(m, nn.X)`, `{nn.X: f}`, `type(m) is
+  /// nn.X`, an annotation): not a use of the API.
+  bool type_test = false;
 };
 
-/// A plain string literal.
+/// A string literal; `formatted`: an f-string or a `"...".format(...)` receiver, whose
+/// interpolations are `{}` in `value` (`f"cuda:{k}"` → `cuda:{}`).
 struct StringEvent {
   TSNode node;
   std::string value;
+  bool formatted = false;
 };
 
 /// What a rule sees of the file being analysed, and where it reports.

@@ -128,6 +128,9 @@ Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
     else if (key == "attributes") cuda->attributes = *list;
     else if (key == "device_types") cuda->device_types = *list;
     else if (key == "distributed_backends") cuda->distributed_backends = *list;
+    else if (key == "apis") cuda->apis = *list;
+    else if (key == "env_vars") cuda->env_vars = *list;
+    else if (key == "library_ops") cuda->library_ops = *list;
     return Status::Ok();
   });
 }
@@ -177,6 +180,16 @@ Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
     fs::path vdir = dir / ("torch-" + chosen);
     PORTKIT_RETURN_IF_ERROR(ReadTsv(vdir / "unsupported.tsv", &t.unsupported_));
     PORTKIT_RETURN_IF_ERROR(ReadTsv(vdir / "supported.tsv", &t.supported_));
+    // Names of the other versions' lists: an API missing from this version's lists still exists.
+    for (const auto& v : t.versions_) {
+      if (v == chosen) continue;
+      for (const char* file : {"supported.tsv", "unsupported.tsv"}) {
+        std::unordered_map<std::string, std::string> rows;
+        if (!ReadTsv(dir / ("torch-" + v) / file, &rows).ok()) continue;
+        for (auto& [q, note] : rows)
+          if (!t.Known(q)) t.other_versions_.insert(q);
+      }
+    }
   }
   if (fs::exists(dir / "advice.json", ec)) PORTKIT_RETURN_IF_ERROR(LoadAdvice(dir / "advice.json", &t.advice_));
   PORTKIT_RETURN_IF_ERROR(LoadCudaOnly(data_dir / "cuda" / "cuda_only.json", &t.cuda_));

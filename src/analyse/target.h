@@ -46,6 +46,12 @@ struct CudaOnly {
   std::vector<std::string> attributes;
   std::vector<std::string> device_types;
   std::vector<std::string> distributed_backends;
+  std::vector<std::string> apis;         ///< exact qualified names (torch.utils.cpp_extension.CUDA_HOME)
+  std::vector<std::string> env_vars;     ///< environment variables only CUDA reads (CUDA_VISIBLE_DEVICES)
+  /// CUDA-backed ops of libraries ("torchvision.ops.nms"); a name under the same package
+  /// (first two components) with the same last component is the same op
+  /// (torchvision.ops.boxes.nms).
+  std::vector<std::string> library_ops;
 };
 
 class Target {
@@ -68,6 +74,10 @@ class Target {
   const std::string* Unsupported(const std::string& qname) const;
   const std::string* Supported(const std::string& qname) const;
   bool Known(const std::string& qname) const { return Unsupported(qname) || Supported(qname); }
+  /// Whether the support list of any torch version names `qname` (the API exists in torch).
+  bool KnownInAnyVersion(const std::string& qname) const {
+    return Known(qname) || other_versions_.count(qname) > 0;
+  }
   const Advice& advice() const { return advice_; }
   const CudaOnly& cuda() const { return cuda_; }
   /// The target's name for a CUDA API by its rewrites.tsv (exact match), or null.
@@ -87,6 +97,7 @@ class Target {
   bool all_supported_ = false;
   std::vector<std::string> versions_;
   std::unordered_map<std::string, std::string> unsupported_, supported_, rewrites_, torch_methods_;
+  std::unordered_set<std::string> other_versions_;  ///< names listed only for other versions
   Advice advice_;
   CudaOnly cuda_;
 };

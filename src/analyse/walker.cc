@@ -104,8 +104,15 @@ void FileWalker::Bind(TSNode target, const Value& v) {
     case NodeKind::kAttribute: {
       TSNode obj = ts_node_child_by_field_id(target, syn_.f_object);
       Value base = Eval(obj, Use::kObject);
+      TSNode attr_node = ts_node_child_by_field_id(target, syn_.f_attribute);
+      std::string attr = Text(attr_node);
+      // The store itself is a reference (`torch.backends.cudnn.benchmark = True`).
+      Value stored = base.kind == ValueKind::kExternal ? AttributeOf(base, attr, &index_) : Value::Unknown();
+      AttributeEvent ev{target, stored.kind == ValueKind::kExternal ? stored.name : std::string(),
+                        NodeText(attr_node, src_.source), true, false};
+      sink_.OnReference(ev);
       if (base.kind == ValueKind::kUserInstance && base.cls && !v.is_unknown())
-        attr_overlay_[{base.cls, Text(ts_node_child_by_field_id(target, syn_.f_attribute))}] = v;
+        attr_overlay_[{base.cls, std::move(attr)}] = v;
       break;
     }
     case NodeKind::kSubscript: {
@@ -381,7 +388,10 @@ void FileWalker::RunFunction(const Deferred& d) {
 
 Value FileWalker::Annotation(TSNode type) {
   if (ts_node_is_null(type)) return Value::Unknown();
+  bool saved = type_test_;
+  type_test_ = true;  // `x: torch.cuda.FloatTensor` names a type, it does not use it
   Value v = Eval(type);
+  type_test_ = saved;
   if (v.kind == ValueKind::kExternal &&
       (v.name == "torch.Tensor" || v.name == "torch.nn.Parameter"))
     return Value::Tensor();
@@ -570,8 +580,12 @@ Value FileWalker::Eval(TSNode n, Use use) {
     return Value::Unknown();
   }
   switch (syn_.Kind(n)) {
-    case NodeKind::kIdentifier:
-      return Lookup(Text(n));
+    case NodeKind::kIdentifier: {
+      Value v = Lookup(Text(n));
+      if (use == Use::kValue && v.kind == ValueKind::kExternal)
+        sink_.OnReference({n, v.name, {}, false, type_test_});
+      return v;
+    }
     case NodeKind::kAttribute:
       return EvalAttribute(n, use);
     case NodeKind::kCall:
@@ -610,8 +624,12 @@ Value FileWalker::Eval(TSNode n, Use use) {
     case NodeKind::kBinaryOperator: case NodeKind::kComparisonOperator: {
       Kids kids(*this, n);
       bool tensor = false;
+      bool saved = type_test_;
+      // `type(m) is nn.X`, `x.dtype == torch.float64`: the operands are compared, not used.
+      if (syn_.Kind(n) == NodeKind::kComparisonOperator) type_test_ = true;
       for (size_t i = 0; i < kids.size(); ++i)
         tensor |= Eval(kids[i]).kind == ValueKind::kTensor;
+      type_test_ = saved;
       return tensor ? Value::Tensor() : Value::Unknown();
     }
     case NodeKind::kUnaryOperator: case NodeKind::kParenthesizedExpression:
@@ -643,7 +661,14 @@ Value FileWalker::Eval(TSNode n, Use use) {
         sink_.OnString({n, std::move(value)});
       } else {
         Kids kids(*this, n);  // f-string interpolations
-        for (size_t i = 0; i < kids.size(); ++i) Eval(kids[i]);
+        for (size_t i = 0; i < kids.size(); ++i) {
+          TSNode c = kids[i];
+          std::string_view type = ts_node_type(c);
+          if (type == "string_content" || type == "escape_sequence") value.append(NodeText(c, src_.source));
+          else if (type == "interpolation") value.append("{}");
+          Eval(c);
+        }
+        sink_.OnFormattedString({n, std::move(value), true});
       }
       return Value::Other();
     }
@@ -652,8 +677,21 @@ Value FileWalker::Eval(TSNode n, Use use) {
       return Value::Other();
     case NodeKind::kDictionary: case NodeKind::kList: case NodeKind::kSet: case NodeKind::kTuple: {
       // A container literal is not a tensor (its elements are still visited for events).
+      bool dict = syn_.Kind(n) == NodeKind::kDictionary;
       Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) Eval(kids[i]);
+      for (size_t i = 0; i < kids.size(); ++i) {
+        TSNode c = kids[i];
+        if (dict && std::string_view(ts_node_type(c)) == "pair") {
+          // `{nn.AdaptiveMaxPool2d: hook}`: a key is looked up, not used.
+          bool saved = type_test_;
+          type_test_ = true;
+          Eval(ts_node_child_by_field_name(c, "key", 3));
+          type_test_ = saved;
+          Eval(ts_node_child_by_field_name(c, "value", 5));
+        } else {
+          Eval(c);
+        }
+      }
       return Value::Other();
     }
     case NodeKind::kLambda: case NodeKind::kListComprehension: case NodeKind::kSetComprehension:
@@ -745,8 +783,14 @@ Value FileWalker::EvalAttribute(TSNode n, Use use) {
     if (auto it = attr_overlay_.find({base.cls, attr}); it != attr_overlay_.end()) v = it->second;
   }
   if (v.is_unknown()) v = AttributeOf(base, attr, &index_);
-  if ((use == Use::kValue || use == Use::kStore) && v.kind == ValueKind::kExternal)
-    sink_.OnAttribute({n, v.name});
+  if (use == Use::kValue || use == Use::kStore) {
+    if (v.kind == ValueKind::kExternal) {
+      sink_.OnAttribute({n, v.name, {}, false, type_test_});
+    } else {
+      sink_.OnReference({n, {}, NodeText(ts_node_child_by_field_id(n, syn_.f_attribute), src_.source),
+                         false, type_test_});
+    }
+  }
   return v;
 }
 
@@ -757,9 +801,20 @@ Value FileWalker::EvalCall(TSNode n) {
   Value receiver;
   bool is_method = syn_.Kind(fn) == NodeKind::kAttribute;
   ev.callee = Eval(fn, Use::kCallee);
+  // isinstance(m, nn.X) / issubclass(c, nn.X): the second argument is a type test.
+  bool type_test_call = false;
+  if (syn_.Kind(fn) == NodeKind::kIdentifier) {
+    std::string_view name = NodeText(fn, src_.source);
+    type_test_call = (name == "isinstance" || name == "issubclass") && ev.callee.is_unknown();
+  }
   if (is_method) {
     TSNode attr = ts_node_child_by_field_id(fn, syn_.f_attribute);
     ev.method = NodeText(attr, src_.source);
+    TSNode obj = ts_node_child_by_field_id(fn, syn_.f_object);
+    if (syn_.Kind(obj) == NodeKind::kCall) {
+      TSNode inner = ts_node_child_by_field_id(obj, syn_.f_function);
+      ev.super_receiver = syn_.Kind(inner) == NodeKind::kIdentifier && NodeText(inner, src_.source) == "super";
+    }
     // Re-evaluating the receiver would emit its events twice; classify from the callee instead.
     ev.receiver_unknown = ev.callee.is_unknown();
   }
@@ -779,6 +834,11 @@ Value FileWalker::EvalCall(TSNode n) {
                              value, Eval(value), false});
         } else if (k == NodeKind::kListSplat || k == NodeKind::kDictionarySplat) {
           ev.args.push_back({{}, a, Eval(a), true});
+        } else if (type_test_call && i == 1) {
+          bool saved = type_test_;
+          type_test_ = true;
+          ev.args.push_back({{}, a, Eval(a), false});
+          type_test_ = saved;
         } else {
           ev.args.push_back({{}, a, Eval(a), false});
         }

@@ -24,6 +24,11 @@ class EventSink {
   virtual void OnCall(const CallEvent&) = 0;
   virtual void OnAttribute(const AttributeEvent&) = 0;
   virtual void OnString(const StringEvent&) = 0;
+  /// References the analyser's rules look at besides OnAttribute's (attribute stores, members of
+  /// non-external values, external names used as values) and formatted strings; sinks that
+  /// rewrite code (migrate) keep to OnAttribute/OnString.
+  virtual void OnReference(const AttributeEvent&) {}
+  virtual void OnFormattedString(const StringEvent&) {}
   /// A `for` statement; `iterable` is its iterable once enumerate()/tqdm()/iter()/zip() wrappers
   /// are peeled off, and `iterable_value` what that evaluates to.
   virtual void OnFor(TSNode /*for_node*/, TSNode /*iterable*/, const Value& /*iterable_value*/) {}
@@ -101,6 +106,9 @@ class FileWalker {
   std::string qual_prefix_;
   /// The assignment statement being executed (for OnSubscriptAssign).
   TSNode current_assignment_{};
+  /// Inside the type argument of isinstance/issubclass, a dictionary key, an `is`/`==` operand or
+  /// an annotation: references are type tests, not uses.
+  bool type_test_ = false;
   /// Nesting of Eval/Exec calls; beyond kMaxDepth the inner part of a node is not analysed (deep
   /// generated expressions must not overflow the stack).
   int depth_ = 0;

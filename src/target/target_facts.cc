@@ -134,12 +134,13 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else if (key == "renames") PORTKIT_RETURN_IF_ERROR(r.Renames(v, &t.renames));
     else if (key == "fused_apis") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_apis));
     else if (key == "fused_optimizers") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_optimizers));
+    else if (key == "library_ops") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.library_ops));
     else if (key == "profile") PORTKIT_RETURN_IF_ERROR(r.Profile(v, &t.profile));
     else
       return r.Error("unknown key \"" + key +
                      "\" (known: name, description, default, versions, device_type, python_module, "
                      "import_line, device_module, transfer_import, renames, fused_apis, fused_optimizers, "
-                     "profile)");
+                     "library_ops, profile)");
   }
   if (t.name.empty()) return r.Error("\"name\" is missing or empty");
   if (!t.python_module.empty() && t.import_line.empty())

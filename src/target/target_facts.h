@@ -49,6 +49,9 @@ struct TargetFacts {
   std::map<std::string, std::string> fused_apis;
   /// Qualified optimizer ("torch.optim.AdamW") → fused replacement on the target.
   std::map<std::string, std::string> fused_optimizers;
+  /// CUDA-backed op of a library (data/cuda/cuda_only.json `library_ops`, "torchvision.ops.nms")
+  /// → what makes it run on the target; an op without an entry has no known replacement.
+  std::map<std::string, std::string> library_ops;
   ProfileFacts profile;
 
   /// True when `portkit migrate` can port code to this target (it names renames).

@@ -54,6 +54,8 @@ run_case analyse_cifar_npu_2.1 examples/cifar_cuda -v 2.1.0
 run_case analyse_cifar_npu_2.8 examples/cifar_cuda -v 2.8.0
 run_case analyse_cifar_cpu examples/cifar_cuda --target cpu
 run_case analyse_resolver_npu_2.1 tests/fixtures/analyse/resolver -v 2.1.0
+run_case analyse_precision_npu_2.1 tests/fixtures/analyse/precision -v 2.1.0
+run_case analyse_precision_cpu tests/fixtures/analyse/precision --target cpu
 run_case analyse_cifar_sarif examples/cifar_cuda -v 2.1.0 --format sarif
 # affinity_apis: one fixture and golden per rule.
 for rule in tests/fixtures/affinity/*/; do

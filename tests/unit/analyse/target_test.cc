@@ -71,6 +71,12 @@ TEST(Target, ErrorsNameWhatIsWrong) {
   std::filesystem::remove(path);
 }
 
+CallShape Positional(size_t n) {
+  CallShape c;
+  c.positional = n;
+  return c;
+}
+
 TEST(CustomOps, PybindAndTorchLibraryRegistrationsWithArgumentCounts) {
   CppScan kernels = ScanCppSource(
       "at::Tensor nms_cuda(const at::Tensor& boxes, const at::Tensor& scores, double thr) {\n"
@@ -92,16 +98,85 @@ TEST(CustomOps, PybindAndTorchLibraryRegistrationsWithArgumentCounts) {
   scans.push_back(std::move(bindings));
   table.Link(std::move(scans));
   ASSERT_EQ(table.ops.size(), 2u);
-  const CustomOp* nms = table.Match("nms_cuda", 3, false);
+  const CustomOp* nms = table.Match("nms_cuda", Positional(3));
   ASSERT_NE(nms, nullptr);
   EXPECT_EQ(nms->file, "b.cpp");
   EXPECT_EQ(nms->line, 3u);
   EXPECT_EQ(nms->how, "PYBIND11_MODULE");
-  EXPECT_EQ(table.Match("nms_cuda", 2, false), nullptr);  // wrong argument count
-  const CustomOp* roi = table.Match("roi_align", 5, false);
+  EXPECT_EQ(table.Match("nms_cuda", Positional(2)), nullptr);  // wrong argument count
+  const CustomOp* roi = table.Match("roi_align", Positional(5));
   ASSERT_NE(roi, nullptr);
   EXPECT_EQ(roi->ns, "myops");
   EXPECT_EQ(roi->arg_count, 5);
+}
+
+CallShape Call(size_t positional, std::vector<std::string_view> keywords, bool star = false,
+               bool double_star = false) {
+  CallShape c;
+  c.positional = positional;
+  c.keywords = std::move(keywords);
+  c.star = star;
+  c.double_star = double_star;
+  return c;
+}
+
+CustomOpTable TableOf(std::vector<std::pair<std::string, std::string>> sources) {
+  std::vector<CppScan> scans;
+  for (auto& [path, text] : sources) scans.push_back(ScanCppSource(text, path));
+  CustomOpTable table;
+  table.Link(std::move(scans));
+  return table;
+}
+
+TEST(CustomOps, PyArgDefaultsAndKeywordNames) {
+  CustomOpTable t = TableOf({{"b.cu",
+      "PYBIND11_MODULE(ext, m) {\n"
+      "  m.def(\"ball_query\", &ball_query, \"doc, with a comma\", py::arg(\"xyz\"),\n"
+      "        py::arg(\"new_xyz\"), py::arg(\"radius\"), py::arg(\"nsample\") = 16);\n"
+      "  m.def(\"voxelize\", [](at::Tensor p, at::Tensor v) { return p; });\n"
+      "}\n"}});
+  ASSERT_EQ(t.ops.size(), 2u);
+  const CustomOp* bq = t.Match("ball_query", Call(3, {}));
+  ASSERT_NE(bq, nullptr);  // nsample defaults
+  EXPECT_EQ(bq->min_args, 3);
+  EXPECT_EQ(bq->arg_count, 4);
+  EXPECT_EQ(bq->arg_names, (std::vector<std::string>{"xyz", "new_xyz", "radius", "nsample"}));
+  EXPECT_NE(t.Match("ball_query", Call(2, {"radius", "nsample"})), nullptr);  // keywords count
+  EXPECT_EQ(t.Match("ball_query", Call(2, {"r"})), nullptr);                  // no such parameter
+  EXPECT_EQ(t.Match("ball_query", Call(2, {"xyz", "radius"})), nullptr);      // xyz given twice
+  EXPECT_EQ(t.Match("ball_query", Call(2, {})), nullptr);                     // too few
+  EXPECT_EQ(t.Match("ball_query", Call(5, {})), nullptr);                     // too many
+  EXPECT_NE(t.Match("ball_query", Call(2, {}, false, true)), nullptr);        // **kw can name them
+  EXPECT_NE(t.Match("voxelize", Call(2, {})), nullptr);                       // lambda parameters
+  EXPECT_EQ(t.Match("voxelize", Call(1, {})), nullptr);
+}
+
+TEST(CustomOps, SplatsMatchOnlyWhereTheArityCanFit) {
+  CustomOpTable t = TableOf({{"k.cu", "int chamfer_forward(at::Tensor a, at::Tensor b, at::Tensor c, at::Tensor d) {\n}\n"},
+                             {"b.cpp", "PYBIND11_MODULE(ext, m) {\n  m.def(\"forward\", &chamfer_forward, \"fwd\");\n}\n"}});
+  EXPECT_NE(t.Match("forward", Call(4, {})), nullptr);
+  EXPECT_NE(t.Match("forward", Call(0, {}, true, true)), nullptr);  // *a can supply four
+  EXPECT_EQ(t.Match("forward", Call(0, {}, false, true)), nullptr);  // **kw: positional-only op
+  EXPECT_EQ(t.Match("forward", Call(5, {}, true)), nullptr);          // already too many
+}
+
+TEST(CustomOps, TorchLibrarySchemaDefaultsAndCpuOnlyOps) {
+  CustomOpTable t = TableOf({{"ops.cu",
+      "TORCH_LIBRARY(dev, m) {\n  m.def(\"scale(Tensor x, float s=1.0) -> Tensor\");\n}\n"
+      "TORCH_LIBRARY_IMPL(dev, CUDA, m) {\n  m.impl(\"scale\", &scale_cuda);\n}\n"},
+     {"host.cpp",
+      "TORCH_LIBRARY(host, m) {\n  m.def(\"host_sort(Tensor x) -> Tensor\");\n}\n"
+      "TORCH_LIBRARY_IMPL(host, CPU, m) {\n  m.impl(\"host_sort\", &host_sort);\n}\n"}});
+  EXPECT_NE(t.Match("scale", Call(1, {})), nullptr);
+  EXPECT_NE(t.Match("scale", Call(1, {"s"})), nullptr);
+  EXPECT_EQ(t.Match("scale", Call(1, {"t"})), nullptr);
+  EXPECT_EQ(t.Match("host_sort", Call(1, {})), nullptr);  // CPU kernels only
+  ASSERT_FALSE(t.cpu_ops.empty());
+  EXPECT_EQ(t.cpu_ops.front().name, "host_sort");
+  // A project whose C++ never mentions CUDA has no CUDA operators.
+  CustomOpTable cpu = TableOf({{"b.cpp", "PYBIND11_MODULE(ext, m) {\n  m.def(\"f\", &f);\n}\n"}});
+  EXPECT_TRUE(cpu.ops.empty());
+  EXPECT_EQ(cpu.cpu_ops.size(), 1u);
 }
 
 TEST(CustomOps, CountParameters) {

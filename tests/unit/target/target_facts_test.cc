@@ -46,6 +46,9 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   ASSERT_NE(npu->FusedApi("rms_norm"), nullptr);
   EXPECT_EQ(*npu->FusedApi("rms_norm"), "torch_npu.npu_rms_norm");
   EXPECT_EQ(npu->fused_optimizers.at("torch.optim.AdamW"), "torch_npu.optim.NpuFusedAdamW");
+  // torchvision's CUDA-backed ops: replaced through the Torchvision Adapter, except ps_roi_*.
+  EXPECT_NE(npu->library_ops.count("torchvision.ops.nms"), 0u);
+  EXPECT_EQ(npu->library_ops.count("torchvision.ops.ps_roi_align"), 0u);
   EXPECT_EQ(npu->profile.communication_kernels, std::vector<std::string>{"hccl"});
   EXPECT_EQ(npu->DeviceMethods(), std::vector<std::string>{"npu"});
   EXPECT_TRUE(npu->migratable());
@@ -92,7 +95,7 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"devce_type\": \"t\"}"),
             file() + ": unknown key \"devce_type\" (known: name, description, default, versions, device_type, "
                      "python_module, import_line, device_module, transfer_import, renames, fused_apis, "
-                     "fused_optimizers, profile)");
+                     "fused_optimizers, library_ops, profile)");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
             file() + ": \"renames.methods\" must be an object of strings");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"method\": {}}}"),

@@ -2,7 +2,12 @@
 // What it finds: calls of torch APIs (functions, classes, methods of typed receivers, decorators)
 //   that the target does not support for the chosen torch version (unsupported_api.csv), and
 //   torch.* calls that are in neither of the target's lists (unknown_api.csv). Non-call references
-//   (`torch.backends.cudnn.benchmark = True`) are reported only when listed as unsupported.
+//   (`dtype=torch.float64`, `norm=nn.SyncBatchNorm`, `torch.backends.cudnn.benchmark = True`) are
+//   reported only when listed as unsupported; type tests and keys (`isinstance(m, nn.MaxPool1d)`,
+//   `{nn.AdaptiveMaxPool2d: hook}`, `type(m) is nn.X`) are not uses and are not reported. The
+//   target's own APIs (`torch.npu.*`, `x.npu()` for npu, from its target.json) are never unknown;
+//   a method is unknown only when torch has it (some torch version's list names it):
+//   `model.init_weights()` on an nn.Module or `torch.__version__.split()` are not torch APIs.
 // Why it matters: an unsupported API fails or falls back to the CPU on the target.
 // Example: `torch.cdist(a, b)` with `-v 2.1.0` on npu → unsupported.
 // Use instead: the note from the support list, or an equivalent supported API.
@@ -14,6 +19,29 @@ namespace {
 
 bool IsTorchName(const std::string& q) { return q.rfind("torch.", 0) == 0; }
 
+// Whether a call in neither list is worth reporting as unknown: not the target's own API, not an
+// attribute of a value (`torch.__version__.split`), and for a method, one that torch has.
+bool MayBeUnknown(const CallEvent& ev, const Target& t) {
+  const std::string& q = ev.lookup.front();
+  if (IsTargetApi(t, q)) return false;
+  // torch.ops.<namespace>.<op>: operators registered by libraries (custom_cuda_op matches the
+  // project's own), not torch APIs that a support list could name.
+  if (q.rfind("torch.ops.", 0) == 0) return false;
+  // A dunder inside the name is an attribute of a value (torch.__version__, x.__class__).
+  for (size_t pos = q.find(".__"); pos != std::string::npos; pos = q.find(".__", pos + 1))
+    if (q.find('.', pos + 1) != std::string::npos) return false;
+  if (ev.callee.kind != ValueKind::kMethod) return true;
+  for (const auto& name : ev.lookup)
+    if (t.KnownInAnyVersion(name)) return true;
+  // Methods the lists lack but torch tensors/modules have (data/python/torch_only_methods.tsv).
+  if (const std::string* owners = t.TorchOnlyMethod(std::string(ev.method))) {
+    const std::string& owner = ev.callee.owner;
+    if (owner == "torch.Tensor") return owners->find("tensor") != std::string::npos;
+    if (owner.rfind("torch.nn.", 0) == 0) return owners->find("module") != std::string::npos;
+  }
+  return false;
+}
+
 class ApiSupportRule : public Rule {
  public:
   std::string_view name() const override { return "api_support"; }
@@ -23,11 +51,11 @@ class ApiSupportRule : public Rule {
     // A member of a user's nn.Module subclass that is not a torch method (self.layer1(x)) is the
     // user's own attribute: classify it only when a list names it.
     bool user_member = ev.callee.kind == ValueKind::kMethod && ev.callee.cls != nullptr;
-    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member);
+    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member && MayBeUnknown(ev, ctx.target));
   }
 
   void OnAttribute(const AttributeEvent& ev, RuleContext& ctx) override {
-    if (!IsTorchName(ev.qname)) return;
+    if (ev.type_test || !IsTorchName(ev.qname)) return;
     Classify(ev.node, {ev.qname}, ctx, /*report_unknown=*/false);
   }
 

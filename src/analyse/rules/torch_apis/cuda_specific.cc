@@ -1,14 +1,22 @@
 // Rule: cuda_specific
-// What it finds: CUDA-only code — torch.cuda.* and torch.backends.cudnn/cuda APIs, `.cuda()`
-//   calls, CUDA device strings ("cuda", "cuda:1", also inside torch.device(...)), and the nccl
-//   distributed backend (data/cuda/cuda_only.json).
+// What it finds: CUDA-only code (data/cuda/cuda_only.json) — torch.cuda.* and
+//   torch.backends.cudnn/cuda APIs, called, referenced or assigned
+//   (`torch.backends.cudnn.benchmark = True`); `.cuda()` calls and `.is_cuda` reads; CUDA device
+//   strings ("cuda", "cuda:1", "cuda:{}".format(i), f"cuda:{k}", "cuda:" + str(i), also inside
+//   torch.device(...)); distributed backend names in any case ("nccl", "NCCL"); environment
+//   variables only CUDA reads (`os.environ["CUDA_VISIBLE_DEVICES"]`); CUDA extension build helpers
+//   (`CUDA_HOME`); and ops of libraries backed by CUDA kernels (`torchvision.ops.nms`,
+//   `roi_align`, `deform_conv2d`, ...), with the target's replacement where its target.json
+//   names one (`library_ops`; not on a target without support lists, where they run on the CPU).
 // Why it matters: on an accelerator target these must be migrated (`portkit migrate` rewrites
 //   them by the target's target.json: rewrites.tsv and device_module for APIs, device_type for
-//   device strings, renames for methods and backends); for a CPU-only deployment they fail.
+//   device strings, renames for methods, attributes, backends and env vars); for a CPU-only
+//   deployment they fail.
 // Example: `torch.cuda.synchronize()`, `x.to("cuda:0")`, `init_process_group("nccl")`.
 // Use instead: the target's equivalent named in Tips; cpu — guard with
 //   torch.cuda.is_available() or remove.
-#include <regex>
+#include <algorithm>
+#include <cctype>
 
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/target.h"
@@ -21,6 +29,9 @@ class CudaSpecificRule : public Rule {
   std::string_view name() const override { return "cuda_specific"; }
 
   void OnCall(const CallEvent& ev, RuleContext& ctx) override {
+    if (!ev.lookup.empty() && ev.lookup.front().rfind("torch.utils.cpp_extension.", 0) == 0)
+      return;  // extension builds: custom_cuda_op
+    if (!ev.lookup.empty() && ReportLibraryOp(ev.node, ev.lookup.front(), ctx)) return;
     if (!ev.lookup.empty() && IsCudaApi(ctx.target, ev.lookup.front())) {
       // Probing for CUDA is how portable code stays portable; only the cpu target lets it be.
       const std::string& q = ev.lookup.front();
@@ -42,7 +53,20 @@ class CudaSpecificRule : public Rule {
   }
 
   void OnAttribute(const AttributeEvent& ev, RuleContext& ctx) override {
-    if (IsCudaApi(ctx.target, ev.qname)) ReportApi(ev.node, ev.qname, ctx);
+    if (!ev.qname.empty()) {
+      if (IsCudaApi(ctx.target, ev.qname)) {
+        ReportApi(ev.node, ev.qname, ctx);
+        return;
+      }
+      if (!ev.type_test && ReportLibraryOp(ev.node, ev.qname, ctx)) return;
+    }
+    if (ev.attr.empty()) return;
+    for (const auto& a : ctx.target.cuda().attributes) {
+      if (ev.attr != a) continue;
+      const std::string* renamed = Find(ctx.target.facts().renames.attributes, a);
+      Report(ev.node, "." + a, "CUDA-only attribute ." + a, renamed ? "." + *renamed : "", ctx);
+      return;
+    }
   }
 
   void OnString(const StringEvent& ev, RuleContext& ctx) override {
@@ -50,25 +74,30 @@ class CudaSpecificRule : public Rule {
       const std::string& v = ev.value;
       if (v.compare(0, type.size(), type) != 0) continue;
       std::string_view rest(v.data() + type.size(), v.size() - type.size());
-      bool device = rest.empty();
-      if (!device && rest.front() == ':' && rest.size() > 1) {
-        device = true;
-        for (char c : rest.substr(1)) device &= c >= '0' && c <= '9';
-      }
-      if (device) {
+      if (IsDeviceSuffix(rest)) {
         const std::string& device_type = ctx.target.facts().device_type;
+        // migrate rewrites literal devices ("cuda", "cuda:1"), not format templates.
+        bool literal = !ev.formatted && (rest.empty() || (rest.size() > 1 && std::isdigit(static_cast<unsigned char>(rest[1]))));
         Report(ev.node, "device string " + v, "CUDA device string",
-               device_type.empty() ? "" : "\"" + device_type + std::string(rest) + "\"", ctx);
+               device_type.empty() ? "" : "\"" + device_type + std::string(rest) + "\"", ctx, literal);
         return;
       }
     }
+    if (ev.formatted) return;
     for (const auto& backend : ctx.target.cuda().distributed_backends) {
-      if (ev.value == backend) {
+      if (EqualsIgnoringCase(ev.value, backend)) {
         const std::string* renamed = Find(ctx.target.facts().renames.distributed_backends, backend);
         Report(ev.node, "backend " + backend, "CUDA-only distributed backend " + backend,
                renamed ? "\"" + *renamed + "\"" : "", ctx);
         return;
       }
+    }
+    const auto& renamed_vars = ctx.target.facts().renames.env_vars;
+    const auto& env_vars = ctx.target.cuda().env_vars;
+    const std::string* renamed = Find(renamed_vars, ev.value);
+    if (renamed || std::find(env_vars.begin(), env_vars.end(), ev.value) != env_vars.end()) {
+      Report(ev.node, "env " + ev.value, "CUDA environment variable " + ev.value,
+             renamed ? *renamed : "", ctx);
     }
   }
 
@@ -82,6 +111,41 @@ class CudaSpecificRule : public Rule {
     Report(node, qname, "CUDA-specific API " + qname, use, ctx);
   }
 
+  // After the device type: nothing, ":N", ":" (followed by `+ str(i)`), or ":" and a format
+  // placeholder ("{}", "{0}", "{rank}", "%d", "%s").
+  static bool IsDeviceSuffix(std::string_view rest) {
+    if (rest.empty()) return true;
+    if (rest.front() != ':') return false;
+    rest.remove_prefix(1);
+    if (rest.empty()) return true;
+    if (rest == "%d" || rest == "%s" || rest == "%i") return true;
+    if (rest.front() == '{') return rest.back() == '}' && rest.find('{', 1) == std::string_view::npos;
+    for (char c : rest)
+      if (c < '0' || c > '9') return false;
+    return true;
+  }
+
+  static bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+        return false;
+    return true;
+  }
+
+  // A CUDA-backed library op: reported as CUDA code with the target's replacement, if any.
+  bool ReportLibraryOp(TSNode node, const std::string& qname, RuleContext& ctx) {
+    const Target& t = ctx.target;
+    const std::string* op = LibraryOp(t, qname);
+    if (!op) return false;
+    if (t.all_supported()) return true;  // library ops have CPU kernels
+    const std::string* use = Find(t.facts().library_ops, *op);
+    std::string tip = "Runs a CUDA kernel of its library: " + qname + " has no " + t.name() + " kernel";
+    tip += use ? " unless you add " + *use + "." : " that portkit knows of; run it on the CPU or re-implement it.";
+    ctx.Report(node, qname, std::move(tip), Category::kCuda, Confidence::kHigh, name());
+    return true;
+  }
+
   static const std::string* Find(const std::map<std::string, std::string>& renames, const std::string& key) {
     auto it = renames.find(key);
     return it == renames.end() ? nullptr : &it->second;
@@ -89,14 +153,14 @@ class CudaSpecificRule : public Rule {
 
   // `use`: the target's replacement, empty when the target names none.
   void Report(TSNode node, std::string op, const std::string& what, const std::string& use,
-              RuleContext& ctx) {
+              RuleContext& ctx, bool migrated = true) {
     const Target& t = ctx.target;
     if (t.all_supported()) {
       ctx.Report(node, std::move(op), what + ": not available in a CPU-only deployment.",
                  Category::kUnsupported, Confidence::kHigh, name());
     } else {
       std::string tip = what + ": migrate for " + t.name();
-      if (!use.empty()) tip += " (use " + use + "; `portkit migrate` rewrites it)";
+      if (!use.empty()) tip += " (use " + use + (migrated ? "; `portkit migrate` rewrites it)" : ")");
       ctx.Report(node, std::move(op), tip + ".", Category::kCuda, Confidence::kHigh, name());
     }
   }

@@ -1,7 +1,12 @@
 // Rule: custom_cuda_op
 // What it finds: Python call sites of custom CUDA operators registered in the project's C++/CUDA
-//   sources (PYBIND11_MODULE m.def, TORCH_LIBRARY m.def/m.impl), matched by name and argument
-//   count; and builds of CUDA extensions through torch.utils.cpp_extension (CUDAExtension, load,
+//   sources (PYBIND11_MODULE m.def, TORCH_LIBRARY m.def/m.impl), matched by name (the last
+//   component of a name resolved outside the project: `from pkg import _C; _C.op(...)`) and by
+//   arguments: all of them count, keywords too, between the op's required and total parameters
+//   (`py::arg("x") = 1` defaults), keyword names checked where registered, `*args`/`**kwargs`
+//   only where they can fit (`model.forward(**kw)` does not call a positional-only `forward`;
+//   `super().forward(...)` never does); ops with CPU kernels only are not CUDA operators. Also
+//   builds of CUDA extensions through torch.utils.cpp_extension (CUDAExtension, load,
 //   load_inline).
 // Why it matters: a user-defined CUDA operator has no implementation on the target; it must be
 //   re-implemented (e.g. as an Ascend C operator) or replaced by torch ops.
@@ -34,19 +39,32 @@ class CustomCudaOpRule : public Rule {
     std::string_view called;
     if (q && q->rfind("torch.ops.", 0) == 0) {
       called = std::string_view(*q).substr(q->rfind('.') + 1);
-    } else if (!ev.method.empty()) {
-      // Known torch receivers and project functions are not extension calls.
-      if (q || ev.callee.kind == ValueKind::kUserFunction) return;
-      called = ev.method;
     } else if (ev.callee.kind == ValueKind::kExternal && q && q->rfind("torch", 0) != 0) {
+      // A name resolved outside the project, matched by its last component as the reference
+      // tool matches qualified names by suffix: `from pkg import _C; _C.op(...)`,
+      // `import pkg._C as C2; C2.op(...)`, `from pkg._C import op; op(...)`.
       called = std::string_view(*q).substr(q->rfind('.') + 1);
+    } else if (!ev.method.empty()) {
+      // Known torch receivers, project functions and base-class methods are not extension calls.
+      if (q || ev.callee.kind == ValueKind::kUserFunction || ev.super_receiver) return;
+      called = ev.method;
     } else if (ev.callee.is_unknown()) {
       called = ctx.Text(ts_node_child_by_field_id(ev.node, ctx.syntax.f_function));
     } else {
       return;
     }
     if (called.empty()) return;
-    const CustomOp* op = ctx.custom_ops.Match(called, ev.positional_count(), ev.has_splat());
+    CallShape shape;
+    for (const auto& a : ev.args) {
+      if (a.splat) {
+        (ctx.Text(a.value).rfind("**", 0) == 0 ? shape.double_star : shape.star) = true;
+      } else if (!a.keyword.empty()) {
+        shape.keywords.push_back(a.keyword);
+      } else {
+        ++shape.positional;
+      }
+    }
+    const CustomOp* op = ctx.custom_ops.Match(called, shape);
     if (!op) return;
     std::string where = op->file + ":" + std::to_string(op->line);
     ctx.Report(ev.node, std::string(called), std::string(kTip) + " Registered in " + where + " (" + op->how + ").",

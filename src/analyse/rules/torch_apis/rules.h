@@ -26,5 +26,11 @@ std::unordered_set<std::string> WatchedNames(const Target& target);
 
 /// True for names under a CUDA-only prefix of the target (torch.cuda, torch.backends.cudnn...).
 bool IsCudaApi(const Target& target, const std::string& qname);
+/// True for the target's own APIs, from its facts: its Python module (torch_npu.*), its device
+/// module and `torch.<device_type>.*`, and the target's device methods and attributes on torch
+/// classes (torch.Tensor.npu, torch.nn.Module.npu, torch.Tensor.is_npu).
+bool IsTargetApi(const Target& target, const std::string& qname);
+/// The CUDA-backed library op (data/cuda/cuda_only.json `library_ops`) that `qname` names, or null.
+const std::string* LibraryOp(const Target& target, const std::string& qname);
 
 }  // namespace portkit::analyse

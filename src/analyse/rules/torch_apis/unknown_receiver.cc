@@ -1,11 +1,17 @@
 // Rule: unknown_receiver
 // What it finds: a call of a method that only torch tensors or modules have (`.cuda()`,
 //   `.pin_memory()`, see data/python/torch_only_methods.tsv) on an object whose type the analyser
-//   could not infer — reported in unknown_api.csv rather than dropped.
+//   could not infer, when knowing the type could change the verdict: some candidate owner's method
+//   (torch.Tensor.m, torch.nn.Module.m) is unsupported on the target, CUDA-only, or in neither of
+//   its lists. Calls whose every candidate is supported (`.numpy()`, `.add_()` on npu) and the
+//   target's own methods (`.npu()` on npu) are not reported; on a target without support lists
+//   (`cpu`) only CUDA-only methods are.
 // Why it matters: such calls are usually torch calls the target may not support; a silent miss
 //   would hide them.
 // Example: `def move(p): return p.cuda()` → unknown, "receiver type not inferred".
 // Use instead: annotate the parameter (`p: torch.Tensor`) so the call is classified exactly.
+#include <algorithm>
+
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/target.h"
 
@@ -21,20 +27,34 @@ class UnknownReceiverRule : public Rule {
     std::string method(ev.method);
     const std::string* owners = ctx.target.TorchOnlyMethod(method);
     if (!owners) return;
+    const Target& t = ctx.target;
+    const auto& cuda_methods = t.cuda().methods;
+    bool cuda_only = std::find(cuda_methods.begin(), cuda_methods.end(), method) != cuda_methods.end();
     std::vector<std::string> candidates;
     if (owners->find("tensor") != std::string::npos) candidates.push_back("torch.Tensor." + method);
     if (owners->find("module") != std::string::npos) candidates.push_back("torch.nn.Module." + method);
-    std::string op;
-    for (const auto& c : candidates) op += (op.empty() ? "" : "|") + c;
-    std::string tip = "Receiver type not inferred: ." + method + "() is a method of " +
-                      (candidates.size() > 1 ? "torch tensors and modules" :
-                       owners->find("tensor") != std::string::npos ? "torch tensors" : "torch modules") +
-                      "; annotate the receiver to classify it exactly.";
-    if (!ctx.target.all_supported()) {
-      for (const auto& c : candidates) {
-        if (ctx.target.Unsupported(c)) tip += " " + c + " is unsupported on " + ctx.target.name() + ".";
+    // Only candidates whose classification could change a decision.
+    std::string op, unsupported;
+    bool tensor = false, module = false;
+    for (const auto& c : candidates) {
+      if (IsTargetApi(t, c)) continue;
+      bool matters = cuda_only;
+      if (!t.all_supported()) {
+        if (t.Unsupported(c)) {
+          matters = true;
+          unsupported += " " + c + " is unsupported on " + t.name() + ".";
+        } else if (!t.Supported(c)) {
+          matters = true;  // in neither list
+        }
       }
+      if (!matters) continue;
+      op += (op.empty() ? "" : "|") + c;
+      (c[6] == 'T' ? tensor : module) = true;
     }
+    if (op.empty()) return;
+    std::string tip = "Receiver type not inferred: ." + method + "() is a method of " +
+                      (tensor && module ? "torch tensors and modules" : tensor ? "torch tensors" : "torch modules") +
+                      "; annotate the receiver to classify it exactly." + unsupported;
     ctx.Report(ev.node, op, tip, Category::kUnknown, Confidence::kLow, name());
   }
 };
