@@ -479,17 +479,15 @@ class _Dumper(TorchDispatchMode):
         """An operator's outputs overflow when they hold inf/nan while its floating inputs and number
         arguments are finite, or (fp16 autocast) when an fp32 output exceeds fp16's range while its
         inputs do not. `input_peaks` is a list or a function computing it (only asked when needed)."""
-        peaks = [p for p in (_peak(t) for t in outputs) if p is not None]
-        nonfinite = any(not math.isfinite(p) for p in peaks)
-        beyond_fp16 = not nonfinite and _computing_in_fp16() and any(
-            t.dtype == torch.float32 and p is not None and p > _FP16_MAX for t, p in zip(outputs, map(_peak, outputs)))
-        if not (nonfinite or beyond_fp16):
-            return False
-        if numbers_nonfinite:
+        peaks = [(t.dtype, _peak(t)) for t in outputs]
+        nonfinite = any(not _finite(p) for _, p in peaks)
+        beyond_fp16 = not nonfinite and any(dtype == torch.float32 and p is not None and p > _FP16_MAX
+                                            for dtype, p in peaks) and _computing_in_fp16()
+        if not (nonfinite or beyond_fp16) or numbers_nonfinite:
             return False
         ins = input_peaks() if callable(input_peaks) else input_peaks
         if not all(_finite(p) for p in ins):
-            return False
+            return False  # the inf/nan came in: not where it started
         return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
 
     def record(self, name, kind, phase, inputs, outputs, replayed=None, replay_note=None, unread=(),
