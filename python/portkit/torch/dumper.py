@@ -412,7 +412,10 @@ class _Dumper(TorchDispatchMode):
             st = _storage(t)
             if st is not None:
                 if len(self.fresh) >= _FRESH_LIMIT:  # never written, never reused: forget the oldest
-                    del self.fresh[next(iter(self.fresh))]
+                    try:
+                        del self.fresh[next(iter(self.fresh))]
+                    except (RuntimeError, KeyError, StopIteration):  # another thread changed it
+                        pass
                 self.fresh[st[0]] = st[1]
 
     def _untrack(self, written, outputs, op):
@@ -587,7 +590,7 @@ class _Dumper(TorchDispatchMode):
             if op.mutates:
                 outs = {id(t) for t in op.arguments(args, kwargs, [w for w in op.write_args if w[1] in op.out_args])}
                 written = op.arguments(args, kwargs, op.write_args)
-                fresh = {id(t) for t in written if self._is_fresh(t)}
+                fresh = {id(t) for t in written if self._is_fresh(t)} if self.fresh else set()
                 unread = {i for i, t in enumerate(inputs) if id(t) in outs or id(t) in fresh}
             replayed, note = None, None
             if self.reference is not None:  # before the op runs: an in-place op changes its inputs
