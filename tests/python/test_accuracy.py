@@ -420,7 +420,7 @@ def test_stats_only_and_acl_json_config(tmp_path, portkit):
     assert abs(out["max"] - float(y.max())) < 1e-5 and abs(out["norm"] - float(y.norm())) < 1e-3
     assert isinstance(out["crc32"], int)
     assert not list(tmp_path.glob("stats/*.safetensors"))
-    # The seed's acl.json keys: only addmm, outputs only, into the configured path.
+    # The original tool's acl.json keys: only addmm, outputs only, into the configured path.
     acl = tmp_path / "acl.json"
     acl.write_text(json.dumps({"dump_path": str(tmp_path / "acl"), "dump_mode": "output",
                                "dump_list": ["addmm"], "dump_op_switch": "on"}))
