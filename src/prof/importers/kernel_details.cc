@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/input_files.h"
 #include "core/csv_reader.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/importers/importer.h"
@@ -32,7 +33,9 @@ std::vector<std::string> HeaderColumns(std::string_view head) {
 }
 
 Expected<std::string> ReadDecompressed(const std::filesystem::path& path, size_t max_bytes) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
+  if (!fd.ok()) return fd.status();
+  gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return IoError(path.string() + ": cannot open");
   std::string out;
   char chunk[1 << 16];
