@@ -103,7 +103,9 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
       report.skipped.emplace_back(Relative(file, report.folder), "not a trace portkit reads");
     }
   }
-  for (const auto& [file, why] : not_read) report.skipped.emplace_back(Relative(file, report.folder), why);
+  // lexically: fs::relative would resolve the very link being reported.
+  for (const auto& [file, why] : not_read)
+    report.skipped.emplace_back(file.lexically_relative(report.folder).generic_string(), why);
   std::sort(report.skipped.begin(), report.skipped.end());
   if (found.empty())
     return NotFound("no trace found under " + options.input.string() + " (looked for " +
