@@ -178,7 +178,7 @@ TEST_F(InputFilesTest, CopyFileAtomicKeepsTheMode) {
 }
 
 TEST(UnifiedDiffHeader, NamesWithSpacesAndQuotes) {
-  EXPECT_EQ(UnifiedDiff("a\n", "b\n", "pkg/my file.py").substr(0, 42),
+  EXPECT_EQ(UnifiedDiff("a\n", "b\n", "pkg/my file.py").substr(0, 44),
             "--- a/pkg/my file.py\t\n+++ b/pkg/my file.py\t\n");
   EXPECT_EQ(UnifiedDiff("a\n", "b\n", "x\"y.py").substr(0, 32), "--- \"a/x\\\"y.py\"\n+++ \"b/x\\\"y.py\"\n");
   EXPECT_EQ(UnifiedDiff("a\n", "b\n", "plain.py").substr(0, 30), "--- a/plain.py\n+++ b/plain.py\n");
