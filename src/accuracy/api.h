@@ -202,6 +202,9 @@ struct ExtractOptions {
   /// Dump: operator indices (exact) or parts of operator names. HDF5: `/op_name` or
   /// `/op_name/seqid` (exact; the leading '/' may be left out).
   std::vector<std::string> select;
+  /// Replace an existing output (a non-empty folder or an existing .h5 file); without it they are
+  /// refused (kInvalidArgument). The input itself is never an output, with or without it.
+  bool force = false;
 };
 
 struct ExtractReport {

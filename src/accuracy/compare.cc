@@ -16,6 +16,7 @@
 #include "accuracy/safetensors.h"
 #include "core/table.h"
 #include "core/thread_pool.h"
+#include "core/input_files.h"
 
 namespace portkit::accuracy {
 namespace fs = std::filesystem;
@@ -327,6 +328,7 @@ bool IsReplayKey(const std::string& key) { return key.rfind("replay.", 0) == 0; 
 /// columns is allowed).
 Expected<std::map<std::string, std::string>> LoadMapping(const fs::path& file) {
   const std::string path = file.string();
+  if (auto probe = OpenInputFile(file); !probe.ok()) return probe.status();  // never block on a FIFO
   std::ifstream in(file);
   if (!in) return NotFound(path + ": cannot open the mapping file");
   std::map<std::string, std::string> out;

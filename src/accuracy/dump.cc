@@ -1,4 +1,5 @@
 #include "accuracy/dump.h"
+#include "core/input_files.h"
 
 #include <simdjson.h>
 
@@ -26,6 +27,9 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
   Dump d;
   d.dir = dir;
   std::filesystem::path manifest = dir / "manifest.jsonl";
+  // A manifest that is a FIFO or device would block the read forever; a link is not followed.
+  if (auto probe = OpenInputFile(manifest, Links::kRefuse); !probe.ok() && DescribeFileType(manifest) != "missing")
+    return probe.status();
   std::ifstream in(manifest);
   if (!in) return NotFound(manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper");
   std::string line;

@@ -15,6 +15,7 @@
 
 #include "accuracy/hdf5_types.h"
 #include "core/subprocess.h"
+#include "core/input_files.h"
 
 static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t is kept as int64_t in hdf5_dump.h");
 
@@ -514,6 +515,7 @@ std::vector<std::string> ReadRecords(std::string_view in) {
 }
 
 bool HasHdf5Signature(const fs::path& path) {
+  if (!OpenInputFile(path).ok()) return false;  // never block on a FIFO or device
   std::ifstream in(path, std::ios::binary);
   char sig[8] = {};
   return in.read(sig, 8) && std::memcmp(sig, "\x89HDF\r\n\x1a\n", 8) == 0;

@@ -13,6 +13,7 @@
 #include "accuracy/safetensors.h"
 #include "accuracy/tensor_files.h"
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "core/csv_writer.h"
 #include "core/subprocess.h"
 
@@ -188,12 +189,17 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
         if (!op.file.empty())
           files.push_back({input / op.file, SafeName(std::to_string(op.index) + "." + op.name + "." + op.phase)});
     } else {
-      for (auto it = fs::recursive_directory_iterator(input, fs::directory_options::skip_permission_denied, ec);
-           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-        if (it->is_regular_file(ec) && HasHdf5Extension(it->path())) {
-          fs::path rel = fs::relative(it->path(), input, ec);
-          h5_files.push_back({it->path(), out / rel.replace_extension()});
+      // Links are never followed, FIFOs never opened, earlier outputs never entered (docs/safety.md).
+      WalkOptions walk;
+      walk.exclude = {out};
+      for (const auto& e : WalkInputTree(input, walk)) {
+        if (!HasHdf5Extension(e.path)) continue;
+        if (e.kind != InputEntry::Kind::kFile) {
+          report.skipped.push_back((input / e.rel).string() + ": " + e.note);
+          continue;
         }
+        h5_files.push_back({e.path, out / fs::path(e.rel).replace_extension()});
+      }
       std::sort(h5_files.begin(), h5_files.end());
       // a.h5 and a.hdf5 side by side: keep the extension in the folder names of all but the first.
       std::set<fs::path> used;
@@ -261,7 +267,8 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
       } else {
         AppendTxtData(t.dtype, f->Data(t), t.numel(), &bytes);
       }
-      std::string name = stem + "." + key + "." + ext;
+      // The key is input data: one sanitised file name, never a path out of `out`.
+      std::string name = SafeFileName(stem + "." + key + "." + ext);
       PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / name, bytes));
       report.widened += widened;
       report.written.push_back({name, path.string() + ":" + key, widened});
@@ -281,6 +288,20 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
   report.input = in.string();
   report.output = out.string();
   std::error_code ec;
+  // Never the input, and never an existing dump or file without --force (docs/safety.md).
+  if (fs::exists(out, ec) && fs::equivalent(in, out, ec))
+    return InvalidArgument("-o " + out.string() + " is the input itself; extract writes a new dump, give another -o");
+  if (fs::is_directory(in, ec))
+    for (fs::path p = fs::absolute(out, ec).lexically_normal(); p.has_relative_path(); p = p.parent_path())
+      if (fs::exists(p, ec) && fs::equivalent(p, in, ec))
+        return InvalidArgument("-o " + out.string() + " is inside the input dump " + in.string() + "; give -o outside it");
+  if (!options.force && fs::exists(out, ec)) {
+    bool is_folder = fs::is_directory(out, ec);
+    if (!is_folder || !fs::is_empty(out, ec))
+      return InvalidArgument("-o " + out.string() + " already exists" +
+                             (is_folder && fs::exists(out / "manifest.jsonl", ec) ? " and holds a dump" : "") +
+                             "; it is not overwritten: give a new -o, or --force to replace it");
+  }
   if (IsHdf5Input(in)) {
     report.hdf5 = true;
     // In a child process: a corrupt file that crashes the HDF5 library is an error, not a crash.
@@ -326,6 +347,7 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
   auto dump = Dump::Load(in);
   if (!dump.ok()) return dump.status();
   if (!dump->warning.empty()) report.warnings.push_back(dump->warning);
+  if (auto probe = OpenInputFile(in / "manifest.jsonl", Links::kRefuse); !probe.ok()) return probe.status();
   std::ifstream manifest(in / "manifest.jsonl");
   std::string line, kept;
   std::vector<const DumpOp*> ops;
@@ -365,6 +387,7 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
   }
   PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "manifest.jsonl", kept));
   report.files.push_back("manifest.jsonl");
+  PORTKIT_RETURN_IF_ERROR(MarkOutput(out, "extract", report.files));
   ctx.logger.Info("Extracted " + std::to_string(ops.size()) + " operators into " + out.string());
   return report;
 }

@@ -14,6 +14,7 @@
 #include "analyse/source_files.h"
 #include "analyse/target.h"
 #include "analyse/third_party.h"
+#include "core/input_files.h"
 #include "core/atomic_file.h"
 #include "core/thread_pool.h"
 
@@ -191,10 +192,18 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   if (ec || !fs::is_directory(out_root))
     return IoError("output " + opt.output.string() + " cannot be created: " + (ec ? ec.message() : "not a folder"));
   report.results_dir = out_root / (report.project + "_analysis");
+  // A folder this command did not write is never overwritten without --force (docs/safety.md).
+  if (fs::exists(report.results_dir, ec) && !opt.force && MarkedOutputCommand(report.results_dir) != "analyse" &&
+      !fs::is_empty(report.results_dir, ec))
+    return InvalidArgument("output folder " + report.results_dir.string() +
+                           " already exists and was not written by portkit analyse; remove it, choose another "
+                           "-o, or give --force to write into it");
   fs::create_directories(report.results_dir, ec);
   if (ec || !fs::is_directory(report.results_dir))
     return IoError("output folder " + report.results_dir.string() + " cannot be created" +
                    (ec ? ": " + ec.message() : std::string()));
+  // Marked, so that a later analyse or migrate of a folder holding it does not walk into it.
+  PORTKIT_RETURN_IF_ERROR(MarkOutput(report.results_dir, "analyse"));
 
   log.Info("PyTorch analysis start working now, please wait for a moment.");
   log.Info("Target " + target->name() +

@@ -69,6 +69,9 @@ struct AnalyseOptions {
   std::vector<std::string> api_files;  ///< full_unsupported_results.csv of earlier third_party runs
   size_t max_file_bytes = 64u << 20;   ///< larger Python files are skipped
   // Worker threads come from Context::jobs.
+  /// Write into an existing <output>/<basename>_analysis/ that an earlier `portkit analyse` did
+  /// not create (refused otherwise: kInvalidArgument).
+  bool force = false;
 };
 
 /// A data loop that dynamic_shape wrapped in the instrumented copy.
@@ -119,6 +122,9 @@ struct MigrateOptions {
   std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   bool unsafe = false;  ///< also apply affinity replacements that may change numerics
   size_t max_file_bytes = 64u << 20;
+  /// Write into an existing <output>/<basename>_msft/ that an earlier `portkit migrate` did not
+  /// create (refused otherwise: kInvalidArgument).
+  bool force = false;
 };
 
 /// One edit of the migration, as change_list.csv lists it.

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "analyse/walker.h"
+#include "core/input_files.h"
 #include "core/atomic_file.h"
 
 namespace portkit::analyse {
@@ -260,6 +261,13 @@ Status RunDynamicShapeMode(ModeRun& run) {
       ++copy.files_copied;
     }
   }
+  // Links are copied as links, never as what they point to (docs/safety.md).
+  for (const auto& f : sources.links) {
+    fs::path dest = results / f.rel;
+    ensure_parent(dest);
+    written(dest, CopySymlinkAtomic(f.path, dest));
+    ++copy.files_copied;
+  }
   // The detector package, importable from the copy's root.
   fs::path pkg = results / "msft_dynamic_analysis";
   fs::create_directories(pkg, ec);
@@ -267,7 +275,8 @@ Status RunDynamicShapeMode(ModeRun& run) {
     written(pkg / name, CopyFileAtomic(run.detector_dir / name, pkg / name));
   written(pkg / "_config.py",
           WriteFileAtomic(pkg / "_config.py",
-                          "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = \"" + base + "\"\n"));
+                          "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = " +
+                              PythonStringLiteral(base) + "\n"));
   std::sort(copy.files.begin(), copy.files.end());
   if (!first_error.ok()) return first_error;
   if (copy.loops.empty()) {
@@ -277,8 +286,8 @@ Status RunDynamicShapeMode(ModeRun& run) {
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
   if (!entries.empty()) copy.entry = entries.front();
-  log.Info("Run the instrumented copy on the training machine: cd " + results.string() + " && python " +
-           (entries.empty() ? std::string("<your entry script>.py") : entries.front()) +
+  log.Info("Run the instrumented copy on the training machine: cd " + ShellQuote(results.string()) +
+           " && python " + (entries.empty() ? std::string("<your entry script>.py") : ShellQuote(entries.front())) +
            " ...; the report msft_dynamic_shape_analysis_report.csv is written to " + results.string() +
            " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).");
   return Status::Ok();

@@ -9,6 +9,7 @@
 #include "analyse/target.h"
 #include "analyse/walker.h"
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "core/unified_diff.h"
 
 namespace portkit::analyse {
@@ -221,6 +222,13 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   const std::string& base = report.project;
   fs::path results = fs::absolute(opt.output) / (base + "_msft");
   report.results_dir = results;
+  // A folder this command did not write is never overwritten without --force (docs/safety.md).
+  bool reused = fs::exists(results, ec);
+  if (reused && !opt.force && MarkedOutputCommand(results) != "migrate" && !fs::is_empty(results, ec))
+    return InvalidArgument("output folder " + results.string() +
+                           " already exists and was not written by portkit migrate; remove it, choose another "
+                           "-o, or give --force to write into it");
+  const std::vector<std::string> earlier_files = reused ? MarkedOutputFiles(results) : std::vector<std::string>{};
   fs::create_directories(results, ec);
   if (ec || !fs::is_directory(results, ec))
     return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
@@ -312,6 +320,11 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       fs::path dest = results / f.rel;
       write(dest, [&] { return CopyFileAtomic(f.path, dest); });
     }
+  // Links are copied as links, never as what they point to (docs/safety.md).
+  for (const auto& f : project.sources.links) {
+    fs::path dest = results / f.rel;
+    write(dest, [&] { return CopySymlinkAtomic(f.path, dest); });
+  }
   // Files the loader could not analyse were copied unchanged.
   report.warnings.insert(report.warnings.end(), project.problems.begin(), project.problems.end());
   Status st = WriteFileAtomic(results / "migration.patch", patch);
@@ -322,6 +335,16 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     report.files_written.push_back("migration.patch");
   }
   std::sort(report.files_written.begin(), report.files_written.end());
+  // Files an earlier run wrote that this run did not (deleted from the project since) are removed,
+  // so the copy mirrors the project; only names recorded in the marker are touched.
+  for (const auto& old : earlier_files) {
+    if (std::binary_search(report.files_written.begin(), report.files_written.end(), old)) continue;
+    fs::path stale = results / old;
+    if (fs::symlink_status(stale, ec).type() == fs::file_type::directory) continue;
+    if (fs::remove(stale, ec)) log.Warning(old + ": removed from the migrated copy (no longer in the project)");
+  }
+  if (Status marked = MarkOutput(results, "migrate", report.files_written); !marked.ok() && first_error.ok())
+    first_error = marked;
   if (!first_error.ok()) return first_error;
   log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(report.files_changed) +
            " files changed, " + std::to_string(report.changes.size()) + " changes.");

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 
 namespace portkit::analyse {
 namespace fs = std::filesystem;
@@ -21,56 +22,38 @@ class Walker {
  public:
   Walker(const fs::path& root, std::string prefix, const std::vector<fs::path>& exclude,
          SourceSet& out)
-      : root_(root), prefix_(std::move(prefix)), out_(out) {
+      : root_(root), prefix_(std::move(prefix)), out_(out), exclude_(exclude) {
     std::error_code ec;
-    for (const auto& e : exclude) excluded_.insert(fs::weakly_canonical(e, ec).string());
     root_is_package_ = fs::exists(root / "__init__.py", ec);
   }
 
-  void Walk(const fs::path& dir, const std::string& rel) {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) {
-      Problem(rel, "unreadable", std::string("cannot open folder: ") + std::strerror(errno));
-      return;
-    }
-    auto id = std::make_pair(st.st_dev, st.st_ino);
-    if (!visited_.insert(id).second) {
-      Problem(rel, "symlink_loop", "folder already visited (symlink loop); skipped");
-      return;
-    }
-    std::error_code ec;
-    std::vector<fs::directory_entry> entries;
-    fs::directory_iterator it(dir, ec);
-    if (ec) {
-      Problem(rel.empty() ? "." : rel, "unreadable", "cannot list folder: " + ec.message());
-      return;
-    }
-    for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      entries.push_back(*it);
-    }
-    std::sort(entries.begin(), entries.end(),
-              [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
-    for (const auto& e : entries) {
-      std::string name = e.path().filename().string();
-      std::string child_rel = rel.empty() ? name : rel + "/" + name;
-      std::error_code sec;
-      bool is_link = e.is_symlink(sec);
-      fs::file_status status = fs::status(e.path(), sec);
-      if (sec || !fs::exists(status)) {
-        // Only links that look like sources matter; dangling links to libraries are noise.
-        if (is_link && (e.path().extension() == ".py" || IsCppSource(e.path())))
-          Problem(child_rel, "broken_symlink", "symlink target does not exist (or loops); skipped");
-        continue;
-      }
-      if (fs::is_directory(status)) {
-        if (name.empty() || name[0] == '.' || name == "__pycache__" || name == "node_modules") continue;
-        if (excluded_.count(fs::weakly_canonical(e.path(), sec).string())) continue;
-        Walk(e.path(), child_rel);
-      } else if (fs::is_regular_file(status)) {
-        if (e.path().extension() == ".py") AddPython(e.path(), child_rel);
-        else if (IsCppSource(e.path())) out_.cpp.push_back({e.path(), Display(child_rel), child_rel, "", {}, false});
-        else out_.others.push_back({e.path(), Display(child_rel), child_rel, "", {}, false});
+  /// Links are never followed (docs/safety.md): listed in `links` with a note, like FIFOs and
+  /// earlier portkit outputs inside the input.
+  void Walk() {
+    WalkOptions options;
+    options.exclude = exclude_;
+    options.skip_hidden_folders = true;
+    options.skip_folder_names = {"__pycache__", "node_modules"};
+    for (auto& e : WalkInputTree(root_, options)) {
+      switch (e.kind) {
+        case InputEntry::Kind::kFile:
+          if (e.path.extension() == ".py") AddPython(e.path, e.rel);
+          else if (IsCppSource(e.path)) out_.cpp.push_back({e.path, Display(e.rel), e.rel, "", {}, false});
+          else out_.others.push_back({e.path, Display(e.rel), e.rel, "", {}, false});
+          break;
+        case InputEntry::Kind::kLink:
+          Problem(e.rel, "symlink", e.note);
+          out_.links.push_back({e.path, Display(e.rel), e.rel, "", {}, false});
+          break;
+        case InputEntry::Kind::kSpecial:
+          Problem(e.rel, "skipped", e.note);
+          break;
+        case InputEntry::Kind::kOutput:
+          Problem(e.rel, "portkit_output", e.note);
+          break;
+        case InputEntry::Kind::kUnreadable:
+          Problem(e.rel, "unreadable", e.note);
+          break;
       }
     }
   }
@@ -110,8 +93,7 @@ class Walker {
   fs::path root_;
   std::string prefix_;
   SourceSet& out_;
-  std::set<std::string> excluded_;
-  std::set<std::pair<dev_t, ino_t>> visited_;
+  std::vector<fs::path> exclude_;
   bool root_is_package_ = false;
 };
 
@@ -120,7 +102,7 @@ class Walker {
 SourceSet DiscoverSources(const fs::path& root, const std::string& display_prefix,
                           const std::vector<fs::path>& exclude, size_t /*max_bytes*/) {
   SourceSet out;
-  Walker(root, display_prefix, exclude, out).Walk(root, "");
+  Walker(root, display_prefix, exclude, out).Walk();
   return out;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 /// Finding the files of a project: Python sources (with their module names) and C++/CUDA
-/// sources, following folder symlinks without looping; unreadable, binary, non-UTF-8, empty and
-/// oversized files are reported, never fatal.
+/// sources. Symbolic links are never followed (listed in `links`, with a note); unreadable,
+/// binary, non-UTF-8, empty and oversized files, FIFOs and devices, and earlier portkit outputs
+/// inside the project are reported, never fatal.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,7 +23,7 @@ struct SourceFile {
 struct FileProblem {
   std::string file;
   uint32_t line = 0, col = 0;
-  std::string kind;     ///< "skipped", "syntax_error", "symlink_loop", ...
+  std::string kind;     ///< "skipped", "syntax_error", "symlink", "portkit_output", ...
   std::string message;
 };
 
@@ -34,6 +35,7 @@ struct SourceSet {
   std::vector<SourceFile> python;
   std::vector<SourceFile> cpp;
   std::vector<SourceFile> others;  ///< every other regular file (copied by dynamic_shape)
+  std::vector<SourceFile> links;   ///< symbolic links: never followed, copied as links
   std::vector<FileProblem> problems;
 };
 

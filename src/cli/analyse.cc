@@ -100,6 +100,8 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
           },
           "CATEGORY[,CATEGORY...]"));
   bool fail_on_findings = false;
+  app.add_flag("--force", opt.force,
+               "write into an existing <output>/<name>_analysis folder that portkit analyse did not create");
   app.add_flag("--fail-on-findings", fail_on_findings, "exit 1 when the run has any finding (--fail-on any)");
   if (auto code = Parse(app, argc, argv)) return *code;
   if (fail_on_findings && std::find(fail_on.begin(), fail_on.end(), "any") == fail_on.end()) fail_on.push_back("any");

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/input_files.h"
+
 namespace portkit::cli {
 namespace fs = std::filesystem;
 
@@ -121,6 +123,7 @@ CLI::Option* AddJobsOption(CLI::App& app, int* jobs) {
 
 Status CheckInput(const fs::path& path, std::string_view option, PathKind kind) {
   std::error_code ec;
+  PORTKIT_RETURN_IF_ERROR(RefuseSymlinkedPath(path, option));
   auto st = fs::status(path, ec);
   if (ec || !fs::exists(st))
     return NotFound(std::string(option) + " " + path.string() + " does not exist");
@@ -128,6 +131,9 @@ Status CheckInput(const fs::path& path, std::string_view option, PathKind kind) 
     return InvalidArgument(std::string(option) + " " + path.string() + " is a folder; give a file");
   if (kind == PathKind::kDirectory && !fs::is_directory(st))
     return InvalidArgument(std::string(option) + " " + path.string() + " is not a folder");
+  if (!fs::is_directory(st) && !fs::is_regular_file(st))
+    return InvalidArgument(std::string(option) + " " + path.string() + " is " + DescribeFileType(path) +
+                           ", not a regular file; not read");
   if (::access(path.c_str(), R_OK) != 0)
     return IoError(std::string(option) + " " + path.string() + " cannot be read (permission denied)");
   return Status::Ok();
@@ -135,6 +141,7 @@ Status CheckInput(const fs::path& path, std::string_view option, PathKind kind) 
 
 Status CheckOutputFolder(const fs::path& path, std::string_view option) {
   std::error_code ec;
+  PORTKIT_RETURN_IF_ERROR(RefuseSymlinkedPath(path, option));
   fs::path p = path.empty() ? fs::path(".") : path;
   fs::path probe = fs::absolute(p, ec);
   if (ec) probe = p;
@@ -163,6 +170,7 @@ Status CheckOutputFolder(const fs::path& path, std::string_view option) {
 
 Status CheckOutputFile(const fs::path& path, std::string_view option) {
   std::error_code ec;
+  PORTKIT_RETURN_IF_ERROR(RefuseSymlinkedPath(path, option));
   if (fs::is_directory(path, ec))
     return InvalidArgument(std::string(option) + " " + path.string() + " is a folder; give a file name");
   fs::path parent = path.parent_path();

@@ -59,7 +59,10 @@ bool Wants(const std::vector<std::string>& formats, std::string_view format);
 CLI::Option* AddJobsOption(CLI::App& app, int* jobs);
 
 enum class PathKind { kAny, kFile, kDirectory };
+// Every check below refuses a path that is itself a symbolic link (RefuseSymlinkedPath,
+// docs/safety.md "Links"); links in its parent folders are accepted.
 /// An input that must exist (and be of `kind`): kNotFound / kInvalidArgument naming `option`.
+/// A FIFO, socket or device is refused (kInvalidArgument) without being opened.
 Status CheckInput(const std::filesystem::path& path, std::string_view option, PathKind kind = PathKind::kAny);
 /// An output folder that exists as a writable folder or can be created (its nearest existing
 /// ancestor is a writable folder). Nothing is created. kIo naming `option` otherwise.

@@ -21,6 +21,8 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   app.add_option("-o,--output", output, "folder for the migrated copy (created if missing)")->required();
   app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, true))
       ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, true); });
+  app.add_flag("--force", opt.force,
+               "write into an existing <output>/<name>_msft folder that portkit migrate did not create");
   app.add_flag("--unsafe", opt.unsafe,
                "also apply affinity replacements (fused optimizers, masked index_put) that can change numerics");
   AddJobsOption(app, &ctx.jobs);

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/input_files.h"
+
 namespace portkit {
 
 FileView::~FileView() {
@@ -40,17 +42,15 @@ void FileView::ReleaseRange(const void* data, size_t bytes) const {
 }
 
 Expected<FileView> FileView::Open(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path.string() + ": cannot open: " + std::strerror(errno));
+  // A tensor file in a dump is never a link, a FIFO or a device (docs/safety.md).
+  auto file = OpenInputFile(path, Links::kRefuse);
+  if (!file.ok()) return file.status();
+  int fd = file->release();
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
     ::close(fd);
     return IoError(path.string() + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError(path.string() + ": not a regular file");
   }
   FileView view;
   view.size_ = static_cast<size_t>(st.st_size);

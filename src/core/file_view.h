@@ -16,6 +16,7 @@ class FileView {
   FileView(const FileView&) = delete;
   FileView& operator=(const FileView&) = delete;
 
+  /// Maps a regular file; a symbolic link, FIFO, device or folder is refused (OpenInputFile).
   static Expected<FileView> Open(const std::filesystem::path& path);
   std::string_view data() const { return {static_cast<const char*>(addr_), size_}; }
   size_t size() const { return size_; }

@@ -1,6 +1,7 @@
 #include "core/unified_diff.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace portkit {
@@ -66,6 +67,39 @@ void AppendLine(std::string& out, char tag, std::string_view line) {
   if (line.empty() || line.back() != '\n') out += "\n\\ No newline at end of file\n";
 }
 
+// A file name in a ---/+++ header as git writes it, which `patch -p1` and `git apply` both read: a
+// name with a quote, a backslash or a control character is C-quoted ("a/x\"y"); a name with a
+// space ends with a tab, so that the space is not taken for the end of the name.
+std::string HeaderName(std::string_view prefix, std::string_view path) {
+  bool quote = false;
+  for (char c : path) {
+    auto u = static_cast<unsigned char>(c);
+    quote |= c == '"' || c == '\\' || u < 0x20 || u == 0x7f;
+  }
+  std::string name = std::string(prefix) + std::string(path);
+  if (!quote) return path.find(' ') != std::string_view::npos ? name + "\t" : name;
+  std::string out = "\"";
+  for (char c : name) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          char buf[5];
+          std::snprintf(buf, sizeof buf, "\\%03o", u);
+          out += buf;
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
 std::string UnifiedDiff(std::string_view before, std::string_view after, const std::string& path) {
@@ -81,7 +115,7 @@ std::string UnifiedDiff(std::string_view before, std::string_view after, const s
     if (ops[i] != Op::kDelete) ++ib;
   }
   pos[ops.size()] = {ia, ib};
-  std::string out = "--- a/" + path + "\n+++ b/" + path + "\n";
+  std::string out = "--- " + HeaderName("a/", path) + "\n+++ " + HeaderName("b/", path) + "\n";
   const size_t context = 3;
   size_t i = 0;
   while (i < ops.size()) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/input_files.h"
 #include "prof/api.h"
 
 namespace portkit::prof {
@@ -30,17 +31,22 @@ bool HasTraceLikeName(const fs::path& p) {
 }
 
 /// Regular files under `path` (itself when it is a file), sorted; portkit's outputs skipped.
-std::vector<fs::path> CandidateFiles(const fs::path& path) {
+/// Links are never followed and FIFOs or devices never opened (docs/safety.md): those with a
+/// trace-like name are listed in `notes` (relative path, why).
+std::vector<fs::path> CandidateFiles(const fs::path& path, std::vector<std::pair<fs::path, std::string>>* notes) {
   std::vector<fs::path> out;
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return {path};
-  auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec)) {
-      if (IsOutputFolder(it->path())) it.disable_recursion_pending();
-      continue;
+  WalkOptions walk;
+  for (const auto& e : WalkInputTree(path, walk)) {
+    if (e.kind == InputEntry::Kind::kFile) {
+      bool in_output = false;
+      for (fs::path dir = fs::path(e.rel).parent_path(); !dir.empty(); dir = dir.parent_path())
+        in_output |= IsOutputFolder(dir);
+      if (!in_output && !IsStoreFile(e.path)) out.push_back(e.path);
+    } else if ((e.kind == InputEntry::Kind::kLink || e.kind == InputEntry::Kind::kSpecial) && HasTraceLikeName(e.path)) {
+      notes->emplace_back(e.path, e.note);
     }
-    if (it->is_regular_file(ec) && !IsStoreFile(it->path())) out.push_back(it->path());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -85,7 +91,8 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   };
   std::vector<Found> found;
   bool single_file = fs::is_regular_file(options.input, ec);
-  for (const auto& file : CandidateFiles(options.input)) {
+  std::vector<std::pair<fs::path, std::string>> not_read;
+  for (const auto& file : CandidateFiles(options.input, &not_read)) {
     const Importer* importer = DetectImporter(importers, ReadFirstBytes(file));
     if (importer) {
       found.push_back({file, importer});
@@ -96,6 +103,10 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
       report.skipped.emplace_back(Relative(file, report.folder), "not a trace portkit reads");
     }
   }
+  // lexically: fs::relative would resolve the very link being reported.
+  for (const auto& [file, why] : not_read)
+    report.skipped.emplace_back(file.lexically_relative(report.folder).generic_string(), why);
+  std::sort(report.skipped.begin(), report.skipped.end());
   if (found.empty())
     return NotFound("no trace found under " + options.input.string() + " (looked for " +
                     DescribeImporters(importers) + ")");

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/input_files.h"
+
 namespace portkit::prof {
 namespace {
 
@@ -163,7 +165,9 @@ bool ReadEventArray(Reader& r, const StreamCallbacks& cb, StreamStats* stats) {
 }  // namespace
 
 Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, StreamStats* stats) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
+  if (!fd.ok()) return fd.status();
+  gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
   gzbuffer(f, 1 << 18);
   Reader r(f);

@@ -14,6 +14,7 @@
 #include "core/json_writer.h"
 #include "tune/builder.h"
 #include "tune/operators/operator.h"
+#include "core/input_files.h"
 
 #ifndef PORTKIT_VERSION_STRING
 #define PORTKIT_VERSION_STRING "0.0.0"
@@ -152,6 +153,7 @@ Status CheckIsSqlite(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) == 0) return Status::Ok();
   char header[16] = {};
+  if (auto probe = OpenInputFile(path); !probe.ok()) return probe.status();
   std::ifstream in(path, std::ios::binary);
   in.read(header, sizeof header);
   if (in.gcount() == sizeof header && std::string_view(header, sizeof header) == std::string_view("SQLite format 3\0", 16))

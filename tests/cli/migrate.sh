@@ -15,7 +15,7 @@ check "migration.patch matches the golden copy" "diff -u '$golden/migration.patc
 check "change_list.csv has the exact header" "head -1 '$copy/change_list.csv' | grep -qx 'File,Start Line,End Line,Operation Type,Message'"
 cp -r examples/cifar_cuda "$tmp/orig"
 check "the patch applies with patch -p1" "(cd '$tmp/orig' && patch -p1 -s < '$copy/migration.patch')"
-check "patched original equals the migrated copy" "diff -r -x change_list.csv -x migration.patch -x migration_log.txt '$tmp/orig' '$copy'"
+check "patched original equals the migrated copy" "diff -r -x change_list.csv -x migration.patch -x migration_log.txt -x .portkit-output '$tmp/orig' '$copy'"
 check "no cuda device strings or torch.cuda calls remain" "! grep -rn --include=*.py -e '\"cuda' -e 'torch\\.cuda\\.' -e '\\.cuda()' '$copy'"
 "$PORTKIT" analyse -i "$copy" -o "$tmp/parse" --format json >/dev/null 2>"$tmp/parse.err"
 check "every migrated file parses" "! grep -q 'syntax error:' '$tmp/parse.err' && grep -q '(0 with syntax errors)' '$tmp/parse.err'"

@@ -11,18 +11,25 @@
 
 namespace portkit::prof {
 
-bool ParseMicrosToNanos(std::string_view t, int64_t* ns) {
+bool ParseMicrosToNanos(std::string_view t, int64_t* ns, bool* out_of_range) {
+  auto too_big = [&] {
+    if (out_of_range) *out_of_range = true;
+    return false;
+  };
   while (!t.empty() && (t.front() == '"' || t.front() == ' ')) t.remove_prefix(1);
   while (!t.empty() && (t.back() == '"' || t.back() == ' ')) t.remove_suffix(1);
   if (t.empty()) return false;
   bool neg = t.front() == '-';
   if (neg) t.remove_prefix(1);
+  constexpr int64_t kMaxMicros = kMaxTimestampNs / 1000;
   if (t.find_first_of("eE") != std::string_view::npos) {
     // Exponent form: rare (relative durations); a double is exact enough there.
     std::string s(t);
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
-    if (end == s.c_str() || *end) return false;
+    if (end == s.c_str() || *end || std::isnan(v)) return false;
+    // Checked before any conversion: 1e300 µs has no int64 value (converting it is undefined).
+    if (!(v <= static_cast<double>(kMaxMicros))) return too_big();
     *ns = static_cast<int64_t>(std::llround(v * 1000.0)) * (neg ? -1 : 1);
     return true;
   }
@@ -37,6 +44,11 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns) {
     if (c < '0' || c > '9') return false;
     any = true;
     if (!dot) {
+      if (whole > kMaxMicros / 10) {  // 99999999999999999999999 µs: checked before it could wrap
+        for (char rest : t)
+          if ((rest < '0' || rest > '9') && rest != '.') return false;
+        return too_big();
+      }
       whole = whole * 10 + (c - '0');
     } else if (frac_digits < 3) {
       frac = frac * 10 + (c - '0');
@@ -44,6 +56,7 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns) {
     }
   }
   if (!any) return false;
+  if (whole > kMaxMicros) return too_big();
   while (frac_digits < 3) frac *= 10, ++frac_digits;
   *ns = (whole * 1000 + frac) * (neg ? -1 : 1);
   return true;
@@ -98,21 +111,31 @@ EventKind KindOf(std::string_view cat, std::string_view name, bool legacy) {
   return EventKind::kOther;
 }
 
-int64_t IntOf(simdjson::ondemand::value v) {
+/// An integer field (pid, tid, ids, sizes); -1 when absent or not a number. A number with no
+/// int64 value (1e300, 99999999999999999999999) sets `*invalid` instead of being converted.
+int64_t IntOf(simdjson::ondemand::value v, bool* invalid = nullptr) {
   simdjson::ondemand::json_type t;
   if (v.type().get(t)) return -1;
   if (t == simdjson::ondemand::json_type::number) {
     int64_t i;
     if (!v.get_int64().get(i)) return i;
     double d;
-    if (!v.get_double().get(d)) return static_cast<int64_t>(d);
+    if (!v.get_double().get(d)) {
+      // 2^63 is exact as a double; anything at or past it (or NaN) has no int64 value.
+      if (d > -9223372036854775808.0 && d < 9223372036854775808.0) return static_cast<int64_t>(d);
+      if (invalid) *invalid = true;
+      return -1;
+    }
+    if (invalid) *invalid = true;  // a big integer simdjson could not read as int64 or double
     return -1;
   }
   if (t == simdjson::ondemand::json_type::string) {
     std::string_view s;
     if (v.get_string().get(s)) return -1;
     int64_t ns;
-    if (ParseMicrosToNanos(s, &ns)) return ns / 1000;
+    bool too_big = false;
+    if (ParseMicrosToNanos(s, &ns, &too_big)) return ns / 1000;
+    if (too_big && invalid) *invalid = true;
   }
   return -1;
 }
@@ -170,14 +193,14 @@ class EventParser {
         std::string_view s;
         if (!v.get_string().get(s)) name_.assign(s);
       } else if (key == "pid") {
-        e.pid = IntOf(v);
+        e.pid = IntOf(v, &invalid_);
       } else if (key == "tid") {
-        e.tid = IntOf(v);
+        e.tid = IntOf(v, &invalid_);
       } else if (key == "ts" || key == "dur") {
         std::string_view raw;
         raw = v.raw_json_token();
         int64_t ns;
-        if (!ParseMicrosToNanos(raw, &ns)) {
+        if (!ParseMicrosToNanos(raw, &ns, &invalid_)) {
           bad = true;
           break;
         }
@@ -187,11 +210,18 @@ class EventParser {
         Args(v, e);
       }
     }
-    if (bad || ph_ != "X" || !has_ts) {
+    // Numbers out of range leave the event out, counted (docs/safety.md); never wrapped.
+    if (!bad && ph_ == "X" && has_ts &&
+        (invalid_ || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum_))
+      invalid_ = true;
+    if (bad || invalid_ || ph_ != "X" || !has_ts) {
       ++result_.skipped;  // metadata (M), flows (s/f), instants, counters, malformed events
+      if (invalid_) ++result_.invalid;
+      invalid_ = false;
       ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear();
       return;
     }
+    duration_sum_ += e.dur_ns;
     e.name = name_;
     e.category = cat_;
     e.kind = KindOf(cat_, name_, legacy_);
@@ -212,15 +242,15 @@ class EventParser {
       if (f.unescaped_key().get(k)) return;
       simdjson::ondemand::value a;
       if (f.value().get(a)) return;
-      if (k == "External id") e.external_id = IntOf(a);
-      else if (k == "correlation") e.correlation = IntOf(a);
+      if (k == "External id") e.external_id = IntOf(a, &invalid_);
+      else if (k == "correlation") e.correlation = IntOf(a, &invalid_);
       else if (k == "grid") Triple(a, e.grid);
       else if (k == "block") Triple(a, e.block);
-      else if (k == "stream") e.tid = IntOf(a);
-      else if (k == "device") e.pid = IntOf(a);
-      else if (k == "registers per thread") e.registers = IntOf(a);
-      else if (k == "shared memory") e.shared_memory = IntOf(a);
-      else if (k == "bytes") e.bytes = IntOf(a);
+      else if (k == "stream") e.tid = IntOf(a, &invalid_);
+      else if (k == "device") e.pid = IntOf(a, &invalid_);
+      else if (k == "registers per thread") e.registers = IntOf(a, &invalid_);
+      else if (k == "shared memory") e.shared_memory = IntOf(a, &invalid_);
+      else if (k == "bytes") e.bytes = IntOf(a, &invalid_);
       else if (k == "est. achieved occupancy %") {
         double d;
         if (!a.get_double().get(d)) e.occupancy = d;
@@ -237,6 +267,8 @@ class EventParser {
   ImportResult& result_;
   simdjson::ondemand::parser parser_;
   std::string buffer_, ph_, cat_, name_, dims_, types_;
+  bool invalid_ = false;      // the event in hand has an out-of-range number
+  int64_t duration_sum_ = 0;  // of the events stored so far, ≤ kMaxTraceDurationSumNs
 };
 
 }  // namespace
@@ -292,6 +324,12 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
     result.warning = "truncated or corrupt: " + stats.stop_reason + "; kept the " +
                      std::to_string(result.events) + " events before it (" +
                      std::to_string(stats.bytes_read) + " bytes read)";
+  if (result.invalid) {
+    std::string note = std::to_string(result.invalid) +
+                       " events left out: a timestamp, duration or id out of range (durations 0 to 1e14 ns, "
+                       "timestamps up to 4e18 ns)";
+    result.warning = result.warning.empty() ? note : result.warning + "; " + note;
+  }
   PORTKIT_RETURN_IF_ERROR(writer->Finish(result.events, result.skipped, result.warning));
   return result;
 }

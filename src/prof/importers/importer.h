@@ -22,6 +22,7 @@ struct ImportResult {
   std::string format;                       ///< kineto, legacy, ascend_pt, ascend_pt kernel_details
   uint64_t events = 0;                      ///< timed events stored
   uint64_t skipped = 0;                     ///< events not stored (metadata, flows, invalid)
+  uint64_t invalid = 0;                     ///< of which had an out-of-range number (ts, dur, id)
   uint64_t bytes = 0;                       ///< uncompressed bytes read
   bool truncated = false;
   std::string warning;                      ///< what was not imported and why

@@ -5,7 +5,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 
+#include "core/input_files.h"
 #include "core/csv_reader.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/importers/importer.h"
@@ -32,7 +34,9 @@ std::vector<std::string> HeaderColumns(std::string_view head) {
 }
 
 Expected<std::string> ReadDecompressed(const std::filesystem::path& path, size_t max_bytes) {
-  gzFile f = gzopen(path.c_str(), "rb");
+  auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
+  if (!fd.ok()) return fd.status();
+  gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return IoError(path.string() + ": cannot open");
   std::string out;
   char chunk[1 << 16];
@@ -86,11 +90,15 @@ class KernelDetailsImporter final : public Importer {
       return ParseError(path + ":1: not a kernel_details.csv (needs Name, Start Time(us), Duration(us))");
     auto writer = store.BeginTrace(display, result.format);
     if (!writer.ok()) return writer.status();
-    auto number = [](const std::string& s) -> int64_t {
+    bool out_of_range = false;  // the row in hand has a number out of range (docs/safety.md)
+    auto number = [&](const std::string& s) -> int64_t {
       char* end = nullptr;
+      errno = 0;
       long long v = std::strtoll(s.c_str(), &end, 10);
-      return end == s.c_str() ? -1 : v;
+      if (end != s.c_str() && errno == ERANGE) out_of_range = true;  // saturated, not the value
+      return end == s.c_str() || errno == ERANGE ? -1 : v;
     };
+    int64_t duration_sum = 0;
     for (size_t r = 1; r < rows->size(); ++r) {
       const auto& row = (*rows)[r];
       if (row.size() != header.size()) {
@@ -101,9 +109,11 @@ class KernelDetailsImporter final : public Importer {
       e.kind = EventKind::kKernel;
       e.name = row[static_cast<size_t>(name)];
       e.category = type >= 0 ? std::string_view(row[static_cast<size_t>(type)]) : std::string_view("kernel");
-      if (!ParseMicrosToNanos(row[static_cast<size_t>(start)], &e.ts_ns) ||
-          !ParseMicrosToNanos(row[static_cast<size_t>(dur)], &e.dur_ns)) {
+      out_of_range = false;
+      if (!ParseMicrosToNanos(row[static_cast<size_t>(start)], &e.ts_ns, &out_of_range) ||
+          !ParseMicrosToNanos(row[static_cast<size_t>(dur)], &e.dur_ns, &out_of_range)) {
         ++result.skipped;
+        if (out_of_range) ++result.invalid;
         continue;
       }
       e.pid = device >= 0 ? std::max<int64_t>(0, number(row[static_cast<size_t>(device)])) : 0;
@@ -112,12 +122,22 @@ class KernelDetailsImporter final : public Importer {
       std::string dims = shapes >= 0 ? row[static_cast<size_t>(shapes)] : "";
       if (dims != "N/A") e.input_dims = dims;
       if (types >= 0 && row[static_cast<size_t>(types)] != "N/A") e.input_types = row[static_cast<size_t>(types)];
+      if (out_of_range || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum) {
+        ++result.skipped;
+        ++result.invalid;
+        continue;
+      }
+      duration_sum += e.dur_ns;
       PORTKIT_RETURN_IF_ERROR(writer->AddEvent(e));
       ++result.events;
       ++result.per_kind["kernel"];
     }
     if (result.skipped)
       result.warning = std::to_string(result.skipped) + " rows with missing or malformed fields skipped";
+    if (result.invalid)
+      result.warning += " (" + std::to_string(result.invalid) +
+                        " of them with a time, duration or number out of range: durations 0 to 1e14 ns, "
+                        "timestamps up to 4e18 ns)";
     PORTKIT_RETURN_IF_ERROR(writer->Finish(result.events, result.skipped, result.warning));
     return result;
   }

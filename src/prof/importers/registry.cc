@@ -1,5 +1,7 @@
 #include <zlib.h>
 
+#include "core/input_files.h"
+
 #include "prof/importers/importer.h"
 
 namespace portkit::prof {
@@ -16,7 +18,10 @@ std::vector<std::unique_ptr<Importer>> MakeImporters() {
 
 std::string ReadFirstBytes(const std::filesystem::path& path, size_t max_bytes) {
   // zlib reads plain files as they are and gzip files decompressed.
-  gzFile f = gzopen(path.c_str(), "rb");
+  // A FIFO or device is never opened for reading (docs/safety.md): it is not a trace.
+  auto fd = OpenInputFile(path);
+  if (!fd.ok()) return {};
+  gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return {};
   std::string out(max_bytes, '\0');
   int n = gzread(f, out.data(), static_cast<unsigned>(max_bytes));

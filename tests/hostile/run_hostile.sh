@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Hostile and unlucky input (docs/safety.md): each case is an attack, asserting the policy that
+# stops it: exit code, message, nothing written outside the output folder, nothing read through
+# a link, no hang (every run under `timeout`; 124 means it hung).
+source "$(dirname "$0")/../cli/harness.sh"
+T="timeout 60"
+trace=$(ls tests/data/traces/kineto/*.json.gz | head -1)
+F=tests/fixtures/accuracy
+
+# ---------------------------------------------------------------------------------------------
+# Links: never followed out of the input, never dereferenced into a copy; a symlinked -i/-o refused.
+proj="$tmp/links/proj"
+mkdir -p "$proj/pkg" "$tmp/links/outside"
+printf 'import torch\nx = torch.randn(3).cuda()\nfor b in loader:\n    pass\n' >"$proj/train.py"
+printf 'import torch\n' >"$proj/pkg/__init__.py"
+echo 'secret = 1' >"$tmp/links/outside/secret.py"
+ln -s /etc "$proj/etc_link"
+ln -s "$tmp/links/outside/secret.py" "$proj/secret.py"
+ln -s "$tmp/links/outside" "$proj/outside_dir"
+
+$T "$PORTKIT" migrate -i "$proj" -o "$tmp/links/m" >"$tmp/links/m.out" 2>&1
+check "migrate with links to /etc and outside exits 0" "[ $? = 0 ]"
+msft="$tmp/links/m/proj_msft"
+check "migrate copies the /etc link as a link" "[ -L '$msft/etc_link' ] && [ \"\$(readlink '$msft/etc_link')\" = /etc ]"
+check "migrate copies a file link as a link (not its content)" "[ -L '$msft/secret.py' ]"
+check "migrate copies nothing from /etc (no regular passwd/shadow anywhere)" \
+  "[ -z \"\$(find '$msft' -type f \\( -name passwd -o -name shadow -o -name hosts \\))\" ]"
+check "migrate never walks into the linked folder" "[ -z \"\$(find '$msft' -type f -path '*outside*')\" ]"
+
+ln -s "$proj" "$tmp/links/proj_alias"
+$T "$PORTKIT" migrate -i "$tmp/links/proj_alias" -o "$tmp/links/m2" >"$tmp/links/m2.out" 2>&1
+check "migrate refuses a symlinked -i (exit 2)" "[ $? = 2 ]"
+check "  and says it is a symbolic link" "grep -q 'is a symbolic link' '$tmp/links/m2.out'"
+check "  and writes nothing" "[ ! -e '$tmp/links/m2' ]"
+mkdir -p "$tmp/links/real_out" && ln -s "$tmp/links/real_out" "$tmp/links/out_alias"
+$T "$PORTKIT" migrate -i "$proj" -o "$tmp/links/out_alias" >"$tmp/links/m3.out" 2>&1
+check "migrate refuses a symlinked -o (exit 2)" "[ $? = 2 ] && [ -z \"\$(ls '$tmp/links/real_out')\" ]"
+$T "$PORTKIT" analyse -i "$tmp/links/proj_alias" -o "$tmp/links/a0" >"$tmp/links/a0.out" 2>&1
+check "analyse refuses a symlinked -i (exit 2)" "[ $? = 2 ] && grep -q 'is a symbolic link' '$tmp/links/a0.out'"
+
+$T "$PORTKIT" analyse -i "$proj" -o "$tmp/links/a" >"$tmp/links/a.out" 2>&1
+check "analyse with links exits 0" "[ $? = 0 ]"
+check "analyse notes the links it did not follow" "grep -q 'etc_link: symbolic link to /etc; not followed' '$tmp/links/a/proj_analysis/pytorch_analysis.txt'"
+check "analyse analysed nothing under /etc or the linked folder" \
+  "! grep -q 'outside_dir/\\|etc_link/' '$tmp/links/a/proj_analysis/pytorch_analysis.txt'"
+
+$T "$PORTKIT" analyse -i "$proj" -o "$tmp/links/d" -m dynamic_shape >"$tmp/links/d.out" 2>&1
+check "analyse -m dynamic_shape with links exits 0" "[ $? = 0 ]"
+dcopy="$tmp/links/d/proj_analysis"
+check "the instrumented copy keeps links as links" "[ -L '$dcopy/etc_link' ] && [ -L '$dcopy/secret.py' ]"
+check "the instrumented copy holds nothing from /etc" "[ -z \"\$(find '$dcopy' -type f -name passwd)\" ]"
+
+# A tensor file of a dump that is a link to a file outside the dump.
+cp -r "$F/ref" "$tmp/links/dump"
+cp "$tmp/links/dump/op_000000.safetensors" "$tmp/links/outside/op0.safetensors"
+rm "$tmp/links/dump/op_000000.safetensors"
+ln -s "$tmp/links/outside/op0.safetensors" "$tmp/links/dump/op_000000.safetensors"
+$T "$PORTKIT" extract -i "$tmp/links/dump" -o "$tmp/links/ex" -s 0 >"$tmp/links/ex.out" 2>&1
+rc=$?
+check "extract refuses a tensor file that is a link (exit 2, not a hang)" "[ $rc = 2 ]"
+check "  says so" "grep -q 'is a symbolic link; not followed' '$tmp/links/ex.out'"
+check "  and copies no content through it" "[ ! -f '$tmp/links/ex/op_000000.safetensors' ]"
+$T "$PORTKIT" convert -d "$tmp/links/dump" -out "$tmp/links/cv" >"$tmp/links/cv.out" 2>&1
+check "convert does not read a linked tensor file" "[ $? != 124 ] && grep -q 'is a symbolic link; not followed' '$tmp/links/cv.out' && [ -z \"\$(ls '$tmp/links/cv' | grep '^0\\.')\" ]"
+$T "$PORTKIT" compare "$tmp/links/dump" "$F/tgt" -o "$tmp/links/cmp" --format json -j 1 >"$tmp/links/cmp.out" 2>&1
+check "compare does not read a linked tensor file" \
+  "[ $? != 124 ] && grep -rq 'is a symbolic link; not followed' '$tmp/links/cmp.out' '$tmp/links/cmp'"
+
+# prof import: a link to a trace outside the folder is noted and not imported.
+mkdir -p "$tmp/links/prof"
+cp "$trace" "$tmp/links/outside/ext_trace.json.gz"
+cp "$trace" "$tmp/links/prof/own_trace.json.gz"
+ln -s "$tmp/links/outside/ext_trace.json.gz" "$tmp/links/prof/linked_trace.json.gz"
+$T "$PORTKIT" prof import -dir "$tmp/links/prof" >"$tmp/links/prof.out" 2>&1
+check "prof import with a linked trace exits 0" "[ $? = 0 ]"
+check "  notes the link" "grep -q 'linked_trace.json.gz: symbolic link' '$tmp/links/prof.out'"
+check "  imports only the real trace" "grep -q 'own_trace' '$tmp/links/prof.out' && ! grep -q 'Import linked_trace' '$tmp/links/prof.out'"
+
+# ---------------------------------------------------------------------------------------------
+# Outputs: nothing written outside the output folder; nothing overwritten that portkit did not write.
+mkdir -p "$tmp/out/conv/deep/er"
+python3 - "$tmp/out/evil.safetensors" <<'PY'
+import json, struct, sys
+hdr = json.dumps({"/../../../escaped": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                  "..": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(hdr)) + hdr + struct.pack("<ff", 1.0, 2.0))
+PY
+$T "$PORTKIT" convert -d "$tmp/out/evil.safetensors" -out "$tmp/out/conv/deep/er" >"$tmp/out/conv.out" 2>&1
+check "convert of a tensor key with ../ exits 0" "[ $? = 0 ]"
+check "  writes nothing outside its output folder" \
+  "[ -z \"\$(find '$tmp/out' -name '*escaped*' -not -path '$tmp/out/conv/deep/er/*')\" ]"
+check "  writes the tensor under a sanitised name inside it" "ls '$tmp/out/conv/deep/er' | grep -q '^evil\\._\\.\\._\\.\\._\\.\\._escaped\\.npy$'"
+check "  and no hidden or parent-named file" "[ -z \"\$(ls -A '$tmp/out/conv/deep/er' | grep '^\\.')\" ]"
+
+cp -r "$F/ref" "$tmp/out/dump"
+before=$(md5sum "$tmp/out/dump/manifest.jsonl")
+$T "$PORTKIT" extract -i "$tmp/out/dump" -o "$tmp/out/dump" -s 0 >"$tmp/out/ex1.out" 2>&1
+check "extract -o equal to -i is refused (exit 2)" "[ $? = 2 ] && grep -q 'is the input itself' '$tmp/out/ex1.out'"
+check "  and the dump is untouched" "[ \"\$(md5sum '$tmp/out/dump/manifest.jsonl')\" = \"$before\" ]"
+$T "$PORTKIT" extract -i "$tmp/out/dump/" -o "$tmp/out/dump/sub" -s 0 >"$tmp/out/ex1b.out" 2>&1
+check "extract -o inside -i is refused (exit 2)" "[ $? = 2 ] && [ ! -e '$tmp/out/dump/sub' ]"
+cp -r "$F/tgt" "$tmp/out/other"
+other=$(md5sum "$tmp/out/other/manifest.jsonl")
+$T "$PORTKIT" extract -i "$tmp/out/dump" -o "$tmp/out/other" -s 0 >"$tmp/out/ex2.out" 2>&1
+check "extract into an existing dump is refused (exit 2)" "[ $? = 2 ] && grep -q 'holds a dump' '$tmp/out/ex2.out'"
+check "  and that dump is untouched" "[ \"\$(md5sum '$tmp/out/other/manifest.jsonl')\" = \"$other\" ]"
+$T "$PORTKIT" extract -i "$tmp/out/dump" -o "$tmp/out/other" -s 0 --force >"$tmp/out/ex3.out" 2>&1
+check "extract --force replaces it" "[ $? = 0 ] && [ \"\$(wc -l <'$tmp/out/other/manifest.jsonl')\" = 1 ]"
+
+# migrate and analyse alternating on one folder: no output nested in another.
+alt="$tmp/out/alt"
+mkdir -p "$alt" && cp "$proj/train.py" "$alt/"
+for round in 1 2 3; do
+  $T "$PORTKIT" migrate -i "$alt" -o "$alt" >"$tmp/out/alt_m$round.out" 2>&1 || echo "migrate round $round: $?"
+  $T "$PORTKIT" analyse -i "$alt" -o "$alt" >"$tmp/out/alt_a$round.out" 2>&1 || echo "analyse round $round: $?"
+done
+check "alternating migrate/analyse -i d -o d: one _msft folder" "[ \"\$(find '$alt' -name 'alt_msft' | wc -l)\" = 1 ]"
+check "  one _analysis folder" "[ \"\$(find '$alt' -name 'alt_analysis' | wc -l)\" = 1 ]"
+check "  neither inside the other" "[ -z \"\$(find '$alt/alt_msft' '$alt/alt_analysis' -mindepth 1 -name 'alt_*')\" ]"
+
+# A re-used migrate output does not keep files deleted from the project.
+stale="$tmp/out/stale"
+mkdir -p "$stale/p" && cp "$proj/train.py" "$stale/p/" && echo 'x = 1' >"$stale/p/gone.py" && echo data >"$stale/p/gone.txt"
+$T "$PORTKIT" migrate -i "$stale/p" -o "$stale/o" >/dev/null 2>&1
+rm "$stale/p/gone.py" "$stale/p/gone.txt"
+$T "$PORTKIT" migrate -i "$stale/p" -o "$stale/o" >"$stale/m2.out" 2>&1
+check "re-used migrate output: exit 0" "[ $? = 0 ]"
+check "  files deleted from the project are removed from the copy" "[ ! -e '$stale/o/p_msft/gone.py' ] && [ ! -e '$stale/o/p_msft/gone.txt' ]"
+check "  and the removal is reported" "grep -q 'gone.py: removed from the migrated copy' '$stale/m2.out'"
+check "  the rest is still there" "[ -f '$stale/o/p_msft/train.py' ]"
+
+# An existing folder migrate did not write is not overwritten without --force.
+mkdir -p "$tmp/out/mine/p_msft" && echo precious >"$tmp/out/mine/p_msft/notes.txt"
+$T "$PORTKIT" migrate -i "$stale/p" -o "$tmp/out/mine" >"$tmp/out/mine.out" 2>&1
+check "migrate into a folder it did not write is refused (exit 2)" "[ $? = 2 ] && grep -q 'was not written by portkit migrate' '$tmp/out/mine.out'"
+$T "$PORTKIT" migrate -i "$stale/p" -o "$tmp/out/mine" --force >/dev/null 2>&1
+check "  --force writes into it and keeps files it did not write" "[ $? = 0 ] && [ -f '$tmp/out/mine/p_msft/notes.txt' ]"
+
+# ---------------------------------------------------------------------------------------------
+# Generated code: a hostile folder name pasted into the dynamic-shape copy's _config.py.
+gen="$tmp/gen"
+mkdir -p "$gen"
+i=0
+while IFS= read -r -d '' name; do
+  i=$((i + 1))
+  d="$gen/$i/$name"
+  mkdir -p "$d" && cp "$proj/train.py" "$d/"
+  $T "$PORTKIT" analyse -i "$d" -o "$gen/$i/out" -m dynamic_shape >"$gen/$i.out" 2>&1
+  check "dynamic_shape with hostile folder name #$i exits 0" "[ $? = 0 ]"
+  cfg="$gen/$i/out/${name}_analysis/msft_dynamic_analysis/_config.py"
+  check "  _config.py holds the name as data, runs without side effects" \
+    "(cd '$gen/$i' && python3 -c 'import runpy,sys; v=runpy.run_path(sys.argv[1])[\"DISPLAY_ROOT\"]; sys.exit(0 if v==sys.argv[2] else 1)' \"\$cfg\" \"\$name\") && [ ! -e '$gen/$i/PWNED' ] && [ ! -e PWNED ]"
+done < <(printf '%s\0' \
+  'x"; import os; os.system("touch PWNED"); "' \
+  "y'; import os; os.system('touch PWNED'); '" \
+  $'line\nbreak' \
+  'back\slash\' \
+  'ünïcödé 日本 "q"')
+
+# ---------------------------------------------------------------------------------------------
+# Files that are not regular: FIFOs refused before they are opened (no hang).
+fifo="$tmp/fifo"
+mkdir -p "$fifo" && cp -r "$F/ref" "$fifo/ref"
+rm "$fifo/ref/op_000001.safetensors" && mkfifo "$fifo/ref/op_000001.safetensors"
+$T "$PORTKIT" compare "$fifo/ref" "$F/tgt" -o "$fifo/cmp" --format json -j 1 >"$fifo/cmp.out" 2>&1
+rc=$?
+check "compare with a FIFO tensor file does not hang" "[ $rc != 124 ]"
+check "  and names the FIFO" "grep -rq 'not a regular file (a FIFO)' '$fifo/cmp.out' '$fifo/cmp'"
+$T "$PORTKIT" convert -d "$fifo/ref" -out "$fifo/cv" >"$fifo/cv.out" 2>&1
+rc=$?
+check "convert with a FIFO tensor file does not hang" "[ $rc != 124 ] && grep -q 'a FIFO' '$fifo/cv.out'"
+mkfifo "$fifo/lone.safetensors"
+$T "$PORTKIT" convert -d "$fifo/lone.safetensors" -out "$fifo/cv2" >"$fifo/cv2.out" 2>&1
+check "convert -d FIFO is refused (exit 2)" "[ $? = 2 ] && grep -q 'a FIFO' '$fifo/cv2.out'"
+mkdir -p "$fifo/mref" && cp "$F/ref"/*.safetensors "$fifo/mref/" && mkfifo "$fifo/mref/manifest.jsonl"
+$T "$PORTKIT" extract -i "$fifo/mref" -o "$fifo/ex" -s 0 >"$fifo/ex.out" 2>&1
+check "extract with a FIFO manifest: exit 2, no hang" "[ $? = 2 ]"
+$T "$PORTKIT" compare "$fifo/mref" "$F/tgt" -o "$fifo/cmp2" >"$fifo/cmp2.out" 2>&1
+check "compare with a FIFO manifest: exit 2, no hang" "[ $? = 2 ]"
+mkdir -p "$fifo/prof" && cp "$trace" "$fifo/prof/t.json.gz" && mkfifo "$fifo/prof/trace.json"
+$T "$PORTKIT" prof import -dir "$fifo/prof" >"$fifo/prof.out" 2>&1
+check "prof import of a folder with a FIFO trace: exit 0, no hang, noted" "[ $? = 0 ] && grep -q 'trace.json: not a regular file (a FIFO)' '$fifo/prof.out'"
+$T "$PORTKIT" prof import "$fifo/prof/trace.json" >"$fifo/prof2.out" 2>&1
+check "prof import of a FIFO: exit 2, no hang" "[ $? = 2 ]"
+mkdir -p "$fifo/py" && cp "$proj/train.py" "$fifo/py/" && mkfifo "$fifo/py/hang.py"
+$T "$PORTKIT" analyse -i "$fifo/py" -o "$fifo/pyo" >"$fifo/py.out" 2>&1
+check "analyse of a project with a FIFO .py: exit 0, no hang" "[ $? = 0 ]"
+$T "$PORTKIT" migrate -i "$fifo/py" -o "$fifo/pym" >"$fifo/pym.out" 2>&1
+check "migrate of a project with a FIFO .py: exit 0, no hang, FIFO not copied" "[ $? = 0 ] && [ ! -e '$fifo/pym/py_msft/hang.py' ]"
+
+# ---------------------------------------------------------------------------------------------
+# migration.patch applies with patch -p1 and git apply when a name has a space or a quote.
+pp="$tmp/patch"
+mkdir -p "$pp/p/my pkg"
+printf 'import torch\nx = torch.randn(3).cuda()\n' >"$pp/p/my pkg/my file.py"
+printf 'import torch\ny = torch.cuda.is_available()\n' >"$pp/p/q\"uote.py"
+$T "$PORTKIT" migrate -i "$pp/p" -o "$pp/o" >/dev/null 2>&1
+check "migrate of names with a space and a quote exits 0" "[ $? = 0 ]"
+cp -r "$pp/p" "$pp/by_patch" && cp -r "$pp/p" "$pp/by_git"
+(cd "$pp/by_patch" && patch -p1 --quiet <"$pp/o/p_msft/migration.patch") >"$pp/patch.out" 2>&1
+check "patch -p1 applies migration.patch" "[ $? = 0 ] && cmp -s '$pp/by_patch/my pkg/my file.py' '$pp/o/p_msft/my pkg/my file.py' && cmp -s '$pp/by_patch/q\"uote.py' '$pp/o/p_msft/q\"uote.py'"
+(cd "$pp/by_git" && git apply -p1 "$pp/o/p_msft/migration.patch") >"$pp/git.out" 2>&1
+check "git apply applies migration.patch" "[ $? = 0 ] && cmp -s '$pp/by_git/my pkg/my file.py' '$pp/o/p_msft/my pkg/my file.py'"
+
+# ---------------------------------------------------------------------------------------------
+# Numbers from input: out-of-range ts/dur/ids are left out and counted, never wrapped.
+nums="$tmp/nums"
+mkdir -p "$nums"
+cat >"$nums/trace.json" <<'JSON'
+{"schemaVersion": 1, "traceEvents": [
+ {"ph": "X", "cat": "kernel", "name": "good", "pid": 0, "tid": 7, "ts": 1000, "dur": 5, "args": {"External id": 1}},
+ {"ph": "X", "cat": "kernel", "name": "huge_ts", "pid": 0, "tid": 7, "ts": 99999999999999999999999, "dur": 5},
+ {"ph": "X", "cat": "kernel", "name": "huge_dur", "pid": 0, "tid": 7, "ts": 1010, "dur": 1e300},
+ {"ph": "X", "cat": "kernel", "name": "neg_dur", "pid": 0, "tid": 7, "ts": 1020, "dur": -50},
+ {"ph": "X", "cat": "cpu_op", "name": "huge_id", "pid": 1, "tid": 1, "ts": 1030, "dur": 5, "args": {"External id": 1e300}},
+ {"ph": "X", "cat": "cpu_op", "name": "good_op", "pid": 1, "tid": 1, "ts": 999, "dur": 20, "args": {"External id": 1}}
+]}
+JSON
+$T "$PORTKIT" prof import -dir "$nums" >"$nums/import.out" 2>&1
+check "prof import of out-of-range numbers exits 0" "[ $? = 0 ]"
+check "  reports 4 events left out for out-of-range numbers" "grep -q '4 events left out: a timestamp, duration or id out of range' '$nums/import.out'"
+check "  stores the 2 good events" "grep -Eq 'trace.json +\\| +kineto +\\| +2 ' '$nums/import.out'"
+for sub in "export summary" "export timeline" analyse; do
+  $T "$PORTKIT" prof $sub -dir "$nums" >"$nums/${sub// /_}.out" 2>&1
+  check "prof $sub after it exits 0" "[ $? = 0 ]"
+done
+check "  no negative time in the summary" "! grep -rEq '(^|,)-[0-9]' '$nums/summary'"
+check "  the timeline holds only the good events" \
+  "python3 -c 'import json,sys,glob; ev=[e[\"name\"] for f in glob.glob(sys.argv[1]+\"/timeline/*.json\") for e in json.load(open(f)).get(\"traceEvents\",[]) if e.get(\"ph\")==\"X\"]; sys.exit(0 if sorted(ev)==[\"good\",\"good_op\"] else 1)' '$nums'"
+
+echo "hostile input: $pass passed, $fail failed"
+[ "$fail" = 0 ]
