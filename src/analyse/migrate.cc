@@ -222,10 +222,27 @@ class MigrationCollector : public EventSink {
     return true;
   }
 
+  /// Renames a reference to `qname` by the target's rewrite table. Where the new name keeps the
+  /// old one's leading components and the code spells the changed tail after a name of its own
+  /// (`dist.is_nccl_available` for torch.distributed.is_nccl_available), only the tail is
+  /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty() || renamed == qname) return false;
-    Add(node, renamed, operation, qname + " → " + renamed);
+    std::string replacement = renamed;
+    size_t common = 0;  // bytes of the shared leading components, with their dot
+    for (size_t i = 0; i <= qname.size() && i <= renamed.size(); ++i) {
+      bool end_q = i == qname.size() || qname[i] == '.', end_r = i == renamed.size() || renamed[i] == '.';
+      if (end_q && end_r) common = i + 1;
+      if (i == qname.size() || i == renamed.size() || qname[i] != renamed[i]) break;
+    }
+    if (common > 0 && common <= qname.size()) {
+      std::string_view text = NodeText(node, src_);
+      std::string tail = "." + qname.substr(common);
+      if (text.size() > tail.size() && text.substr(text.size() - tail.size()) == tail)
+        replacement = std::string(text.substr(0, text.size() - tail.size())) + "." + renamed.substr(common);
+    }
+    Add(node, replacement, operation, qname + " → " + renamed);
     return true;
   }
 
