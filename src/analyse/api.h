@@ -92,6 +92,7 @@ struct AnalyseReport {
   std::string target;        ///< target name
   std::string list_version;  ///< torch version of the support list used ("2.1"), may be empty
   std::string project;       ///< basename(input): the first component of every display path
+  std::filesystem::path input;  ///< the analysed folder (absolute): display paths are below it
   std::filesystem::path results_dir;  ///< <output>/<project>_analysis, created by the run
   std::vector<Finding> findings;      ///< sorted, no duplicates
   FileStats files;
