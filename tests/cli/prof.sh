@@ -15,7 +15,7 @@ check "prof export --help lists summary and timeline" \
   "grep -q '^  summary ' <<<\"\$export_help\" && grep -q '^  timeline ' <<<\"\$export_help\""
 check "no seed wording in the prof help" "! \"$PORTKIT\" prof collect --help | grep -qi seed"
 
-# Detection by content: a gzipped, renamed trace_view.json is a torch_npu trace; a renamed
+# Detection by content: a gzipped, renamed trace_view.json is a Ascend (ascend_pt) trace; a renamed
 # kernel_details.csv is found by its header; a .json that is no trace is skipped with a note.
 mkdir -p "$tmp/npu"
 gzip -c "$traces/ascend/trace_view.json" > "$tmp/npu/device.trace.gz"
@@ -23,7 +23,7 @@ cp "$traces/ascend/kernel_details.csv" "$tmp/npu/tasks.txt"
 echo '{"lr": 0.1}' > "$tmp/npu/config.json"
 "$PORTKIT" prof import -dir "$tmp/npu" >"$tmp/npu.out" 2>"$tmp/npu.err"
 check "import by content exits 0" "[ $? = 0 ]"
-check "gzipped trace_view.json read as torch_npu" "grep -Eq 'device\.trace\.gz +\| +torch_npu +\|' '$tmp/npu.out'"
+check "gzipped trace_view.json read as ascend_pt" "grep -Eq 'device\.trace\.gz +\| +ascend_pt +\|' '$tmp/npu.out'"
 check "renamed kernel_details.csv read as kernel_details" "grep -Eq 'tasks\.txt +\| +ascend_pt kernel_details +\|' '$tmp/npu.out'"
 check "a .json that is not a trace is skipped with a note" \
   "grep -q 'Skipped config.json: not a trace portkit reads' '$tmp/npu.err'"

@@ -201,7 +201,9 @@ def test_replay_separates_local_from_inherited_error(dumps, tmp_path, portkit):
         with dumper(dump_path=str(tmp_path / "replay"), load_file_path=str(dumps / "ref"), use_load=True):
             m(x).sum().backward()
     ops = manifest(tmp_path / "replay")
-    assert all(o["replay"]["status"] == "ok" for o in ops), [o["replay"] for o in ops]
+    # Every op is replayed but the views (Flatten), which compute nothing.
+    assert all(o["replay"]["status"] == "ok" or o.get("view") for o in ops), [o["replay"] for o in ops]
+    assert all(o["replay"]["status"] == "ok" for o in ops if o["name"] in ("aten::tanh", "aten::mul"))
     report = compare_json(portkit, dumps / "ref", tmp_path / "replay", tmp_path / "cmp")
     assert report["first_divergence"]["name"] == "aten::tanh"
     assert report["first_divergence_basis"] == "replay"
@@ -289,7 +291,7 @@ def test_overflow_finds_the_first_overflowing_operator(tmp_path, portkit):
     m = model()
     x = torch.randn(2, 3, 8, 8)
     with torch.no_grad():
-        m[3].weight[0, 0] = float("inf")  # the Linear layer now produces inf
+        m[3].weight[0] = 3e38  # finite, but the Linear layer's sums now overflow to inf
     with dumper(dump_path=str(tmp_path / "dump"), check_overflow=True) as d:
         m(x)
     assert d.overflows >= 1
@@ -418,7 +420,7 @@ def test_stats_only_and_acl_json_config(tmp_path, portkit):
     assert abs(out["max"] - float(y.max())) < 1e-5 and abs(out["norm"] - float(y.norm())) < 1e-3
     assert isinstance(out["crc32"], int)
     assert not list(tmp_path.glob("stats/*.safetensors"))
-    # The seed's acl.json keys: only addmm, outputs only, into the configured path.
+    # The original tool's acl.json keys: only addmm, outputs only, into the configured path.
     acl = tmp_path / "acl.json"
     acl.write_text(json.dumps({"dump_path": str(tmp_path / "acl"), "dump_mode": "output",
                                "dump_list": ["addmm"], "dump_op_switch": "on"}))

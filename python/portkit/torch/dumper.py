@@ -13,12 +13,26 @@ Layout of a dump folder:
                       torch 2.x's fp8 e4m3fn/e5m2 and uint16/32/64, the signed ints, uint8, bool)
 
 so a crash loses at most the operator in flight. Manifest fields: index, name (aten op or module
-path), kind (op|module), phase (forward|backward), module (innermost module path), stack (first
-frame in the user's code), file (or null with stats_only), tensors: [{key, dtype, shape, max, min,
-mean, norm, nan, inf, crc32 (of the tensor's exact little-endian bytes)}; a tensor of a dtype
-safetensors has no name for (complex, fp8 "fnuz") is listed with its torch dtype and a `note`, and
-no data], overflow (true when an output has inf/nan, or exceeds the fp16 range when
-computed in fp16).
+path), kind (op|module), phase (forward|backward: backward while torch's autograd engine runs a
+backward pass, whatever started it), module (innermost module path), stack (first frame in the
+user's code), file (or null with stats_only, or when nothing of the op is data), tensors: [{key,
+dtype, shape, numel, max, min, mean, norm, nan, inf, crc32 (of the tensor's exact little-endian
+bytes), and stride + storage_offset when the tensor is not a plain contiguous one}]; an empty
+tensor has numel 0 and null max/min/mean/norm. A tensor of a dtype safetensors has no name for
+(complex, fp8 "fnuz") is listed with its torch dtype and a `note`, and no data. overflow: true when
+the operator *produced* a non-finite value: an output holds inf/nan while all its floating inputs
+and number arguments are finite (so creating or filling with -inf, as attention masks do, and ops
+that only pass on an inf they were given are not overflows), or, inside an fp16 autocast region,
+an fp32 output goes beyond the fp16 range while its inputs are within it.
+
+Uninitialised memory is never recorded as data: the outputs of the `empty*` creation operators
+(`empty`, `empty_like`, `empty_strided`, `new_empty`, ...), the previous contents of `out=`
+buffers, and the previous contents of such a fresh buffer when an in-place operator writes into it
+(`empty_like(x).bernoulli_(p)` in dropout) are listed under `uninitialised` ([{key, dtype, shape}])
+instead of `tensors`: no statistics, no data, never an overflow, never compared.
+
+View operators (outputs that alias an input: `_reshape_alias`, `as_strided`, `split`, ...) carry
+`view: true`.
 
 Options (also from a JSON file with CANN's acl.json keys dump_list, dump_path, dump_mode,
 dump_op_switch): dump_mode input|output|all, dump_list (names: an op is kept when its name contains
@@ -30,12 +44,18 @@ Replay (torch_npu's load_file_path + use_load): with use_load=True and load_file
 on this run's device and dtypes with its tensor inputs taken from the reference dump, and those
 outputs are kept as `replay.output.N`. The reference operator is the one with the same name and
 phase at the same occurrence (the k-th aten::addmm backward here is the k-th there), so extra casts
-in one run do not shift the pairing. The live computation is untouched. `portkit compare` uses the
-replayed outputs to tell an operator's own (local) error from the error it inherits. Manifest
-field `replay`: {"status": "ok", "reference_index": i} or {"status": "skipped", "reason": ...}.
-Random operators (dropout) replay with other random numbers and so always look different.
+in one run do not shift the pairing. Each replayed input is rebuilt with the live input's strides
+and storage offset (so layout-dependent kernels see what the live op saw); `out=` buffers and
+uninitialised inputs are fresh buffers of the live layout. View operators are not replayed (they
+compute nothing: their output is their input's memory). The random number generators (CPU, the
+initialised accelerators, and any generator passed to the op) are saved before the replay and
+restored after it, so the live run is bit-identical with and without replay, and a random operator
+replays with the same random numbers as its live run. `portkit compare` uses the replayed outputs
+to tell an operator's own (local) error from the error it inherits. Manifest field `replay`:
+{"status": "ok", "reference_index": i} or {"status": "skipped", "reason": ...}.
 """
 import json
+import math
 import os
 import sys
 import threading
@@ -48,7 +68,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .. import safetensors_io
 
 _FP16_MAX = 65504.0
-_SKIP = {"detach", "t", "view", "_unsafe_view", "expand", "alias"}  # no new values
+_SKIP = {"detach", "t", "view", "_unsafe_view", "expand", "alias"}  # no new values: not recorded
+_VIEW_NAMES = {"_unsafe_view"}  # views whose schema does not say so
+_FRESH_LIMIT = 4096  # uninitialised storages tracked at most
 
 
 def _num(value):
@@ -97,28 +119,69 @@ def _computing_in_fp16():
         return False
 
 
-def _mutates(func):
-    """True for in-place and out= operators (they write to one of their arguments)."""
-    for arg in func._schema.arguments:
-        info = arg.alias_info
-        if info is not None and getattr(info, "is_write", False):
-            return True
-    return False
+# -- phase ----------------------------------------------------------------------------------------
+
+def _no_op():
+    pass
 
 
-class _Stats:
-    @staticmethod
-    def of(t):
-        x = t.detach()
-        if x.dtype == torch.bool:
-            x = x.to(torch.uint8)
-        xf = x.double() if x.numel() else x.double().reshape(1).zero_()
-        out = {"nan": int(torch.isnan(xf).sum()), "inf": int(torch.isinf(xf).sum())}
-        if x.numel() == 0:
-            out.update(max=None, min=None, mean=None, norm=None)
-            return out
-        out.update(max=_num(xf.max()), min=_num(xf.min()), mean=_num(xf.mean()), norm=_num(xf.norm()))
-        return out
+def _in_backward():
+    """True while torch's autograd engine runs a backward pass on this thread.
+
+    Asked of the engine itself, so every way into it counts (`Tensor.backward`,
+    `torch.autograd.backward`, `torch.autograd.grad` however it was imported, hooks of other
+    libraries): torch >= 2.0 reports the graph task it runs (`_current_graph_task_id`, -1 outside);
+    torch 1.13 has no such query, but its engine accepts a final callback only inside a backward
+    pass, so a no-op callback is offered (it runs once, when the pass ends)."""
+    if _GRAPH_TASK_ID is not None:
+        return _GRAPH_TASK_ID() != -1
+    from torch.autograd.variable import Variable
+    try:
+        Variable._execution_engine.queue_callback(_no_op)
+    except RuntimeError:
+        return False
+    return True
+
+
+_GRAPH_TASK_ID = getattr(torch._C, "_current_graph_task_id", None)
+
+
+def _phase():
+    return "backward" if _in_backward() else "forward"
+
+
+# -- operators ------------------------------------------------------------------------------------
+
+class _OpInfo:
+    """What an operator's schema says about its arguments and results (cached per overload)."""
+
+    def __init__(self, func, name):
+        schema = func._schema
+        base = name.split("::")[-1]
+        self.write_args = []  # (position in the schema, name) of arguments it writes to
+        self.out_args = set()  # names of its out= arguments
+        self.arg_names = []
+        for i, arg in enumerate(schema.arguments):
+            self.arg_names.append((i, arg.name, arg.kwarg_only))
+            info = arg.alias_info
+            if info is not None and getattr(info, "is_write", False):
+                self.write_args.append((i, arg.name, arg.kwarg_only))
+                if getattr(arg, "is_out", False) or arg.kwarg_only:
+                    self.out_args.add(arg.name)
+        self.mutates = bool(self.write_args)
+        returns_alias = any(r.alias_info is not None and not getattr(r.alias_info, "is_write", False)
+                            for r in schema.returns)
+        self.view = (returns_alias and not self.mutates) or base in _VIEW_NAMES
+        # Creation of uninitialised memory: empty, empty_like, empty_strided, new_empty, empty_permuted, ...
+        self.uninitialised = base.startswith(("empty", "new_empty", "_empty"))
+
+    def arguments(self, args, kwargs, which):
+        """The tensors passed to the arguments `which` [(position, name, kwarg_only)]."""
+        found = []
+        for i, arg_name, kwarg_only in which:
+            value = args[i] if i < len(args) and not kwarg_only else kwargs.get(arg_name)
+            _flatten(value, found)
+        return found
 
 
 def _flatten(value, out):
@@ -143,6 +206,127 @@ def _replace(value, tensors):
     if isinstance(value, dict):
         return {k: _replace(v, tensors) for k, v in value.items()}
     return value
+
+
+def _nonfinite_number(value):
+    """True when a number argument (a fill value, a scalar operand) is inf or nan."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (float, complex)):
+        return not (math.isfinite(value.real) and math.isfinite(value.imag))
+    if isinstance(value, (list, tuple)):
+        return any(_nonfinite_number(v) for v in value)
+    if isinstance(value, dict):
+        return any(_nonfinite_number(v) for v in value.values())
+    return False
+
+
+def _peak(t):
+    """The largest magnitude of a floating (or complex) tensor as a float (nan when it holds a nan),
+    or None for other dtypes and empty tensors."""
+    if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
+        return None
+    x = t.detach()
+    if x.element_size() == 1:  # fp8: no abs/max kernels; its values fit float32
+        x = x.float()
+    return float(x.abs().max())  # one reduction: nan and inf propagate into it
+
+
+def _finite(peak):
+    return peak is None or math.isfinite(peak)
+
+
+def _storage(t):
+    """(data pointer, bytes) of a tensor's storage, or None (no storage: sparse, meta, ...)."""
+    try:
+        s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        ptr = s.data_ptr()
+        return (ptr, s.nbytes()) if ptr else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _plain_layout(t):
+    return t.layout != torch.strided or (t.is_contiguous() and t.storage_offset() == 0)
+
+
+def _rebuild(ref, like):
+    """The reference values `ref` in a new tensor with the device, dtype, shape, strides and storage
+    offset of the live tensor `like` (positions of the storage outside the view are zero)."""
+    ref = ref.to(device=like.device, dtype=like.dtype)
+    if _plain_layout(like):
+        return ref.contiguous()
+    size, stride, offset = tuple(like.shape), like.stride(), like.storage_offset()
+    extent = offset + (sum((n - 1) * s for n, s in zip(size, stride)) + 1 if like.numel() else 0)
+    try:
+        base = torch.zeros(extent, dtype=like.dtype, device=like.device)
+        view = base.as_strided(size, stride, offset)
+        try:
+            view.copy_(ref)
+        except RuntimeError:  # overlapping layout (expanded, stride 0): one value per storage element
+            where = torch.arange(extent, device=like.device).as_strided(size, stride, offset)
+            base[where.reshape(-1)] = ref.reshape(-1)
+        return view
+    except Exception:  # noqa: BLE001  (a dtype without these kernels: the values, contiguous)
+        return ref.contiguous()
+
+
+class _RngGuard:
+    """Saves the random number generators an operator may draw from and restores them on exit: the
+    CPU generator, those of the initialised accelerators, and torch.Generator arguments."""
+
+    _DEVICE_MODULES = ("cuda", "npu", "xpu", "mps")
+
+    def __init__(self, args, kwargs):
+        self.args, self.kwargs = args, kwargs
+
+    def _generators(self, value, out):
+        if isinstance(value, torch.Generator):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                self._generators(v, out)
+        elif isinstance(value, dict):
+            for v in value.values():
+                self._generators(v, out)
+        return out
+
+    def __enter__(self):
+        self.cpu = torch.get_rng_state()
+        self.devices = []
+        for name in self._DEVICE_MODULES:
+            mod = getattr(torch, name, None)
+            try:
+                if mod is not None and hasattr(mod, "get_rng_state_all") and mod.is_initialized():
+                    self.devices.append((mod, mod.get_rng_state_all()))
+            except Exception:  # noqa: BLE001  (a module without these queries)
+                pass
+        self.generators = [(g, g.get_state()) for g in self._generators((self.args, self.kwargs), [])]
+        return self
+
+    def __exit__(self, *exc):
+        torch.set_rng_state(self.cpu)
+        for mod, states in self.devices:
+            mod.set_rng_state_all(states)
+        for g, state in self.generators:
+            g.set_state(state)
+        return False
+
+
+class _Stats:
+    @staticmethod
+    def of(t):
+        """numel, nan and inf counts, max/min/mean/norm (null for an empty tensor)."""
+        x = t.detach()
+        n = x.numel()
+        if n == 0:
+            return {"numel": 0, "nan": 0, "inf": 0, "max": None, "min": None, "mean": None, "norm": None}
+        if x.dtype == torch.bool:
+            x = x.to(torch.uint8)
+        xf = x.double()
+        out = {"numel": n, "nan": int(torch.isnan(xf).sum()), "inf": int(torch.isinf(xf).sum())}
+        out.update(max=_num(xf.max()), min=_num(xf.min()), mean=_num(xf.mean()), norm=_num(xf.norm()))
+        return out
 
 
 class _Reference:
@@ -170,12 +354,22 @@ class _Reference:
         return ops[k] if k < len(ops) else None
 
     def inputs(self, entry):
-        keys = sorted((t["key"] for t in entry["tensors"] if t["key"].startswith("input.")),
-                      key=lambda k: int(k.split(".")[1]))
-        if not entry.get("file") or not keys:
+        """{position: tensor} of the inputs the reference recorded as data, or None when it recorded
+        inputs without data (stats_only)."""
+        keys = {t["key"] for t in entry.get("tensors", []) if t["key"].startswith("input.")}
+        if not keys:
+            return {}
+        if not entry.get("file"):
             return None
-        data = safetensors_io.read_torch(os.path.join(self.path, entry["file"]), set(keys))
-        return [data[k] for k in keys]
+        data = safetensors_io.read_torch(os.path.join(self.path, entry["file"]), keys)
+        return {int(k.split(".")[1]): v for k, v in data.items()}
+
+
+def _skipped(reason, entry=None):
+    note = {"status": "skipped", "reason": reason}
+    if entry is not None:
+        note["reference_index"] = entry["index"]
+    return [], note
 
 
 class _Dumper(TorchDispatchMode):
@@ -188,8 +382,8 @@ class _Dumper(TorchDispatchMode):
         self.level = level
         self.stats_only = stats_only
         self.index = 0
-        self.phase = "forward"
         self.modules = []
+        self.module_inputs_finite = []
         self.busy = threading.local()
         os.makedirs(self.path, exist_ok=True)
         manifest = os.path.join(self.path, "manifest.jsonl")
@@ -200,8 +394,42 @@ class _Dumper(TorchDispatchMode):
         self.hooks = []
         self.overflows = 0
         self.reference = reference
-        self.mutating = {}  # op overload -> writes to an argument
+        self.infos = {}  # op overload -> _OpInfo
         self.module_objs = []
+        # Storages created by the empty* operators and not yet written as a whole: their contents
+        # are garbage. {data pointer: bytes}. An entry goes when the storage is written as a whole,
+        # or when another operator's new output turns up at that address (the memory was freed and
+        # reused).
+        self.fresh = {}
+
+    # -- uninitialised memory --------------------------------------------------------------------
+    def _is_fresh(self, t):
+        st = _storage(t)
+        return st is not None and self.fresh.get(st[0]) == st[1]
+
+    def _track_fresh(self, outputs):
+        for t in outputs:
+            st = _storage(t)
+            if st is not None:
+                if len(self.fresh) >= _FRESH_LIMIT:  # never written, never reused: forget the oldest
+                    try:
+                        del self.fresh[next(iter(self.fresh))]
+                    except (RuntimeError, KeyError, StopIteration):  # another thread changed it
+                        pass
+                self.fresh[st[0]] = st[1]
+
+    def _untrack(self, written, outputs, op):
+        """After an operator ran: storages it wrote as a whole, and addresses that its new (not
+        aliasing) outputs reuse, hold no garbage any more."""
+        for t in written:
+            st = _storage(t)
+            if st is not None and st[0] in self.fresh and t.numel() * t.element_size() >= st[1]:
+                del self.fresh[st[0]]
+        if not op.view and not op.mutates:
+            for t in outputs:
+                st = _storage(t)
+                if st is not None:
+                    self.fresh.pop(st[0], None)
 
     # -- recording -------------------------------------------------------------------------------
     def _wanted(self, name):
@@ -214,57 +442,82 @@ class _Dumper(TorchDispatchMode):
                 return "%s:%d" % (f, frame.lineno)
         return ""
 
-    def replay(self, func, args, kwargs, name, inputs):
+    def replay(self, func, op, args, kwargs, name, phase, inputs, unread):
         """(replayed outputs, manifest note) for one operator, with inputs from the reference."""
-        entry = self.reference.next(name, self.phase)
+        entry = self.reference.next(name, phase)
         if entry is None:
-            return [], {"status": "skipped", "reason": "no such operator in the reference dump"}
-        ref_inputs = self.reference.inputs(entry)
-        if ref_inputs is None or len(ref_inputs) != len(inputs):
-            return [], {"status": "skipped", "reason": "the reference dump has no matching inputs for it",
-                        "reference_index": entry["index"]}
-        moved = []
-        for mine, ref in zip(inputs, ref_inputs):
-            if tuple(mine.shape) != tuple(ref.shape):
-                return [], {"status": "skipped", "reason": "input shapes differ from the reference",
-                            "reference_index": entry["index"]}
-            moved.append(ref.to(device=mine.device, dtype=mine.dtype))
+            return _skipped("no such operator in the reference dump")
+        if op.view:
+            return _skipped("view operator: its output is its input's memory, nothing is computed", entry)
+        if op.uninitialised:
+            return _skipped("creates uninitialised memory, nothing is computed", entry)
+        ref = self.reference.inputs(entry)
+        if ref is None:
+            return _skipped("the reference dump has no tensor data for it", entry)
+        if any(p >= len(inputs) for p in ref):
+            return _skipped("the reference operator has other inputs", entry)
+        rebuilt = []
+        for p, mine in enumerate(inputs):
+            if p in unread:  # its previous contents are not an input: a fresh buffer of the live layout
+                rebuilt.append(torch.empty_strided(tuple(mine.shape), mine.stride(), dtype=mine.dtype,
+                                                   device=mine.device) if mine.layout == torch.strided
+                               else torch.empty_like(mine))
+                continue
+            r = ref.get(p)
+            if r is None:
+                return _skipped("the reference dump holds no data for input.%d" % p, entry)
+            if tuple(mine.shape) != tuple(r.shape):
+                return _skipped("input shapes differ from the reference", entry)
+            rebuilt.append(_rebuild(r, mine))
         try:
-            it = iter(moved)  # one iterator: args first, then kwargs, as _flatten((args, kwargs)) orders them
-            replay_args = _replace(args, it)
-            out = func(*replay_args, **_replace(kwargs, it))
+            with _RngGuard(args, kwargs):  # the live op then draws the same random numbers
+                it = iter(rebuilt)  # one iterator: args first, then kwargs, as _flatten((args, kwargs)) orders them
+                replay_args = _replace(args, it)
+                out = func(*replay_args, **_replace(kwargs, it))
         except Exception as e:  # noqa: BLE001  (an op that cannot run on these inputs is reported, not fatal)
-            return [], {"status": "skipped", "reason": "replay failed: %s" % e, "reference_index": entry["index"]}
+            return _skipped("replay failed: %s" % e, entry)
         return _flatten(out, []), {"status": "ok", "reference_index": entry["index"]}
 
-    def record(self, name, kind, inputs, outputs, replayed=None, replay_note=None):
+    def _overflow(self, outputs, input_peaks, numbers_nonfinite):
+        """An operator's outputs overflow when they hold inf/nan while its floating inputs and number
+        arguments are finite, or (fp16 autocast) when an fp32 output exceeds fp16's range while its
+        inputs do not. `input_peaks` is a list or a function computing it (only asked when needed)."""
+        peaks = [(t.dtype, _peak(t)) for t in outputs]
+        nonfinite = any(not _finite(p) for _, p in peaks)
+        beyond_fp16 = not nonfinite and any(dtype == torch.float32 and p is not None and p > _FP16_MAX
+                                            for dtype, p in peaks) and _computing_in_fp16()
+        if not (nonfinite or beyond_fp16) or numbers_nonfinite:
+            return False
+        ins = input_peaks() if callable(input_peaks) else input_peaks
+        if not all(_finite(p) for p in ins):
+            return False  # the inf/nan came in: not where it started
+        return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
+
+    def record(self, name, kind, phase, inputs, outputs, replayed=None, replay_note=None, unread=(),
+               uninitialised_outputs=False, overflow=False, view=False):
         if not self._wanted(name):
             return
-        tensors = []
-        if self.mode in ("input", "all"):
-            tensors += [("input.%d" % i, t) for i, t in enumerate(inputs)]
+        tensors, uninitialised = [], []
+        if self.mode in ("input", "all") and not uninitialised_outputs:  # empty* reads no values of its inputs
+            for i, t in enumerate(inputs):
+                (uninitialised if i in unread else tensors).append(("input.%d" % i, t))
         if self.mode in ("output", "all"):
-            tensors += [("output.%d" % i, t) for i, t in enumerate(outputs)]
+            for i, t in enumerate(outputs):
+                (uninitialised if uninitialised_outputs else tensors).append(("output.%d" % i, t))
         tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])]
-        # Overflow: inf/nan in an output; inside an fp16 autocast region also an fp32 output (the ops
-        # autocast keeps in fp32) beyond fp16's range, which overflows once it is cast back to fp16.
-        overflow = False
-        fp16 = _computing_in_fp16()
-        for t in outputs:
-            if (t.is_floating_point() or t.is_complex()) and t.numel():
-                x = t.detach()
-                if x.element_size() == 1:  # fp8: no abs/max kernels; its values fit float32
-                    x = x.float()
-                peak = float(x.abs().max())  # one reduction: nan and inf propagate into it
-                if peak != peak or peak == float("inf") or (fp16 and t.dtype == torch.float32 and peak > _FP16_MAX):
-                    overflow = True
         if overflow:
             self.overflows += 1
             if self.check_overflow:
-                sys.stderr.write("portkit dumper: overflow in %s #%d (%s)\n" % (name, self.index, self.phase))
-        entry = {"index": self.index, "name": name, "kind": kind, "phase": self.phase,
+                sys.stderr.write("portkit dumper: overflow in %s #%d (%s)\n" % (name, self.index, phase))
+        entry = {"index": self.index, "name": name, "kind": kind, "phase": phase,
                  "module": self.modules[-1] if self.modules else "", "stack": self._stack(),
                  "overflow": overflow, "file": None, "tensors": []}
+        if view:
+            entry["view"] = True
+        if uninitialised:
+            entry["uninitialised"] = [{"key": key, "dtype": safetensors_io.st_dtype(t.dtype)
+                                       or str(t.dtype).replace("torch.", ""), "shape": list(t.shape)}
+                                      for key, t in uninitialised]
         if replay_note is not None:
             entry["replay"] = replay_note
         records = []
@@ -275,6 +528,8 @@ class _Dumper(TorchDispatchMode):
                                          "note": "not saved: safetensors has no element type for %s" % t.dtype})
                 continue
             info = {"key": key, "dtype": dtype, "shape": list(t.shape)}
+            if not _plain_layout(t):
+                info.update(stride=list(t.stride()), storage_offset=t.storage_offset())
             info.update(_Stats.of(t))
             raw = safetensors_io.tensor_bytes(t)
             info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes, also with stats_only
@@ -284,38 +539,87 @@ class _Dumper(TorchDispatchMode):
         if keep_data and records:
             name_file = "op_%06d.safetensors" % self.index
             tmp = os.path.join(self.path, name_file + ".tmp")
-            safetensors_io.write(tmp, records, {"name": name, "phase": self.phase})
+            safetensors_io.write(tmp, records, {"name": name, "phase": phase})
             os.replace(tmp, os.path.join(self.path, name_file))
             entry["file"] = name_file
         self.manifest.write(json.dumps(entry) + "\n")
         self.manifest.flush()
         self.index += 1
 
+    def _untracked(self, func, name, args, kwargs):
+        """An operator that is not recorded (dump_list): only the bookkeeping of uninitialised memory."""
+        if not self.fresh and not name.split("::")[-1].startswith(("empty", "new_empty", "_empty")):
+            return func(*args, **kwargs)
+        self.busy.on = True
+        try:
+            op = self._info(func, name)
+            written = op.arguments(args, kwargs, op.write_args) if op.mutates else []
+            out = func(*args, **kwargs)
+            outputs = _flatten(out, [])
+            self._untrack(written, outputs, op)
+            if op.uninitialised:
+                self._track_fresh(outputs)
+        finally:
+            self.busy.on = False
+        return out
+
+    def _info(self, func, name):
+        op = self.infos.get(func)
+        if op is None:
+            op = self.infos[func] = _OpInfo(func, name)
+        return op
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if self.level == "module" or getattr(self.busy, "on", False):
             return func(*args, **kwargs)
         name = str(func.overloadpacket).replace("aten.", "aten::")
-        if name.split("::")[-1] in _SKIP or not self._wanted(name):
+        if name.split("::")[-1] in _SKIP:
             return func(*args, **kwargs)
+        if not self._wanted(name):
+            return self._untracked(func, name, args, kwargs)
         self.busy.on = True
         try:
+            op = self._info(func, name)
+            phase = _phase()
             inputs = _flatten((args, kwargs), [])
-            mutates = self.mutating.get(func)
-            if mutates is None:
-                mutates = self.mutating[func] = _mutates(func)
+            # Inputs whose previous contents the op does not read or that are garbage: out= buffers,
+            # and buffers fresh from an empty* operator that it writes into.
+            unread = set()
+            written = []
+            if op.mutates:
+                outs = {id(t) for t in op.arguments(args, kwargs, [w for w in op.write_args if w[1] in op.out_args])}
+                written = op.arguments(args, kwargs, op.write_args)
+                fresh = {id(t) for t in written if self._is_fresh(t)} if self.fresh else set()
+                unread = {i for i, t in enumerate(inputs) if id(t) in outs or id(t) in fresh}
             replayed, note = None, None
             if self.reference is not None:  # before the op runs: an in-place op changes its inputs
-                replayed, note = self.replay(func, args, kwargs, name, inputs)
-            if mutates and self.mode in ("input", "all"):
-                inputs = [t.detach().clone() for t in inputs]  # the values the op was given
+                replayed, note = self.replay(func, op, args, kwargs, name, phase, inputs, unread)
+            numbers_nonfinite = _nonfinite_number((args, kwargs))
+            read = [t for i, t in enumerate(inputs) if i not in unread]
+            if op.mutates:  # the values the op was given, taken before it changes them
+                input_peaks = [_peak(t) for t in read]
+                if self.mode in ("input", "all"):
+                    inputs = [t if i in unread else t.detach().clone() for i, t in enumerate(inputs)]
+            else:
+                def input_peaks():
+                    return [_peak(t) for t in read]
             out = func(*args, **kwargs)
-            self.record(name, "op", inputs, _flatten(out, []), replayed, note)
+            outputs = _flatten(out, [])
+            if self.fresh:
+                self._untrack(written, outputs, op)
+            if op.uninitialised:
+                self._track_fresh(outputs)
+                overflow = False
+            else:
+                overflow = self._overflow(outputs, input_peaks, numbers_nonfinite)
+            self.record(name, "op", phase, inputs, outputs, replayed, note, unread=unread,
+                        uninitialised_outputs=op.uninitialised, overflow=overflow, view=op.view)
         finally:
             self.busy.on = False
         return out
 
-    # -- modules and phases ----------------------------------------------------------------------
+    # -- modules ---------------------------------------------------------------------------------
     def attach_modules(self):
         def pre(module, inputs):
             # Module path: the root's class name, then attribute names (`Net.encoder.0.attn`).
@@ -326,6 +630,12 @@ class _Dumper(TorchDispatchMode):
                 path = self.modules[-1] + "." + child
             self.modules.append(path)
             self.module_objs.append(module)
+            if self.level in ("module", "mix"):  # before the module runs: in-place modules change their inputs
+                self.busy.on = True
+                try:
+                    self.module_inputs_finite.append(all(_finite(_peak(t)) for t in _flatten(inputs, [])))
+                finally:
+                    self.busy.on = False
 
         def post(module, inputs, output):
             name = self.modules.pop() if self.modules else type(module).__name__
@@ -334,7 +644,10 @@ class _Dumper(TorchDispatchMode):
             if self.level in ("module", "mix"):
                 self.busy.on = True
                 try:
-                    self.record(name, "module", _flatten(inputs, []), _flatten(output, []))
+                    finite_in = self.module_inputs_finite.pop() if self.module_inputs_finite else True
+                    outputs = _flatten(output, [])
+                    overflow = self._overflow(outputs, [] if finite_in else [float("inf")], False)
+                    self.record(name, "module", _phase(), _flatten(inputs, []), outputs, overflow=overflow)
                 finally:
                     self.busy.on = False
 
@@ -394,28 +707,12 @@ class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
             reference = _Reference(load_file_path)
         self.args = (dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference)
         self.mode = None
-        self._originals = None
 
     def __enter__(self):
         if not self.enabled:
             return self
         self.mode = _Dumper(*self.args)
         self.mode.attach_modules()
-        mode = self.mode
-
-        def in_backward(original):
-            def run(*a, **k):
-                previous, mode.phase = mode.phase, "backward"
-                try:
-                    return original(*a, **k)
-                finally:
-                    mode.phase = previous
-            return run
-
-        # Tensor.backward() goes through torch.autograd.backward; torch.autograd.grad is the other door.
-        self._originals = (torch.autograd.backward, torch.autograd.grad)
-        torch.autograd.backward = in_backward(self._originals[0])
-        torch.autograd.grad = in_backward(self._originals[1])
         self.mode.__enter__()
         return self
 
@@ -423,7 +720,6 @@ class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
         if self.mode is None:
             return False
         self.mode.__exit__(*exc)
-        torch.autograd.backward, torch.autograd.grad = self._originals
         self.mode.close()
         return False
 
