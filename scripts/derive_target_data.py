@@ -580,7 +580,8 @@ def derive_rewrites(ref, out, written):
         "Columns: old<TAB>new. An entry also renames everything below it (old.X -> new.X);",
         "the longest matching old prefix (whole dotted components) wins.",
         "Hand-written: torch.profiler.ProfilerActivity.CUDA (the reference's unqualified",
-        "ReplaceAttributeRule CUDA -> NPU, applied where torch_npu has that name).",
+        "ReplaceAttributeRule CUDA -> NPU, applied where torch_npu has that name) and",
+        "torch.distributed.is_nccl_available (the guard in front of a backend choice).",
     ]
     for o, n in HAND_REWRITES.items():
         assert o not in rewrites, o
@@ -599,13 +600,89 @@ def derive_rewrites(ref, out, written):
                    "targets/npu/target.json instead):")
     for rtype, s, text in skipped:
         summary.append("  %s (%s): %s" % (rtype, s, text))
-    summary.append("Not name rewrites, not used: InsertMainFileRule, InsertGlobalRule "
-                   "(code insertion), ArgsModifyRule (argument rewrites such as device "
-                   "strings), ReplaceStringRule (string literals: cuda->npu, nccl->hccl, ...).")
+    summary.append("Not name rewrites: ArgsModifyRule (argument rewrites, in "
+                   "targets/npu/migrate_rules.json); not used: InsertMainFileRule, "
+                   "InsertGlobalRule (code insertion for the reference's DEVICE_ID modes), "
+                   "ReplaceStringRule (string literals: covered by device_type and the "
+                   "renames of targets/npu/target.json).")
     print("  rewrites.tsv: %d rewrites" % len(rows))
     for line in summary:
         print("  " + line)
     return rows, summary
+
+
+# ----------------------------------------------------------------------------------------------
+# 3b. Argument rewrites and keyword rules of `portkit migrate` (targets/npu/migrate_rules.json)
+# ----------------------------------------------------------------------------------------------
+
+# The reference's feature switches: "normal" and "2.1.0" are on in every run of its migration
+# tool (ms_fmk_transplt.py appends "2.1.0" unconditionally); "specify_device" and "distributed"
+# only with its options that also insert a DEVICE_ID global into the code.
+ALWAYS_SWITCHES = {"normal", "2.1.0"}
+DEVICE_ID_SWITCHES = {"specify_device", "distributed"}
+
+
+def derive_migrate_rules(ref, out, written):
+    """ArgsModifyRule of transplant_builtin_rules.json -> arg_rewrites; hand-written keyword rules."""
+    rules = load(ref, "transplant_builtin_rules.json")["rules"]["ArgsModifyRule"]
+    arg_rewrites = []
+    for r in rules:
+        switches = set(r["feature_switch"])
+        if switches & ALWAYS_SWITCHES:
+            when = "always"
+        else:
+            assert switches <= DEVICE_ID_SWITCHES, r
+            when = "device_id"
+        api = r["func_name"]
+        # The reference spells Tensor methods `torch.tensor.new_zeros` (a name no call resolves
+        # to); they are Tensor methods, matched like `to` on any receiver.
+        if api.startswith("torch.tensor."):
+            api = api[len("torch.tensor."):]
+        entry = collections.OrderedDict([("api", api), ("method", "." not in api)])
+        if "arg_idx" in r:
+            entry["position"] = r["arg_idx"]
+        else:
+            entry["keyword"] = r["arg_keyword"]
+        # `replace_device_int` stands for the argument's source text; ours is `$arg` (`$` is
+        # not Python, so the template's own braces stay as they are).
+        entry["new"] = r["arg_new"].replace("replace_device_int", "$arg")
+        entry["skip"] = list(r.get("white_list", []))
+        entry["when"] = when
+        arg_rewrites.append(entry)
+    doc = ("Argument rewrites of `portkit migrate` from the ArgsModifyRule entries of Ascend mstt "
+           "msfmktransplt transplant_builtin_rules.json (" + LICENSE_NOTE + "), and hand-written "
+           "keyword rules. " + GENERATED_NOTE)
+    result = collections.OrderedDict([
+        ("about", doc),
+        ("arg_rewrites", arg_rewrites),
+        ("keyword_rewrites", MIGRATE_KEYWORD_REWRITES),
+        ("keyword_additions", MIGRATE_KEYWORD_ADDITIONS),
+    ])
+    write_json(os.path.join(out, "targets", "npu", "migrate_rules.json"), result, written)
+    counts = collections.Counter(e["when"] for e in arg_rewrites)
+    print("  migrate_rules.json: %d argument rewrites (%s)" % (
+        len(arg_rewrites), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    return len(arg_rewrites), counts
+
+
+# Hand-written keyword rules of targets/npu/migrate_rules.json.
+# torch.autograd.profiler.profile(use_cuda=...) collects device data on the NPU with
+# use_device="npu" (the support lists' note for torch 2.6-2.8; torch >= 2.0 has use_device).
+MIGRATE_KEYWORD_REWRITES = [
+    collections.OrderedDict([
+        ("api", api), ("keyword", "use_cuda"),
+        ("if_true", 'use_device="npu"'),
+        ("expression", 'use_device="npu" if $value else None'),
+    ]) for api in ["torch.autograd.profiler.profile"]
+]
+# DataLoader(pin_memory=True) pins for CUDA only (torch pins nothing when CUDA is unavailable
+# unless pin_memory_device names the device).
+MIGRATE_KEYWORD_ADDITIONS = [
+    collections.OrderedDict([
+        ("api", "torch.utils.data.DataLoader"), ("when_keyword", "pin_memory"),
+        ("keyword", "pin_memory_device"), ("value", '"npu"'),
+    ]),
+]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -769,6 +846,8 @@ CUDA_ONLY = collections.OrderedDict([
 # Hand-added rows of targets/npu/rewrites.tsv (see derive_rewrites).
 HAND_REWRITES = collections.OrderedDict([
     ("torch.profiler.ProfilerActivity.CUDA", "torch_npu.profiler.ProfilerActivity.NPU"),
+    # `"nccl" if dist.is_nccl_available() else "gloo"`: torch_npu adds is_hccl_available.
+    ("torch.distributed.is_nccl_available", "torch.distributed.is_hccl_available"),
 ])
 
 CPU_TARGET = collections.OrderedDict([
@@ -879,8 +958,9 @@ optional; a map's keys are the CUDA spellings, its values the target's.
  "python_module": "torch_npu",     // migrate inserts import_line where the module is not imported
  "import_line": "import torch_npu",
  "device_module": "torch_npu.npu", // counterpart of torch.cuda in advice (torch.cuda.X -> it.X)
- "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative,
-                                   // named in migrate's log
+ "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative:
+                                   // `migrate --transfer-only` adds only this line (after the
+                                   // torch imports) to the entry scripts
  "renames": {                      // applied by `portkit migrate`, named in analyse's tips
    "methods": {"cuda": "npu"},     // x.cuda() -> x.npu(); also a torch.nn.Module method that
                                    // returns the module (type inference)
@@ -903,7 +983,7 @@ optional; a map's keys are the CUDA spellings, its values the target's.
 
 Beside `target.json`, all optional: `torch-<v>/supported.tsv` and `torch-<v>/unsupported.tsv`
 (without them every torch API counts as supported except CUDA-only code, as for `cpu`),
-`advice.json`, `rewrites.tsv` and `affinity.json` (formats below). `targets/npu/target.json` and
+`advice.json`, `rewrites.tsv`, `migrate_rules.json` and `affinity.json` (formats below). `targets/npu/target.json` and
 `targets/cpu/target.json` are written literally by the script. `tests/fixtures/targets/xpu/` is
 a complete example of a target defined only by these files.
 
@@ -959,7 +1039,10 @@ Columns: `old<TAB>new`, qualified CUDA API name -> NPU name (any target may have
 it (`old.X` -> `new.X`); the longest matching prefix of whole dotted components wins (so
 `torch.cuda.set_device` -> `torch_npu.npu.set_device`, any other `torch.cuda.X` ->
 `torch.npu.X`). Hand-added: `torch.profiler.ProfilerActivity.CUDA` ->
-`torch_npu.profiler.ProfilerActivity.NPU`. From the reference rules:
+`torch_npu.profiler.ProfilerActivity.NPU` and `torch.distributed.is_nccl_available` ->
+`torch.distributed.is_hccl_available` (the guard in `"nccl" if dist.is_nccl_available() else
+"gloo"`). `portkit migrate` applies an entry only where the old API is not in the target's
+unsupported list for the chosen torch version (it warns instead). From the reference rules:
 
 ```
 @SUMMARY@
@@ -979,6 +1062,42 @@ ops of libraries whose device kernels are CUDA kernels (`torchvision.ops.nms`; a
 same package with the same last component, `torchvision.ops.boxes.nms`, is the same op); the
 target's `library_ops` names what replaces them. On a target without support lists (`cpu`)
 library ops are not reported: they have CPU kernels.
+
+### `targets/npu/migrate_rules.json`
+
+Argument and keyword rewrites of `portkit migrate` (any target may have one):
+
+```
+{"about": "...",
+ "arg_rewrites": [                  // the reference's ArgsModifyRule entries, in its order
+   {"api": "to",                    // qualified API, or a method name on any receiver
+    "method": true,                 // true exactly when "api" has no dot
+    "position": 0 | "keyword": "device",  // which argument: the n-th positional one, or a keyword
+    "new": "f'npu:{$arg}' if isinstance($arg, int) else $arg",  // $arg: the argument's
+                                    // source text; "" deletes the argument
+    "skip": ["[\"']", "cpu", ...], // regular expressions (case-insensitive search in the
+                                    // argument's text): leave the argument alone when one matches
+    "when": "always" | "device_id"}],  // device_id: only the reference's DEVICE_ID modes (not
+                                    // applied by portkit)
+ "keyword_rewrites": [{"api", "keyword", "if_true", "expression"}],
+                                    // `api(keyword=True)` -> if_true; `keyword=False` is
+                                    // removed; `keyword=<expr>` -> expression with $value
+ "keyword_additions": [{"api", "when_keyword", "keyword", "value"}]}
+                                    // `api(..., when_keyword=<not False>)` without `keyword`
+                                    // gets `keyword=value`
+```
+
+From `msfmktransplt/transplant_builtin_rules.json` `ArgsModifyRule` (61 entries: 55 `always`,
+the reference's `normal` and `2.1.0` switches, on in every run of its tool; 6 `device_id`, its
+`specify_device`/`distributed` switches). The reference's `torch.tensor.new_*` names are Tensor
+methods and become the method names `new_*`; `replace_device_int` becomes `$arg`. An argument
+is rewritten only when no `skip` pattern matches its text; `portkit migrate` also leaves alone
+arguments it knows are not device numbers (a tensor, an instance of a class, an argument that
+spans lines, one named as a device object: `device`, `args.device`, `self.dev`, `x_device`) and
+writes an integer literal `n` as the device string `"<device_type>:n"`. Hand-written:
+`use_cuda` of `torch.autograd.profiler.profile` -> `use_device="npu"` (torch.profiler.profile
+becomes torch_npu.profiler.profile, which has no such keyword),
+and `pin_memory_device="npu"` for a `torch.utils.data.DataLoader` with `pin_memory`.
 
 ### `targets/npu/affinity.json`
 
@@ -1056,6 +1175,8 @@ def main():
     derive_advice(ref, out, written)
     print("rewrites:")
     _, summary = derive_rewrites(ref, out, written)
+    print("migrate rules:")
+    derive_migrate_rules(ref, out, written)
     print("torch-only methods:")
     rows, excluded = derive_torch_only_methods(all_names, out, written)
 

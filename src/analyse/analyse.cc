@@ -169,6 +169,7 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   report.mode = opt.mode;
   report.project = input.filename().string();
   if (report.project.empty()) report.project = "root";
+  report.input = input;
 
   // Everything the run needs is loaded before any file or folder is created.
   std::string warning;

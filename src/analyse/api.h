@@ -95,6 +95,7 @@ struct AnalyseReport {
   std::string target;        ///< target name
   std::string list_version;  ///< torch version of the support list used ("2.1"), may be empty
   std::string project;       ///< basename(input): the first component of every display path
+  std::filesystem::path input;  ///< the analysed folder (absolute): display paths are below it
   std::filesystem::path results_dir;  ///< <output>/<project>_analysis, created by the run
   std::vector<Finding> findings;      ///< sorted, no duplicates
   FileStats files;
@@ -121,6 +122,14 @@ struct MigrateOptions {
   std::filesystem::path output;  ///< the copy goes to <output>/<basename(input)>_msft/
   std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   bool unsafe = false;  ///< also apply affinity replacements that may change numerics
+  /// torch version of the code ("2.1.0"; empty = newest list): APIs its support list marks
+  /// unsupported are left unchanged with a warning.
+  std::string version;
+  /// Only add the target's transfer_import line (run-time mapping of CUDA calls) to the entry
+  /// scripts: `entries`, or every file with a top-level `if __name__ == "__main__":`.
+  bool transfer_only = false;
+  std::vector<std::string> entries;  ///< paths relative to the input folder (with transfer_only)
+  std::string python = "python3";    ///< the CPython that checks every migrated file
   size_t max_file_bytes = 64u << 20;
   /// Write into an existing <output>/<basename>_msft/ that an earlier `portkit migrate` did not
   /// create (refused otherwise: kInvalidArgument).
@@ -140,20 +149,27 @@ struct MigrateReport {
   std::string project;                ///< basename(input)
   std::filesystem::path results_dir;  ///< <output>/<project>_msft, holds the copy
   bool unsafe = false;
+  bool transfer_only = false;
+  std::string list_version;            ///< torch version of the support list used, may be empty
   std::vector<MigrateChange> changes;  ///< by file, then position
   size_t files_changed = 0;
   size_t files_copied = 0;             ///< every file of the copy (changed ones included)
-  /// Files copied unchanged and why: the loader's problems (skipped files, syntax errors) and
-  /// kind "not_migrated" for a rewrite that would not parse.
+  /// Files copied unchanged and why: the loader's problems (skipped files, syntax errors), kind
+  /// "not_migrated" for a rewrite that would not parse or compile (the file is left unchanged);
+  /// also "unsupported_api" (an API the target does not support, left unchanged at that line) and
+  /// "not_compiled" (python3 cannot compile the original either).
   std::vector<FileProblem> warnings;
   /// Files written by the run (the copy and migration.patch), relative to results_dir, sorted.
   std::vector<std::string> files_written;
 };
 
 /// Writes the migrated copy and migration.patch into <output>/<basename>_msft/ and returns the
-/// changes. Errors before any file is written: input not a folder, unknown target or one that
-/// names no renames, a results
-/// folder that cannot be created; an error while writing the copy ends the run with kIo.
+/// changes. Every edited file must parse (tree-sitter) and compile (python3, all files in one
+/// process; skipped with a log warning when python3 cannot run); one that does not is copied
+/// unchanged and reported. Errors before any file is written: input not a folder, unknown target
+/// or one that names no renames, unknown version, bad migrate_rules.json, --entry outside the
+/// input, a results folder that cannot be created; an error while writing the copy ends the run
+/// with kIo.
 Expected<MigrateReport> RunMigrate(const MigrateOptions& options, Context& ctx);
 
 }  // namespace portkit::analyse

@@ -1,23 +1,30 @@
 #include "analyse/migrate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <functional>
+#include <regex>
+#include <set>
 
 #include "analyse/api.h"
 #include "analyse/project_loader.h"
+#include "analyse/python_check.h"
 #include "analyse/target.h"
 #include "analyse/walker.h"
 #include "core/atomic_file.h"
 #include "core/input_files.h"
 #include "core/unified_diff.h"
+#include "target/migrate_rules.h"
 
 namespace portkit::analyse {
 namespace fs = std::filesystem;
 
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
-    return std::tie(a.start_byte, b.end_byte) < std::tie(b.start_byte, a.end_byte);
+  // By position; at one position an insertion (empty range) first, then the outer edit.
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+    bool a_range = a.end_byte > a.start_byte, b_range = b.end_byte > b.start_byte;
+    return std::tie(a.start_byte, a_range, b.end_byte) < std::tie(b.start_byte, b_range, a.end_byte);
   });
   std::vector<Edit> kept;
   for (auto& e : edits) {
@@ -36,71 +43,115 @@ std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
   return out;
 }
 
+std::string_view LineEnding(std::string_view text) {
+  size_t nl = text.find('\n');
+  return nl != std::string_view::npos && nl > 0 && text[nl - 1] == '\r' ? "\r\n" : "\n";
+}
+
 namespace {
 
-/// Collects the edits that port one file from CUDA to the target (by its target.json) from the
-/// walker's resolved events.
+/// The migrate rules of a run with their skip patterns compiled once.
+struct CompiledRules {
+  struct Arg {
+    const target::ArgRewrite* rule;
+    std::vector<std::regex> skip;
+  };
+  std::vector<Arg> args;  ///< only the rules applied in every run (`when: always`)
+  const target::MigrateRules* rules = nullptr;
+
+  explicit CompiledRules(const target::MigrateRules& r) : rules(&r) {
+    for (const auto& a : r.args) {
+      if (!a.always) continue;
+      Arg c{&a, {}};
+      for (const auto& s : a.skip) c.skip.emplace_back(s, std::regex::ECMAScript | std::regex::icase);
+      args.push_back(std::move(c));
+    }
+  }
+};
+
+/// `replacement` in the letter case of `original` ("NCCL" → "HCCL"; else as the target spells it).
+std::string MatchCase(std::string_view original, std::string replacement) {
+  bool upper = false, lower = false;
+  for (char c : original) {
+    upper |= std::isupper(static_cast<unsigned char>(c)) != 0;
+    lower |= std::islower(static_cast<unsigned char>(c)) != 0;
+  }
+  if (upper && !lower)
+    for (char& c : replacement) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return replacement;
+}
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+/// After a device type, what makes a string a device string: nothing, `:N`, `:` (then
+/// concatenated), `:{}` / `:{0}` / `:{:d}` (format / f-string), `:%d` / `:%s`.
+bool DeviceSuffix(std::string_view rest) {
+  if (rest.empty()) return true;
+  if (rest.front() != ':') return false;
+  rest.remove_prefix(1);
+  if (rest.empty()) return true;
+  if (std::all_of(rest.begin(), rest.end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
+  if (rest == "%d" || rest == "%s" || rest == "%i") return true;
+  return rest.size() >= 2 && rest.front() == '{' && rest.back() == '}' &&
+         rest.find_first_of("{}", 1) == rest.size() - 1;
+}
+
+/// An edit whose replacement embeds the (edited) text of a sub-range: `placeholder` in `templ`
+/// stands for the text of [inner_start, inner_end) after the edits inside it.
+struct TemplateEdit {
+  size_t edit;  ///< index into the edit list
+  uint32_t inner_start, inner_end;
+  std::string templ, placeholder;
+};
+
+/// Collects the edits that port one file from CUDA to the target (by its target data) from the
+/// walker's resolved events, and warnings for what it leaves alone on purpose.
 class MigrationCollector : public EventSink {
  public:
-  MigrationCollector(const PySyntax& syn, std::string_view src, const Target& target, bool unsafe,
-                     std::vector<Edit>& out)
-      : syn_(syn), src_(src), target_(target), facts_(target.facts()), unsafe_(unsafe), out_(out) {}
+  MigrationCollector(const PySyntax& syn, std::string_view src, const Target& target, const CompiledRules& rules,
+                     bool unsafe, std::vector<Edit>& out, std::vector<FileProblem>& warnings)
+      : syn_(syn), src_(src), target_(target), facts_(target.facts()), rules_(rules), unsafe_(unsafe), out_(out),
+        warnings_(warnings) {}
 
   bool needs_import = false;  ///< the file needs the target's import line
 
   void OnCall(const CallEvent& ev) override {
     TSNode fn = ts_node_child_by_field_id(ev.node, syn_.f_function);
-    if (!ev.lookup.empty() && ev.callee.kind == ValueKind::kExternal) {
-      if (Rename(fn, ev.lookup.front(), "FuncNameModify")) return;
+    bool qualified = !ev.lookup.empty() && ev.callee.kind == ValueKind::kExternal;
+    bool typed_method = !ev.lookup.empty() && !ev.method.empty() && !ev.receiver_unknown;
+    if ((qualified || typed_method) && Unsupported(ev.node, ev.lookup.front())) return;
+    if (qualified) {
+      if (Rename(fn, ev.lookup.front(), "FuncNameModify")) {
+        ArgumentEdits(ev);
+        return;
+      }
     }
     const std::string* method = ev.method.empty() ? nullptr : Find(facts_.renames.methods, std::string(ev.method));
     if (method && syn_.Kind(fn) == NodeKind::kAttribute && ev.callee.kind != ValueKind::kUserFunction) {
       TSNode attr = ts_node_child_by_field_id(fn, syn_.f_attribute);
       Add(attr, *method, "FuncNameModify", "." + std::string(ev.method) + "() → ." + *method + "()");
-      needs_import = true;
     }
+    ArgumentEdits(ev);
     if (unsafe_ && !ev.lookup.empty()) {
       if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
         Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)");
-        needs_import = true;
       }
     }
   }
 
-  void OnAttribute(const AttributeEvent& ev) override { Rename(ev.node, ev.qname, "AttributeModify"); }
-
-  void OnString(const StringEvent& ev) override {
-    std::string replacement;
-    const std::string& v = ev.value;
-    if (const std::string* backend = Find(facts_.renames.distributed_backends, v)) {
-      replacement = *backend;
-    } else if (const std::string* env = Find(facts_.renames.env_vars, v)) {
-      replacement = *env;
-    } else {
-      for (const auto& type : target_.cuda().device_types) {
-        if (v.compare(0, type.size(), type) != 0) continue;
-        std::string_view rest(v.data() + type.size(), v.size() - type.size());
-        bool device = rest.empty();
-        if (!device && rest.front() == ':' && rest.size() > 1) {
-          device = true;
-          for (char c : rest.substr(1)) device &= c >= '0' && c <= '9';
-        }
-        if (device) replacement = facts_.device_type + std::string(rest);
-        break;
-      }
-    }
-    if (replacement.empty()) return;
-    // Replace the string's content, keeping its quotes and prefix.
-    uint32_t count = ts_node_named_child_count(ev.node);
-    for (uint32_t i = 0; i < count; ++i) {
-      TSNode c = ts_node_named_child(ev.node, i);
-      if (syn_.Kind(c) == NodeKind::kStringContent) {
-        Add(c, replacement, "ReplaceString", "\"" + v + "\" → \"" + replacement + "\"");
-        needs_import = true;
-        return;
-      }
-    }
+  void OnAttribute(const AttributeEvent& ev) override {
+    if (ev.qname.empty()) return;
+    if (Unsupported(ev.node, ev.qname)) return;
+    Rename(ev.node, ev.qname, "AttributeModify");
   }
+
+  void OnString(const StringEvent& ev) override { StringEdit(ev); }
+  void OnFormattedString(const StringEvent& ev) override { StringEdit(ev); }
 
   void OnSubscriptAssign(TSNode assignment, TSNode target, const Value& base, const Value& index) override {
     const std::string* fused = facts_.FusedApi("mask_index_put");
@@ -113,16 +164,221 @@ class MigrationCollector : public EventSink {
     std::string x(NodeText(obj, src_)), cond(NodeText(ts_node_named_child(target, 1), src_));
     Add(assignment, x + " = " + *fused + "(" + x + ", " + cond + ", " + std::string(NodeText(right, src_)) + ")",
         "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)");
-    needs_import = true;
+  }
+
+  /// Fills the replacements of template edits from the edits inside their placeholder range
+  /// (`x.to(torch.cuda.current_device())`: the argument is rewritten with its renamed text) and
+  /// drops those inner edits.
+  void ComposeTemplates() {
+    std::vector<bool> drop(out_.size());
+    for (const auto& t : templates_) {
+      Edit& outer = out_[t.edit];
+      std::vector<Edit> inner;
+      for (size_t i = 0; i < out_.size(); ++i) {
+        if (i == t.edit || drop[i]) continue;
+        const Edit& e = out_[i];
+        if (e.start_byte >= outer.start_byte && e.end_byte <= outer.end_byte && e.end_byte > e.start_byte) {
+          if (e.start_byte >= t.inner_start && e.end_byte <= t.inner_end) {
+            inner.push_back(e);
+            inner.back().start_byte -= t.inner_start;
+            inner.back().end_byte -= t.inner_start;
+          }
+          drop[i] = true;
+        }
+      }
+      std::string text = ApplyEdits(src_.substr(t.inner_start, t.inner_end - t.inner_start), inner);
+      std::string result;
+      std::string_view templ = t.templ;
+      for (size_t at; (at = templ.find(t.placeholder)) != std::string_view::npos;) {
+        result.append(templ.substr(0, at)).append(text);
+        templ.remove_prefix(at + t.placeholder.size());
+      }
+      result.append(templ);
+      outer.message += ": " + std::string(src_.substr(outer.start_byte, outer.end_byte - outer.start_byte)) +
+                       " → " + result;
+      outer.replacement = std::move(result);
+    }
+    std::vector<Edit> kept;
+    for (size_t i = 0; i < out_.size(); ++i)
+      if (!drop[i]) kept.push_back(std::move(out_[i]));
+    out_ = std::move(kept);
+    templates_.clear();
   }
 
  private:
+  /// A warning instead of a rewrite for an API the target lists as unsupported.
+  bool Unsupported(TSNode node, const std::string& qname) {
+    const std::string* note = target_.Unsupported(qname);
+    if (!note) return false;
+    uint32_t line = StartLine(node);
+    if (warned_.insert({line, qname}).second) {
+      std::string version = target_.list_version().empty() ? "" : " (torch " + target_.list_version() + ")";
+      std::string renamed = target_.RewriteByPrefix(qname);
+      std::string action = renamed.empty() || renamed == qname ? "port it by hand"
+                                                               : "not rewritten to " + renamed;
+      warnings_.push_back({{}, line, ts_node_start_point(node).column + 1, "unsupported_api",
+                           qname + " is not supported on " + target_.name() + version + "; " + action +
+                               (note->empty() ? "" : " (" + *note + ")")});
+    }
+    return true;
+  }
+
+  /// Renames a reference to `qname` by the target's rewrite table. Where the new name keeps the
+  /// old one's leading components and the code spells the changed tail after a name of its own
+  /// (`dist.is_nccl_available` for torch.distributed.is_nccl_available), only the tail is
+  /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty() || renamed == qname) return false;
-    Add(node, renamed, operation, qname + " → " + renamed);
-    needs_import = true;
+    std::string replacement = renamed;
+    size_t common = 0;  // bytes of the shared leading components, with their dot
+    for (size_t i = 0; i <= qname.size() && i <= renamed.size(); ++i) {
+      bool end_q = i == qname.size() || qname[i] == '.', end_r = i == renamed.size() || renamed[i] == '.';
+      if (end_q && end_r) common = i + 1;
+      if (i == qname.size() || i == renamed.size() || qname[i] != renamed[i]) break;
+    }
+    if (common > 0 && common <= qname.size()) {
+      std::string_view text = NodeText(node, src_);
+      std::string tail = "." + qname.substr(common);
+      if (text.size() > tail.size() && text.substr(text.size() - tail.size()) == tail)
+        replacement = std::string(text.substr(0, text.size() - tail.size())) + "." + renamed.substr(common);
+    }
+    Add(node, replacement, operation, qname + " → " + renamed);
     return true;
+  }
+
+  bool Matches(const CallEvent& ev, const std::string& api, bool method) const {
+    if (method) return ev.method == api;
+    if (ev.callee.kind != ValueKind::kExternal && ev.callee.kind != ValueKind::kMethod) return false;
+    return std::find(ev.lookup.begin(), ev.lookup.end(), api) != ev.lookup.end();
+  }
+
+  /// The argument node of `arg` (the keyword_argument for a keyword, else the value).
+  TSNode ArgumentNode(const Argument& arg) const {
+    if (arg.keyword.empty()) return arg.value;
+    TSNode parent = ts_node_parent(arg.value);
+    return syn_.Kind(parent) == NodeKind::kKeywordArgument ? parent : arg.value;
+  }
+
+  /// Deletes an argument with its comma.
+  void DeleteArgument(TSNode arg, std::string message) {
+    TSNode next = ts_node_next_named_sibling(arg);
+    while (!ts_node_is_null(next) && syn_.Kind(next) == NodeKind::kComment) next = ts_node_next_named_sibling(next);
+    TSNode prev = ts_node_prev_named_sibling(arg);
+    while (!ts_node_is_null(prev) && syn_.Kind(prev) == NodeKind::kComment) prev = ts_node_prev_named_sibling(prev);
+    uint32_t start = ts_node_start_byte(arg), end = ts_node_end_byte(arg);
+    if (!ts_node_is_null(next)) end = ts_node_start_byte(next);
+    else if (!ts_node_is_null(prev)) start = ts_node_end_byte(prev);
+    out_.push_back({start, end, "", StartLine(arg), EndLine(arg), "ArgsModify", std::move(message)});
+  }
+
+  /// True when `arg` is known not to be a device number, so a device-number rewrite does not
+  /// apply: the analyser typed it (a tensor, an instance, a class), or it is named as a device
+  /// object (`device`, `args.device`, `self.dev`, `x_device`: a torch.device or a string).
+  bool NotADeviceNumber(const Argument& arg) const {
+    switch (arg.type.kind) {
+      case ValueKind::kUnknown: case ValueKind::kOther: break;
+      default: return true;
+    }
+    TSNode name = arg.value;
+    if (syn_.Kind(name) == NodeKind::kAttribute) name = ts_node_child_by_field_id(name, syn_.f_attribute);
+    if (syn_.Kind(name) != NodeKind::kIdentifier) return false;
+    std::string_view id = NodeText(name, src_);
+    auto ends = [&](std::string_view s) { return id.size() >= s.size() && id.substr(id.size() - s.size()) == s; };
+    return id == "dev" || id == "device" || ends("_device") || ends("_dev");
+  }
+
+  void ArgumentEdits(const CallEvent& ev) {
+    const std::string where = ev.method.empty() && !ev.lookup.empty() ? ev.lookup.front() + "()"
+                                                                      : "." + std::string(ev.method) + "()";
+    for (const auto& c : rules_.args) {
+      const target::ArgRewrite& r = *c.rule;
+      if (!Matches(ev, r.api, r.method)) continue;
+      const Argument* arg = r.position >= 0 ? ev.Positional(static_cast<size_t>(r.position)) : ev.Keyword(r.keyword);
+      if (!arg || arg->splat) continue;
+      std::string text(NodeText(arg->value, src_));
+      bool skip = false;
+      for (const auto& re : c.skip) skip |= std::regex_search(text, re);
+      if (skip) continue;
+      std::string which = r.position >= 0 ? "argument " + std::to_string(r.position + 1) : r.keyword + "=";
+      if (r.replacement.empty()) {
+        DeleteArgument(ArgumentNode(*arg), "removed " + which + " of " + where);
+        continue;
+      }
+      if (NotADeviceNumber(*arg) || text.find('\n') != std::string::npos) continue;
+      if (syn_.Kind(arg->value) == NodeKind::kInteger && !facts_.device_type.empty() &&
+          std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        std::string device = "\"" + facts_.device_type + ":" + text + "\"";
+        Add(arg->value, device, "ArgsModify", which + " of " + where + ": " + text + " → " + device);
+        continue;
+      }
+      uint32_t s = ts_node_start_byte(arg->value), e = ts_node_end_byte(arg->value);
+      templates_.push_back({out_.size(), s, e, r.replacement, "$arg"});
+      Add(arg->value, "", "ArgsModify", which + " of " + where);
+    }
+    for (const auto& r : rules_.rules->keywords) {
+      if (!Matches(ev, r.api, false)) continue;
+      const Argument* arg = ev.Keyword(r.keyword);
+      if (!arg) continue;
+      TSNode node = ArgumentNode(*arg);
+      std::string_view value = NodeText(arg->value, src_);
+      if (value == "True") {
+        Add(node, r.if_true, "ArgsModify", std::string(NodeText(node, src_)) + " → " + r.if_true);
+      } else if (value == "False") {
+        DeleteArgument(node, "removed " + std::string(NodeText(node, src_)) + " of " + where);
+      } else {
+        templates_.push_back({out_.size(), ts_node_start_byte(arg->value), ts_node_end_byte(arg->value),
+                              r.expression, "$value"});
+        Add(node, "", "ArgsModify", r.keyword + "= of " + where);
+      }
+    }
+    for (const auto& r : rules_.rules->additions) {
+      if (!Matches(ev, r.api, false) || ev.has_splat() || ev.Keyword(r.keyword)) continue;
+      const Argument* when = ev.Keyword(r.when_keyword);
+      if (!when || NodeText(when->value, src_) == "False") continue;
+      TSNode last = ArgumentNode(ev.args.back());
+      uint32_t at = ts_node_end_byte(last);
+      std::string added = r.keyword + "=" + r.value;
+      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify", "added " + added + " to " + where});
+    }
+  }
+
+  void StringEdit(const StringEvent& ev) {
+    const std::string& v = ev.value;
+    std::string replacement;
+    size_t prefix = v.size();  // bytes of the content replaced (from its start)
+    if (!ev.formatted) {
+      for (const auto& [cuda, backend] : facts_.renames.distributed_backends)
+        if (IEquals(v, cuda)) replacement = MatchCase(v, backend);
+      if (const std::string* env = Find(facts_.renames.env_vars, v)) replacement = *env;
+    }
+    if (replacement.empty() && !facts_.device_type.empty()) {
+      for (const auto& type : target_.cuda().device_types) {
+        if (v.size() < type.size() || !IEquals(std::string_view(v).substr(0, type.size()), type)) continue;
+        if (!DeviceSuffix(std::string_view(v).substr(type.size()))) continue;
+        replacement = MatchCase(std::string_view(v).substr(0, type.size()), facts_.device_type);
+        prefix = type.size();
+        break;
+      }
+    }
+    if (replacement.empty()) return;
+    // Replace the start of the string's first content, keeping its quotes, prefix and
+    // interpolations.
+    uint32_t count = ts_node_named_child_count(ev.node);
+    for (uint32_t i = 0; i < count; ++i) {
+      TSNode c = ts_node_named_child(ev.node, i);
+      NodeKind k = syn_.Kind(c);
+      if (k == NodeKind::kStringContent) {
+        std::string_view content = NodeText(c, src_);
+        if (content.size() < prefix || !IEquals(content.substr(0, prefix), std::string_view(v).substr(0, prefix))) return;
+        uint32_t start = ts_node_start_byte(c);
+        std::string old(content.substr(0, prefix));
+        out_.push_back({start, start + static_cast<uint32_t>(prefix), replacement, StartLine(c), StartLine(c),
+                        "ReplaceString", "\"" + v + "\" → \"" + replacement + v.substr(prefix) + "\""});
+        return;
+      }
+      if (std::string_view(ts_node_type(c)) != "string_start") return;  // an interpolation first
+    }
   }
 
   static const std::string* Find(const std::map<std::string, std::string>& renames, const std::string& key) {
@@ -131,16 +387,20 @@ class MigrationCollector : public EventSink {
   }
 
   void Add(TSNode node, std::string replacement, const char* operation, std::string message) {
-    out_.push_back({ts_node_start_byte(node), ts_node_end_byte(node), std::move(replacement),
-                    StartLine(node), EndLine(node), operation, std::move(message)});
+    out_.push_back({ts_node_start_byte(node), ts_node_end_byte(node), std::move(replacement), StartLine(node),
+                    EndLine(node), operation, std::move(message)});
   }
 
   const PySyntax& syn_;
   std::string_view src_;
   const Target& target_;
   const target::TargetFacts& facts_;
+  const CompiledRules& rules_;
   bool unsafe_;
   std::vector<Edit>& out_;
+  std::vector<FileProblem>& warnings_;
+  std::vector<TemplateEdit> templates_;
+  std::set<std::pair<uint32_t, std::string>> warned_;
 };
 
 // The target's attribute renames (`x.is_cuda` → `x.is_npu`) wherever they appear (an attribute of
@@ -160,42 +420,111 @@ void AttributeRenameEdits(const PySyntax& syn, TSNode root, std::string_view src
   });
 }
 
-// Where the target's import line goes: after the first top-level `import torch...` statement,
-// else after the docstring and __future__ imports. Returns the byte offset of the line to insert
-// at; false when an import statement already names `module`.
-bool FindImportLine(const PySyntax& syn, const ParsedSource& src, const std::string& module, uint32_t* byte,
-                    uint32_t* line) {
+/// True when an import statement anywhere in the file names `module` (also inside `try:`).
+bool ImportsModule(const PySyntax& syn, TSNode root, std::string_view src, const std::string& module) {
+  bool found = false;
+  ForEachNamedNode(root, [&](TSNode n) {
+    if (found) return false;
+    NodeKind k = syn.Kind(n);
+    if (k == NodeKind::kImportStatement || k == NodeKind::kImportFromStatement) {
+      std::string_view text = NodeText(n, src);
+      for (size_t at = text.find(module); at != std::string_view::npos; at = text.find(module, at + 1)) {
+        size_t end = at + module.size();
+        bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
+        bool ends = end == text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+        if (starts && ends) found = true;
+      }
+      return false;
+    }
+    return true;
+  });
+  return found;
+}
+
+/// `import torch...` / `from torch... import` (torch itself or a submodule, not torchvision).
+bool IsTorchImport(std::string_view text) {
+  for (std::string_view head : {"import", "from"}) {
+    if (text.rfind(head, 0) != 0) continue;
+    size_t at = text.find_first_not_of(" \t\\\r\n", head.size());
+    if (at == std::string_view::npos || at == head.size() || text.compare(at, 5, "torch") != 0) continue;
+    size_t end = at + 5;
+    return end == text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+  }
+  return false;
+}
+
+/// Where a new top-level import line goes.
+struct InsertPoint {
+  uint32_t byte = 0, line = 1;
+  bool newline_before = false;  ///< the file's last line has no line end
+};
+
+/// After the first top-level torch import when `after_torch` and there is one; else after the
+/// leading comments (shebang, coding line), the module docstring and the `from __future__`
+/// imports — never above them.
+InsertPoint FindInsertPoint(const PySyntax& syn, const ParsedSource& src, bool after_torch) {
   TSNode root = src.root();
   uint32_t count = ts_node_named_child_count(root);
   long after = -1;
-  for (uint32_t i = 0; i < count; ++i) {
-    TSNode c = ts_node_named_child(root, i);
-    NodeKind k = syn.Kind(c);
-    std::string_view text = NodeText(c, src.source);
-    if (k == NodeKind::kImportStatement || k == NodeKind::kImportFromStatement) {
-      if (text.find(module) != std::string_view::npos) return false;  // already imported
-      if (after < 0 && (text.rfind("import torch", 0) == 0 || text.rfind("from torch", 0) == 0))
+  if (after_torch) {
+    for (uint32_t i = 0; i < count && after < 0; ++i) {
+      TSNode c = ts_node_named_child(root, i);
+      NodeKind k = syn.Kind(c);
+      if ((k == NodeKind::kImportStatement || k == NodeKind::kImportFromStatement) &&
+          IsTorchImport(NodeText(c, src.source)))
         after = static_cast<long>(ts_node_end_byte(c));
     }
   }
   if (after < 0) {
+    bool first_statement = true;
     for (uint32_t i = 0; i < count; ++i) {
       TSNode c = ts_node_named_child(root, i);
       NodeKind k = syn.Kind(c);
-      bool docstring = i == 0 && k == NodeKind::kExpressionStatement &&
-                       syn.Kind(ts_node_named_child(c, 0)) == NodeKind::kString;
-      if (k == NodeKind::kFutureImportStatement || docstring || k == NodeKind::kComment) {
+      bool docstring = first_statement && k == NodeKind::kExpressionStatement &&
+                       ts_node_named_child_count(c) == 1 && syn.Kind(ts_node_named_child(c, 0)) == NodeKind::kString;
+      if (k == NodeKind::kComment || k == NodeKind::kFutureImportStatement || docstring) {
         after = static_cast<long>(ts_node_end_byte(c));
+        if (k != NodeKind::kComment) first_statement = false;
         continue;
       }
       break;
     }
   }
-  size_t pos = after < 0 ? 0 : src.source.find('\n', static_cast<size_t>(after));
-  pos = after < 0 ? 0 : (pos == std::string::npos ? src.source.size() : pos + 1);
-  *byte = static_cast<uint32_t>(pos);
-  *line = static_cast<uint32_t>(std::count(src.source.begin(), src.source.begin() + static_cast<long>(pos), '\n') + 1);
-  return true;
+  InsertPoint p;
+  const std::string& s = src.source;
+  size_t pos = 0;
+  if (after >= 0) {
+    pos = s.find('\n', static_cast<size_t>(after));
+    if (pos == std::string::npos) {
+      pos = s.size();
+      p.newline_before = true;
+    } else {
+      ++pos;
+    }
+  }
+  p.byte = static_cast<uint32_t>(pos);
+  p.line = static_cast<uint32_t>(std::count(s.begin(), s.begin() + static_cast<long>(pos), '\n') + 1);
+  return p;
+}
+
+/// An edit inserting `line` (with the file's line ending) at `p`.
+Edit InsertLineEdit(const InsertPoint& p, const std::string& line, std::string_view eol, const char* operation) {
+  std::string text = (p.newline_before ? std::string(eol) : "") + line + std::string(eol);
+  return {p.byte, p.byte, std::move(text), p.line, p.line, operation, line};
+}
+
+/// A script entry point: a top-level `if __name__ == "__main__":`.
+bool IsEntryFile(const PySyntax& syn, const ParsedSource& src) {
+  TSNode root = src.root();
+  uint32_t count = ts_node_named_child_count(root);
+  for (uint32_t i = 0; i < count; ++i) {
+    TSNode c = ts_node_named_child(root, i);
+    if (syn.Kind(c) != NodeKind::kIfStatement) continue;
+    std::string_view cond = NodeText(ts_node_child_by_field_id(c, syn.f_condition), src.source);
+    if (cond.find("__name__") != std::string_view::npos && cond.find("__main__") != std::string_view::npos)
+      return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -211,13 +540,30 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     return fs::exists(input, ec) ? InvalidArgument(what) : NotFound(what);
   }
   input = fs::weakly_canonical(fs::absolute(input), ec);
-  auto target = Target::Load(ctx.data_dir, opt.target, "", nullptr);
+  std::string version_warning;
+  auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &version_warning);
   if (!target.ok()) return target.status();
   if (!target->facts().migratable())
     return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
+  const target::TargetFacts& facts = target->facts();
+  if (opt.transfer_only && facts.transfer_import.empty())
+    return InvalidArgument("target " + target->name() + " names no transfer_import in its target.json; "
+                           "--transfer-only needs one");
+  if (!opt.entries.empty() && !opt.transfer_only)
+    return InvalidArgument("--entry is used with --transfer-only");
+  for (const auto& e : opt.entries) {
+    fs::path p = fs::path(e).lexically_normal();
+    if (p.is_absolute() || p.empty() || *p.begin() == ".." || !fs::is_regular_file(input / p, ec))
+      return InvalidArgument("--entry " + e + ": not a file inside the input folder (give its path relative to it)");
+  }
+  auto rules = target::LoadMigrateRules(facts.dir);
+  if (!rules.ok()) return rules.status();
+  CompiledRules compiled(*rules);
   MigrateReport report;
   report.target = target->name();
   report.unsafe = opt.unsafe;
+  report.transfer_only = opt.transfer_only;
+  report.list_version = target->list_version();
   report.project = input.filename().string();
   const std::string& base = report.project;
   fs::path results = fs::absolute(opt.output) / (base + "_msft");
@@ -232,15 +578,20 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   fs::create_directories(results, ec);
   if (ec || !fs::is_directory(results, ec))
     return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
-  log.Info("Migration to " + target->name() + " start" + (opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
+  if (!version_warning.empty()) log.Warning(version_warning);
+  log.Info("Migration to " + target->name() + " start" +
+           (opt.transfer_only ? " (--transfer-only: `" + facts.transfer_import + "` at the entry points)"
+                              : opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
-  LoadProject({input, base, {results}, {}, opt.max_file_bytes, target->facts().DeviceMethods()}, log, pool, project);
+  LoadProject({input, base, {results}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
 
   struct FileResult {
     std::string text;
     std::vector<Edit> edits;
+    std::vector<FileProblem> warnings;
     bool reverted = false;
+    std::string revert_reason;
   };
   std::vector<FileResult> out(project.py.size());
   std::vector<std::unique_ptr<PythonParser>> parsers;
@@ -254,33 +605,73 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       progress.Done("Skipped " + f.file->display + " (not migrated: see the warnings above).");
       return;
     }
-    MigrationCollector collector(project.syntax, f.parsed.source, *target, opt.unsafe, r.edits);
-    FileWalker(project.syntax, f.parsed, *f.summary, project.index,
-               [&](const std::string& q) { return target->Known(q); }, collector).Run();
-    const target::TargetFacts& facts = target->facts();
-    AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
-    if (!r.edits.empty()) collector.needs_import = true;
-    r.text = ApplyEdits(f.parsed.source, r.edits);
-    uint32_t byte = 0, line = 0;
-    if (collector.needs_import && !facts.import_line.empty() &&
-        FindImportLine(project.syntax, f.parsed, facts.python_module, &byte, &line)) {
-      // Insert the import into the edited text: offsets before `byte` shifted by earlier edits.
-      long shift = 0;
-      for (const auto& e : r.edits)
-        if (e.end_byte <= byte) shift += static_cast<long>(e.replacement.size()) - static_cast<long>(e.end_byte - e.start_byte);
-      r.text.insert(static_cast<size_t>(static_cast<long>(byte) + shift), facts.import_line + "\n");
-      r.edits.push_back({byte, byte, facts.import_line + "\n", line, line, "InsertImport", facts.import_line});
+    std::string_view eol = LineEnding(f.parsed.source);
+    if (opt.transfer_only) {
+      bool entry = std::any_of(opt.entries.begin(), opt.entries.end(), [&](const std::string& e) {
+        return fs::path(e).lexically_normal().generic_string() == f.file->rel;
+      });
+      if ((entry || (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed))) &&
+          f.parsed.source.find(facts.transfer_import) == std::string::npos) {
+        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.transfer_import, eol,
+                                         "InsertImport"));
+      }
+    } else {
+      MigrationCollector collector(project.syntax, f.parsed.source, *target, compiled, opt.unsafe, r.edits, r.warnings);
+      FileWalker(project.syntax, f.parsed, *f.summary, project.index,
+                 [&](const std::string& q) { return target->Known(q); }, collector).Run();
+      AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
+      collector.ComposeTemplates();
+      if (!r.edits.empty() && !facts.import_line.empty() &&
+          !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
+        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol,
+                                         "InsertImport"));
     }
-    // Every migrated file must parse; a rewrite that breaks it is undone.
+    r.text = ApplyEdits(f.parsed.source, r.edits);
+    for (auto& w : r.warnings) w.file = f.file->display;
+    // Every migrated file must parse; a rewrite that breaks it is undone (CPython checks below).
     if (!r.edits.empty()) {
       ParsedSource check = parsers[worker]->Parse(r.text);
       if (check.has_error()) {
         r.reverted = true;
-        r.text = f.parsed.source;
+        r.revert_reason = "the migrated file would not parse";
       }
     }
     progress.Done("Migrated " + f.file->display + " (" + std::to_string(r.edits.size()) + " changes).");
   });
+
+  // Every edited file is compiled by CPython, all in one process; a file whose edits break it is
+  // left unchanged (an original that does not compile either keeps its edits, with a warning).
+  {
+    std::vector<size_t> which;
+    std::vector<PythonCheckInput> inputs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].edits.empty() || out[i].reverted) continue;
+      which.push_back(i);
+      inputs.push_back({out[i].text, project.py[i].parsed.source});
+    }
+    if (!inputs.empty()) {
+      auto verdicts = CompileWithPython(inputs, opt.python.empty() ? "python3" : opt.python);
+      if (!verdicts.ok()) {
+        log.Warning("the migrated files were not compiled with CPython (" + verdicts.status().message() +
+                 "); they were checked with the tree-sitter parser only");
+      } else {
+        for (size_t k = 0; k < which.size(); ++k) {
+          const PythonCheckVerdict& v = (*verdicts)[k];
+          FileResult& r = out[which[k]];
+          if (v.compiles) continue;
+          std::string where = v.line ? " (line " + std::to_string(v.line) + ")" : "";
+          if (v.original_compiles) {
+            r.reverted = true;
+            r.revert_reason = "the migrated file does not compile with python3: " + v.message + where;
+          } else {
+            r.warnings.push_back({project.py[which[k]].file->display, v.line, 0, "not_compiled",
+                                  "python3 cannot compile the original either (" + v.message + where +
+                                      "); migrated all the same"});
+          }
+        }
+      }
+    }
+  }
 
   std::string patch;
   Status first_error;
@@ -299,9 +690,13 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     const SourceFile& sf = *project.py[i].file;
     FileResult& r = out[i];
     fs::path dest = results / sf.rel;
+    for (const auto& w : r.warnings) {
+      log.Warning(w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": " + w.message);
+      report.warnings.push_back(w);
+    }
     if (r.reverted) {
-      log.Error(sf.display + ": the migrated file would not parse; left unchanged");
-      report.warnings.push_back({sf.display, 0, 0, "not_migrated", "the migrated file would not parse; left unchanged"});
+      log.Error(sf.display + ": " + r.revert_reason + "; left unchanged");
+      report.warnings.push_back({sf.display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
     }
     if (r.text.empty() || r.edits.empty() || r.reverted) {
       write(dest, [&] { return CopyFileAtomic(sf.path, dest); });
@@ -350,9 +745,10 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
            " files changed, " + std::to_string(report.changes.size()) + " changes.");
   log.Info("The migrated copy is " + results.string() + "; `patch -p1 < migration.patch` applies the same "
            "changes to the original.");
-  if (!target->facts().transfer_import.empty())
-    log.Info("To run CUDA code unchanged instead, `" + target->facts().transfer_import + "` after the torch "
-             "imports maps most CUDA calls to " + target->name() + " at run time.");
+  if (!opt.transfer_only && !facts.transfer_import.empty())
+    log.Info("To run CUDA code unchanged instead, `portkit migrate --transfer-only` adds only `" +
+             facts.transfer_import + "` to the entry scripts; it maps most CUDA calls to " + target->name() +
+             " at run time.");
   return report;
 }
 

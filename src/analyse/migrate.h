@@ -17,7 +17,12 @@ struct Edit {
   std::string message;
 };
 
-/// Applies non-overlapping edits (sorted by position; later overlapping edits are dropped).
+/// Applies non-overlapping edits: sorted by position (an insertion, an empty range, before an
+/// edit starting at the same byte); an edit overlapping an earlier, outer one is dropped. `edits`
+/// keeps the applied ones.
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits);
+
+/// The line ending of `text`: "\r\n" when its first line ends so, else "\n".
+std::string_view LineEnding(std::string_view text);
 
 }  // namespace portkit::analyse

@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "analyse/api.h"
+#include "analyse/rule_docs.h"
 #include "analyse/target.h"
 #include "cli/cli_common.h"
 #include "target/target_facts.h"
@@ -46,9 +48,52 @@ size_t GateCount(const analyse::AnalyseReport& report, const std::vector<std::st
   return n;
 }
 
+/// `--explain [RULE]` (handled before the other options, which it does not need): prints the
+/// rule's doc, or the list of rules. Returns nullopt when argv has no --explain.
+std::optional<int> Explain(int argc, char** argv, Context& ctx) {
+  std::optional<std::string> rule;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--explain") {
+      rule = i + 1 < argc && argv[i + 1][0] != '-' ? std::string(argv[i + 1]) : std::string();
+    } else if (a.rfind("--explain=", 0) == 0) {
+      rule = std::string(a.substr(10));
+    }
+  }
+  if (!rule) return std::nullopt;
+  std::string out;
+  if (rule->empty()) {
+    out = "Rules (portkit analyse --explain RULE prints one; --select/--ignore RULE,... filter them):\n";
+    for (const analyse::RuleDoc* d : analyse::RuleDocs())
+      out += "  " + std::string(d->name) + std::string(d->name.size() < 28 ? 28 - d->name.size() : 1, ' ') +
+             "[" + std::string(d->family) + "] " + analyse::RuleSummary(*d) + "\n";
+  } else if (const analyse::RuleDoc* d = analyse::FindRuleDoc(*rule)) {
+    out = analyse::RuleDocText(*d);
+  } else {
+    return Fail(ctx, InvalidArgument("--explain: unknown rule '" + *rule + "'; `portkit analyse --explain` lists them"));
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+/// A --select/--ignore check: every name is a documented rule.
+CLI::Validator RuleListValidator() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::vector<std::string> names = SplitCommas(value);
+        if (names.empty()) return "give at least one rule (`portkit analyse --explain` lists them)";
+        for (const auto& n : names)
+          if (!analyse::FindRuleDoc(n)) return "unknown rule '" + n + "' (`portkit analyse --explain` lists them)";
+        return {};
+      },
+      "RULE[,RULE...]");
+}
+
 }  // namespace
 
 int AnalyseCommand(int argc, char** argv, Context& ctx) {
+  if (auto code = Explain(argc, argv, ctx)) return *code;
   analyse::AnalyseOptions opt;
   std::string input, output, mode_name = std::string(analyse::ModeInfo(opt.mode).name);
   std::vector<std::string> formats, fail_on;
@@ -99,6 +144,20 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
             return {};
           },
           "CATEGORY[,CATEGORY...]"));
+  std::vector<std::string> select, ignore;
+  app.add_option_function<std::string>(
+         "--select", [&select](const std::string& v) { select = SplitCommas(v); },
+         "report only the findings of these rules, comma-separated (rule names: --explain)")
+      ->check(RuleListValidator());
+  app.add_option_function<std::string>(
+         "--ignore", [&ignore](const std::string& v) { ignore = SplitCommas(v); },
+         "drop the findings of these rules, comma-separated; one finding is dropped by a comment "
+         "`# portkit: ignore[RULE]` (or `# portkit: ignore`, every rule) on its line")
+      ->check(RuleListValidator());
+  app.add_option("--explain", "print the doc of RULE (what it finds, why it matters, an example, what to use "
+                              "instead), or list the rules when no RULE is given; needs no other option")
+      ->expected(0, 1)
+      ->type_name("[RULE]");
   bool fail_on_findings = false;
   app.add_flag("--force", opt.force,
                "write into an existing <output>/<name>_analysis folder that portkit analyse did not create");
@@ -123,6 +182,11 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
 
   auto report = analyse::RunAnalyse(opt, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
+  // Inline `# portkit: ignore[...]` comments, then --select/--ignore, before any report is written.
+  size_t suppressed = analyse::ApplyInlineSuppressions(report->findings, report->project, report->input.string());
+  size_t filtered = analyse::FilterFindingsByRule(report->findings, select, ignore);
+  if (suppressed) ctx.logger.Info(std::to_string(suppressed) + " finding(s) suppressed by `# portkit: ignore` comments.");
+  if (filtered) ctx.logger.Info(std::to_string(filtered) + " finding(s) left out by --select/--ignore.");
   auto table = render::WriteAnalyseReports(*report, formats, ctx.logger);
   if (!table.ok()) return Fail(ctx, table.status());
   std::fwrite(table->data(), 1, table->size(), stdout);

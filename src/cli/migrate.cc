@@ -23,8 +23,20 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
       ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, true); });
   app.add_flag("--force", opt.force,
                "write into an existing <output>/<name>_msft folder that portkit migrate did not create");
-  app.add_flag("--unsafe", opt.unsafe,
-               "also apply affinity replacements (fused optimizers, masked index_put) that can change numerics");
+  app.add_option("-v,--version", opt.version,
+                 "torch version of the code (as for analyse; default: newest list): APIs its support list "
+                 "marks unsupported are left unchanged with a warning");
+  auto* unsafe = app.add_flag("--unsafe", opt.unsafe,
+                              "also apply affinity replacements (fused optimizers, masked index_put) that can "
+                              "change numerics");
+  auto* transfer = app.add_flag("--transfer-only", opt.transfer_only,
+                                "change nothing but add the target's run-time transfer import (transfer_import "
+                                "of its target.json) after the torch imports of the entry scripts (files with `if __name__ == \"__main__\":`, or those given with --entry)");
+  transfer->excludes(unsafe);
+  app.add_option("--entry", opt.entries,
+                 "with --transfer-only: an entry script, relative to the input folder (repeatable); "
+                 "replaces the `__main__` detection")
+      ->needs(transfer);
   AddJobsOption(app, &ctx.jobs);
   AddFormatOption(app, &formats, {"csv", "json"}, {"csv"});
   if (auto code = Parse(app, argc, argv)) return *code;

@@ -1,6 +1,8 @@
 #include "render/analyse_report.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -9,6 +11,7 @@
 #include "core/csv_writer.h"
 #include "core/json_writer.h"
 #include "core/table.h"
+#include "analyse/rule_docs.h"
 
 namespace portkit::render {
 using namespace portkit::analyse;
@@ -194,14 +197,109 @@ std::string AnalyseJson(const AnalyseReport& run) {
   return j.str();
 }
 
+namespace {
+
+/// `path` as a relative URI reference: unreserved characters and '/' kept, every other byte
+/// percent-encoded (spaces, non-ASCII and non-UTF-8 bytes alike).
+std::string UriPath(std::string_view path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+/// UTF-16 code units of the UTF-8 bytes `text` (a 4-byte sequence is 2 units; a stray or
+/// invalid byte counts 1).
+uint32_t Utf16Units(std::string_view text) {
+  uint32_t units = 0;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    if (i + len > text.size()) len = 1;
+    for (size_t k = 1; k < len; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) len = 1;
+    units += len == 4 ? 2 : 1;
+    i += len;
+  }
+  return units;
+}
+
+/// The lines of the analysed files, read once each, to turn byte columns into UTF-16 columns.
+class LineCache {
+ public:
+  LineCache(const std::filesystem::path& root, std::string project) : root_(root), prefix_(std::move(project) + "/") {}
+
+  /// 1-based UTF-16 column of 1-based byte column `col` on line `line` of display path `file`;
+  /// 0 when the file cannot be read or the position is not in it.
+  uint32_t Column(const std::string& file, uint32_t line, uint32_t col) {
+    const std::vector<std::string_view>* lines = Lines(file);
+    if (!lines || line == 0 || line > lines->size() || col == 0) return 0;
+    std::string_view text = (*lines)[line - 1];
+    if (col - 1 > text.size()) return 0;
+    return Utf16Units(text.substr(0, col - 1)) + 1;
+  }
+
+ private:
+  const std::vector<std::string_view>* Lines(const std::string& file) {
+    auto it = files_.find(file);
+    if (it != files_.end()) return it->second.ok ? &it->second.lines : nullptr;
+    Entry& e = files_[file];
+    if (root_.empty() || file.compare(0, prefix_.size(), prefix_) != 0) return nullptr;
+    auto text = ReadFile(root_ / file.substr(prefix_.size()));
+    if (!text.ok()) return nullptr;
+    e.text = std::move(*text);
+    std::string_view rest = e.text;
+    while (true) {
+      size_t nl = rest.find('\n');
+      std::string_view line = rest.substr(0, nl);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      e.lines.push_back(line);
+      if (nl == std::string_view::npos) break;
+      rest.remove_prefix(nl + 1);
+    }
+    e.ok = true;
+    return &e.lines;
+  }
+
+  struct Entry {
+    bool ok = false;
+    std::string text;
+    std::vector<std::string_view> lines;
+  };
+  std::filesystem::path root_;
+  std::string prefix_;
+  std::map<std::string, Entry> files_;
+};
+
+const char* Level(Category c) {
+  return c == Category::kUnsupported                          ? "error"
+         : (c == Category::kUnknown || c == Category::kCuda) ? "warning"
+                                                               : "note";
+}
+
+}  // namespace
+
 std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_version) {
   const std::vector<Finding>& findings = report.findings;
-  const std::string& base = report.project;
-  // One SARIF rule per finding kind: "<category>/<rule>".
+  const std::string prefix = report.project + "/";
+  // One rule per analyser rule (its name is the ID), documented from its source file; rules a
+  // finding names without a doc (none today) still get an entry.
+  std::vector<std::string> ids;
+  for (const RuleDoc* d : RuleDocs()) ids.emplace_back(d->name);
+  for (const auto& f : findings)
+    if (std::find(ids.begin(), ids.end(), f.rule) == ids.end()) ids.push_back(f.rule);
+  std::sort(ids.begin(), ids.end());
   std::map<std::string, size_t> rule_index;
-  for (const auto& f : findings) rule_index.emplace(std::string(CategoryName(f.category)) + "/" + f.rule, 0);
-  size_t i = 0;
-  for (auto& [id, idx] : rule_index) idx = i++;
+  for (size_t i = 0; i < ids.size(); ++i) rule_index[ids[i]] = i;
+
   JsonWriter j;
   j.BeginObject();
   j.Key("$schema").String("https://json.schemastore.org/sarif-2.1.0.json");
@@ -211,31 +309,66 @@ std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_vers
   j.Key("name").String("portkit");
   j.Key("version").String(std::string(tool_version));
   j.Key("rules").BeginArray();
-  for (const auto& [id, idx] : rule_index) {
-    j.BeginObject().Key("id").String(id).Key("shortDescription").BeginObject().Key("text").String(id).EndObject().EndObject();
+  for (const auto& id : ids) {
+    const RuleDoc* doc = FindRuleDoc(id);
+    j.BeginObject().Key("id").String(id);
+    if (doc) {
+      j.Key("name").String(id);
+      j.Key("shortDescription").BeginObject().Key("text").String(RuleSummary(*doc)).EndObject();
+      std::string full = std::string(doc->what) + (doc->why.empty() ? "" : " Why it matters: " + std::string(doc->why));
+      j.Key("fullDescription").BeginObject().Key("text").String(full).EndObject();
+      j.Key("help").BeginObject().Key("text").String(RuleDocText(*doc)).Key("markdown").String(RuleDocMarkdown(*doc)).EndObject();
+      j.Key("properties").BeginObject().Key("tags").BeginArray().String(std::string(doc->family)).EndArray().EndObject();
+    } else {
+      j.Key("shortDescription").BeginObject().Key("text").String(id).EndObject();
+    }
+    j.EndObject();
   }
   j.EndArray().EndObject().EndObject();
+  // Project-level advice (no file) has no place in code scanning: it is left out of the
+  // results and listed as notifications of the run instead.
+  std::vector<const Finding*> project_level;
+  for (const auto& f : findings)
+    if (f.file == "NA" || f.start_line == 0 || f.file.compare(0, prefix.size(), prefix) != 0) project_level.push_back(&f);
+  j.Key("invocations").BeginArray().BeginObject();
+  j.Key("executionSuccessful").Bool(true);
+  if (!project_level.empty()) {
+    j.Key("toolExecutionNotifications").BeginArray();
+    for (const Finding* f : project_level) {
+      j.BeginObject();
+      j.Key("level").String("note");
+      j.Key("message").BeginObject().Key("text").String("project-level advice (not tied to a line, so not a result): " + f->op + ": " + f->tip).EndObject();
+      j.Key("associatedRule").BeginObject().Key("id").String(f->rule).Key("index").Int(static_cast<int64_t>(rule_index[f->rule])).EndObject();
+      j.EndObject();
+    }
+    j.EndArray();
+  }
+  j.EndObject().EndArray();
   j.Key("originalUriBaseIds").BeginObject().Key("SRCROOT").BeginObject()
-      .Key("description").BeginObject().Key("text").String("the parent folder of " + base).EndObject()
+      .Key("description").BeginObject().Key("text").String("the analysed folder (" + report.project + ", given with -i)").EndObject()
       .EndObject().EndObject();
+  j.Key("columnKind").String("utf16CodeUnits");
+  LineCache lines(report.input, report.project);
   j.Key("results").BeginArray();
   for (const auto& f : findings) {
-    std::string id = std::string(CategoryName(f.category)) + "/" + f.rule;
-    const char* level = f.category == Category::kUnsupported ? "error"
-                        : (f.category == Category::kUnknown || f.category == Category::kCuda) ? "warning"
-                                                                                               : "note";
+    if (f.file == "NA" || f.start_line == 0 || f.file.compare(0, prefix.size(), prefix) != 0) continue;
     j.BeginObject();
-    j.Key("ruleId").String(id);
-    j.Key("ruleIndex").Int(static_cast<int64_t>(rule_index[id]));
-    j.Key("level").String(level);
+    j.Key("ruleId").String(f.rule);
+    j.Key("ruleIndex").Int(static_cast<int64_t>(rule_index[f.rule]));
+    j.Key("level").String(Level(f.category));
     j.Key("message").BeginObject().Key("text").String(f.op + ": " + f.tip).EndObject();
-    if (f.file != "NA") {
-      j.Key("locations").BeginArray().BeginObject().Key("physicalLocation").BeginObject();
-      j.Key("artifactLocation").BeginObject().Key("uri").String(f.file).Key("uriBaseId").String("SRCROOT").EndObject();
-      j.Key("region").BeginObject().Key("startLine").Int(f.start_line).Key("endLine").Int(f.end_line);
-      if (f.start_col) j.Key("startColumn").Int(f.start_col).Key("endColumn").Int(f.end_col);
-      j.EndObject().EndObject().EndObject().EndArray();
+    j.Key("locations").BeginArray().BeginObject().Key("physicalLocation").BeginObject();
+    j.Key("artifactLocation").BeginObject().Key("uri").String(UriPath(f.file.substr(prefix.size()))).Key("uriBaseId").String("SRCROOT").EndObject();
+    j.Key("region").BeginObject().Key("startLine").Int(f.start_line).Key("endLine").Int(std::max(f.end_line, f.start_line));
+    uint32_t start_col = f.start_col ? lines.Column(f.file, f.start_line, f.start_col) : 0;
+    uint32_t end_col = f.end_col ? lines.Column(f.file, std::max(f.end_line, f.start_line), f.end_col) : 0;
+    if (start_col) {
+      j.Key("startColumn").Int(start_col);
+      if (end_col && (f.end_line > f.start_line || end_col >= start_col)) j.Key("endColumn").Int(end_col);
     }
+    j.EndObject().EndObject().EndObject().EndArray();
+    j.Key("properties").BeginObject().Key("category").String(CategoryName(f.category))
+        .Key("confidence").String(ConfidenceName(f.confidence)).EndObject();
     j.EndObject();
   }
   j.EndArray();

@@ -25,8 +25,11 @@ std::vector<RenderedFile> AnalyseCsvFiles(const analyse::AnalyseReport& report);
 /// report.json: the run (mode, target, list version), file counts, problems, custom ops, findings;
 /// for dynamic_shape also the instrumented copy.
 std::string AnalyseJson(const analyse::AnalyseReport& report);
-/// report.sarif, SARIF 2.1.0: one rule per (category, rule) pair, results with paths relative to
-/// the parent folder of the project.
+/// report.sarif, SARIF 2.1.0 as GitHub code scanning takes it: one rule per analyser rule (its
+/// name is the ID) with descriptions and help from the rule's doc; every result has a location,
+/// a URI relative to the analysed folder (uriBaseId SRCROOT) and UTF-16 columns (`columnKind`),
+/// read from the files under report.input; project-level advice (no file) is listed as
+/// notifications of the run's invocation instead of results.
 std::string AnalyseSarif(const analyse::AnalyseReport& report, std::string_view tool_version);
 
 /// The `files | statistics` table: `written` files (sorted) and their rows, then the run's counts.

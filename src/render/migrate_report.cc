@@ -23,6 +23,8 @@ std::string ChangeListJson(const MigrateReport& report) {
   j.Key("tool").String("portkit migrate");
   j.Key("target").String(report.target);
   j.Key("unsafe").Bool(report.unsafe);
+  j.Key("transfer_only").Bool(report.transfer_only);
+  if (!report.list_version.empty()) j.Key("list_version").String(report.list_version);
   j.Key("copy").String(report.project + "_msft");
   j.Key("files").BeginObject();
   j.Key("changed").Int(static_cast<int64_t>(report.files_changed));

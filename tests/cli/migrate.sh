@@ -37,7 +37,7 @@ check "change_list.json loads with json.load and matches change_list.csv" "pytho
 import csv, json, sys
 d = json.load(open(sys.argv[1]))
 rows = list(csv.DictReader(open(sys.argv[2], encoding=\"utf-8\")))
-assert d[\"files\"] == {\"changed\": 2, \"copied\": 12}, d[\"files\"]
+assert d[\"files\"] == {\"changed\": 3, \"copied\": 12}, d[\"files\"]
 assert [(c[\"file\"], str(c[\"start_line\"]), c[\"operation\"], c[\"message\"]) for c in d[\"changes\"]] == [(r[\"File\"], r[\"Start Line\"], r[\"Operation Type\"], r[\"Message\"]) for r in rows]
 ' '$tmp/json/cifar_cuda_msft/change_list.json' '$golden/change_list.csv'"
 check "the default writes no change_list.json" "[ ! -e '$copy/change_list.json' ]"
@@ -45,5 +45,70 @@ check "the default writes no change_list.json" "[ ! -e '$copy/change_list.json' 
 check "an unknown target exits 2 and creates nothing" "[ $rc = 2 ] && grep -q \"unknown target 'nosuchtarget'\" '$tmp/early.err' && [ ! -e '$tmp/early' ]"
 "$PORTKIT" migrate -i examples/cifar_cuda -o /proc/portkit-unwritable >/dev/null 2>"$tmp/unw.err"; rc=$?
 check "an unwritable output exits 2" "[ $rc = 2 ] && grep -q 'cannot be' '$tmp/unw.err'"
+
+# What a port needs (tests/fixtures/migrate/port): argument rewrites of the reference data, env
+# vars, backend names and guards, device strings in any case and in format()/f-strings, profile
+# and DataLoader keywords, imports below docstrings and __future__ imports, a warning for an API
+# the target does not support (torch 2.1), all checked against the golden change list and patch.
+golden=tests/golden/migrate_port
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/port" -v 2.1.0 --format csv,json >"$tmp/port.out" 2>"$tmp/port.err"; rc=$?
+pcopy="$tmp/port/port_msft"
+check "migrate of the port fixture exits 0" "[ $rc = 0 ]"
+if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
+  mkdir -p "$golden" && cp "$pcopy/change_list.csv" "$pcopy/migration.patch" "$golden/"
+fi
+check "port: change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '$pcopy/change_list.csv'"
+check "port: migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '$pcopy/migration.patch'"
+check "port: every migrated file compiles with python3" "python3 -c '
+import pathlib, sys
+for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
+    compile(p.read_bytes(), str(p), \"exec\", dont_inherit=True)
+' '$pcopy'"
+check "port: the import goes below the shebang, comments, docstring and __future__ import" "sed -n 5,6p '$pcopy/pkg/env.py' | tr '\n' '|' | grep -qx 'from __future__ import print_function|import torch_npu|'"
+check "port: the unsupported API is left unchanged with a warning" "grep -q 'return torch.cuda.get_device_capability()' '$pcopy/train.py' && grep -q 'torch.cuda.get_device_capability is not supported on npu (torch 2.1)' '$tmp/port.err' && python3 -c '
+import json, sys
+w = [x for x in json.load(open(sys.argv[1]))[\"warnings\"] if x[\"kind\"] == \"unsupported_api\"]
+assert [(x[\"file\"], x[\"line\"]) for x in w] == [(\"port/train.py\", 61)], w
+' '$pcopy/change_list.json'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/port28" >/dev/null 2>&1
+check "port: with the newest list (supported there) the API is renamed" "grep -q 'return torch.npu.get_device_capability()' '$tmp/port28/port_msft/train.py'"
+"$PORTKIT" migrate -i "$pcopy" -o "$tmp/port_again" -v 2.1.0 >/dev/null 2>&1
+check "port: migrating the output again changes nothing" "[ \$(wc -l < '$tmp/port_again/port_msft_msft/change_list.csv') = 1 ]"
+
+# CRLF files keep CRLF line ends, the inserted import included.
+mkdir -p "$tmp/crlf"
+printf '"""Doc."""\r\nimport torch\r\n\r\n\r\ndef f(x):\r\n    return x.cuda()\r\n' > "$tmp/crlf/m.py"
+printf 'import os\r\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"' > "$tmp/crlf/noeol.py"
+"$PORTKIT" migrate -i "$tmp/crlf" -o "$tmp/crlf_out" >/dev/null 2>&1
+check "CRLF: every line of the migrated file ends with CRLF" "python3 -c '
+import sys
+for name in (\"m.py\", \"noeol.py\"):
+    data = open(sys.argv[1] + \"/\" + name, \"rb\").read()
+    assert b\"import torch_npu\" in data, name
+    assert data.count(b\"\\n\") == data.count(b\"\\r\\n\"), (name, data)
+assert open(sys.argv[1] + \"/m.py\", \"rb\").read() == b\"\\\"\\\"\\\"Doc.\\\"\\\"\\\"\\r\\nimport torch\\r\\nimport torch_npu\\r\\n\\r\\n\\r\\ndef f(x):\\r\\n    return x.npu()\\r\\n\"
+' '$tmp/crlf_out/crlf_msft'"
+
+# An edit that CPython rejects (a rewritten argument inside a single-quoted f-string, which
+# python < 3.12 cannot parse) is undone and reported; the tree-sitter parser accepts it.
+if python3 -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
+  mkdir -p "$tmp/fstr"
+  printf "import torch\n\n\ndef f(x, rank):\n    return f'{x.to(rank)}'\n" > "$tmp/fstr/m.py"
+  "$PORTKIT" migrate -i "$tmp/fstr" -o "$tmp/fstr_out" --format json >/dev/null 2>"$tmp/fstr.err"; rc=$?
+  check "CPython check: a file the edits break is left unchanged and reported" "[ $rc = 0 ] && cmp -s '$tmp/fstr/m.py' '$tmp/fstr_out/fstr_msft/m.py' && grep -q 'does not compile with python3' '$tmp/fstr.err' && grep -q '\"not_migrated\"' '$tmp/fstr_out/fstr_msft/change_list.json'"
+fi
+
+# --transfer-only: only the transfer import, after the torch imports of the entry scripts.
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr" --transfer-only >/dev/null 2>&1; rc=$?
+tcopy="$tmp/tr/port_msft"
+check "--transfer-only changes only the entry script, by one line" "[ $rc = 0 ] && [ \$(grep -c '^+[^+]' '$tcopy/migration.patch') = 1 ] && grep -qx '+from torch_npu.contrib import transfer_to_npu' '$tcopy/migration.patch' && grep -q '^+++ b/train.py' '$tcopy/migration.patch'"
+check "--transfer-only puts the line right after import torch" "sed -n 8,9p '$tcopy/train.py' | tr '\n' '|' | grep -qx 'import torch|from torch_npu.contrib import transfer_to_npu|'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr2" --transfer-only --entry pkg/model.py >/dev/null 2>&1; rc=$?
+check "--entry names the entry scripts instead" "[ $rc = 0 ] && grep -q '^+++ b/pkg/model.py' '$tmp/tr2/port_msft/migration.patch' && ! grep -q '^+++ b/train.py' '$tmp/tr2/port_msft/migration.patch'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr3" --transfer-only --entry ../x.py >/dev/null 2>"$tmp/tr3.err"; rc=$?
+check "--entry outside the input exits 2" "[ $rc = 2 ] && grep -q 'not a file inside the input folder' '$tmp/tr3.err'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr4" --entry train.py >/dev/null 2>"$tmp/tr4.err"; rc=$?
+check "--entry without --transfer-only exits 2" "[ $rc = 2 ]"
+
 echo "migrate: $pass passed, $fail failed"
 [ $fail = 0 ]

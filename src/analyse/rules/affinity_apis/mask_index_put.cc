@@ -1,6 +1,6 @@
 // Rule: mask_index_put (Api Type `special`)
 // What it finds: an item assignment through a boolean mask, `x[cond] = v`, where the index is a
-//   tensor (a comparison of tensors, or a value typed as a tensor) — a special pattern of the original tool's affinity rules.
+//   tensor (a comparison of tensors, or a value typed as a tensor).
 // Why it matters: index_put with a mask is slow on the target; a fused op does it in one kernel.
 // Example: `cond = x < 0.5; x[cond] = 0.`.
 // Use instead: `x = <fused>(x, cond, value)`, the target's fused_apis "mask_index_put" in

@@ -1,0 +1,164 @@
+// migrate's building blocks: edits applied with insertions first, line endings, the CPython
+// check (one process for all files), the migrate rules of the target data, and RunMigrate undoing
+// a file that a (fake) CPython rejects.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "analyse/api.h"
+#include "analyse/migrate.h"
+#include "analyse/python_check.h"
+#include "core/atomic_file.h"
+#include "core/context.h"
+#include "core/log.h"
+#include "target/migrate_rules.h"
+
+namespace portkit::analyse {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kDataDir = PORTKIT_TEST_DATA_DIR;
+
+class Scratch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("portkit_migrate_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void Write(const fs::path& rel, const std::string& text) {
+    fs::create_directories((dir_ / rel).parent_path());
+    std::ofstream(dir_ / rel, std::ios::binary) << text;
+  }
+  fs::path dir_;
+};
+
+TEST(ApplyEdits, AnInsertionAtTheStartOfAnEditedRangeIsKept) {
+  std::string text = "torch.cuda.x()\n";
+  std::vector<Edit> edits = {{0, 10, "torch.npu", 1, 1, "FuncNameModify", ""},
+                             {0, 0, "import torch_npu\n", 1, 1, "InsertImport", ""}};
+  EXPECT_EQ(ApplyEdits(text, edits), "import torch_npu\ntorch.npu.x()\n");
+  EXPECT_EQ(edits.size(), 2u);
+}
+
+TEST(ApplyEdits, AnInnerEditInsideAnOuterOneIsDropped) {
+  std::string text = "f(a.b)";
+  std::vector<Edit> edits = {{2, 5, "X", 1, 1, "", ""}, {4, 5, "c", 1, 1, "", ""}};
+  EXPECT_EQ(ApplyEdits(text, edits), "f(X)");
+  EXPECT_EQ(edits.size(), 1u);
+}
+
+TEST(LineEnding, FollowsTheFirstLine) {
+  EXPECT_EQ(LineEnding("a\r\nb\n"), "\r\n");
+  EXPECT_EQ(LineEnding("a\nb\r\n"), "\n");
+  EXPECT_EQ(LineEnding("no line end"), "\n");
+}
+
+TEST(CompileWithPython, TellsABrokenEditFromABrokenOriginal) {
+  std::vector<PythonCheckInput> inputs = {
+      {"import os\n", "import os\n"},
+      // An import above `from __future__`: tree-sitter parses it, CPython does not.
+      {"import torch_npu\nfrom __future__ import annotations\n", "from __future__ import annotations\n"},
+      {"print 'x'\n", "print 'x'\n"},
+      {"# -*- coding: latin-1 -*-\ns = '\xe9'\n", "# -*- coding: latin-1 -*-\ns = '\xe9'\n"},
+  };
+  auto verdicts = CompileWithPython(inputs);
+  ASSERT_TRUE(verdicts.ok()) << verdicts.status().message();
+  ASSERT_EQ(verdicts->size(), 4u);
+  EXPECT_TRUE((*verdicts)[0].compiles);
+  EXPECT_FALSE((*verdicts)[1].compiles);
+  EXPECT_TRUE((*verdicts)[1].original_compiles);
+  EXPECT_EQ((*verdicts)[1].line, 2u);
+  EXPECT_NE((*verdicts)[1].message.find("__future__"), std::string::npos) << (*verdicts)[1].message;
+  EXPECT_FALSE((*verdicts)[2].compiles);
+  EXPECT_FALSE((*verdicts)[2].original_compiles);
+  EXPECT_TRUE((*verdicts)[3].compiles) << (*verdicts)[3].message;
+}
+
+TEST(CompileWithPython, NoPythonIsAnError) {
+  auto verdicts = CompileWithPython({{"x = 1\n", "x = 1\n"}}, "/nonexistent/python3");
+  EXPECT_FALSE(verdicts.ok());
+}
+
+TEST(MigrateRules, TheNpuTargetHasTheReferenceArgumentRewrites) {
+  auto rules = target::LoadMigrateRules(kDataDir / "targets" / "npu");
+  ASSERT_TRUE(rules.ok()) << rules.status().message();
+  EXPECT_EQ(rules->args.size(), 61u);
+  EXPECT_EQ(std::count_if(rules->args.begin(), rules->args.end(), [](const auto& r) { return r.always; }), 55);
+  auto to = std::find_if(rules->args.begin(), rules->args.end(),
+                         [](const auto& r) { return r.api == "to" && r.always && r.position == 0; });
+  ASSERT_NE(to, rules->args.end());
+  EXPECT_TRUE(to->method);
+  EXPECT_NE(to->replacement.find("$arg"), std::string::npos);
+  EXPECT_FALSE(rules->keywords.empty());
+  EXPECT_FALSE(rules->additions.empty());
+  // A target without the file has no rules.
+  auto cpu = target::LoadMigrateRules(kDataDir / "targets" / "cpu");
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_TRUE(cpu->args.empty());
+}
+
+TEST_F(Scratch, MigrateRulesErrorsNameTheFileAndTheProblem) {
+  auto error = [&](const std::string& text) {
+    Write("migrate_rules.json", text);
+    auto r = target::LoadMigrateRules(dir_);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_NE(error("{\"argz\": []}").find("unknown key \"argz\""), std::string::npos);
+  EXPECT_NE(error("{\"arg_rewrites\": [{\"api\": \"to\", \"new\": \"x\"}]}").find("exactly one of"), std::string::npos);
+  EXPECT_NE(error("{\"arg_rewrites\": [{\"api\": \"to\", \"position\": 0, \"new\": \"\", \"skip\": [\"(\"]}]}")
+                .find("invalid regular expression"),
+            std::string::npos);
+  EXPECT_NE(error("{\"keyword_additions\": [{\"api\": \"a\"}]}").find("needs a non-empty"), std::string::npos);
+  EXPECT_NE(error("[").find("migrate_rules.json"), std::string::npos);
+}
+
+TEST_F(Scratch, RunMigrateUndoesAFileThatCPythonRejects) {
+  Write("proj/a.py", "import torch\n\n\ndef f(x):\n    return x.cuda()\n");
+  Write("proj/b.py", "import torch\n\n\ndef g(x):\n    return x.cuda()\n");
+  // A stand-in for python3 that says the first file's edits break it.
+  Write("fake_python", "#!/bin/sh\nprintf '0\\tbroken\\t5\\tinvalid syntax\\n'\n");
+  ::chmod((dir_ / "fake_python").c_str(), 0755);
+  Logger logger{nullptr, SystemClock()};
+  Context ctx{logger, SystemClock(), kDataDir, 1, true};
+  MigrateOptions opt;
+  opt.input = dir_ / "proj";
+  opt.output = dir_ / "out";
+  opt.python = (dir_ / "fake_python").string();
+  auto report = RunMigrate(opt, ctx);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->files_changed, 1u);
+  auto it = std::find_if(report->warnings.begin(), report->warnings.end(),
+                         [](const FileProblem& p) { return p.kind == "not_migrated"; });
+  ASSERT_NE(it, report->warnings.end());
+  EXPECT_EQ(it->file, "proj/a.py");
+  EXPECT_NE(it->message.find("does not compile with python3: invalid syntax (line 5)"), std::string::npos);
+  auto a = ReadFile(report->results_dir / "a.py");
+  auto b = ReadFile(report->results_dir / "b.py");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->find("x.cuda()"), std::string::npos);
+  EXPECT_NE(b->find("x.npu()"), std::string::npos);
+}
+
+TEST_F(Scratch, RunMigrateWithoutPythonWarnsAndKeepsTheTreeSitterCheck) {
+  Write("proj/a.py", "import torch\n\n\ndef f(x):\n    return x.cuda()\n");
+  Logger logger{nullptr, SystemClock()};
+  Context ctx{logger, SystemClock(), kDataDir, 1, true};
+  MigrateOptions opt;
+  opt.input = dir_ / "proj";
+  opt.output = dir_ / "out";
+  opt.python = "/nonexistent/python3";
+  auto report = RunMigrate(opt, ctx);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->files_changed, 1u);
+  EXPECT_NE(logger.Contents().find("were not compiled with CPython"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace portkit::analyse
