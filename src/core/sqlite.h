@@ -101,6 +101,19 @@ class Database {
   bool read_only_ = false;
 };
 
+/// Prepares `sql` and calls `on_row(statement)` for every row it yields.
+template <typename RowFn>
+Status ForEachRow(Database& db, std::string_view sql, RowFn on_row) {
+  auto q = db.Prepare(sql);
+  if (!q.ok()) return q.status();
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Ok();
+    on_row(*q);
+  }
+}
+
 /// A transaction that always ends: Commit() or, on destruction without a commit, ROLLBACK.
 class Transaction {
  public:

@@ -8,14 +8,8 @@ namespace portkit::prof {
 namespace {
 
 Status Collect(Store& store, const char* sql, std::vector<std::pair<std::string, int64_t>>* out) {
-  auto q = store.db().Prepare(sql);
-  if (!q.ok()) return q.status();
-  while (true) {
-    auto row = q->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return Status::Ok();
-    out->emplace_back(std::string(q->Text(0)), q->Int(1));
-  }
+  return sql::ForEachRow(store.db(), sql,
+                         [out](sql::Statement& q) { out->emplace_back(std::string(q.Text(0)), q.Int(1)); });
 }
 
 /// The first row of `sql` through `row_fn`; nothing when there is no row.

@@ -25,14 +25,7 @@ std::string Fixed(double v, int digits) {
 /// Runs `sql` and turns every row into strings with `row_fn`.
 template <typename RowFn>
 Status Query(Store& store, const std::string& sql, RowFn row_fn) {
-  auto q = store.db().Prepare(sql);
-  if (!q.ok()) return q.status();
-  while (true) {
-    auto row = q->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return Status::Ok();
-    row_fn(*q);
-  }
+  return sql::ForEachRow(store.db(), sql, row_fn);
 }
 
 std::string Text(const sql::Statement& q, int col) { return std::string(q.Text(col)); }
