@@ -6,6 +6,7 @@
 //   a single unit.
 // Evidence: calls and exclusive (self) host time, forward and backward, as a share of step time.
 // Advice: the target's replacement (LeakyReLU for Mish), with its caveat (check accuracy).
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -45,7 +46,7 @@ class NonNativeOpsRule : public AdvisorRule {
   template <typename Threads>
   void Check(const Profile& p, const target::NonNativeOp& op, const std::vector<int64_t>& self, int64_t step_time,
              const Threads& threads, std::vector<AdvisorFinding>& out) {
-    // name -> (calls, self time), in the order the target lists them.
+    // Profiled name -> (calls, self time), by name.
     std::map<std::string, std::pair<int64_t, int64_t>> per_name;
     std::set<std::string> names(op.ops.begin(), op.ops.end());
     size_t decomposed = 0;
