@@ -900,7 +900,6 @@ NPU_TARGET = collections.OrderedDict([
         ("communication_kernels", ["hccl"]),
         ("fusion_apis", collections.OrderedDict([
             ("GeGLU", "torch_npu.npu_geglu"),
-            ("Mish (decomposed)", "torch.nn.Mish / torch_npu.npu_mish (one fused kernel)"),
             ("RMSNorm", "torch_npu.npu_rms_norm"),
             ("SwiGLU", "torch_npu.npu_swiglu"),
             ("add + layer norm", "torch_npu.npu_add_layer_norm"),
@@ -909,6 +908,22 @@ NPU_TARGET = collections.OrderedDict([
             ("rotary embedding", "torch_npu.npu_rotary_mul"),
             ("scaled masked softmax", "torch_npu.npu_scaled_masked_softmax"),
         ])),
+        # The NPU's natively supported activations; Mish is decomposed into several units, and
+        # replacing it with LeakyReLU is the known fix (it changes the model: check accuracy).
+        ("native_activations", ["Relu", "LeakyRelu", "PRelu", "Elu", "SRelu"]),
+        ("non_native_ops", [collections.OrderedDict([
+            ("name", "Mish"),
+            ("why", "not a native activation on the NPU (native: Relu, LeakyRelu, PRelu, Elu, SRelu); "
+                    "it is decomposed into several units"),
+            ("modules", "torch.nn.Mish, torch.nn.functional.mish, or x * tanh(softplus(x))"),
+            ("ops", ["aten::mish", "aten::mish_", "aten::mish_backward"]),
+            ("decomposed", "softplus-tanh-mul"),
+            ("decomposed_backward", ["aten::softplus_backward", "aten::tanh_backward"]),
+            ("replacement", "torch.nn.LeakyReLU (a natively supported activation; torch.nn.ReLU, "
+                            "PReLU or ELU also run natively)"),
+            ("caveat", "a different activation changes the model: fine-tune or retrain with it and "
+                       "check the accuracy before adopting it"),
+        ])]),
     ])),
 ])
 
@@ -977,8 +992,19 @@ optional; a map's keys are the CUDA spellings, its values the target's.
  "profile": {                      // prof analyse's advisor
    "communication_kernels": ["hccl"],  // substrings of collective kernel names (besides nccl,
                                    // rccl and AllReduce, which every profile may hold)
-   "fusion_apis": {"RMSNorm": "torch_npu.npu_rms_norm", ...}}}  // advisor/fusion_patterns.tsv
+   "fusion_apis": {"RMSNorm": "torch_npu.npu_rms_norm", ...},  // advisor/fusion_patterns.tsv
                                    // name -> replacement (else the table's generic one)
+   "native_activations": ["Relu", ...],  // activations the target runs natively (informative)
+   "non_native_ops": [              // operators the target does not run natively (rule
+     {"name": "Mish",               // non_native_ops of prof analyse)
+      "why": "...",                 // how the target runs it
+      "modules": "torch.nn.Mish, ...",  // how code spells it
+      "ops": ["aten::mish", "aten::mish_backward", ...],  // profiled names, forward and backward
+      "decomposed": "softplus-tanh-mul",  // optional: regex over one thread's aten ops (prefix
+                                   // dropped, joined by '-') matching its decomposed form
+      "decomposed_backward": ["aten::softplus_backward", ...],  // counted where that form ran
+      "replacement": "torch.nn.LeakyReLU ...",  // the fix
+      "caveat": "..."}]}}           // what to check after the fix (accuracy)
 ```
 
 Beside `target.json`, all optional: `torch-<v>/supported.tsv` and `torch-<v>/unsupported.tsv`

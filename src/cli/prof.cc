@@ -200,7 +200,8 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   std::string summary_dir, summary_output;
   std::vector<std::string> summary_formats;
   auto* summary = exp->add_subcommand(
-      "summary", "op_summary, op_statistic, api_statistic, kernel_statistic, step_trace into <dir>/summary/");
+      "summary",
+      "op_summary, op_statistic, api_statistic, kernel_statistic, step_trace, host_op_summary into <dir>/summary/");
   summary->add_option("-d,--dir", summary_dir, "the profile folder (holding portkit.db); also -dir")->required();
   summary->add_option("-o,--output", summary_output, "folder for the files (default: <dir>/summary)");
   AddFormatOption(*summary, &summary_formats, {"csv", "json"}, {"csv"});
@@ -211,7 +212,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
 
   std::string analyse_dir, analyse_output, fail_on;
   std::vector<std::string> analyse_formats;
-  auto* analyse = app.add_subcommand("analyse", "advisor: time split, top operators and kernels, and findings with "
+  auto* analyse = app.add_subcommand("analyse", "advisor: time split, host operators (calls, self and total time), top kernels, and findings with "
                                                 "severity, evidence and advice (into <dir>/analysis/)");
   analyse->add_option("-d,--dir", analyse_dir, "the profile folder; also -dir")->required();
   analyse->add_option("-o,--output", analyse_output, "folder for the reports (default: <dir>/analysis)");

@@ -64,7 +64,7 @@ struct ExportOptions {
 
 struct SummaryReport {
   std::filesystem::path folder;
-  std::vector<SummaryTable> tables;  ///< op_summary, op_statistic, api_statistic, kernel_statistic, step_trace
+  std::vector<SummaryTable> tables;  ///< op_summary, op_statistic, api_statistic, kernel_statistic, step_trace, host_op_summary
 };
 Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& ctx);
 
@@ -88,6 +88,8 @@ struct AnalyseReport {
   std::vector<std::pair<std::string, int64_t>> time_split;        ///< (what, ns)
   std::vector<std::pair<std::string, int64_t>> top_operators;     ///< (name, total ns)
   std::vector<std::pair<std::string, int64_t>> top_device_tasks;  ///< (name, total ns)
+  /// The host operators with the most self time (count, self, total), at most `top`.
+  std::vector<HostOpStat> host_ops;
   std::vector<AdvisorFinding> findings;                           ///< most severe first
   /// Findings at `at_least` or more severe.
   size_t CountAtLeast(Severity at_least) const;

@@ -1,5 +1,6 @@
 // The readers of an imported profile: export summary / timeline, the advisor, diff.
 #include <algorithm>
+#include <cstdio>
 
 #include "prof/api.h"
 
@@ -17,13 +18,38 @@ Expected<Store> OpenImported(const fs::path& dir) {
   return Store::OpenForReading(db_path);
 }
 
+
+SummaryTable HostOpSummary(const Profile& p) {
+  SummaryTable t{"host_op_summary",
+                 {"Name", "Input Shapes", "Count", "Self Time(us)", "Total Time(us)", "Avg Self Time(us)",
+                  "Self Ratio(%)"},
+                 {},
+                 {false, false, true, true, true, true, true}};
+  auto rows = HostOpTable(p, true);
+  int64_t all = 0;
+  for (const auto& r : rows) all += r.self_ns;
+  auto fixed = [](double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
+  for (const auto& r : rows)
+    t.rows.push_back({r.name, r.input_dims, std::to_string(r.count), Micros(r.self_ns), Micros(r.total_ns),
+                      fixed(static_cast<double>(r.self_ns) / static_cast<double>(r.count) / 1000.0, 3),
+                      fixed(all ? 100.0 * static_cast<double>(r.self_ns) / static_cast<double>(all) : 0.0, 2)});
+  return t;
+}
+
 }  // namespace
 
-Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context&) {
+Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& ctx) {
   auto store = OpenImported(options.dir);
   if (!store.ok()) return store.status();
   auto tables = BuildSummaries(*store);
   if (!tables.ok()) return tables.status();
+  auto profile = Profile::Load(*store, ctx.data_dir);
+  if (!profile.ok()) return profile.status();
+  tables->push_back(HostOpSummary(*profile));
   return SummaryReport{ProfileFolder(options.dir), std::move(*tables)};
 }
 
@@ -59,6 +85,8 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx) 
   report.time_split = TimeSplit(report.breakdown);
   report.top_operators = TopByTime(*profile, false, options.top);
   report.top_device_tasks = TopByTime(*profile, true, options.top);
+  report.host_ops = HostOpTable(*profile, false);
+  if (report.host_ops.size() > options.top) report.host_ops.resize(options.top);
   return report;
 }
 

@@ -55,13 +55,17 @@ std::string ProfAdvisorText(const prof::AnalyseReport& r) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& [what, ns] : r.time_split) rows.push_back({what, Duration(ns), Share(ns, b.wall)});
   out += RenderTable({"time split", "time", "share"}, rows);
-  for (bool device : {false, true}) {
-    const auto& top = device ? r.top_device_tasks : r.top_operators;
-    if (top.empty()) continue;
+  auto cut = [](const std::string& name) { return name.size() > 70 ? name.substr(0, 67) + "..." : name; };
+  if (!r.host_ops.empty()) {
     rows.clear();
-    for (const auto& [name, ns] : top)
-      rows.push_back({name.size() > 70 ? name.substr(0, 67) + "..." : name, Duration(ns)});
-    out += "\n" + RenderTable({device ? "top device tasks" : "top operators", "total time"}, rows);
+    for (const auto& op : r.host_ops)
+      rows.push_back({cut(op.name), std::to_string(op.count), Duration(op.self_ns), Duration(op.total_ns)});
+    out += "\n" + RenderTable({"host operators", "calls", "self time", "total time"}, rows);
+  }
+  if (!r.top_device_tasks.empty()) {
+    rows.clear();
+    for (const auto& [name, ns] : r.top_device_tasks) rows.push_back({cut(name), Duration(ns)});
+    out += "\n" + RenderTable({"top device tasks", "total time"}, rows);
   }
   out += "\nfindings (" + std::to_string(r.findings.size()) + "):\n";
   if (r.findings.empty()) out += "  none\n";
@@ -84,6 +88,13 @@ std::string ProfAdvisorHtml(const prof::AnalyseReport& r) {
        (b.steps ? " over " + std::to_string(b.steps) + " steps" : " (no steps marked)") + ".</p>";
   h += "<h2>Time split</h2>" + Bars(r.time_split, b.wall);
   if (!r.top_operators.empty()) h += "<h2>Top operators</h2>" + Bars(r.top_operators, 0);
+  if (!r.host_ops.empty()) {
+    h += "<h2>Host operators</h2><table><tr><th>operator</th><th>calls</th><th>self time</th><th>total time</th></tr>";
+    for (const auto& op : r.host_ops)
+      h += "<tr><td>" + Escape(op.name) + "</td><td>" + std::to_string(op.count) + "</td><td>" +
+           Escape(Duration(op.self_ns)) + "</td><td>" + Escape(Duration(op.total_ns)) + "</td></tr>";
+    h += "</table>";
+  }
   if (!r.top_device_tasks.empty()) h += "<h2>Top device tasks</h2>" + Bars(r.top_device_tasks, 0);
   h += "<h2>Findings</h2>";
   if (r.findings.empty()) {
@@ -117,6 +128,11 @@ std::string ProfAdvisorJson(const prof::AnalyseReport& r) {
       j.BeginObject().Key("name").String(name).Key("ns").Int(ns).EndObject();
     j.EndArray();
   }
+  j.Key("host_operators").BeginArray();
+  for (const auto& op : r.host_ops)
+    j.BeginObject().Key("name").String(op.name).Key("count").Int(op.count).Key("self_ns").Int(op.self_ns)
+        .Key("total_ns").Int(op.total_ns).EndObject();
+  j.EndArray();
   j.Key("findings").BeginArray();
   for (const auto& f : r.findings) {
     j.BeginObject();

@@ -17,7 +17,17 @@ std::string ProfSummaryJson(const prof::SummaryTable& table) {
   j.BeginArray();
   for (const auto& r : table.rows) {
     j.BeginObject();
-    for (size_t i = 0; i < table.header.size(); ++i) j.Key(table.header[i]).String(r[i]);
+    for (size_t i = 0; i < table.header.size(); ++i) {
+      j.Key(table.header[i]);
+      const std::string& v = r[i];
+      if (i < table.numeric.size() && table.numeric[i] && !v.empty()) {
+        size_t dot = v.find('.');
+        if (dot == std::string::npos) j.Int(std::stoll(v));
+        else j.Fixed(std::stod(v), static_cast<int>(v.size() - dot - 1));
+      } else {
+        j.String(v);
+      }
+    }
     j.EndObject();
   }
   j.EndArray();

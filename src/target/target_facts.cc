@@ -81,10 +81,45 @@ class FactsReader {
         PORTKIT_RETURN_IF_ERROR(Strings(field.value, "profile." + key, &out->communication_kernels));
       } else if (key == "fusion_apis") {
         PORTKIT_RETURN_IF_ERROR(StringMap(field.value, "profile." + key, &out->fusion_apis));
+      } else if (key == "native_activations") {
+        PORTKIT_RETURN_IF_ERROR(Strings(field.value, "profile." + key, &out->native_activations));
+      } else if (key == "non_native_ops") {
+        simdjson::dom::array arr;
+        if (field.value.get_array().get(arr)) return Error("\"profile.non_native_ops\" must be an array of objects");
+        for (auto item : arr) {
+          NonNativeOp op;
+          PORTKIT_RETURN_IF_ERROR(NonNative(item, &op));
+          out->non_native_ops.push_back(std::move(op));
+        }
       } else {
-        return Error("unknown key \"profile." + key + "\" (known: communication_kernels, fusion_apis)");
+        return Error("unknown key \"profile." + key +
+                     "\" (known: communication_kernels, fusion_apis, native_activations, non_native_ops)");
       }
     }
+    return Status::Ok();
+  }
+
+  Status NonNative(simdjson::dom::element v, NonNativeOp* out) const {
+    simdjson::dom::object obj;
+    if (v.get_object().get(obj)) return Error("\"profile.non_native_ops\" must be an array of objects");
+    for (auto field : obj) {
+      std::string key(field.key), where = "profile.non_native_ops." + key;
+      std::string* text = key == "name"          ? &out->name
+                          : key == "why"         ? &out->why
+                          : key == "modules"     ? &out->modules
+                          : key == "decomposed"  ? &out->decomposed
+                          : key == "replacement" ? &out->replacement
+                          : key == "caveat"      ? &out->caveat
+                                                 : nullptr;
+      if (text) PORTKIT_RETURN_IF_ERROR(String(field.value, where, text));
+      else if (key == "ops") PORTKIT_RETURN_IF_ERROR(Strings(field.value, where, &out->ops));
+      else if (key == "decomposed_backward") PORTKIT_RETURN_IF_ERROR(Strings(field.value, where, &out->decomposed_backward));
+      else
+        return Error("unknown key \"" + where +
+                     "\" (known: name, why, modules, ops, decomposed, decomposed_backward, replacement, caveat)");
+    }
+    if (out->name.empty() || out->replacement.empty())
+      return Error("each of \"profile.non_native_ops\" needs a \"name\" and a \"replacement\"");
     return Status::Ok();
   }
 

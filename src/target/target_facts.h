@@ -25,8 +25,28 @@ struct Renames {
   }
 };
 
+/// An operator or activation the target does not run natively (profile.non_native_ops).
+struct NonNativeOp {
+  std::string name;     ///< "Mish"
+  std::string why;      ///< how the target runs it ("decomposed into several units")
+  std::string modules;  ///< how it is spelled in code ("torch.nn.Mish, torch.nn.functional.mish")
+  /// Profiled operator names of the op itself, forward and backward ("aten::mish", "aten::mish_backward").
+  std::vector<std::string> ops;
+  /// Optional: its decomposed form, a regex over one thread's aten ops in time order (the
+  /// `aten::` prefix dropped, joined by '-'): "softplus-tanh-mul".
+  std::string decomposed;
+  /// Backward operators of the decomposed form, counted where the decomposed form ran.
+  std::vector<std::string> decomposed_backward;
+  std::string replacement;  ///< the fix ("torch.nn.LeakyReLU")
+  std::string caveat;       ///< what to check after the fix (accuracy)
+};
+
 /// Facts the profile advisor (`prof analyse`) uses.
 struct ProfileFacts {
+  /// Activations the target runs natively (informative; named in the advice).
+  std::vector<std::string> native_activations;
+  /// Operators the target does not run natively, with their replacement.
+  std::vector<NonNativeOp> non_native_ops;
   /// Substrings of device kernel names that mark collective communication ("hccl").
   std::vector<std::string> communication_kernels;
   /// Fusion pattern name (data/advisor/fusion_patterns.tsv) → what replaces it on the target.

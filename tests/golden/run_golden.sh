@@ -83,7 +83,7 @@ prof_case() {  # trace-file
   local expected="tests/golden/$name"
   if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
     rm -rf "$expected" && mkdir -p "$expected"
-    for f in op_summary.shape op_statistic.csv api_statistic.csv kernel_statistic.csv step_trace.csv; do
+    for f in op_summary.shape op_statistic.csv api_statistic.csv kernel_statistic.csv step_trace.csv host_op_summary.csv; do
       cp "$dir/summary/$f" "$expected/"
     done
     echo "updated $expected"

@@ -1,6 +1,8 @@
-"""The profiling workflow end to end with real torch on CPU: collect a CNN with Mish and with LeakyReLU, import,
-summarise, and diff: the step time drops."""
+"""The profiling workflow end to end with real torch on CPU: collect a CNN with torch.nn.Mish and with
+LeakyReLU, import, summarise, let the advisor name Mish and the fix, and diff: the step time drops and
+passes the gate."""
 import csv
+import json
 import glob
 import os
 import sys
@@ -23,23 +25,52 @@ def collect(portkit, python, out, act):
 def test_collect_import_summary_and_diff(tmp_path, portkit, python):
     mish = collect(portkit, python, tmp_path / "mish", "mish")
     leaky = collect(portkit, python, tmp_path / "leaky", "leaky")
-    for d in (mish, leaky):
+    decomposed = collect(portkit, python, tmp_path / "decomposed", "mish-decomposed")
+    for d in (mish, leaky, decomposed):
         res = run([portkit, "prof", "import", "-dir", d])
         assert res.returncode == 0, res.stderr
-        res = run([portkit, "prof", "export", "summary", "-dir", d])
+        res = run([portkit, "prof", "export", "summary", "-dir", d, "--format", "csv,json"])
         assert res.returncode == 0, res.stderr
         with open(os.path.join(d, "summary", "step_trace.csv"), newline="") as f:
             steps = list(csv.DictReader(f))
         assert [s["Iteration ID"] for s in steps] == ["1", "2", "3", "4", "5"]  # warm-up step 0 left out
-    # The advisor flags the decomposed Mish, and only in the Mish profile.
-    res = run([portkit, "prof", "analyse", "-dir", mish])
+    # The advisor names nn.Mish (one aten::mish and its backward), its share of step time and the
+    # target's fix, LeakyReLU with the accuracy caveat; the old advice (use nn.Mish) is gone.
+    res = run([portkit, "prof", "analyse", "-dir", mish, "--format", "text,html,json"])
     assert res.returncode == 0, res.stderr
-    assert "Mish (decomposed)" in res.stdout and "softplus-tanh-mul" in res.stdout
+    finding = [l for l in res.stdout.splitlines() if "(non_native_ops)" in l]
+    assert finding and "Mish does not run natively on the target" in finding[0], res.stdout
+    assert "aten::mish " in res.stdout and "aten::mish_backward" in res.stdout
+    assert "torch.nn.Mish" in res.stdout and "torch.nn.LeakyReLU" in res.stdout
+    assert "check the accuracy" in res.stdout
+    assert "one fused kernel" not in res.stdout
+    with open(os.path.join(mish, "analysis", "advisor.json")) as f:
+        report = json.load(f)
+    rule = [x for x in report["findings"] if x["rule"] == "non_native_ops"][0]
+    share = float(rule["title"].rsplit(": ", 1)[1].split("%")[0])
+    assert 0 < share < 100 and rule["severity"] in ("high", "medium"), rule
+    # The host-operator table: self and total time per operator, numbers in JSON.
+    assert "self time" in res.stdout and report["host_operators"]
+    assert all(0 <= op["self_ns"] <= op["total_ns"] and op["count"] > 0 for op in report["host_operators"])
+    with open(os.path.join(mish, "summary", "host_op_summary.json")) as f:
+        rows = json.load(f)
+    assert any(r["Name"] == "aten::mish_backward" and isinstance(r["Self Time(us)"], float) and r["Count"] >= 5
+               for r in rows), rows[:5]
+    with open(os.path.join(mish, "summary", "host_op_summary.csv"), newline="") as f:
+        ops = {(r["Name"], r["Input Shapes"]): r for r in csv.DictReader(f)}
+    mish_rows = [r for (n, _), r in ops.items() if n == "aten::mish"]
+    assert mish_rows and all(int(r["Count"]) >= 5 for r in mish_rows)
+    assert all(float(r["Self Time(us)"]) <= float(r["Total Time(us)"]) for r in ops.values())
     with open(os.path.join(mish, "analysis", "advisor.html")) as f:
         html = f.read()
-    assert "<svg" in html and "Mish (decomposed)" in html
+    assert "<svg" in html and "Mish does not run natively" in html and "LeakyReLU" in html
     res = run([portkit, "prof", "analyse", "-dir", leaky])
-    assert res.returncode == 0 and "Mish (decomposed)" not in res.stdout
+    assert res.returncode == 0 and "non_native_ops" not in res.stdout
+    # The decomposed form is named too, with its backward.
+    res = run([portkit, "prof", "analyse", "-dir", decomposed])
+    assert res.returncode == 0, res.stderr
+    assert "Mish does not run natively" in res.stdout and "decomposed form softplus-tanh-mul" in res.stdout
+    assert "aten::softplus_backward" in res.stdout
     res = run([portkit, "prof", "diff", mish, leaky, "--fail-above", "0"])
     assert res.returncode == 0, res.stdout + res.stderr
     line = [l for l in res.stdout.splitlines() if l.startswith("step time:")][0]
@@ -48,7 +79,7 @@ def test_collect_import_summary_and_diff(tmp_path, portkit, python):
     assert after < before, line
     with open(os.path.join(leaky, "diff", "diff_operators.csv"), newline="") as f:
         names = {r["Name"].split(" ")[0] for r in csv.DictReader(f)}
-    assert "aten::softplus" in names and "aten::leaky_relu" in names
+    assert "aten::mish" in names and "aten::leaky_relu" in names
 
 
 def test_collect_rejects_a_non_python_command(tmp_path, portkit):

@@ -17,6 +17,7 @@ struct ProfEvent {
   std::string name;
   std::string kind;
   int64_t trace = 0, ts = 0, dur = 0, pid = 0, tid = 0;
+  int64_t correlation = -1;  ///< links a runtime call to its device task (-1: none)
   std::string input_dims;
   int64_t end() const { return ts + dur; }
 };
@@ -67,6 +68,9 @@ std::vector<std::unique_ptr<AdvisorRule>> MakeAdvisorRules();
 /// Time split of the profile (per step when steps are marked).
 struct Breakdown {
   int64_t wall = 0, compute = 0, communication = 0, memcpy = 0, device_busy = 0, host_ops = 0;
+  /// Host time in runtime/driver calls that started a device task of the profile (kernel
+  /// launches, copies: linked by correlation id), as a union.
+  int64_t launch = 0;
   size_t steps = 0;
 };
 Breakdown ComputeBreakdown(const Profile& p);
@@ -79,6 +83,23 @@ std::string Share(int64_t part, int64_t whole);
 /// Total time per name of the host operators (device = false) or the device tasks, largest
 /// first (ties by name), at most `n`.
 std::vector<std::pair<std::string, int64_t>> TopByTime(const Profile& p, bool device, size_t n);
+/// Exclusive (self) time of every host operator (kind cpu_op): its duration less that of the
+/// cpu_ops nested directly inside it on the same thread; 0 for other events. Indexed like
+/// `p.events`.
+std::vector<int64_t> SelfTimes(const Profile& p);
+/// Whether `e` starts inside a marked step (always true when no steps are marked).
+bool InSteps(const Profile& p, const ProfEvent& e);
+
+/// One row of the host-operator table.
+struct HostOpStat {
+  std::string name;
+  std::string input_dims;  ///< the recorded input shapes (empty when not recorded or not split)
+  int64_t count = 0, self_ns = 0, total_ns = 0;
+};
+/// Host operators (cpu_op) per name, or per name and input shapes when `by_shape`: count, self
+/// and total time; largest self time first (ties by name, shapes).
+std::vector<HostOpStat> HostOpTable(const Profile& p, bool by_shape);
+
 /// The time split rows: host operators, then (when the device was busy) device compute,
 /// communication, memcpy/memset and idle.
 std::vector<std::pair<std::string, int64_t>> TimeSplit(const Breakdown& b);

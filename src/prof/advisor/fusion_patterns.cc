@@ -1,7 +1,6 @@
 // Advisor rule: fusion_patterns
-// What it finds: operator sequences a fused kernel replaces — decomposed activations (Mish =
-//   softplus → tanh → mul) and the sequences of msprof-analyze's timeline_fusion_ops.yaml (RMSNorm,
-//   rotary, SwiGLU, GeGLU, attention, ...), matched as regexes over each thread's aten ops in time
+// What it finds: operator sequences a fused kernel replaces — the sequences of msprof-analyze's
+//   timeline_fusion_ops.yaml (RMSNorm, rotary, SwiGLU, GeGLU, attention, ...), matched as regexes over each thread's aten ops in time
 //   order (data/advisor/fusion_patterns.tsv).
 // Why it matters: each op is a kernel launch and a round trip of the tensor through memory.
 // Advice: the target's fused API (target.json profile.fusion_apis), else the data file's.

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "prof/advisor/advisor.h"
 
@@ -22,7 +23,8 @@ Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_
   if (!facts.ok()) return facts.status();
   p.target = std::move(*facts);
   auto q = store.db().Prepare(
-      "SELECT s.value, e.kind, e.trace, e.ts, e.dur, e.pid, e.tid, COALESCE(e.input_dims, '') "
+      "SELECT s.value, e.kind, e.trace, e.ts, e.dur, e.pid, e.tid, COALESCE(e.input_dims, ''), "
+      "COALESCE(e.correlation, -1) "
       "FROM events e JOIN strings s ON s.id = e.name ORDER BY e.trace, e.pid, e.tid, e.ts");
   if (!q.ok()) return q.status();
   std::map<std::pair<int64_t, std::string>, Step> steps;
@@ -39,6 +41,7 @@ Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_
     e.pid = q->Int(5);
     e.tid = q->Int(6);
     e.input_dims = q->Text(7);
+    e.correlation = q->Int(8);
     if (e.kind == "step") {
       auto [it, fresh] = steps.emplace(std::make_pair(e.trace, e.name), Step{e.trace, e.ts, e.end(), e.name});
       if (!fresh) it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
@@ -94,9 +97,13 @@ Breakdown ComputeBreakdown(const Profile& p) {
   } else {
     b.steps = windows.size();
   }
+  // Correlation ids of the device tasks: a runtime call with one of them launched that task.
+  std::set<std::pair<int64_t, int64_t>> launched;
+  for (const auto& e : p.events)
+    if (p.IsDevice(e) && e.correlation >= 0) launched.insert({e.trace, e.correlation});
   for (const auto& w : windows) {
     b.wall += w.end - w.start;
-    std::vector<std::pair<int64_t, int64_t>> compute, comm, copies, busy, host;
+    std::vector<std::pair<int64_t, int64_t>> compute, comm, copies, busy, host, launch;
     for (const auto& e : p.events) {
       if (e.trace != w.trace || e.end() <= w.start || e.ts >= w.end) continue;
       std::pair<int64_t, int64_t> iv{std::max(e.ts, w.start), std::min(e.end(), w.end)};
@@ -107,6 +114,8 @@ Breakdown ComputeBreakdown(const Profile& p) {
         else compute.push_back(iv);
       } else if (e.kind == "cpu_op") {
         host.push_back(iv);
+      } else if ((e.kind == "runtime" || e.kind == "driver") && launched.count({e.trace, e.correlation})) {
+        launch.push_back(iv);
       }
     }
     b.compute += UnionLength(compute);
@@ -114,6 +123,7 @@ Breakdown ComputeBreakdown(const Profile& p) {
     b.memcpy += UnionLength(copies);
     b.device_busy += UnionLength(busy);
     b.host_ops += UnionLength(host);
+    b.launch += UnionLength(launch);
   }
   return b;
 }

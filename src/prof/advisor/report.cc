@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "prof/advisor/rule_list.h"
 
@@ -39,6 +40,68 @@ std::vector<std::pair<std::string, int64_t>> TimeSplit(const Breakdown& b) {
     v.push_back({"device idle", b.wall - b.device_busy});
   }
   return v;
+}
+
+}  // namespace portkit::prof
+
+namespace portkit::prof {
+
+std::vector<int64_t> SelfTimes(const Profile& p) {
+  std::vector<int64_t> self(p.events.size(), 0);
+  std::vector<size_t> ops;
+  for (size_t i = 0; i < p.events.size(); ++i)
+    if (p.events[i].kind == "cpu_op") ops.push_back(i);
+  // Parents before their children: by thread, start, longest first.
+  std::stable_sort(ops.begin(), ops.end(), [&](size_t a, size_t b) {
+    const ProfEvent &x = p.events[a], &y = p.events[b];
+    return std::tie(x.trace, x.pid, x.tid, x.ts, y.dur) < std::tie(y.trace, y.pid, y.tid, y.ts, x.dur);
+  });
+  std::vector<size_t> stack;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const ProfEvent& e = p.events[ops[k]];
+    self[ops[k]] = e.dur;
+    if (k > 0) {
+      const ProfEvent& prev = p.events[ops[k - 1]];
+      if (std::tie(prev.trace, prev.pid, prev.tid) != std::tie(e.trace, e.pid, e.tid)) stack.clear();
+    }
+    while (!stack.empty() && p.events[stack.back()].end() <= e.ts) stack.pop_back();
+    if (!stack.empty()) {
+      const ProfEvent& parent = p.events[stack.back()];
+      self[stack.back()] -= std::min(e.end(), parent.end()) - e.ts;
+    }
+    stack.push_back(ops[k]);
+  }
+  for (auto& v : self) v = std::max<int64_t>(v, 0);
+  return self;
+}
+
+bool InSteps(const Profile& p, const ProfEvent& e) {
+  if (p.steps.empty()) return true;
+  auto it = std::upper_bound(p.steps.begin(), p.steps.end(), std::make_pair(e.trace, e.ts),
+                             [](const std::pair<int64_t, int64_t>& k, const Profile::Step& s) {
+                               return k < std::make_pair(s.trace, s.start);
+                             });
+  if (it == p.steps.begin()) return false;
+  --it;
+  return it->trace == e.trace && e.ts < it->end;
+}
+
+std::vector<HostOpStat> HostOpTable(const Profile& p, bool by_shape) {
+  auto self = SelfTimes(p);
+  std::map<std::pair<std::string, std::string>, HostOpStat> rows;
+  for (size_t i = 0; i < p.events.size(); ++i) {
+    const ProfEvent& e = p.events[i];
+    if (e.kind != "cpu_op") continue;
+    std::string dims = by_shape ? e.input_dims : "";
+    HostOpStat& r = rows[{e.name, dims}];
+    r.name = e.name, r.input_dims = dims;
+    ++r.count, r.self_ns += self[i], r.total_ns += e.dur;
+  }
+  std::vector<HostOpStat> out;
+  for (auto& [k, r] : rows) out.push_back(std::move(r));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const HostOpStat& a, const HostOpStat& b) { return a.self_ns > b.self_ns; });
+  return out;
 }
 
 }  // namespace portkit::prof

@@ -6,6 +6,7 @@
 
 namespace portkit::prof {
 
+std::unique_ptr<AdvisorRule> MakeNonNativeOpsRule();
 std::unique_ptr<AdvisorRule> MakeFusionPatternRule();
 std::unique_ptr<AdvisorRule> MakeShortTasksRule();
 std::unique_ptr<AdvisorRule> MakeIdleGapsRule();

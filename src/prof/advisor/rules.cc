@@ -5,6 +5,7 @@ namespace portkit::prof {
 
 std::vector<std::unique_ptr<AdvisorRule>> MakeAdvisorRules() {
   std::vector<std::unique_ptr<AdvisorRule>> rules;
+  rules.push_back(MakeNonNativeOpsRule());
   rules.push_back(MakeFusionPatternRule());
   rules.push_back(MakeShortTasksRule());
   rules.push_back(MakeIdleGapsRule());

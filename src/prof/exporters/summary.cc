@@ -52,7 +52,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
                           {"Trace", "Device_id", "Stream", "Op Name", "OP Type", "Task Type",
                            "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num",
                            "Input Shapes", "Input Data Types"},
-                          {}};
+                          {}, {}};
   int64_t prev_end = -1;
   std::string prev_key;
   PORTKIT_RETURN_IF_ERROR(Query(
@@ -93,7 +93,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   SummaryTable op_stat{"op_statistic",
                        {"OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Min Time(us)",
                         "Max Time(us)", "Ratio(%)"},
-                       {}};
+                       {}, {}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       (std::string("SELECT COALESCE(cs.value, '(no CPU op)'), CASE e.kind WHEN 'kernel' THEN 'KERNEL' "
@@ -112,7 +112,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   SummaryTable kernel_stat{"kernel_statistic",
                            {"Kernel Name", "Count", "Total Time(us)", "Avg Time(us)", "Min Time(us)",
                             "Max Time(us)", "Ratio(%)"},
-                           {}};
+                           {}, {}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       (std::string("SELECT s.value, ") + kStatColumns +
@@ -128,7 +128,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   // api_statistic: runtime and driver calls (msprof's columns; Time = total).
   SummaryTable api_stat{"api_statistic",
                         {"Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance"},
-                        {}};
+                        {}, {}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       (std::string("SELECT e.kind, s.value, ") + kStatColumns +
@@ -142,7 +142,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   // step_trace: ProfilerStep#N spans.
   SummaryTable step_trace{"step_trace",
                           {"Trace", "Iteration ID", "Iteration Start(us)", "Iteration End(us)", "Iteration Time(us)"},
-                          {}};
+                          {}, {}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       // A step can be both a cpu_op and a user_annotation: one row per trace and step.

@@ -76,7 +76,7 @@ TEST_F(ProfEngine, SummaryAnalyseAndDiffReturnData) {
   std::vector<std::string> names;
   for (const auto& t : summary->tables) names.push_back(t.name);
   EXPECT_EQ(names, (std::vector<std::string>{"op_summary", "op_statistic", "api_statistic", "kernel_statistic",
-                                             "step_trace"}));
+                                             "step_trace", "host_op_summary"}));
   EXPECT_EQ(summary->tables[4].rows.size(), 6u);  // ProfilerStep#N
 
   auto advice = RunAnalyse({dir_ / "base"}, ctx_);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -50,6 +51,16 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   EXPECT_NE(npu->library_ops.count("torchvision.ops.nms"), 0u);
   EXPECT_EQ(npu->library_ops.count("torchvision.ops.ps_roi_align"), 0u);
   EXPECT_EQ(npu->profile.communication_kernels, std::vector<std::string>{"hccl"});
+  // Mish is not a native activation on the NPU: the advisor's non_native_ops rule reads this.
+  EXPECT_EQ(npu->profile.native_activations,
+            (std::vector<std::string>{"Relu", "LeakyRelu", "PRelu", "Elu", "SRelu"}));
+  ASSERT_EQ(npu->profile.non_native_ops.size(), 1u);
+  const auto& mish = npu->profile.non_native_ops[0];
+  EXPECT_EQ(mish.name, "Mish");
+  EXPECT_NE(std::find(mish.ops.begin(), mish.ops.end(), "aten::mish_backward"), mish.ops.end());
+  EXPECT_EQ(mish.decomposed, "softplus-tanh-mul");
+  EXPECT_EQ(mish.replacement.rfind("torch.nn.LeakyReLU", 0), 0u);
+  EXPECT_NE(mish.caveat.find("accuracy"), std::string::npos);
   EXPECT_EQ(npu->DeviceMethods(), std::vector<std::string>{"npu"});
   EXPECT_TRUE(npu->migratable());
   auto cpu = LoadTarget(kData, "cpu");
@@ -109,6 +120,11 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\",").rfind(file() + ": not valid JSON (", 0), 0u);
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"fusion_apis\": {\"RMSNorm\": \"\"}}}"),
             file() + ": \"profile.fusion_apis.RMSNorm\" is empty");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"non_native_ops\": [{\"name\": \"Mish\"}]}}"),
+            file() + ": each of \"profile.non_native_ops\" needs a \"name\" and a \"replacement\"");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"non_native_ops\": [{\"nme\": \"Mish\"}]}}"),
+            file() + ": unknown key \"profile.non_native_ops.nme\" (known: name, why, modules, ops, decomposed, "
+                     "decomposed_backward, replacement, caveat)");
   auto missing = LoadTargetFacts(dir_ / "nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), (dir_ / "nope" / "target.json").string() + ": no such file");
