@@ -13,7 +13,9 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   std::string dir, format = "text", output;
   bool fail_on_overflow = false;
   CLI::App app{"List the operators whose outputs overflow (inf/nan, or beyond fp16's range in fp16) in a dump, "
-               "in execution order, the first one marked. Exit status: 0 done, 1 with --fail-on-overflow when an "
+               "in execution order, the first one marked, and name the origin: the first operator whose output "
+               "holds inf/nan while its floating inputs are finite (fill and creation operators such as full, "
+               "masked_fill or empty left out). Exit status: 0 done, 1 with --fail-on-overflow when an "
                "operator overflows, 2 bad usage or input or output.",
                "portkit overflow"};
   app.add_option("dump", dir, "a dump folder written by portkit.torch.dumper")->required();
@@ -42,6 +44,9 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   const auto& first = report->overflowing.front();
   ctx.logger.Info(std::to_string(report->overflowing.size()) + " overflowing operators; the first is " + first.name +
                   " #" + std::to_string(first.index) + " (" + first.reason + ").");
+  if (report->origin)
+    ctx.logger.Info("The first inf/nan arises in " + report->origin->name + " #" + std::to_string(report->origin->index) +
+                    " (" + report->origin->phase + "): " + report->origin->reason + ".");
   return fail_on_overflow ? kExitFindings : kExitOk;
 }
 
