@@ -171,12 +171,21 @@ struct OverflowOp {
   /// Why it counts: "flagged by the dumper", or "<key>: inf or nan", or "<key>: beyond the fp16
   /// range" (the first reason found).
   std::string reason;
+  /// A creation or fill operator (full, masked_fill, empty, ...): its inf is a value it was asked
+  /// to write (an attention mask) or memory that was never data, not an overflow of a computation.
+  bool deliberate = false;
+  /// Its only non-finite values are -inf in outputs and in an input: a mask passed along (triu,
+  /// add, expand of a -inf mask), not a new overflow.
+  bool mask = false;
 };
 
 struct OverflowReport {
   std::string dump;      ///< as given
   size_t operators = 0;  ///< operators in the dump
   std::vector<OverflowOp> overflowing;  ///< in execution order
+  /// Whether any overflowing operator is neither `deliberate` nor a `mask` carrier (the
+  /// --fail-on-overflow gate).
+  bool HasComputedOverflow() const;
   /// Where the inf/nan comes from: the first operator whose output holds inf or nan while every
   /// floating input it was given is finite. Operators that write such values on purpose are not
   /// counted: creation and fill operators (empty*, full*, fill_, masked_fill, index_fill, where
@@ -184,7 +193,7 @@ struct OverflowReport {
   /// data. Absent when no operator qualifies.
   std::optional<OverflowOp> origin;
   /// How the origin was found: "finite inputs", or "inputs not dumped" (a dump without inputs:
-  /// the first computing operator with an inf/nan output).
+  /// the first computing operator with a nan or +inf output; -inf alone is taken for a mask).
   std::string origin_basis;
   std::vector<std::string> warnings;
 };

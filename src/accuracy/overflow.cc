@@ -25,6 +25,11 @@ bool WritesValuesOnPurpose(std::string_view name) {
   return false;
 }
 
+/// Holds -inf and no other non-finite value (needs the dumper's nan/inf counts and statistics).
+bool OnlyMinusInf(const DumpTensor& t) {
+  return t.has_stats && t.nan == 0 && t.inf > 0 && t.min == -INFINITY && t.max != INFINITY;
+}
+
 /// A floating (or complex) element type, by the manifest's name.
 bool FloatingName(const std::string& dtype) {
   DType t = ParseDType(dtype);
@@ -32,6 +37,11 @@ bool FloatingName(const std::string& dtype) {
 }
 
 }  // namespace
+
+bool OverflowReport::HasComputedOverflow() const {
+  return std::any_of(overflowing.begin(), overflowing.end(),
+                     [](const OverflowOp& op) { return !op.deliberate && !op.mask; });
+}
 
 Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
   auto dump = Dump::Load(options.dump);
@@ -57,10 +67,22 @@ Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
       }
     }
     if (reason.empty()) continue;
-    OverflowOp entry{op.index, op.name, op.phase, op.module, op.stack, reason};
+    OverflowOp entry{op.index, op.name, op.phase, op.module, op.stack, reason, WritesValuesOnPurpose(op.name)};
+    bool outputs_mask = !nonfinite_key.empty(), input_mask = false;
+    for (const auto& t : op.tensors) {
+      if (IsOutput(t) && t.NonFinite() && !OnlyMinusInf(t)) outputs_mask = false;
+      if (IsInput(t) && OnlyMinusInf(t)) input_mask = true;
+    }
+    entry.mask = outputs_mask && input_mask && reason.find("fp16") == std::string::npos;
     report.overflowing.push_back(entry);
-    if (report.origin || nonfinite_key.empty() || WritesValuesOnPurpose(op.name)) continue;
+    if (report.origin || nonfinite_key.empty() || entry.deliberate) continue;
     if (!any_inputs) {
+      // Without inputs a mask carrier cannot be told apart by its inputs; outputs whose only
+      // non-finite value is -inf are taken for masks.
+      bool only_minus_inf = true;
+      for (const auto& t : op.tensors)
+        if (IsOutput(t) && t.NonFinite() && !OnlyMinusInf(t)) only_minus_inf = false;
+      if (only_minus_inf) continue;
       entry.reason = nonfinite_key + ": inf or nan (inputs not dumped)";
       report.origin = entry, report.origin_basis = "inputs not dumped";
       continue;

@@ -16,13 +16,14 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
                "in execution order, the first one marked, and name the origin: the first operator whose output "
                "holds inf/nan while its floating inputs are finite (fill and creation operators such as full, "
                "masked_fill or empty left out). Exit status: 0 done, 1 with --fail-on-overflow when an "
-               "operator overflows, 2 bad usage or input or output.",
+               "operator other than a fill or creation operator overflows, 2 bad usage or input or output.",
                "portkit overflow"};
   app.add_option("dump", dir, "a dump folder written by portkit.torch.dumper")->required();
   app.add_option("--format", format, "text (a table) or json")->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("-o,--output", output, "write the table or JSON to this file (atomically) instead of stdout");
-  app.add_flag("--fail-on-overflow", fail_on_overflow, "exit 1 when any operator overflows");
+  app.add_flag("--fail-on-overflow", fail_on_overflow,
+               "exit 1 when an operator overflows (fill and creation operators, e.g. a -inf attention mask, left out)");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   for (Status st : {CheckInput(dir, "dump", PathKind::kDirectory),
                     output.empty() ? Status::Ok() : CheckOutputFile(output, "-o")})
@@ -47,7 +48,7 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   if (report->origin)
     ctx.logger.Info("The first inf/nan arises in " + report->origin->name + " #" + std::to_string(report->origin->index) +
                     " (" + report->origin->phase + "): " + report->origin->reason + ".");
-  return fail_on_overflow ? kExitFindings : kExitOk;
+  return fail_on_overflow && report->HasComputedOverflow() ? kExitFindings : kExitOk;
 }
 
 }  // namespace portkit::cli

@@ -59,7 +59,8 @@ std::string OverflowJson(const accuracy::OverflowReport& report) {
   j.Key("dump").String(report.dump).Key("operators").Int(static_cast<int64_t>(report.operators));
   auto op_json = [&](const accuracy::OverflowOp& op) {
     j.BeginObject().Key("index").Int(op.index).Key("name").String(op.name).Key("phase").String(op.phase);
-    j.Key("module").String(op.module).Key("stack").String(op.stack).Key("reason").String(op.reason).EndObject();
+    j.Key("module").String(op.module).Key("stack").String(op.stack).Key("reason").String(op.reason);
+    j.Key("deliberate").Bool(op.deliberate).EndObject();
   };
   j.Key("first");
   if (report.overflowing.empty()) j.Null();

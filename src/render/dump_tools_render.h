@@ -10,7 +10,7 @@ namespace portkit::render {
 /// origin of the first inf/nan; empty when nothing overflows.
 std::string OverflowText(const accuracy::OverflowReport& report);
 /// {"dump", "operators", "first", "origin", "origin_basis", "overflowing": [{index, name, phase,
-/// module, stack, reason}], "warnings"}; first and origin are null when there is none.
+/// module, stack, reason, deliberate}], "warnings"}; first and origin are null when there is none.
 std::string OverflowJson(const accuracy::OverflowReport& report);
 /// {"input", "output", "type", "written": [{file, source, widened}], "index_files", "widened",
 /// "skipped", "failed": [{message, code}], "input_files", "input_files_failed"}.
