@@ -204,7 +204,9 @@ struct TensorStats {
 #endif
     sum += chunk_sum;
     sq += chunk_sq;
-    if (!std::isfinite(chunk_sum) && !nan) {  // rare: confirm (huge finite values can overflow a sum)
+    // Rare: confirm (huge finite values can overflow a sum). A sum that is ±inf holds no nan, so a
+    // tensor with -inf masks in every chunk is scanned once, not chunk after chunk.
+    if (!std::isfinite(chunk_sum) && (!nonfinite || (std::isnan(chunk_sum) && !nan))) {
       for (size_t i = 0; i < c; ++i) nonfinite = nonfinite || !std::isfinite(v[i]), nan = nan || std::isnan(v[i]);
     }
     count += c;
