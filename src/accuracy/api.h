@@ -123,7 +123,9 @@ struct CompareReport {
   /// reference. An operator whose output shapes changed is one row naming both.
   std::vector<CompareRow> rows;
   /// The earliest target operator whose own error crosses the threshold, and the basis of that
-  /// judgement: "replay" (a replayed output, computed from the reference's inputs, is No),
+  /// judgement: "replay" (a replayed output, computed from the reference's inputs, is No, or under
+  /// 60 % of its elements are within one rounding's relative tolerance: the 1‰ ratio, 5‰ for
+  /// bf16/fp8),
   /// "inputs matched" (an output is No while every compared input is Yes), "error growth" (an
   /// output's error jumps against its inputs' error: the One Thousandth Err Ratio falls from above
   /// 0.9 to below 0.6 or by more than 0.1, the cosine falls by more than 0.1, or the largest
@@ -199,7 +201,7 @@ struct OverflowReport {
 };
 
 /// Operators whose outputs hold inf/nan (or exceed fp16's range in an fp16 tensor), or that the
-/// dumper flagged as overflowing, and the origin of the first inf/nan.
+/// dumper flagged as overflowing, and the origin of the first inf/nan (src/accuracy/overflow.cc).
 Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context& ctx);
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// RunOverflow, RunConvert and RunExtract (api.h): working with the tensors of one dump.
+// RunConvert and RunExtract (api.h): working with the tensors of one dump.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
