@@ -43,13 +43,17 @@ struct CompareOptions {
   std::filesystem::path mapping;
   MatchKey match = MatchKey::kNameAndShape;
   int jobs = 0;  ///< worker threads; <= 0: ctx.jobs, and when that is <= 0 one per core
+  /// Work bound of the operator alignment (steps of Myers' diff; 0: the default, about a minute of
+  /// work). Within it the alignment is an exact longest common subsequence; see
+  /// CompareReport::unaligned_target_ops.
+  uint64_t align_budget = 0;
 };
 
 /// A row's judgement (the CSV's `Accuracy Reached or Not`).
 enum class Verdict {
   kYes,            ///< within the accuracy criteria
   kNo,             ///< outside them
-  kNotApplicable,  ///< no tensor data to judge (stats-only dumps)
+  kNotApplicable,  ///< nothing to judge: an element type that is not compared (`message` says which)
   kUnmatched,      ///< no counterpart, another shape, or data that could not be read
 };
 /// "Yes" / "No" / "N/A" / "Unmatched".
@@ -80,6 +84,18 @@ struct CompareRow {
   std::map<std::string, double> metrics;
   uint64_t identical_nonfinite = 0;     ///< positions holding the same inf/nan in both (left out)
   std::optional<double> ulp_threshold;  ///< the target type's ULP tolerance, for clean compared rows
+  uint64_t elements = 0;                ///< elements compared (rows with `compared`)
+  uint64_t mismatched_elements = 0;     ///< integer tensors: elements that differ (compared exactly)
+  /// Stats-only rows (no tensor data in a dump): judged from the statistics, whose relative
+  /// differences are in `metrics` (MaxRelDiff, MinRelDiff, MeanRelDiff, NormRelDiff, StatsRelDiff:
+  /// the largest); `compared` stays false.
+  bool from_statistics = false;
+  /// An integer or bool output of an operator with floating inputs (argmax, pooling indices,
+  /// comparisons): it flips on ties and rounding, so it is not used to locate the culprit.
+  bool discrete = false;
+  /// An output that is zero up to rounding noise in both runs (e.g. a gradient that cancels out):
+  /// judged by its absolute error against the scale of the operator's inputs, not by cosine.
+  bool negligible = false;
   long target_op = -1;                  ///< position of the target operator in the target dump
   bool output = false;                  ///< an output tensor (or a replayed output)
   bool replay = false;                  ///< the target op's output recomputed from reference inputs
@@ -92,20 +108,42 @@ struct CompareOp {
   std::string name, phase, module, stack;
 };
 
+/// An operator matched by name and phase whose output shapes differ between the runs.
+struct ShapeChange {
+  CompareOp target, reference;
+  std::vector<std::vector<int64_t>> target_shapes, reference_shapes;  ///< output shapes
+};
+
 struct CompareReport {
   std::string reference, target;  ///< the dump folders as given
   MatchKey match = MatchKey::kNameAndShape;
-  /// Tensor rows in target execution order, then whole operators of the target and of the
-  /// reference that have no counterpart.
+  /// In execution order: the tensor rows of each matched operator, with the operators that have
+  /// no counterpart (a row each, `*` for the key) where they ran: a target-only operator before
+  /// the next matched one of the target, a reference-only one before the next matched one of the
+  /// reference. An operator whose output shapes changed is one row naming both.
   std::vector<CompareRow> rows;
   /// The earliest target operator whose own error crosses the threshold, and the basis of that
-  /// judgement: "replay" (a replayed output is No), "inputs matched" (an output is No while every
-  /// compared input is Yes) or "outputs only" (no inputs compared). Empty basis: none.
+  /// judgement: "replay" (a replayed output, computed from the reference's inputs, is No, or under
+  /// 60 % of its elements are within one rounding's relative tolerance: the 1‰ ratio, 5‰ for
+  /// bf16/fp8),
+  /// "inputs matched" (an output is No while every compared input is Yes), "error growth" (an
+  /// output's error jumps against its inputs' error: the One Thousandth Err Ratio falls from above
+  /// 0.9 to below 0.6 or by more than 0.1, the cosine falls by more than 0.1, or the largest
+  /// absolute error grows by an order of magnitude beyond 1), "statistics growth" (stats-only
+  /// dumps: an output statistic differs by more than 10 % while the inputs' differ by less than
+  /// 1 %) or "outputs only" (an output is No and no inputs were compared). Replay decides for every
+  /// operator that has replayed outputs. Empty basis: none.
   std::optional<CompareOp> first_divergence;
   std::string first_divergence_basis;
+  /// The numbers behind it, e.g. `output.0 One Thousandth Err Ratio 0.41 (inputs 1)`.
+  std::string first_divergence_evidence;
   /// The earliest target operator with any output judged No (possibly inherited error).
   std::optional<CompareOp> first_mismatching_output;
-  std::vector<CompareOp> unmatched_target_ops, unmatched_reference_ops;
+  std::vector<CompareOp> unmatched_target_ops, unmatched_reference_ops;  ///< in execution order
+  std::vector<ShapeChange> shape_changes;  ///< with --match name+shape, in execution order
+  /// Operators left unmatched because aligning them exactly exceeded the work bound (0 unless the
+  /// runs differ in hundreds of thousands of operators); a warning says so too.
+  size_t unaligned_target_ops = 0, unaligned_reference_ops = 0;
   /// Rows whose tensor data could not be read: index into `rows` and the message.
   std::vector<std::pair<size_t, std::string>> read_errors;
   std::vector<std::string> warnings;  ///< about the dumps (e.g. an incomplete last manifest line)
@@ -135,17 +173,35 @@ struct OverflowOp {
   /// Why it counts: "flagged by the dumper", or "<key>: inf or nan", or "<key>: beyond the fp16
   /// range" (the first reason found).
   std::string reason;
+  /// A creation or fill operator (full, masked_fill, empty, ...): its inf is a value it was asked
+  /// to write (an attention mask) or memory that was never data, not an overflow of a computation.
+  bool deliberate = false;
+  /// Its only non-finite values are -inf in outputs and in an input: a mask passed along (triu,
+  /// add, expand of a -inf mask), not a new overflow.
+  bool mask = false;
 };
 
 struct OverflowReport {
   std::string dump;      ///< as given
   size_t operators = 0;  ///< operators in the dump
-  std::vector<OverflowOp> overflowing;  ///< in execution order; the first is the one to look at
+  std::vector<OverflowOp> overflowing;  ///< in execution order
+  /// Whether any overflowing operator is neither `deliberate` nor a `mask` carrier (the
+  /// --fail-on-overflow gate).
+  bool HasComputedOverflow() const;
+  /// Where the inf/nan comes from: the first operator whose output holds inf or nan while every
+  /// floating input it was given is finite. Operators that write such values on purpose are not
+  /// counted: creation and fill operators (empty*, full*, fill_, masked_fill, index_fill, where
+  /// with a scalar, scalar_tensor...), whose inf is a mask value and whose empty memory is not
+  /// data. Absent when no operator qualifies.
+  std::optional<OverflowOp> origin;
+  /// How the origin was found: "finite inputs", or "inputs not dumped" (a dump without inputs:
+  /// the first computing operator with a nan or +inf output; -inf alone is taken for a mask).
+  std::string origin_basis;
   std::vector<std::string> warnings;
 };
 
 /// Operators whose outputs hold inf/nan (or exceed fp16's range in an fp16 tensor), or that the
-/// dumper flagged as overflowing.
+/// dumper flagged as overflowing, and the origin of the first inf/nan (src/accuracy/overflow.cc).
 Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context& ctx);
 
 // ---------------------------------------------------------------------------------------------

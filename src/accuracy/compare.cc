@@ -1,6 +1,7 @@
 #include "accuracy/compare.h"
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "accuracy/api.h"
 #include "accuracy/metrics/metric.h"
@@ -23,73 +25,156 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Exact LCS of a[ai, ai+n) and b[bj, bj+m) by dynamic programming over integer key ids; the pairs
-/// are appended to `out` in order. Memory n·m·4 bytes: callers keep n·m bounded.
-void LcsByDp(const std::vector<int>& a, size_t ai, size_t n, const std::vector<int>& b, size_t bj, size_t m,
-             std::vector<std::pair<long, long>>& out) {
-  std::vector<uint32_t> dp((n + 1) * (m + 1), 0);
-  auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
-  for (size_t i = n; i-- > 0;)
-    for (size_t j = m; j-- > 0;)
-      at(i, j) = a[ai + i] == b[bj + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
-  for (size_t i = 0, j = 0; i < n && j < m;) {
-    if (a[ai + i] == b[bj + j]) {
-      out.emplace_back(static_cast<long>(ai + i), static_cast<long>(bj + j)), ++i, ++j;
-    } else if (at(i + 1, j) >= at(i, j + 1)) {
-      ++i;
-    } else {
-      ++j;
+/// Longest common subsequence of two key sequences by Myers' O((N+M)·D) algorithm in linear space
+/// (D: the number of operators in one run and not the other): the middle snake of the edit graph
+/// splits the problem in two, recursively; common prefixes and suffixes pair 1:1 first. Exact; its
+/// time grows with how different the runs are, so a work bound (`budget`, snake steps) keeps a
+/// pathological pair from running for hours: a sub-problem met after the budget is spent is solved
+/// by dynamic programming when small, and otherwise left unmatched and counted in `stats`.
+class Lcs {
+ public:
+  Lcs(const std::vector<int>& a, const std::vector<int>& b, uint64_t budget, AlignStats& stats)
+      : a_(a), b_(b), budget_(budget), stats_(stats) {}
+
+  void Run(size_t a0, size_t a1, size_t b0, size_t b1, std::vector<std::pair<long, long>>& out) {
+    // Common prefix and suffix.
+    while (a0 < a1 && b0 < b1 && a_[a0] == b_[b0]) out.emplace_back(static_cast<long>(a0++), static_cast<long>(b0++));
+    size_t suf = 0;
+    while (a0 < a1 - suf && b0 < b1 - suf && a_[a1 - 1 - suf] == b_[b1 - 1 - suf]) ++suf;
+    a1 -= suf, b1 -= suf;
+    if (a0 < a1 && b0 < b1) {
+      size_t n = a1 - a0, m = b1 - b0;
+      if (spent_ >= budget_) {
+        if (n * m <= kExactCells) {
+          Dp(a0, n, b0, m, out);
+        } else {
+          stats_.unaligned_target += n, stats_.unaligned_reference += m;
+        }
+      } else {
+        size_t x, y;
+        if (MiddleSnake(a0, n, b0, m, x, y)) {
+          Run(a0, a0 + x, b0, b0 + y, out);
+          Run(a0 + x, a1, b0 + y, b1, out);
+        } else if (n * m <= kExactCells) {  // the budget ran out inside this search
+          Dp(a0, n, b0, m, out);
+        } else {
+          stats_.unaligned_target += n, stats_.unaligned_reference += m;
+        }
+      }
+    }
+    for (size_t k = 0; k < suf; ++k) out.emplace_back(static_cast<long>(a1 + k), static_cast<long>(b1 + k));
+  }
+
+ private:
+  static constexpr size_t kExactCells = 50'000'000;  // 200 MB of DP table at most
+
+  /// A point (x, y) on an optimal path through a[a0, a0+n) × b[b0, b0+m), found by running the
+  /// furthest-reaching D-paths from both corners until they overlap. False when the budget ran out.
+  bool MiddleSnake(size_t a0, size_t n_, size_t b0, size_t m_, size_t& sx, size_t& sy) {
+    const long n = static_cast<long>(n_), m = static_cast<long>(m_);
+    const long max_d = (n + m + 1) / 2, offset = max_d, len = 2 * max_d + 2;
+    vf_.assign(static_cast<size_t>(len), -1);
+    vb_.assign(static_cast<size_t>(len), -1);
+    vf_[static_cast<size_t>(offset + 1)] = 0, vb_[static_cast<size_t>(offset + 1)] = 0;
+    const long delta = n - m;
+    const bool front = (delta % 2) != 0;
+    long k1s = 0, k1e = 0, k2s = 0, k2e = 0;
+    const int* a = a_.data() + a0;
+    const int* b = b_.data() + b0;
+    for (long d = 0; d < max_d; ++d) {
+      spent_ += static_cast<uint64_t>(2 * d + 2);
+      if (spent_ > budget_) return false;
+      for (long k1 = -d + k1s; k1 <= d - k1e; k1 += 2) {
+        size_t ko = static_cast<size_t>(offset + k1);
+        long x1 = (k1 == -d || (k1 != d && vf_[ko - 1] < vf_[ko + 1])) ? vf_[ko + 1] : vf_[ko - 1] + 1;
+        long y1 = x1 - k1;
+        long start = x1;
+        while (x1 < n && y1 < m && a[x1] == b[y1]) ++x1, ++y1;
+        spent_ += static_cast<uint64_t>(x1 - start);
+        vf_[ko] = x1;
+        if (x1 > n) {
+          k1e += 2;
+        } else if (y1 > m) {
+          k1s += 2;
+        } else if (front) {
+          long k2o = offset + delta - k1;
+          if (k2o >= 0 && k2o < len && vb_[static_cast<size_t>(k2o)] != -1 && x1 >= n - vb_[static_cast<size_t>(k2o)]) {
+            sx = static_cast<size_t>(x1), sy = static_cast<size_t>(y1);
+            return true;
+          }
+        }
+      }
+      for (long k2 = -d + k2s; k2 <= d - k2e; k2 += 2) {
+        size_t ko = static_cast<size_t>(offset + k2);
+        long x2 = (k2 == -d || (k2 != d && vb_[ko - 1] < vb_[ko + 1])) ? vb_[ko + 1] : vb_[ko - 1] + 1;
+        long y2 = x2 - k2;
+        long start = x2;
+        while (x2 < n && y2 < m && a[n - x2 - 1] == b[m - y2 - 1]) ++x2, ++y2;
+        spent_ += static_cast<uint64_t>(x2 - start);
+        vb_[ko] = x2;
+        if (x2 > n) {
+          k2e += 2;
+        } else if (y2 > m) {
+          k2s += 2;
+        } else if (!front) {
+          long k1o = offset + delta - k2;
+          if (k1o >= 0 && k1o < len && vf_[static_cast<size_t>(k1o)] != -1) {
+            long x1 = vf_[static_cast<size_t>(k1o)];
+            long y1 = offset + x1 - k1o;
+            if (x1 >= n - x2) {
+              sx = static_cast<size_t>(x1), sy = static_cast<size_t>(y1);
+              return true;
+            }
+          }
+        }
+      }
+    }
+    // Unreachable for inputs whose first and last keys differ (the paths always meet); treat as
+    // out of budget so the caller still answers.
+    spent_ = budget_;
+    return false;
+  }
+
+  /// Exact LCS by dynamic programming over n·m cells (n·m ≤ kExactCells).
+  void Dp(size_t ai, size_t n, size_t bj, size_t m, std::vector<std::pair<long, long>>& out) {
+    std::vector<uint32_t> dp((n + 1) * (m + 1), 0);
+    auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
+    for (size_t i = n; i-- > 0;)
+      for (size_t j = m; j-- > 0;)
+        at(i, j) = a_[ai + i] == b_[bj + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+    for (size_t i = 0, j = 0; i < n && j < m;) {
+      if (a_[ai + i] == b_[bj + j]) {
+        out.emplace_back(static_cast<long>(ai + i), static_cast<long>(bj + j)), ++i, ++j;
+      } else if (at(i + 1, j) >= at(i, j + 1)) {
+        ++i;
+      } else {
+        ++j;
+      }
     }
   }
-}
+
+  const std::vector<int>& a_;
+  const std::vector<int>& b_;
+  uint64_t budget_, spent_ = 0;
+  AlignStats& stats_;
+  std::vector<long> vf_, vb_;
+};
 
 }  // namespace
 
-std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& ka, const std::vector<std::string>& kb) {
+std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& ka, const std::vector<std::string>& kb,
+                                             AlignStats* stats, uint64_t budget) {
   std::vector<std::pair<long, long>> out;
   // Keys as small integers: comparisons in the quadratic part are then one instruction.
-  std::map<std::string, int> ids;
+  std::unordered_map<std::string, int> ids;
   std::vector<int> a, b;
+  a.reserve(ka.size()), b.reserve(kb.size());
   for (const auto& k : ka) a.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
   for (const auto& k : kb) b.push_back(ids.emplace(k, static_cast<int>(ids.size())).first->second);
-  size_t n = a.size(), m = b.size();
-  // The common prefix and suffix pair 1:1 (exact for any LCS).
-  size_t pre = 0;
-  while (pre < n && pre < m && a[pre] == b[pre]) ++pre;
-  size_t suf = 0;
-  while (suf < n - pre && suf < m - pre && a[n - 1 - suf] == b[m - 1 - suf]) ++suf;
-  for (size_t i = 0; i < pre; ++i) out.emplace_back(static_cast<long>(i), static_cast<long>(i));
-  size_t rn = n - pre - suf, rm = m - pre - suf;
-  constexpr size_t kExactCells = 50'000'000;  // 200 MB of DP table at most
-  if (rn * rm <= kExactCells) {
-    LcsByDp(a, pre, rn, b, pre, rm, out);
-  } else {
-    // Too large for one table: exact LCS in sliding windows of kWindow operators per side, keeping
-    // the pairs of each window's first half (the alignment rarely strays further than a window
-    // from the diagonal: runs differ by inserted casts or fused ops, not by whole layers).
-    constexpr size_t kWindow = 4096;
-    size_t i0 = pre, j0 = pre, iend = n - suf, jend = m - suf;
-    std::vector<std::pair<long, long>> window;
-    while (i0 < iend && j0 < jend) {
-      size_t wn = std::min(kWindow, iend - i0), wm = std::min(kWindow, jend - j0);
-      window.clear();
-      LcsByDp(a, i0, wn, b, j0, wm, window);
-      bool last = wn == iend - i0 && wm == jend - j0;
-      size_t keep_i = last ? iend : i0 + wn / 2, keep_j = last ? jend : j0 + wm / 2;
-      size_t kept = 0;
-      for (const auto& [i, j] : window) {
-        if (static_cast<size_t>(i) >= keep_i || static_cast<size_t>(j) >= keep_j) break;
-        out.emplace_back(i, j), ++kept;
-      }
-      if (last) break;
-      if (kept > 0) {
-        i0 = static_cast<size_t>(out.back().first) + 1, j0 = static_cast<size_t>(out.back().second) + 1;
-      } else {
-        i0 += wn / 2, j0 += wm / 2;  // nothing in common near here: move on
-      }
-    }
-  }
-  for (size_t k = suf; k-- > 0;) out.emplace_back(static_cast<long>(n - 1 - k), static_cast<long>(m - 1 - k));
+  AlignStats local;
+  AlignStats& st = stats ? *stats : local;
+  st = AlignStats{};
+  Lcs(a, b, budget, st).Run(0, a.size(), 0, b.size(), out);
   return out;
 }
 
@@ -98,10 +183,10 @@ namespace {
 struct TensorStats {
   double max = -INFINITY, min = INFINITY, sum = 0, sq = 0;
   size_t count = 0;
-  bool nonfinite = false;
+  bool nonfinite = false, nan = false;
   void Merge(const TensorStats& o) {
     max = std::max(max, o.max), min = std::min(min, o.min), sum += o.sum, sq += o.sq, count += o.count;
-    nonfinite = nonfinite || o.nonfinite;
+    nonfinite = nonfinite || o.nonfinite, nan = nan || o.nan;
   }
   /// Adds c values; `avx2` picks the four-lane loop (same results up to summation order).
   void Add(const double* v, size_t c, bool avx2) {
@@ -120,8 +205,11 @@ struct TensorStats {
 #endif
     sum += chunk_sum;
     sq += chunk_sq;
-    if (!nonfinite && !std::isfinite(chunk_sum))  // rare: confirm (huge finite values can overflow a sum)
-      nonfinite = std::any_of(v, v + c, [](double x) { return !std::isfinite(x); });
+    // Rare: confirm (huge finite values can overflow a sum). A sum that is ±inf holds no nan, so a
+    // tensor with -inf masks in every chunk is scanned once, not chunk after chunk.
+    if (!std::isfinite(chunk_sum) && (!nonfinite || (std::isnan(chunk_sum) && !nan))) {
+      for (size_t i = 0; i < c; ++i) nonfinite = nonfinite || !std::isfinite(v[i]), nan = nan || std::isnan(v[i]);
+    }
     count += c;
   }
 
@@ -168,65 +256,264 @@ struct TensorStats {
 #endif
   double mean() const { return count ? sum / static_cast<double>(count) : 0; }
   double norm() const { return std::sqrt(sq); }
+  /// As torch reports them: a nan anywhere makes every statistic nan.
+  TensorStatistics Public() const {
+    if (nan) return {NAN, NAN, NAN, NAN};
+    return {max, min, mean(), norm()};
+  }
+};
+
+/// Statistics-only rows: No when a statistic differs by more than this share of its scale...
+constexpr double kStatsRelTolerance = 0.1;
+/// ...and by more than this in absolute terms (as MaxAbsErr > 0.001 for tensors).
+constexpr double kStatsAbsTolerance = 0.001;
+
+/// Shortest text that reads back as the same double.
+std::string Shortest(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// Unit roundoff of a floating type (half its machine epsilon); 0 for other types.
+double UnitRoundoff(DType t) {
+  switch (t) {
+    case DType::kF64: return 0x1p-53;
+    case DType::kF32: return 0x1p-24;
+    case DType::kF16: return 0x1p-11;
+    case DType::kBF16: return 0x1p-8;
+    case DType::kF8E4M3: return 0x1p-4;
+    case DType::kF8E5M2: return 0x1p-3;
+    default: return 0;
+  }
+}
+
+/// Relative error above which a one-element tensor (a scalar loss, a norm) is judged No: 10⁻³, or
+/// four roundings of the target type when that is coarser.
+double ScalarTolerance(DType target) { return std::max(1e-3, 4 * UnitRoundoff(target)); }
+
+/// What the comparison of one tensor pair found beyond the metrics.
+struct PairFacts {
+  bool differing_nonfinite = false;  ///< an inf/nan that the other run does not have there
+  uint64_t identical_nonfinite = 0;  ///< positions holding the same inf/nan in both (left out)
+  bool integer = false;              ///< both integer or bool: compared exactly, as integers
+  uint64_t int_mismatch = 0;         ///< integer elements that differ
+  double int_max_diff = 0;           ///< the largest integer difference (exact up to 2^53)
 };
 
 /// Fills a compared row's metrics, statistics and verdict. Floating types: No when Cosine < 0.99
-/// and MaxAbsErr > 0.001, Cosine < 0.9, MaxAbsErr > 1, or nan/inf. Integer and bool tensors must
-/// match exactly.
-void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorStats& rs, bool differing_nonfinite,
+/// and MaxAbsErr > 0.001, Cosine < 0.9, MaxAbsErr > 1, or nan/inf; a one-element tensor (whose
+/// cosine is always ±1) is No when its relative error exceeds ScalarTolerance. A tensor with no
+/// finite position to compare (all nan in both runs) is No. Integer and bool tensors must match
+/// exactly, compared as integers (not through double).
+void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorStats& rs, const PairFacts& f,
                DType tdtype, CompareRow& row) {
   row.metrics = metric_set.Results();
   row.compared = true;
+  row.elements = ts.count;
   if (ts.count > 0) {  // an empty tensor has no statistics
-    row.target.stats = TensorStatistics{ts.max, ts.min, ts.mean(), ts.norm()};
-    row.reference.stats = TensorStatistics{rs.max, rs.min, rs.mean(), rs.norm()};
+    row.target.stats = ts.Public();
+    row.reference.stats = rs.Public();
   }
-  double cos = row.metrics["Cosine"], mae = row.metrics["MaxAbsErr"];
+  double cos = row.metrics["Cosine"], mae = row.metrics["MaxAbsErr"], mre = row.metrics["MaxRelativeErr"];
   bool bad;
-  if (!IsFloating(tdtype)) {
-    bad = mae != 0;
+  if (f.integer) {
+    row.metrics["MaxAbsErr"] = f.int_max_diff;
+    row.mismatched_elements = f.int_mismatch;
+    bad = f.int_mismatch != 0;
     if (bad) row.message = "integer data differ";
+  } else if (ts.count == 1) {
+    bad = std::isnan(mre) || f.differing_nonfinite ||
+          (mre > ScalarTolerance(tdtype) && mae > ToleranceFor(tdtype).small_value_atol);
+    if (bad && !f.differing_nonfinite) row.message = "one value: relative error above " + Shortest(ScalarTolerance(tdtype));
   } else {
-    bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || differing_nonfinite ||
+    bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || f.differing_nonfinite ||
           (cos < 0.99 && mae > 0.001) || cos < 0.9 || mae > 1;
   }
+  row.identical_nonfinite = f.identical_nonfinite;
+  if (f.differing_nonfinite) row.message = "inf or nan in the data";
+  if (!f.integer && ts.count > 0 && f.identical_nonfinite == ts.count && (ts.nan || rs.nan)) {
+    bad = true;
+    row.message = "no finite value to compare: nan or inf at every position in both runs";
+  }
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
-  if (differing_nonfinite) row.message = "inf or nan in the data";
+}
+
+/// Three significant digits, for messages.
+std::string Brief(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+DType RowDType(const CompareSide& side) { return side.dtype ? ParseDType(*side.dtype) : DType::kUnknown; }
+
+double MaxMagnitude(const TensorStatistics& s) { return std::max(std::fabs(s.max), std::fabs(s.min)); }
+
+/// Judgements that need the operator's other tensors, made once every row of it has its metrics:
+/// integer outputs of an operator with floating inputs are marked `discrete`, and floating outputs
+/// that are zero up to rounding in both runs (largest magnitude at most the small-value threshold
+/// of the coarser type, 2^-20 for fp32 and 2^-10 for 16-bit types, times the largest input
+/// magnitude) are `negligible`: judged by MaxAbsErr against that bound instead of by cosine.
+void JudgeInContext(std::vector<CompareRow>& rows) {
+  for (size_t begin = 0; begin < rows.size();) {
+    size_t end = begin;
+    while (end < rows.size() && rows[end].target_op == rows[begin].target_op) ++end;
+    if (rows[begin].target_op >= 0) {
+      bool floating_input = false;
+      double scale = 0;
+      for (size_t i = begin; i < end; ++i) {
+        const CompareRow& r = rows[i];
+        if (r.output || r.replay || !IsFloating(RowDType(r.reference))) continue;
+        floating_input = true;
+        if (r.reference.stats && std::isfinite(MaxMagnitude(*r.reference.stats)))
+          scale = std::max(scale, MaxMagnitude(*r.reference.stats));
+      }
+      for (size_t i = begin; i < end; ++i) {
+        CompareRow& r = rows[i];
+        if (!r.output) continue;
+        DType td = RowDType(r.target), rd = RowDType(r.reference);
+        if (!IsFloating(td) && !IsFloating(rd) && td != DType::kUnknown) {
+          r.discrete = floating_input;
+          continue;
+        }
+        if (!r.compared || scale <= 0 || !r.target.stats || !r.reference.stats || r.elements < 2) continue;
+        double bound = std::max(ToleranceFor(td).small_value, ToleranceFor(rd).small_value) * scale;
+        if (MaxMagnitude(*r.reference.stats) > bound || MaxMagnitude(*r.target.stats) > bound) continue;
+        r.negligible = true;
+        bool bad = !(r.metrics["MaxAbsErr"] <= bound);
+        if (r.verdict == Verdict::kNo && !bad)
+          r.message = "zero up to rounding in both runs (largest magnitude at most " + Brief(bound) +
+                      ", the small-value share of the inputs' " + Brief(scale) + "): judged by absolute error";
+        r.verdict = bad ? Verdict::kNo : Verdict::kYes;
+      }
+    }
+    begin = end;
+  }
 }
 
 /// The first operator whose *own* error crosses the threshold, and on what that is judged.
 struct Divergence {
   long first_local = -1;     ///< target op position
   long first_mismatch = -1;  ///< the earliest op with any output judged No
-  std::string basis;         ///< "replay", "inputs matched", "outputs only" or "" (none)
+  std::string basis;         ///< "replay", "inputs matched", "error growth", ... or "" (none)
+  std::string evidence;
 };
 
-/// Per target op in execution order: with replayed outputs, the op is local when a replayed
-/// output is No (its inputs were the reference's); otherwise when an output is No while every
-/// compared input is Yes; an op with no compared inputs is judged by its outputs alone.
+/// The error of a set of tensors of one operator (its inputs, or its outputs): the worst of each
+/// measure, and which tensor it came from.
+struct ErrorSummary {
+  bool tensors = false, stats = false;  ///< compared from data / from statistics
+  double ratio = 1, cos = 1, mae = 0, stats_rel = 0;
+  std::string ratio_key, cos_key, mae_key, stats_key;
+  void Add(const CompareRow& r, const std::string& key) {
+    if (r.from_statistics) {
+      stats = true;
+      auto it = r.metrics.find("StatsRelDiff");
+      if (it != r.metrics.end() && (it->second > stats_rel || stats_key.empty())) stats_rel = it->second, stats_key = key;
+      return;
+    }
+    if (!r.compared) return;
+    tensors = true;
+    // The 1‰ ratio where one rounding of the target type stays inside it (fp64/fp32/fp16); the 5‰
+    // ratio for bf16 and fp8.
+    DType t = RowDType(r.target);
+    const char* col = t == DType::kBF16 || t == DType::kF8E4M3 || t == DType::kF8E5M2 ? "Five Thousandths Err Ratio"
+                                                                                        : "One Thousandth Err Ratio";
+    double q = r.metrics.at(col), c = r.metrics.at("Cosine"), m = r.metrics.at("MaxAbsErr");
+    if (q < ratio || ratio_key.empty()) ratio = q, ratio_key = key;
+    if (c < cos || cos_key.empty()) cos = c, cos_key = key;
+    if (m > mae || mae_key.empty()) mae = m, mae_key = key;
+  }
+};
+
+/// log10 of a MaxAbsErr, with everything below 1 counted as 0 (msprobe's order of magnitude).
+double Order(double mae) { return mae < 1 ? 0 : std::log10(mae); }
+
+/// Whether the outputs' error jumps against the inputs' (msprobe's highlight rules, taken against
+/// the worst input so that error carried in by one input is not blamed on the operator); the
+/// evidence names the rule and the numbers.
+bool ErrorGrows(const ErrorSummary& in, const ErrorSummary& out, std::string& evidence, std::string& basis) {
+  if (in.tensors && out.tensors) {
+    basis = "error growth";
+    if (!std::isnan(in.ratio) && !std::isnan(out.ratio) &&
+        ((in.ratio > 0.9 && out.ratio < 0.6) || in.ratio - out.ratio > 0.1)) {
+      evidence = out.ratio_key + " error ratio " + Brief(out.ratio) + " (share of elements within the relative "
+                 "tolerance), inputs " + Brief(in.ratio) + " (" + in.ratio_key + ")";
+      return true;
+    }
+    if (!std::isnan(in.cos) && !std::isnan(out.cos) && in.cos - out.cos > 0.1) {
+      evidence = out.cos_key + " Cosine " + Brief(out.cos) + ", inputs " + Brief(in.cos) + " (" + in.cos_key + ")";
+      return true;
+    }
+    if (out.mae > in.mae && Order(out.mae) - Order(in.mae) >= 1) {
+      evidence = out.mae_key + " MaxAbsErr " + Brief(out.mae) + ", inputs " + Brief(in.mae) + " (" + in.mae_key + ")";
+      return true;
+    }
+  }
+  if (in.stats && out.stats && out.stats_rel > kStatsRelTolerance && in.stats_rel < 0.01) {
+    basis = "statistics growth";
+    evidence = out.stats_key + " statistics differ by " + Brief(out.stats_rel) + " (relative), inputs by " +
+               Brief(in.stats_rel) + " (" + in.stats_key + ")";
+    return true;
+  }
+  return false;
+}
+
+/// Per target op in execution order. An op with replayed outputs is local when a replayed output
+/// is No (its inputs were the reference's). Otherwise: when a judged output is No while every
+/// compared input is Yes ("inputs matched"), when its outputs' error jumps against its inputs'
+/// (ErrorGrows), or when an output is No and no input was compared ("outputs only"). Discrete and
+/// negligible outputs are not used.
 Divergence FindDivergence(const std::vector<CompareRow>& rows) {
   struct OpVerdicts {
     bool replayed = false, replay_bad = false, output_bad = false, inputs_seen = false, inputs_ok = true;
+    std::string replay_key, bad_key;
+    ErrorSummary in, out;
   };
   std::map<long, OpVerdicts> by_op;
+  auto key_of = [](const CompareRow& r) {
+    const std::string& n = r.target.name;
+    size_t dot = n.find(".input."), dot2 = n.find(".output."), dot3 = n.find(".replay.");
+    size_t at = std::min({dot, dot2, dot3});
+    return at == std::string::npos ? n : n.substr(at + 1);
+  };
   for (const auto& r : rows) {
     if (r.target_op < 0 || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
     OpVerdicts& v = by_op[r.target_op];
     bool bad = r.verdict == Verdict::kNo;
-    if (r.replay) v.replayed = true, v.replay_bad = v.replay_bad || bad;
-    else if (r.output) v.output_bad = v.output_bad || bad;
-    else v.inputs_seen = true, v.inputs_ok = v.inputs_ok && !bad;
+    if (r.replay) {
+      // Computed from the reference's inputs, its error is the operator's own: beyond the verdict,
+      // No when under 60 % of its elements are within the relative tolerance of one rounding of
+      // the target type (msprobe's red line for an output whose inputs are exact).
+      ErrorSummary own;
+      own.Add(r, key_of(r));
+      bad = bad || (own.tensors && own.ratio < 0.6);
+      v.replayed = true;
+      if (bad && !v.replay_bad) v.replay_bad = true, v.replay_key = key_of(r);
+    } else if (r.output) {
+      if (r.discrete || r.negligible) continue;
+      if (bad && !v.output_bad) v.output_bad = true, v.bad_key = key_of(r);
+      v.out.Add(r, key_of(r));
+    } else {
+      v.inputs_seen = true, v.inputs_ok = v.inputs_ok && !bad;
+      if (IsFloating(RowDType(r.target))) v.in.Add(r, key_of(r));
+    }
   }
   Divergence d;
   for (const auto& [index, v] : by_op) {  // std::map: execution order of the target
     if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
     if (d.first_local >= 0) continue;
+    std::string evidence, basis;
     if (v.replayed) {
-      if (v.replay_bad) d.first_local = index, d.basis = "replay";
+      if (v.replay_bad) d.first_local = index, d.basis = "replay",
+                        d.evidence = v.replay_key + " (computed from the reference's inputs) differs";
     } else if (v.output_bad && v.inputs_seen && v.inputs_ok) {
-      d.first_local = index, d.basis = "inputs matched";
+      d.first_local = index, d.basis = "inputs matched", d.evidence = v.bad_key + " is No, every input Yes";
+    } else if (v.inputs_seen && ErrorGrows(v.in, v.out, evidence, basis)) {
+      d.first_local = index, d.basis = basis, d.evidence = evidence;
     } else if (v.output_bad && !v.inputs_seen) {
-      d.first_local = index, d.basis = "outputs only";
+      d.first_local = index, d.basis = "outputs only", d.evidence = v.bad_key + " is No (no inputs dumped)";
     }
   }
   return d;
@@ -257,8 +544,7 @@ struct PendingPair {
 struct Partial {
   std::unique_ptr<MetricSet> metrics;
   TensorStats ts, rs;
-  uint64_t identical_nonfinite = 0;  ///< positions holding the same inf (or nan on both sides)
-  bool differing_nonfinite = false;  ///< an inf/nan that the other run does not have there
+  PairFacts facts;
   std::string error;
 };
 
@@ -307,15 +593,30 @@ void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache&
   const TensorInfo& ra = (*rf)->tensors().at(p.rkey);
   out.metrics = std::make_unique<MetricSet>(p.tdtype);
   size_t te = DTypeSize(p.tdtype), re = DTypeSize(p.rdtype);
+  out.facts.integer = !IsFloating(p.tdtype) && !IsFloating(p.rdtype);
   for (uint64_t at = begin; at < end; at += nbuf.size()) {
     size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), end - at));
-    DecodeToDouble(p.tdtype, (*tf)->Data(ta) + at * te, c, nbuf.data());
-    DecodeToDouble(p.rdtype, (*rf)->Data(ra) + at * re, c, bbuf.data());
+    const uint8_t* tsrc = (*tf)->Data(ta) + at * te;
+    const uint8_t* rsrc = (*rf)->Data(ra) + at * re;
+    DecodeToDouble(p.tdtype, tsrc, c, nbuf.data());
+    DecodeToDouble(p.rdtype, rsrc, c, bbuf.data());
     out.ts.Add(nbuf.data(), c, avx2);  // the statistics describe the data as it is
     out.rs.Add(bbuf.data(), c, avx2);
     if (out.ts.nonfinite || out.rs.nonfinite)
-      out.differing_nonfinite |= MaskIdenticalNonFinite(nbuf.data(), bbuf.data(), c, out.identical_nonfinite);
+      out.facts.differing_nonfinite |=
+          MaskIdenticalNonFinite(nbuf.data(), bbuf.data(), c, out.facts.identical_nonfinite);
     out.metrics->Accumulate(nbuf.data(), bbuf.data(), c);
+    // Integers exactly (64-bit values beyond 2^53 have no exact double): equal bytes of one type
+    // need no more; otherwise element by element in 128 bits.
+    if (out.facts.integer && !(p.tdtype == p.rdtype && std::memcmp(tsrc, rsrc, c * te) == 0)) {
+      for (size_t i = 0; i < c; ++i) {
+        __int128 d = IntegerAt(p.tdtype, tsrc, i) - IntegerAt(p.rdtype, rsrc, i);
+        if (d == 0) continue;
+        ++out.facts.int_mismatch;
+        double ad = static_cast<double>(d < 0 ? -d : d);
+        out.facts.int_max_diff = std::max(out.facts.int_max_diff, ad);
+      }
+    }
   }
   (*tf)->Release(ta, begin, end - begin);  // memory stays flat however large the dumps are
   (*rf)->Release(ra, begin, end - begin);
@@ -350,17 +651,73 @@ Expected<std::map<std::string, std::string>> LoadMapping(const fs::path& file) {
   return out;
 }
 
-/// A pair without tensor data (stats_only dumps): the statistics from the manifests, verdict N/A,
-/// and whether the checksums of the exact bytes agree.
+/// A manifest element type that portkit cannot compare (complex, fp8 "fnuz", ...).
+bool Unsupported(const std::string& dtype) { return !dtype.empty() && ParseDType(dtype) == DType::kUnknown; }
+
+/// A pair without tensor data (stats_only dumps), judged from the manifests' statistics: the
+/// relative difference of max, min, mean and l2 norm, each against max(|reference value|, the
+/// reference's root mean square), so a mean near zero is not blown up; No when the largest exceeds
+/// kStatsRelTolerance (and kStatsAbsTolerance in absolute terms), when the inf/nan counts differ, or
+/// for integer tensors whose checksums differ. Equal checksums of one type: identical, Yes.
 void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, CompareRow& row) {
-  row.verdict = Verdict::kNotApplicable;
+  row.from_statistics = true;
   if (t.has_stats && r.has_stats) {
     row.target.stats = TensorStatistics{t.max, t.min, t.mean, t.norm};
     row.reference.stats = TensorStatistics{r.max, r.min, r.mean, r.norm};
   }
-  row.message = "stats-only dump: no tensor data";
-  if (t.crc32 >= 0 && r.crc32 >= 0)
-    row.message += t.crc32 == r.crc32 && t.dtype == r.dtype ? " (checksums equal: identical bytes)" : " (checksums differ)";
+  const bool same_bytes = t.crc32 >= 0 && r.crc32 >= 0 && t.crc32 == r.crc32 && t.dtype == r.dtype;
+  if (same_bytes) {
+    row.verdict = Verdict::kYes;
+    row.message = "stats-only dump: checksums equal (identical bytes)";
+    for (const char* k : {"MaxRelDiff", "MinRelDiff", "MeanRelDiff", "NormRelDiff", "StatsRelDiff"}) row.metrics[k] = 0;
+    return;
+  }
+  if (!t.has_stats || !r.has_stats) {
+    row.verdict = Verdict::kNotApplicable;
+    row.message = "stats-only dump: no statistics to compare";
+    return;
+  }
+  double numel = 1;
+  for (int64_t d : r.shape) numel *= static_cast<double>(d);
+  const double rms = numel > 0 && std::isfinite(r.norm) ? r.norm / std::sqrt(numel) : 0;
+  double worst = 0, worst_abs = 0;
+  bool nonfinite_differs = false;
+  auto rel = [&](const char* key, double tv, double rv) {
+    double d;
+    if (!std::isfinite(tv) || !std::isfinite(rv)) {
+      bool same = tv == rv || (std::isnan(tv) && std::isnan(rv));
+      d = same ? 0 : INFINITY;
+      nonfinite_differs = nonfinite_differs || !same;
+    } else {
+      double diff = std::fabs(tv - rv);
+      double scale = std::max({std::fabs(rv), rms, 1e-30});
+      d = diff / scale;
+      if (d > worst) worst_abs = diff;
+    }
+    row.metrics[key] = d;
+    worst = std::max(worst, d);
+  };
+  rel("MaxRelDiff", t.max, r.max);
+  rel("MinRelDiff", t.min, r.min);
+  rel("MeanRelDiff", t.mean, r.mean);
+  rel("NormRelDiff", t.norm, r.norm);
+  row.metrics["StatsRelDiff"] = worst;
+  const bool counts_differ = (t.nan >= 0 && r.nan >= 0 && t.nan != r.nan) || (t.inf >= 0 && r.inf >= 0 && t.inf != r.inf);
+  const DType td = ParseDType(t.dtype), rd = ParseDType(r.dtype);
+  const bool integer = !IsFloating(td) && !IsFloating(rd);
+  bool bad;
+  if (nonfinite_differs || counts_differ) {
+    bad = true;
+    row.message = "stats-only dump: inf or nan in the data";
+  } else if (integer && t.crc32 >= 0 && r.crc32 >= 0 && td == rd) {
+    bad = true;  // same integer type, other bytes
+    row.message = "stats-only dump: integer data differ (checksums)";
+  } else {
+    bad = worst > kStatsRelTolerance && worst_abs > kStatsAbsTolerance;
+    row.message = "stats-only dump: judged from max/min/mean/l2norm (largest relative difference " +
+                  Brief(worst) + ")";
+  }
+  row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
 
 }  // namespace
@@ -420,7 +777,16 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     tkeys.push_back(OpMatchKey(op, with_shapes, it != mapping.end() ? &it->second : nullptr));
   }
   for (const auto& op : ref->ops) rkeys.push_back(OpMatchKey(op, with_shapes));
-  auto pairs = AlignKeys(tkeys, rkeys);
+  AlignStats align_stats;
+  auto pairs = AlignKeys(tkeys, rkeys, &align_stats, options.align_budget > 0 ? options.align_budget : kAlignBudget);
+  report.unaligned_target_ops = align_stats.unaligned_target;
+  report.unaligned_reference_ops = align_stats.unaligned_reference;
+  if (align_stats.unaligned_target + align_stats.unaligned_reference > 0)
+    report.warnings.push_back(
+        "the runs differ too much to align exactly within the work bound: " +
+        std::to_string(align_stats.unaligned_target) + " target and " +
+        std::to_string(align_stats.unaligned_reference) +
+        " reference operators in the most different regions were left unmatched (listed as such)");
   report.target_ops = tgt->ops.size();
   report.reference_ops = ref->ops.size();
   report.matched_ops = pairs.size();
@@ -434,7 +800,6 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
-  std::vector<char> matched_t(tgt->ops.size(), 0), matched_r(ref->ops.size(), 0);
   FileCache header_cache_t, header_cache_r;
   std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
   for (size_t i = 0; i < ref->ops.size(); ++i) ref_position[ref->ops[i].index] = i;
@@ -446,8 +811,68 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     row.read_error = true;
     row.message = std::move(message);
   };
+  // An operator of one run with no counterpart in the other: one row.
+  auto unmatched_op = [&](const DumpOp& op, bool target) {
+    CompareRow row;
+    (target ? row.target : row.reference).name = label(op, "*");
+    row.verdict = Verdict::kUnmatched;
+    row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
+    rows.push_back(std::move(row));
+    (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(OpOf(op));
+  };
+  auto output_shapes = [](const DumpOp& op) {
+    std::vector<std::vector<int64_t>> out;
+    for (const auto& t : op.tensors)
+      if (IsOutputKey(t.key)) out.push_back(t.shape);
+    return out;
+  };
+  auto shapes_text = [](const std::vector<std::vector<int64_t>>& shapes) {
+    std::string s;
+    for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + Shape(x);
+    return s.empty() ? std::string("no outputs") : s;
+  };
+  // The same operator (name and phase) with other output shapes: one row naming both.
+  auto shape_change = [&](const DumpOp& top, const DumpOp& rop) {
+    ShapeChange sc{OpOf(top), OpOf(rop), output_shapes(top), output_shapes(rop)};
+    CompareRow row;
+    row.target.name = label(top, "*");
+    row.reference.name = label(rop, "*");
+    if (!sc.target_shapes.empty()) row.target.shape = sc.target_shapes.front();
+    if (!sc.reference_shapes.empty()) row.reference.shape = sc.reference_shapes.front();
+    row.verdict = Verdict::kUnmatched;
+    row.message = "output shape changed: " + shapes_text(sc.target_shapes) + " in the target, " +
+                  shapes_text(sc.reference_shapes) + " in the reference";
+    rows.push_back(std::move(row));
+    report.shape_changes.push_back(std::move(sc));
+  };
+  // The operators between two matched ones, in execution order: with name+shape matching, those
+  // of the same name and phase on both sides are shape changes; the rest have no counterpart.
+  auto gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) {
+    std::vector<std::pair<long, long>> same_name;
+    if (with_shapes && t0 < t1 && r0 < r1) {
+      std::vector<std::string> tn, rn;
+      for (size_t i = t0; i < t1; ++i) {
+        auto it = mapping.find(tgt->ops[i].name);
+        tn.push_back(OpMatchKey(tgt->ops[i], false, it != mapping.end() ? &it->second : nullptr));
+      }
+      for (size_t i = r0; i < r1; ++i) rn.push_back(OpMatchKey(ref->ops[i], false));
+      same_name = AlignKeys(tn, rn);
+    }
+    size_t t = t0, r = r0;
+    for (auto [a, b] : same_name) {
+      size_t ta = t0 + static_cast<size_t>(a), rb = r0 + static_cast<size_t>(b);
+      for (; t < ta; ++t) unmatched_op(tgt->ops[t], true);
+      for (; r < rb; ++r) unmatched_op(ref->ops[r], false);
+      shape_change(tgt->ops[ta], ref->ops[rb]);
+      t = ta + 1, r = rb + 1;
+    }
+    for (; t < t1; ++t) unmatched_op(tgt->ops[t], true);
+    for (; r < r1; ++r) unmatched_op(ref->ops[r], false);
+  };
+  size_t next_t = 0, next_r = 0;
   for (auto [ti, ri] : pairs) {
-    matched_t[static_cast<size_t>(ti)] = matched_r[static_cast<size_t>(ri)] = 1;
+    gap(next_t, static_cast<size_t>(ti), next_r, static_cast<size_t>(ri));
+    next_t = static_cast<size_t>(ti) + 1, next_r = static_cast<size_t>(ri) + 1;
     const DumpOp& top = tgt->ops[static_cast<size_t>(ti)];
     const DumpOp& aligned = ref->ops[static_cast<size_t>(ri)];
     // Replayed outputs were computed from the inputs of the reference op the dumper paired them
@@ -484,7 +909,13 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       } else if (rit == rop.tensors.end()) {
         row.message = "no tensor " + rkey + " in the reference op";
       } else if (rit->shape != tt.shape) {
-        row.message = "shape mismatch";
+        row.message = "shape mismatch: " + Shape(tt.shape) + " in the target, " + Shape(rit->shape) + " in the reference";
+      } else if (!tt.note.empty() || !rit->note.empty() || Unsupported(tt.dtype) || Unsupported(rit->dtype)) {
+        row.verdict = Verdict::kNotApplicable;
+        row.message = "not compared: " + (!tt.note.empty()    ? tt.note + " (target)"
+                                          : !rit->note.empty() ? rit->note + " (reference)"
+                                          : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
+                                                " is not supported");
       } else if (top.file.empty() || rop.file.empty()) {
         StatsOnlyRow(tt, *rit, row);
       } else {
@@ -499,7 +930,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
               ta->second.numel() != ra->second.numel()) {
             read_error(row, "tensor data missing or of another size");
           } else if (DTypeSize(ta->second.dtype) == 0 || DTypeSize(ra->second.dtype) == 0) {
-            read_error(row, "unsupported element type");
+            row.verdict = Verdict::kNotApplicable;
+            row.message = "not compared: the tensor file's element type is not supported";
           } else {
             PendingPair p;
             p.row = rows.size();
@@ -525,6 +957,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       rows.push_back(std::move(row));
     }
   }
+  gap(next_t, tgt->ops.size(), next_r, ref->ops.size());
   if (report.replay_ok + report.replay_skipped > 0)
     log.Info("Replayed operators in the target: " + std::to_string(report.replay_ok) + " (skipped: " +
              std::to_string(report.replay_skipped) + ", reasons in its manifest).");
@@ -582,36 +1015,23 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       if (merged.error.empty()) {
         merged.metrics->Merge(*next.metrics);
         merged.ts.Merge(next.ts), merged.rs.Merge(next.rs);
-        merged.identical_nonfinite += next.identical_nonfinite;
-        merged.differing_nonfinite = merged.differing_nonfinite || next.differing_nonfinite;
+        merged.facts.identical_nonfinite += next.facts.identical_nonfinite;
+        merged.facts.differing_nonfinite = merged.facts.differing_nonfinite || next.facts.differing_nonfinite;
+        merged.facts.int_mismatch += next.facts.int_mismatch;
+        merged.facts.int_max_diff = std::max(merged.facts.int_max_diff, next.facts.int_max_diff);
       }
     }
     if (!merged.error.empty()) {
       read_error(row, merged.error);
       continue;
     }
-    FinishRow(*merged.metrics, merged.ts, merged.rs, merged.differing_nonfinite, p.tdtype, row);
+    FinishRow(*merged.metrics, merged.ts, merged.rs, merged.facts, p.tdtype, row);
     ++report.tensor_pairs_compared;
-    row.identical_nonfinite = merged.identical_nonfinite;
-    if (merged.identical_nonfinite > 0 && row.message.empty())
-      row.message = std::to_string(merged.identical_nonfinite) + " identical inf/nan positions left out";
+    if (row.identical_nonfinite > 0 && row.message.empty())
+      row.message = std::to_string(row.identical_nonfinite) + " identical inf/nan positions left out";
     if (row.message.empty()) row.ulp_threshold = ToleranceFor(p.tdtype).ulp;
   }
-  // Operators of one run with no counterpart in the other.
-  auto unmatched = [&](const Dump& d, const std::vector<char>& seen, bool target) {
-    for (size_t i = 0; i < d.ops.size(); ++i) {
-      if (seen[i]) continue;
-      CompareRow row;
-      (target ? row.target : row.reference).name = label(d.ops[i], "*");
-      row.verdict = Verdict::kUnmatched;
-      row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
-      rows.push_back(std::move(row));
-      (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(OpOf(d.ops[i]));
-    }
-  };
-  unmatched(*tgt, matched_t, true);
-  unmatched(*ref, matched_r, false);
-
+  JudgeInContext(rows);
   for (size_t i = 0; i < rows.size(); ++i) {
     ++report.verdict_counts[std::string(VerdictName(rows[i].verdict))];
     if (rows[i].read_error) report.read_errors.emplace_back(i, rows[i].message);
@@ -620,6 +1040,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   if (div.first_local >= 0) {
     report.first_divergence = OpOf(tgt->ops[static_cast<size_t>(div.first_local)]);
     report.first_divergence_basis = div.basis;
+    report.first_divergence_evidence = div.evidence;
   }
   if (div.first_mismatch >= 0) report.first_mismatching_output = OpOf(tgt->ops[static_cast<size_t>(div.first_mismatch)]);
   return report;

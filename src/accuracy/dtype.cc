@@ -93,6 +93,24 @@ double Fp8E5M2ToDouble(uint8_t v) {
   return HalfToDouble(static_cast<uint16_t>(v) << 8);
 }
 
+__int128 IntegerAt(DType t, const uint8_t* src, size_t i) {
+  auto load = [&](auto v) {
+    std::memcpy(&v, src + i * sizeof v, sizeof v);
+    return static_cast<__int128>(v);
+  };
+  switch (t) {
+    case DType::kI64: return load(int64_t{});
+    case DType::kI32: return load(int32_t{});
+    case DType::kI16: return load(int16_t{});
+    case DType::kI8: return load(int8_t{});
+    case DType::kU64: return load(uint64_t{});
+    case DType::kU32: return load(uint32_t{});
+    case DType::kU16: return load(uint16_t{});
+    case DType::kU8: case DType::kBool: return load(uint8_t{});
+    default: return 0;
+  }
+}
+
 void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
   switch (t) {
     case DType::kF64:

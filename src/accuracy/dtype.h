@@ -22,6 +22,9 @@ double BFloat16ToDouble(uint16_t b);
 double Fp8E4M3ToDouble(uint8_t v);
 double Fp8E5M2ToDouble(uint8_t v);
 
+/// Element `i` of an integer or bool type exactly (0 for other types).
+__int128 IntegerAt(DType t, const uint8_t* src, size_t i);
+
 /// Decodes `count` elements of type `t` from `src` (little-endian) into `out`.
 void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out);
 

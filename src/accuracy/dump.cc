@@ -23,6 +23,11 @@ bool StatValue(simdjson::ondemand::value& v, double& out) {
 
 }  // namespace
 
+bool DumpTensor::NonFinite() const {
+  if (nan >= 0 || inf >= 0) return nan > 0 || inf > 0;
+  return has_stats && (!std::isfinite(max) || !std::isfinite(min) || !std::isfinite(mean));
+}
+
 Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
   Dump d;
   d.dir = dir;
@@ -117,6 +122,11 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
               else if (tk == "min" && StatValue(tv, x)) dt.min = x;
               else if (tk == "mean" && StatValue(tv, x)) dt.mean = x;
               else if (tk == "norm" && StatValue(tv, x)) dt.norm = x;
+              else if (tk == "note" && !tv.get_string().get(ts)) dt.note = ts;
+              else if (tk == "nan" || tk == "inf") {
+                int64_t c;
+                if (!tv.get_int64().get(c)) (tk == "nan" ? dt.nan : dt.inf) = c;
+              }
               else if (tk == "crc32") {
                 uint64_t c;
                 if (!tv.get_uint64().get(c)) dt.crc32 = static_cast<int64_t>(c);

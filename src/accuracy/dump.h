@@ -17,6 +17,13 @@ struct DumpTensor {
   double max = 0, min = 0, mean = 0, norm = 0;
   bool has_stats = false;
   int64_t crc32 = -1;  ///< checksum of the exact bytes; -1 when the dump has none
+  int64_t nan = -1, inf = -1;  ///< counts of nan / ±inf elements; -1 when the dump has none
+  /// Why the dumper kept no data for it (e.g. an element type safetensors cannot store).
+  std::string note;
+
+  /// Whether the tensor holds inf or nan, from the counts or else the statistics; false when the
+  /// manifest says nothing about it.
+  bool NonFinite() const;
 };
 
 struct DumpOp {

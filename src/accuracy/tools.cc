@@ -1,4 +1,4 @@
-// RunOverflow, RunConvert and RunExtract (api.h): working with the tensors of one dump.
+// RunConvert and RunExtract (api.h): working with the tensors of one dump.
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -145,29 +145,6 @@ std::string_view ConvertTypeName(ConvertType type) { return type == ConvertType:
 bool IsHdf5Input(const fs::path& input) {
   std::error_code ec;
   return !fs::is_directory(input, ec) && (HasHdf5Extension(input) || HasHdf5Signature(input));
-}
-
-Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
-  auto dump = Dump::Load(options.dump);
-  if (!dump.ok()) return dump.status();
-  OverflowReport report;
-  report.dump = options.dump.string();
-  report.operators = dump->ops.size();
-  if (!dump->warning.empty()) report.warnings.push_back(dump->warning);
-  for (const auto& op : dump->ops) {
-    std::string reason = op.overflow ? "flagged by the dumper" : "";
-    for (const auto& t : op.tensors) {
-      if (!reason.empty()) break;
-      if (t.key.rfind("output", 0) != 0 || !t.has_stats) continue;
-      if (!std::isfinite(t.max) || !std::isfinite(t.min))
-        reason = t.key + ": inf or nan";
-      else if (t.dtype == "F16" && std::max(std::fabs(t.max), std::fabs(t.min)) > 65504)
-        reason = t.key + ": beyond the fp16 range";
-    }
-    if (reason.empty()) continue;
-    report.overflowing.push_back({op.index, op.name, op.phase, op.module, op.stack, reason});
-  }
-  return report;
 }
 
 Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) {

@@ -51,8 +51,7 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
 
   render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html")};
   if (Status st = render::WriteCompareFiles(*report, out_dir, files); !st.ok()) return Fail(ctx, st);
-  std::string divergence = render::CompareDivergenceText(*report);
-  ctx.logger.Info(divergence.empty() ? std::string("No diverging operator output.") : "First divergence: " + divergence);
+  for (const auto& line : render::CompareConclusion(*report)) ctx.logger.Info(line);
   std::string table = render::CompareConsoleSummary(*report);
   std::fwrite(table.data(), 1, table.size(), stdout);
   // Tensor data that could not be read is corrupt input: the reports say which rows.

@@ -1,5 +1,6 @@
 #include "core/json_writer.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -108,6 +109,18 @@ JsonWriter& JsonWriter::Double(double value) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", value);
   out_ += buf;
+  return *this;
+}
+
+JsonWriter& JsonWriter::Shortest(double value) {
+  BeforeValue();
+  if (!std::isfinite(value)) {
+    out_ += "null";
+    return *this;
+  }
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, value);
+  out_.append(buf, r.ptr);
   return *this;
 }
 

@@ -18,6 +18,8 @@ class JsonWriter {
   JsonWriter& String(std::string_view value);
   JsonWriter& Int(int64_t value);
   JsonWriter& Double(double value);
+  /// The shortest text that reads back as the same double (std::to_chars); null when not finite.
+  JsonWriter& Shortest(double value);
   /// A number with `decimals` digits after the point (null when not finite).
   JsonWriter& Fixed(double value, int decimals);
   JsonWriter& Bool(bool value);

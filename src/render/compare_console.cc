@@ -6,11 +6,57 @@
 
 namespace portkit::render {
 using accuracy::CompareReport;
+using accuracy::Verdict;
 
 std::string CompareConsoleSummary(const CompareReport& report) {
   std::vector<std::vector<std::string>> table;
   for (const auto& [v, n] : report.verdict_counts) table.push_back({v, std::to_string(n)});
   return RenderTable({"Accuracy Reached or Not", "tensors"}, table);
+}
+
+std::vector<std::string> CompareConclusion(const CompareReport& report) {
+  std::vector<std::string> lines;
+  std::string divergence = CompareDivergenceText(report);
+  if (!divergence.empty()) {
+    lines.push_back("First divergence: " + divergence);
+  } else if (report.HasMismatch()) {
+    size_t no = report.verdict_counts.at(std::string(accuracy::VerdictName(Verdict::kNo)));
+    size_t discrete = 0, inputs = 0;
+    for (const auto& r : report.rows) {
+      if (r.verdict != Verdict::kNo) continue;
+      discrete += r.output && r.discrete;
+      inputs += !r.output && !r.replay;
+    }
+    std::string line = "No operator's own error found, but " + std::to_string(no) + " tensors are judged No";
+    if (report.first_mismatching_output) {
+      const auto& op = *report.first_mismatching_output;
+      line += "; the first output judged No is " + op.name + " (" + op.phase + ", #" + std::to_string(op.index) +
+              "), whose error its inputs already carry";
+    } else {
+      line += " (" + std::to_string(discrete) + " integer outputs of floating data, such as indices, which are not "
+              "used to locate a culprit, and " + std::to_string(inputs) + " inputs)";
+    }
+    lines.push_back(line + ".");
+  } else {
+    lines.push_back("No diverging operator output.");
+  }
+  if (!report.shape_changes.empty()) {
+    const auto& sc = report.shape_changes.front();
+    std::string shapes;
+    for (const auto& r : report.rows)
+      if (!r.target.name.empty() && !r.reference.name.empty() && r.target_op < 0) {
+        shapes = r.message;
+        break;
+      }
+    lines.push_back(std::to_string(report.shape_changes.size()) + " operators changed their output shapes; the first is " +
+                    sc.target.name + " (#" + std::to_string(sc.target.index) + ")" +
+                    (shapes.empty() ? "" : ": " + shapes) + ".");
+  }
+  if (!report.unmatched_target_ops.empty() || !report.unmatched_reference_ops.empty())
+    lines.push_back(std::to_string(report.unmatched_target_ops.size()) + " target and " +
+                    std::to_string(report.unmatched_reference_ops.size()) +
+                    " reference operators have no counterpart (rows in execution order).");
+  return lines;
 }
 
 Status WriteCompareFiles(const CompareReport& report, const std::filesystem::path& dir, const CompareFiles& files) {

@@ -1,3 +1,4 @@
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -8,16 +9,15 @@ namespace portkit::render {
 using accuracy::CompareReport;
 using accuracy::CompareSide;
 
-namespace {
-
-/// Six decimals; values too small for that keep six significant digits.
-std::string Num(double v) {
+std::string FormatNumber(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
-  std::snprintf(buf, sizeof buf, v != 0 && std::fabs(v) < 1e-4 ? "%.6e" : "%.6f", v);
-  return buf;
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
+
+namespace {
 
 std::string Shape(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -46,11 +46,11 @@ std::string CompareCsv(const CompareReport& report) {
     for (const auto* s : sides) cells.push_back(s->shape ? Shape(*s->shape) : kNa);
     for (const char* m : kMetricColumns) {
       auto it = r.metrics.find(m);
-      cells.push_back(r.compared ? Num(it != r.metrics.end() ? it->second : 0.0) : kNa);
+      cells.push_back(r.compared ? FormatNumber(it != r.metrics.end() ? it->second : 0.0) : kNa);
     }
     for (const auto* s : sides) {
       if (s->stats) {
-        for (double v : {s->stats->max, s->stats->min, s->stats->mean, s->stats->norm}) cells.push_back(Num(v));
+        for (double v : {s->stats->max, s->stats->min, s->stats->mean, s->stats->norm}) cells.push_back(FormatNumber(v));
       } else {
         cells.insert(cells.end(), 4, kNa);
       }

@@ -27,7 +27,8 @@ std::string CompareDivergenceText(const CompareReport& report) {
   if (!report.first_divergence) return "";
   const auto& op = *report.first_divergence;
   return op.name + " (" + op.phase + ", #" + std::to_string(op.index) + (op.stack.empty() ? "" : ", " + op.stack) +
-         "; " + report.first_divergence_basis + ")";
+         "; " + report.first_divergence_basis + ")" +
+         (report.first_divergence_evidence.empty() ? "" : ": " + report.first_divergence_evidence);
 }
 
 std::string CompareHtml(const CompareReport& report) {
@@ -44,6 +45,8 @@ std::string CompareHtml(const CompareReport& report) {
                   "td,th{border:1px solid #ccc;padding:3px 8px}.no{color:#b00}</style></head><body>"
                   "<h1>portkit compare</h1>";
   h += "<p><b>First divergence:</b> " + (divergence.empty() ? std::string("none") : Html(divergence)) + "</p>";
+  for (const auto& line : CompareConclusion(report))
+    if (line.rfind("First divergence", 0) != 0) h += "<p>" + Html(line) + "</p>";
   h += "<h2>Error along execution order (1 &minus; cosine of each operator output, log scale)</h2>";
   const int w = 1000, ht = 260;
   h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) + "\" height=\"" +
@@ -69,9 +72,7 @@ std::string CompareHtml(const CompareReport& report) {
   if (worst.size() > 15) worst.resize(15);
   h += "<h2>Worst outputs</h2><table><tr><th>output (target)</th><th>1 &minus; cosine</th></tr>";
   for (const auto& [name, v] : worst) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3e", v);
-    h += "<tr><td>" + Html(name) + "</td><td>" + buf + "</td></tr>";
+    h += "<tr><td>" + Html(name) + "</td><td>" + FormatNumber(v) + "</td></tr>";
   }
   return h + "</table></body></html>\n";
 }

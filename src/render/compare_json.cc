@@ -21,9 +21,40 @@ std::string CompareJson(const CompareReport& report) {
   };
   op_json(report.first_divergence, "first_divergence");
   j.Key("first_divergence_basis").String(report.first_divergence_basis);
+  j.Key("first_divergence_evidence").String(report.first_divergence_evidence);
   op_json(report.first_mismatching_output, "first_mismatching_output");
   j.Key("replayed_operators").BeginObject().Key("ok").Int(static_cast<int64_t>(report.replay_ok))
       .Key("skipped").Int(static_cast<int64_t>(report.replay_skipped)).EndObject();
+  auto op_list = [&](const std::vector<CompareOp>& ops, const char* key) {
+    j.Key(key).BeginArray();
+    for (const auto& op : ops)
+      j.BeginObject().Key("index").Int(op.index).Key("name").String(op.name).Key("phase").String(op.phase).EndObject();
+    j.EndArray();
+  };
+  op_list(report.unmatched_target_ops, "unmatched_target_ops");
+  op_list(report.unmatched_reference_ops, "unmatched_reference_ops");
+  auto shapes = [&](const std::vector<std::vector<int64_t>>& list) {
+    j.BeginArray();
+    for (const auto& shape : list) {
+      j.BeginArray();
+      for (int64_t d : shape) j.Int(d);
+      j.EndArray();
+    }
+    j.EndArray();
+  };
+  j.Key("shape_changes").BeginArray();
+  for (const auto& sc : report.shape_changes) {
+    j.BeginObject().Key("name").String(sc.target.name).Key("phase").String(sc.target.phase);
+    j.Key("target_index").Int(sc.target.index).Key("reference_index").Int(sc.reference.index);
+    j.Key("target_shapes");
+    shapes(sc.target_shapes);
+    j.Key("reference_shapes");
+    shapes(sc.reference_shapes);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.Key("unaligned_operators").BeginObject().Key("target").Int(static_cast<int64_t>(report.unaligned_target_ops))
+      .Key("reference").Int(static_cast<int64_t>(report.unaligned_reference_ops)).EndObject();
   j.Key("verdicts").BeginObject();
   for (const auto& [v, n] : report.verdict_counts) j.Key(v).Int(static_cast<int64_t>(n));
   j.EndObject();
@@ -44,11 +75,19 @@ std::string CompareJson(const CompareReport& report) {
         extra[x] = it != r.metrics.end() ? it->second : 0.0;
       }
       if (r.identical_nonfinite > 0) extra["IdenticalNonFinite"] = static_cast<double>(r.identical_nonfinite);
-      for (const auto& [k, v] : extra) j.Key(k).Double(v);
+      for (const auto& [k, v] : extra) j.Key(k).Shortest(v);
+      if (r.mismatched_elements > 0) j.Key("mismatched_elements").Int(static_cast<int64_t>(r.mismatched_elements));
     }
+    if (r.from_statistics && !r.metrics.empty()) {
+      j.Key("statistics").BeginObject();
+      for (const auto& [k, v] : r.metrics) j.Key(k).Shortest(v);
+      j.EndObject();
+    }
+    if (r.discrete) j.Key("discrete").Bool(true);
+    if (r.negligible) j.Key("negligible").Bool(true);
     if (r.ulp_threshold) {
       auto ulp = r.metrics.find("MaxULPErr");
-      j.Key("ulp_threshold").Double(*r.ulp_threshold);
+      j.Key("ulp_threshold").Shortest(*r.ulp_threshold);
       j.Key("ulp_within_threshold").Bool(ulp != r.metrics.end() && ulp->second <= *r.ulp_threshold);
     }
     j.Key("err_message").String(r.message);

@@ -4,13 +4,17 @@
 /// text; WriteCompareFiles writes the chosen ones atomically.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "accuracy/api.h"
 #include "core/status.h"
 
 namespace portkit::render {
 
-/// compare_result.csv: one row per tensor pair, then unmatched operators.
+/// The shortest text that reads back as the same double, any magnitude (std::to_chars: 3e+38,
+/// -3.4028234663852886e+38, 0.1); "nan", "inf", "-inf".
+std::string FormatNumber(double v);
+/// compare_result.csv: one row per tensor pair or unmatched operator, in execution order.
 std::string CompareCsv(const accuracy::CompareReport& report);
 /// compare_result.json: first divergence, verdict counts and every row with all metrics.
 std::string CompareJson(const accuracy::CompareReport& report);
@@ -19,8 +23,11 @@ std::string CompareJson(const accuracy::CompareReport& report);
 std::string CompareHtml(const accuracy::CompareReport& report);
 /// The verdict table printed after a run.
 std::string CompareConsoleSummary(const accuracy::CompareReport& report);
-/// `name (phase, #index, stack; basis)` of the first divergence; empty when there is none.
+/// `name (phase, #index, stack; basis: evidence)` of the first divergence; empty when there is none.
 std::string CompareDivergenceText(const accuracy::CompareReport& report);
+/// What a run found, for the console: the first divergence, or why none is named although
+/// tensors are judged No; shape changes and operators without counterpart. One line each.
+std::vector<std::string> CompareConclusion(const accuracy::CompareReport& report);
 
 struct CompareFiles {
   bool csv = true, json = true, html = true;

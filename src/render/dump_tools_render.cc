@@ -37,9 +37,20 @@ std::string_view CodeName(ErrorCode code) {
 std::string OverflowText(const accuracy::OverflowReport& report) {
   if (report.overflowing.empty()) return "";
   std::vector<std::vector<std::string>> rows;
-  for (const auto& op : report.overflowing)
-    rows.push_back({rows.empty() ? "first" : "", std::to_string(op.index), op.name, op.phase, op.module, op.stack});
-  return RenderTable({"", "index", "operator", "phase", "module", "stack"}, rows);
+  for (const auto& op : report.overflowing) {
+    bool origin = report.origin && report.origin->index == op.index;
+    std::string mark = rows.empty() ? (origin ? "first, origin" : "first") : (origin ? "origin" : "");
+    rows.push_back({mark, std::to_string(op.index), op.name, op.phase, op.module, op.stack});
+  }
+  std::string text = RenderTable({"", "index", "operator", "phase", "module", "stack"}, rows);
+  if (report.origin)
+    text += "Origin of the first inf/nan: " + report.origin->name + " #" + std::to_string(report.origin->index) + " (" +
+            report.origin->phase + (report.origin->stack.empty() ? "" : ", " + report.origin->stack) + "): " +
+            report.origin->reason + "\n";
+  else
+    text += "Origin of the first inf/nan: none found (only fill/creation operators, or inputs already inf/nan, or no "
+            "inf/nan at all)\n";
+  return text;
 }
 
 std::string OverflowJson(const accuracy::OverflowReport& report) {
@@ -48,11 +59,16 @@ std::string OverflowJson(const accuracy::OverflowReport& report) {
   j.Key("dump").String(report.dump).Key("operators").Int(static_cast<int64_t>(report.operators));
   auto op_json = [&](const accuracy::OverflowOp& op) {
     j.BeginObject().Key("index").Int(op.index).Key("name").String(op.name).Key("phase").String(op.phase);
-    j.Key("module").String(op.module).Key("stack").String(op.stack).Key("reason").String(op.reason).EndObject();
+    j.Key("module").String(op.module).Key("stack").String(op.stack).Key("reason").String(op.reason);
+    j.Key("deliberate").Bool(op.deliberate).EndObject();
   };
   j.Key("first");
   if (report.overflowing.empty()) j.Null();
   else op_json(report.overflowing.front());
+  j.Key("origin");
+  if (!report.origin) j.Null();
+  else op_json(*report.origin);
+  j.Key("origin_basis").String(report.origin_basis);
   j.Key("overflowing").BeginArray();
   for (const auto& op : report.overflowing) op_json(op);
   j.EndArray();

@@ -6,10 +6,11 @@
 
 namespace portkit::render {
 
-/// The table of overflowing operators (first one marked); empty when there is none.
+/// The table of overflowing operators (the first and the origin marked), then a line naming the
+/// origin of the first inf/nan; empty when nothing overflows.
 std::string OverflowText(const accuracy::OverflowReport& report);
-/// {"dump", "operators", "first", "overflowing": [{index, name, phase, module, stack, reason}],
-/// "warnings"}.
+/// {"dump", "operators", "first", "origin", "origin_basis", "overflowing": [{index, name, phase,
+/// module, stack, reason, deliberate}], "warnings"}; first and origin are null when there is none.
 std::string OverflowJson(const accuracy::OverflowReport& report);
 /// {"input", "output", "type", "written": [{file, source, widened}], "index_files", "widened",
 /// "skipped", "failed": [{message, code}], "input_files", "input_files_failed"}.

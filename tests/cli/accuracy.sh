@@ -11,8 +11,8 @@ PY=/usr/bin/python3
 "$PORTKIT" compare $F/ref $F/tgt -o "$tmp/cmp" --format json -j 1 >"$tmp/cmp.stdout" 2>"$tmp/cmp.stderr"
 check "compare --format json exits 0" "[ $? = 0 ]"
 check "compare --format json writes only compare_result.json" "[ \"\$(ls $tmp/cmp)\" = compare_result.json ]"
-check "compare JSON loads: first divergence aten::tanh, 5 rows No" \
-  "$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[\"first_divergence\"][\"name\"]==\"aten::tanh\" and r[\"first_divergence_basis\"]==\"inputs matched\" and r[\"verdicts\"][\"No\"]==5, r' $tmp/cmp/compare_result.json"
+check "compare JSON loads: first divergence aten::tanh, 7 rows No" \
+  "$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[\"first_divergence\"][\"name\"]==\"aten::tanh\" and r[\"first_divergence_basis\"]==\"inputs matched\" and r[\"verdicts\"][\"No\"]==7 and r[\"first_divergence_evidence\"] and r[\"shape_changes\"][0][\"name\"]==\"aten::view\", r' $tmp/cmp/compare_result.json"
 check "compare prints the verdict table" "grep -q 'Accuracy Reached or Not' $tmp/cmp.stdout"
 "$PORTKIT" compare $F/ref $F/tgt -o "$tmp/cmp2" --format csv,html >/dev/null 2>&1
 check "compare --format csv,html writes those two" "[ \"\$(ls $tmp/cmp2 | tr '\n' ' ')\" = 'compare_report.html compare_result.csv ' ]"
@@ -37,8 +37,11 @@ check "overflow JSON loads: first aten::mul beyond fp16, 2 operators" \
 "$PORTKIT" overflow $F/overflow --format json -o "$tmp/ov2.json" >"$tmp/ov2.stdout" 2>/dev/null
 check "overflow -o writes the file, nothing on stdout" "cmp -s $tmp/ov.json $tmp/ov2.json && [ ! -s $tmp/ov2.stdout ]"
 "$PORTKIT" overflow $F/tgt --format json >"$tmp/ov3.json" 2>/dev/null
-check "overflow JSON without overflow: first is null" \
-  "$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[\"first\"] is None and r[\"overflowing\"]==[], r' $tmp/ov3.json"
+check "overflow JSON names the origin: tanh turns finite inputs into nan" \
+  "$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[\"origin\"][\"name\"]==\"aten::tanh\" and r[\"origin_basis\"]==\"finite inputs\", r' $tmp/ov3.json"
+"$PORTKIT" overflow $F/ref --format json >"$tmp/ov4.json" 2>/dev/null
+check "overflow JSON: an attention mask is listed but is not the origin" \
+  "$PY -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r[\"origin\"] is None and [o[\"name\"] for o in r[\"overflowing\"]]==[\"aten::masked_fill\"], r' $tmp/ov4.json"
 "$PORTKIT" overflow $F/overflow >"$tmp/ov.txt" 2>/dev/null
 check "overflow text marks the first" "grep -q '| first |   1   | aten::mul' $tmp/ov.txt"
 

@@ -1,5 +1,6 @@
 // Metric: Cosine = N·B / (‖N‖‖B‖). Both all-zero → 1 (identical); one all-zero → 0.
 // A nan/inf element makes it nan.
+#include <algorithm>
 #include <cmath>
 
 #include "accuracy/metrics/metric.h"
@@ -47,7 +48,11 @@ class Cosine : public Metric {
     if (std::isnan(dot_) || std::isnan(nn_) || std::isnan(bb_) || std::isinf(nn_) || std::isinf(bb_)) return NAN;
     if (nn_ == 0 && bb_ == 0) return 1.0;
     if (nn_ == 0 || bb_ == 0) return 0.0;
-    return dot_ / (std::sqrt(nn_) * std::sqrt(bb_));
+    // One square root of the product where it is a normal number: identical data then give
+    // exactly 1 (sqrt(x²) == x), which the product of two roots does not guarantee.
+    double prod = nn_ * bb_;
+    double c = std::isnormal(prod) ? dot_ / std::sqrt(prod) : dot_ / (std::sqrt(nn_) * std::sqrt(bb_));
+    return std::clamp(c, -1.0, 1.0);
   }
 
  private:

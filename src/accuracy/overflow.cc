@@ -1,0 +1,104 @@
+// RunOverflow (api.h): the overflowing operators of one dump, and where the first inf/nan arises.
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "accuracy/api.h"
+#include "accuracy/dtype.h"
+#include "accuracy/dump.h"
+
+namespace portkit::accuracy {
+namespace {
+
+bool IsOutput(const DumpTensor& t) { return t.key.rfind("output", 0) == 0; }
+bool IsInput(const DumpTensor& t) { return t.key.rfind("input", 0) == 0; }
+
+/// Operators that create or fill tensors with given values (an inf there is a mask value, not an
+/// overflow) or return uninitialised memory.
+bool WritesValuesOnPurpose(std::string_view name) {
+  if (auto colons = name.rfind("::"); colons != std::string_view::npos) name.remove_prefix(colons + 2);
+  while (!name.empty() && name.back() == '_') name.remove_suffix(1);  // fill_ → fill
+  if (name.rfind("_", 0) == 0) name.remove_prefix(1);                  // _to_copy stays a copy
+  for (std::string_view prefix : {"empty", "new_empty", "full", "new_full", "fill", "masked_fill", "index_fill",
+                                  "scalar_tensor", "lift_fresh", "where"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+/// Holds -inf and no other non-finite value (needs the dumper's nan/inf counts and statistics).
+bool OnlyMinusInf(const DumpTensor& t) {
+  return t.has_stats && t.nan == 0 && t.inf > 0 && t.min == -INFINITY && t.max != INFINITY;
+}
+
+/// A floating (or complex) element type, by the manifest's name.
+bool FloatingName(const std::string& dtype) {
+  DType t = ParseDType(dtype);
+  return IsFloating(t) || dtype.rfind("complex", 0) == 0 || dtype.rfind("float", 0) == 0;
+}
+
+}  // namespace
+
+bool OverflowReport::HasComputedOverflow() const {
+  return std::any_of(overflowing.begin(), overflowing.end(),
+                     [](const OverflowOp& op) { return !op.deliberate && !op.mask; });
+}
+
+Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
+  auto dump = Dump::Load(options.dump);
+  if (!dump.ok()) return dump.status();
+  OverflowReport report;
+  report.dump = options.dump.string();
+  report.operators = dump->ops.size();
+  if (!dump->warning.empty()) report.warnings.push_back(dump->warning);
+  bool any_inputs = false;
+  for (const auto& op : dump->ops)
+    for (const auto& t : op.tensors) any_inputs = any_inputs || IsInput(t);
+  for (const auto& op : dump->ops) {
+    std::string reason = op.overflow ? "flagged by the dumper" : "";
+    std::string nonfinite_key;
+    for (const auto& t : op.tensors) {
+      if (!IsOutput(t)) continue;
+      if (t.NonFinite()) {
+        if (nonfinite_key.empty()) nonfinite_key = t.key;
+        if (reason.empty()) reason = t.key + ": inf or nan";
+      } else if (reason.empty() && t.has_stats && t.dtype == "F16" &&
+                 std::max(std::fabs(t.max), std::fabs(t.min)) > 65504) {
+        reason = t.key + ": beyond the fp16 range";
+      }
+    }
+    if (reason.empty()) continue;
+    OverflowOp entry{op.index, op.name, op.phase, op.module, op.stack, reason, WritesValuesOnPurpose(op.name)};
+    bool outputs_mask = !nonfinite_key.empty(), input_mask = false;
+    for (const auto& t : op.tensors) {
+      if (IsOutput(t) && t.NonFinite() && !OnlyMinusInf(t)) outputs_mask = false;
+      if (IsInput(t) && OnlyMinusInf(t)) input_mask = true;
+    }
+    entry.mask = outputs_mask && input_mask && reason.find("fp16") == std::string::npos;
+    report.overflowing.push_back(entry);
+    if (report.origin || nonfinite_key.empty() || entry.deliberate) continue;
+    if (!any_inputs) {
+      // Without inputs a mask carrier cannot be told apart by its inputs; outputs whose only
+      // non-finite value is -inf are taken for masks.
+      bool only_minus_inf = true;
+      for (const auto& t : op.tensors)
+        if (IsOutput(t) && t.NonFinite() && !OnlyMinusInf(t)) only_minus_inf = false;
+      if (only_minus_inf) continue;
+      entry.reason = nonfinite_key + ": inf or nan (inputs not dumped)";
+      report.origin = entry, report.origin_basis = "inputs not dumped";
+      continue;
+    }
+    bool has_input = false, inputs_finite = true;
+    for (const auto& t : op.tensors) {
+      if (!IsInput(t)) continue;
+      has_input = true;
+      if (FloatingName(t.dtype) && t.NonFinite()) inputs_finite = false;
+    }
+    if (has_input && inputs_finite) {
+      entry.reason = nonfinite_key + ": inf or nan while every floating input is finite";
+      report.origin = entry, report.origin_basis = "finite inputs";
+    }
+  }
+  return report;
+}
+
+}  // namespace portkit::accuracy
