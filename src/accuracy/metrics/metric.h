@@ -1,5 +1,5 @@
 #pragma once
-/// Comparison metrics (FORMATS.md §2): each accumulates over chunks of elements (target N,
+/// Comparison metrics (the thresholds of Ascend's accuracy tools, docs/accuracy.md): each accumulates over chunks of elements (target N,
 /// reference B, decoded to double) and finalises once, so a tensor of any size streams through
 /// in constant memory. One file per metric; MakeMetrics lists them in column order. MetricSet
 /// runs them all: it computes the element errors of a chunk once and hands every metric the
@@ -77,7 +77,7 @@ inline double LaneMax(const double* x, size_t count, double start, bool& saw_nan
   return LaneMaxOf(count, start, saw_nan, [x](size_t i) { return x[i]; });
 }
 
-/// Per-dtype tolerances of the target type (FORMATS.md §2): elements with |B| < small_value are
+/// Per-dtype tolerances of the target type (the thresholds of Ascend's accuracy tools, docs/accuracy.md): elements with |B| < small_value are
 /// judged by absolute error against small_value_atol; ulp is the MaxULPErr threshold.
 struct Tolerance {
   double small_value, small_value_atol, ulp;

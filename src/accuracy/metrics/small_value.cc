@@ -1,5 +1,5 @@
 // Metric: SmallValueErrRatio — among the elements whose reference is small (|B| < the target
-// type's small-value threshold: fp32 2^-20, fp16/bf16 2^-10; FORMATS.md §2), the share whose
+// type's small-value threshold: fp32 2^-20, fp16/bf16 2^-10), the share whose
 // absolute error exceeds the type's small-value tolerance (fp32 2^-30, fp16/bf16 2^-16). Relative
 // error means nothing near zero, so these elements are judged by absolute error instead.
 // No small elements → 0; a nan element counts as exceeding.
