@@ -333,8 +333,11 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
   row.identical_nonfinite = f.identical_nonfinite;
   if (f.differing_nonfinite) row.message = "inf or nan in the data";
   if (!f.integer && ts.count > 0 && f.identical_nonfinite == ts.count && (ts.nan || rs.nan)) {
-    bad = true;
-    row.message = "no finite value to compare: nan or inf at every position in both runs";
+    // The same nan/inf at every position in both runs: the target reproduces the reference, but
+    // there is no number to judge. Not a divergence (two identical runs must name no culprit).
+    row.verdict = Verdict::kNotApplicable;
+    row.message = "no finite value to compare: the same nan or inf at every position in both runs";
+    return;
   }
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }

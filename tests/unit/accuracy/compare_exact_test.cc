@@ -97,11 +97,13 @@ TEST_F(CompareExactTest, Int64AboveTwoToThe53IsComparedAsIntegers) {
   EXPECT_EQ(same.rows.at(0).verdict, Verdict::kYes);
 }
 
-TEST_F(CompareExactTest, AllNanIsNoWithNanStatistics) {
+TEST_F(CompareExactTest, AllNanIsNotApplicableWithNanStatistics) {
   auto r = Compare({{"aten::div", "forward", {F32("output.0", {NAN, NAN, NAN})}}},
                    {{"aten::div", "forward", {F32("output.0", {NAN, NAN, NAN})}}});
   const CompareRow& row = r.rows.at(0);
-  EXPECT_EQ(row.verdict, Verdict::kNo) << row.message;
+  // Nothing finite to judge, and the same nan in both runs: not a divergence either.
+  EXPECT_EQ(row.verdict, Verdict::kNotApplicable) << row.message;
+  EXPECT_TRUE(r.first_divergence == std::nullopt || r.first_divergence->name != "aten::div");
   ASSERT_TRUE(row.target.stats.has_value());
   EXPECT_TRUE(std::isnan(row.target.stats->max));
   EXPECT_TRUE(std::isnan(row.target.stats->min));
