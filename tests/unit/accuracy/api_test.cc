@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "accuracy/api.h"
+#include "test_dump.h"
 #include "core/log.h"
 
 namespace portkit::accuracy {
@@ -14,18 +15,7 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(PORTKIT_TEST_DATA_DIR) / ".." / "tests" / "fixtures" / "accuracy";
 
-class AccuracyApiTest : public ::testing::Test {
- protected:
-  Logger logger_{nullptr, SystemClock()};
-  Context ctx_{logger_, SystemClock(), PORTKIT_TEST_DATA_DIR, 1, true};
-  fs::path tmp_;
-  void SetUp() override {
-    tmp_ = fs::temp_directory_path() /
-           ("portkit_api_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(tmp_);
-  }
-  void TearDown() override { fs::remove_all(tmp_); }
-};
+class AccuracyApiTest : public testing::DumpTest {};
 
 const CompareRow* FindRow(const CompareReport& r, const std::string& target_name) {
   auto it = std::find_if(r.rows.begin(), r.rows.end(), [&](const CompareRow& row) { return row.target.name == target_name; });

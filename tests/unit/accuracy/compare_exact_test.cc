@@ -23,30 +23,11 @@ using testing::TestOp;
 using testing::TestTensor;
 using testing::WriteDump;
 
-class CompareExactTest : public ::testing::Test {
+class CompareExactTest : public testing::DumpTest {
  protected:
-  Logger logger_{nullptr, SystemClock()};
-  Context ctx_{logger_, SystemClock(), PORTKIT_TEST_DATA_DIR, 1, true};
-  fs::path tmp_;
-  void SetUp() override {
-    tmp_ = fs::temp_directory_path() /
-           ("portkit_exact_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(tmp_);
-  }
-  void TearDown() override { fs::remove_all(tmp_); }
-
   CompareReport Compare(const std::vector<TestOp>& ref, const std::vector<TestOp>& tgt,
                         MatchKey match = MatchKey::kNameAndShape, uint64_t budget = 0) {
-    WriteDump(tmp_ / "ref", ref);
-    WriteDump(tmp_ / "tgt", tgt);
-    CompareOptions o;
-    o.reference = tmp_ / "ref";
-    o.target = tmp_ / "tgt";
-    o.match = match;
-    o.align_budget = budget;
-    auto r = RunCompare(o, ctx_);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    return r.ok() ? *r : CompareReport{};
+    return CompareDumps(ref, tgt, match, budget);
   }
 };
 

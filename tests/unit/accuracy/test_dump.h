@@ -11,7 +11,12 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "accuracy/api.h"
 #include "accuracy/dtype.h"
+#include "core/context.h"
+#include "core/log.h"
 
 namespace portkit::accuracy::testing {
 
@@ -123,5 +128,36 @@ inline void WriteDump(const std::filesystem::path& dir, const std::vector<TestOp
              << (op.replay.empty() ? "" : ", \"replay\": " + op.replay) << "}\n";
   }
 }
+
+
+/// A test with a run Context (quiet logger, one thread) and a fresh temporary folder per test;
+/// `CompareDumps` writes two dumps there and compares them in process.
+class DumpTest : public ::testing::Test {
+ protected:
+  Logger logger_{nullptr, SystemClock()};
+  Context ctx_{logger_, SystemClock(), PORTKIT_TEST_DATA_DIR, 1, true};
+  std::filesystem::path tmp_;
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    tmp_ = std::filesystem::temp_directory_path() /
+           ("portkit_" + std::string(info->test_suite_name()) + "_" + std::string(info->name()));
+    std::filesystem::remove_all(tmp_);
+  }
+  void TearDown() override { std::filesystem::remove_all(tmp_); }
+
+  CompareReport CompareDumps(const std::vector<TestOp>& ref, const std::vector<TestOp>& tgt,
+                             MatchKey match = MatchKey::kNameAndShape, uint64_t budget = 0) {
+    WriteDump(tmp_ / "ref", ref);
+    WriteDump(tmp_ / "tgt", tgt);
+    CompareOptions o;
+    o.reference = tmp_ / "ref";
+    o.target = tmp_ / "tgt";
+    o.match = match;
+    o.align_budget = budget;
+    auto r = RunCompare(o, ctx_);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : CompareReport{};
+  }
+};
 
 }  // namespace portkit::accuracy::testing
