@@ -244,7 +244,14 @@ Status ReadSchemaState(Database& db, int* have, bool* tables) {
 Status EnsureSchema(Database& db, const Schema& schema) {
   int have = 0;
   bool tables = false;
-  PORTKIT_RETURN_IF_ERROR(ReadSchemaState(db, &have, &tables));
+  {
+    // One read snapshot: the version and the tables read in two statements without it can straddle
+    // another process's creating commit (version 0 from before, tables from after).
+    Transaction snapshot(db, Transaction::Mode::kDeferred);
+    PORTKIT_RETURN_IF_ERROR(snapshot.status());
+    PORTKIT_RETURN_IF_ERROR(ReadSchemaState(db, &have, &tables));
+    PORTKIT_RETURN_IF_ERROR(snapshot.Commit());
+  }
   if (have == schema.version) return Status::Ok();
   PORTKIT_RETURN_IF_ERROR(RefuseUnlessUsable(db, schema, have, tables));
   // Creating or migrating: take the write lock first and look again, so that of two processes

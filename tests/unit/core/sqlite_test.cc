@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -146,7 +147,10 @@ TEST(SqliteSchema, ConcurrentCreatorsBothSucceed) {
       ASSERT_GE(pid, 0);
       if (pid == 0) {
         auto db = Database::Open(path);
-        _exit(db.ok() && EnsureSchema(*db, kV2).ok() ? 0 : 1);
+        if (!db.ok()) { fprintf(stderr, "open: %s\n", db.status().message().c_str()); _exit(1); }
+        Status st = EnsureSchema(*db, kV2);
+        if (!st.ok()) fprintf(stderr, "schema: %s\n", st.message().c_str());
+        _exit(st.ok() ? 0 : 1);
       }
       kids.push_back(pid);
     }
