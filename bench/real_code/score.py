@@ -180,15 +180,38 @@ def ratio(num, den):
     return "%5.1f %% (%d/%d)" % (100.0 * num / den, num, den) if den else "   n/a (0/0)"
 
 
+def read_names(path):
+    """The torch_npu API names an affinity suggestion may name (torch_npu_names.txt)."""
+    with open(path, encoding="utf-8") as fh:
+        return {line.strip() for line in fh if line.strip() and not line.startswith("#")}
+
+
+NAMES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_npu_names.txt")
+
+
+def replacement(row):
+    return row[3].rsplit(" -> ", 1)[-1].strip()
+
+
 def score_kind(kind, labels, rows, out):
     """Prints the figures of one kind; returns {metric: value or None}."""
     labelled_rows = set()
     reported_yes = reported_no = 0
     yes_list = found_list = 0
     misses, false_pos = [], []
+    names = read_names(NAMES_FILE) if kind == "affinity" else None
     for lab in labels:
         hit = [i for i, row in enumerate(rows) if label_matches(lab, row)]
         labelled_rows.update(hit)
+        if lab.expect == "yes" and names is not None and hit:
+            unreal = sorted({replacement(rows[i]) for i in hit} - names)
+            if unreal:
+                # A right place with a wrong name is a wrong suggestion.
+                reported_no += 1
+                false_pos.append(Label(lab.kind, lab.file, lab.line, lab.match, "no", lab.src,
+                                       "replacement %s is not a torch_npu API" % ", ".join(unreal),
+                                       lab.where))
+                continue
         if lab.expect == "yes":
             if hit:
                 reported_yes += 1
@@ -206,11 +229,16 @@ def score_kind(kind, labels, rows, out):
     precision = float(reported_yes) / judged if judged else None
     recall = float(found_list) / yes_list if yes_list else None
     pname = METRIC_NAMES.get((kind, "precision"), "precision")
+
     out.write("  %-17s reported %5d  labels %4d (judged reported %d, unlabelled rows %d)\n" % (
         kind, len(rows), len(labels), judged, len(rows) - len(labelled_rows)))
     out.write("    %-14s %s\n" % (pname, ratio(reported_yes, judged)))
     if yes_list:
         out.write("    %-14s %s  (over the exhaustive lists)\n" % ("recall", ratio(found_list, yes_list)))
+    if names is not None:
+        unreal_rows = [row for row in rows if replacement(row) not in names]
+        out.write("    rows naming an API not in torch_npu_names.txt: %d of %d (%s)\n" % (
+            len(unreal_rows), len(rows), ", ".join(sorted({replacement(r) for r in unreal_rows})) or "-"))
     for lab in false_pos:
         out.write("    FP  %s:%s %s  -- %s\n" % (lab.file, lab.line if lab.line else "", lab.match,
                                                  lab.note))
