@@ -33,5 +33,34 @@ python3 "$score" --portkit "$PORTKIT" --corpora "$tmp/empty" --labels-dir bench/
 check "no labelled checkout in the corpora folder: exit 77" "[ $rc = 77 ] && grep -q SKIP '$tmp/skip2.out'"
 check "every shipped label file parses" "python3 -c 'import sys; sys.path.insert(0, \"bench/real_code\"); import score, glob; [score.read_labels(p) for p in glob.glob(\"bench/real_code/labels/*.tsv\")]'"
 
+# The scoring rules themselves, on hand-made rows (no analyser involved).
+cat >"$tmp/rules.py" <<'PY'
+import io, sys
+sys.path.insert(0, "bench/real_code")
+import score
+L = score.Label
+fu = L("full_unsupported", "a.py", None, "pkg.mod.Class.fn", "yes", "sample", "", "t")
+assert score.label_matches(fu, ("a.py", None, None, "pkg.mod.Class.fn"))
+assert score.label_matches(fu, ("a.py", None, None, "pkg.other_spelling.Class.fn"))  # same function
+assert not score.label_matches(fu, ("a.py", None, None, "pkg.mod.Other.fn"))
+assert not score.label_matches(fu, ("b.py", None, None, "pkg.mod.Class.fn"))
+ln = L("cuda", "a.py", 5, "*", "yes", "list", "", "t")
+assert score.label_matches(ln, ("a.py", 4, 6, "x")) and not score.label_matches(ln, ("a.py", 6, 7, "x"))
+# affinity: a right place with a replacement torch_npu does not have counts as a false positive
+rows = [("a.py", 3, 3, "torch.optim.Adam -> torch_npu.optim.NpuFusedAdam"),
+        ("a.py", 7, 7, "x[x > 0] = 0 -> torch_npu.not_a_real_api")]
+labs = [L("affinity", "a.py", 3, "torch.optim.Adam", "yes", "sample", "", "t"),
+        L("affinity", "a.py", 7, "*", "yes", "sample", "", "t")]
+fig = score.score_kind("affinity", labs, rows, io.StringIO())
+assert fig["counts"]["precision"] == [1, 2], fig
+# recall counts only list labels; precision counts sample and list labels that were reported
+labs = [L("cuda", "a.py", 1, "*", "yes", "list", "", "t"), L("cuda", "a.py", 2, "*", "yes", "list", "", "t"),
+        L("cuda", "a.py", 3, "*", "no", "list", "", "t"), L("cuda", "a.py", 9, "*", "yes", "sample", "", "t")]
+fig = score.score_kind("cuda", labs, [("a.py", 1, 1, "c"), ("a.py", 3, 3, "c"), ("a.py", 9, 9, "c")], io.StringIO())
+assert fig["counts"]["recall"] == [1, 2] and fig["counts"]["precision"] == [2, 3], fig
+print("rules ok")
+PY
+check "scoring rules: suffix match of third-party names, line spans, name check, recall over lists" "python3 '$tmp/rules.py'"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
