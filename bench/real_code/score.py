@@ -326,10 +326,14 @@ def score_one(portkit, checkout, labels_path, work, out):
                 lab.where, lab.file, target))
     out.write("== %s (%s @ %s)\n" % (os.path.basename(labels_path), directives.get("repo", "?"),
                                      directives.get("commit", "?")))
-    head = subprocess.run(["git", "-C", checkout, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL)
-    if head.returncode == 0 and directives.get("commit"):
-        sha = head.stdout.decode().strip()
+    head = subprocess.run(["git", "-C", checkout, "rev-parse", "--show-toplevel", "HEAD"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    lines = head.stdout.decode("utf-8", "replace").split()
+    # Only a checkout that is itself the top of a git work tree is compared (not a folder that
+    # merely lies inside some other repository).
+    if (head.returncode == 0 and len(lines) == 2 and directives.get("commit")
+            and os.path.realpath(lines[0]) == os.path.realpath(checkout)):
+        sha = lines[1]
         if not sha.startswith(directives["commit"]):
             out.write("  WARNING: checkout is at %s, labels are for %s\n" % (sha, directives["commit"]))
     kinds = [k for k in KINDS if any(lab.kind == k for lab in labels)]
