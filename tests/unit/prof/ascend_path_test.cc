@@ -127,3 +127,63 @@ TEST_F(AscendPath, HcclTasksAreCommunicationNotCompute) {
 
 }  // namespace
 }  // namespace portkit::prof
+
+namespace portkit::prof {
+namespace {
+
+// An ASCEND_PROFILER_OUTPUT folder: trace_view.json's two device tasks on stream 3 and
+// kernel_details.csv's rows for them (start times equal to the microsecond digits torch_npu writes)
+// plus one row with no task. The joined tasks are counted once, on trace_view's timeline, with the
+// row's shapes; the unmatched row joins that timeline and its step.
+TEST_F(AscendPath, KernelDetailsJoinsTheTraceViewTasksOfItsFolder) {
+  fs::path out = dir_ / "run_ascend_pt" / "ASCEND_PROFILER_OUTPUT";
+  fs::create_directories(out);
+  std::ofstream(out / "trace_view.json")
+      << "[" + Meta(800, "Ascend Hardware") + ", " + Step("1000.000", 300) + ", " +
+             Task(800, "aclnnAdd_AddAiCore_Add", "1010.500", 20) + ", " +
+             Task(800, "aclnnMm_MatMulAiCore_MatMul", "1050.250", 40) + "]";
+  std::ofstream(out / "kernel_details.csv")
+      << "Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),"
+         "Block Dim,Input Shapes,Input Data Types\n"
+         "1,0,1,3,Add1,Add,AI_VECTOR_CORE,1010.500,20,0,8,\"\"\"4,4\"\"\",FLOAT\n"
+         "1,0,2,3,MatMul2,MatMul,AI_CORE,1050.250,40,0,16,\"\"\"4,4;4,4\"\"\",FLOAT;FLOAT\n"
+         "1,0,3,3,Cast3,Cast,AI_CPU,1200.000,30,0,1,\"\"\"4\"\"\",FLOAT\n";
+  auto r = RunImport({dir_ / "run_ascend_pt"}, ctx_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->traces.size(), 2u);
+  for (const auto& t : r->traces) {
+    ASSERT_TRUE(t.status.ok()) << t.status.message();
+    if (t.importer == "kernel_details") {
+      EXPECT_EQ(t.result.events, 0u);
+      EXPECT_NE(t.result.warning.find("2 of 3 rows joined"), std::string::npos) << t.result.warning;
+    } else {
+      EXPECT_EQ(t.result.events, 3u + 1u);  // step + 2 tasks (metadata is not stored) + the unmatched row
+    }
+  }
+  auto a = RunAnalyse({dir_ / "run_ascend_pt"}, ctx_);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->breakdown.compute, (20 + 40 + 30) * 1000);  // each task once
+  auto s = RunExportSummary({dir_ / "run_ascend_pt"}, ctx_);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const SummaryTable& ops = s->tables[0];
+  ASSERT_EQ(ops.name, "op_summary");
+  ASSERT_EQ(ops.rows.size(), 3u);
+  int with_shapes = 0;
+  for (const auto& row : ops.rows)
+    if (row[3] != "Cast3") {
+      EXPECT_FALSE(row[10].empty()) << row[3];  // Input Shapes from the joined row
+      EXPECT_FALSE(row[9].empty()) << row[3];   // Block Num
+      ++with_shapes;
+    }
+  EXPECT_EQ(with_shapes, 2);
+
+  // Imported again: the same join, nothing doubled.
+  auto again = RunImport({dir_ / "run_ascend_pt"}, ctx_);
+  ASSERT_TRUE(again.ok());
+  auto a2 = RunAnalyse({dir_ / "run_ascend_pt"}, ctx_);
+  ASSERT_TRUE(a2.ok());
+  EXPECT_EQ(a2->breakdown.compute, a->breakdown.compute);
+}
+
+}  // namespace
+}  // namespace portkit::prof
