@@ -897,7 +897,7 @@ NPU_TARGET = collections.OrderedDict([
         for o in ["DeformConv2d", "MultiScaleRoIAlign", "RoIAlign", "RoIPool", "batched_nms",
                   "deform_conv2d", "nms", "roi_align", "roi_pool"])),
     ("profile", collections.OrderedDict([
-        ("communication_kernels", ["hccl"]),
+        ("communication_kernels", ["hccl", "HCCL", "hcom_"]),
         ("fusion_apis", collections.OrderedDict([
             ("GeGLU", "torch_npu.npu_geglu"),
             ("RMSNorm", "torch_npu.npu_rms_norm"),
@@ -990,7 +990,7 @@ optional; a map's keys are the CUDA spellings, its values the target's.
                                    // library_ops) -> what makes it run on the target; an op
                                    // without an entry is reported with no replacement
  "profile": {                      // prof analyse's advisor
-   "communication_kernels": ["hccl"],  // substrings of collective kernel names (besides nccl,
+   "communication_kernels": ["hccl", "HCCL", "hcom_"],  // substrings of collective kernel names (besides nccl,
                                    // rccl and AllReduce, which every profile may hold)
    "fusion_apis": {"RMSNorm": "torch_npu.npu_rms_norm", ...},  // advisor/fusion_patterns.tsv
                                    // name -> replacement (else the table's generic one)

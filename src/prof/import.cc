@@ -5,6 +5,7 @@
 
 #include "core/input_files.h"
 #include "prof/api.h"
+#include "prof/ascend_join.h"
 
 namespace portkit::prof {
 namespace fs = std::filesystem;
@@ -134,6 +135,24 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
       progress.Done("Imported " + t.path + ": " + std::to_string(t.result.events) + " events (" + rate + " MB/s).");
     }
     report.traces.push_back(std::move(t));
+  }
+  // An ASCEND_PROFILER_OUTPUT folder is one profile: kernel_details rows join trace_view's tasks.
+  std::vector<std::pair<std::string, std::string>> imported;
+  for (const auto& t : report.traces)
+    if (t.status.ok()) imported.emplace_back(t.path, t.importer);
+  auto joins = JoinAscendSiblings(*store, imported);
+  if (!joins.ok()) return joins.status();
+  for (const auto& j : *joins) {
+    log.Info("Joined " + std::to_string(j.joined) + " of " + std::to_string(j.rows) + " rows of " + j.kernel_details +
+             " to the device tasks of " + j.trace_view + ".");
+    for (auto& t : report.traces) {
+      if (t.path == j.trace_view) t.result.events += static_cast<uint64_t>(j.rows - j.joined);
+      if (t.path != j.kernel_details || j.rows == 0) continue;
+      t.result.events = 0;
+      std::string note = std::to_string(j.joined) + " of " + std::to_string(j.rows) + " rows joined to the tasks of " +
+                         j.trace_view + ", the other " + std::to_string(j.rows - j.joined) + " added to its timeline";
+      t.result.warning = t.result.warning.empty() ? note : t.result.warning + "; " + note;
+    }
   }
   return report;
 }

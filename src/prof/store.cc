@@ -263,6 +263,16 @@ Status TraceWriter::LinkLaunchesToOps() {
   return Status::Ok();
 }
 
+Expected<int64_t> TraceWriter::SetKindOfProcess(int64_t pid, EventKind from, EventKind to) {
+  if (!tx_) return Status(ErrorCode::kInternal, "trace already finished or aborted");
+  sql::Database& db = *store_->db_;
+  auto q = db.Prepare("UPDATE events SET kind = ? WHERE trace = ? AND pid = ? AND kind = ?");
+  if (!q.ok()) return q.status();
+  q->Bind(1, std::string_view(EventKindName(to))).Bind(2, id_).Bind(3, pid);
+  PORTKIT_RETURN_IF_ERROR(q->Bind(4, std::string_view(EventKindName(from))).Run());
+  return db.Changes();
+}
+
 Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view warning) {
   if (!tx_) return Status(ErrorCode::kInternal, "trace already finished or aborted");
   sql::Database& db = *store_->db_;

@@ -63,6 +63,9 @@ class TraceWriter {
   int64_t id() const { return id_; }
   Status AddEvent(const Event& e);
   Status AddDevice(int64_t id, std::string_view name, std::string_view properties);
+  /// Re-kinds this trace's events of process `pid` stored as `from` (a process whose name came
+  /// after its events); returns how many changed.
+  Expected<int64_t> SetKindOfProcess(int64_t pid, EventKind from, EventKind to);
   /// Records the counts, builds the indexes, links launches to operators and commits.
   Status Finish(uint64_t events, uint64_t skipped, std::string_view warning);
   /// Rolls back now (what the destructor does when Finish was not reached).

@@ -48,17 +48,23 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   };
 
   // op_summary: one row per device task with the CPU op that launched it.
+  // msprof's columns (FORMATS.md §3) after our Trace column; what a trace does not record (formats,
+  // output shapes and types) stays empty rather than guessed.
   SummaryTable op_summary{"op_summary",
                           {"Trace", "Device_id", "Stream", "Op Name", "OP Type", "Task Type",
                            "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)", "Block Num",
-                           "Input Shapes", "Input Data Types"},
-                          {}, {}};
+                           "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes",
+                           "Output Data Types", "Output Formats"},
+                          {},
+                          {false, true, true, false, false, false, true, true, true, true, false, false, false,
+                           false, false, false}};
   int64_t prev_end = -1;
   std::string prev_key;
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       "SELECT t.path, k.pid, k.tid, ks.value, COALESCE(cs.value, ''), k.kind, k.ts, k.dur, "
-      "k.grid_x * k.grid_y * k.grid_z, COALESCE(c.input_dims, ''), COALESCE(c.input_types, '') "
+      "k.grid_x * k.grid_y * k.grid_z, COALESCE(c.input_dims, k.input_dims, ''), "
+      "COALESCE(c.input_types, k.input_types, '') "
       "FROM events k JOIN traces t ON t.id = k.trace JOIN strings ks ON ks.id = k.name "
       "LEFT JOIN kernel_launches l ON l.kernel = k.rowid "
       "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
@@ -74,7 +80,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
                                    kind == "kernel" ? "KERNEL" : kind == "gpu_memcpy" ? "MEMCPY" : "MEMSET",
                                    Micros(ts), Micros(dur), Micros(wait),
                                    q.IsNull(8) ? "" : Text(q, 8), Text(q, 9),
-                                   Text(q, 10)});
+                                   Text(q, 10), "", "", "", ""});
       }));
 
   auto stats_row = [&](const sql::Statement& q, int first, bool with_ratio) {
@@ -93,7 +99,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   SummaryTable op_stat{"op_statistic",
                        {"OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Min Time(us)",
                         "Max Time(us)", "Ratio(%)"},
-                       {}, {}};
+                       {}, {false, false, true, true, true, true, true, true}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       (std::string("SELECT COALESCE(cs.value, '(no CPU op)'), CASE e.kind WHEN 'kernel' THEN 'KERNEL' "
@@ -112,7 +118,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   SummaryTable kernel_stat{"kernel_statistic",
                            {"Kernel Name", "Count", "Total Time(us)", "Avg Time(us)", "Min Time(us)",
                             "Max Time(us)", "Ratio(%)"},
-                           {}, {}};
+                           {}, {false, true, true, true, true, true, true}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       (std::string("SELECT s.value, ") + kStatColumns +
@@ -128,7 +134,7 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   // api_statistic: runtime and driver calls (msprof's columns; Time = total).
   SummaryTable api_stat{"api_statistic",
                         {"Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance"},
-                        {}, {}};
+                        {}, {false, false, true, true, true, true, true, true}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       (std::string("SELECT e.kind, s.value, ") + kStatColumns +
@@ -139,26 +145,80 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
         api_stat.rows.push_back({Text(q, 0), Text(q, 1), s[1], s[0], s[2], s[3], s[4], s[5]});
       }));
 
-  // step_trace: ProfilerStep#N spans.
+  // task_time: one row per device task (msprof's columns). task_id is the trace's correlation id
+  // where it records one.
+  SummaryTable task_time{"task_time",
+                         {"kernel_name", "kernel_type", "stream_id", "task_id", "task_time(us)", "task_start(us)",
+                          "task_stop(us)"},
+                         {},
+                         {false, false, true, true, true, true, true}};
+  PORTKIT_RETURN_IF_ERROR(Query(
+      store,
+      "SELECT s.value, e.kind, e.tid, e.correlation, e.dur, e.ts FROM events e JOIN strings s ON s.id = e.name "
+      "JOIN traces t ON t.id = e.trace WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') "
+      "ORDER BY t.path, e.ts, e.tid",
+      [&](const sql::Statement& q) {
+        std::string kind = Text(q, 1);
+        int64_t dur = q.Int(4), ts = q.Int(5);
+        task_time.rows.push_back({Text(q, 0), kind == "kernel" ? "KERNEL" : kind == "gpu_memcpy" ? "MEMCPY" : "MEMSET",
+                                  Text(q, 2), q.IsNull(3) || q.Int(3) < 0 ? "" : Text(q, 3), Micros(dur), Micros(ts),
+                                  Micros(ts + dur)});
+      }));
+
+  // step_trace: ProfilerStep#N spans with msprof's columns. FP Start: the first device task in the
+  // step (the first host operator when the profile has no device tasks); BP End: the end of the
+  // last backward event (a name containing "backward" or "backprop", any case) in the step, empty
+  // when the step has none (inference). docs/prof.md.
   SummaryTable step_trace{"step_trace",
-                          {"Trace", "Iteration ID", "Iteration Start(us)", "Iteration End(us)", "Iteration Time(us)"},
-                          {}, {}};
+                          {"Trace", "Iteration ID", "FP Start(us)", "BP End(us)", "Iteration End(us)",
+                           "Iteration Time(us)", "Iteration Start(us)"},
+                          {},
+                          {false, true, true, true, true, true, true}};
+  struct StepSpan {
+    int64_t trace;
+    std::string path, id;
+    int64_t start, end;
+  };
+  std::vector<StepSpan> spans;
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
       // A step can be both a cpu_op and a user_annotation: one row per trace and step.
-      "SELECT t.path, s.value, MIN(e.ts), MAX(e.ts + e.dur) FROM events e JOIN strings s ON s.id = e.name "
+      "SELECT t.id, t.path, s.value, MIN(e.ts), MAX(e.ts + e.dur) FROM events e JOIN strings s ON s.id = e.name "
       "JOIN traces t ON t.id = e.trace WHERE e.kind = 'step' GROUP BY t.path, s.value ORDER BY t.path, MIN(e.ts)",
       [&](const sql::Statement& q) {
-        std::string name = Text(q, 1);
-        std::string id = name.substr(name.find('#') + 1);
-        int64_t start = q.Int(2), end = q.Int(3);
-        step_trace.rows.push_back({Text(q, 0), id, Micros(start), Micros(end), Micros(end - start)});
+        std::string name = Text(q, 2);
+        spans.push_back({q.Int(0), Text(q, 1), name.substr(name.find('#') + 1), q.Int(3), q.Int(4)});
       }));
+  auto first_start = [&](const StepSpan& sp, const char* kinds, int64_t* out) {
+    return Query(store,
+                 "SELECT MIN(ts) FROM events WHERE trace = " + std::to_string(sp.trace) + " AND kind IN (" + kinds +
+                     ") AND ts >= " + std::to_string(sp.start) + " AND ts < " + std::to_string(sp.end),
+                 [&](const sql::Statement& q) {
+                   if (!q.IsNull(0)) *out = q.Int(0);
+                 });
+  };
+  for (const auto& sp : spans) {
+    int64_t fp = -1, bp = -1;
+    PORTKIT_RETURN_IF_ERROR(first_start(sp, "'kernel', 'gpu_memcpy', 'gpu_memset'", &fp));
+    if (fp < 0) PORTKIT_RETURN_IF_ERROR(first_start(sp, "'cpu_op'", &fp));
+    PORTKIT_RETURN_IF_ERROR(Query(
+        store,
+        "SELECT MAX(e.ts + e.dur) FROM events e JOIN strings s ON s.id = e.name WHERE e.trace = " +
+            std::to_string(sp.trace) +
+            " AND e.kind IN ('cpu_op', 'kernel', 'gpu_memcpy', 'gpu_memset') AND e.ts >= " + std::to_string(sp.start) +
+            " AND e.ts < " + std::to_string(sp.end) + " AND (s.value LIKE '%backward%' OR s.value LIKE '%backprop%')",
+        [&](const sql::Statement& q) {
+          if (!q.IsNull(0)) bp = q.Int(0);
+        }));
+    step_trace.rows.push_back({sp.path, sp.id, fp < 0 ? "" : Micros(fp), bp < 0 ? "" : Micros(bp), Micros(sp.end),
+                               Micros(sp.end - sp.start), Micros(sp.start)});
+  }
 
   out.push_back(std::move(op_summary));
   out.push_back(std::move(op_stat));
   out.push_back(std::move(api_stat));
   out.push_back(std::move(kernel_stat));
+  out.push_back(std::move(task_time));
   out.push_back(std::move(step_trace));
   return out;
 }

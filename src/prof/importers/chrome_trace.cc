@@ -2,9 +2,12 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "prof/json_stream.h"
 #include "prof/importers/importer.h"
@@ -111,6 +114,18 @@ EventKind KindOf(std::string_view cat, std::string_view name, bool legacy) {
   return EventKind::kOther;
 }
 
+/// The kind of a `cat`-less event in a torch_npu trace_view.json, from the name its process
+/// carries in the trace's `process_name` metadata: "CANN" holds the AscendCL API calls (host API),
+/// "Ascend Hardware" the device tasks, "HCCL" the communication tasks (device tasks whose names the
+/// target's communication markers recognise), "Overlap Analysis" the profiler's own derived
+/// Computing/Communication/Free spans (kept for the timeline, never operators). kOther: not one of
+/// them.
+EventKind AscendProcessKind(std::string_view process) {
+  if (process == "CANN" || process == "AscendCL") return EventKind::kRuntime;
+  if (process == "Ascend Hardware" || process == "HCCL") return EventKind::kKernel;
+  return EventKind::kOther;
+}
+
 /// An integer field (pid, tid, ids, sizes); -1 when absent or not a number. A number with no
 /// int64 value (1e300, 99999999999999999999999) sets `*invalid` instead of being converted.
 int64_t IntOf(simdjson::ondemand::value v, bool* invalid = nullptr) {
@@ -153,10 +168,29 @@ void Triple(simdjson::ondemand::value v, int64_t out[3]) {
 
 class EventParser {
  public:
-  EventParser(TraceWriter& writer, bool legacy, ImportResult& result)
-      : writer_(writer), legacy_(legacy), result_(result) {}
+  EventParser(TraceWriter& writer, std::string_view format, ImportResult& result)
+      : writer_(writer), legacy_(format == "legacy"), ascend_(format == "ascend_pt"), result_(result) {}
 
   Status status;
+
+  /// Ascend traces: events stored before their process's name was seen (metadata after the
+  /// events) get their kind now. Called once, after the last event.
+  Status FinishKinds() {
+    if (!status.ok()) return status;
+    for (int64_t pid : unnamed_pids_) {
+      auto it = process_names_.find(pid);
+      if (it == process_names_.end()) continue;
+      EventKind kind = AscendProcessKind(it->second);
+      if (kind == EventKind::kOther) continue;
+      auto moved = writer_.SetKindOfProcess(pid, EventKind::kOther, kind);
+      if (!moved.ok()) return moved.status();
+      result_.per_kind[EventKindName(kind)] += static_cast<uint64_t>(*moved);
+      uint64_t& other = result_.per_kind[EventKindName(EventKind::kOther)];
+      other -= std::min(other, static_cast<uint64_t>(*moved));
+      if (other == 0) result_.per_kind.erase(EventKindName(EventKind::kOther));
+    }
+    return Status::Ok();
+  }
 
   void Parse(std::string_view text) {
     if (!status.ok()) return;
@@ -214,23 +248,30 @@ class EventParser {
     if (!bad && ph_ == "X" && has_ts &&
         (invalid_ || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum_))
       invalid_ = true;
+    if (!bad && ph_ == "M" && name_ == "process_name" && e.pid >= 0 && !meta_name_.empty())
+      process_names_[e.pid] = meta_name_;
     if (bad || invalid_ || ph_ != "X" || !has_ts) {
       ++result_.skipped;  // metadata (M), flows (s/f), instants, counters, malformed events
       if (invalid_) ++result_.invalid;
       invalid_ = false;
-      ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear();
+      ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear();
       return;
     }
     duration_sum_ += e.dur_ns;
     e.name = name_;
     e.category = cat_;
     e.kind = KindOf(cat_, name_, legacy_);
+    if (ascend_ && e.kind == EventKind::kOther && cat_.empty()) {
+      auto it = process_names_.find(e.pid);
+      if (it != process_names_.end()) e.kind = AscendProcessKind(it->second);
+      else unnamed_pids_.insert(e.pid);
+    }
     e.input_dims = dims_;
     e.input_types = types_;
     status = writer_.AddEvent(e);
     ++result_.events;
     ++result_.per_kind[EventKindName(e.kind)];
-    ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear();
+    ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear();
   }
 
  private:
@@ -242,7 +283,10 @@ class EventParser {
       if (f.unescaped_key().get(k)) return;
       simdjson::ondemand::value a;
       if (f.value().get(a)) return;
-      if (k == "External id") e.external_id = IntOf(a, &invalid_);
+      if (k == "name") {  // metadata: the process or thread name
+        std::string_view n;
+        if (!a.get_string().get(n)) meta_name_.assign(n);
+      } else if (k == "External id") e.external_id = IntOf(a, &invalid_);
       else if (k == "correlation") e.correlation = IntOf(a, &invalid_);
       else if (k == "grid") Triple(a, e.grid);
       else if (k == "block") Triple(a, e.block);
@@ -264,7 +308,11 @@ class EventParser {
 
   TraceWriter& writer_;
   bool legacy_;
+  bool ascend_;
   ImportResult& result_;
+  std::map<int64_t, std::string> process_names_;  // pid → process_name metadata
+  std::set<int64_t> unnamed_pids_;                // pids of cat-less events stored before their name
+  std::string meta_name_;                         // args.name of the event in hand
   simdjson::ondemand::parser parser_;
   std::string buffer_, ph_, cat_, name_, dims_, types_;
   bool invalid_ = false;      // the event in hand has an out-of-range number
@@ -280,7 +328,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
   result.format = std::string(format);
   auto writer = store.BeginTrace(display, result.format);
   if (!writer.ok()) return writer.status();
-  EventParser parser(*writer, result.format == "legacy", result);
+  EventParser parser(*writer, result.format, result);
   StreamStats stats;
   StreamCallbacks cb;
   Status device_status;
@@ -314,7 +362,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
     }
   };
   PORTKIT_RETURN_IF_ERROR(SplitTraceEvents(path, cb, &stats));
-  PORTKIT_RETURN_IF_ERROR(parser.status);
+  PORTKIT_RETURN_IF_ERROR(parser.FinishKinds());
   PORTKIT_RETURN_IF_ERROR(device_status);
   result.bytes = stats.bytes_read;
   result.truncated = stats.truncated;

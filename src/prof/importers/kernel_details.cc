@@ -118,7 +118,10 @@ class KernelDetailsImporter final : public Importer {
       }
       e.pid = device >= 0 ? std::max<int64_t>(0, number(row[static_cast<size_t>(device)])) : 0;
       e.tid = stream >= 0 ? number(row[static_cast<size_t>(stream)]) : -1;
-      if (block >= 0) e.grid[0] = number(row[static_cast<size_t>(block)]);
+      if (block >= 0) {  // Block Dim: one dimension (Block Num = x·1·1)
+        e.grid[0] = number(row[static_cast<size_t>(block)]);
+        if (e.grid[0] >= 0) e.grid[1] = e.grid[2] = 1;
+      }
       std::string dims = shapes >= 0 ? row[static_cast<size_t>(shapes)] : "";
       if (dims != "N/A") e.input_dims = dims;
       if (types >= 0 && row[static_cast<size_t>(types)] != "N/A") e.input_types = row[static_cast<size_t>(types)];

@@ -76,8 +76,18 @@ TEST_F(ProfEngine, SummaryAnalyseAndDiffReturnData) {
   std::vector<std::string> names;
   for (const auto& t : summary->tables) names.push_back(t.name);
   EXPECT_EQ(names, (std::vector<std::string>{"op_summary", "op_statistic", "api_statistic", "kernel_statistic",
-                                             "step_trace", "host_op_summary"}));
-  EXPECT_EQ(summary->tables[4].rows.size(), 6u);  // ProfilerStep#N
+                                             "task_time", "step_trace", "host_op_summary"}));
+  EXPECT_EQ(summary->tables[5].rows.size(), 6u);  // ProfilerStep#N
+  // msprof's step_trace columns; every step has an FP start and an end after it.
+  EXPECT_EQ(summary->tables[5].header[2], "FP Start(us)");
+  EXPECT_EQ(summary->tables[5].header[3], "BP End(us)");
+  for (const auto& row : summary->tables[5].rows) {
+    ASSERT_FALSE(row[2].empty());
+    EXPECT_LE(std::stod(row[6]), std::stod(row[2]));  // Iteration Start <= FP Start
+    EXPECT_LE(std::stod(row[2]), std::stod(row[4]));  // FP Start <= Iteration End
+  }
+  // task_time: one row per device task, as op_summary.
+  EXPECT_EQ(summary->tables[4].rows.size(), summary->tables[0].rows.size());
 
   auto advice = RunAnalyse({dir_ / "base"}, ctx_);
   ASSERT_TRUE(advice.ok()) << advice.status().message();
