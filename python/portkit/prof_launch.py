@@ -7,7 +7,12 @@ Settings come from the environment (set by `portkit prof collect`):
 PORTKIT_PROF_OUT (folder for the trace), PORTKIT_PROF_STEPS (window of steps; 0 = whole run),
 PORTKIT_PROF_RECORD_SHAPES, PORTKIT_PROF_WITH_STACK ("1" to enable).
 
-Steps: every `optimizer.step()` ends a step. Each step is wrapped in a `ProfilerStep#N` range.
+Steps: every `optimizer.step()` ends a step. Each step is wrapped in a `ProfilerStep#N` range; the
+part after the last optimizer step is a tail, not a step, and is left out of the step ranges.
+Several processes: under torchrun (which `portkit prof collect -- torchrun ...` runs with this
+launcher in every worker) each worker writes `trace_rank<RANK>_<pid>...`; functions started with
+`torch.multiprocessing.spawn` are profiled in each worker (`rank<i>`) and the parent writes no trace
+when it made no step itself.
 With a window of N steps, profiling stops after step N and the written trace keeps only what
 happened from step 1 on (step 0 is the warm-up); a program that never steps is profiled whole.
 (The window is cut from the trace rather than by restarting the profiler: torch 1.13 aborts at exit
@@ -36,6 +41,8 @@ class _Collector:
         self.profiler = None
         self.range = None
         self.done = False
+        self.spawned = 0            # workers started through mp.spawn (each profiled itself)
+        self.window_closed = False  # the window ended at a step boundary: no tail range is open
 
     def _start(self):
         activities = [tp.ProfilerActivity.CPU]
@@ -83,6 +90,7 @@ class _Collector:
         self._close_range()
         self.step += 1
         if self.window > 0 and self.step > self.window:
+            self.window_closed = True
             self.finish()
             return
         self._open_range()
@@ -93,28 +101,104 @@ class _Collector:
         self.done = True
         self._close_range()
         self.profiler.__exit__(None, None, None)
+        if self.spawned and self.step == 0:
+            # A launcher parent (mp.spawn) whose workers were profiled: its own trace holds no step.
+            self.profiler = None
+            gc.collect()
+            sys.stderr.write("portkit prof: parent process not written (its %d spawned workers were profiled)\n"
+                             % self.spawned)
+            return
         os.makedirs(self.out, exist_ok=True)
-        name = "trace_%d%s" % (os.getpid(), ".pt.trace.json" if torch.autograd.kineto_available() else ".json")
+        kineto = torch.autograd.kineto_available()
+        rank = _rank()
+        name = "trace_%s%d%s" % ("rank%d_" % rank if rank is not None else "", os.getpid(),
+                                 ".pt.trace.json" if kineto else ".json")
         path = os.path.join(self.out, name)
         self.profiler.export_chrome_trace(path)
         # Drop the profiler now: torch 1.13 aborts if its objects outlive pybind11 at shutdown.
         self.profiler = None
         gc.collect()
-        if self.window > 0 and self.step >= 1:
-            _cut_before_first_step(path)
+        # Step 0 (before the first optimizer step) is the warm-up: cut when a window was asked.
+        # The range opened after the last optimizer step is a tail, not a step: dropped.
+        _rewrite(path, cut_warmup=self.window > 0 and self.step >= 1,
+                 tail="ProfilerStep#%d" % self.step if self.step >= 1 and not self.window_closed else None)
+        if self.shapes and not kineto:
+            sys.stderr.write("portkit prof: warning: --record-shapes: this torch (%s, built without Kineto) "
+                             "does not write input shapes into its trace; use torch 2.x for shapes\n"
+                             % torch.__version__)
         sys.stderr.write("portkit prof: trace written to %s (%d steps marked)\n" % (path, self.step))
 
 
-def _cut_before_first_step(path):
-    """Keeps the events from the start of ProfilerStep#1 on (metadata always)."""
+def _rank():
+    """The process's rank under torchrun / torch.distributed.launch / mp.spawn, or None."""
+    for var in ("PORTKIT_PROF_RANK", "RANK"):
+        value = os.environ.get(var)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+class _ProfiledWorker:
+    """mp.spawn's function wrapped so that each spawned worker runs under its own collector."""
+
+    def __init__(self, fn, env):
+        self.fn = fn
+        self.env = env
+
+    def __call__(self, index, *args):
+        os.environ.update(self.env)
+        if "RANK" not in os.environ:
+            os.environ["PORTKIT_PROF_RANK"] = str(index)
+        collector = _Collector()
+        collector.begin()
+        try:
+            return self.fn(index, *args)
+        finally:
+            collector.finish()
+
+
+def _patch_spawn(collector):
+    """Profiles the workers of torch.multiprocessing.spawn / start_processes, not only the parent."""
+    import torch.multiprocessing as mp
+
+    env = {k: v for k, v in os.environ.items() if k.startswith("PORTKIT_PROF_")}
+    # This file runs as __main__ (python -m portkit.prof_launch); the wrapper must pickle under its
+    # importable name for the spawned interpreters.
+    import importlib
+    worker = importlib.import_module("portkit.prof_launch")._ProfiledWorker
+
+    spawn_module = sys.modules.get("torch.multiprocessing.spawn")
+    original = getattr(spawn_module, "start_processes", None) or getattr(mp, "start_processes", None)
+    if original is None:
+        return
+
+    # mp.spawn calls start_processes: wrapping that one function catches both, once.
+    def start_processes(fn, args=(), nprocs=1, *rest, **kwargs):
+        if not isinstance(fn, worker):
+            collector.spawned += nprocs
+            fn = worker(fn, env)
+        return original(fn, args, nprocs, *rest, **kwargs)
+
+    mp.start_processes = start_processes
+    if spawn_module is not None:
+        spawn_module.start_processes = start_processes
+
+
+def _rewrite(path, cut_warmup, tail):
+    """Keeps the events from the start of ProfilerStep#1 on (metadata always) when `cut_warmup`;
+    drops the step range named `tail` (the unfinished range after the last optimizer step)."""
+    if not cut_warmup and tail is None:
+        return
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
-    starts = [float(e["ts"]) for e in events if e.get("name") == "ProfilerStep#1" and "ts" in e]
-    if not starts:
-        return
-    cut = min(starts)
-    kept = [e for e in events if e.get("ph") == "M" or "ts" not in e or float(e["ts"]) >= cut]
+    kept = events
+    if tail is not None:
+        kept = [e for e in kept if e.get("name") != tail]
+    starts = [float(e["ts"]) for e in kept if e.get("name") == "ProfilerStep#1" and "ts" in e]
+    if cut_warmup and starts:
+        cut = min(starts)
+        kept = [e for e in kept if e.get("ph") == "M" or "ts" not in e or float(e["ts"]) >= cut]
     if isinstance(data, dict):
         data["traceEvents"] = kept
     else:
@@ -154,6 +238,7 @@ def main(argv):
         return 2
     collector = _Collector()
     collector.begin()
+    _patch_spawn(collector)
     if argv[0] == "-m":
         if len(argv) < 2:
             sys.stderr.write("portkit prof: -m needs a module name\n")

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 
 #include "prof/api.h"
 
@@ -35,6 +36,83 @@ std::vector<std::string> SplitCommand(const std::string& line) {
   return out;
 }
 
+/// The interpreter a console script (torchrun) runs under: its `#!` line, else python3.
+std::string ScriptInterpreter(const std::string& program) {
+  fs::path path = program;
+  if (program.find('/') == std::string::npos) {
+    const char* env = std::getenv("PATH");
+    std::string dirs = env ? env : "";
+    for (size_t at = 0; at <= dirs.size();) {
+      size_t end = dirs.find(':', at);
+      if (end == std::string::npos) end = dirs.size();
+      fs::path candidate = fs::path(dirs.substr(at, end - at)) / program;
+      if (end > at && ::access(candidate.c_str(), X_OK) == 0) {
+        path = candidate;
+        break;
+      }
+      at = end + 1;
+    }
+  }
+  std::ifstream in(path);
+  std::string line;
+  if (in && std::getline(in, line) && line.rfind("#!", 0) == 0) {
+    std::string interp = line.substr(2);
+    while (!interp.empty() && interp.front() == ' ') interp.erase(0, 1);
+    interp = interp.substr(0, interp.find(' '));  // "#!/usr/bin/env python3" is handled below
+    if (fs::path(interp).filename().string().rfind("python", 0) == 0) return interp;
+    if (fs::path(interp).filename() == "env") {
+      std::string rest = line.substr(line.find("env") + 3);
+      while (!rest.empty() && rest.front() == ' ') rest.erase(0, 1);
+      rest = rest.substr(0, rest.find(' '));
+      if (rest.rfind("python", 0) == 0) return rest;
+    }
+  }
+  return "python3";
+}
+
+/// torchrun's options that take a value as the next word (`--nproc_per_node 2`); the rest are
+/// flags, and `--opt=value` is one word.
+bool TorchrunOptionTakesValue(const std::string& opt) {
+  static const char* const kWithValue[] = {
+      "--nnodes", "--nproc_per_node", "--nproc-per-node", "--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint",
+      "--rdzv-endpoint", "--rdzv_id", "--rdzv-id", "--rdzv_conf", "--rdzv-conf", "--max_restarts", "--max-restarts",
+      "--monitor_interval", "--monitor-interval", "--start_method", "--start-method", "--role", "--node_rank",
+      "--node-rank", "--master_addr", "--master-addr", "--master_port", "--master-port", "--local_addr",
+      "--local-addr", "--log_dir", "--log-dir", "-r", "--redirects", "-t", "--tee", "--local_ranks_filter",
+      "--local-ranks-filter", "--logs_specs", "--logs-specs", "--rdzv_timeout"};
+  for (const char* o : kWithValue)
+    if (opt == o) return true;
+  return false;
+}
+
+/// `torchrun [OPTS] SCRIPT|-m MODULE [ARGS]` → `PYTHON -m torch.distributed.run [OPTS] -m
+/// portkit.prof_launch SCRIPT|-m MODULE [ARGS]`: every worker runs the program under the launcher
+/// (torchrun's own `-m` runs the launcher as a module), and each writes its own trace with its rank.
+Expected<std::vector<std::string>> TorchrunArgv(const std::vector<std::string>& command, size_t first) {
+  std::vector<std::string> argv = {ScriptInterpreter(command[0]), "-m", "torch.distributed.run"};
+  bool module = false;
+  size_t i = first;
+  for (; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a.empty() || a[0] != '-') break;
+    if (a == "--no_python" || a == "--no-python")
+      return InvalidArgument("torchrun --no-python runs a program that is not Python; prof collect profiles Python "
+                             "programs through the PyTorch profiler");
+    if (a == "-m" || a == "--module") {
+      module = true;
+      continue;
+    }
+    argv.push_back(a);
+    if (a.find('=') == std::string::npos && TorchrunOptionTakesValue(a) && i + 1 < command.size())
+      argv.push_back(command[++i]);
+  }
+  if (i >= command.size()) return InvalidArgument("no training script in the torchrun command");
+  argv.insert(argv.end(), {"-m", "portkit.prof_launch"});
+  if (module) argv.push_back("-m");
+  for (; i < command.size(); ++i) argv.push_back(command[i]);
+  return argv;
+}
+
 }  // namespace
 
 Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options) {
@@ -43,9 +121,19 @@ Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options) {
     return InvalidArgument("no program to profile: give it after -- (portkit prof collect --output=DIR -- python "
                            "train.py) or as --application=\"python train.py\"");
   std::string exe = fs::path(command[0]).filename().string();
+  if (exe == "torchrun") return TorchrunArgv(command, 1);
+  // python -m torch.distributed.run / torch.distributed.launch: the same, with this interpreter.
+  if (exe.rfind("python", 0) == 0 && command.size() > 2 && command[1] == "-m" &&
+      (command[2] == "torch.distributed.run" || command[2] == "torch.distributed.launch")) {
+    auto argv = TorchrunArgv(command, 3);
+    if (!argv.ok()) return argv.status();
+    (*argv)[0] = command[0];
+    (*argv)[2] = command[2];
+    return argv;
+  }
   if (exe.rfind("python", 0) != 0)
     return InvalidArgument("the command must start with a Python interpreter (python, python3, /usr/bin/python3 "
-                           "...); got '" + command[0] + "'");
+                           "...) or torchrun; got '" + command[0] + "'");
   // Interpreter options before the script (-u, -X ...) stay in front of the launcher.
   std::vector<std::string> argv = {command[0]};
   size_t i = 1;

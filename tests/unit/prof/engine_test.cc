@@ -145,5 +145,32 @@ TEST_F(ProfEngine, CollectArgvPutsTheLauncherAfterTheInterpreterOptions) {
   EXPECT_EQ(CollectArgv(o).status().code(), ErrorCode::kInvalidArgument);
 }
 
+// torchrun: every worker runs the program under the launcher (torchrun's own -m), options and
+// their values kept in front; `python -m torch.distributed.run` likewise, with that interpreter.
+TEST_F(ProfEngine, CollectArgvRunsTorchrunWorkersUnderTheLauncher) {
+  fs::path bin = dir_ / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "torchrun") << "#!/opt/py/bin/python3.11\nimport sys\n";
+  CollectOptions o;
+  o.command = {(bin / "torchrun").string(), "--nproc_per_node", "2", "--master-port=29555", "--standalone",
+               "train.py", "--epochs", "1"};
+  auto argv = CollectArgv(o);
+  ASSERT_TRUE(argv.ok()) << argv.status().message();
+  EXPECT_EQ(*argv, (std::vector<std::string>{"/opt/py/bin/python3.11", "-m", "torch.distributed.run",
+                                             "--nproc_per_node", "2", "--master-port=29555", "--standalone", "-m",
+                                             "portkit.prof_launch", "train.py", "--epochs", "1"}));
+  o.command = {(bin / "torchrun").string(), "--nnodes=1", "-m", "pkg.train", "-x"};
+  EXPECT_EQ(*CollectArgv(o), (std::vector<std::string>{"/opt/py/bin/python3.11", "-m", "torch.distributed.run",
+                                                       "--nnodes=1", "-m", "portkit.prof_launch", "-m", "pkg.train",
+                                                       "-x"}));
+  o.command = {"python3", "-m", "torch.distributed.run", "--nproc-per-node", "2", "t.py"};
+  EXPECT_EQ(*CollectArgv(o), (std::vector<std::string>{"python3", "-m", "torch.distributed.run", "--nproc-per-node",
+                                                       "2", "-m", "portkit.prof_launch", "t.py"}));
+  o.command = {(bin / "torchrun").string(), "--no-python", "nvidia-smi"};
+  EXPECT_EQ(CollectArgv(o).status().code(), ErrorCode::kInvalidArgument);
+  o.command = {(bin / "torchrun").string(), "--nproc_per_node", "2"};
+  EXPECT_EQ(CollectArgv(o).status().code(), ErrorCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace portkit::prof
