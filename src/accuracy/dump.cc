@@ -1,4 +1,5 @@
 #include "accuracy/dump.h"
+#include "accuracy/msprobe_dump.h"
 #include "core/input_files.h"
 
 #include <simdjson.h>
@@ -29,6 +30,7 @@ bool DumpTensor::NonFinite() const {
 }
 
 Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
+  if (IsMsprobeDump(dir)) return LoadMsprobeDump(dir);
   Dump d;
   d.dir = dir;
   std::filesystem::path manifest = dir / "manifest.jsonl";
@@ -36,7 +38,8 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
   if (auto probe = OpenInputFile(manifest, Links::kRefuse); !probe.ok() && DescribeFileType(manifest) != "missing")
     return probe.status();
   std::ifstream in(manifest);
-  if (!in) return NotFound(manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper");
+  if (!in) return NotFound(manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper, or an "
+                    "msprobe step/rank folder holding dump.json");
   std::string line;
   size_t line_no = 0;
   simdjson::ondemand::parser parser;

@@ -1,0 +1,17 @@
+#pragma once
+/// msprobe (mindstudio-probe) PyTorch dumps as compare input: a `stepN/rankR/` folder holding
+/// dump.json (statistics, md5 or tensor mode). See msprobe_dump.cc.
+#include <filesystem>
+
+#include "accuracy/dump.h"
+#include "core/status.h"
+
+namespace portkit::accuracy {
+
+/// Whether `dir` holds an msprobe dump.json and no portkit manifest.
+bool IsMsprobeDump(const std::filesystem::path& dir);
+
+/// The dump's calls as operators with msprobe's statistics (no tensor data files).
+Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir);
+
+}  // namespace portkit::accuracy
