@@ -1,0 +1,31 @@
+"""The README's accuracy example end to end: examples/accuracy/resnet_bf16.py dumps one training
+step of a BatchNorm ResNet-style model in fp32 and under bf16 autocast, and `portkit compare`
+reads both, matches the operators and names a first divergence (bf16 rounding is real error),
+with the casts autocast adds listed as unmatched target operators."""
+import json
+import os
+import subprocess
+
+from conftest import run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_readme_resnet_fp32_vs_bf16(tmp_path, portkit, python):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    res = subprocess.run([python, os.path.join(ROOT, "examples", "accuracy", "resnet_bf16.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    cmp = run([portkit, "compare", str(tmp_path / "ref"), str(tmp_path / "bf16"), "-o", str(tmp_path / "cmp"),
+               "--format", "csv,json,html"])
+    assert cmp.returncode == 0, cmp.stderr
+    with open(tmp_path / "cmp" / "compare_result.json") as f:
+        report = json.load(f)
+    # The first operator bf16 rounds: the stem convolution (its inputs are the fp32 batch itself).
+    first = report["first_divergence"]
+    assert first["name"] in ("aten::convolution", "aten::conv2d"), first
+    assert first["module"] == "SmallResNet.stem.0", first
+    assert report["first_divergence_basis"] == "error growth"
+    # autocast's casts exist only in the bf16 run: unmatched target operators, none on the reference side.
+    assert report["unmatched_target_ops"] and not report["unmatched_reference_ops"]
+    assert (tmp_path / "cmp" / "compare_report.html").stat().st_size > 0
