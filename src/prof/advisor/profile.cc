@@ -101,29 +101,60 @@ Breakdown ComputeBreakdown(const Profile& p) {
   std::set<std::pair<int64_t, int64_t>> launched;
   for (const auto& e : p.events)
     if (p.IsDevice(e) && e.correlation >= 0) launched.insert({e.trace, e.correlation});
-  for (const auto& w : windows) {
-    b.wall += w.end - w.start;
+  // Each event goes to the windows it overlaps: per trace, windows sorted by start; when their ends
+  // are sorted too (steps do not overlap: the usual case) a binary search finds the first window
+  // an event can touch, so the cost is events × log(windows), not events × windows.
+  struct Buckets {
     std::vector<std::pair<int64_t, int64_t>> compute, comm, copies, busy, host, launch;
-    for (const auto& e : p.events) {
-      if (e.trace != w.trace || e.end() <= w.start || e.ts >= w.end) continue;
-      std::pair<int64_t, int64_t> iv{std::max(e.ts, w.start), std::min(e.end(), w.end)};
-      if (p.IsDevice(e)) {
-        busy.push_back(iv);
-        if (e.kind != "kernel") copies.push_back(iv);
-        else if (p.IsCommunication(e.name)) comm.push_back(iv);
-        else compute.push_back(iv);
-      } else if (e.kind == "cpu_op") {
-        host.push_back(iv);
-      } else if ((e.kind == "runtime" || e.kind == "driver") && launched.count({e.trace, e.correlation})) {
-        launch.push_back(iv);
-      }
+  };
+  std::vector<Buckets> buckets(windows.size());
+  std::map<int64_t, std::vector<size_t>> by_trace;
+  for (size_t i = 0; i < windows.size(); ++i) by_trace[windows[i].trace].push_back(i);
+  std::map<int64_t, bool> sorted_ends;
+  for (auto& [trace, idx] : by_trace) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t c) {
+      return windows[a].start != windows[c].start ? windows[a].start < windows[c].start : a < c;
+    });
+    bool monotone = true;
+    for (size_t k = 1; k < idx.size(); ++k) monotone &= windows[idx[k - 1]].end <= windows[idx[k]].end;
+    sorted_ends[trace] = monotone;
+  }
+  auto add = [&](const ProfEvent& e, size_t wi) {
+    const auto& w = windows[wi];
+    if (e.end() <= w.start || e.ts >= w.end) return;
+    std::pair<int64_t, int64_t> iv{std::max(e.ts, w.start), std::min(e.end(), w.end)};
+    Buckets& bk = buckets[wi];
+    if (p.IsDevice(e)) {
+      bk.busy.push_back(iv);
+      if (e.kind != "kernel") bk.copies.push_back(iv);
+      else if (p.IsCommunication(e.name)) bk.comm.push_back(iv);
+      else bk.compute.push_back(iv);
+    } else if (e.kind == "cpu_op") {
+      bk.host.push_back(iv);
+    } else if ((e.kind == "runtime" || e.kind == "driver") && launched.count({e.trace, e.correlation})) {
+      bk.launch.push_back(iv);
     }
-    b.compute += UnionLength(compute);
-    b.communication += UnionLength(comm);
-    b.memcpy += UnionLength(copies);
-    b.device_busy += UnionLength(busy);
-    b.host_ops += UnionLength(host);
-    b.launch += UnionLength(launch);
+  };
+  for (const auto& e : p.events) {
+    auto it = by_trace.find(e.trace);
+    if (it == by_trace.end()) continue;
+    const std::vector<size_t>& idx = it->second;
+    if (!sorted_ends[e.trace]) {
+      for (size_t wi : idx) add(e, wi);
+      continue;
+    }
+    // First window whose end is after the event's start; then on while windows start before its end.
+    auto first = std::upper_bound(idx.begin(), idx.end(), e.ts, [&](int64_t ts, size_t wi) { return ts < windows[wi].end; });
+    for (auto k = first; k != idx.end() && windows[*k].start < e.end(); ++k) add(e, *k);
+  }
+  for (size_t wi = 0; wi < windows.size(); ++wi) {
+    b.wall += windows[wi].end - windows[wi].start;
+    b.compute += UnionLength(buckets[wi].compute);
+    b.communication += UnionLength(buckets[wi].comm);
+    b.memcpy += UnionLength(buckets[wi].copies);
+    b.device_busy += UnionLength(buckets[wi].busy);
+    b.host_ops += UnionLength(buckets[wi].host);
+    b.launch += UnionLength(buckets[wi].launch);
   }
   return b;
 }
