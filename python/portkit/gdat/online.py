@@ -1,0 +1,171 @@
+"""Online GDAT for real DDP training: ``tune_ddp`` runs inside every rank of an initialised
+process group (gloo here; nccl / hccl where present).
+
+For each point the search proposes, rank 0 broadcasts it, every rank rebuilds DDP around the
+same module with those settings (DDP cannot change its buckets in place), runs ``warmup``
+steps that are not timed (the first step of a new DDP also rebuilds its buckets in gradient
+order), then ``measure`` timed steps. A step's time is the slowest rank's; a point's time is
+the median of its steps. Rank 0 feeds the times to the search, writes the result file after
+every trial, decides, and broadcasts the decision; all ranks then continue with the chosen DDP.
+Every step is a real training step: the tuning steps are the first steps of the training run.
+
+The chosen point replaces DDP's defaults only when its median beats the baseline's by more than
+the noise: ``min_gain`` (default 2 %) or the baseline's own relative spread (1.4826 * MAD /
+median over its measured steps), whichever is larger. Otherwise the defaults are kept and the
+result says "no significant improvement".
+"""
+import os
+import time
+
+from .results import SETTINGS_FILE, ResultWriter, settings_document, write_json_atomic
+from .search import Space, coordinate_search
+from .settings import DDPSettings, ddp_bucket_report, make_ddp
+
+
+def _median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def relative_spread(samples):
+    """1.4826 * median absolute deviation / median: a robust relative noise figure."""
+    m = _median(samples)
+    if m <= 0:
+        return 0.0
+    return 1.4826 * _median([abs(x - m) for x in samples]) / m
+
+
+class _Trainer(object):
+    def __init__(self, module, make_batch, loss_fn, optimizer, process_group, ddp_kwargs, powersgd_start_iter):
+        self.module, self.make_batch, self.loss_fn, self.optimizer = module, make_batch, loss_fn, optimizer
+        self.group, self.ddp_kwargs, self.powersgd_start_iter = process_group, ddp_kwargs, powersgd_start_iter
+        self.step_index = 0
+        self.ddp = None
+        self.ddp_settings = None
+
+    def build(self, settings):
+        self.ddp = None  # the old reducer goes before the new one is made
+        for p in self.module.parameters():
+            p.grad = None
+        self.ddp = make_ddp(self.module, settings, process_group=self.group,
+                            powersgd_start_iter=self.powersgd_start_iter, **self.ddp_kwargs)
+        self.ddp_settings = settings
+
+    def step(self):
+        batch = self.make_batch(self.step_index)
+        t0 = time.perf_counter()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.ddp, batch)
+        loss.backward()
+        self.optimizer.step()
+        elapsed = time.perf_counter() - t0
+        self.step_index += 1
+        return elapsed * 1e3
+
+    def trial(self, settings, warmup, measure):
+        import torch
+        import torch.distributed as dist
+
+        self.build(settings)
+        for _ in range(warmup):
+            self.step()
+        times = torch.tensor([self.step() for _ in range(measure)], dtype=torch.float64)
+        dist.all_reduce(times, op=dist.ReduceOp.MAX, group=self.group)
+        return [float(x) for x in times.tolist()]
+
+
+def _broadcast(obj, group):
+    import torch.distributed as dist
+
+    box = [obj]
+    dist.broadcast_object_list(box, src=0, group=group)
+    return box[0]
+
+
+def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=2, measure=5, max_trials=None,
+             output_dir=None, process_group=None, min_gain=0.02, powersgd_start_iter=2, tuning_name="gdat",
+             log=None, **ddp_kwargs):
+    """Tunes DDP's communication settings over the first steps of training and returns
+    ``(ddp, optimizer, report)``: DDP built with the chosen settings (continue training with it),
+    the optimizer (made once by ``optimizer_factory(module.parameters())`` and kept across trials),
+    and a dict with the decision, baseline and best times and every trial.
+
+    Call it in every rank after ``init_process_group``. ``make_batch(step) -> batch`` gives the
+    batch of a global step; ``loss_fn(ddp_model, batch) -> loss``. ``space`` is a ``Space``
+    (default: the non-lossy grid). ``max_trials`` bounds the points measured (each costs
+    ``warmup + measure`` steps). Rank 0 writes the result file and ``gdat_settings.json`` into
+    ``output_dir`` when given. Extra keyword arguments go to DDP (device_ids, ...)."""
+    import torch.distributed as dist
+
+    if warmup < 1 or measure < 1:
+        raise ValueError("tune_ddp needs warmup >= 1 (a new DDP rebuilds its buckets in its first step) and measure >= 1")
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("tune_ddp: torch.distributed is not initialised (call init_process_group first)")
+    space = space or Space()
+    rank = dist.get_rank(process_group)
+    world = dist.get_world_size(process_group)
+    optimizer = optimizer_factory(module.parameters())
+    trainer = _Trainer(module, make_batch, loss_fn, optimizer, process_group, ddp_kwargs, powersgd_start_iter)
+    say = log or (lambda msg: None)
+
+    if rank != 0:
+        while True:
+            command = _broadcast(None, process_group)
+            if command[0] == "trial":
+                trainer.trial(DDPSettings.from_dict(command[1]), warmup, measure)
+                continue
+            final, report = DDPSettings.from_dict(command[1]), command[2]
+            if trainer.ddp_settings != final:
+                trainer.build(final)
+            return trainer.ddp, optimizer, report
+
+    writer = None
+    if output_dir:
+        os.makedirs(output_dir, exist_ok=True)
+        writer = ResultWriter(output_dir, tuning_name, "online",
+                              {"world_size": world, "backend": str(dist.get_backend(process_group)),
+                               "warmup_steps": warmup, "measured_steps": measure, "space": space.describe()})
+    samples_of = {}
+
+    def evaluate(settings):
+        _broadcast(("trial", settings.to_dict()), process_group)
+        samples = trainer.trial(settings, warmup, measure)
+        samples_of[settings] = samples
+        ms = _median(samples)
+        buckets = ddp_bucket_report(trainer.ddp)["bucket_sizes"]
+        say("gdat trial %d: %s  %.3f ms (steps %s)  %d buckets" % (
+            len(samples_of) - 1, settings.label(), ms, " ".join("%.2f" % s for s in samples), len(buckets)))
+        if writer:
+            writer.add_trial(settings, ms, {"samples(ms)": [round(s, 4) for s in samples],
+                                            "buckets": len(buckets), "bucket_bytes": buckets,
+                                            "spread": round(relative_spread(samples), 4)})
+        return ms
+
+    result = coordinate_search(space, evaluate, max_evals=max_trials)
+    baseline = space.baseline
+    baseline_ms = _median(samples_of[baseline])
+    noise = max(min_gain, relative_spread(samples_of[baseline]))
+    if result.best != baseline and result.best_ms < baseline_ms * (1.0 - noise):
+        final, final_ms, verdict = result.best, result.best_ms, "tuning successful"
+    else:
+        final, final_ms = baseline, baseline_ms
+        verdict = "no significant improvement (best %s at %.3f ms vs baseline %.3f ms, threshold %.1f%%)" % (
+            result.best.label(), result.best_ms, baseline_ms, 100 * noise)
+    report = {"verdict": verdict, "settings": final.to_dict(), "baseline_ms": baseline_ms, "result_ms": final_ms,
+              "search_best": result.best.to_dict(), "search_best_ms": result.best_ms, "threshold": noise,
+              "trials": len(result.trials), "search_complete": result.complete,
+              "tuning_steps": trainer.step_index}
+    if writer:
+        writer.info.update({"threshold": round(noise, 4), "search_complete": result.complete,
+                            "tuning_steps": trainer.step_index})
+        writer.write("finished", baseline_ms, final, final_ms, verdict)
+        write_json_atomic(os.path.join(output_dir, SETTINGS_FILE),
+                          settings_document(final, baseline_ms, final_ms, "online", verdict,
+                                            powersgd_start_iter if final.comm_hook == "powersgd" else None))
+        report["result_file"] = writer.path
+    say("gdat: %s -> %s" % (verdict, final.label()))
+    _broadcast(("done", final.to_dict(), report), process_group)
+    if trainer.ddp_settings != final:
+        trainer.build(final)
+    return trainer.ddp, optimizer, report
