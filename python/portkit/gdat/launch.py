@@ -35,8 +35,15 @@ def _rank_main(rank, world, port, backend, fn, timeout_s):
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
                        "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)})
     try:
+        import torch
         import torch.distributed as dist
 
+        # As torchrun does: ranks sharing a machine split its cores instead of each starting a
+        # thread per core (which oversubscribes the machine and makes every step wait on spinning
+        # threads). OMP_NUM_THREADS, when set, wins.
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        torch.set_num_threads(int(threads) if threads.isdigit() and int(threads) > 0
+                              else max(1, (os.cpu_count() or 1) // world))
         dist.init_process_group(backend, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=timeout_s))
     except Exception as e:  # the sandbox may forbid sockets; the caller reports it
@@ -59,10 +66,28 @@ def _rank_main(rank, world, port, backend, fn, timeout_s):
     os._exit(code)
 
 
+def _preload():
+    # What DDP's constructor imports on torch 2.x (dynamo, functional collectives, device mesh:
+    # seconds of imports). Imported once here, the forked ranks share it instead of each paying
+    # it; importing runs no operator and starts no thread.
+    import importlib
+
+    for name in ("torch.nn.parallel", "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+                 "torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook", "torch._dynamo",
+                 "torch.distributed._functional_collectives", "torch.distributed.device_mesh"):
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+
+
 def run_ranks(fn, nproc, backend="gloo", timeout_s=600.0, start_method="fork"):
     """Runs ``fn(rank, world_size)`` in ``nproc`` ranks; raises LaunchError if any rank fails
     (``init_failed`` True when the process group itself could not start)."""
     import multiprocessing
+
+    if start_method == "fork":
+        _preload()
 
     ctx = multiprocessing.get_context(start_method)
     port = free_port()

@@ -3,8 +3,9 @@ process group (gloo here; nccl / hccl where present).
 
 For each point the search proposes, rank 0 broadcasts it, every rank rebuilds DDP around the
 same module with those settings (DDP cannot change its buckets in place), runs ``warmup``
-steps that are not timed (the first step of a new DDP also rebuilds its buckets in gradient
-order), then ``measure`` timed steps. A step's time is the slowest rank's; a point's time is
+steps that are not timed (a new DDP runs with one bucket until it has rebuilt its buckets in
+gradient order, after its first step, after its second with static_graph; at least 2 are run
+for static_graph), then ``measure`` timed steps. A step's time is the slowest rank's; a point's time is
 the median of its steps. Rank 0 feeds the times to the search, writes the result file after
 every trial, decides, and broadcasts the decision; all ranks then continue with the chosen DDP.
 Every step is a real training step: the tuning steps are the first steps of the training run.
@@ -68,7 +69,9 @@ class _Trainer(object):
         import torch.distributed as dist
 
         self.build(settings)
-        for _ in range(warmup):
+        # A new DDP reduces everything in one bucket until it rebuilds its buckets in gradient
+        # order: after its first step, after its second with static_graph.
+        for _ in range(max(warmup, 2) if settings.static_graph else warmup):
             self.step()
         times = torch.tensor([self.step() for _ in range(measure)], dtype=torch.float64)
         dist.all_reduce(times, op=dist.ReduceOp.MAX, group=self.group)

@@ -181,13 +181,18 @@ def make_ddp(module, settings, process_group=None, powersgd_start_iter=2, **ddp_
 
 
 def ddp_bucket_report(ddp):
-    """What DDP reports about its buckets and settings (after its first iteration the buckets
-    are rebuilt in gradient-ready order): {"bucket_sizes": [bytes...], "gradient_as_bucket_view",
-    "static_graph", "bucket_cap_bytes"}."""
+    """The buckets DDP uses now and its settings: {"bucket_sizes": [bytes...] in launch order,
+    "gradient_as_bucket_view", "static_graph", "bucket_cap_bytes"}. A new DDP starts with one
+    bucket and rebuilds them in gradient-ready order after its first step (after its second with
+    static_graph), so call this after those steps to see the buckets the settings give."""
     data = ddp._get_ddp_logging_data()
-    sizes = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
-    return {"bucket_sizes": [int(x) for x in str(sizes).replace(" ", "").split(",") if x],
-            "rebuilt": bool(data.get("has_rebuilt_buckets", 0)),
+    reducer = getattr(ddp, "reducer", None)
+    if reducer is not None and hasattr(reducer, "_get_zeros_like_grad_buckets"):
+        sizes = [b.buffer().numel() * b.buffer().element_size() for b in reducer._get_zeros_like_grad_buckets()]
+    else:
+        text = data.get("rebuilt_bucket_sizes") or data.get("bucket_sizes") or ""
+        sizes = [int(x) for x in str(text).replace(" ", "").split(",") if x]
+    return {"bucket_sizes": sizes,
             "gradient_as_bucket_view": bool(data.get("gradient_as_bucket_view", 0)),
             "static_graph": bool(getattr(ddp, "static_graph", False)),
             "bucket_cap_bytes": int(data.get("bucket_cap_bytes", 0))}
