@@ -227,3 +227,13 @@ def test_cli_usage_errors(portkit, tmp_path, args, message):
     res = run([portkit, "tune", "--job-type=4", "--output", str(tmp_path)] + args)
     assert res.returncode == 2
     assert message in res.stderr
+
+
+def test_input_specs():
+    from portkit.gdat.__main__ import UsageError, parse_input_spec
+
+    assert parse_input_spec("8x3x32x32") == [("float32", [8, 3, 32, 32])]
+    assert parse_input_spec("8x3, int64:8X16") == [("float32", [8, 3]), ("int64", [8, 16])]
+    for bad, message in (("8x0", "is not a shape"), ("complex:2", "unknown dtype 'complex'"), ("x", "is not a shape")):
+        with pytest.raises(UsageError, match=message):
+            parse_input_spec(bad)

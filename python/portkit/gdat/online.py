@@ -87,7 +87,7 @@ def _broadcast(obj, group):
 
 
 def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=2, measure=5, max_trials=None,
-             output_dir=None, process_group=None, min_gain=0.02, powersgd_start_iter=2, tuning_name="gdat",
+             steps=None, output_dir=None, process_group=None, min_gain=0.02, powersgd_start_iter=2, tuning_name="gdat",
              log=None, **ddp_kwargs):
     """Tunes DDP's communication settings over the first steps of training and returns
     ``(ddp, optimizer, report)``: DDP built with the chosen settings (continue training with it),
@@ -97,7 +97,8 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
     Call it in every rank after ``init_process_group``. ``make_batch(step) -> batch`` gives the
     batch of a global step; ``loss_fn(ddp_model, batch) -> loss``. ``space`` is a ``Space``
     (default: the non-lossy grid). ``max_trials`` bounds the points measured (each costs
-    ``warmup + measure`` steps). Rank 0 writes the result file and ``gdat_settings.json`` into
+    ``warmup + measure`` steps); ``steps`` bounds the tuning steps instead (max_trials =
+    steps // (warmup + measure); the smaller bound wins). Rank 0 writes the result file and ``gdat_settings.json`` into
     ``output_dir`` when given. Extra keyword arguments go to DDP (device_ids, ...)."""
     import torch.distributed as dist
 
@@ -105,6 +106,11 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
         raise ValueError("tune_ddp needs warmup >= 1 (a new DDP rebuilds its buckets in its first step) and measure >= 1")
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("tune_ddp: torch.distributed is not initialised (call init_process_group first)")
+    if steps is not None:
+        by_steps = int(steps) // (warmup + measure)
+        if by_steps < 1:
+            raise ValueError("tune_ddp: steps=%d is less than one trial (warmup + measure = %d)" % (steps, warmup + measure))
+        max_trials = by_steps if max_trials is None else min(max_trials, by_steps)
     space = space or Space()
     rank = dist.get_rank(process_group)
     world = dist.get_world_size(process_group)

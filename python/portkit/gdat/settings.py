@@ -134,24 +134,20 @@ _DDP_CLASS = []
 
 
 def _ddp_class():
-    """DistributedDataParallel, or on torch 2.x a subclass that keeps the separate first bucket
-    when ``bucket_cap_mb`` is given (torch 2.x otherwise caps the first bucket at bucket_cap_mb)."""
+    """DistributedDataParallel with the first bucket's own cap kept when ``bucket_cap_mb`` is
+    given: torch 2.x uses ``bucket_cap_mb`` for the first bucket too unless the cap was left at
+    its default (``bucket_bytes_cap_default``), so the subclass says it was. On torch 1.13 the
+    attribute is unused and the first bucket always has its own cap."""
     if _DDP_CLASS:
         return _DDP_CLASS[0]
     from torch.nn.parallel import DistributedDataParallel
 
-    cls = DistributedDataParallel
-    if hasattr(DistributedDataParallel, "_ddp_init_helper"):
-        import inspect
+    class FirstBucketDDP(DistributedDataParallel):
+        def _ddp_init_helper(self, *args, **kwargs):
+            self.bucket_bytes_cap_default = True
+            return super(FirstBucketDDP, self)._ddp_init_helper(*args, **kwargs)
 
-        if "bucket_bytes_cap_default" in inspect.getsource(DistributedDataParallel._ddp_init_helper):
-
-            class FirstBucketDDP(DistributedDataParallel):
-                def _ddp_init_helper(self, *args, **kwargs):
-                    self.bucket_bytes_cap_default = True
-                    return super(FirstBucketDDP, self)._ddp_init_helper(*args, **kwargs)
-
-            cls = FirstBucketDDP
+    cls = FirstBucketDDP if hasattr(DistributedDataParallel, "_ddp_init_helper") else DistributedDataParallel
     _DDP_CLASS.append(cls)
     return cls
 
