@@ -51,11 +51,20 @@ def test_non_lossy_settings_give_plain_ddp_gradients(ddp_run):
     _, ranks = ddp_run
     for record in ranks:
         for case in record["cases"]:
-            if case["lossy"]:
+            if case["settings"]["comm_hook"] == "fp16":
                 # fp16 compression was applied: gradients differ, but only by rounding.
                 assert not case["grads_equal"] and case["grads_close"]
+            elif case["settings"]["comm_hook"] == "powersgd":
+                # Plain all-reduce for the first 2 steps (start_powerSGD_iter), then rank-1 compression.
+                assert case["step_grads_equal"] == [True, True, False]
             else:
                 assert case["grads_equal"] and case["params_equal"], case["settings"]
+
+
+def test_powersgd_with_several_buckets_is_refused_on_gloo(ddp_run):
+    _, ranks = ddp_run
+    for record in ranks:
+        assert record["powersgd_multi_bucket_refused"].startswith("PowerSGD on gloo needs a single bucket")
 
 
 def test_tune_ddp_decides_on_rank0_and_every_rank_continues_with_it(ddp_run):
@@ -64,6 +73,7 @@ def test_tune_ddp_decides_on_rank0_and_every_rank_continues_with_it(ddp_run):
     assert t0["final"] == t1["final"] and t0["report"] == t1["report"]
     rep = t0["report"]
     assert rep["trials"] == 4 and rep["search_complete"] is False
+    assert rep["notes"] == ["PowerSGD not tried: on gloo its hook needs a single bucket (see make_ddp)"]
     assert rep["tuning_steps"] == 4 * (1 + 2)
     for t in (t0, t1):
         assert t["ddp_module_is_model"]
@@ -75,6 +85,7 @@ def test_tune_ddp_decides_on_rank0_and_every_rank_continues_with_it(ddp_run):
     doc = json.loads((tune_dir / results[0]).read_text())
     g = doc["GDAT"]
     assert doc["basic"]["status"] == "finished" and g["mode"] == "online" and g["world_size"] == 2
+    assert g["space"]["comm_hook"] == ["none", "fp16"] and g["space"]["lossy_allowed"] is True
     assert len(g["trials"]) == 4 and all(len(t["samples(ms)"]) == 2 for t in g["trials"])
     assert g["trials"][0]["settings"] == {"bucket_cap_mb": 25.0, "first_bucket_mb": 1.0, "gradient_as_bucket_view": False,
                                           "static_graph": False, "comm_hook": "none", "powersgd_rank": 0}

@@ -45,6 +45,14 @@ class Space(object):
         # candidate, even when it is off the grid, so that the result is never worse than it.
         self.baseline = baseline
 
+    def without_hook(self, hook):
+        """The same space without one comm hook (``tune_ddp`` drops PowerSGD on gloo)."""
+        import copy
+
+        other = copy.copy(self)
+        other.hooks = tuple(h for h in self.hooks if h[0] != hook)
+        return other
+
     def size(self):
         return (len(self.bucket_caps_mb) * len(self.first_buckets_mb) * len(self.views)
                 * len(self.static_graphs) * len(self.hooks))

@@ -158,6 +158,16 @@ def make_ddp(module, settings, process_group=None, powersgd_start_iter=2, **ddp_
     pass through. PowerSGD starts compressing after ``powersgd_start_iter`` steps (torch requires
     at least 2 with error feedback)."""
     s = settings
+    if s.comm_hook == "powersgd":
+        import torch.distributed as dist
+
+        if dist.get_backend(process_group) == "gloo":
+            sizes = [p.numel() * p.element_size() for p in reversed(list(module.parameters())) if p.requires_grad]
+            if len(bucket_sizes(sizes, s.first_bucket_mb * MIB, s.bucket_cap_mb * MIB)) > 1:
+                raise SettingsError(
+                    "PowerSGD on gloo needs a single bucket (%s gives more): the hook's all-reduces, started from "
+                    "completion callbacks, are not ordered alike on every rank and gloo aborts (seen on torch 1.13 "
+                    "and 2.8); raise bucket_cap_mb and first_bucket_mb above the model's gradient size" % s.label())
     with _first_bucket_bytes(s.first_bucket_mb * MIB):
         ddp = _ddp_class()(module, process_group=process_group, bucket_cap_mb=s.bucket_cap_mb,
                            gradient_as_bucket_view=s.gradient_as_bucket_view, static_graph=s.static_graph,
