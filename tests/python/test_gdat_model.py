@@ -237,3 +237,42 @@ def test_input_specs():
     for bad, message in (("8x0", "is not a shape"), ("complex:2", "unknown dtype 'complex'"), ("x", "is not a shape")):
         with pytest.raises(UsageError, match=message):
             parse_input_spec(bad)
+
+
+def _mutations(rng, value, depth=0):
+    """A copy of a JSON value with one random part replaced by a value of a random kind."""
+    junk = [None, True, -1, 0, 1e308, float("nan"), "x", [], {}, [[0]], [[-2, 3]], [[2 ** 40, 2 ** 40]], {"a": 1}]
+    if isinstance(value, dict) and value and rng.random() < 0.8:
+        out = dict(value)
+        key = rng.choice(sorted(out))
+        out[key] = _mutations(rng, out[key], depth + 1) if rng.random() < 0.6 else rng.choice(junk)
+        if rng.random() < 0.1:
+            del out[key]
+        return out
+    if isinstance(value, list) and value and rng.random() < 0.8:
+        out = list(value)
+        i = rng.randrange(len(out))
+        out[i] = _mutations(rng, out[i], depth + 1) if rng.random() < 0.6 else rng.choice(junk)
+        return out
+    return rng.choice(junk)
+
+
+def test_mutated_descriptions_load_or_fail_cleanly():
+    """Random damage to a description gives a DescriptionError naming the problem, or a model
+    the simulator runs; never another exception."""
+    with open(os.path.join(EXAMPLES, "resnet_like.json")) as f:
+        base = json.load(f)
+    rng = random.Random(5)
+    loaded = refused = 0
+    for _ in range(400):
+        doc = _mutations(rng, base)
+        try:
+            d = ModelDescription(doc, where="mutant.json")
+        except DescriptionError as e:
+            assert str(e).startswith("mutant.json: ")
+            refused += 1
+            continue
+        r = simulate(d, DDPSettings(comm_hook="powersgd", powersgd_rank=4))
+        assert r["step_ms"] >= 0
+        loaded += 1
+    assert loaded > 0 and refused > 0

@@ -114,6 +114,8 @@ class ModelDescription(object):
                 nbytes = elem
                 for d in shape:
                     nbytes *= d
+                if nbytes > 1 << 50:
+                    fail("%s: parameter shape %r is over 1 PiB" % (lw, shape))
                 total += nbytes
                 forward_tensors.append(Tensor(i, list(shape), nbytes))
             self.layer_bytes.append(total)
