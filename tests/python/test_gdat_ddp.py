@@ -20,6 +20,8 @@ PYTHON_DIR = os.path.abspath(os.path.join(HERE, "..", "..", "python"))
 FIXTURE = os.path.join(HERE, "fixtures", "gdat_ddp_check.py")
 EXAMPLES = os.path.abspath(os.path.join(HERE, "..", "..", "examples", "gdat"))
 MIB = 1024 * 1024
+DEFAULTS = {"bucket_cap_mb": 25.0, "first_bucket_mb": 1.0, "gradient_as_bucket_view": False, "static_graph": False,
+            "comm_hook": "none", "powersgd_rank": 0}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,17 @@ def test_tune_ddp_decides_on_rank0_and_every_rank_continues_with_it(ddp_run):
     rep = t0["report"]
     assert rep["trials"] == 4 and rep["search_complete"] is False
     assert rep["notes"] == ["PowerSGD not tried: on gloo its hook needs a single bucket (see make_ddp)"]
-    assert rep["tuning_steps"] == 4 * (1 + 2)
+    # 3 warm-up steps, 4 trials of 1 + 2 steps, and when the winner is not the baseline, one
+    # confirmation round of both (steps=21 is exactly that budget).
+    confirmed = rep["confirmation"] is not None
+    assert confirmed == (rep["search_best"] != DEFAULTS)
+    if rep["verdict"] == "tuning successful":
+        assert confirmed and t0["final"] == rep["search_best"] and rep["result_ms"] < rep["baseline_ms"]
+    else:
+        assert t0["final"] == DEFAULTS
+    assert rep["tuning_steps"] == 3 + 4 * 3 + (2 * 3 if confirmed else 0)
+    if confirmed:
+        assert len(rep["confirmation"]["baseline_samples(ms)"]) == len(rep["confirmation"]["best_samples(ms)"]) == 2
     for t in (t0, t1):
         assert t["ddp_module_is_model"]
         assert t["ddp"]["bucket_sizes"] == t["expected_bucket_bytes"]
@@ -87,11 +99,26 @@ def test_tune_ddp_decides_on_rank0_and_every_rank_continues_with_it(ddp_run):
     assert doc["basic"]["status"] == "finished" and g["mode"] == "online" and g["world_size"] == 2
     assert g["space"]["comm_hook"] == ["none", "fp16"] and g["space"]["lossy_allowed"] is True
     assert len(g["trials"]) == 4 and all(len(t["samples(ms)"]) == 2 for t in g["trials"])
-    assert g["trials"][0]["settings"] == {"bucket_cap_mb": 25.0, "first_bucket_mb": 1.0, "gradient_as_bucket_view": False,
-                                          "static_graph": False, "comm_hook": "none", "powersgd_rank": 0}
+    assert g["trials"][0]["settings"] == DEFAULTS
     settings = json.loads((tune_dir / "gdat_settings.json").read_text())
     assert settings["settings"] == t0["final"] == g["best_settings"]
     assert settings["verdict"] == rep["verdict"]
+
+
+def test_tune_ddp_confirms_and_adopts_a_clear_winner(ddp_run):
+    _, ranks = ddp_run
+    for record in ranks:
+        t = record["tune_slow_baseline"]
+        rep = t["report"]
+        assert rep["verdict"] == "tuning successful", rep
+        assert rep["settings"]["bucket_cap_mb"] == 0.01 and t["ddp_bucket_cap"] == int(0.01 * MIB)
+        assert rep["trials"] == 2 and rep["search_complete"] is True
+        conf = rep["confirmation"]
+        assert conf["rounds"] == 2 and len(conf["baseline_samples(ms)"]) == len(conf["best_samples(ms)"]) == 4
+        assert min(conf["baseline_samples(ms)"]) >= 200.0  # every baseline step slept
+        assert rep["result_ms"] < rep["baseline_ms"] * (1 - rep["threshold"])
+        assert rep["tuning_steps"] == 3 + 2 * 3 + 2 * 2 * 3
+    assert ranks[0]["tune_slow_baseline"]["report"] == ranks[1]["tune_slow_baseline"]["report"]
 
 
 def test_cli_online_two_processes(portkit, python, tmp_path):

@@ -10,10 +10,14 @@ the median of its steps. Rank 0 feeds the times to the search, writes the result
 every trial, decides, and broadcasts the decision; all ranks then continue with the chosen DDP.
 Every step is a real training step: the tuning steps are the first steps of the training run.
 
-The chosen point replaces DDP's defaults only when its median beats the baseline's by more than
-the noise: ``min_gain`` (default 2 %) or the baseline's own relative spread (1.4826 * MAD /
-median over its measured steps), whichever is larger. Otherwise the defaults are kept and the
-result says "no significant improvement".
+Before the first point, max(3, 2 * warmup) untimed steps warm the process up (its first steps
+are slow: allocator, thread pools, first connections), so the baseline, measured first, does not
+pay for them. The search sees each point once, at its own moment of a shared machine, so its
+winner is confirmed: baseline and winner are measured again, alternately, ``confirm_rounds``
+times (default 3), and the decision uses those samples only. The winner replaces DDP's defaults
+only when its median beats the baseline's by more than the noise: ``min_gain`` (default 2 %) or
+the relative spread (1.4826 * MAD / median) of either sample, whichever is largest. Otherwise
+the defaults are kept and the result says "no significant improvement".
 """
 import os
 import time
@@ -64,6 +68,11 @@ class _Trainer(object):
         self.step_index += 1
         return elapsed * 1e3
 
+    def warm_process(self, settings, warmup):
+        self.build(settings)
+        for _ in range(process_warmup_steps(warmup)):
+            self.step()
+
     def trial(self, settings, warmup, measure):
         import torch
         import torch.distributed as dist
@@ -78,6 +87,11 @@ class _Trainer(object):
         return [float(x) for x in times.tolist()]
 
 
+def process_warmup_steps(warmup):
+    """Untimed steps before the first point."""
+    return max(3, 2 * warmup)
+
+
 def _broadcast(obj, group):
     import torch.distributed as dist
 
@@ -87,8 +101,8 @@ def _broadcast(obj, group):
 
 
 def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=2, measure=5, max_trials=None,
-             steps=None, output_dir=None, process_group=None, min_gain=0.02, powersgd_start_iter=2, tuning_name="gdat",
-             log=None, **ddp_kwargs):
+             steps=None, output_dir=None, process_group=None, min_gain=0.02, confirm_rounds=3, powersgd_start_iter=2,
+             tuning_name="gdat", log=None, **ddp_kwargs):
     """Tunes DDP's communication settings over the first steps of training and returns
     ``(ddp, optimizer, report)``: DDP built with the chosen settings (continue training with it),
     the optimizer (made once by ``optimizer_factory(module.parameters())`` and kept across trials),
@@ -97,8 +111,9 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
     Call it in every rank after ``init_process_group``. ``make_batch(step) -> batch`` gives the
     batch of a global step; ``loss_fn(ddp_model, batch) -> loss``. ``space`` is a ``Space``
     (default: the non-lossy grid). ``max_trials`` bounds the points measured (each costs
-    ``warmup + measure`` steps); ``steps`` bounds the tuning steps instead (max_trials =
-    steps // (warmup + measure); the smaller bound wins). Rank 0 writes the result file and ``gdat_settings.json`` into
+    ``warmup + measure`` steps); ``steps`` bounds all the tuning steps instead (the first
+    warm-up of max(3, 2 * warmup) steps and the ``confirm_rounds`` rounds of baseline and winner
+    are set aside, the rest is divided into trials; the smaller bound wins). Rank 0 writes the result file and ``gdat_settings.json`` into
     ``output_dir`` when given. Extra keyword arguments go to DDP (device_ids, ...)."""
     import torch.distributed as dist
 
@@ -106,12 +121,15 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
         raise ValueError("tune_ddp needs warmup >= 1 (a new DDP rebuilds its buckets in its first step) and measure >= 1")
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError("tune_ddp: torch.distributed is not initialised (call init_process_group first)")
-    if steps is not None:
-        by_steps = int(steps) // (warmup + measure)
-        if by_steps < 1:
-            raise ValueError("tune_ddp: steps=%d is less than one trial (warmup + measure = %d)" % (steps, warmup + measure))
-        max_trials = by_steps if max_trials is None else min(max_trials, by_steps)
     space = space or Space()
+    if steps is not None:
+        per_trial = (max(warmup, 2) if True in space.static_graphs else warmup) + measure
+        reserved = process_warmup_steps(warmup) + 2 * confirm_rounds * per_trial
+        by_steps = (int(steps) - reserved) // per_trial
+        if by_steps < 1:
+            raise ValueError("tune_ddp: steps=%d leaves no trial: %d go to the first warm-up and the confirmation, "
+                             "%d to each trial" % (steps, reserved, per_trial))
+        max_trials = by_steps if max_trials is None else min(max_trials, by_steps)
     notes = []
     if any(h[0] == "powersgd" for h in space.hooks) and dist.get_backend(process_group) == "gloo":
         # PowerSGD's hook with several buckets makes gloo abort (make_ddp refuses it); with one
@@ -129,6 +147,9 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
             command = _broadcast(None, process_group)
             if command[0] == "trial":
                 trainer.trial(DDPSettings.from_dict(command[1]), warmup, measure)
+                continue
+            if command[0] == "warmup":
+                trainer.warm_process(DDPSettings.from_dict(command[1]), warmup)
                 continue
             final, report = DDPSettings.from_dict(command[1]), command[2]
             if trainer.ddp_settings != final:
@@ -158,23 +179,45 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
                                             "spread": round(relative_spread(samples), 4)})
         return ms
 
+    # The process's first steps are slow (allocator, thread pools, gloo's first connections): run
+    # some untimed steps before the first point so that the baseline, measured first, does not pay
+    # for them.
+    _broadcast(("warmup", space.baseline.to_dict()), process_group)
+    trainer.warm_process(space.baseline, warmup)
     result = coordinate_search(space, evaluate, max_evals=max_trials)
     baseline = space.baseline
-    baseline_ms = _median(samples_of[baseline])
-    noise = max(min_gain, relative_spread(samples_of[baseline]))
-    if result.best != baseline and result.best_ms < baseline_ms * (1.0 - noise):
-        final, final_ms, verdict = result.best, result.best_ms, "tuning successful"
+    confirmation = None
+    if result.best != baseline and confirm_rounds > 0:
+        # The search saw each point once, at its own moment of a shared machine. Baseline and
+        # winner are measured again, alternately, and the decision is made on those samples only.
+        pools = {baseline: [], result.best: []}
+        for _ in range(confirm_rounds):
+            for p in (baseline, result.best):
+                _broadcast(("trial", p.to_dict()), process_group)
+                pools[p].extend(trainer.trial(p, warmup, measure))
+        confirmation = {"rounds": confirm_rounds, "baseline_samples(ms)": [round(x, 4) for x in pools[baseline]],
+                        "best_samples(ms)": [round(x, 4) for x in pools[result.best]]}
+        baseline_ms, best_ms = _median(pools[baseline]), _median(pools[result.best])
+        noise = max(min_gain, relative_spread(pools[baseline]), relative_spread(pools[result.best]))
+        say("gdat confirm: baseline %.3f ms, %s %.3f ms (%d interleaved rounds)" % (
+            baseline_ms, result.best.label(), best_ms, confirm_rounds))
+    else:
+        baseline_ms = best_ms = _median(samples_of[baseline])
+        noise = max(min_gain, relative_spread(samples_of[baseline]))
+    if result.best != baseline and best_ms < baseline_ms * (1.0 - noise):
+        final, final_ms, verdict = result.best, best_ms, "tuning successful"
     else:
         final, final_ms = baseline, baseline_ms
-        verdict = "no significant improvement (best %s at %.3f ms vs baseline %.3f ms, threshold %.1f%%)" % (
-            result.best.label(), result.best_ms, baseline_ms, 100 * noise)
+        verdict = ("no significant improvement: DDP's defaults are the best point found" if result.best == baseline
+                   else "no significant improvement (best %s at %.3f ms vs baseline %.3f ms, threshold %.1f%%)" % (
+                       result.best.label(), best_ms, baseline_ms, 100 * noise))
     report = {"verdict": verdict, "settings": final.to_dict(), "baseline_ms": baseline_ms, "result_ms": final_ms,
               "search_best": result.best.to_dict(), "search_best_ms": result.best_ms, "threshold": noise,
               "trials": len(result.trials), "search_complete": result.complete,
-              "tuning_steps": trainer.step_index, "notes": notes}
+              "tuning_steps": trainer.step_index, "notes": notes, "confirmation": confirmation}
     if writer:
         writer.info.update({"threshold": round(noise, 4), "search_complete": result.complete,
-                            "tuning_steps": trainer.step_index, "notes": notes})
+                            "tuning_steps": trainer.step_index, "notes": notes, "confirmation": confirmation})
         writer.write("finished", baseline_ms, final, final_ms, verdict)
         write_json_atomic(os.path.join(output_dir, SETTINGS_FILE),
                           settings_document(final, baseline_ms, final_ms, "online", verdict,
