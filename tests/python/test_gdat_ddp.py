@@ -121,6 +121,12 @@ def test_tune_ddp_confirms_and_adopts_a_clear_winner(ddp_run):
     assert ranks[0]["tune_slow_baseline"]["report"] == ranks[1]["tune_slow_baseline"]["report"]
 
 
+def test_a_failing_rank0_ends_the_other_ranks_too(ddp_run):
+    _, ranks = ddp_run
+    assert ranks[0]["unwritable_output"].startswith(("NotADirectoryError", "FileExistsError"))
+    assert ranks[1]["unwritable_output"].startswith("RuntimeError: tune_ddp: rank 0 failed: ")
+
+
 def test_cli_online_two_processes(portkit, python, tmp_path):
     shutil.copy(os.path.join(EXAMPLES, "tiny_mlp.py"), str(tmp_path / "tiny_mlp.py"))
     out = tmp_path / "out"

@@ -100,61 +100,10 @@ def _broadcast(obj, group):
     return box[0]
 
 
-def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=2, measure=5, max_trials=None,
-             steps=None, output_dir=None, process_group=None, min_gain=0.02, confirm_rounds=3, powersgd_start_iter=2,
-             tuning_name="gdat", log=None, **ddp_kwargs):
-    """Tunes DDP's communication settings over the first steps of training and returns
-    ``(ddp, optimizer, report)``: DDP built with the chosen settings (continue training with it),
-    the optimizer (made once by ``optimizer_factory(module.parameters())`` and kept across trials),
-    and a dict with the decision, baseline and best times and every trial.
-
-    Call it in every rank after ``init_process_group``. ``make_batch(step) -> batch`` gives the
-    batch of a global step; ``loss_fn(ddp_model, batch) -> loss``. ``space`` is a ``Space``
-    (default: the non-lossy grid). ``max_trials`` bounds the points measured (each costs
-    ``warmup + measure`` steps); ``steps`` bounds all the tuning steps instead (the first
-    warm-up of max(3, 2 * warmup) steps and the ``confirm_rounds`` rounds of baseline and winner
-    are set aside, the rest is divided into trials; the smaller bound wins). Rank 0 writes the result file and ``gdat_settings.json`` into
-    ``output_dir`` when given. Extra keyword arguments go to DDP (device_ids, ...)."""
+def _lead(space, trainer, warmup, measure, max_trials, confirm_rounds, min_gain, output_dir, tuning_name, notes,
+          world, process_group, powersgd_start_iter, say):
+    """Rank 0's part of tune_ddp: search, confirm, decide, write; returns (settings, report)."""
     import torch.distributed as dist
-
-    if warmup < 1 or measure < 1:
-        raise ValueError("tune_ddp needs warmup >= 1 (a new DDP rebuilds its buckets in its first step) and measure >= 1")
-    if not dist.is_available() or not dist.is_initialized():
-        raise RuntimeError("tune_ddp: torch.distributed is not initialised (call init_process_group first)")
-    space = space or Space()
-    if steps is not None:
-        per_trial = (max(warmup, 2) if True in space.static_graphs else warmup) + measure
-        reserved = process_warmup_steps(warmup) + 2 * confirm_rounds * per_trial
-        by_steps = (int(steps) - reserved) // per_trial
-        if by_steps < 1:
-            raise ValueError("tune_ddp: steps=%d leaves no trial: %d go to the first warm-up and the confirmation, "
-                             "%d to each trial" % (steps, reserved, per_trial))
-        max_trials = by_steps if max_trials is None else min(max_trials, by_steps)
-    notes = []
-    if any(h[0] == "powersgd" for h in space.hooks) and dist.get_backend(process_group) == "gloo":
-        # PowerSGD's hook with several buckets makes gloo abort (make_ddp refuses it); with one
-        # bucket it would not overlap anything, so it is not tried at all on gloo.
-        space = space.without_hook("powersgd")
-        notes.append("PowerSGD not tried: on gloo its hook needs a single bucket (see make_ddp)")
-    rank = dist.get_rank(process_group)
-    world = dist.get_world_size(process_group)
-    optimizer = optimizer_factory(module.parameters())
-    trainer = _Trainer(module, make_batch, loss_fn, optimizer, process_group, ddp_kwargs, powersgd_start_iter)
-    say = log or (lambda msg: None)
-
-    if rank != 0:
-        while True:
-            command = _broadcast(None, process_group)
-            if command[0] == "trial":
-                trainer.trial(DDPSettings.from_dict(command[1]), warmup, measure)
-                continue
-            if command[0] == "warmup":
-                trainer.warm_process(DDPSettings.from_dict(command[1]), warmup)
-                continue
-            final, report = DDPSettings.from_dict(command[1]), command[2]
-            if trainer.ddp_settings != final:
-                trainer.build(final)
-            return trainer.ddp, optimizer, report
 
     writer = None
     if output_dir:
@@ -217,13 +166,83 @@ def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=
               "tuning_steps": trainer.step_index, "notes": notes, "confirmation": confirmation}
     if writer:
         writer.info.update({"threshold": round(noise, 4), "search_complete": result.complete,
-                            "tuning_steps": trainer.step_index, "notes": notes, "confirmation": confirmation})
+                            "tuning_steps": trainer.step_index, "notes": notes, "confirmation": confirmation,
+                            "search_best_settings": result.best.to_dict(), "search_best(ms)": round(result.best_ms, 6)})
         writer.write("finished", baseline_ms, final, final_ms, verdict)
         write_json_atomic(os.path.join(output_dir, SETTINGS_FILE),
                           settings_document(final, baseline_ms, final_ms, "online", verdict,
                                             powersgd_start_iter if final.comm_hook == "powersgd" else None))
         report["result_file"] = writer.path
-    say("gdat: %s -> %s" % (verdict, final.label()))
+    return final, report
+
+
+def tune_ddp(module, make_batch, loss_fn, optimizer_factory, space=None, warmup=2, measure=5, max_trials=None,
+             steps=None, output_dir=None, process_group=None, min_gain=0.02, confirm_rounds=3, powersgd_start_iter=2,
+             tuning_name="gdat", log=None, **ddp_kwargs):
+    """Tunes DDP's communication settings over the first steps of training and returns
+    ``(ddp, optimizer, report)``: DDP built with the chosen settings (continue training with it),
+    the optimizer (made once by ``optimizer_factory(module.parameters())`` and kept across trials),
+    and a dict with the decision, baseline and best times and every trial.
+
+    Call it in every rank after ``init_process_group``. ``make_batch(step) -> batch`` gives the
+    batch of a global step; ``loss_fn(ddp_model, batch) -> loss``. ``space`` is a ``Space``
+    (default: the non-lossy grid). ``max_trials`` bounds the points measured (each costs
+    ``warmup + measure`` steps); ``steps`` bounds all the tuning steps instead (the first
+    warm-up of max(3, 2 * warmup) steps and the ``confirm_rounds`` rounds of baseline and winner
+    are set aside, the rest is divided into trials; the smaller bound wins). Rank 0 writes the
+    result file and ``gdat_settings.json`` into ``output_dir`` when given. If rank 0 fails (an
+    output it cannot write), it tells the other ranks, which raise too instead of waiting.
+    Extra keyword arguments go to DDP (device_ids, ...)."""
+    import torch.distributed as dist
+
+    if warmup < 1 or measure < 1:
+        raise ValueError("tune_ddp needs warmup >= 1 (a new DDP rebuilds its buckets in its first step) and measure >= 1")
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError("tune_ddp: torch.distributed is not initialised (call init_process_group first)")
+    space = space or Space()
+    if steps is not None:
+        per_trial = (max(warmup, 2) if True in space.static_graphs else warmup) + measure
+        reserved = process_warmup_steps(warmup) + 2 * confirm_rounds * per_trial
+        by_steps = (int(steps) - reserved) // per_trial
+        if by_steps < 1:
+            raise ValueError("tune_ddp: steps=%d leaves no trial: %d go to the first warm-up and the confirmation, "
+                             "%d to each trial" % (steps, reserved, per_trial))
+        max_trials = by_steps if max_trials is None else min(max_trials, by_steps)
+    notes = []
+    if any(h[0] == "powersgd" for h in space.hooks) and dist.get_backend(process_group) == "gloo":
+        # PowerSGD's hook with several buckets makes gloo abort (make_ddp refuses it); with one
+        # bucket it would not overlap anything, so it is not tried at all on gloo.
+        space = space.without_hook("powersgd")
+        notes.append("PowerSGD not tried: on gloo its hook needs a single bucket (see make_ddp)")
+    rank = dist.get_rank(process_group)
+    world = dist.get_world_size(process_group)
+    optimizer = optimizer_factory(module.parameters())
+    trainer = _Trainer(module, make_batch, loss_fn, optimizer, process_group, ddp_kwargs, powersgd_start_iter)
+    say = log or (lambda msg: None)
+
+    if rank != 0:
+        while True:
+            command = _broadcast(None, process_group)
+            if command[0] == "trial":
+                trainer.trial(DDPSettings.from_dict(command[1]), warmup, measure)
+                continue
+            if command[0] == "warmup":
+                trainer.warm_process(DDPSettings.from_dict(command[1]), warmup)
+                continue
+            if command[0] == "abort":
+                raise RuntimeError("tune_ddp: rank 0 failed: %s" % command[1])
+            final, report = DDPSettings.from_dict(command[1]), command[2]
+            if trainer.ddp_settings != final:
+                trainer.build(final)
+            return trainer.ddp, optimizer, report
+
+    try:
+        final, report = _lead(space, trainer, warmup, measure, max_trials, confirm_rounds, min_gain, output_dir,
+                              tuning_name, notes, world, process_group, powersgd_start_iter, say)
+    except Exception as e:
+        _broadcast(("abort", "%s: %s" % (type(e).__name__, e)), process_group)
+        raise
+    say("gdat: %s -> %s" % (report["verdict"], final.label()))
     _broadcast(("done", final.to_dict(), report), process_group)
     if trainer.ddp_settings != final:
         trainer.build(final)
