@@ -122,6 +122,12 @@ def _first_bucket_bytes(nbytes):
     # (torch's documented way to tune it); it is put back as soon as the reducer exists.
     import torch.distributed as dist
 
+    if not hasattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES"):
+        if int(nbytes) != MIB:
+            raise SettingsError("this torch has no torch.distributed._DEFAULT_FIRST_BUCKET_BYTES: the first bucket's "
+                                "cap cannot be set (use first_bucket_mb=1)")
+        yield
+        return
     old = dist._DEFAULT_FIRST_BUCKET_BYTES
     dist._DEFAULT_FIRST_BUCKET_BYTES = int(nbytes)
     try:
