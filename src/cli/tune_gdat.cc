@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -29,7 +30,9 @@ namespace {
 struct GdatArgs {
   int job_type = 4;
   std::string framework = "pytorch";
-  std::string model, simulate, output = ".", python, backend = "gloo";
+  std::string model, simulate, describe, output = ".", python, backend = "gloo";
+  double alpha_ms = -1, beta_ms_per_mb = -1;
+  bool measure_comm = false;
   std::vector<std::string> inputs;
   int nproc = 2, warmup = 2, measure = 5, max_trials = 0, seed = 0;
   double lr = 0.01, timeout = 600;
@@ -53,6 +56,14 @@ Status Validate(const GdatArgs& a) {
   if (a.job_type != 4) return InvalidArgument("--job-type must be 4 for GDAT");
   if (a.framework != "pytorch")
     return InvalidArgument("--framework " + a.framework + ": GDAT is implemented for pytorch only (DDP)");
+  if (!a.describe.empty() && a.model.empty())
+    return InvalidArgument("--describe needs --model pkg.module:make_model and --input (the model to measure)");
+  if (!a.describe.empty() && !a.simulate.empty()) return InvalidArgument("give --describe or --simulate, not both");
+  if ((a.alpha_ms >= 0) != (a.beta_ms_per_mb >= 0))
+    return InvalidArgument("--alpha-ms and --beta-ms-per-mb go together");
+  if ((a.alpha_ms >= 0 || a.measure_comm) && a.describe.empty())
+    return InvalidArgument("--alpha-ms, --beta-ms-per-mb and --measure-comm apply to --describe only");
+  if (a.alpha_ms >= 0 && a.measure_comm) return InvalidArgument("give --alpha-ms/--beta-ms-per-mb or --measure-comm, not both");
   if (a.simulate.empty() == a.model.empty())
     return InvalidArgument("GDAT needs either --model pkg.module:make_model with --input (tune real DDP training) or "
                            "--simulate MODEL.json (tune on the cost model), not both");
@@ -65,9 +76,11 @@ Status Validate(const GdatArgs& a) {
   return Status();
 }
 
+/// Shortest decimal that reads back as `v` (to_string would cut 1e-5 to 0.000010 and beyond).
 std::string Number(double v) {
-  std::string s = std::to_string(v);
-  return s;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 }  // namespace
@@ -84,6 +97,14 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--model", a.model, "pkg.module:callable returning the nn.Module to train (imported from the current folder or PYTHONPATH)");
   app.add_option("--input", a.inputs, "input shape(s): 8x3x32x32, int64:8x128, comma list or repeated");
   app.add_option("--simulate", a.simulate, "tune on a cost-model description (JSON, docs/tune.md GDAT) instead of real training");
+  app.add_option("--describe", a.describe,
+                 "measure a cost-model description of --model on this machine (per-layer backward, forward, optimizer, "
+                 "copy and cast costs) into this JSON file instead of tuning; then --simulate it");
+  app.add_option("--alpha-ms", a.alpha_ms, "--describe: all-reduce latency (ms) of the cluster to simulate")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--beta-ms-per-mb", a.beta_ms_per_mb, "--describe: all-reduce cost per MiB (ms) of that cluster")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--measure-comm", a.measure_comm, "--describe: measure alpha and beta with --nproc local ranks (--backend)");
   app.add_option("--nproc", a.nproc, "processes (ranks) started on this machine")->default_val(2)->check(CLI::Range(1, 256));
   app.add_option("--backend", a.backend, "process group backend")->default_val("gloo")
       ->check(CLI::IsMember({"gloo", "nccl", "hccl"}));
@@ -111,14 +132,24 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   if (Status st = Validate(a); !st.ok()) return Fail(ctx, st);
   if (!a.simulate.empty())
     if (Status st = CheckInput(a.simulate, "--simulate", PathKind::kFile); !st.ok()) return Fail(ctx, st);
-  if (Status st = CheckOutputFolder(a.output, "--output"); !st.ok()) return Fail(ctx, st);
+  if (!a.describe.empty()) {
+    if (Status st = CheckOutputFile(a.describe, "--describe"); !st.ok()) return Fail(ctx, st);
+  } else if (Status st = CheckOutputFolder(a.output, "--output"); !st.ok()) {
+    return Fail(ctx, st);
+  }
   if (a.python.empty()) {
     const char* env = std::getenv("PORTKIT_PYTHON");
     a.python = env && *env ? env : "python3";
   }
 
   std::vector<std::string> cmd = {a.python, "-m", "portkit.gdat"};
-  if (!a.simulate.empty()) {
+  if (!a.describe.empty()) {
+    cmd.insert(cmd.end(), {"describe", "--model", a.model, "--output", a.describe, "--nproc", std::to_string(a.nproc),
+                           "--backend", a.backend, "--seed", std::to_string(a.seed)});
+    for (const auto& in : a.inputs) cmd.insert(cmd.end(), {"--input", in});
+    if (a.alpha_ms >= 0) cmd.insert(cmd.end(), {"--alpha-ms", Number(a.alpha_ms), "--beta-ms-per-mb", Number(a.beta_ms_per_mb)});
+    if (a.measure_comm) cmd.push_back("--measure-comm");
+  } else if (!a.simulate.empty()) {
     cmd.insert(cmd.end(), {"simulate", a.simulate});
     if (a.exhaustive) cmd.push_back("--exhaustive");
   } else {
@@ -127,13 +158,15 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
                            Number(a.lr), "--seed", std::to_string(a.seed), "--timeout", Number(a.timeout)});
     for (const auto& in : a.inputs) cmd.insert(cmd.end(), {"--input", in});
   }
-  cmd.insert(cmd.end(), {"--output", a.output});
-  if (a.allow_lossy) cmd.push_back("--allow-lossy");
-  if (a.max_trials > 0) cmd.insert(cmd.end(), {"--max-trials", std::to_string(a.max_trials)});
-  for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--bucket-caps", a.bucket_caps},
-                                    {"--first-buckets", a.first_buckets}, {"--bucket-views", a.bucket_views},
-                                    {"--static-graphs", a.static_graphs}, {"--powersgd-ranks", a.powersgd_ranks}})
-    if (!value.empty()) cmd.insert(cmd.end(), {flag, value});
+  if (a.describe.empty()) {
+    cmd.insert(cmd.end(), {"--output", a.output});
+    if (a.allow_lossy) cmd.push_back("--allow-lossy");
+    if (a.max_trials > 0) cmd.insert(cmd.end(), {"--max-trials", std::to_string(a.max_trials)});
+    for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--bucket-caps", a.bucket_caps},
+                                      {"--first-buckets", a.first_buckets}, {"--bucket-views", a.bucket_views},
+                                      {"--static-graphs", a.static_graphs}, {"--powersgd-ranks", a.powersgd_ranks}})
+      if (!value.empty()) cmd.insert(cmd.end(), {flag, value});
+  }
 
   SpawnOptions spawn;
   spawn.argv = cmd;

@@ -222,6 +222,9 @@ def test_cli_simulate_bad_description_names_the_file(portkit, python, tmp_path):
     (["--framework", "tensorflow", "--simulate", "x.json"], "GDAT is implemented for pytorch only"),
     (["--exhaustive", "--model", "m:f", "--input", "2"], "--exhaustive applies to --simulate only"),
     ([], "GDAT needs either --model"),
+    (["--describe", "d.json"], "--describe needs --model"),
+    (["--model", "m:f", "--input", "2", "--describe", "d.json", "--alpha-ms", "1"], "--alpha-ms and --beta-ms-per-mb go together"),
+    (["--simulate", "x.json", "--measure-comm"], "apply to --describe only"),
 ])
 def test_cli_usage_errors(portkit, tmp_path, args, message):
     res = run([portkit, "tune", "--job-type=4", "--output", str(tmp_path)] + args)

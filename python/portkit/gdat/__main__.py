@@ -1,6 +1,8 @@
 """``python -m portkit.gdat``: what ``portkit tune --job-type=4`` runs.
 
     python -m portkit.gdat simulate MODEL.json --output DIR [--allow-lossy] [--exhaustive] [grid options]
+    python -m portkit.gdat describe --model pkg.mod:make_model --input 8x32 --output MODEL.json
+                                    [--alpha-ms A --beta-ms-per-mb B | --measure-comm] [--repeats 5]
     python -m portkit.gdat train --model pkg.mod:make_model --input 8x32 [--input int64:8x16] --nproc 2
                                  --output DIR [--backend gloo] [--warmup 2] [--measure 5] [--max-trials N]
                                  [--allow-lossy] [--lr 0.01] [--seed 0] [grid options]
@@ -233,6 +235,76 @@ def run_train(args):
     return 0
 
 
+def run_describe(args):
+    inputs = []
+    for spec in args.input:
+        inputs.extend(parse_input_spec(spec))
+    if not inputs:
+        raise UsageError("--input: give the shape of the model's inputs, e.g. --input 8x3x32x32")
+    if (args.alpha_ms is None) != (args.beta_ms_per_mb is None):
+        raise UsageError("--alpha-ms and --beta-ms-per-mb go together")
+    if args.alpha_ms is not None and (args.alpha_ms < 0 or args.beta_ms_per_mb < 0):
+        raise UsageError("--alpha-ms and --beta-ms-per-mb must be >= 0")
+    if args.repeats < 1:
+        raise UsageError("--repeats must be >= 1")
+    factory = _factory(args.model)
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    os.makedirs(out_dir, exist_ok=True)
+    comm = None
+    if args.alpha_ms is not None:
+        comm = {"alpha_ms": args.alpha_ms, "beta_ms_per_mb": args.beta_ms_per_mb}
+    elif args.measure_comm:
+        # Measured first: the ranks are forked, and this process must not have run an operator yet.
+        import json
+        import tempfile
+
+        from .describe import measure_allreduce
+        from .launch import LaunchError, run_ranks
+
+        fd, tmp = tempfile.mkstemp(prefix=".gdat_comm.", suffix=".tmp", dir=out_dir)
+        os.close(fd)
+
+        def rank_fn(rank, world):
+            figures = measure_allreduce(world)
+            if rank == 0:
+                write_json_atomic(tmp, figures)
+
+        try:
+            run_ranks(rank_fn, args.nproc, backend=args.backend, timeout_s=300)
+            with open(tmp, encoding="utf-8") as f:
+                comm = json.load(f)
+        except LaunchError as e:
+            sys.stderr.write(str(e) + "\n")
+            return EXIT_FAILURE
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    import torch
+
+    from .describe import describe_model
+
+    torch.manual_seed(args.seed)
+    module = factory()
+    if not isinstance(module, torch.nn.Module):
+        raise UsageError("--model %s returned %s, not a torch.nn.Module" % (args.model, type(module).__name__))
+    g = torch.Generator().manual_seed(args.seed)
+    batch = []
+    for dtype, dims in inputs:
+        dt = getattr(torch, dtype)
+        batch.append(torch.randn(dims, generator=g).to(dt) if dt.is_floating_point
+                     else torch.randint(0, args.int_high, dims, generator=g, dtype=dt))
+    doc = describe_model(module, batch, lambda out: _default_loss(lambda *a: out, []), name=args.model,
+                         repeats=args.repeats, comm=comm)
+    ModelDescription(doc, where=args.output)  # what --simulate will accept
+    write_json_atomic(args.output, doc)
+    _print("GDAT description of %s: %d layers, forward %.3f ms, backward %.3f ms, optimizer %.3f ms, comm alpha %g ms "
+           "beta %g ms/MiB%s -> %s" % (args.model, len(doc["layers"]), doc["forward_ms"],
+                                         sum(l["backward_ms"] for l in doc["layers"]), doc["optimizer_ms"],
+                                         doc["comm"]["alpha_ms"], doc["comm"]["beta_ms_per_mb"],
+                                         "" if comm else " (not given: set comm before --simulate)", args.output))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m portkit.gdat", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -252,12 +324,26 @@ def main(argv=None):
     pt.add_argument("--int-high", type=int, default=16, help="integer inputs are drawn from [0, N)")
     pt.add_argument("--timeout", type=float, default=600.0, help="seconds before a stuck rank is ended")
     _add_grid_options(pt)
+    pd = sub.add_parser("describe", help="measure a cost-model description of a model on this machine")
+    pd.add_argument("--model", required=True)
+    pd.add_argument("--input", action="append", default=[])
+    pd.add_argument("--output", required=True, help="description JSON to write")
+    pd.add_argument("--alpha-ms", type=float, default=None, help="all-reduce latency of the cluster to simulate")
+    pd.add_argument("--beta-ms-per-mb", type=float, default=None, help="all-reduce ms per MiB of that cluster")
+    pd.add_argument("--measure-comm", action="store_true", help="measure alpha and beta with --nproc local ranks")
+    pd.add_argument("--nproc", type=int, default=2)
+    pd.add_argument("--backend", default="gloo", choices=("gloo", "nccl", "hccl"))
+    pd.add_argument("--repeats", type=int, default=5)
+    pd.add_argument("--seed", type=int, default=0)
+    pd.add_argument("--int-high", type=int, default=16)
     args = parser.parse_args(argv)
     try:
         if args.command == "simulate":
             return run_simulate(args)
         if args.command == "train":
             return run_train(args)
+        if args.command == "describe":
+            return run_describe(args)
         parser.print_help()
         return EXIT_USAGE
     except (UsageError, DescriptionError, ValueError) as e:

@@ -15,9 +15,10 @@ are slow: allocator, thread pools, first connections), so the baseline, measured
 pay for them. The search sees each point once, at its own moment of a shared machine, so its
 winner is confirmed: baseline and winner are measured again, alternately, ``confirm_rounds``
 times (default 3), and the decision uses those samples only. The winner replaces DDP's defaults
-only when its median beats the baseline's by more than the noise: ``min_gain`` (default 2 %) or
-the relative spread (1.4826 * MAD / median) of either sample, whichever is largest. Otherwise
-the defaults are kept and the result says "no significant improvement".
+only when it is faster in every round (its median of the round below the baseline's) and its
+pooled median beats the baseline's by more than ``min_gain`` (default 2 %) and by more than twice
+the standard error of the difference of the medians (1.253 * sqrt(s_a^2/n_a + s_b^2/n_b), s =
+1.4826 * MAD). Otherwise the defaults are kept and the result says "no significant improvement".
 """
 import os
 import time
@@ -31,6 +32,17 @@ def _median(values):
     v = sorted(values)
     n = len(v)
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def median_standard_error(a, b):
+    """Standard error of the difference of two medians, from robust spreads:
+    1.253 * sqrt(s_a^2 / n_a + s_b^2 / n_b) with s = 1.4826 * MAD."""
+    def part(v):
+        m = _median(v)
+        s = 1.4826 * _median([abs(x - m) for x in v])
+        return s * s / len(v)
+
+    return 1.253 * (part(a) + part(b)) ** 0.5
 
 
 def relative_spread(samples):
@@ -140,20 +152,27 @@ def _lead(space, trainer, warmup, measure, max_trials, confirm_rounds, min_gain,
         # The search saw each point once, at its own moment of a shared machine. Baseline and
         # winner are measured again, alternately, and the decision is made on those samples only.
         pools = {baseline: [], result.best: []}
+        round_wins = 0
         for _ in range(confirm_rounds):
+            this_round = {}
             for p in (baseline, result.best):
                 _broadcast(("trial", p.to_dict()), process_group)
-                pools[p].extend(trainer.trial(p, warmup, measure))
-        confirmation = {"rounds": confirm_rounds, "baseline_samples(ms)": [round(x, 4) for x in pools[baseline]],
+                this_round[p] = trainer.trial(p, warmup, measure)
+                pools[p].extend(this_round[p])
+            round_wins += _median(this_round[result.best]) < _median(this_round[baseline])
+        confirmation = {"rounds": confirm_rounds, "rounds_won": round_wins,
+                        "baseline_samples(ms)": [round(x, 4) for x in pools[baseline]],
                         "best_samples(ms)": [round(x, 4) for x in pools[result.best]]}
         baseline_ms, best_ms = _median(pools[baseline]), _median(pools[result.best])
-        noise = max(min_gain, relative_spread(pools[baseline]), relative_spread(pools[result.best]))
-        say("gdat confirm: baseline %.3f ms, %s %.3f ms (%d interleaved rounds)" % (
-            baseline_ms, result.best.label(), best_ms, confirm_rounds))
+        noise = max(min_gain, 2.0 * median_standard_error(pools[baseline], pools[result.best]) / baseline_ms)
+        significant = round_wins == confirm_rounds and best_ms < baseline_ms * (1.0 - noise)
+        say("gdat confirm: baseline %.3f ms, %s %.3f ms (%d interleaved rounds, %d won)" % (
+            baseline_ms, result.best.label(), best_ms, confirm_rounds, round_wins))
     else:
         baseline_ms = best_ms = _median(samples_of[baseline])
-        noise = max(min_gain, relative_spread(samples_of[baseline]))
-    if result.best != baseline and best_ms < baseline_ms * (1.0 - noise):
+        noise = max(min_gain, 2.0 * median_standard_error(samples_of[baseline], samples_of[baseline]) / baseline_ms)
+        significant = False
+    if significant:
         final, final_ms, verdict = result.best, best_ms, "tuning successful"
     else:
         final, final_ms = baseline, baseline_ms
