@@ -79,7 +79,10 @@ Status Validate(const GdatArgs& a) {
 /// Shortest decimal that reads back as `v` (to_string would cut 1e-5 to 0.000010 and beyond).
 std::string Number(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   return buf;
 }
 
