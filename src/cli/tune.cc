@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/cli_common.h"
+#include "cli/tune_gdat.h"
 #include "core/atomic_file.h"
 #include "render/tune_render.h"
 #include "tune/api.h"
@@ -84,6 +85,7 @@ int BankCommand(const BankArgs& a, const std::string& bank_flag, Context& ctx) {
 }  // namespace
 
 int TuneCommand(int argc, char** argv, Context& ctx) {
+  if (WantsGdat(argc, argv)) return TuneGdatCommand(argc, argv, ctx);  // --job-type=4: cli/tune_gdat.cc
   CLI::App app{"Operator auto-tuning (AOE's OPAT): tunes MatMul and Conv2D kernels compiled and measured on this "
                "machine, keeping the best strategies in a knowledge base.\n"
                "Sub-commands: `tune bank list | show OP | export FILE | import FILE` inspect and share the "
