@@ -112,9 +112,8 @@ class RankRewriter {
     auto add = [&](std::string_view key, std::string_view raw) {
       if (!first) out += ",";
       first = false;
-      out += "\"";
-      JsonWriter::AppendEscaped(out, key);
-      out += "\":";
+      JsonWriter::AppendEscaped(out, key);  // quoted
+      out += ":";
       out += raw;
     };
     for (const auto& [key, raw] : fields) {
@@ -139,7 +138,7 @@ class RankRewriter {
     std::string label = "rank " + std::to_string(trace_.rank);
     std::string escaped;
     JsonWriter::AppendEscaped(escaped, label);
-    meta("process_name", 0, "{\"name\":\"" + escaped + "\"}");
+    meta("process_name", 0, "{\"name\":" + escaped + "}");
     meta("process_sort_index", 0, "{\"sort_index\":" + std::to_string(trace_.rank) + "}");
     for (const auto& [key, id] : threads_) {
       auto slash = key.find('/');
@@ -150,7 +149,7 @@ class RankRewriter {
                          (tn != thread_names_.end() && !tn->second.empty() ? tn->second : "tid " + tid);
       std::string esc;
       JsonWriter::AppendEscaped(esc, text);
-      meta("thread_name", id, "{\"name\":\"" + esc + "\"}");
+      meta("thread_name", id, "{\"name\":" + esc + "}");
       meta("thread_sort_index", id, "{\"sort_index\":" + std::to_string(id) + "}");
     }
   }
