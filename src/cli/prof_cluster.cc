@@ -19,6 +19,7 @@ void ClusterCommand::Register(CLI::App& prof) {
       ->required();
   command->add_option("-o,--output", output, "folder for the reports (default: <dir>/cluster_analysis_output)");
   AddFormatOption(*command, &formats, {"text", "json", "html"}, {"text", "json", "html"});
+  AddJobsOption(*command, &jobs);
   command->add_flag("--no-timeline", no_timeline, "do not write the merged timeline (cluster_timeline.json)");
   command->add_flag("--include-last-step", include_last_step,
                     "keep device work launched in the last profiler step (HTA leaves it out as incomplete)");
@@ -28,6 +29,7 @@ int ClusterCommand::Run(Context& ctx) const {
   fs::path out = output.empty() ? fs::path(dir) / prof::cluster::kClusterOutputFolder : fs::path(output);
   if (Status st = CheckInput(dir, "--dir", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
+  if (jobs > 0) ctx.jobs = jobs;
   prof::cluster::ClusterOptions options;
   options.dir = dir;
   options.timeline = !no_timeline;

@@ -12,6 +12,7 @@ struct ClusterCommand {
   std::string dir, output;
   std::vector<std::string> formats;
   bool no_timeline = false, include_last_step = false;
+  int jobs = 0;  ///< threads reading ranks (0: one per core)
 
   /// Adds `cluster` and its options to `prof`.
   void Register(CLI::App& prof);
