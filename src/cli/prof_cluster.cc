@@ -25,17 +25,23 @@ void ClusterCommand::Register(CLI::App& prof) {
                     "keep device work launched in the last profiler step (HTA leaves it out as incomplete)");
 }
 
-int ClusterCommand::Run(Context& ctx) const {
-  fs::path out = output.empty() ? fs::path(dir) / prof::cluster::kClusterOutputFolder : fs::path(output);
-  if (Status st = CheckInput(dir, "--dir", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);
-  if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
-  if (jobs > 0) ctx.jobs = jobs;
+namespace {
+
+/// Runs the analysis and, on process 0, writes the reports; the exit code.
+int RunAndWrite(const ClusterCommand& c, prof::cluster::Exchange& exchange, Context& ctx) {
+  fs::path out = c.output.empty() ? fs::path(c.dir) / prof::cluster::kClusterOutputFolder : fs::path(c.output);
+  const bool root = exchange.process() == 0;
+  auto fail = [&](const Status& st) { return root ? Fail(ctx, st) : ExitCodeFor(st); };
+  if (Status st = CheckInput(c.dir, "--dir", PathKind::kDirectory); !st.ok()) return fail(st);
+  if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return fail(st);
   prof::cluster::ClusterOptions options;
-  options.dir = dir;
-  options.timeline = !no_timeline;
-  options.include_last_step = include_last_step;
+  options.dir = c.dir;
+  options.timeline = !c.no_timeline;
+  options.include_last_step = c.include_last_step;
+  options.exchange = &exchange;
   auto report = prof::cluster::RunCluster(options, ctx);
-  if (!report.ok()) return Fail(ctx, report.status());
+  if (!report.ok()) return fail(report.status());
+  if (!report->root) return kExitOk;  // process 0 writes; its exit code is shared below
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec) return Fail(ctx, IoError("cannot create " + out.string() + ": " + ec.message()));
@@ -45,7 +51,7 @@ int ClusterCommand::Run(Context& ctx) const {
       {"cluster_communication_matrix.json", render::ClusterCommunicationMatrixJson(*report)},
   };
   std::string text = render::ProfClusterText(*report);
-  for (const auto& f : formats) {
+  for (const auto& f : c.formats) {
     if (f == "text") files.emplace_back("cluster_report.txt", text);
     else if (f == "json") files.emplace_back("cluster_report.json", render::ProfClusterJson(*report));
     else files.emplace_back("cluster_report.html", render::ProfClusterHtml(*report));
@@ -60,6 +66,17 @@ int ClusterCommand::Run(Context& ctx) const {
   for (const auto& [file, why] : report->skipped) ctx.logger.Info("skipped " + file + ": " + why);
   ctx.logger.Info("Cluster reports in " + out.string() + ": " + list);
   return kExitOk;
+}
+
+}  // namespace
+
+int ClusterCommand::Run(Context& ctx) const {
+  if (jobs > 0) ctx.jobs = jobs;
+  // Under mpirun (and built with MPI) every process reads its share of the ranks; process 0
+  // analyses and writes, and every process ends with process 0's exit code.
+  auto exchange = prof::cluster::MakeExchange();
+  int code = RunAndWrite(*this, *exchange, ctx);
+  return exchange->processes() > 1 ? exchange->Broadcast(code) : code;
 }
 
 }  // namespace portkit::cli

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -211,12 +212,53 @@ struct StepTraceRow {
   TimeSplit split;
 };
 
+// ---- sharing the ranks among processes ----------------------------------------------------------
+
+/// How the ranks are shared among processes: one process (the default), or the processes of an
+/// MPI job (`mpirun -np N portkit prof cluster ...`, when portkit is built with MPI): process p
+/// reads and reduces the files p, p + N, p + 2N, ...; the reductions are gathered on process 0,
+/// which runs the cross-rank analyses and writes the reports.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual int process() const = 0;
+  virtual int processes() const = 0;
+  /// Process 0 gets every process's `mine`, in process order; the others get an empty list.
+  virtual Expected<std::vector<std::string>> GatherToRoot(const std::string& mine) = 0;
+  /// Every process gets process 0's `value`.
+  virtual int Broadcast(int value) = 0;
+};
+
+/// One process, no MPI.
+std::unique_ptr<Exchange> MakeSingleProcessExchange();
+/// MPI's processes when portkit is built with MPI (PORTKIT_WITH_MPI) and was started by mpirun
+/// (MPI is initialised here and finalised with the returned object); one process otherwise.
+std::unique_ptr<Exchange> MakeExchange();
+/// Whether this portkit was built with MPI.
+bool BuiltWithMpi();
+
+/// What one rank reduces to before the cross-rank analyses: its summary, its breakdown and its
+/// trace with only the communication tasks (what AnalyseCommunication reads). Serialised to move
+/// between processes; the single-process run goes through the same reduction.
+struct RankDigest {
+  size_t file_index = 0;
+  Status status;        ///< not ok: the file could not be read (the rest is empty)
+  RankTrace trace;      ///< tasks: the communication tasks only
+  RankBreakdown breakdown;
+  uint64_t device_tasks = 0;
+};
+RankDigest DigestRank(size_t file_index, Expected<RankTrace> read);
+std::string SerializeDigests(const std::vector<RankDigest>& digests);
+/// Errors (kInternal) when `bytes` is not what SerializeDigests wrote.
+Status DeserializeDigests(std::string_view bytes, std::vector<RankDigest>* out);
+
 // ---- the command ------------------------------------------------------------------------------
 
 struct ClusterOptions {
   std::filesystem::path dir;   ///< the folder of per-rank traces
   bool timeline = true;        ///< build the merged timeline
   bool include_last_step = false;  ///< keep the last (often incomplete) step, see ReadRankTrace
+  Exchange* exchange = nullptr;    ///< null: one process
 };
 
 struct RankSummary {
@@ -241,6 +283,9 @@ struct ClusterReport {
   std::string timeline_json;               ///< empty when not asked for
   uint64_t timeline_events = 0;
   double seconds_reading = 0, seconds_analysing = 0;
+  /// False on the processes of an MPI job other than 0: they hold no report and write nothing.
+  bool root = true;
+  int processes = 1;
 };
 
 /// Reads every rank of options.dir and analyses them. Errors: the folder holds no trace

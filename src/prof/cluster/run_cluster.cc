@@ -1,5 +1,6 @@
-// `prof cluster`: find the ranks of a folder, read them (in parallel), align them on absolute
-// time and run the analyses.
+// `prof cluster`: find the ranks of a folder, reduce each (in parallel threads, and across MPI
+// processes when there are several), then, on process 0, align them on absolute time and run the
+// cross-rank analyses. One process goes through the same reduction, so its report is the same.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -12,8 +13,13 @@ namespace portkit::prof::cluster {
 namespace fs = std::filesystem;
 
 Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) {
+  std::unique_ptr<Exchange> single;
+  Exchange* exchange = options.exchange;
+  if (!exchange) single = MakeSingleProcessExchange(), exchange = single.get();
   ClusterReport report;
   report.dir = options.dir;
+  report.processes = exchange->processes();
+  report.root = exchange->process() == 0;
   auto files = FindRankFiles(options.dir, &report.skipped);
   if (!files.ok()) return files.status();
   if (files->empty())
@@ -21,50 +27,58 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
                     " other files); give the folder holding one trace per rank");
 
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::string> display(files->size());
-  std::vector<Expected<RankTrace>> read(files->size(), Expected<RankTrace>(Status(ErrorCode::kInternal, "not read")));
-  for (size_t i = 0; i < files->size(); ++i) {
-    std::error_code ec;
-    std::string rel = fs::relative((*files)[i], options.dir, ec).string();
-    display[i] = ec || rel.empty() ? (*files)[i].filename().string() : rel;
-  }
+  // This process's share: files p, p + P, p + 2P, ...
+  std::vector<size_t> mine;
+  for (size_t i = static_cast<size_t>(exchange->process()); i < files->size(); i += static_cast<size_t>(exchange->processes()))
+    mine.push_back(i);
+  std::vector<RankDigest> digests(mine.size());
   {
-    ThreadPool pool(std::min<int>(ctx.jobs > 0 ? ctx.jobs : ThreadPool::DefaultThreads(),
-                                  static_cast<int>(files->size())));
-    pool.ParallelFor(files->size(), [&](int, size_t i) {
+    ThreadPool pool(std::max(1, std::min<int>(ctx.jobs > 0 ? ctx.jobs : ThreadPool::DefaultThreads(),
+                                              static_cast<int>(mine.size()))));
+    pool.ParallelFor(mine.size(), [&](int, size_t k) {
+      size_t i = mine[k];
+      std::error_code ec;
+      std::string rel = fs::relative((*files)[i], options.dir, ec).string();
+      std::string display = ec || rel.empty() ? (*files)[i].filename().string() : rel;
       int64_t hint = RankFromFileName((*files)[i].filename().string());
-      if (hint < 0) hint = RankFromFileName(display[i]);
-      read[i] = ReadRankTrace((*files)[i], display[i], hint, options.include_last_step);
+      if (hint < 0) hint = RankFromFileName(display);
+      digests[k] = DigestRank(i, ReadRankTrace((*files)[i], display, hint, options.include_last_step));
     });
   }
-  std::vector<RankTrace> ranks;
-  std::vector<fs::path> rank_files;
-  for (size_t i = 0; i < read.size(); ++i) {
-    if (!read[i].ok()) return read[i].status();
-    ranks.push_back(std::move(*read[i]));
-    rank_files.push_back((*files)[i]);
+  std::vector<RankDigest> all;
+  if (exchange->processes() == 1) {
+    all = std::move(digests);
+  } else {
+    auto gathered = exchange->GatherToRoot(SerializeDigests(digests));
+    if (!gathered.ok()) return gathered.status();
+    for (const auto& bytes : *gathered) PORTKIT_RETURN_IF_ERROR(DeserializeDigests(bytes, &all));
+    if (!report.root) return report;
   }
+  std::sort(all.begin(), all.end(), [](const RankDigest& a, const RankDigest& b) { return a.file_index < b.file_index; });
+  for (const auto& d : all)
+    if (!d.status.ok()) return d.status;  // the first failing file, in path order
+
   // By rank; two files of one rank are an error naming both.
-  std::vector<size_t> order(ranks.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranks[a].rank < ranks[b].rank; });
-  for (size_t k = 1; k < order.size(); ++k)
-    if (ranks[order[k]].rank == ranks[order[k - 1]].rank)
-      return InvalidArgument(options.dir.string() + ": rank " + std::to_string(ranks[order[k]].rank) +
-                             " appears twice: " + ranks[order[k - 1]].file + " and " + ranks[order[k]].file +
+  std::stable_sort(all.begin(), all.end(),
+                   [](const RankDigest& a, const RankDigest& b) { return a.trace.rank < b.trace.rank; });
+  for (size_t k = 1; k < all.size(); ++k)
+    if (all[k].trace.rank == all[k - 1].trace.rank)
+      return InvalidArgument(options.dir.string() + ": rank " + std::to_string(all[k].trace.rank) +
+                             " appears twice: " + all[k - 1].trace.file + " and " + all[k].trace.file +
                              "; keep one trace per rank in the folder");
-  {
-    std::vector<RankTrace> sorted;
-    std::vector<fs::path> sorted_files;
-    for (size_t i : order) sorted.push_back(std::move(ranks[i])), sorted_files.push_back(rank_files[i]);
-    ranks = std::move(sorted);
-    rank_files = std::move(sorted_files);
-  }
   auto t1 = std::chrono::steady_clock::now();
 
+  std::vector<RankTrace> ranks;
+  std::vector<fs::path> rank_files;
+  for (auto& d : all) {
+    rank_files.push_back((*files)[d.file_index]);
+    report.breakdown.push_back(std::move(d.breakdown));
+    ranks.push_back(std::move(d.trace));
+  }
   report.origin_ns = ranks.front().first_ns;
   for (const auto& r : ranks) report.origin_ns = std::min(report.origin_ns, r.first_ns);
-  for (const auto& r : ranks) {
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    const RankTrace& r = ranks[k];
     RankSummary s;
     s.file = r.file;
     s.rank = r.rank;
@@ -73,7 +87,7 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
     s.rank_from_file_name = r.rank_from_file_name;
     s.offset_ns = r.first_ns - report.origin_ns;
     s.events = r.events;
-    s.device_tasks = r.tasks.size();
+    s.device_tasks = all[k].device_tasks;
     s.comm_tasks = r.comms.size();
     s.bytes = r.bytes;
     std::vector<std::string> notes;
@@ -88,7 +102,6 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
                       " device task(s) launched in the last (incomplete) step or with no launch left out");
     for (const auto& n : notes) s.warning += (s.warning.empty() ? "" : "; ") + n;
     report.ranks.push_back(std::move(s));
-    report.breakdown.push_back(ComputeRankBreakdown(r));
   }
   report.slow_ranks = FindSlowRanks(report.breakdown);
   report.communication = AnalyseCommunication(ranks);
@@ -104,7 +117,8 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
   auto t2 = std::chrono::steady_clock::now();
   report.seconds_reading = std::chrono::duration<double>(t1 - t0).count();
   report.seconds_analysing = std::chrono::duration<double>(t2 - t1).count();
-  ctx.logger.Info("Read " + std::to_string(ranks.size()) + " rank(s) from " + options.dir.string());
+  ctx.logger.Info("Read " + std::to_string(ranks.size()) + " rank(s) from " + options.dir.string() +
+                  (report.processes > 1 ? " with " + std::to_string(report.processes) + " MPI processes" : ""));
   return report;
 }
 

@@ -264,3 +264,41 @@ TEST(ClusterUnits, SlowRankNeedsAllRanksAndTwoOfThem) {
 
 }  // namespace
 }  // namespace portkit::prof::cluster
+
+namespace portkit::prof::cluster {
+namespace {
+
+TEST_F(Cluster, DigestsSurviveTheTripBetweenProcesses) {
+  std::vector<RankDigest> digests;
+  for (int r = 0; r < 4; ++r) {
+    std::string name = "worker" + std::to_string(r) + ".json";
+    digests.push_back(DigestRank(static_cast<size_t>(r), ReadRankTrace(dir_ / "job" / name, name, -1)));
+  }
+  digests.push_back(DigestRank(4, Expected<RankTrace>(ParseError("bad.json: corrupt"))));
+  std::string bytes = SerializeDigests(digests);
+  std::vector<RankDigest> back;
+  ASSERT_TRUE(DeserializeDigests(bytes, &back).ok());
+  ASSERT_EQ(back.size(), 5u);
+  EXPECT_EQ(back[4].status.message(), "bad.json: corrupt");
+  EXPECT_EQ(back[4].status.code(), ErrorCode::kParse);
+  EXPECT_EQ(SerializeDigests(back), bytes);  // every field written is read back
+  // Only communication tasks travel, and the analyses see the same thing.
+  EXPECT_EQ(back[2].trace.tasks.size(), 2u);
+  EXPECT_EQ(back[2].device_tasks, 4u);
+  std::vector<RankTrace> traces;
+  for (int r = 0; r < 4; ++r) traces.push_back(back[static_cast<size_t>(r)].trace);
+  auto comm = AnalyseCommunication(traces);
+  EXPECT_EQ(comm.slow_links, 1u);
+  // Damaged bytes are an error, never a crash.
+  for (size_t cut : {size_t{0}, size_t{7}, bytes.size() / 2, bytes.size() - 1}) {
+    std::vector<RankDigest> partial;
+    EXPECT_FALSE(DeserializeDigests(std::string_view(bytes).substr(0, cut), &partial).ok()) << cut;
+  }
+  std::string flipped = bytes;
+  flipped[8 * 3 + 40] = '\x7f';
+  std::vector<RankDigest> junk;
+  (void)DeserializeDigests(flipped, &junk);  // must not crash whatever it decides
+}
+
+}  // namespace
+}  // namespace portkit::prof::cluster
