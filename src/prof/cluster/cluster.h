@@ -286,6 +286,7 @@ struct ClusterReport {
   /// False on the processes of an MPI job other than 0: they hold no report and write nothing.
   bool root = true;
   int processes = 1;
+  uint64_t exchanged_bytes = 0;  ///< rank digests gathered on process 0 (MPI only)
 };
 
 /// Reads every rank of options.dir and analyses them. Errors: the folder holds no trace

@@ -51,7 +51,10 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
   } else {
     auto gathered = exchange->GatherToRoot(SerializeDigests(digests));
     if (!gathered.ok()) return gathered.status();
-    for (const auto& bytes : *gathered) PORTKIT_RETURN_IF_ERROR(DeserializeDigests(bytes, &all));
+    for (const auto& bytes : *gathered) {
+      report.exchanged_bytes += bytes.size();
+      PORTKIT_RETURN_IF_ERROR(DeserializeDigests(bytes, &all));
+    }
     if (!report.root) return report;
   }
   std::sort(all.begin(), all.end(), [](const RankDigest& a, const RankDigest& b) { return a.file_index < b.file_index; });
@@ -118,7 +121,9 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
   report.seconds_reading = std::chrono::duration<double>(t1 - t0).count();
   report.seconds_analysing = std::chrono::duration<double>(t2 - t1).count();
   ctx.logger.Info("Read " + std::to_string(ranks.size()) + " rank(s) from " + options.dir.string() +
-                  (report.processes > 1 ? " with " + std::to_string(report.processes) + " MPI processes" : ""));
+                  (report.processes > 1 ? " with " + std::to_string(report.processes) + " MPI processes (" +
+                                              std::to_string(report.exchanged_bytes) + " bytes of rank digests gathered)"
+                                        : ""));
   return report;
 }
 
