@@ -19,7 +19,7 @@ for f in cluster_report.txt cluster_report.json cluster_report.html cluster_step
          cluster_communication.json cluster_communication_matrix.json cluster_timeline.json; do
   check "writes $f" "[ -s '$out/$f' ]"
 done
-check "a .json that is no trace is skipped with a note" "grep -q 'skipped config.json: not a Kineto trace' '$tmp/pair.err'"
+check "a .json that is no trace is skipped with a note" "grep -q 'skipped config.json: not a Kineto or torch_npu trace' '$tmp/pair.err'"
 check "text report names both ranks and the slow-rank rule" \
   "grep -q 'Cluster of 2 rank(s)' '$tmp/pair.out' && grep -q '(max-min)/mean > 0.05' '$tmp/pair.out'"
 # Absolute time: rank 1's first event is 553 us after rank 0's (1682725897227300 vs ...226747 us).
@@ -117,6 +117,31 @@ head -c 30000 <(gzip -dc "$k/trace_filter__sampled_rank-1.json.gz") > "$tmp/pair
 "$PORTKIT" prof cluster -dir "$tmp/pair" >/dev/null 2>"$tmp/err"
 rc=$?
 check "a truncated copy of rank 1 beside the original is a duplicate rank" "[ $rc = 2 ] && grep -q 'rank 1 appears twice' '$tmp/err'"
+
+# torch_npu's layout: <name>_ascend_pt/{profiler_info_<rank>.json, ASCEND_PROFILER_OUTPUT/trace_view.json}.
+for r in 0 1; do
+  d="$tmp/npu/node_${r}_ascend_pt"
+  mkdir -p "$d/ASCEND_PROFILER_OUTPUT"
+  echo "{\"rank_id\": $r}" > "$d/profiler_info_$r.json"
+  cp tests/data/traces/ascend/trace_view.json tests/data/traces/ascend/kernel_details.csv "$d/ASCEND_PROFILER_OUTPUT/"
+done
+"$PORTKIT" prof cluster -dir "$tmp/npu" --format json >"$tmp/npu.out" 2>"$tmp/npu.err"
+check "torch_npu layout: two ranks from profiler_info_N.json" \
+  "$py -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [r[\"rank\"] for r in d[\"ranks\"]] == [0, 1] and d[\"ranks\"][1][\"device_tasks\"] == 276, d[\"ranks\"]' '$tmp/npu/cluster_analysis_output/cluster_report.json'"
+# torch_npu's own Overlap Analysis process in the same trace_view.json says how long the device
+# computed and was free; portkit's compute and idle from the Ascend Hardware tasks agree within 1 %.
+check "torch_npu layout: compute and idle agree with the trace's Overlap Analysis within 1 %" \
+  "$py -c '
+import json,sys
+t=json.load(open(sys.argv[2]))
+pid=[e[\"pid\"] for e in t if e.get(\"ph\")==\"M\" and e.get(\"name\")==\"process_name\" and e[\"args\"][\"name\"]==\"Overlap Analysis\"][0]
+ov={}
+for e in t:
+    if e.get(\"ph\")==\"X\" and e[\"pid\"]==pid: ov[e[\"name\"]]=ov.get(e[\"name\"],0)+float(e[\"dur\"])
+b=json.load(open(sys.argv[1]))[\"temporal_breakdown\"][0][\"total\"]
+assert abs(b[\"compute_us\"]-ov[\"Computing\"]) <= 0.01*ov[\"Computing\"], (b, ov)
+assert abs(b[\"free_us\"]-ov[\"Free\"]) <= 0.01*ov[\"Free\"], (b, ov)
+' '$tmp/npu/cluster_analysis_output/cluster_report.json' tests/data/traces/ascend/trace_view.json"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

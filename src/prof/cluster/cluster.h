@@ -96,13 +96,18 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
 
 /// The rank in a file name ("rank-3", "rank_3", "rank3", case-insensitive), or -1.
 int64_t RankFromFileName(const std::string& name);
+/// torch_npu's rank: N of a `profiler_info_N.json` in the file's folder or a parent (up to
+/// `dir`), as its profiler writes in each `*_ascend_pt` folder; -1 when there is none.
+int64_t RankFromAscendFolder(const std::filesystem::path& file, const std::filesystem::path& dir);
 
 /// The default output folder inside the input folder (msprof-analyze's name); never read as input.
 inline constexpr const char* kClusterOutputFolder = "cluster_analysis_output";
 
 /// The trace files of `dir` (searched recursively, sorted by path, kClusterOutputFolder and
 /// portkit's marked output folders skipped): every file whose content starts like a Kineto trace
-/// object. `skipped` gets the other files (relative path, why).
+/// object or a torch_npu trace_view.json (an event array with string timestamps; its device
+/// tasks are the events with a "Stream Id", HCCL's `hcom_` tasks communication). `skipped` gets
+/// the other files (relative path, why).
 Expected<std::vector<std::filesystem::path>> FindRankFiles(
     const std::filesystem::path& dir, std::vector<std::pair<std::string, std::string>>* skipped);
 

@@ -24,14 +24,33 @@ Expected<std::vector<fs::path>> FindRankFiles(const fs::path& dir,
         in_output |= d.filename() == kClusterOutputFolder;
       if (in_output) continue;
       std::string head = ReadFirstBytes(e.path);
-      if (LooksLikeTraceObject(head)) out.push_back(e.path);
-      else if (skipped) skipped->emplace_back(e.rel, "not a Kineto trace");
+      // Kineto trace objects, and torch_npu's trace_view.json (an event array with string ts).
+      if (LooksLikeTraceObject(head) || (LooksLikeEventArray(head) && HasStringTimestamp(head))) out.push_back(e.path);
+      else if (skipped) skipped->emplace_back(e.rel, "not a Kineto or torch_npu trace");
     } else if (skipped && e.kind != InputEntry::Kind::kOutput) {
       skipped->emplace_back(e.rel, e.note.empty() ? "not a regular file" : e.note);
     }
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+int64_t RankFromAscendFolder(const fs::path& file, const fs::path& dir) {
+  std::error_code ec;
+  auto root = fs::weakly_canonical(dir, ec);
+  for (fs::path d = file.parent_path(); !d.empty(); d = d.parent_path()) {
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      std::string name = e.path().filename().string();
+      // profiler_info_<rank>.json, written by torch_npu's profiler beside ASCEND_PROFILER_OUTPUT.
+      if (name.rfind("profiler_info_", 0) == 0 && name.size() > 19 && name.substr(name.size() - 5) == ".json") {
+        std::string digits = name.substr(14, name.size() - 19);
+        if (!digits.empty() && digits.size() < 9 && digits.find_first_not_of("0123456789") == std::string::npos)
+          return std::stoll(digits);
+      }
+    }
+    if (ec || fs::weakly_canonical(d, ec) == root || d == d.parent_path()) break;
+  }
+  return -1;
 }
 
 }  // namespace portkit::prof::cluster

@@ -122,7 +122,7 @@ class RankReader {
           std::string_view k;
           simdjson::ondemand::value x;
           if (f.unescaped_key().get(k) || f.value().get(x)) break;
-          if (k == "stream") stream = IntValue(x);
+          if (k == "stream" || k == "Stream Id") stream = IntValue(x);  // Kineto / Ascend Hardware
           else if (k == "correlation") correlation = IntValue(x);
           else if (k == "Collective name") args.op = StringOrRaw(x), comm_args = true;
           else if (k == "In msg nelems") args.in_nelems = IntValue(x);
@@ -262,7 +262,8 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
   if (!has_rank) {
     if (rank_hint < 0)
       return InvalidArgument(display + ": no distributedInfo.rank in the trace and no rank in the file name "
-                                       "(name the file like rank-3.json or profile with torch.distributed initialised)");
+                                       "(name the file like rank-3.json, keep torch_npu's profiler_info_N.json beside it, or "
+                                       "profile with torch.distributed initialised)");
     out.rank = rank_hint;
     out.rank_from_file_name = true;
   }
@@ -304,7 +305,8 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
   };
   // HTA drops device tasks that were not launched before the last step began (its last step is
   // taken as incomplete), when the trace has two or more steps.
-  const bool filter = out.steps.size() >= 2;
+  // Ascend traces (no correlation ids) keep every task and take their step from their start.
+  const bool filter = out.steps.size() >= 2 && !launches.empty();
   int64_t last_start = 0, last_end = 0;
   for (const auto& s : out.steps) last_start = std::max(last_start, s.cpu_start), last_end = std::max(last_end, s.cpu_end);
   std::vector<size_t> order(reader.tasks.size());
@@ -328,6 +330,9 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
       // The step whose host window holds the launch (HTA's iteration of a GPU kernel).
       for (size_t s = 0; s < out.steps.size(); ++s)
         if (out.steps[s].cpu_start <= *launched && *launched < out.steps[s].cpu_end) t.step = static_cast<int32_t>(s);
+    } else if (launches.empty()) {
+      // No launches recorded (Ascend): the last step that started on the host before the task.
+      for (size_t s = 0; s < out.steps.size() && out.steps[s].cpu_start <= t.start; ++s) t.step = static_cast<int32_t>(s);
     }
     if (t.cls == TaskClass::kCommunication) out.comms.push_back({out.tasks.size(), std::move(reader.task_args[i])});
     out.tasks.push_back(t);

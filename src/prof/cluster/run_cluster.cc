@@ -40,7 +40,8 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
       std::error_code ec;
       std::string rel = fs::relative((*files)[i], options.dir, ec).string();
       std::string display = ec || rel.empty() ? (*files)[i].filename().string() : rel;
-      int64_t hint = RankFromFileName((*files)[i].filename().string());
+      int64_t hint = RankFromAscendFolder((*files)[i], options.dir);
+      if (hint < 0) hint = RankFromFileName((*files)[i].filename().string());
       if (hint < 0) hint = RankFromFileName(display);
       digests[k] = DigestRank(i, ReadRankTrace((*files)[i], display, hint, options.include_last_step));
     });
@@ -94,7 +95,7 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
     s.comm_tasks = r.comms.size();
     s.bytes = r.bytes;
     std::vector<std::string> notes;
-    if (r.rank_from_file_name) notes.push_back("no distributedInfo.rank: rank taken from the file name");
+    if (r.rank_from_file_name) notes.push_back("no distributedInfo.rank: rank taken from the file name or torch_npu's profiler_info_N.json");
     if (!r.has_base_time) notes.push_back("no baseTimeNanoseconds: timestamps taken as absolute");
     if (r.truncated) notes.push_back("truncated trace: the events before the damage were read");
     if (r.world_size > 0 && static_cast<size_t>(r.world_size) != ranks.size())

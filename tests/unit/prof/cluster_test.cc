@@ -196,7 +196,8 @@ TEST_F(Cluster, ClearErrors) {
   ASSERT_FALSE(norank.ok());
   EXPECT_EQ(norank.status().message(),
             "trace.json: no distributedInfo.rank in the trace and no rank in the file name (name the file like "
-            "rank-3.json or profile with torch.distributed initialised)");
+            "rank-3.json, keep torch_npu's profiler_info_N.json beside it, or profile with torch.distributed "
+            "initialised)");
   fs::rename(dir_ / "norank" / "trace.json", dir_ / "norank" / "trace_rank_7.json");
   auto named = RunCluster({dir_ / "norank", false}, ctx_);
   ASSERT_TRUE(named.ok()) << named.status().message();
