@@ -118,6 +118,12 @@ head -c 30000 <(gzip -dc "$k/trace_filter__sampled_rank-1.json.gz") > "$tmp/pair
 rc=$?
 check "a truncated copy of rank 1 beside the original is a duplicate rank" "[ $rc = 2 ] && grep -q 'rank 1 appears twice' '$tmp/err'"
 
+mkdir -p "$tmp/far"
+printf '{"distributedInfo": {"rank": 1}, "traceEvents": [{"ph":"X","name":"k","ts":3999999999999999,"dur":2,"args":{"stream":7}}], "baseTimeNanoseconds": 3999999999999999999}' > "$tmp/far/r.json"
+"$PORTKIT" prof cluster -dir "$tmp/far" >/dev/null 2>"$tmp/err"
+rc=$?
+check "absolute times past the range: exit 2 naming the file" "[ $rc = 2 ] && grep -q 'r.json: absolute timestamps (baseTimeNanoseconds + ts) beyond the year 2096' '$tmp/err'"
+
 # torch_npu's layout: <name>_ascend_pt/{profiler_info_<rank>.json, ASCEND_PROFILER_OUTPUT/trace_view.json}.
 for r in 0 1; do
   d="$tmp/npu/node_${r}_ascend_pt"

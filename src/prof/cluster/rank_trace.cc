@@ -286,6 +286,9 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
   }
   if (reader.events == 0) return ParseError(display + ": the trace has no timed event");
   const int64_t base = out.base_ns;
+  // Absolute times stay within ±kMaxTimestampNs, so any difference between ranks fits in int64.
+  if (base + reader.first < -kMaxTimestampNs || base + reader.last > kMaxTimestampNs)
+    return ParseError(display + ": absolute timestamps (baseTimeNanoseconds + ts) beyond the year 2096");
   out.first_ns = base + reader.first;
   out.last_ns = base + reader.last;
   out.names = std::move(reader.names);
