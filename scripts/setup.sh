@@ -12,7 +12,8 @@ PACKAGES=(g++ cmake ninja-build make pkg-config
           libtree-sitter-dev libsimdjson-dev libcli11-dev libfmt-dev
           libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev
           clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
-          python3-h5py python3-venv python3-jsonschema libopenblas-dev)
+          python3-h5py python3-venv python3-jsonschema libopenblas-dev
+          libopenmpi-dev openmpi-bin)  # optional: prof cluster under mpirun; the build works without
 
 missing=()
 for p in "${PACKAGES[@]}"; do

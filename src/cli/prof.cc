@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/cli_common.h"
+#include "cli/prof_cluster.h"
 #include "core/atomic_file.h"
 #include "core/table.h"
 #include "prof/api.h"
@@ -232,7 +233,11 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   diff->add_option("-o,--output", diff_output, "folder for the files (default: CMP_DIR/diff)");
   AddFormatOption(*diff, &diff_formats, {"csv", "json"}, {"csv"});
 
+  ClusterCommand cluster;
+  cluster.Register(app);
+
   if (auto rc = Parse(app, argc, argv)) return *rc;
+  if (cluster.parsed()) return cluster.Run(ctx);
   if (collect->parsed()) {
     collect_opt.output = collect_output;
     return Collect(collect_opt, ctx);
