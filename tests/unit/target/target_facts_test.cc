@@ -50,7 +50,7 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   // torchvision's CUDA-backed ops: replaced through the Torchvision Adapter, except ps_roi_*.
   EXPECT_NE(npu->library_ops.count("torchvision.ops.nms"), 0u);
   EXPECT_EQ(npu->library_ops.count("torchvision.ops.ps_roi_align"), 0u);
-  EXPECT_EQ(npu->profile.communication_kernels, std::vector<std::string>{"hccl"});
+  EXPECT_EQ(npu->profile.communication_kernels, (std::vector<std::string>{"hccl", "HCCL", "hcom_"}));
   // Mish is not a native activation on the NPU: the advisor's non_native_ops rule reads this.
   EXPECT_EQ(npu->profile.native_activations,
             (std::vector<std::string>{"Relu", "LeakyRelu", "PRelu", "Elu", "SRelu"}));
