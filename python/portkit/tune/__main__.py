@@ -113,9 +113,18 @@ def main(argv=None):
     except UsageError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 2
+    import torch
+
     from . import TuneError, optimize
 
     inputs = make_inputs(parsed)
+    try:
+        with torch.no_grad():
+            model.eval()(*inputs)
+    except Exception as e:  # noqa: BLE001 - the inputs do not fit the model: a usage error
+        sys.stderr.write("portkit tune: error: --model %s does not run on --input %s: %s: %s\n"
+                         % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        return 2
     try:
         _, report = optimize(model, inputs, bank=args.bank, lookup_only=args.lookup_only,
                              repeat_tune=True if args.repeat_tune else None, output=args.output,
