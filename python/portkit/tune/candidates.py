@@ -1,54 +1,50 @@
 """Strategies for one subgraph (or the whole model): each turns an eval-mode module and its
 example inputs into a module that computes the same outputs, or raises when it does not apply.
 
-One entry per strategy in STRATEGIES: name -> (build function, one-line description). A strategy
-never changes parameter values beyond exact algebra (conv-bn folding); the tuner checks every
-candidate's outputs against eager and drops one that differs.
+A strategy has two halves: ``prepare`` rewrites the module and returns TorchScript that is not
+yet frozen (fx conv-bn folding, channels_last), ``finish`` is what runs on the TorchScript
+(nothing, torch.jit.freeze, torch.jit.optimize_for_inference). On its own a strategy is
+``finish(prepare(m))``. In the composite model each subgraph keeps its ``prepare`` and the
+finishing pass runs once over the whole model, because TorchScript cannot hold a frozen module
+inside another module (torch 1.13 and 2.x refuse the attribute's type).
+
+One entry per strategy in STRATEGIES. A strategy never changes parameter values beyond exact
+algebra (conv-bn folding); the tuner checks every candidate's outputs against eager and drops
+one that differs.
 """
 import copy
 
 import torch
 
 
-def _script_or_trace(module, inputs):
-    import torch
-
+def script_or_trace(module, inputs):
+    """TorchScript of ``module``: scripted, else traced on ``inputs``."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return module
     try:
         return torch.jit.script(module)
     except Exception:  # noqa: BLE001 - modules TorchScript cannot compile are traced instead
         return torch.jit.trace(module, tuple(inputs), check_trace=False)
 
 
-def eager(module, inputs):
-    return module
+def _has_bn(module):
+    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
 
 
-def script_freeze(module, inputs):
-    """TorchScript (script, else trace) then torch.jit.freeze: constants inlined, fused."""
-    import torch
-
-    return torch.jit.freeze(_script_or_trace(module, inputs).eval())
+def prepare_plain(module, inputs):
+    return script_or_trace(copy.deepcopy(module), inputs)
 
 
-def optimize_for_inference(module, inputs):
-    """torch.jit.optimize_for_inference: freeze + conv/bn folding + mkldnn layouts where useful."""
-    import torch
-
-    return torch.jit.optimize_for_inference(_script_or_trace(module, inputs).eval())
-
-
-def fx_fold_freeze(module, inputs):
-    """Conv-BN folding on the fx graph (torch.fx.experimental.optimization.fuse), then freeze."""
-    import torch
+def prepare_fx_fold(module, inputs):
+    """Conv-BN folding on the fx graph (torch.fx.experimental.optimization.fuse)."""
     from torch.fx.experimental.optimization import fuse
 
-    if not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules()):
+    if not _has_bn(module):
         raise ValueError("no BatchNorm to fold")
-    folded = fuse(copy.deepcopy(module))
-    return torch.jit.freeze(_script_or_trace(folded, inputs).eval())
+    return script_or_trace(fuse(copy.deepcopy(module)), inputs)
 
 
-class _ChannelsLast(torch.nn.Module):
+class ChannelsLast(torch.nn.Module):
     """Runs the wrapped module on channels_last inputs and returns contiguous outputs: the layout
     conversions at the subgraph's boundaries are part of what is timed."""
 
@@ -61,9 +57,8 @@ class _ChannelsLast(torch.nn.Module):
         return y.contiguous()
 
 
-def channels_last(module, inputs):
-    """channels_last weights and activations inside the subgraph (conv-heavy blocks), frozen."""
-    import torch
+def prepare_channels_last(module, inputs):
+    """channels_last weights and activations inside the subgraph (conv blocks), BN folded."""
     from torch.fx.experimental.optimization import fuse
 
     if len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor) or inputs[0].dim() != 4:
@@ -71,37 +66,57 @@ def channels_last(module, inputs):
     if not any(isinstance(m, torch.nn.Conv2d) for m in module.modules()):
         raise ValueError("no convolution")
     inner = copy.deepcopy(module)
-    if any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in inner.modules()):
+    if _has_bn(inner):
         try:
             inner = fuse(inner)
         except Exception:  # noqa: BLE001 - not an fx graph: keep the BatchNorm
             pass
     inner = inner.to(memory_format=torch.channels_last)
-    wrapped = _ChannelsLast(inner).eval()
-    traced = torch.jit.trace(wrapped, tuple(inputs), check_trace=False)
-    return torch.jit.freeze(traced.eval())
+    return torch.jit.trace(ChannelsLast(inner).eval(), tuple(inputs), check_trace=False)
 
 
+def finish_none(ts):
+    return ts
+
+
+def finish_freeze(ts):
+    return torch.jit.freeze(ts.eval())
+
+
+def finish_ofi(ts):
+    return torch.jit.optimize_for_inference(ts.eval())
+
+
+FINISHES = {"none": finish_none, "freeze": finish_freeze, "optimize_for_inference": finish_ofi}
+
+#: name -> (prepare, finish name, description)
 STRATEGIES = {
-    "eager": (eager, "the model as written (PyTorch's own kernels)"),
-    "script_freeze": (script_freeze, "TorchScript + torch.jit.freeze"),
-    "optimize_for_inference": (optimize_for_inference, "torch.jit.optimize_for_inference (mkldnn, conv-bn fold)"),
-    "fx_fold_freeze": (fx_fold_freeze, "fx conv-bn folding + freeze"),
-    "channels_last": (channels_last, "channels_last layout inside the subgraph, conversions at its edges"),
+    "eager": (None, "none", "the model as written (PyTorch's own kernels)"),
+    "script_freeze": (prepare_plain, "freeze", "TorchScript + torch.jit.freeze"),
+    "optimize_for_inference": (prepare_plain, "optimize_for_inference",
+                               "torch.jit.optimize_for_inference (freeze, conv-bn fold, mkldnn layouts)"),
+    "fx_fold_freeze": (prepare_fx_fold, "freeze", "fx conv-bn folding + freeze"),
+    "channels_last": (prepare_channels_last, "freeze", "channels_last inside the subgraph, conversions at its edges"),
+    "channels_last_ofi": (prepare_channels_last, "optimize_for_inference",
+                          "channels_last + optimize_for_inference"),
 }
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-1"
+STRATEGY_SET_VERSION = "sgat-2"
+
+
+def build(name, module, inputs):
+    """The module of strategy ``name`` on its own (prepare, then finish)."""
+    prepare, finish, _ = STRATEGIES[name]
+    if prepare is None:
+        return module
+    return FINISHES[finish](prepare(module, inputs))
 
 
 def torch_compile_available():
-    import torch
-
     return hasattr(torch, "compile") and int(torch.__version__.split(".")[0]) >= 2
 
 
 def compile_module(module, mode=None):
     """torch.compile (inductor) of a module; compilation happens on the first call."""
-    import torch
-
     return torch.compile(module, mode=mode) if mode else torch.compile(module)

@@ -3,6 +3,7 @@
 See docs/tune.md ("PyTorch models") for the user contract; ``optimize`` is the entry point.
 """
 import copy
+import io
 import json
 import os
 import platform
@@ -20,7 +21,7 @@ from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
 PLAN = "optimized.json"
-MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "composite")
+MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "composite", "composite_ofi")
 
 
 class TuneError(Exception):
@@ -91,72 +92,90 @@ class Plan:
                 "compile_mode": self.compile_mode}
 
 
-def _build_composite(cap, choices, sub_inputs):
-    """The split model with each subgraph replaced by its chosen strategy's module."""
-    comp = copy.deepcopy(cap.split)
-    for name, strategy in choices.items():
-        if strategy == "eager":
-            continue
-        build = cands.STRATEGIES[strategy][0]
-        setattr(comp, name, build(getattr(comp, name), sub_inputs[name]))
-    return comp
+def _build_composite(cap, choices, sub_inputs, inputs):
+    """TorchScript (not frozen) of the split model with each subgraph prepared by its chosen
+    strategy; the finishing pass (freeze / optimize_for_inference) runs over the whole of it."""
+    import torch.fx
 
-
-def _to_torchscript(module, inputs, freeze=True, trace_first=False):
-    """A TorchScript module of ``module``: scripted, else traced (traced first for a composite,
-    whose children are already TorchScript); frozen unless ``freeze`` is False."""
-    if isinstance(module, torch.jit.ScriptModule):
-        return module
-    ways = [lambda: torch.jit.script(module), lambda: torch.jit.trace(module, tuple(inputs), check_trace=False)]
-    if trace_first:
-        ways.reverse()
+    parts = {}
+    for name, sub in cap.split.named_children():
+        strategy = choices.get(name, "eager")
+        prepare = cands.STRATEGIES[strategy][0]
+        sub = copy.deepcopy(sub)
+        parts[name] = sub if prepare is None else prepare(sub, sub_inputs[name])
+    # A new GraphModule (a new class): TorchScript caches a class's attribute types, so reusing the
+    # split's class with other children types fails to compile.
+    comp = torch.fx.GraphModule(parts, copy.deepcopy(cap.split.graph))
     try:
-        scripted = ways[0]()
+        return torch.jit.trace(comp, tuple(inputs), check_trace=False)
     except Exception:  # noqa: BLE001
-        scripted = ways[1]()
-    if not freeze:
-        return scripted
-    try:
-        return torch.jit.freeze(scripted.eval())
-    except Exception:  # noqa: BLE001 - freezing is an optimisation, the scripted module still runs
-        return scripted
+        return torch.jit.script(comp)
+
+
+def model_variant(strategy, model, cap, choices, sub_inputs, inputs):
+    """(TorchScript not yet finished, finish name) of a whole-model strategy; raises when it does
+    not apply. "eager" is the model itself, saved as unfrozen TorchScript."""
+    if strategy == "eager":
+        return cands.script_or_trace(model, inputs), "none"
+    if strategy in ("script_freeze", "optimize_for_inference"):
+        prepare, finish, _ = cands.STRATEGIES[strategy]
+        return prepare(model, inputs), finish
+    if strategy in ("composite", "composite_ofi"):
+        if not cap.traced:
+            raise TuneError("the model was not captured by torch.fx")
+        ts = _build_composite(cap, choices, sub_inputs, inputs)
+        return ts, "freeze" if strategy == "composite" else "optimize_for_inference"
+    raise TuneError("unknown strategy %r" % strategy)
 
 
 def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode=None):
     """The runnable module for a whole-model strategy (an exception when it does not apply)."""
     if strategy == "eager":
         return model
-    if strategy == "script_freeze":
-        return cands.script_freeze(model, inputs)
-    if strategy == "optimize_for_inference":
-        return cands.optimize_for_inference(model, inputs)
     if strategy == "torch_compile":
         if not cands.torch_compile_available():
             raise TuneError("torch.compile needs torch 2.x")
         return cands.compile_module(cap.split if cap.traced else model, compile_mode)
-    if strategy == "composite":
-        if not cap.traced:
-            raise TuneError("the model was not captured by torch.fx")
-        return _to_torchscript(_build_composite(cap, choices, sub_inputs), inputs, trace_first=True)
-    raise TuneError("unknown strategy %r" % strategy)
+    ts, finish = model_variant(strategy, model, cap, choices, sub_inputs, inputs)
+    return cands.FINISHES[finish](ts)
 
 
-def save_artifact(output, plan, module, cap, model, inputs):
-    """Writes OUTPUT/optimized.pt (+ optimized.json, the plan); returns the artifact path."""
+def _roundtrip_ok(module):
+    buf = io.BytesIO()
+    try:
+        torch.jit.save(module, buf)
+        buf.seek(0)
+        torch.jit.load(buf)
+        return True
+    except Exception:  # noqa: BLE001 - e.g. mkldnn constants of optimize_for_inference on torch 1.13
+        return False
+
+
+def save_artifact(output, plan, cap, model, inputs, sub_inputs):
+    """Writes OUTPUT/optimized.pt (+ optimized.json, the plan); returns the artifact path.
+
+    TorchScript plans load with torch.jit.load. Where torch cannot serialise the finished module
+    (optimize_for_inference's mkldnn weights on torch 1.13) the frozen module is saved and the plan
+    names ``load_transform: optimize_for_inference``, which portkit.tune.load applies."""
     path = os.path.join(output, ARTIFACT)
     tmp = path + ".tmp%d" % os.getpid()
+    load_transform = None
     if plan.strategy == "torch_compile":
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
         torch.save(cap.split if cap.traced else model, tmp)
         kind = "torch_compile"
     else:
-        # An eager plan is saved unfrozen (TorchScript's interpreter, PyTorch's kernels as eager).
-        ts = _to_torchscript(module, inputs, freeze=plan.strategy != "eager")
-        torch.jit.save(ts, tmp)
+        ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
+        finished = cands.FINISHES[finish](ts)
+        if finish == "optimize_for_inference" and not _roundtrip_ok(finished):
+            finished = cands.finish_freeze(ts)
+            load_transform = "optimize_for_inference"
+        torch.jit.save(finished, tmp)
         kind = "torchscript"
     os.replace(tmp, path)
-    doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, torch=torch.__version__, portkit=PORTKIT_VERSION)
+    doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, load_transform=load_transform,
+               torch=torch.__version__, portkit=PORTKIT_VERSION)
     write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -165,8 +184,9 @@ def load(path):
     """Loads an artifact written by ``optimize`` / ``portkit tune --framework=pytorch`` in one call.
 
     ``path`` is OUTPUT/optimized.pt or its folder. Sets torch's intra-op thread count to the one the
-    plan chose (process-wide, as torch.set_num_threads does). A TorchScript artifact also loads with
-    plain ``torch.jit.load(path)`` (then at the process's thread count)."""
+    plan chose (process-wide, as torch.set_num_threads does) and applies the plan's load transform.
+    A TorchScript artifact also loads with plain ``torch.jit.load(path)`` (then at the process's
+    thread count, and without the load transform when the plan has one)."""
     if os.path.isdir(path):
         path = os.path.join(path, ARTIFACT)
     plan_path = os.path.join(os.path.dirname(path), PLAN)
@@ -182,7 +202,10 @@ def load(path):
         except TypeError:
             module = torch.load(path)
         return cands.compile_module(module.eval(), plan.get("compile_mode"))
-    return torch.jit.load(path)
+    module = torch.jit.load(path)
+    if plan.get("load_transform") == "optimize_for_inference":
+        module = torch.jit.optimize_for_inference(module)
+    return module
 
 
 def _thread_candidates(default):
@@ -334,11 +357,11 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             if threads != default_threads:
                 model_strats.insert(0, "eager")
             if cap.traced and any(s != "eager" for s in choices.values()):
-                model_strats.append("composite")
+                model_strats += ["composite", "composite_ofi"]
             if use_compile and not lookup_only:
                 model_strats.append("torch_compile")
             if lookup_only:
-                model_strats = ["composite"] if cap.traced and any(s != "eager" for s in choices.values()) else []
+                model_strats = ["composite", "composite_ofi"] if cap.traced and any(s != "eager" for s in choices.values()) else []
             built = {}
             for s in model_strats:
                 t0 = time.time()
@@ -393,7 +416,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
         artifact = None
         if output:
-            artifact = save_artifact(output, plan, chosen, cap, model, inputs)
+            artifact = save_artifact(output, plan, cap, model, inputs, sub_inputs)
             chosen = load(artifact)
             if not check("the saved artifact", chosen):
                 raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
@@ -441,9 +464,9 @@ def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label):
     with torch.no_grad():
         ref = sub(*sin)
     built = {}
-    for name, (fn, _) in cands.STRATEGIES.items():
+    for name in cands.STRATEGIES:
         try:
-            m = fn(sub, sin)
+            m = cands.build(name, sub, sin)
             with torch.no_grad():
                 ok, why = outputs_match(m(*sin), ref)
             if ok:
