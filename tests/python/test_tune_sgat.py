@@ -280,3 +280,20 @@ def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr
     assert not (tmp_path / "out" / "optimized.pt").exists()
+
+
+def test_written_out_attention_is_fused_into_sdpa():
+    model, x = models.make_encoder(dim=32, heads=2, ffn=64), torch.randn(2, 8, 32)
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    if (major, minor) < (2, 1):
+        with pytest.raises(ValueError, match="needs torch >= 2.1"):
+            cands.build("sdpa_freeze", model, (x,))
+        return
+    gm = torch.fx.symbolic_trace(model)
+    assert cands.rewrite_attention(gm) == 1
+    assert "scaled_dot_product_attention" in gm.code and "softmax" not in gm.code
+    fused = cands.build("sdpa_freeze", model, (x,))
+    with torch.no_grad():
+        assert pt.outputs_match(fused(x), model(x))[0]
+    with pytest.raises(ValueError, match="no attention pattern"):
+        cands.build("sdpa_freeze", models.make_mlp(32, 64), (torch.randn(4, 32),))

@@ -75,6 +75,78 @@ def prepare_channels_last(module, inputs):
     return torch.jit.trace(ChannelsLast(inner).eval(), tuple(inputs), check_trace=False)
 
 
+def _is_call(node, fns, methods=()):
+    import torch.fx
+
+    if not isinstance(node, torch.fx.Node):
+        return False
+    if node.op == "call_function" and node.target in fns:
+        return True
+    return node.op == "call_method" and node.target in methods
+
+
+def rewrite_attention(gm):
+    """Replaces softmax(q @ k.transpose(-2, -1) / c, dim=-1) @ v (also ``* c``) in an fx graph by
+    F.scaled_dot_product_attention(q, k, v, scale=1/c): one fused kernel (torch >= 2.1) instead
+    of materialising the attention matrix. Returns the number of rewrites."""
+    import operator
+
+    import torch.nn.functional as F
+
+    matmuls = (operator.matmul, torch.matmul)
+    softmaxes = (torch.softmax, F.softmax)
+    count = 0
+    for node in list(gm.graph.nodes):
+        if not _is_call(node, matmuls, ("matmul",)) or len(node.args) != 2:
+            continue
+        sm, v = node.args
+        if not _is_call(sm, softmaxes, ("softmax",)) or len(sm.users) != 1:
+            continue
+        dim = sm.kwargs.get("dim", sm.args[1] if len(sm.args) > 1 else None)
+        if dim != -1:
+            continue
+        scaled = sm.args[0]
+        if not _is_call(scaled, (operator.truediv, operator.mul, torch.div, torch.mul)) or len(scaled.users) != 1:
+            continue
+        scores, c = scaled.args
+        if not _is_call(scores, matmuls, ("matmul",)) or len(scores.users) != 1:
+            continue
+        q, kt = scores.args
+        if not _is_call(kt, (torch.transpose,), ("transpose",)) or len(kt.users) != 1:
+            continue
+        dims = tuple(kt.args[1:3])
+        if dims not in ((-2, -1), (-1, -2)):
+            continue
+        k = kt.args[0]
+        with gm.graph.inserting_before(node):
+            if scaled.target in (operator.truediv, torch.div):
+                scale = gm.graph.call_function(operator.truediv, (1.0, c))
+            else:
+                scale = c
+            fused = gm.graph.call_function(F.scaled_dot_product_attention, (q, k, v), {"scale": scale})
+        node.replace_all_uses_with(fused)
+        for dead in (node, sm, scaled, scores, kt):
+            gm.graph.erase_node(dead)
+        count += 1
+    if count:
+        gm.graph.lint()
+        gm.recompile()
+    return count
+
+
+def prepare_sdpa(module, inputs):
+    """Attention written out (matmul, scale, softmax, matmul) fused into scaled_dot_product_attention."""
+    import torch.fx
+
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    if (major, minor) < (2, 1):
+        raise ValueError("needs torch >= 2.1 (scaled_dot_product_attention with scale)")
+    gm = copy.deepcopy(module) if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(module)
+    if rewrite_attention(gm) == 0:
+        raise ValueError("no attention pattern")
+    return script_or_trace(gm, inputs)
+
+
 def finish_none(ts):
     return ts
 
@@ -99,10 +171,11 @@ STRATEGIES = {
     "channels_last": (prepare_channels_last, "freeze", "channels_last inside the subgraph, conversions at its edges"),
     "channels_last_ofi": (prepare_channels_last, "optimize_for_inference",
                           "channels_last + optimize_for_inference"),
+    "sdpa_freeze": (prepare_sdpa, "freeze", "written-out attention fused into scaled_dot_product_attention + freeze"),
 }
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-2"
+STRATEGY_SET_VERSION = "sgat-3"
 
 
 def build(name, module, inputs):

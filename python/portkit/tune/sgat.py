@@ -69,7 +69,7 @@ def outputs_match(got, want, rtol=1e-4, atol=1e-5):
         if a.shape != b.shape:
             return False, "output %d has shape %s instead of %s" % (i, tuple(a.shape), tuple(b.shape))
         a = a.to_dense() if a.layout != torch.strided else a
-        a, b = a.double(), b.double()
+        a, b = a.detach().double(), b.detach().double()
         scale = max(1.0, float(b.abs().max())) if b.numel() else 1.0
         diff = (a - b).abs() - rtol * b.abs()
         worst = float(diff.max()) if diff.numel() else 0.0
