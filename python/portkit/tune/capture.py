@@ -18,8 +18,9 @@ CONTAINERS = ("Sequential", "ModuleList", "ModuleDict")
 class Capture:
     """The traced model, its split form and per-subgraph facts."""
 
-    def __init__(self, model, split, names, traced, reason=""):
+    def __init__(self, model, split, names, traced, reason="", gm=None):
         self.model = model
+        self.gm = gm  # the whole traced GraphModule (before the split)
         self.split = split  # GraphModule whose children submod_i are the subgraphs (None: not traced)
         self.names = names  # submod name -> readable name (owner path)
         self.traced = traced
@@ -87,7 +88,7 @@ def capture(model, example_inputs):
     names = {}
     for i, owner in enumerate(owners):
         names["submod_%d" % i] = owner if owner else "(model)"
-    return Capture(model, split, names, True)
+    return Capture(model, split, names, True, gm=traced)
 
 
 def subgraph_inputs(split, example_inputs):

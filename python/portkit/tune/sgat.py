@@ -135,7 +135,8 @@ def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, comp
     if strategy == "torch_compile":
         if not cands.torch_compile_available():
             raise TuneError("torch.compile needs torch 2.x")
-        return cands.compile_module(cap.split if cap.traced else model, compile_mode)
+        # The model itself: compiling the split graph would make every subgraph a graph break.
+        return cands.compile_module(model, compile_mode)
     ts, finish = model_variant(strategy, model, cap, choices, sub_inputs, inputs)
     return cands.FINISHES[finish](ts)
 
@@ -163,7 +164,7 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs):
     if plan.strategy == "torch_compile":
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
-        torch.save(cap.split if cap.traced else model, tmp)
+        torch.save(cap.gm if cap.traced else model, tmp)
         kind = "torch_compile"
     else:
         ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
