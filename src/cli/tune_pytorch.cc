@@ -73,7 +73,8 @@ bool WantsPytorchFramework(int argc, char** argv) {
 int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   CLI::App app{"SGAT for a PyTorch model (AOE's subgraph tuning, --job-type=1): captures the model with torch.fx, "
                "splits it into blocks, times each block's strategies (eager, frozen TorchScript, "
-               "optimize_for_inference, conv-bn folding, channels_last) interleaved, keeps the winners in the "
+               "optimize_for_inference, conv-bn folding, channels_last, attention fusion, thread count; torch.compile on 2.x) "
+               "interleaved, keeps the winners in the "
                "knowledge base and writes OUTPUT/optimized.pt, loadable with one call. See docs/tune.md.",
                "portkit tune --framework=pytorch"};
   std::string framework, model, output, bank, python;

@@ -103,6 +103,12 @@ def main(argv=None):
     ap.add_argument("--min-sample-ms", type=float, default=2.0)
     args = ap.parse_args(argv)
     try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        sys.stderr.write("portkit tune: error: %s cannot import torch (%s); give --python with an interpreter "
+                         "that has torch, or set PORTKIT_PYTHON\n" % (sys.executable, e))
+        return 2
+    try:
         if args.job_type != 1:
             raise UsageError("--job-type=%d: with --framework=pytorch only 1 (SGAT) is implemented; OPAT kernels "
                              "inside PyTorch models are not routed yet" % args.job_type)
