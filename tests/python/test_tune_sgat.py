@@ -24,7 +24,7 @@ from portkit.tune import capture as cap_mod  # noqa: E402
 from portkit.tune import measure  # noqa: E402
 from examples.tune import models  # noqa: E402
 
-FAST = dict(rounds=3, warmup=1, min_sample_s=0.0002, use_compile=False, progress=False)
+FAST = dict(rounds=3, warmup=1, min_sample_s=0.0002, use_compile=False, progress=False, threads=1)
 
 MODELS = {
     "resnet": (lambda: models.make_resnet(width=8), lambda: (torch.randn(2, 3, 16, 16),)),
@@ -48,7 +48,9 @@ def test_artifact_loads_with_one_call_and_matches_eager(name, tmp_path):
     torch.manual_seed(1)
     model, inputs = make(), make_inputs()
     want = _eager(model, inputs)
-    optimized, report = pt.optimize(model, inputs, bank=str(tmp_path / "bank"), output=str(tmp_path / "out"), **FAST)
+    tuned_threads = dict(FAST, threads=None)  # this test also runs the thread-count stage
+    optimized, report = pt.optimize(model, inputs, bank=str(tmp_path / "bank"), output=str(tmp_path / "out"),
+                                    **tuned_threads)
     artifact = tmp_path / "out" / "optimized.pt"
     assert report["artifact"] == str(artifact) and artifact.exists()
     assert report["plan"]["strategy"] in ("eager", "script_freeze", "optimize_for_inference", "composite", "composite_ofi")

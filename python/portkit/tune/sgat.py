@@ -224,14 +224,15 @@ class Report(dict):
 
 def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=False, repeat_tune=None,
              output=None, use_compile=None, compile_mode=None, rounds=15, warmup=2, min_sample_s=0.002,
-             final_rounds=None, progress=True, tuning_name=None):
+             final_rounds=None, progress=True, tuning_name=None, threads=None):
     """Tunes ``model`` for ``example_inputs`` on this machine; returns (optimized module, Report).
 
     ``bank``: knowledge-base folder (None: $TUNE_BANK_PATH, else ~/.cache/portkit; False: none).
     ``lookup_only``: use bank entries, tune nothing (misses stay eager). ``repeat_tune``: re-tune
     bank hits, replacing an entry only when beaten beyond the noise (None: $REPEAT_TUNE).
     ``output``: folder for optimized.pt, optimized.json and the AOE result file (None: nothing
-    written). ``use_compile``: try torch.compile on torch 2.x (None: when torch 2.x). Every
+    written). ``use_compile``: try torch.compile on torch 2.x (None: when torch 2.x). ``threads``:
+    the intra-op thread count to use (None: tuned among 1, the process default and the cores). Every
     candidate's outputs are compared with eager and a differing one is refused."""
     say = _progress if progress else (lambda msg: None)
     job_types = tuple(job_types)
@@ -287,9 +288,11 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         if model_entry and model_entry["strategy"] == "torch_compile" and not use_compile:
             model_entry = None  # the stored plan needs what this run was told not to use
         reuse_plan = model_entry is not None and not repeat_tune
+        fixed_threads = threads
         threads = int(model_entry["detail"].get("threads", default_threads)) if model_entry else default_threads
-
-        if not reuse_plan and not lookup_only:
+        if fixed_threads is not None:
+            threads = int(fixed_threads)
+        elif not reuse_plan and not lookup_only:
             tc = _thread_candidates(default_threads)
             if len(tc) > 1:
                 say("threads: timing eager with %s threads" % tc)
@@ -402,7 +405,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                         break
                 if best is not None and significantly_faster(best, base):
                     plan_strategy = best.name
-                elif threads != default_threads:
+                elif threads != default_threads and fixed_threads is None:
                     threads = default_threads  # nothing beat the user's own setup beyond the noise
             torch.set_num_threads(threads)
 
