@@ -79,7 +79,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
                "portkit tune --framework=pytorch"};
   std::string framework, model, output, bank, python;
   std::vector<std::string> inputs;
-  int job_type = 1, rounds = 15;
+  int job_type = 1, rounds = 15, threads = 0;
   bool lookup_only = false, repeat_tune = false, no_compile = false;
   app.add_option("--framework", framework, "pytorch")->required()->check(CLI::IsMember({"pytorch"}));
   app.add_option("--model", model, "Python factory pkg.module:make_model returning an nn.Module")->required();
@@ -92,6 +92,8 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   app.add_flag("--repeat-tune", repeat_tune, "re-tune bank hits; replace only when beaten beyond noise (REPEAT_TUNE)");
   app.add_flag("--no-compile", no_compile, "do not try torch.compile (tried by default on torch 2.x)");
   app.add_option("--rounds", rounds, "interleaved timing rounds per comparison")->default_val(15)->check(CLI::Range(3, 10000));
+  app.add_option("--threads", threads, "pin the intra-op thread count (default: tuned among 1, torch's default, the cores)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--python", python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
   if (auto code = Parse(app, argc, argv)) return *code;
 
@@ -118,6 +120,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   if (lookup_only) spawn.argv.push_back("--lookup-only");
   if (repeat_tune) spawn.argv.push_back("--repeat-tune");
   if (no_compile) spawn.argv.push_back("--no-compile");
+  if (threads > 0) spawn.argv.insert(spawn.argv.end(), {"--threads", std::to_string(threads)});
   // The companion package's folder first on PYTHONPATH (as prof collect does); none found: the
   // interpreter's own (pip-installed) portkit.
   std::string pythonpath = FindPythonDir().string();

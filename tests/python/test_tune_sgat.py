@@ -242,7 +242,7 @@ def test_cli_framework_pytorch(portkit, python, tmp_path):
     (tmp_path / "usermodel.py").write_text(FACTORY)
     base = [portkit, "tune", "--framework=pytorch", "--python", python]
     r = subprocess.run(base + ["--job-type=1", "--model=usermodel:make", "--input", "4x16", "--output", "out",
-                               "--bank", "bank", "--rounds", "3", "--no-compile"],
+                               "--bank", "bank", "--rounds", "3", "--no-compile", "--threads", "1"],
                        cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "[portkit tune]" in r.stderr  # progress on stderr
@@ -259,7 +259,7 @@ def test_cli_framework_pytorch(portkit, python, tmp_path):
     assert any(n.startswith("aoe_result_sgat_") for n in os.listdir(tmp_path / "out"))
     # Second run, lookup only: every entry a hit.
     r = subprocess.run(base + ["--model=usermodel:make", "--input", "4x16", "--output", "out2", "--bank", "bank",
-                               "--lookup-only", "--rounds", "3", "--no-compile"],
+                               "--lookup-only", "--rounds", "3", "--no-compile", "--threads", "1"],
                        cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout.strip().splitlines()[-1])
@@ -274,6 +274,7 @@ def test_cli_framework_pytorch(portkit, python, tmp_path):
     (["--model=usermodel:make", "--input", "4x17"], "does not run on --input 4x17"),
     (["--model=usermodel.py", "--input", "4x16"], "pkg.module:make_model"),
     (["--model=usermodel:make", "--input", "4x16", "--job-type=2"], "only 1 (SGAT) is implemented"),
+    (["--model=usermodel:make", "--input", "4x16", "--threads", "0"], "--threads"),
 ])
 def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
     (tmp_path / "usermodel.py").write_text(FACTORY)

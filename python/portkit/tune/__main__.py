@@ -1,7 +1,7 @@
 """Companion of ``portkit tune --framework=pytorch`` (also usable alone)::
 
     python -m portkit.tune --model pkg.module:make_model --input 8x3x224x224[,int64:8x128] \
-        --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1] [--no-compile]
+        --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1] [--no-compile] [--threads N]
 
 ``--model`` names a callable (``module:attr``, imported with the current folder on sys.path)
 returning an ``nn.Module``. ``--input`` lists the example inputs, comma-separated, each
@@ -99,6 +99,7 @@ def main(argv=None):
     ap.add_argument("--job-type", type=int, default=1)
     ap.add_argument("--no-compile", action="store_true", help="do not try torch.compile (torch 2.x)")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=None, help="pin the intra-op thread count (default: tuned)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--min-sample-ms", type=float, default=2.0)
     args = ap.parse_args(argv)
@@ -114,6 +115,8 @@ def main(argv=None):
                              "inside PyTorch models are not routed yet" % args.job_type)
         if args.rounds < 3 or args.warmup < 0:
             raise UsageError("--rounds must be at least 3 and --warmup at least 0")
+        if args.threads is not None and args.threads < 1:
+            raise UsageError("--threads must be at least 1")
         parsed = parse_inputs(",".join(args.input))
         model = load_factory(args.model)
     except UsageError as e:
@@ -136,7 +139,7 @@ def main(argv=None):
                              repeat_tune=True if args.repeat_tune else None, output=args.output,
                              use_compile=False if args.no_compile else None, rounds=args.rounds,
                              warmup=args.warmup, min_sample_s=args.min_sample_ms / 1e3,
-                             tuning_name=args.model)
+                             tuning_name=args.model, threads=args.threads)
     except TuneError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 1
