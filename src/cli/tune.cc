@@ -10,6 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/tune_gdat.h"
+#include "cli/tune_pytorch.h"
 #include "core/atomic_file.h"
 #include "render/tune_render.h"
 #include "tune/api.h"
@@ -85,7 +86,10 @@ int BankCommand(const BankArgs& a, const std::string& bank_flag, Context& ctx) {
 }  // namespace
 
 int TuneCommand(int argc, char** argv, Context& ctx) {
-  if (WantsGdat(argc, argv)) return TuneGdatCommand(argc, argv, ctx);  // --job-type=4: cli/tune_gdat.cc
+  // --job-type=4 (GDAT, cli/tune_gdat.cc) before --framework=pytorch (SGAT/OPAT, cli/tune_pytorch.cc):
+  // a GDAT run names the framework too.
+  if (WantsGdat(argc, argv)) return TuneGdatCommand(argc, argv, ctx);
+  if (WantsPytorchFramework(argc, argv)) return TunePytorchCommand(argc, argv, ctx);
   CLI::App app{"Operator auto-tuning (AOE's OPAT): tunes MatMul and Conv2D kernels compiled and measured on this "
                "machine, keeping the best strategies in a knowledge base.\n"
                "Sub-commands: `tune bank list | show OP | export FILE | import FILE` inspect and share the "
@@ -129,6 +133,8 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
              "  bank show OP                every field of an operator's entries (signature, name or type)\n"
              "  bank export FILE            write the entries to a JSON file\n"
              "  bank import FILE            merge a JSON file of entries (an entry replaces one only if faster)\n"
+             "\nPyTorch models (SGAT, --job-type=1): portkit tune --framework=pytorch --model=pkg.module:make_model "
+             "--input 8x3x224x224 --output DIR (see portkit tune --framework=pytorch --help).\n"
              "\nEnvironment: TUNE_BANK_PATH, REPEAT_TUNE=True, TE_PARALLEL_COMPILER=N.");
 
   BankArgs bank_args;

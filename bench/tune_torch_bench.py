@@ -1,0 +1,122 @@
+"""SGAT on three models: portkit.tune's artifact against eager and torch's own built-in paths.
+
+For each model (examples/tune/models.py: ResNet-style CNN with BatchNorm, MLP, transformer
+encoder block) at realistic shapes: run ``portkit.tune.optimize`` with a fresh bank, load the
+artifact with ``portkit.tune.load`` (one call), then time in ONE interleaved run eager (process
+default threads), torch.jit.optimize_for_inference, torch.compile (torch 2.x) and ours. The
+built-ins (and a second eager, "eager@Nt") run at the thread count our plan chose, so the part
+of the gain that is only the thread count shows separately. Prints medians with 95 % bootstrap intervals and the paired ratios, and
+the geomean of eager/ours.
+
+    PYTHONPATH=python python3 bench/tune_torch_bench.py [--rounds 30] [--only resnet,mlp,encoder]
+        [--no-compile]
+"""
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, ROOT)
+
+import torch  # noqa: E402
+
+import portkit.tune as pt  # noqa: E402
+from portkit.tune import candidates as cands  # noqa: E402
+from portkit.tune.measure import measure_interleaved, paired_ratio  # noqa: E402
+from examples.tune import models  # noqa: E402
+
+CASES = {
+    "resnet": ("ResNet-style CNN, BN (w32, 3 stages)", lambda: models.make_resnet(width=32),
+               lambda: (torch.randn(8, 3, 64, 64),)),
+    "mlp": ("MLP 256-512x3-10, GELU", lambda: models.make_mlp(256, 512), lambda: (torch.randn(64, 256),)),
+    "encoder": ("encoder block d256 h4 ffn1024", lambda: models.make_encoder(256, 4, 1024),
+                lambda: (torch.randn(8, 128, 256),)),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--tune-rounds", type=int, default=15)
+    ap.add_argument("--only", default=",".join(CASES))
+    ap.add_argument("--no-compile", action="store_true")
+    args = ap.parse_args()
+    use_compile = cands.torch_compile_available() and not args.no_compile
+    default_threads = torch.get_num_threads()
+    print("torch %s, %d cores, process default %d intra-op threads, load average %s" % (
+        torch.__version__, os.cpu_count(), default_threads, " ".join("%.1f" % x for x in os.getloadavg())))
+    rows, speedups, speedups_same = [], [], []
+    for key in args.only.split(","):
+        title, make, make_inputs = CASES[key]
+        torch.manual_seed(0)
+        model, inputs = make(), make_inputs()
+        with torch.no_grad():
+            want = model(*inputs)
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.time()
+            _, report = pt.optimize(model, inputs, bank=os.path.join(tmp, "bank"), output=os.path.join(tmp, "out"),
+                                    use_compile=use_compile, rounds=args.tune_rounds, progress=False)
+            tune_s = time.time() - t0
+            torch.set_num_threads(default_threads)
+            ours = pt.load(os.path.join(tmp, "out", "optimized.pt"))  # sets the plan's threads
+        threads = torch.get_num_threads()
+        with torch.no_grad():
+            assert pt.outputs_match(ours(*inputs), want)[0], "artifact differs from eager"
+            runs = {"eager": lambda: model(*inputs), "ours": lambda: ours(*inputs)}
+            if threads != default_threads:
+                runs["eager@%dt" % threads] = lambda: model(*inputs)
+            ofi = torch.jit.optimize_for_inference(torch.jit.script(model))
+            if pt.outputs_match(ofi(*inputs), want)[0]:
+                runs["optimize_for_inference"] = lambda: ofi(*inputs)
+            compile_s = None
+            if use_compile:
+                t0 = time.time()
+                compiled = torch.compile(model)
+                compiled(*inputs)
+                compile_s = time.time() - t0
+                if pt.outputs_match(compiled(*inputs), want)[0]:
+                    runs["torch.compile"] = lambda: compiled(*inputs)
+        prep = lambda n: torch.set_num_threads(default_threads if n == "eager" else threads)
+        timings = measure_interleaved(runs, rounds=args.rounds, warmup=3, prepare=prep)
+        eager = timings["eager"]
+        builtins = [n for n in timings if n not in ("eager", "ours") and not n.startswith("eager@")]
+        best_builtin = min(builtins, key=lambda n: timings[n].median) if builtins else None
+        r_eager, ci_eager = paired_ratio(timings["ours"], eager)
+        speedups.append(1.0 / r_eager)
+        print("\n%s  %s  input %s" % (key, title, "x".join(str(d) for d in inputs[0].shape)))
+        print("  plan: %s, %d threads; tuning took %.1f s%s" % (
+            report["plan"]["strategy"], report["plan"]["threads"], tune_s,
+            "; torch.compile took %.1f s to compile" % compile_s if compile_s is not None else ""))
+        if report["plan"].get("subgraphs"):
+            print("  subgraphs: " + ", ".join("%s=%s" % kv for kv in sorted(report["plan"]["subgraphs"].items())))
+        print("  %-24s %10s %22s %14s" % ("path", "median ms", "95% CI ms", "eager/path"))
+        for n, t in timings.items():
+            r, _ = paired_ratio(t, eager)
+            print("  %-24s %10.3f %10.3f - %-10.3f %13.2fx" % (n, t.median * 1e3, t.ci[0] * 1e3, t.ci[1] * 1e3, 1.0 / r))
+        line = "  ours vs eager: %.2fx (95%% CI %.2f-%.2f)" % (1 / r_eager, 1 / ci_eager[1], 1 / ci_eager[0])
+        if best_builtin:
+            rb, cib = paired_ratio(timings["ours"], timings[best_builtin])
+            line += "; vs best built-in (%s): %.2fx (95%% CI %.2f-%.2f)" % (best_builtin, 1 / rb, 1 / cib[1], 1 / cib[0])
+        print(line)
+        same = "eager@%dt" % threads
+        if same in timings:
+            rs, cis = paired_ratio(timings["ours"], timings[same])
+            print("  ours vs eager at the same %d threads: %.2fx (95%% CI %.2f-%.2f)" % (threads, 1 / rs, 1 / cis[1], 1 / cis[0]))
+            speedups_same.append(1.0 / rs)
+        else:
+            speedups_same.append(1.0 / r_eager)
+        rows.append((key, report["plan"]["strategy"]))
+        torch.set_num_threads(default_threads)
+    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+    geo_same = math.exp(sum(math.log(s) for s in speedups_same) / len(speedups_same))
+    print("\ngeomean eager/ours over %d models: %.2fx; at the same thread count: %.2fx   (load average now %s)" % (
+        len(speedups), geo, geo_same, " ".join("%.1f" % x for x in os.getloadavg())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Companion of ``portkit tune --framework=pytorch`` (also usable alone)::
+
+    python -m portkit.tune --model pkg.module:make_model --input 8x3x224x224[,int64:8x128] \
+        --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1] [--no-compile] [--threads N]
+
+``--model`` names a callable (``module:attr``, imported with the current folder on sys.path)
+returning an ``nn.Module``. ``--input`` lists the example inputs, comma-separated, each
+``[DTYPE:]D0xD1x...`` (float32 by default; integer inputs are drawn uniformly from [0, 100)).
+Progress goes to stderr; a one-line JSON summary to stdout. Exit 0 done, 1 tuning failed,
+2 bad arguments (module not importable, bad --input).
+"""
+import argparse
+import importlib
+import json
+import os
+import sys
+
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_inputs(spec):
+    """'8x3x32x32,int64:8x16' -> [(dtype name, shape), ...]; UsageError naming the bad part."""
+    out = []
+    if not spec or not spec.strip():
+        raise UsageError("--input: empty; give shapes like 8x3x224x224 or int64:8x128")
+    for part in spec.split(","):
+        part = part.strip()
+        dtype, _, dims = part.rpartition(":")
+        dtype = dtype or "float32"
+        if dtype not in DTYPES:
+            raise UsageError("--input %r: unknown dtype %r (one of %s)" % (part, dtype, ", ".join(DTYPES)))
+        try:
+            shape = [int(d) for d in dims.lower().split("x")]
+        except ValueError:
+            raise UsageError("--input %r: expected dimensions like 8x3x224x224" % part)
+        if not shape or any(d <= 0 for d in shape):
+            raise UsageError("--input %r: every dimension must be a positive integer" % part)
+        n = 1
+        for d in shape:
+            n *= d
+        if n > (1 << 30):
+            raise UsageError("--input %r: %d elements is too large" % (part, n))
+        out.append((dtype, shape))
+    return out
+
+
+def make_inputs(parsed, seed=0):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    tensors = []
+    for dtype, shape in parsed:
+        dt = getattr(torch, dtype)
+        if dt.is_floating_point:
+            tensors.append(torch.randn(*shape, generator=g).to(dt))
+        elif dt == torch.bool:
+            tensors.append(torch.randint(0, 2, shape, generator=g).bool())
+        else:
+            tensors.append(torch.randint(0, 100, shape, generator=g).to(dt))
+    return tuple(tensors)
+
+
+def load_factory(spec):
+    import torch
+
+    mod_name, sep, attr = spec.partition(":")
+    if not sep or not mod_name or not attr:
+        raise UsageError("--model %r: expected pkg.module:factory" % spec)
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(mod_name)
+    except Exception as e:  # noqa: BLE001 - any import failure is the user's module
+        raise UsageError("--model %s: cannot import %s (%s: %s)" % (spec, mod_name, type(e).__name__, e))
+    factory = module
+    for part in attr.split("."):
+        if not hasattr(factory, part):
+            raise UsageError("--model %s: %s has no attribute %r" % (spec, mod_name, attr))
+        factory = getattr(factory, part)
+    model = factory() if callable(factory) and not isinstance(factory, torch.nn.Module) else factory
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError("--model %s: returned %s, not a torch.nn.Module" % (spec, type(model).__name__))
+    return model
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m portkit.tune", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--input", required=True, action="append",
+                    help="example inputs: comma list of [DTYPE:]D0xD1x... (repeatable)")
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--bank", default=None, help="knowledge-base folder (default $TUNE_BANK_PATH, else ~/.cache/portkit)")
+    ap.add_argument("--lookup-only", action="store_true")
+    ap.add_argument("--repeat-tune", action="store_true")
+    ap.add_argument("--job-type", type=int, default=1)
+    ap.add_argument("--no-compile", action="store_true", help="do not try torch.compile (torch 2.x)")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=None, help="pin the intra-op thread count (default: tuned)")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--min-sample-ms", type=float, default=2.0)
+    args = ap.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        sys.stderr.write("portkit tune: error: %s cannot import torch (%s); give --python with an interpreter "
+                         "that has torch, or set PORTKIT_PYTHON\n" % (sys.executable, e))
+        return 2
+    try:
+        if args.job_type != 1:
+            raise UsageError("--job-type=%d: with --framework=pytorch only 1 (SGAT) is implemented; OPAT kernels "
+                             "inside PyTorch models are not routed yet" % args.job_type)
+        if args.rounds < 3 or args.warmup < 0:
+            raise UsageError("--rounds must be at least 3 and --warmup at least 0")
+        if args.threads is not None and args.threads < 1:
+            raise UsageError("--threads must be at least 1")
+        parsed = parse_inputs(",".join(args.input))
+        model = load_factory(args.model)
+    except UsageError as e:
+        sys.stderr.write("portkit tune: error: %s\n" % e)
+        return 2
+    import torch
+
+    from . import TuneError, optimize
+
+    inputs = make_inputs(parsed)
+    try:
+        with torch.no_grad():
+            model.eval()(*inputs)
+    except Exception as e:  # noqa: BLE001 - the inputs do not fit the model: a usage error
+        sys.stderr.write("portkit tune: error: --model %s does not run on --input %s: %s: %s\n"
+                         % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        return 2
+    try:
+        _, report = optimize(model, inputs, bank=args.bank, lookup_only=args.lookup_only,
+                             repeat_tune=True if args.repeat_tune else None, output=args.output,
+                             use_compile=False if args.no_compile else None, rounds=args.rounds,
+                             warmup=args.warmup, min_sample_s=args.min_sample_ms / 1e3,
+                             tuning_name=args.model, threads=args.threads)
+    except TuneError as e:
+        sys.stderr.write("portkit tune: error: %s\n" % e)
+        return 1
+    except Exception as e:  # noqa: BLE001 - the model itself failed (wrong input shapes...)
+        sys.stderr.write("portkit tune: error: running %s on %s failed: %s: %s\n"
+                         % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        return 1
+    summary = {k: report.get(k) for k in ("plan", "baseline", "result", "speedup", "speedup_ci95", "repo_summary",
+                                          "tuned", "artifact", "result_file", "seconds")}
+    summary["model_bank"] = report.get("model_repo")
+    sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

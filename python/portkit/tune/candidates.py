@@ -1,0 +1,195 @@
+"""Strategies for one subgraph (or the whole model): each turns an eval-mode module and its
+example inputs into a module that computes the same outputs, or raises when it does not apply.
+
+A strategy has two halves: ``prepare`` rewrites the module and returns TorchScript that is not
+yet frozen (fx conv-bn folding, channels_last), ``finish`` is what runs on the TorchScript
+(nothing, torch.jit.freeze, torch.jit.optimize_for_inference). On its own a strategy is
+``finish(prepare(m))``. In the composite model each subgraph keeps its ``prepare`` and the
+finishing pass runs once over the whole model, because TorchScript cannot hold a frozen module
+inside another module (torch 1.13 and 2.x refuse the attribute's type).
+
+One entry per strategy in STRATEGIES. A strategy never changes parameter values beyond exact
+algebra (conv-bn folding); the tuner checks every candidate's outputs against eager and drops
+one that differs.
+"""
+import copy
+
+import torch
+
+
+def script_or_trace(module, inputs):
+    """TorchScript of ``module``: scripted, else traced on ``inputs``."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return module
+    try:
+        return torch.jit.script(module)
+    except Exception:  # noqa: BLE001 - modules TorchScript cannot compile are traced instead
+        return torch.jit.trace(module, tuple(inputs), check_trace=False)
+
+
+def _has_bn(module):
+    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in module.modules())
+
+
+def prepare_plain(module, inputs):
+    return script_or_trace(copy.deepcopy(module), inputs)
+
+
+def prepare_fx_fold(module, inputs):
+    """Conv-BN folding on the fx graph (torch.fx.experimental.optimization.fuse)."""
+    from torch.fx.experimental.optimization import fuse
+
+    if not _has_bn(module):
+        raise ValueError("no BatchNorm to fold")
+    return script_or_trace(fuse(copy.deepcopy(module)), inputs)
+
+
+class ChannelsLast(torch.nn.Module):
+    """Runs the wrapped module on channels_last inputs and returns contiguous outputs: the layout
+    conversions at the subgraph's boundaries are part of what is timed."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        y = self.inner(x.contiguous(memory_format=torch.channels_last))
+        return y.contiguous()
+
+
+def prepare_channels_last(module, inputs):
+    """channels_last weights and activations inside the subgraph (conv blocks), BN folded."""
+    from torch.fx.experimental.optimization import fuse
+
+    if len(inputs) != 1 or not isinstance(inputs[0], torch.Tensor) or inputs[0].dim() != 4:
+        raise ValueError("needs one 4-D input")
+    if not any(isinstance(m, torch.nn.Conv2d) for m in module.modules()):
+        raise ValueError("no convolution")
+    inner = copy.deepcopy(module)
+    if _has_bn(inner):
+        try:
+            inner = fuse(inner)
+        except Exception:  # noqa: BLE001 - not an fx graph: keep the BatchNorm
+            pass
+    inner = inner.to(memory_format=torch.channels_last)
+    return torch.jit.trace(ChannelsLast(inner).eval(), tuple(inputs), check_trace=False)
+
+
+def _is_call(node, fns, methods=()):
+    import torch.fx
+
+    if not isinstance(node, torch.fx.Node):
+        return False
+    if node.op == "call_function" and node.target in fns:
+        return True
+    return node.op == "call_method" and node.target in methods
+
+
+def rewrite_attention(gm):
+    """Replaces softmax(q @ k.transpose(-2, -1) / c, dim=-1) @ v (also ``* c``) in an fx graph by
+    F.scaled_dot_product_attention(q, k, v, scale=1/c): one fused kernel (torch >= 2.1) instead
+    of materialising the attention matrix. Returns the number of rewrites."""
+    import operator
+
+    import torch.nn.functional as F
+
+    matmuls = (operator.matmul, torch.matmul)
+    softmaxes = (torch.softmax, F.softmax)
+    count = 0
+    for node in list(gm.graph.nodes):
+        if not _is_call(node, matmuls, ("matmul",)) or len(node.args) != 2:
+            continue
+        sm, v = node.args
+        if not _is_call(sm, softmaxes, ("softmax",)) or len(sm.users) != 1:
+            continue
+        dim = sm.kwargs.get("dim", sm.args[1] if len(sm.args) > 1 else None)
+        if dim != -1:
+            continue
+        scaled = sm.args[0]
+        if not _is_call(scaled, (operator.truediv, operator.mul, torch.div, torch.mul)) or len(scaled.users) != 1:
+            continue
+        scores, c = scaled.args
+        if not _is_call(scores, matmuls, ("matmul",)) or len(scores.users) != 1:
+            continue
+        q, kt = scores.args
+        if not _is_call(kt, (torch.transpose,), ("transpose",)) or len(kt.users) != 1:
+            continue
+        dims = tuple(kt.args[1:3])
+        if dims not in ((-2, -1), (-1, -2)):
+            continue
+        k = kt.args[0]
+        with gm.graph.inserting_before(node):
+            if scaled.target in (operator.truediv, torch.div):
+                scale = gm.graph.call_function(operator.truediv, (1.0, c))
+            else:
+                scale = c
+            fused = gm.graph.call_function(F.scaled_dot_product_attention, (q, k, v), {"scale": scale})
+        node.replace_all_uses_with(fused)
+        for dead in (node, sm, scaled, scores, kt):
+            gm.graph.erase_node(dead)
+        count += 1
+    if count:
+        gm.graph.lint()
+        gm.recompile()
+    return count
+
+
+def prepare_sdpa(module, inputs):
+    """Attention written out (matmul, scale, softmax, matmul) fused into scaled_dot_product_attention."""
+    import torch.fx
+
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    if (major, minor) < (2, 1):
+        raise ValueError("needs torch >= 2.1 (scaled_dot_product_attention with scale)")
+    gm = copy.deepcopy(module) if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(module)
+    if rewrite_attention(gm) == 0:
+        raise ValueError("no attention pattern")
+    return script_or_trace(gm, inputs)
+
+
+def finish_none(ts):
+    return ts
+
+
+def finish_freeze(ts):
+    return torch.jit.freeze(ts.eval())
+
+
+def finish_ofi(ts):
+    return torch.jit.optimize_for_inference(ts.eval())
+
+
+FINISHES = {"none": finish_none, "freeze": finish_freeze, "optimize_for_inference": finish_ofi}
+
+#: name -> (prepare, finish name, description)
+STRATEGIES = {
+    "eager": (None, "none", "the model as written (PyTorch's own kernels)"),
+    "script_freeze": (prepare_plain, "freeze", "TorchScript + torch.jit.freeze"),
+    "optimize_for_inference": (prepare_plain, "optimize_for_inference",
+                               "torch.jit.optimize_for_inference (freeze, conv-bn fold, mkldnn layouts)"),
+    "fx_fold_freeze": (prepare_fx_fold, "freeze", "fx conv-bn folding + freeze"),
+    "channels_last": (prepare_channels_last, "freeze", "channels_last inside the subgraph, conversions at its edges"),
+    "channels_last_ofi": (prepare_channels_last, "optimize_for_inference",
+                          "channels_last + optimize_for_inference"),
+    "sdpa_freeze": (prepare_sdpa, "freeze", "written-out attention fused into scaled_dot_product_attention + freeze"),
+}
+
+#: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
+STRATEGY_SET_VERSION = "sgat-3"
+
+
+def build(name, module, inputs):
+    """The module of strategy ``name`` on its own (prepare, then finish)."""
+    prepare, finish, _ = STRATEGIES[name]
+    if prepare is None:
+        return module
+    return FINISHES[finish](prepare(module, inputs))
+
+
+def torch_compile_available():
+    return hasattr(torch, "compile") and int(torch.__version__.split(".")[0]) >= 2
+
+
+def compile_module(module, mode=None):
+    """torch.compile (inductor) of a module; compilation happens on the first call."""
+    return torch.compile(module, mode=mode) if mode else torch.compile(module)

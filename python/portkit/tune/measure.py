@@ -1,0 +1,103 @@
+"""Interleaved timing with a confidence interval and the rule that decides "faster".
+
+Every candidate runs once per round, in a rotated order (A,B,C / B,C,A / ...), so slow drifts of
+the machine's load hit all candidates alike; the first rounds are warm-up and dropped. A sample is
+``inner`` back-to-back calls (chosen so one sample lasts at least ``min_sample_s``) divided by
+``inner``. Comparisons use the *paired* ratio of two candidates within the same round, so load
+that changes between rounds cancels; the median ratio gets a bootstrap confidence interval.
+
+Significance rule (docs/tune.md): a challenger replaces an incumbent only when the upper bound
+of the 95 % bootstrap interval of the median paired ratio challenger/incumbent is below
+``1 - margin`` (margin 2 %): faster beyond the noise, not merely faster.
+"""
+import random
+import time
+
+DEFAULT_MARGIN = 0.02
+
+
+def _median(xs):
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return float("nan")
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def bootstrap_median_ci(xs, level=0.95, resamples=1000, seed=0):
+    """(low, high) bootstrap interval of the median of ``xs``; deterministic (fixed seed)."""
+    if not xs:
+        return (float("nan"), float("nan"))
+    if len(xs) == 1:
+        return (xs[0], xs[0])
+    rng = random.Random(seed)
+    n = len(xs)
+    meds = sorted(_median([xs[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    lo = meds[int((1 - level) / 2 * resamples)]
+    hi = meds[min(resamples - 1, int((1 + level) / 2 * resamples))]
+    return (lo, hi)
+
+
+class Timing:
+    """Samples (seconds per call) of one candidate and their median with its interval."""
+
+    def __init__(self, name, samples):
+        self.name = name
+        self.samples = list(samples)
+        self.median = _median(self.samples)
+        self.ci = bootstrap_median_ci(self.samples)
+
+    def as_ms(self):
+        return {"median_ms": self.median * 1e3, "ci_ms": [self.ci[0] * 1e3, self.ci[1] * 1e3],
+                "samples": len(self.samples)}
+
+
+def paired_ratio(challenger, incumbent):
+    """(median, (low, high)) of challenger/incumbent computed round by round."""
+    ratios = [a / b for a, b in zip(challenger.samples, incumbent.samples) if b > 0]
+    return _median(ratios), bootstrap_median_ci(ratios)
+
+
+def significantly_faster(challenger, incumbent, margin=DEFAULT_MARGIN):
+    """The rule: the whole 95 % interval of the paired ratio lies below 1 - margin."""
+    med, (lo, hi) = paired_ratio(challenger, incumbent)
+    return hi < 1.0 - margin
+
+
+def _calibrate(fn, min_sample_s):
+    start = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - start, 1e-7)
+    return max(1, min(1000, int(min_sample_s / one) + 1))
+
+
+def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None):
+    """Times ``candidates`` ({name: zero-argument callable}) interleaved.
+
+    Returns {name: Timing}. ``prepare(name)`` runs before each sample outside the timed region
+    (it sets the thread count a candidate runs with)."""
+    import torch
+
+    names = list(candidates)
+    inner = {}
+    with torch.no_grad():
+        for name in names:
+            if prepare:
+                prepare(name)
+            candidates[name]()  # first call: lazy initialisation, never timed
+            inner[name] = _calibrate(candidates[name], min_sample_s)
+        samples = {name: [] for name in names}
+        for r in range(warmup + rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for name in order:
+                if prepare:
+                    prepare(name)
+                fn, k = candidates[name], inner[name]
+                start = time.perf_counter()
+                for _ in range(k):
+                    fn()
+                elapsed = (time.perf_counter() - start) / k
+                if r >= warmup:
+                    samples[name].append(elapsed)
+    # Rotation shifted which round each candidate's sample came from; pairing is by round index.
+    return {name: Timing(name, samples[name]) for name in names}

@@ -1,0 +1,302 @@
+"""SGAT for PyTorch models (portkit.tune): artifacts that load with one call and match eager,
+the bank's second run reproducing the plan without timing, the accounting, refusal of a candidate
+whose outputs differ, the fx fallback, and the command line. Small shapes and few timing rounds:
+these tests check behaviour, never speed (bench/tune_torch_bench.py measures that)."""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, ROOT)
+
+import portkit.tune as pt  # noqa: E402
+from portkit.tune import bank as bank_mod  # noqa: E402
+from portkit.tune import candidates as cands  # noqa: E402
+from portkit.tune import capture as cap_mod  # noqa: E402
+from portkit.tune import measure  # noqa: E402
+from examples.tune import models  # noqa: E402
+
+FAST = dict(rounds=3, warmup=1, min_sample_s=0.0002, use_compile=False, progress=False, threads=1)
+
+MODELS = {
+    "resnet": (lambda: models.make_resnet(width=8), lambda: (torch.randn(2, 3, 16, 16),)),
+    "mlp": (lambda: models.make_mlp(features=32, hidden=64), lambda: (torch.randn(4, 32),)),
+    "encoder": (lambda: models.make_encoder(dim=32, heads=2, ffn=64), lambda: (torch.randn(2, 8, 32),)),
+}
+
+
+def _eager(model, inputs):
+    with torch.no_grad():
+        return model(*inputs)
+
+
+def _close(a, b):
+    return torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_artifact_loads_with_one_call_and_matches_eager(name, tmp_path):
+    make, make_inputs = MODELS[name]
+    torch.manual_seed(1)
+    model, inputs = make(), make_inputs()
+    want = _eager(model, inputs)
+    tuned_threads = dict(FAST, threads=None)  # this test also runs the thread-count stage
+    optimized, report = pt.optimize(model, inputs, bank=str(tmp_path / "bank"), output=str(tmp_path / "out"),
+                                    **tuned_threads)
+    artifact = tmp_path / "out" / "optimized.pt"
+    assert report["artifact"] == str(artifact) and artifact.exists()
+    assert report["plan"]["strategy"] in ("eager", "script_freeze", "optimize_for_inference", "composite", "composite_ofi")
+    # One call: plain torch.jit.load (TorchScript plans), and portkit.tune.load.
+    with torch.no_grad():
+        assert _close(torch.jit.load(str(artifact))(*inputs), want)  # without the plan's load transform
+        assert _close(pt.load(str(artifact))(*inputs), want)
+        assert _close(optimized(*inputs), want)
+        # New inputs of the same shape: the artifact computes the model, not a recording.
+        other = tuple(torch.randn_like(t) for t in inputs)
+        assert _close(torch.jit.load(str(artifact))(*other), model(*other))
+    # The result file: AOE's shape, whole-model figures with intervals, the seed's accounting.
+    doc = json.loads(open(report["result_file"]).read())
+    assert os.path.basename(report["result_file"]).startswith("aoe_result_sgat_")
+    sg = doc["SGAT"]
+    assert sg["sgat_tuning_result"] == "tuning successful"
+    lo, hi = sg["model_baseline_ci95(ms)"]
+    assert lo <= sg["model_baseline_performance(ms)"] <= hi
+    lo, hi = sg["model_result_ci95(ms)"]
+    assert lo <= sg["model_result_performance(ms)"] <= hi
+    s = sg["repo_summary"]
+    assert s["repo_hit_num"] == 0 and s["total_num"] == s["repo_add_num"] + s["repo_unsatisfied_num"]
+    # One entry per subgraph plus the whole-model plan.
+    n_sub = len([c for c in report["subgraphs"]])
+    assert s["total_num"] == n_sub + 1
+    assert set(doc["basic"]) == {"tuning_name", "tuning_time(s)"}
+
+
+def test_resnet_is_split_at_blocks():
+    model = models.make_resnet(width=8)
+    x = torch.randn(1, 3, 16, 16)
+    c = cap_mod.capture(model, (x,))
+    assert c.traced
+    assert list(c.names.values()) == ["stem", "layers.0", "layers.1", "layers.2"]
+    with torch.no_grad():
+        assert _close(c.split(x), model(x))
+
+
+def test_second_run_hits_the_bank_and_reproduces_the_artifact_without_timing(tmp_path):
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    bank = str(tmp_path / "bank")
+    _, first = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "a"), **FAST)
+    assert first["tuned"]
+    assert any(c for c in first["candidates"].values())  # whole-model candidates were timed
+    _, second = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "b"), **FAST)
+    assert not second["tuned"]
+    s = second["repo_summary"]
+    assert s["repo_add_num"] == 0 and s["repo_unsatisfied_num"] == 0
+    assert s["repo_hit_num"] == s["total_num"] == first["repo_summary"]["total_num"]
+    assert second["plan"] == first["plan"]
+    assert second["candidates"] == {}  # no whole-model candidate built or timed
+    assert all("candidates" not in rec for rec in second["subgraphs"])  # no subgraph candidate timed
+    with torch.no_grad():
+        a = torch.jit.load(str(tmp_path / "a" / "optimized.pt"))(*inputs)
+        b = torch.jit.load(str(tmp_path / "b" / "optimized.pt"))(*inputs)
+    assert _close(a, b) and _close(b, _eager(model, inputs))
+    # The bank is its own file beside (never inside) the OPAT bank, with a schema version.
+    conn = sqlite3.connect(str(tmp_path / "bank" / "sgat_bank.db"))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == bank_mod.SCHEMA_VERSION
+    kinds = sorted(k for (k,) in conn.execute("SELECT kind FROM sgat_entries"))
+    assert kinds.count("model") == 1 and kinds.count("subgraph") == len(second["subgraphs"])
+    assert not (tmp_path / "bank" / "tune_bank.db").exists()
+
+
+def test_repeat_tune_counts_hits_as_reserved_or_update(tmp_path):
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    bank = str(tmp_path / "bank")
+    pt.optimize(model, inputs, bank=bank, **FAST)
+    _, again = pt.optimize(model, inputs, bank=bank, repeat_tune=True, **FAST)
+    s = again["repo_summary"]
+    assert again["tuned"] and s["repo_add_num"] == 0
+    assert s["repo_hit_num"] == s["repo_reserved_num"] + s["repo_update_num"] == s["total_num"]
+
+
+def test_lookup_only_on_an_empty_bank_tunes_nothing_and_writes_no_bank(tmp_path):
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    _, report = pt.optimize(model, inputs, bank=str(tmp_path / "bank"), lookup_only=True, **FAST)
+    assert not report["tuned"] and report["plan"]["strategy"] == "eager"
+    assert report["repo_summary"]["repo_add_num"] == 0 and report["repo_summary"]["repo_hit_num"] == 0
+    assert not (tmp_path / "bank").exists()
+
+
+def test_a_candidate_whose_outputs_differ_is_refused(tmp_path, monkeypatch):
+    class Off(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x) * 1.001
+
+    def broken(module, inputs):
+        return Off(module)  # "fast" (cheap) but wrong
+
+    monkeypatch.setitem(cands.STRATEGIES, "broken", (broken, "none", "test: wrong outputs"))
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    _, report = pt.optimize(model, inputs, bank=False, **FAST)
+    assert all(rec["strategy"] != "broken" for rec in report["subgraphs"])
+    assert all("broken" not in rec.get("candidates", {}) for rec in report["subgraphs"])
+
+
+def test_outputs_match_uses_fp32_tolerance():
+    a = torch.randn(100)
+    assert pt.outputs_match(a + 1e-7, a)[0]
+    ok, why = pt.outputs_match(a + 1e-2, a)
+    assert not ok and "differs from eager" in why
+    assert not pt.outputs_match(a[:50], a)[0]
+
+
+class Untraceable(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        if float(x.sum()) > 1e9:  # data-dependent control flow: torch.fx cannot trace it
+            return x
+        return torch.relu(self.fc(x))
+
+
+def test_untraceable_model_is_one_opaque_subgraph(tmp_path):
+    model, inputs = Untraceable().eval(), (torch.randn(4, 16),)
+    _, report = pt.optimize(model, inputs, bank=str(tmp_path / "bank"), output=str(tmp_path / "o"), **FAST)
+    assert any("whole model as one subgraph" in n for n in report["notes"])
+    assert report["subgraphs"] == [] and report["repo_summary"]["total_num"] == 1
+    with torch.no_grad():
+        assert _close(pt.load(str(tmp_path / "o"))(*inputs), model(*inputs))
+
+
+def test_structural_hash_ignores_values_but_not_shapes():
+    x = torch.randn(4, 32)
+    a = cap_mod.capture(models.make_mlp(32, 64), (x,)).split
+    torch.manual_seed(5)
+    b = cap_mod.capture(models.Mlp(32, 64).eval(), (x,)).split
+    c = cap_mod.capture(models.make_mlp(32, 48), (x,)).split
+    assert cap_mod.structural_hash(a, (x,)) == cap_mod.structural_hash(b, (x,))
+    assert cap_mod.structural_hash(a, (x,)) != cap_mod.structural_hash(c, (x,))
+    assert cap_mod.structural_hash(a, (x,)) != cap_mod.structural_hash(a, (torch.randn(8, 32),))
+
+
+def test_untrusted_bank_rows_are_ignored(tmp_path):
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    bank = str(tmp_path / "bank")
+    pt.optimize(model, inputs, bank=bank, **FAST)
+    conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
+    conn.execute("UPDATE sgat_entries SET strategy='rm -rf', best_us=0.001 WHERE kind='subgraph'")
+    conn.execute("UPDATE sgat_entries SET best_us=-1 WHERE kind='model'")
+    conn.commit()
+    conn.close()
+    _, report = pt.optimize(model, inputs, bank=bank, **FAST)
+    assert report["tuned"]
+    assert any("unknown strategy" in n for n in report["notes"])
+    assert any("not a positive number" in n for n in report["notes"])
+    assert all(rec["strategy"] in cands.STRATEGIES for rec in report["subgraphs"])
+
+
+def test_significance_rule():
+    base = measure.Timing("a", [1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97])
+    fast = measure.Timing("b", [0.5, 0.52, 0.49, 0.5, 0.51, 0.5, 0.53, 0.48])
+    same = measure.Timing("c", [1.01, 0.99, 1.0, 1.02, 0.98, 1.01, 1.0, 0.99])
+    assert measure.significantly_faster(fast, base)
+    assert not measure.significantly_faster(base, fast)
+    assert not measure.significantly_faster(same, base)
+    lo, hi = base.ci
+    assert lo <= base.median <= hi
+
+
+def test_input_spec_parsing():
+    from portkit.tune.__main__ import UsageError, make_inputs, parse_inputs
+
+    parsed = parse_inputs("2x3x4x4,int64:2x5")
+    assert parsed == [("float32", [2, 3, 4, 4]), ("int64", [2, 5])]
+    x, ids = make_inputs(parsed)
+    assert x.dtype == torch.float32 and ids.dtype == torch.int64 and tuple(ids.shape) == (2, 5)
+    for bad in ("2xa", "complex9:2", "0x3", ""):
+        with pytest.raises(UsageError):
+            parse_inputs(bad)
+
+
+FACTORY = """
+import torch
+def make():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+"""
+
+
+def test_cli_framework_pytorch(portkit, python, tmp_path):
+    (tmp_path / "usermodel.py").write_text(FACTORY)
+    base = [portkit, "tune", "--framework=pytorch", "--python", python]
+    r = subprocess.run(base + ["--job-type=1", "--model=usermodel:make", "--input", "4x16", "--output", "out",
+                               "--bank", "bank", "--rounds", "3", "--no-compile", "--threads", "1"],
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "[portkit tune]" in r.stderr  # progress on stderr
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["tuned"] and summary["artifact"].endswith("optimized.pt")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import usermodel
+    finally:
+        sys.path.pop(0)
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        assert _close(torch.jit.load(str(tmp_path / "out" / "optimized.pt"))(x), usermodel.make()(x))
+    assert any(n.startswith("aoe_result_sgat_") for n in os.listdir(tmp_path / "out"))
+    # Second run, lookup only: every entry a hit.
+    r = subprocess.run(base + ["--model=usermodel:make", "--input", "4x16", "--output", "out2", "--bank", "bank",
+                               "--lookup-only", "--rounds", "3", "--no-compile", "--threads", "1"],
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert not summary["tuned"]
+    assert summary["repo_summary"]["repo_hit_num"] == summary["repo_summary"]["total_num"] > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model=nosuchpkg.mod:make", "--input", "4x16"], "cannot import nosuchpkg.mod"),
+    (["--model=usermodel:nothing", "--input", "4x16"], "has no attribute 'nothing'"),
+    (["--model=usermodel:make", "--input", "4xq"], "expected positive dimensions"),
+    (["--model=usermodel:make", "--input", "4x17"], "does not run on --input 4x17"),
+    (["--model=usermodel.py", "--input", "4x16"], "pkg.module:make_model"),
+    (["--model=usermodel:make", "--input", "4x16", "--job-type=2"], "only 1 (SGAT) is implemented"),
+    (["--model=usermodel:make", "--input", "4x16", "--threads", "0"], "--threads"),
+])
+def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
+    (tmp_path / "usermodel.py").write_text(FACTORY)
+    r = subprocess.run([portkit, "tune", "--framework=pytorch", "--python", python, "--output", "out"] + args,
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr
+    assert not (tmp_path / "out" / "optimized.pt").exists()
+
+
+def test_written_out_attention_is_fused_into_sdpa():
+    model, x = models.make_encoder(dim=32, heads=2, ffn=64), torch.randn(2, 8, 32)
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    if (major, minor) < (2, 1):
+        with pytest.raises(ValueError, match="needs torch >= 2.1"):
+            cands.build("sdpa_freeze", model, (x,))
+        return
+    gm = torch.fx.symbolic_trace(model)
+    assert cands.rewrite_attention(gm) == 1
+    assert "scaled_dot_product_attention" in gm.code and "softmax" not in gm.code
+    fused = cands.build("sdpa_freeze", model, (x,))
+    with torch.no_grad():
+        assert pt.outputs_match(fused(x), model(x))[0]
+    with pytest.raises(ValueError, match="no attention pattern"):
+        cands.build("sdpa_freeze", models.make_mlp(32, 64), (torch.randn(4, 32),))
