@@ -46,14 +46,24 @@ std::string Builder::Key(const std::string& source) const {
   return hex;
 }
 
-BuildResult Builder::BuildOne(const std::string& source) {
+std::string Builder::CheckToolchain(const std::string& known_good) {
+  std::error_code ec;
+  fs::create_directories(options_.cache_dir, ec);
+  if (ec) return "cannot create kernel cache " + options_.cache_dir.string() + ": " + ec.message();
+  BuildResult r = BuildOne(known_good + "\n// toolchain check " + std::to_string(getpid()) + "\n", false);
+  if (r.ok) fs::remove(r.shared_object, ec);
+  fs::remove(fs::path(r.shared_object).replace_extension(".cc"), ec);
+  return r.ok ? "" : r.error;
+}
+
+BuildResult Builder::BuildOne(const std::string& source, bool use_cache) {
   BuildResult r;
   auto start = std::chrono::steady_clock::now();
   std::string key = Key(source);
   fs::path so = options_.cache_dir / (key + ".so");
   r.shared_object = so;
   std::error_code ec;
-  if (fs::exists(so, ec)) {
+  if (use_cache && fs::exists(so, ec)) {
     r.ok = true;
     r.cached = true;
     return r;

@@ -39,9 +39,14 @@ class Builder {
   /// The cache key: 16 hex digits of FNV-1a over compiler version, the machine (CPU model and
   /// SIMD flags: candidates are built with -march=native), flags and source.
   std::string Key(const std::string& source) const;
+  /// Compiles `known_good` afresh (never from the cache) into a private file that is removed
+  /// again: "" when it builds, else why not (the compiler's first lines, or the I/O error).
+  /// Tells a broken toolchain, a full disk or an unwritable cache from a configuration's own
+  /// compile error.
+  std::string CheckToolchain(const std::string& known_good);
 
  private:
-  BuildResult BuildOne(const std::string& source);
+  BuildResult BuildOne(const std::string& source, bool use_cache = true);
   BuildOptions options_;
   Logger& logger_;
   std::string compiler_version_;
