@@ -26,8 +26,16 @@ struct BuildResult {
   bool cached = false;
   std::filesystem::path shared_object;
   std::string error;  ///< the compiler's message (first lines) when !ok
+  /// The failure is the environment's, not the source's: the source or object could not be
+  /// written, the compiler could not be started or was killed by a signal, or its message says
+  /// so (no space left, file size limit, quota, read-only file system, out of memory, internal
+  /// compiler error). Never recorded as a property of a configuration.
+  bool infrastructure = false;
   double seconds = 0;
 };
+
+/// Whether a compiler's output names an environment failure rather than an error in the source.
+bool LooksLikeInfrastructureFailure(const std::string& compiler_output);
 
 class Builder {
  public:

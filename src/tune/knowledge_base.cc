@@ -284,6 +284,24 @@ Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const st
   return outcome;
 }
 
+Expected<bool> KnowledgeBase::RemoveIfStill(const std::string& op_key, const std::string& validators,
+                                            const std::string& config) {
+  if (!writable_) return IoError(path_.string() + ": the tuning bank was opened read-only");
+  sql::Transaction tx(db_, sql::Transaction::Mode::kImmediate);
+  PORTKIT_RETURN_IF_ERROR(tx.status());
+  auto st = db_.Prepare("DELETE FROM entries WHERE op_key = ?1 AND validators = ?2 AND config = ?3");
+  if (!st.ok()) return st.status();
+  st->Bind(1, op_key).Bind(2, validators).Bind(3, config);
+  PORTKIT_RETURN_IF_ERROR(st->Run());
+  auto changes = db_.Prepare("SELECT changes()");
+  if (!changes.ok()) return changes.status();
+  auto row = changes->Step();
+  if (!row.ok()) return row.status();
+  bool removed = *row && changes->Int(0) > 0;
+  PORTKIT_RETURN_IF_ERROR(tx.Commit());
+  return removed;
+}
+
 Expected<std::vector<BankEntry>> KnowledgeBase::List() {
   auto st = db_.Prepare(std::string(schema_version_ < 2 ? kEntryColumnsV1 : kEntryColumns) +
                         " ORDER BY op_type, op_key, validators");

@@ -79,6 +79,9 @@ class KnowledgeBase {
   /// Whether the database can be written by this process (false for a read-only file or folder,
   /// or a bank opened kReadOnly).
   bool writable() const { return writable_; }
+  /// Removes the entry of (op_key, validators) if it still holds `config` (an entry found unusable
+  /// and not replaced); true when one was removed.
+  Expected<bool> RemoveIfStill(const std::string& op_key, const std::string& validators, const std::string& config);
   /// All entries, sorted by op type, signature and validators.
   Expected<std::vector<BankEntry>> List();
   const std::filesystem::path& path() const { return path_; }

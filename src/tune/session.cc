@@ -303,6 +303,12 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
         PORTKIT_RETURN_IF_ERROR(report_kept());
       }
     } else {
+      if (!unusable_config.empty()) {
+        // Nothing replaces the unusable entry: remove it, so that no later run trips on it.
+        auto removed = bank.RemoveIfStill(sig, op_validators, unusable_config);
+        if (!removed.ok())
+          return RunFailed("cannot write the tuning bank " + bank.path().string() + ": " + removed.status().message());
+      }
       r.status = RepoStatus::kUnsatisfied;
       r.config = space.Key(default_config);
       r.after_us = default_us;

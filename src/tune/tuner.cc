@@ -89,6 +89,8 @@ std::vector<Evaluation> CompileEvaluator::Evaluate(const std::vector<Config>& ba
   // known-good source (the operator's default, freshly, not from the cache); otherwise the
   // compiler, the disk or the cache folder is broken and the run stops.
   for (size_t i = 0; i < batch.size() && failure_.empty(); ++i)
+    if (!builds[i].ok && builds[i].infrastructure) failure_ = "cannot build candidates: " + builds[i].error;
+  for (size_t i = 0; i < batch.size() && failure_.empty(); ++i)
     if (!builds[i].ok) {
       std::string why = builder_.CheckToolchain(op_.Source(space_, op_.DefaultConfig(space_, 1)));
       if (!why.empty())
