@@ -200,7 +200,9 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   if (!record.empty())
     if (Status st = CheckOutputFile(record, "--record"); !st.ok()) return Fail(ctx, st);
   if (!opt.lookup_only)
-    if (Status st = CheckOutputFolder(BankFolder(opt.bank), "--tune-bank"); !st.ok()) return Fail(ctx, st);
+    if (Status st = CheckOutputFolder(BankFolder(opt.bank), "--tune-bank"); !st.ok())
+      return Fail(ctx, Status(st.code(), st.message() + "; tuning stores its results in the bank: give --lookup-only to "
+                                                        "only use its entries, or another --tune-bank"));
 
   std::error_code ec;
   fs::create_directories(output, ec);

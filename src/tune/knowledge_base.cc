@@ -188,6 +188,11 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
                       "give the folder with --tune-bank)");
     PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
     auto db = sql::Database::Open(path, {.read_only = true});
+    if (!db.ok() && db.status().message().find("readonly database") != std::string::npos) {
+      // A WAL bank in a folder this process cannot write (SQLite cannot create its -shm file):
+      // read it as an immutable file.
+      db = sql::Database::Open(path, {.read_only = true, .immutable = true});
+    }
     if (!db.ok()) return db.status();
     KnowledgeBase kb(std::move(*db), path);
     kb.writable_ = false;

@@ -25,13 +25,14 @@ check "bank and kernel cache written" "[ -f '$bank/tune_bank.db' ] && ls '$bank'
 r2=$(result "$tmp/r2")
 check "second run: added operators are hits" "[ $rc = 0 ] && [ \$(num '$r2' repo_hit_num) = \$(num '$r1' repo_add_num) ]"
 
+stored=$(/usr/bin/python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM entries').fetchone()[0])" "$bank/tune_bank.db")
 REPEAT_TUNE=True "$PORTKIT" tune --job_type=2 --model="$model" --tune-bank "$bank" --output "$tmp/r3" --max-evals 2 --repeats 5 "${pin[@]}" \
   >"$tmp/o3" 2>"$tmp/e3"; rc=$?
 r3=$(result "$tmp/r3")
 # Seed 004's counting: every operator found in the bank is a hit; re-tuned, each ends as update or
 # reserved, so hit = update + reserved; total = add + hit + unsatisfied.
 check "REPEAT_TUNE=True re-tunes: hits = stored entries = update + reserved; total = add + hit + unsatisfied" \
-  "[ $rc = 0 ] && [ \$(num '$r3' repo_hit_num) = \$(num '$r1' repo_add_num) ] && [ \$(( \$(num '$r3' repo_update_num) + \$(num '$r3' repo_reserved_num) )) = \$(num '$r3' repo_hit_num) ] && [ \$(num '$r3' total_num) = 2 ] && [ \$(( \$(num '$r3' repo_add_num) + \$(num '$r3' repo_hit_num) + \$(num '$r3' repo_unsatisfied_num) )) = 2 ]"
+  "[ $rc = 0 ] && [ \$(num '$r3' repo_hit_num) = $stored ] && [ \$(( \$(num '$r3' repo_update_num) + \$(num '$r3' repo_reserved_num) )) = \$(num '$r3' repo_hit_num) ] && [ \$(num '$r3' total_num) = 2 ] && [ \$(( \$(num '$r3' repo_add_num) + \$(num '$r3' repo_hit_num) + \$(num '$r3' repo_unsatisfied_num) )) = 2 ]"
 
 # Landscapes are kept: a second run into the same output folder appends to the landscape (same
 # machine, toolchain and --fix), and the file replays as the union.
@@ -288,7 +289,7 @@ check "a missing compiler exits non-zero with a message" "[ $rc != 0 ] && grep -
 printf '#!/bin/sh\nfor a in "$@"; do case "$a" in *.cc) if grep -q "define PK_MR 4$" "$a"; then echo "picky: MR=4 rejected" >&2; exit 1; fi;; esac; done\nexec c++ "$@"\n' >"$tmp/pickycc"
 chmod +x "$tmp/pickycc"
 "$PORTKIT" tune --model "$model" --compiler "$tmp/pickycc" --strategy exhaustive --tune-bank "$tmp/bank_picky" --output "$tmp/picky" \
-  --max-evals 4 --repeats 5 --fix UNROLL=1 "${pin[@]}" >"$tmp/pk" 2>&1; rc=$?
+  --max-evals 4 --repeats 5 "${pin[@]}" >"$tmp/pk" 2>&1; rc=$?
 check "one configuration's compile error is a property: recorded, run succeeds" \
   "[ $rc = 0 ] && grep -q '\"status\": \"compile_error\"' '$tmp/picky/tune_landscape.jsonl' && ! grep -q 'run failed' '$tmp/pk'"
 # Disk full mid-run: a file-size limit (SIGXFSZ ignored, so writes fail with EFBIG) small enough that
@@ -299,44 +300,49 @@ check "one configuration's compile error is a property: recorded, run succeeds" 
 check "disk full (file-size limit) mid-run exits 4 and records no compile_error" \
   "[ $rc = 4 ] && grep -q 'run failed: .*File size limit exceeded' '$tmp/df' && ! grep -q compile_error '$tmp/full/tune_landscape.jsonl' 2>/dev/null"
 
-# Bank trust. An imported entry never replaces a measured one (a valid configuration with a tiny
-# time is kept out; THREADS=9999 or a non-time is refused on import), and an entry poisoned in the
-# database (THREADS=9999, 0.001 us) is never a hit nor written into the plan: it is re-tuned.
-if [ "$(num "$r1" repo_add_num)" -gt 0 ]; then
-  /usr/bin/python3 - "$tmp/bank.json" "$tmp/poison.json" <<'PY'
+# Bank trust, on the recorded landscape (replay: both operators are added, deterministically). An
+# imported entry never replaces a measured one (a valid configuration with a tiny time is kept out;
+# THREADS=9999 is refused on import), and an entry poisoned in the database (THREADS=9999, 0.001 us)
+# is never a hit nor written into the plan: it is re-tuned and replaced.
+landscape=tests/data/tune/landscape_small.jsonl
+pb="$tmp/bank_trust"
+"$PORTKIT" tune --replay "$landscape" --strategy exhaustive --max-evals 1000 --tune-bank "$pb" --output "$tmp/t1" >/dev/null 2>&1; rc=$?
+"$PORTKIT" tune bank export "$tmp/trust.json" --tune-bank "$pb" >/dev/null 2>&1
+/usr/bin/python3 - "$tmp/trust.json" "$tmp/poison.json" <<'PY'
 import json, sys
-bank = json.load(open(sys.argv[1]))
-e = dict(bank["entries"][0])
-good = dict(e, time_us=0.02, config=e["config"].replace("UNROLL=1", "UNROLL=4") if "UNROLL=1" in e["config"] else e["config"].replace("UNROLL=4", "UNROLL=1"))
+e = json.load(open(sys.argv[1]))["entries"][0]
+swap = ("UNROLL=1", "UNROLL=4") if "UNROLL=1" in e["config"] else ("UNROLL=4", "UNROLL=1")
+good = dict(e, time_us=0.02, config=e["config"].replace(*swap))
 bad = dict(e, time_us=0.001, config=e["config"].rsplit("THREADS=", 1)[0] + "THREADS=9999")
 json.dump({"portkit_tune_bank": 1, "entries": [good, bad]}, open(sys.argv[2], "w"))
 PY
-  "$PORTKIT" tune bank import "$tmp/poison.json" --tune-bank "$bank" >"$tmp/pi" 2>&1; rc=$?
-  "$PORTKIT" tune bank export "$tmp/bank_after.json" --tune-bank "$bank" >/dev/null 2>&1
-  same=$(/usr/bin/python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['entries']; b=json.load(open(sys.argv[2]))['entries']; print('ok' if [(x['config'],x['time_us']) for x in a]==[(x['config'],x['time_us']) for x in b] and all(x['measured_here'] for x in b) else 'changed')" "$tmp/bank.json" "$tmp/bank_after.json")
-  check "poisoned import: THREADS=9999 refused, a faster imported time does not beat the measured entry" \
-    "[ $rc = 0 ] && grep -q '0 added, 0 updated .* 1 kept .* 1 refused' '$tmp/pi' && grep -q 'THREADS=9999' '$tmp/pi' && [ '$same' = ok ]"
-  cp -r "$bank" "$tmp/bank_poisoned"
-  /usr/bin/python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"UPDATE entries SET config = substr(config, 1, instr(config, 'THREADS=') - 1) || 'THREADS=9999', time_us = 0.001\"); db.commit()" "$tmp/bank_poisoned/tune_bank.db"
-  "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_poisoned" --output "$tmp/rpz" --max-evals 2 --repeats 5 "${pin[@]}" >"$tmp/pz" 2>&1; rc=$?
-  check "a poisoned bank entry (THREADS=9999, 0.001 us) is no hit, not in the plan, and re-tuned" \
-    "[ $rc = 0 ] && grep -q 'knowledge base entry is unusable' '$tmp/pz' && ! grep -q 'THREADS=9999' '$tmp/rpz/tuned_plan.json' && [ \$(num \$(result '$tmp/rpz') repo_hit_num) = 0 ] && [ \$(/usr/bin/python3 -c \"import sqlite3,sys; print(sum('9999' in c for (c,) in sqlite3.connect(sys.argv[1]).execute('SELECT config FROM entries')))\" '$tmp/bank_poisoned/tune_bank.db') = 0 ]"
-fi
+"$PORTKIT" tune bank import "$tmp/poison.json" --tune-bank "$pb" >"$tmp/pi" 2>&1; rc2=$?
+"$PORTKIT" tune bank export "$tmp/trust_after.json" --tune-bank "$pb" >/dev/null 2>&1
+same=$(/usr/bin/python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['entries']; b=json.load(open(sys.argv[2]))['entries']; print('ok' if [(x['config'],x['time_us']) for x in a]==[(x['config'],x['time_us']) for x in b] and all(x['measured_here'] for x in b) else 'changed')" "$tmp/trust.json" "$tmp/trust_after.json")
+check "poisoned import: THREADS=9999 refused, a faster imported time does not beat the measured entry" \
+  "[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q '0 added, 0 updated .* 1 kept .* 1 refused' '$tmp/pi' && grep -q 'THREADS=9999' '$tmp/pi' && [ '$same' = ok ]"
+cp -r "$pb" "$tmp/bank_poisoned"
+/usr/bin/python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"UPDATE entries SET config = substr(config, 1, instr(config, 'THREADS=') - 1) || 'THREADS=9999', time_us = 0.001\"); db.commit()" "$tmp/bank_poisoned/tune_bank.db"
+"$PORTKIT" tune --replay "$landscape" --strategy exhaustive --max-evals 1000 --tune-bank "$tmp/bank_poisoned" --output "$tmp/rpz" >"$tmp/pz" 2>&1; rc=$?
+nines() { /usr/bin/python3 -c "import sqlite3,sys; print(sum('9999' in c for (c,) in sqlite3.connect(sys.argv[1]).execute('SELECT config FROM entries')))" "$1"; }
+check "a poisoned bank entry (THREADS=9999, 0.001 us) is no hit, not in the plan, re-tuned and replaced" \
+  "[ $rc = 0 ] && grep -q 'knowledge base entry is unusable' '$tmp/pz' && ! grep -q 'THREADS=9999' '$tmp/rpz/tuned_plan.json' && [ \$(num \$(result '$tmp/rpz') repo_hit_num) = 0 ] && [ \$(num \$(result '$tmp/rpz') repo_add_num) = 2 ] && [ \$(nines '$tmp/bank_poisoned/tune_bank.db') = 0 ]"
 
 # A read-only bank (file 0444 in a 0555 folder) is usable for listing and lookups; a run that would
 # tune says it cannot write it. Root ignores file modes: the commands then run as nobody.
 asuser() { if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
 if [ "$(id -u)" != 0 ] || command -v setpriv >/dev/null; then
   ro=$(mktemp -d /tmp/portkit_ro.XXXXXX); chmod 755 "$ro"; mkdir -p "$ro/bank" "$ro/out"; chmod 777 "$ro/out"
-  cp "$bank/tune_bank.db" "$ro/bank/"; chmod 444 "$ro/bank/tune_bank.db"; chmod 555 "$ro/bank"
+  cp "$pb/tune_bank.db" "$ro/bank/"; chmod 444 "$ro/bank/tune_bank.db"; chmod 555 "$ro/bank"
   asuser "$PORTKIT" tune bank list --tune-bank "$ro/bank" >"$tmp/rol" 2>&1; rc1=$?
-  asuser "$PORTKIT" tune --lookup-only --model "$model" --tune-bank "$ro/bank" --output "$ro/out" >"$tmp/rolk" 2>&1; rc2=$?
-  asuser "$PORTKIT" tune --model "$model" --tune-bank "$ro/bank" --output "$ro/out2" "${pin[@]}" >"$tmp/rotune" 2>&1; rc3=$?
+  asuser "$PORTKIT" tune bank show MatMul --tune-bank "$ro/bank" >"$tmp/ros" 2>&1; rc4=$?
+  asuser "$PORTKIT" tune --lookup-only --replay "$landscape" --tune-bank "$ro/bank" --output "$ro/out" >"$tmp/rolk" 2>&1; rc2=$?
+  asuser "$PORTKIT" tune --replay "$landscape" --tune-bank "$ro/bank" --output "$ro/out" >"$tmp/rotune" 2>&1; rc3=$?
   rores=$(ls "$ro"/out/aoe_result_opat_*.json 2>/dev/null | head -1)
-  check "a read-only bank lists" "[ $rc1 = 0 ] && grep -q 'entries in' '$tmp/rol'"
+  check "a read-only bank lists and shows" "[ $rc1 = 0 ] && grep -q '2 entries in' '$tmp/rol' && [ $rc4 = 0 ]"
   check "a read-only bank serves a --lookup-only run (hits, nothing tuned)" \
-    "[ $rc2 = 0 ] && [ -n '$rores' ] && [ \$(num '$rores' repo_hit_num) = \$(num '$r1' repo_add_num) ] && [ \$(num '$rores' repo_add_num) = 0 ]"
-  check "a tuning run on a read-only bank exits 2 saying so" "[ $rc3 = 2 ] && grep -q 'is read-only; tuning stores its results there: give --lookup-only' '$tmp/rotune'"
+    "[ $rc2 = 0 ] && [ -n '$rores' ] && [ \$(num '$rores' repo_hit_num) = 2 ] && [ \$(num '$rores' repo_add_num) = 0 ]"
+  check "a tuning run on a read-only bank exits 2 saying so" "[ $rc3 = 2 ] && grep -q 'cannot be written.*--lookup-only' '$tmp/rotune'"
   chmod -R u+w "$ro"; rm -rf "$ro"
 else
   echo "SKIP read-only bank checks (root without setpriv)"
