@@ -65,7 +65,7 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
   } else {
     builder = std::make_unique<Builder>(options.build, logger);
     if (builder->compiler_version().empty())
-      return InvalidArgument("cannot run the compiler '" + options.build.compiler + "' (needed to build candidates)");
+      return RunFailed("cannot run the compiler '" + options.build.compiler + "' (needed to build candidates)");
     validators = MachineValidators(builder->compiler_version(), options.build.flags);
     if (record) {
       record->validators = validators;
