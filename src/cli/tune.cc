@@ -117,6 +117,8 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--tune-bank", bank_flag,
                  "knowledge base folder or tune_bank.db file (default $TUNE_BANK_PATH, else $XDG_CACHE_HOME/portkit or "
                  "~/.cache/portkit)");
+  app.add_flag("--lookup-only", opt.lookup_only,
+               "only use the bank's entries (opened read-only): nothing is tuned or stored");
   app.add_flag("--repeat-tune", opt.repeat_tune, "re-tune operators found in the bank; replace only if better (also REPEAT_TUNE=True)");
   app.add_option("--output", output, "folder for the result file, tuned_plan.json and the landscape")->default_val(".");
   app.add_option("--record", record, "landscape file of every measurement (default OUTPUT/tune_landscape.jsonl)");
@@ -205,20 +207,40 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   if (Status st = CheckOutputFolder(output, "--output"); !st.ok()) return Fail(ctx, st);
   if (!record.empty())
     if (Status st = CheckOutputFile(record, "--record"); !st.ok()) return Fail(ctx, st);
-  if (Status st = CheckOutputFolder(BankFolder(opt.bank), "--tune-bank"); !st.ok()) return Fail(ctx, st);
+  if (!opt.lookup_only)
+    if (Status st = CheckOutputFolder(BankFolder(opt.bank), "--tune-bank"); !st.ok())
+      return Fail(ctx, Status(st.code(), st.message() + "; tuning stores its results in the bank: give --lookup-only to "
+                                                        "only use its entries, or another --tune-bank"));
 
   std::error_code ec;
   fs::create_directories(output, ec);
   if (ec) return Fail(ctx, IoError("cannot create --output " + output + ": " + ec.message()));
   if (replay.empty()) opt.record = record.empty() ? fs::path(output) / "tune_landscape.jsonl" : fs::path(record);
 
-  auto report = tune::RunTune(opt, ctx);
-  if (!report.ok()) return Fail(ctx, report.status());
+  // The result file is written (atomically) as tuning proceeds: before the first operator and
+  // after each one, "tuning in progress", so that a killed run leaves a valid file saying so.
   fs::path result_path = fs::path(output) / render::TuneResultFileName(ctx.clock(), static_cast<long>(getpid()));
   fs::path plan_path = fs::path(output) / "tuned_plan.json";
+  tune::SessionResult last;
+  bool progress_written = false;
+  opt.on_progress = [&](const tune::SessionResult& so_far) -> Status {
+    last = so_far;
+    Status st = WriteFileAtomic(result_path, render::TuneResultJson(so_far, "tuning in progress"));
+    if (!st.ok()) return IoError("cannot write the result file: " + st.message());
+    progress_written = true;
+    return Status::Ok();
+  };
+  auto report = tune::RunTune(opt, ctx);
+  if (!report.ok()) {
+    // Say in the result file that the run failed (best effort: the failure may be a full disk).
+    if (progress_written)
+      (void)WriteFileAtomic(result_path, render::TuneResultJson(last, "tuning failed", report.status().message()));
+    return Fail(ctx, report.status());
+  }
   for (const auto& [path, text] : {std::pair{result_path, render::TuneResultJson(report->session)},
                                    std::pair{plan_path, render::TunedPlanJson(report->session)}}) {
-    if (Status st = WriteFileAtomic(path, text); !st.ok()) return Fail(ctx, st);
+    if (Status st = WriteFileAtomic(path, text); !st.ok())
+      return Fail(ctx, Status(ErrorCode::kInternal, "run failed: " + st.message()));
     report->files_written.push_back(path);
   }
   if (!report->landscape.empty()) ctx.logger.Info("Landscape: " + report->landscape.string());

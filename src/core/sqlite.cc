@@ -1,5 +1,6 @@
 #include "core/sqlite.h"
 
+#include <cstdio>
 #include <utility>
 
 namespace portkit::sql {
@@ -88,7 +89,23 @@ Expected<Database> Database::Open(const std::filesystem::path& path, const OpenO
   int flags = options.read_only ? SQLITE_OPEN_READONLY
                                 : SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0);
   flags |= SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(db.path_.c_str(), &db.db_, flags, nullptr);
+  std::string name = db.path_;
+  if (options.read_only && options.immutable) {
+    // A URI filename: '%', '?' and '#' are escaped.
+    name = "file:";
+    for (char c : db.path_) {
+      if (c == '%' || c == '?' || c == '#') {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+        name += hex;
+      } else {
+        name += c;
+      }
+    }
+    name += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db.db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db.db_ ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
     return Status(rc == SQLITE_CANTOPEN ? ErrorCode::kIo : ErrorCode::kIo,

@@ -5,6 +5,7 @@
 /// CLI writes it (files atomically).
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "tune/api.h"
 
@@ -12,8 +13,11 @@ namespace portkit::render {
 
 /// The result file in AOE's form (`basic`, `OPAT` with the model figures, repo_modified_operators
 /// and repo_summary) plus `operators` (every operator with its repo status, strategy and
-/// evaluations) and `untuned_operators` with reasons.
-std::string TuneResultJson(const tune::SessionResult& session);
+/// evaluations) and `untuned_operators` with reasons. `state` is `opat_tuning_result`
+/// ("tuning in progress" while the run goes on; default: "tuning successful", or "tuning failed"
+/// when no operator was tuned); `failure`, when given, is written as `failure`.
+std::string TuneResultJson(const tune::SessionResult& session, std::string_view state = {},
+                           std::string_view failure = {});
 /// tuned_plan.json: per operator its signature, chosen configuration, source and time.
 std::string TunedPlanJson(const tune::SessionResult& session);
 /// `aoe_result_opat_<YYYYmmddHHMMSS>_pid<pid>.json` for a local time.

@@ -24,10 +24,9 @@ void OpObject(JsonWriter& w, const OpResult& op) {
 
 }  // namespace
 
-std::string TuneResultJson(const tune::SessionResult& r) {
+std::string TuneResultJson(const tune::SessionResult& r, std::string_view state, std::string_view failure) {
   tune::ModelTotals t = tune::Totals(r);
-  int counts[5] = {0, 0, 0, 0, 0};
-  for (const auto& op : r.ops) ++counts[static_cast<int>(op.status)];
+  tune::RepoAccounting a = tune::Accounting(r);
   JsonWriter w;
   w.BeginObject();
   w.Key("basic").BeginObject().Key("tuning_name").String(r.name).Key("tuning_time(s)").Fixed(r.seconds, 3);
@@ -36,7 +35,9 @@ std::string TuneResultJson(const tune::SessionResult& r) {
   w.Key("model_baseline_performance(ms)").Fixed(t.baseline_ms, 6);
   w.Key("model_performance_improvement").String(tune::Percent(t.improvement_percent()));
   w.Key("model_result_performance(ms)").Fixed(t.result_ms, 6);
-  w.Key("opat_tuning_result").String(r.ops.empty() ? "tuning failed" : "tuning successful");
+  w.Key("opat_tuning_result")
+      .String(!state.empty() ? std::string(state) : r.ops.empty() ? "tuning failed" : "tuning successful");
+  if (!failure.empty()) w.Key("failure").String(std::string(failure));
   w.Key("repo_modified_operators").BeginObject();
   w.Key("add_repo_operators").BeginArray();
   for (const auto& op : r.ops)
@@ -47,12 +48,12 @@ std::string TuneResultJson(const tune::SessionResult& r) {
     if (op.status == RepoStatus::kUpdate) OpObject(w, op);
   w.EndArray().EndObject();
   w.Key("repo_summary").BeginObject()
-      .Key("repo_add_num").Int(counts[static_cast<int>(RepoStatus::kAdd)])
-      .Key("repo_hit_num").Int(counts[static_cast<int>(RepoStatus::kHit)])
-      .Key("repo_reserved_num").Int(counts[static_cast<int>(RepoStatus::kReserved)])
-      .Key("repo_unsatisfied_num").Int(counts[static_cast<int>(RepoStatus::kUnsatisfied)])
-      .Key("repo_update_num").Int(counts[static_cast<int>(RepoStatus::kUpdate)])
-      .Key("total_num").Int(static_cast<int64_t>(r.ops.size()))
+      .Key("repo_add_num").Int(a.add)
+      .Key("repo_hit_num").Int(a.hit)
+      .Key("repo_reserved_num").Int(a.reserved)
+      .Key("repo_unsatisfied_num").Int(a.unsatisfied)
+      .Key("repo_update_num").Int(a.update)
+      .Key("total_num").Int(a.total())
       .EndObject();
   w.Key("operators").BeginArray();
   for (const auto& op : r.ops) {
@@ -64,6 +65,7 @@ std::string TuneResultJson(const tune::SessionResult& r) {
         .Key("performance_before_tune(us)").Fixed(op.before_us, 3)
         .Key("performance_after_tune(us)").Fixed(op.after_us, 3)
         .Key("strategy").String(op.config)
+        .Key("measured_here").Bool(op.measured_here)
         .Key("evaluations").Int(op.evaluations)
         .EndObject();
   }
@@ -86,6 +88,7 @@ std::string TunedPlanJson(const tune::SessionResult& r) {
         .Key("signature").String(op.signature)
         .Key("strategy").String(op.config)
         .Key("source").String(op.source)
+        .Key("measured_here").Bool(op.measured_here)
         .Key("time_us").Fixed(op.after_us, 3)
         .EndObject();
   }

@@ -56,8 +56,12 @@ std::string BankShowText(const tune::BankListing& listing) {
 }
 
 std::string BankImportText(const tune::BankImportReport& r, const std::string& file) {
-  return "Imported " + file + " into " + r.path.string() + ": " + std::to_string(r.added) + " added, " +
-         std::to_string(r.updated) + " updated (faster), " + std::to_string(r.kept) + " kept (not faster).";
+  std::string out = "Imported " + file + " into " + r.path.string() + ": " + std::to_string(r.added) + " added, " +
+                    std::to_string(r.updated) + " updated (faster imported entries), " + std::to_string(r.kept) +
+                    " kept (not faster, or measured here), " + std::to_string(r.rejected.size()) +
+                    " refused; imported entries are marked not measured here until REPEAT_TUNE re-measures them.";
+  for (const auto& why : r.rejected) out += "\n  refused " + why;
+  return out;
 }
 
 }  // namespace portkit::render

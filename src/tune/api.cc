@@ -5,6 +5,8 @@
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/atomic_file.h"
 #include "tune/landscape.h"
 #include "tune/op_desc.h"
@@ -93,10 +95,22 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
   // The landscape file is checked before the bank is touched, so that an unwritable one fails
   // at once; it is created at the first measurement.
   Landscape recorded;
-  bool recording = !landscape && !o.record.empty();
+  bool recording = !landscape && !o.record.empty() && !o.lookup_only;
   if (recording) PORTKIT_RETURN_IF_ERROR(recorded.StreamTo(o.record));
 
-  auto kb = KnowledgeBase::Open(o.bank, BankAccess::kReadWrite);
+  if (!o.lookup_only) {
+    // A run that tunes writes the bank: say so clearly when it cannot.
+    fs::path db = BankDatabasePath(o.bank);
+    std::error_code ec;
+    fs::path folder = db.parent_path().empty() ? fs::path(".") : db.parent_path();
+    bool db_ro = fs::exists(db, ec) && ::access(db.c_str(), W_OK) != 0;
+    bool folder_ro = fs::exists(folder, ec) && ::access(folder.c_str(), W_OK) != 0;
+    if (db_ro || folder_ro)
+      return InvalidArgument("the tuning bank " + (db_ro ? db.string() : folder.string()) +
+                             " is read-only; tuning stores its results there: give --lookup-only to only use its "
+                             "entries, or another --tune-bank");
+  }
+  auto kb = KnowledgeBase::Open(o.bank, o.lookup_only ? BankAccess::kReadOnly : BankAccess::kReadWrite);
   if (!kb.ok()) return kb.status();
   report.timings.load_seconds = SecondsSince(start);
 
@@ -115,21 +129,32 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
   so.build.cache_dir = kb->path().parent_path() / "kernels";
   so.build.parallel = o.parallel_compile;
   so.hardware_threads = o.hardware_threads > 0 ? o.hardware_threads : ThisMachineThreads();
+  so.lookup_only = o.lookup_only;
+  so.on_progress = o.on_progress;
   log.Info("Tuning " + std::to_string(list.ops.size()) + " operators with strategy " + o.strategy + " (max " +
            std::to_string(o.max_evals) + " evaluations each" +
            (landscape ? ", replaying " + o.replay.string()
                       : ", " + std::to_string(o.parallel_compile) + " parallel compiles") +
-           "); knowledge base " + kb->path().string() + (o.repeat_tune ? " (repeat tune)" : "") + ".");
+           "); knowledge base " + kb->path().string() + (o.repeat_tune ? " (repeat tune)" : "") +
+           (o.lookup_only ? " (lookup only)" : "") + ".");
   auto tune_start = std::chrono::steady_clock::now();
   auto result = RunSession(list, so, *kb, landscape ? &*landscape : nullptr, landscape ? nullptr : &recorded, log);
   if (!result.ok()) return result.status();
   report.timings.tune_seconds = SecondsSince(tune_start);
   if (recording) {
-    // The streamed file holds every measurement in order; rewrite it sorted and deduplicated.
+    // The streamed file holds every measurement in order (with an earlier run's, when it was
+    // appended to); rewrite it sorted and deduplicated. A run that measured nothing leaves an
+    // existing landscape alone.
     recorded.CloseStream();
-    PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(o.record, recorded.ToJsonLines()));
-    report.landscape = o.record;
-    report.files_written.push_back(o.record);
+    fs::path file = recorded.streamed_file();
+    std::error_code ec;
+    if (file.empty() && !fs::exists(o.record, ec)) file = o.record;
+    if (!file.empty()) {
+      if (Status st = WriteFileAtomic(file, recorded.ToJsonLines()); !st.ok())
+        return Status(ErrorCode::kInternal, "run failed: " + st.message());
+      report.landscape = file;
+      report.files_written.push_back(file);
+    }
   }
   report.session = std::move(*result);
   // Operators to tune, and not one of them could run its default kernel: the toolchain is broken
@@ -146,16 +171,7 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
                     "no operator could build and run its default kernel (" + first_rejected->op.name + ": " +
                         first_rejected->reason + "); check the compiler (--compiler " + o.compiler + ")");
   }
-  for (const auto& op : report.session.ops) {
-    switch (op.status) {
-      case RepoStatus::kAdd: ++report.accounting.add; break;
-      case RepoStatus::kHit: ++report.accounting.hit; break;
-      case RepoStatus::kUpdate: ++report.accounting.update; break;
-      case RepoStatus::kReserved: ++report.accounting.reserved; break;
-      case RepoStatus::kUnsatisfied: ++report.accounting.unsatisfied; break;
-    }
-  }
-  report.accounting.untuned = static_cast<int>(report.session.untuned.size());
+  report.accounting = Accounting(report.session);
   report.totals = Totals(report.session);
   report.timings.total_seconds = SecondsSince(start);
   return report;
@@ -193,6 +209,10 @@ Expected<BankImportReport> RunBankImport(const fs::path& bank, const fs::path& f
   BankImportReport out;
   out.path = kb->path();
   for (const auto& e : *entries) {
+    if (std::string bad = CheckEntry(e, 0); !bad.empty()) {
+      out.rejected.push_back(e.op_key + ": " + bad);
+      continue;
+    }
     auto st = kb->StoreIfBetter(e);
     if (!st.ok()) return st.status();
     (*st == StoreOutcome::kAdded ? out.added : *st == StoreOutcome::kUpdated ? out.updated : out.kept)++;

@@ -5,6 +5,7 @@
 /// flags and environment into these options, and src/render/tune_*.cc renders the reports.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,13 +42,12 @@ struct TuneOptions {
   /// candidates are measured, then the file is rewritten sorted.
   std::filesystem::path record;
   int hardware_threads = 0;           ///< bounds the THREADS knob; <= 0: this machine's cores
-};
-
-/// How the operators of a run ended up in the bank (AOE's repo_summary).
-struct RepoAccounting {
-  int add = 0, hit = 0, update = 0, reserved = 0, unsatisfied = 0;
-  int untuned = 0;  ///< operators not tuned (unsupported, too large, not in a replayed landscape)
-  int total() const { return add + hit + update + reserved + unsatisfied; }
+  /// Only look the operators up: the bank is opened read-only (a read-only file or folder works),
+  /// nothing is compiled, measured or stored; operators without a usable entry are untuned.
+  bool lookup_only = false;
+  /// Called with the result so far before the first operator and after each one (the CLI writes
+  /// the result file as tuning proceeds); an error fails the run.
+  std::function<Status(const SessionResult&)> on_progress;
 };
 
 struct TuneTimings {
@@ -76,8 +76,10 @@ Status ValidateTuneOptions(const TuneOptions& options);
 /// Runs a tuning session: validates the options, reads the operators, opens (creating) the bank,
 /// tunes, and returns the report. Progress and per-operator lines go to ctx.logger. Errors: the
 /// options (kInvalidArgument), the input (kNotFound, kParse), the bank (kIo, kParse,
-/// kUnsupported: another schema, with what to do), and kInternal when there were operators to
-/// tune and none could build and run its default kernel (a broken compiler).
+/// kUnsupported: another schema, with what to do; kInvalidArgument: a read-only bank for a run
+/// that tunes), and kInternal ("run failed: ...") for infrastructure failures: a broken compiler
+/// (the default strategy does not build or run), a disk or file-size limit hit while writing the
+/// bank, the landscape or a progress report.
 Expected<TuneReport> RunTune(const TuneOptions& options, Context& ctx);
 
 /// A bank's entries, as read.
@@ -98,9 +100,13 @@ Expected<BankListing> RunBankExport(const std::filesystem::path& bank);
 struct BankImportReport {
   std::filesystem::path path;  ///< the database file written
   int added = 0, updated = 0, kept = 0;
+  /// Entries refused (configuration outside the operator's space, implausible times), with why.
+  std::vector<std::string> rejected;
 };
 /// Merges the entries of a JSON file (EntriesToJson's form) into the bank at `bank` (created when
-/// missing): an entry replaces one only if faster.
+/// missing). Each entry is validated (CheckEntry) and refused when unusable; imported entries
+/// are marked not measured here: one replaces an imported entry only if faster, never a
+/// measured one.
 Expected<BankImportReport> RunBankImport(const std::filesystem::path& bank, const std::filesystem::path& file);
 
 }  // namespace portkit::tune

@@ -46,14 +46,33 @@ std::string Builder::Key(const std::string& source) const {
   return hex;
 }
 
-BuildResult Builder::BuildOne(const std::string& source) {
+bool LooksLikeInfrastructureFailure(const std::string& out) {
+  for (const char* p : {"No space left on device", "File size limit exceeded", "Disk quota exceeded",
+                        "Read-only file system", "internal compiler error", "signal terminated program",
+                        "Cannot allocate memory", "out of memory", "virtual memory exhausted", "cannot open output file",
+                        "Permission denied", "Input/output error", "Too many open files"})
+    if (out.find(p) != std::string::npos) return true;
+  return false;
+}
+
+std::string Builder::CheckToolchain(const std::string& known_good) {
+  std::error_code ec;
+  fs::create_directories(options_.cache_dir, ec);
+  if (ec) return "cannot create kernel cache " + options_.cache_dir.string() + ": " + ec.message();
+  BuildResult r = BuildOne(known_good + "\n// toolchain check " + std::to_string(getpid()) + "\n", false);
+  if (r.ok) fs::remove(r.shared_object, ec);
+  fs::remove(fs::path(r.shared_object).replace_extension(".cc"), ec);
+  return r.ok ? "" : r.error;
+}
+
+BuildResult Builder::BuildOne(const std::string& source, bool use_cache) {
   BuildResult r;
   auto start = std::chrono::steady_clock::now();
   std::string key = Key(source);
   fs::path so = options_.cache_dir / (key + ".so");
   r.shared_object = so;
   std::error_code ec;
-  if (fs::exists(so, ec)) {
+  if (use_cache && fs::exists(so, ec)) {
     r.ok = true;
     r.cached = true;
     return r;
@@ -61,6 +80,7 @@ BuildResult Builder::BuildOne(const std::string& source) {
   fs::path src = options_.cache_dir / (key + ".cc");
   if (Status st = WriteFileAtomic(src, source); !st.ok()) {
     r.error = st.message();
+    r.infrastructure = true;
     return r;
   }
   // Compile to a private name, then rename: a concurrent tuner building the same key, or one
@@ -82,6 +102,7 @@ BuildResult Builder::BuildOne(const std::string& source) {
     fs::remove(tmp, ec);
     if (!run.ok()) {
       r.error = run.status().message();
+      r.infrastructure = true;
       return r;
     }
     if (run->end == ProcessResult::End::kTimedOut) {
@@ -93,11 +114,13 @@ BuildResult Builder::BuildOne(const std::string& source) {
     for (int line = 0; line < 6 && cut != std::string::npos; ++line) cut = output.find('\n', cut + 1);
     r.error = output.substr(0, cut == std::string::npos ? output.size() : cut);
     if (r.error.empty()) r.error = "the compiler " + run->Describe();
+    r.infrastructure = run->end == ProcessResult::End::kSignaled || LooksLikeInfrastructureFailure(output);
     return r;
   }
   fs::rename(tmp, so, ec);
   if (ec) {
     r.error = "cannot rename " + tmp.string() + ": " + ec.message();
+    r.infrastructure = true;
     return r;
   }
   r.ok = true;
@@ -109,7 +132,10 @@ std::vector<BuildResult> Builder::BuildAll(const std::vector<std::string>& sourc
   std::error_code ec;
   fs::create_directories(options_.cache_dir, ec);
   if (ec) {
-    for (auto& r : results) r.error = "cannot create kernel cache " + options_.cache_dir.string() + ": " + ec.message();
+    for (auto& r : results) {
+      r.error = "cannot create kernel cache " + options_.cache_dir.string() + ": " + ec.message();
+      r.infrastructure = true;
+    }
     return results;
   }
   if (sources.size() <= 1 || options_.parallel <= 1) {

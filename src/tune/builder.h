@@ -26,8 +26,16 @@ struct BuildResult {
   bool cached = false;
   std::filesystem::path shared_object;
   std::string error;  ///< the compiler's message (first lines) when !ok
+  /// The failure is the environment's, not the source's: the source or object could not be
+  /// written, the compiler could not be started or was killed by a signal, or its message says
+  /// so (no space left, file size limit, quota, read-only file system, out of memory, internal
+  /// compiler error). Never recorded as a property of a configuration.
+  bool infrastructure = false;
   double seconds = 0;
 };
+
+/// Whether a compiler's output names an environment failure rather than an error in the source.
+bool LooksLikeInfrastructureFailure(const std::string& compiler_output);
 
 class Builder {
  public:
@@ -39,9 +47,14 @@ class Builder {
   /// The cache key: 16 hex digits of FNV-1a over compiler version, the machine (CPU model and
   /// SIMD flags: candidates are built with -march=native), flags and source.
   std::string Key(const std::string& source) const;
+  /// Compiles `known_good` afresh (never from the cache) into a private file that is removed
+  /// again: "" when it builds, else why not (the compiler's first lines, or the I/O error).
+  /// Tells a broken toolchain, a full disk or an unwritable cache from a configuration's own
+  /// compile error.
+  std::string CheckToolchain(const std::string& known_good);
 
  private:
-  BuildResult BuildOne(const std::string& source);
+  BuildResult BuildOne(const std::string& source, bool use_cache = true);
   BuildOptions options_;
   Logger& logger_;
   std::string compiler_version_;

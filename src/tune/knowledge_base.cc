@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -34,22 +35,30 @@ CREATE TABLE entries (
   time_us REAL NOT NULL,
   default_us REAL NOT NULL,
   updated TEXT NOT NULL,
+  measured_here INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY (op_key, validators)
 );
 )SQL";
+
+// Version 1 -> 2: entries written before the flag were stored by tuning runs or imports alike;
+// they are taken as measured (the import of version 1 already refused to replace faster ones).
+constexpr char kMigrateTo2[] = "ALTER TABLE entries ADD COLUMN measured_here INTEGER NOT NULL DEFAULT 1;";
 
 constexpr char kRemedy[] =
     "give another --tune-bank folder, or move the file away and tune again (`portkit tune bank export` of the "
     "portkit that wrote it keeps its entries for `portkit tune bank import`)";
 
 const sql::Schema& BankSchema() {
-  static const sql::Schema kSchema{"tuning bank", kBankSchemaVersion, kCreateSql, {}, kRemedy};
+  static const sql::Schema kSchema{"tuning bank", kBankSchemaVersion, kCreateSql, {kMigrateTo2}, kRemedy};
   return kSchema;
 }
 
 /// The columns Row() reads, in its order.
 constexpr char kEntryColumns[] =
-    "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated FROM entries";
+    "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated, measured_here FROM entries";
+// A version-1 bank read as it is (read-only): every entry measured.
+constexpr char kEntryColumnsV1[] =
+    "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated, 1 FROM entries";
 
 std::string UtcNow() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -70,6 +79,7 @@ BankEntry Row(const sql::Statement& s) {
   e.time_us = s.Double(5);
   e.default_us = s.Double(6);
   e.updated = std::string(s.Text(7));
+  e.measured_here = s.Int(8) != 0;
   return e;
 }
 
@@ -131,7 +141,7 @@ Status MigrateUnversioned(sql::Database& db) {
   auto update = db.Prepare("UPDATE OR REPLACE entries SET validators = ?1 WHERE rowid = ?2");
   if (!update.ok()) return update.status();
   for (const auto& [rowid, validators] : rekeyed) PORTKIT_RETURN_IF_ERROR(update->Bind(1, validators).Bind(2, rowid).Run());
-  PORTKIT_RETURN_IF_ERROR(db.SetUserVersion(kBankSchemaVersion));
+  PORTKIT_RETURN_IF_ERROR(db.SetUserVersion(1));  // EnsureSchema takes it on to the current version
   return tx.Commit();
 }
 
@@ -178,12 +188,26 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
                       "give the folder with --tune-bank)");
     PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
     auto db = sql::Database::Open(path, {.read_only = true});
+    if (!db.ok() && db.status().message().find("readonly database") != std::string::npos) {
+      // A WAL bank in a folder this process cannot write (SQLite cannot create its -shm file):
+      // read it as an immutable file.
+      db = sql::Database::Open(path, {.read_only = true, .immutable = true});
+    }
     if (!db.ok()) return db.status();
     KnowledgeBase kb(std::move(*db), path);
+    kb.writable_ = false;
     auto legacy = IsUnversionedBank(kb.db_);
     if (!legacy.ok()) return legacy.status();
     if (*legacy) {
       kb.schema_version_ = 0;
+      return kb;
+    }
+    // A version-1 bank is read as it is (its entries count as measured); it is migrated the
+    // first time it is opened for writing.
+    auto version = kb.db_.UserVersion();
+    if (!version.ok()) return version.status();
+    if (*version == 1) {
+      kb.schema_version_ = 1;
       return kb;
     }
     PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(kb.db_, BankSchema()));
@@ -217,7 +241,8 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
 }
 
 Expected<std::optional<BankEntry>> KnowledgeBase::Lookup(const std::string& op_key, const std::string& validators) {
-  auto st = db_.Prepare(std::string(kEntryColumns) + " WHERE op_key = ?1 AND validators = ?2");
+  auto st = db_.Prepare(std::string(schema_version_ < 2 ? kEntryColumnsV1 : kEntryColumns) +
+                        " WHERE op_key = ?1 AND validators = ?2");
   if (!st.ok()) return st.status();
   st->Bind(1, op_key).Bind(2, validators);
   auto row = st->Step();
@@ -235,29 +260,56 @@ Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const st
   PORTKIT_RETURN_IF_ERROR(tx.status());
   auto existing = Lookup(e.op_key, e.validators);
   if (!existing.ok()) return existing.status();
+  if (!writable_) return IoError(path_.string() + ": the tuning bank was opened read-only");
   StoreOutcome outcome = StoreOutcome::kAdded;
   if (existing->has_value()) {
-    double incumbent = (*existing)->time_us;
-    if (!remeasured_config.empty() && (*existing)->config == remeasured_config) incumbent = remeasured_us;
-    if (!(e.time_us < incumbent)) {
+    const BankEntry& old = **existing;
+    bool remeasured = !remeasured_config.empty() && old.config == remeasured_config;
+    double incumbent = remeasured ? remeasured_us : old.time_us;
+    bool replace = e.time_us < incumbent;
+    // An imported time never beats a measured entry; a measured one beats an imported entry
+    // that was not re-measured here (its time is not this machine's).
+    if (!e.measured_here && old.measured_here) replace = false;
+    else if (e.measured_here && !old.measured_here && !remeasured) replace = true;
+    if (!replace) {
       PORTKIT_RETURN_IF_ERROR(tx.Commit());
       return StoreOutcome::kKept;
     }
     outcome = StoreOutcome::kUpdated;
   }
   auto st = db_.Prepare(
-      "INSERT OR REPLACE INTO entries (op_key, validators, op_type, op_name, config, time_us, default_us, updated) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+      "INSERT OR REPLACE INTO entries (op_key, validators, op_type, op_name, config, time_us, default_us, updated, "
+      "measured_here) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   if (!st.ok()) return st.status();
   st->Bind(1, e.op_key).Bind(2, e.validators).Bind(3, e.op_type).Bind(4, e.op_name).Bind(5, e.config);
   st->Bind(6, e.time_us).Bind(7, e.default_us).Bind(8, e.updated.empty() ? UtcNow() : e.updated);
+  st->Bind(9, static_cast<int64_t>(e.measured_here ? 1 : 0));
   PORTKIT_RETURN_IF_ERROR(st->Run());
   PORTKIT_RETURN_IF_ERROR(tx.Commit());
   return outcome;
 }
 
+Expected<bool> KnowledgeBase::RemoveIfStill(const std::string& op_key, const std::string& validators,
+                                            const std::string& config) {
+  if (!writable_) return IoError(path_.string() + ": the tuning bank was opened read-only");
+  sql::Transaction tx(db_, sql::Transaction::Mode::kImmediate);
+  PORTKIT_RETURN_IF_ERROR(tx.status());
+  auto st = db_.Prepare("DELETE FROM entries WHERE op_key = ?1 AND validators = ?2 AND config = ?3");
+  if (!st.ok()) return st.status();
+  st->Bind(1, op_key).Bind(2, validators).Bind(3, config);
+  PORTKIT_RETURN_IF_ERROR(st->Run());
+  auto changes = db_.Prepare("SELECT changes()");
+  if (!changes.ok()) return changes.status();
+  auto row = changes->Step();
+  if (!row.ok()) return row.status();
+  bool removed = *row && changes->Int(0) > 0;
+  PORTKIT_RETURN_IF_ERROR(tx.Commit());
+  return removed;
+}
+
 Expected<std::vector<BankEntry>> KnowledgeBase::List() {
-  auto st = db_.Prepare(std::string(kEntryColumns) + " ORDER BY op_type, op_key, validators");
+  auto st = db_.Prepare(std::string(schema_version_ < 2 ? kEntryColumnsV1 : kEntryColumns) +
+                        " ORDER BY op_type, op_key, validators");
   if (!st.ok()) return st.status();
   std::vector<BankEntry> out;
   while (true) {
@@ -267,6 +319,44 @@ Expected<std::vector<BankEntry>> KnowledgeBase::List() {
     out.push_back(Row(*st));
   }
   return out;
+}
+
+std::string CheckEntry(const BankEntry& e, double flops) {
+  OpDesc probe;
+  probe.name = "probe";
+  probe.type = e.op_type;
+  if (e.op_type == "MatMul") {
+    probe.layout = "ND";
+    probe.inputs = {{8, 8}, {8, 8}};
+  } else if (e.op_type == "Conv2D") {
+    probe.layout = "NCHW";
+    probe.inputs = {{1, 1, 3, 3}, {1, 1, 1, 1}};
+  }
+  auto op = MakeOperator(probe);
+  if (!op.ok()) return "operator type '" + e.op_type + "' has no tunable kernel";
+  if (e.op_key.rfind(e.op_type + "|", 0) != 0) return "op_key '" + e.op_key + "' is not of type " + e.op_type;
+  int cores = 0;
+  if (size_t at = e.validators.find("cores="); at != std::string::npos) cores = std::atoi(e.validators.c_str() + at + 6);
+  if (cores < 1 || cores > 4096) return "validators name no core count (cores=N)";
+  SearchSpace space = (*op)->Space(cores);
+  auto config = space.Parse(e.config);
+  if (!config.ok()) return "config '" + e.config + "': " + config.status().message();
+  if (std::string why = space.Check(*config); !why.empty()) return "config '" + e.config + "' is not valid: " + why;
+  if (space.Key(*config) != e.config) return "config '" + e.config + "' is not in canonical form";
+  for (auto [name, t] : {std::pair<const char*, double>{"time_us", e.time_us}, {"default_us", e.default_us}}) {
+    char buf[160];
+    if (!std::isfinite(t) || !(t > 0)) {
+      std::snprintf(buf, sizeof buf, "%s %g is not a time", name, t);
+      return buf;
+    }
+    double floor_us = std::max(kMinPlausibleUs, flops > 0 ? flops / (kMaxPlausibleFlopsPerCore * cores) * 1e6 : 0.0);
+    if (t < floor_us) {
+      std::snprintf(buf, sizeof buf, "%s %g is implausible (below %.3g us for this operator on %d cores)", name, t,
+                    floor_us, cores);
+      return buf;
+    }
+  }
+  return "";
 }
 
 std::string CpuDescription() {
@@ -323,6 +413,7 @@ std::string EntriesToJson(const std::vector<BankEntry>& entries) {
         .Key("time_us").Double(e.time_us)
         .Key("default_us").Double(e.default_us)
         .Key("updated").String(e.updated)
+        .Key("measured_here").Bool(e.measured_here)
         .EndObject();
   }
   w.EndArray().EndObject();
@@ -349,8 +440,10 @@ Expected<std::vector<BankEntry>> EntriesFromJson(std::string_view json, std::str
       *dst = std::string(s);
     }
     for (auto [name, dst] : {std::pair<const char*, double*>{"time_us", &e.time_us}, {"default_us", &e.default_us}}) {
-      if (item[name].get_double().get(*dst) || !(*dst > 0)) return ParseError(where + name + ": expected a number > 0");
+      if (item[name].get_double().get(*dst) || !(*dst > 0) || !std::isfinite(*dst))
+        return ParseError(where + name + ": expected a number > 0");
     }
+    e.measured_here = false;  // whatever the file says: its times were not measured on this machine
     out.push_back(std::move(e));
   }
   return out;

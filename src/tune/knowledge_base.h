@@ -22,7 +22,8 @@
 namespace portkit::tune {
 
 /// The schema this portkit reads and writes.
-constexpr int kBankSchemaVersion = 1;
+/// 2 added `measured_here` (1: measured on this machine by a tuning run; 0: imported).
+constexpr int kBankSchemaVersion = 2;
 
 struct BankEntry {
   std::string op_key;      ///< Signature(op)
@@ -33,7 +34,18 @@ struct BankEntry {
   double time_us = 0;      ///< measured time of the stored strategy
   double default_us = 0;   ///< measured time of the default strategy in the same run
   std::string updated;     ///< UTC time of the last write, ISO 8601
+  /// Measured on this machine by a tuning run (true), or imported from a file (false): an
+  /// imported time never replaces a measured entry and is re-measured by REPEAT_TUNE.
+  bool measured_here = true;
 };
+
+/// Why a stored entry cannot be used for the operator `op_type` with `flops` per call on a
+/// machine of `cores` cores ("" when it can): its configuration must parse and lie in the
+/// operator's search space, its times must be finite, > 0 and plausible (not faster than
+/// kMaxPlausibleFlopsPerCore per core, nor below kMinPlausibleUs). `flops` <= 0: not checked.
+constexpr double kMaxPlausibleFlopsPerCore = 1e12;
+constexpr double kMinPlausibleUs = 0.01;
+std::string CheckEntry(const BankEntry& e, double flops);
 
 enum class StoreOutcome { kAdded, kUpdated, kKept };
 
@@ -58,8 +70,18 @@ class KnowledgeBase {
   /// comparison and the write are one transaction. When the entry still holds `remeasured_config`
   /// (re-measured in this run at `remeasured_us`), `e` is compared with that fresh time instead
   /// of the stored one.
+  ///
+  /// Measured and imported entries (BankEntry::measured_here): an imported `e` never replaces a
+  /// measured entry; a measured `e` replaces an imported entry that was not re-measured. A
+  /// `remeasured_us` of +inf replaces the entry whatever its time (an entry found unusable).
   Expected<StoreOutcome> StoreIfBetter(const BankEntry& e, const std::string& remeasured_config = "",
                                        double remeasured_us = 0);
+  /// Whether the database can be written by this process (false for a read-only file or folder,
+  /// or a bank opened kReadOnly).
+  bool writable() const { return writable_; }
+  /// Removes the entry of (op_key, validators) if it still holds `config` (an entry found unusable
+  /// and not replaced); true when one was removed.
+  Expected<bool> RemoveIfStill(const std::string& op_key, const std::string& validators, const std::string& config);
   /// All entries, sorted by op type, signature and validators.
   Expected<std::vector<BankEntry>> List();
   const std::filesystem::path& path() const { return path_; }
@@ -71,6 +93,7 @@ class KnowledgeBase {
   sql::Database db_;
   std::filesystem::path path_;
   int schema_version_ = kBankSchemaVersion;
+  bool writable_ = true;
 };
 
 /// The database file of a bank location: `location` itself when it is an existing file, else
@@ -96,7 +119,7 @@ std::string BankValidators(std::string_view machine, std::string_view template_h
 std::filesystem::path BankDir(const std::string& flag);
 
 /// Bank entries as JSON (`{"portkit_tune_bank": 1, "entries": [...]}`) and back; errors name
-/// the file and the field.
+/// the file and the field. Entries read back are marked not measured here (imported).
 std::string EntriesToJson(const std::vector<BankEntry>& entries);
 Expected<std::vector<BankEntry>> EntriesFromJson(std::string_view json, std::string_view file);
 

@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/atomic_file.h"
 #include "core/json_writer.h"
 
 namespace portkit::tune {
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -64,28 +66,67 @@ Status Landscape::StreamTo(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::remove(probe, ec);
   stream_path_ = path;
+  stream_file_.clear();
   stream_.reset();
-  header_written_ = false;
+  stream_error_.clear();
   return Status::Ok();
 }
 
-void Landscape::Append(const std::string& line) {
-  if (stream_path_.empty()) return;
-  if (!stream_) {
-    FILE* f = std::fopen(stream_path_.c_str(), "w");
-    if (!f) {
-      stream_path_.clear();  // the final write reports the error
-      return;
+bool Landscape::OpenStream() {
+  std::error_code ec;
+  fs::path target = stream_path_;
+  bool append = false;
+  if (fs::exists(target, ec)) {
+    // Keep what is there: append to a compatible landscape, else write a numbered file beside it.
+    std::string text;
+    if (auto read = ReadFile(target); read.ok()) text = std::move(*read);
+    auto old = ParseLandscape(text, target.string());
+    if (old.ok() && old->validators == validators && old->fixes == fixes) {
+      append = true;
+      std::vector<OpDesc> mine = std::move(ops);
+      auto my_points = std::move(points);
+      ops = std::move(old->ops);
+      points = std::move(old->points);
+      for (auto& op : mine) {
+        std::string sig = Signature(op);
+        bool known = false;
+        for (const auto& o : ops) known = known || Signature(o) == sig;
+        if (!known) ops.push_back(std::move(op));
+      }
+      for (auto& [sig, by_key] : my_points)
+        for (auto& [key, p] : by_key) points[sig][key] = p;
+    } else {
+      fs::path stem = target.parent_path() / target.stem();
+      std::string ext = target.extension().string();
+      for (int n = 1;; ++n) {
+        target = stem;
+        target += "." + std::to_string(n) + ext;
+        if (!fs::exists(target, ec)) break;
+      }
     }
-    stream_.reset(f, [](FILE* p) { std::fclose(p); });
   }
-  if (!header_written_) {
+  FILE* f = std::fopen(target.c_str(), append ? "a" : "w");
+  if (!f) {
+    stream_error_ = "cannot write the landscape " + target.string() + ": " + std::strerror(errno);
+    return false;
+  }
+  stream_.reset(f, [](FILE* p) { std::fclose(p); });
+  stream_file_ = target;
+  if (!append) {
     std::string head = HeaderLine(*this);
-    std::fwrite(head.data(), 1, head.size(), stream_.get());
-    header_written_ = true;
+    if (std::fwrite(head.data(), 1, head.size(), f) != head.size() || std::fflush(f) != 0) {
+      stream_error_ = "cannot write the landscape " + target.string() + ": " + std::strerror(errno);
+      return false;
+    }
   }
-  std::fwrite(line.data(), 1, line.size(), stream_.get());
-  std::fflush(stream_.get());
+  return true;
+}
+
+void Landscape::Append(const std::string& line) {
+  if (stream_path_.empty() || !stream_error_.empty()) return;
+  if (!stream_ && !OpenStream()) return;
+  if (std::fwrite(line.data(), 1, line.size(), stream_.get()) != line.size() || std::fflush(stream_.get()) != 0)
+    stream_error_ = "cannot write the landscape " + stream_file_.string() + ": " + std::strerror(errno);
 }
 
 std::string Landscape::ToJsonLines() const {
@@ -133,7 +174,11 @@ Expected<Landscape> ParseLandscape(std::string_view text, std::string_view file)
       auto desc = ParseOpJson(simdjson::minify(op), where + ": op", &reason);
       if (!desc.ok()) return desc.status();
       if (!reason.empty()) return ParseError(where + ": op: " + reason);
-      l.ops.push_back(std::move(*desc));
+      // An operator recorded again (a landscape appended to by a later run) is listed once.
+      std::string sig = Signature(*desc);
+      bool known = false;
+      for (const auto& o : l.ops) known = known || Signature(o) == sig;
+      if (!known) l.ops.push_back(std::move(*desc));
     } else if (kind == "eval") {
       std::string_view sig, key, status;
       double t = 0;

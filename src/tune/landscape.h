@@ -34,20 +34,27 @@ struct Landscape {
   /// JSON lines, ops in insertion order, points sorted by key.
   std::string ToJsonLines() const;
   /// From now on every AddOp / Add is also appended to `path` as one flushed line, so that a
-  /// killed run keeps what it measured. The file is created (truncated) at the first record, after
-  /// the header line (validators, fix); fails now when a file cannot be created there.
+  /// killed run keeps what it measured; fails now when a file cannot be created there. An
+  /// existing landscape is kept: at the first record, when it was recorded with the same
+  /// validators and --fix, its operators and points are taken into this landscape and the new
+  /// lines are appended to it (the file then holds the union, which replay reads); otherwise
+  /// (another machine, toolchain or --fix, or not a landscape) the records go to a new numbered
+  /// file beside it, `NAME.1.jsonl`, `NAME.2.jsonl`, ... Nothing is touched before the first record.
   Status StreamTo(const std::filesystem::path& path);
   /// Closes the stream (the file then holds what was recorded, in recording order).
-  void CloseStream() {
-    stream_.reset();
-    stream_path_.clear();
-  }
+  void CloseStream() { stream_.reset(); }
+  /// The file the records went to ("" before the first record).
+  const std::filesystem::path& streamed_file() const { return stream_file_; }
+  /// Not empty once a record could not be written (disk full, file too large): the message.
+  const std::string& stream_error() const { return stream_error_; }
 
  private:
   void Append(const std::string& line);
-  std::filesystem::path stream_path_;
+  bool OpenStream();
+  std::filesystem::path stream_path_;   // asked for
+  std::filesystem::path stream_file_;   // written
   std::shared_ptr<FILE> stream_;
-  bool header_written_ = false;
+  std::string stream_error_;
 };
 
 /// Reads a landscape file's text; errors name the file and line.

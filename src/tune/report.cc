@@ -13,6 +13,22 @@ ModelTotals Totals(const SessionResult& r) {
   return t;
 }
 
+RepoAccounting Accounting(const SessionResult& r) {
+  RepoAccounting a;
+  for (const auto& op : r.ops) {
+    if (op.bank_hit) ++a.hit;
+    switch (op.status) {
+      case RepoStatus::kAdd: ++a.add; break;
+      case RepoStatus::kHit: break;
+      case RepoStatus::kUpdate: ++a.update; break;
+      case RepoStatus::kReserved: ++a.reserved; break;
+      case RepoStatus::kUnsatisfied: ++a.unsatisfied; break;
+    }
+  }
+  a.untuned = static_cast<int>(r.untuned.size());
+  return a;
+}
+
 std::string Percent(double p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f%%", p);

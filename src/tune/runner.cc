@@ -48,8 +48,11 @@ Loaded Load(const std::filesystem::path& so) {
   return l;
 }
 
-// Returns "" when the output matches the reference within the workload's tolerance.
-std::string Validate(const std::vector<float>& out, const Workload& w) {
+}  // namespace
+
+std::string ValidateOutput(const std::vector<float>& out, const Workload& w) {
+  if (out.size() != w.reference.size()) return "output has " + std::to_string(out.size()) + " values, reference " +
+                                               std::to_string(w.reference.size());
   for (size_t i = 0; i < out.size(); ++i) {
     double ref = w.reference[i], got = out[i];
     double diff = std::fabs(got - ref);
@@ -62,6 +65,8 @@ std::string Validate(const std::vector<float>& out, const Workload& w) {
   }
   return "";
 }
+
+namespace {
 
 // The measuring child's body (RunForked): the report goes to `fd`; a crash or a hang ends the
 // child, which the parent reads as a signal or a timeout.
@@ -83,7 +88,7 @@ int Child(int fd, const std::vector<std::filesystem::path>& objects, const Workl
     // Poison the output so that a kernel that skips elements fails validation.
     std::fill(out.begin(), out.end(), std::nanf(""));
     l.fn(in.data(), out.data(), w.dims.data());
-    std::string bad = Validate(out, w);
+    std::string bad = ValidateOutput(out, w);
     if (!bad.empty()) return fail(MeasureStatus::kWrongResult, bad);
     fns.push_back(l.fn);
   }

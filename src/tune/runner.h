@@ -27,6 +27,10 @@ struct Measurement {
   std::string detail;            ///< why it was rejected
 };
 
+/// "" when every value of `out` is within the workload's tolerance of its fp64 reference
+/// (|out - ref| <= atol + rtol * |ref|, NaN never is), else the first offending value.
+std::string ValidateOutput(const std::vector<float>& out, const Workload& w);
+
 /// Validates and times one candidate.
 Measurement Measure(const std::filesystem::path& shared_object, const Workload& w, const MeasureOptions& o);
 

@@ -2,6 +2,7 @@
 /// A tuning session over a model's operators (OPAT): for each operator, the knowledge base is
 /// consulted, the operator tuned when needed, and the bank updated by AOE's repository rules.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct SessionOptions {
   MeasureOptions measure;
   BuildOptions build;
   int hardware_threads = 1;
+  /// Only look operators up (a read-only bank works): hits are used, nothing is tuned or stored;
+  /// an operator without a usable entry is listed untuned.
+  bool lookup_only = false;
+  /// Called with the result so far before the first operator and after each one (the result
+  /// file is written as tuning proceeds); an error stops the run (run failed).
+  std::function<Status(const struct SessionResult&)> on_progress;
 };
 
 /// What happened to an operator, in AOE's repository terms.
@@ -34,9 +41,13 @@ const char* RepoStatusName(RepoStatus s);
 struct OpResult {
   OpDesc op;
   std::string signature;
-  RepoStatus status = RepoStatus::kUnsatisfied;
+  RepoStatus status = RepoStatus::kUnsatisfied;  ///< how it ended
+  /// Found in the bank (counted as a hit, seed 004): a plain hit, or under REPEAT_TUNE an entry
+  /// re-tuned to update / reserved; also an entry a concurrent tuner stored before this one could.
+  bool bank_hit = false;
   std::string config;       ///< the strategy the operator runs with after this session
   std::string source;       ///< "tuned", "bank" or "default"
+  bool measured_here = true;  ///< false: the bank entry used was imported and not re-measured here
   double before_us = 0;     ///< default strategy
   double after_us = 0;      ///< chosen strategy
   int evaluations = 0;
@@ -55,7 +66,10 @@ struct SessionResult {
 
 /// Runs the session. With `replay`, candidates are answered from the landscape (no compiling),
 /// and the landscape's validators key the bank; otherwise every measurement is added to
-/// `record`. Errors are for the session as a whole (bank unusable, bad strategy or --fix).
+/// `record`. Errors are for the session as a whole: a bad strategy or --fix (kInvalidArgument),
+/// and infrastructure failures (kInternal, "run failed: ..."): the known-good default strategy
+/// failing to build or run, a toolchain that no longer builds it after a candidate's compile
+/// error, a bank, landscape or progress write that fails. Those are never recorded as results.
 Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& options, KnowledgeBase& bank,
                                    const Landscape* replay, Landscape* record, Logger& logger);
 

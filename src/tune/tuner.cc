@@ -14,7 +14,47 @@ std::string Us(double us) {
   return buf;
 }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
+
+Comparison CompareSamples(const std::vector<double>& candidate, const std::vector<double>& incumbent,
+                          double min_gain) {
+  Comparison c;
+  c.candidate_us = Median(candidate);
+  c.incumbent_us = Median(incumbent);
+  size_t n = std::min(candidate.size(), incumbent.size());
+  c.pairs = static_cast<int>(n);
+  if (n == 0) return c;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < n; ++i)
+    ratios.push_back(candidate[i] > 0 ? incumbent[i] / candidate[i] : 0.0);
+  std::sort(ratios.begin(), ratios.end());
+  c.speedup = Median(ratios);
+  if (n < 5) {
+    c.speedup = c.candidate_us > 0 ? c.incumbent_us / c.candidate_us : 0;
+    c.lower_bound = c.speedup;
+    c.significant = c.speedup >= 1 + min_gain;
+    return c;
+  }
+  // Sign-test bound: the largest k with P(Binomial(n, 1/2) <= k - 1) <= 0.10.
+  double term = std::pow(0.5, static_cast<double>(n)), cdf = 0;
+  size_t k = 0;
+  for (size_t j = 0; j < n; ++j) {  // cdf = P(X <= j)
+    cdf += term;
+    if (cdf > 0.10) break;
+    k = j + 1;
+    term = term * static_cast<double>(n - j) / static_cast<double>(j + 1);
+  }
+  c.lower_bound = k >= 1 ? ratios[k - 1] : 0;
+  c.significant = k >= 1 && c.lower_bound > 1.0 && c.speedup >= 1 + min_gain;
+  return c;
+}
 
 CompileEvaluator::CompileEvaluator(const TunableOperator& op, const SearchSpace& space, Builder& builder,
                                    MeasureOptions measure, Landscape* landscape, Logger& logger)
@@ -37,28 +77,54 @@ const Workload& CompileEvaluator::workload() {
 }
 
 std::vector<Evaluation> CompileEvaluator::Evaluate(const std::vector<Config>& batch) {
+  std::vector<Evaluation> out;
+  if (!failure_.empty()) {
+    for (const auto& c : batch) out.push_back({c, "infrastructure", kRejected, failure_});
+    return out;
+  }
   std::vector<std::string> sources;
   for (const auto& c : batch) sources.push_back(op_.Source(space_, c));
   auto builds = builder_.BuildAll(sources);
-  const Workload& w = workload();
-  std::vector<Evaluation> out;
+  // A compile error is a property of the configuration only while the toolchain still builds a
+  // known-good source (the operator's default, freshly, not from the cache); otherwise the
+  // compiler, the disk or the cache folder is broken and the run stops.
+  for (size_t i = 0; i < batch.size() && failure_.empty(); ++i)
+    if (!builds[i].ok && builds[i].infrastructure) failure_ = "cannot build candidates: " + builds[i].error;
+  for (size_t i = 0; i < batch.size() && failure_.empty(); ++i)
+    if (!builds[i].ok) {
+      std::string why = builder_.CheckToolchain(op_.Source(space_, op_.DefaultConfig(space_, 1)));
+      if (!why.empty())
+        failure_ = "the toolchain cannot build a known-good kernel (" + why + "); the candidate's error was: " +
+                   builds[i].error;
+      break;
+    }
+  const Workload* w = failure_.empty() ? &workload() : nullptr;
   for (size_t i = 0; i < batch.size(); ++i) {
     Evaluation e;
     e.config = batch[i];
     std::string key = space_.Key(batch[i]);
+    if (!failure_.empty()) {
+      e.status = "infrastructure";
+      e.detail = failure_;
+      out.push_back(std::move(e));
+      continue;  // not a property of the configuration: not recorded
+    }
     if (!builds[i].ok) {
       e.status = "compile_error";
       e.detail = builds[i].error;
       logger_.Warning("candidate " + key + " does not compile: " + e.detail);
     } else {
       objects_[key] = builds[i].shared_object;
-      Measurement m = Measure(builds[i].shared_object, w, measure_);
+      Measurement m = Measure(builds[i].shared_object, *w, measure_);
       e.status = MeasureStatusName(m.status);
       e.detail = m.detail;
       if (m.status == MeasureStatus::kOk) e.time_us = m.median_us;
       else logger_.Warning("candidate " + key + " rejected (" + e.status + "): " + m.detail);
     }
-    if (landscape_) landscape_->Add(signature_, key, {e.status, std::isfinite(e.time_us) ? e.time_us : 0.0});
+    if (landscape_) {
+      landscape_->Add(signature_, key, {e.status, std::isfinite(e.time_us) ? e.time_us : 0.0});
+      if (!landscape_->stream_error().empty() && failure_.empty()) failure_ = landscape_->stream_error();
+    }
     out.push_back(std::move(e));
   }
   return out;
@@ -74,6 +140,15 @@ bool CompileEvaluator::Confirm(const Config& candidate, const Config& incumbent,
   *candidate_us = ma.median_us;
   *incumbent_us = mb.median_us;
   return true;
+}
+
+std::optional<Comparison> CompileEvaluator::Compare(const Config& candidate, const Config& incumbent) {
+  auto a = objects_.find(space_.Key(candidate));
+  auto b = objects_.find(space_.Key(incumbent));
+  if (a == objects_.end() || b == objects_.end() || !failure_.empty()) return std::nullopt;
+  auto [ma, mb] = MeasureInterleaved(a->second, b->second, workload(), measure_);
+  if (ma.status != MeasureStatus::kOk || mb.status != MeasureStatus::kOk) return std::nullopt;
+  return CompareSamples(ma.samples_us, mb.samples_us);
 }
 
 ReplayEvaluator::ReplayEvaluator(const SearchSpace& space, const std::map<std::string, LandscapePoint>& points)
@@ -108,6 +183,12 @@ bool ReplayEvaluator::Confirm(const Config& candidate, const Config& incumbent, 
   return true;
 }
 
+std::optional<Comparison> ReplayEvaluator::Compare(const Config& candidate, const Config& incumbent) {
+  Evaluation a = Lookup(candidate), b = Lookup(incumbent);
+  if (a.status != "ok" || b.status != "ok") return std::nullopt;
+  return CompareSamples({a.time_us}, {b.time_us});
+}
+
 TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const std::optional<Config>& stored,
                          Strategy& strategy, Evaluator& evaluator, const Budget& budget, Logger& logger,
                          const std::string& label, const std::function<double()>& seconds) {
@@ -135,6 +216,10 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
   }
   if (std::isfinite(r.default_us)) logger.Info(label + ": default strategy " + Us(r.default_us) + ".");
   else logger.Warning(label + ": the default strategy was rejected (" + base[0].status + ": " + base[0].detail + ")");
+  if (!evaluator.failure().empty()) {
+    r.stop_reason = "infrastructure failure";  // the session stops the run
+    return r;
+  }
   strategy.Report(start, r.default_us);
   if (stored && *stored != start) strategy.Report(*stored, r.stored_us);
 
@@ -185,6 +270,10 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
       break;
     }
     auto results = evaluator.Evaluate(batch);
+    if (!evaluator.failure().empty()) {
+      r.stop_reason = "infrastructure failure";
+      break;
+    }
     for (auto& e : results) {
       ++r.evaluations;
       ++since_improvement;

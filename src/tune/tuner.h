@@ -27,6 +27,26 @@ struct Evaluation {
   std::string detail;
 };
 
+/// The significance rule (docs/tune.md, "When is a candidate better"): a candidate replaces an
+/// incumbent (the default strategy, a bank entry) only when it is faster by more than the noise.
+/// With n >= 5 interleaved pairs (candidate and incumbent timed alternately in one process), the
+/// paired speed-ups r_i = incumbent_i / candidate_i are sorted and the k-th smallest is the lower
+/// bound of a distribution-free one-sided 90 % confidence interval of their median (sign test: k
+/// the largest with P(Binomial(n, 1/2) <= k - 1) <= 0.10; n = 7 gives k = 2). Significant when
+/// that lower bound exceeds 1 and the median speed-up is at least 1 + min_gain. With fewer pairs
+/// (a replayed landscape holds one median per configuration) only the margin applies: speed-up
+/// >= 1 + min_gain. Deterministic for given samples.
+constexpr double kMinGain = 0.01;
+struct Comparison {
+  double candidate_us = 0, incumbent_us = 0;  ///< medians of the interleaved samples
+  double speedup = 0;       ///< median of incumbent_i / candidate_i (or the ratio of single values)
+  double lower_bound = 0;   ///< of the speed-up (= speedup with fewer than 5 pairs)
+  int pairs = 0;
+  bool significant = false;
+};
+Comparison CompareSamples(const std::vector<double>& candidate, const std::vector<double>& incumbent,
+                          double min_gain = kMinGain);
+
 class Evaluator {
  public:
   virtual ~Evaluator() = default;
@@ -35,6 +55,17 @@ class Evaluator {
   /// Re-measures `candidate` and `incumbent` interleaved; false when either is rejected.
   virtual bool Confirm(const Config& candidate, const Config& incumbent, double* candidate_us,
                        double* incumbent_us) = 0;
+  /// Re-measures both interleaved and applies the significance rule; nullopt when either is
+  /// rejected.
+  virtual std::optional<Comparison> Compare(const Config& candidate, const Config& incumbent) {
+    double c = 0, i = 0;
+    if (!Confirm(candidate, incumbent, &c, &i)) return std::nullopt;
+    return CompareSamples({c}, {i});
+  }
+  /// Not empty once the evaluator met an infrastructure failure (a compiler that no longer
+  /// compiles the known-good default, an output that cannot be written): the run must stop, and
+  /// what failed is not a property of the configuration (it is not recorded).
+  virtual std::string failure() const { return ""; }
 };
 
 /// Compiles and measures real candidates; records every measurement in `landscape`.
@@ -48,9 +79,12 @@ class CompileEvaluator : public Evaluator {
                    Landscape* landscape, Logger& logger);
   std::vector<Evaluation> Evaluate(const std::vector<Config>& batch) override;
   bool Confirm(const Config& candidate, const Config& incumbent, double* candidate_us, double* incumbent_us) override;
+  std::optional<Comparison> Compare(const Config& candidate, const Config& incumbent) override;
+  std::string failure() const override { return failure_; }
 
  private:
   const Workload& workload();
+  std::string failure_;
   const TunableOperator& op_;
   const SearchSpace& space_;
   Builder& builder_;
@@ -68,6 +102,7 @@ class ReplayEvaluator : public Evaluator {
   ReplayEvaluator(const SearchSpace& space, const std::map<std::string, LandscapePoint>& points);
   std::vector<Evaluation> Evaluate(const std::vector<Config>& batch) override;
   bool Confirm(const Config& candidate, const Config& incumbent, double* candidate_us, double* incumbent_us) override;
+  std::optional<Comparison> Compare(const Config& candidate, const Config& incumbent) override;
 
  private:
   Evaluation Lookup(const Config& c) const;

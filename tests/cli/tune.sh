@@ -25,11 +25,35 @@ check "bank and kernel cache written" "[ -f '$bank/tune_bank.db' ] && ls '$bank'
 r2=$(result "$tmp/r2")
 check "second run: added operators are hits" "[ $rc = 0 ] && [ \$(num '$r2' repo_hit_num) = \$(num '$r1' repo_add_num) ]"
 
+stored=$(/usr/bin/python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM entries').fetchone()[0])" "$bank/tune_bank.db")
 REPEAT_TUNE=True "$PORTKIT" tune --job_type=2 --model="$model" --tune-bank "$bank" --output "$tmp/r3" --max-evals 2 --repeats 5 "${pin[@]}" \
   >"$tmp/o3" 2>"$tmp/e3"; rc=$?
 r3=$(result "$tmp/r3")
-check "REPEAT_TUNE=True re-tunes: no hits; stored entries updated or reserved" \
-  "[ $rc = 0 ] && [ \$(num '$r3' repo_hit_num) = 0 ] && [ \$(( \$(num '$r3' repo_update_num) + \$(num '$r3' repo_reserved_num) )) -ge \$(num '$r1' repo_add_num) ] && [ \$(num '$r3' total_num) = 2 ]"
+# Seed 004's counting: every operator found in the bank is a hit; re-tuned, each ends as update or
+# reserved, so hit = update + reserved; total = add + hit + unsatisfied.
+check "REPEAT_TUNE=True re-tunes: hits = stored entries = update + reserved; total = add + hit + unsatisfied" \
+  "[ $rc = 0 ] && [ \$(num '$r3' repo_hit_num) = $stored ] && [ \$(( \$(num '$r3' repo_update_num) + \$(num '$r3' repo_reserved_num) )) = \$(num '$r3' repo_hit_num) ] && [ \$(num '$r3' total_num) = 2 ] && [ \$(( \$(num '$r3' repo_add_num) + \$(num '$r3' repo_hit_num) + \$(num '$r3' repo_unsatisfied_num) )) = 2 ]"
+
+# Landscapes are kept: a second run into the same output folder appends to the landscape (same
+# machine, toolchain and --fix), and the file replays as the union.
+n1=$(grep -c '"kind": "eval"' "$tmp/r1/tune_landscape.jsonl")
+cp "$tmp/r1/tune_landscape.jsonl" "$tmp/landscape_r1.jsonl"
+REPEAT_TUNE=True "$PORTKIT" tune --model="$model" --tune-bank "$tmp/bank_again" --output "$tmp/r1" --max-evals 2 --repeats 5 --seed 7 "${pin[@]}" \
+  >/dev/null 2>"$tmp/e1b"; rc=$?
+kept=$(/usr/bin/python3 - "$tmp/landscape_r1.jsonl" "$tmp/r1/tune_landscape.jsonl" <<'PY'
+import json, sys
+def evals(f):
+    return {(l["signature"], l["config"]) for l in map(json.loads, open(f)) if l["kind"] == "eval"}
+old, new = evals(sys.argv[1]), evals(sys.argv[2])
+print("ok" if old <= new and len(new) >= len(old) else "lost %d" % len(old - new))
+PY
+)
+check "a second run into the same folder keeps the earlier landscape (appended, union)" "[ $rc = 0 ] && [ '$kept' = ok ] && [ $n1 -ge 4 ]"
+printf '{"kind": "landscape", "version": 1, "validators": "cpu=elsewhere;cores=2", "fix": []}\n' >"$tmp/other.jsonl"
+"$PORTKIT" tune --model="$model" --tune-bank "$tmp/bank_again" --record "$tmp/other.jsonl" --output "$tmp/r1c" --max-evals 1 --repeats 5 \
+  --repeat-tune "${pin[@]}" >/dev/null 2>&1; rc=$?
+check "a landscape of another machine is kept; the run records into a numbered file beside it" \
+  "[ $rc = 0 ] && [ \$(wc -l <'$tmp/other.jsonl') = 1 ] && grep -q '\"kind\": \"eval\"' '$tmp/other.1.jsonl'"
 
 for s in exhaustive random annealing genetic bandit; do
   "$PORTKIT" tune --replay "$tmp/r1/tune_landscape.jsonl" --strategy $s --tune-bank "$tmp/bank_$s" --output "$tmp/replay_$s" \
@@ -37,24 +61,26 @@ for s in exhaustive random annealing genetic bandit; do
   check "replay with $s" "[ $rc = 0 ] && [ -n \"\$(ls '$tmp/replay_$s'/aoe_result_opat_*.json)\" ] && [ ! -e '$tmp/replay_$s/tune_landscape.jsonl' ]"
 done
 
-"$PORTKIT" tune bank --list --tune-bank "$bank" >"$tmp/bl" 2>&1; rc=$?
-check "bank --list" "[ $rc = 0 ] && grep -q 'entries in $bank/tune_bank.db' '$tmp/bl'"
-if [ "$(num "$r1" repo_add_num)" -gt 0 ]; then
-  name=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['OPAT']['repo_modified_operators']['add_repo_operators'][0]['op_name'])" "$r1")
-  "$PORTKIT" tune bank --show "$name" --tune-bank "$bank" >"$tmp/bs" 2>&1; rc=$?
-  check "bank --show" "[ $rc = 0 ] && grep -q '^strategy: *MC=' '$tmp/bs'"
-fi
-"$PORTKIT" tune bank --export "$tmp/bank.json" --tune-bank "$bank" >/dev/null 2>&1 &&
+# The bank sub-commands on a bank filled by a replay of the recorded landscape (deterministic: both
+# operators added; a measuring run on this noisy machine may find nothing significantly better).
+eb="$tmp/bank_replay"
+"$PORTKIT" tune --replay tests/data/tune/landscape_small.jsonl --strategy exhaustive --max-evals 1000 --tune-bank "$eb" \
+  --output "$tmp/replay_eb" >/dev/null 2>&1
+"$PORTKIT" tune bank --list --tune-bank "$eb" >"$tmp/bl" 2>&1; rc=$?
+check "bank --list" "[ $rc = 0 ] && grep -q 'entries in $eb/tune_bank.db' '$tmp/bl'"
+"$PORTKIT" tune bank --show fc1 --tune-bank "$eb" >"$tmp/bs" 2>&1; rc=$?
+check "bank --show" "[ $rc = 0 ] && grep -q '^strategy: *MC=' '$tmp/bs'"
+"$PORTKIT" tune bank --export "$tmp/bank.json" --tune-bank "$eb" >/dev/null 2>&1 &&
   "$PORTKIT" tune bank --import "$tmp/bank.json" --tune-bank "$tmp/bank2" >"$tmp/bi" 2>&1; rc=$?
 entries=$(/usr/bin/python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['entries']))" "$tmp/bank.json")
 check "bank --export then --import into a new bank" "[ $rc = 0 ] && [ $entries -ge 1 ] && grep -q '$entries added, 0 updated' '$tmp/bi'"
-"$PORTKIT" tune bank --show nosuchop --tune-bank "$bank" >"$tmp/bn" 2>&1; rc=$?
+"$PORTKIT" tune bank --show nosuchop --tune-bank "$eb" >"$tmp/bn" 2>&1; rc=$?
 check "bank --show of an unknown operator exits 2" "[ $rc = 2 ] && grep -q \"no entry for 'nosuchop'\" '$tmp/bn'"
 # The sub-command spellings: list (also as JSON), show, export, import.
-"$PORTKIT" tune bank list --tune-bank "$bank" --format json >"$tmp/blj" 2>/dev/null; rc=$?
+"$PORTKIT" tune bank list --tune-bank "$eb" --format json >"$tmp/blj" 2>/dev/null; rc=$?
 check "bank list --format json loads with python3 and holds the entries" \
   "[ $rc = 0 ] && [ \$(/usr/bin/python3 -c \"import json,sys; print(len(json.load(open(sys.argv[1]))['entries']))\" '$tmp/blj') = $entries ]"
-"$PORTKIT" tune bank export "$tmp/bank_sub.json" --tune-bank "$bank" >/dev/null 2>&1 &&
+"$PORTKIT" tune bank export "$tmp/bank_sub.json" --tune-bank "$eb" >/dev/null 2>&1 &&
   "$PORTKIT" tune bank import "$tmp/bank_sub.json" --tune-bank "$tmp/bank_sub" >"$tmp/bis" 2>&1; rc=$?
 check "bank export / bank import sub-commands" "[ $rc = 0 ] && grep -q '$entries added, 0 updated' '$tmp/bis'"
 "$PORTKIT" tune bank list --tune-bank "$tmp/no_bank_here" >"$tmp/bm" 2>&1; rc=$?
@@ -80,12 +106,12 @@ PY
 "$PORTKIT" tune bank list --tune-bank "$tmp/old_bank" >"$tmp/ob1" 2>&1; rc1=$?
 "$PORTKIT" tune --replay tests/data/tune/landscape_small.jsonl --max-evals 2 --tune-bank "$tmp/old_bank" --output "$tmp/ob" >/dev/null 2>"$tmp/ob2"; rc2=$?
 version() { /usr/bin/python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0])" "$1"; }
-check "an unversioned bank lists, then a tune migrates it (schema 1) keeping its entries" \
-  "[ $rc1 = 0 ] && grep -q 'written before schema versions' '$tmp/ob1' && [ $rc2 = 0 ] && [ \$(version '$tmp/old_bank/tune_bank.db') = 1 ] && \"$PORTKIT\" tune bank show fc --tune-bank '$tmp/old_bank' 2>/dev/null | grep -q '^validators: cpu=x;portkit=0.0.1$'"
+check "an unversioned bank lists, then a tune migrates it (schema 2) keeping its entries" \
+  "[ $rc1 = 0 ] && grep -q 'written before schema versions' '$tmp/ob1' && [ $rc2 = 0 ] && [ \$(version '$tmp/old_bank/tune_bank.db') = 2 ] && \"$PORTKIT\" tune bank show fc --tune-bank '$tmp/old_bank' 2>/dev/null | grep -q '^validators: cpu=x;portkit=0.0.1$'"
 /usr/bin/python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute('PRAGMA user_version = 7'); db.commit()" "$tmp/old_bank/tune_bank.db"
 "$PORTKIT" tune --replay tests/data/tune/landscape_small.jsonl --tune-bank "$tmp/old_bank" --output "$tmp/ob" >/dev/null 2>"$tmp/ob3"; rc=$?
 check "a bank of a newer schema is refused with what to do" \
-  "[ $rc = 2 ] && grep -q 'tuning bank schema 7 is newer than this portkit reads (1); use a newer portkit' '$tmp/ob3'"
+  "[ $rc = 2 ] && grep -q 'tuning bank schema 7 is newer than this portkit reads (2); use a newer portkit' '$tmp/ob3'"
 
 # Bad input: clear messages, non-zero exits, no crash.
 printf '{"ops": [{"op_type": "MatMul", "inputs": [[2, 3], [4, 5]]}]}' >"$tmp/bad.json"
@@ -245,12 +271,84 @@ ok2=$(integrity "$tmp/killed_bank/tune_bank.db")
 check "a tuner killed with SIGKILL leaves the bank intact and usable" "[ '$ok2' = ok ] && [ $rc = 0 ]"
 "$PORTKIT" tune --replay "$tmp/k/tune_landscape.jsonl" --strategy random --tune-bank "$tmp/bank_k3" --output "$tmp/k3" >/dev/null 2>"$tmp/k3.err"; rc=$?
 check "the killed run's landscape (streamed) replays" "[ $rc = 0 ] && [ -n \"\$(ls '$tmp/k3'/aoe_result_opat_*.json)\" ]"
+# The result file is written as tuning proceeds: the killed run left a valid one saying so.
+kres=$(result "$tmp/k")
+kstate=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['OPAT']['opat_tuning_result'])" "$kres" 2>&1)
+check "a killed run leaves a valid result file marked 'tuning in progress'" "[ -n '$kres' ] && [ '$kstate' = 'tuning in progress' ]"
 
 # A compiler that fails on every candidate: the run failed (exit 4), saying to check the compiler.
 printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "brokencc 1.0"; exit 0; fi\necho "brokencc: internal error" >&2; exit 1\n' >"$tmp/brokencc"
 chmod +x "$tmp/brokencc"
 "$PORTKIT" tune --model "$model" --compiler "$tmp/brokencc" --tune-bank "$tmp/bank_broken" --output "$tmp/broken" "${pin[@]}" >"$tmp/bc" 2>&1; rc=$?
-check "a compiler failing on everything exits 4" "[ $rc = 4 ] && grep -q 'no operator could build and run its default kernel' '$tmp/bc' && grep -q 'brokencc: internal error' '$tmp/bc'"
+check "a compiler failing on everything exits 4" "[ $rc = 4 ] && grep -q 'run failed: fc1 (MatMul): the toolchain cannot build a known-good kernel' '$tmp/bc' && grep -q 'brokencc: internal error' '$tmp/bc'"
+bres=$(result "$tmp/broken")
+check "a broken compiler records nothing as a property of a configuration; the result file says failed" \
+  "! grep -q compile_error '$tmp/broken/tune_landscape.jsonl' 2>/dev/null && grep -q '\"opat_tuning_result\": \"tuning failed\"' '$bres'"
+"$PORTKIT" tune --model "$model" --compiler "$tmp/no-such-cc" --tune-bank "$tmp/bank_broken" --output "$tmp/broken2" "${pin[@]}" >"$tmp/bc2" 2>&1; rc=$?
+check "a missing compiler exits non-zero with a message" "[ $rc != 0 ] && grep -q 'no-such-cc' '$tmp/bc2'"
+# A compiler that rejects one configuration (MR=4) and compiles the rest (through c++): that is a
+# property of the configuration, recorded as compile_error, and the run succeeds.
+printf '#!/bin/sh\nfor a in "$@"; do case "$a" in *.cc) if grep -q "define PK_MR 4$" "$a"; then echo "picky: MR=4 rejected" >&2; exit 1; fi;; esac; done\nexec c++ "$@"\n' >"$tmp/pickycc"
+chmod +x "$tmp/pickycc"
+"$PORTKIT" tune --model "$model" --compiler "$tmp/pickycc" --strategy exhaustive --tune-bank "$tmp/bank_picky" --output "$tmp/picky" \
+  --max-evals 4 --repeats 5 "${pin[@]}" >"$tmp/pk" 2>&1; rc=$?
+check "one configuration's compile error is a property: recorded, run succeeds" \
+  "[ $rc = 0 ] && grep -q '\"status\": \"compile_error\"' '$tmp/picky/tune_landscape.jsonl' && ! grep -q 'run failed' '$tmp/pk'"
+# Disk full mid-run: a file-size limit (SIGXFSZ ignored, so writes fail with EFBIG) small enough that
+# the compiler's files do not fit. The run fails (exit 4) with a message, and no configuration is
+# recorded as compile_error.
+( trap '' XFSZ; ulimit -f 40; exec "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_full" --output "$tmp/full" \
+    --max-evals 2 --repeats 5 "${pin[@]}" ) >"$tmp/df" 2>&1; rc=$?
+check "disk full (file-size limit) mid-run exits 4 and records no compile_error" \
+  "[ $rc = 4 ] && grep -q 'run failed: .*File size limit exceeded' '$tmp/df' && ! grep -q compile_error '$tmp/full/tune_landscape.jsonl' 2>/dev/null"
+
+# Bank trust, on the recorded landscape (replay: both operators are added, deterministically). An
+# imported entry never replaces a measured one (a valid configuration with a tiny time is kept out;
+# THREADS=9999 is refused on import), and an entry poisoned in the database (THREADS=9999, 0.001 us)
+# is never a hit nor written into the plan: it is re-tuned and replaced.
+landscape=tests/data/tune/landscape_small.jsonl
+pb="$tmp/bank_trust"
+"$PORTKIT" tune --replay "$landscape" --strategy exhaustive --max-evals 1000 --tune-bank "$pb" --output "$tmp/t1" >/dev/null 2>&1; rc=$?
+"$PORTKIT" tune bank export "$tmp/trust.json" --tune-bank "$pb" >/dev/null 2>&1
+/usr/bin/python3 - "$tmp/trust.json" "$tmp/poison.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))["entries"][0]
+swap = ("UNROLL=1", "UNROLL=4") if "UNROLL=1" in e["config"] else ("UNROLL=4", "UNROLL=1")
+good = dict(e, time_us=0.02, config=e["config"].replace(*swap))
+bad = dict(e, time_us=0.001, config=e["config"].rsplit("THREADS=", 1)[0] + "THREADS=9999")
+json.dump({"portkit_tune_bank": 1, "entries": [good, bad]}, open(sys.argv[2], "w"))
+PY
+"$PORTKIT" tune bank import "$tmp/poison.json" --tune-bank "$pb" >"$tmp/pi" 2>&1; rc2=$?
+"$PORTKIT" tune bank export "$tmp/trust_after.json" --tune-bank "$pb" >/dev/null 2>&1
+same=$(/usr/bin/python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['entries']; b=json.load(open(sys.argv[2]))['entries']; print('ok' if [(x['config'],x['time_us']) for x in a]==[(x['config'],x['time_us']) for x in b] and all(x['measured_here'] for x in b) else 'changed')" "$tmp/trust.json" "$tmp/trust_after.json")
+check "poisoned import: THREADS=9999 refused, a faster imported time does not beat the measured entry" \
+  "[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q '0 added, 0 updated .* 1 kept .* 1 refused' '$tmp/pi' && grep -q 'THREADS=9999' '$tmp/pi' && [ '$same' = ok ]"
+cp -r "$pb" "$tmp/bank_poisoned"
+/usr/bin/python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); db.execute(\"UPDATE entries SET config = substr(config, 1, instr(config, 'THREADS=') - 1) || 'THREADS=9999', time_us = 0.001\"); db.commit()" "$tmp/bank_poisoned/tune_bank.db"
+"$PORTKIT" tune --replay "$landscape" --strategy exhaustive --max-evals 1000 --tune-bank "$tmp/bank_poisoned" --output "$tmp/rpz" >"$tmp/pz" 2>&1; rc=$?
+nines() { /usr/bin/python3 -c "import sqlite3,sys; print(sum('9999' in c for (c,) in sqlite3.connect(sys.argv[1]).execute('SELECT config FROM entries')))" "$1"; }
+check "a poisoned bank entry (THREADS=9999, 0.001 us) is no hit, not in the plan, re-tuned and replaced" \
+  "[ $rc = 0 ] && grep -q 'knowledge base entry is unusable' '$tmp/pz' && ! grep -q 'THREADS=9999' '$tmp/rpz/tuned_plan.json' && [ \$(num \$(result '$tmp/rpz') repo_hit_num) = 0 ] && [ \$(num \$(result '$tmp/rpz') repo_add_num) = 2 ] && [ \$(nines '$tmp/bank_poisoned/tune_bank.db') = 0 ]"
+
+# A read-only bank (file 0444 in a 0555 folder) is usable for listing and lookups; a run that would
+# tune says it cannot write it. Root ignores file modes: the commands then run as nobody.
+asuser() { if [ "$(id -u)" = 0 ]; then setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; else "$@"; fi; }
+if [ "$(id -u)" != 0 ] || command -v setpriv >/dev/null; then
+  ro=$(mktemp -d /tmp/portkit_ro.XXXXXX); chmod 755 "$ro"; mkdir -p "$ro/bank" "$ro/out"; chmod 777 "$ro/out"
+  cp "$pb/tune_bank.db" "$ro/bank/"; chmod 444 "$ro/bank/tune_bank.db"; chmod 555 "$ro/bank"
+  asuser "$PORTKIT" tune bank list --tune-bank "$ro/bank" >"$tmp/rol" 2>&1; rc1=$?
+  asuser "$PORTKIT" tune bank show MatMul --tune-bank "$ro/bank" >"$tmp/ros" 2>&1; rc4=$?
+  asuser "$PORTKIT" tune --lookup-only --replay "$landscape" --tune-bank "$ro/bank" --output "$ro/out" >"$tmp/rolk" 2>&1; rc2=$?
+  asuser "$PORTKIT" tune --replay "$landscape" --tune-bank "$ro/bank" --output "$ro/out" >"$tmp/rotune" 2>&1; rc3=$?
+  rores=$(ls "$ro"/out/aoe_result_opat_*.json 2>/dev/null | head -1)
+  check "a read-only bank lists and shows" "[ $rc1 = 0 ] && grep -q '2 entries in' '$tmp/rol' && [ $rc4 = 0 ]"
+  check "a read-only bank serves a --lookup-only run (hits, nothing tuned)" \
+    "[ $rc2 = 0 ] && [ -n '$rores' ] && [ \$(num '$rores' repo_hit_num) = 2 ] && [ \$(num '$rores' repo_add_num) = 0 ]"
+  check "a tuning run on a read-only bank exits 2 saying so" "[ $rc3 = 2 ] && grep -q 'cannot be written.*--lookup-only' '$tmp/rotune'"
+  chmod -R u+w "$ro"; rm -rf "$ro"
+else
+  echo "SKIP read-only bank checks (root without setpriv)"
+fi
 
 # Input checks: all before any tuning.
 touch "$tmp/afile"

@@ -1,5 +1,6 @@
 #include "tune/operators/operator.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "tune/operators/conv2d/conv2d_op.h"
@@ -11,7 +12,7 @@ void SetTolerance(const std::string& dtype, long terms, Workload& w) {
   // float32 only (the op list parser marks other dtypes untuned); unit roundoff 6e-8.
   (void)dtype;
   w.rtol = 1e-5;
-  w.atol = 4e-7 * static_cast<double>(terms > 0 ? terms : 1);
+  w.atol = kAtolPerSqrtTerm * std::sqrt(static_cast<double>(terms > 0 ? terms : 1));
 }
 
 void FillDeterministic(std::vector<float>& v, uint64_t seed) {

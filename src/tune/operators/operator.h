@@ -18,12 +18,16 @@ struct Workload {
   std::vector<std::vector<float>> inputs;  ///< in kernel argument order; an empty one is passed as null
   std::vector<long> dims;                  ///< the kernel's `dims` argument
   size_t output_size = 0;
-  std::vector<float> reference;            ///< computed in double precision, rounded to float
+  std::vector<double> reference;           ///< computed and kept in double precision (fp64)
   double rtol = 0, atol = 0;               ///< |out - ref| <= atol + rtol * |ref|
 };
 
-/// Tolerance by dtype for a sum of `terms` products of values in [-1, 1): float32 rounding grows
-/// with the square root of the length in practice; the bound allows for the worst blocking order.
+/// Tolerance by dtype for a sum of `terms` products of values in [-1, 1), against the fp64
+/// reference: float32 rounding of a blocked (or even a plain sequential) sum grows about as the
+/// square root of the length for such data, so atol = 2e-5 * sqrt(terms) (about 330 unit
+/// roundoffs times sqrt(terms)), rtol = 1e-5. A kernel that rounds its inputs to fp16 is off by
+/// about 1e-4 * sqrt(terms) and fails at every length (docs/tune.md, "Validation").
+constexpr double kAtolPerSqrtTerm = 2e-5;
 void SetTolerance(const std::string& dtype, long terms, Workload& w);
 
 class TunableOperator {

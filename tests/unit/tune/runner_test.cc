@@ -156,12 +156,12 @@ TEST(ReferenceTest, GemmAndConvReferencesAgreeOnA1x1Conv) {
   std::vector<float> x(C * HW), w(O * C), bias = {0.5f, -1.f};
   FillDeterministic(x, 1);
   FillDeterministic(w, 2);
-  std::vector<float> conv(O * HW), gemm(O * HW);
+  std::vector<double> conv(O * HW), gemm(O * HW);
   long dims[] = {1, C, 2, 2, O, 1, 1, 1, 1, 0, 0, 1, 2, 2};
   ReferenceConv2d(x.data(), w.data(), bias.data(), conv.data(), dims);
   ReferenceGemm(w.data(), x.data(), nullptr, gemm.data(), O, HW, C);
   for (long o = 0; o < O; ++o)
-    for (long i = 0; i < HW; ++i) EXPECT_FLOAT_EQ(conv[o * HW + i], gemm[o * HW + i] + bias[o]);
+    for (long i = 0; i < HW; ++i) EXPECT_DOUBLE_EQ(conv[o * HW + i], gemm[o * HW + i] + bias[o]);
 }
 
 }  // namespace

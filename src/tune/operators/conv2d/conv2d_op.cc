@@ -54,7 +54,7 @@ Workload Conv2dOperator::MakeWorkload() const {
   return w;
 }
 
-void ReferenceConv2d(const float* x, const float* w, const float* bias, float* y, const long* d) {
+void ReferenceConv2d(const float* x, const float* w, const float* bias, double* y, const long* d) {
   long N = d[0], C = d[1], H = d[2], W = d[3], O = d[4], KH = d[5], KW = d[6], SH = d[7], SW = d[8], PH = d[9],
        PW = d[10], G = d[11], OH = d[12], OW = d[13];
   long cg = C / G, og = O / G;
@@ -77,7 +77,7 @@ void ReferenceConv2d(const float* x, const float* w, const float* bias, float* y
               }
             }
           }
-      for (long i = 0; i < OH * OW; ++i) y[(n * O + o) * OH * OW + i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+      for (long i = 0; i < OH * OW; ++i) y[(n * O + o) * OH * OW + i] = acc[static_cast<size_t>(i)];
     }
 }
 

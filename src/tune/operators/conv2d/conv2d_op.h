@@ -23,6 +23,6 @@ class Conv2dOperator : public TunableOperator {
 
 /// Reference direct convolution accumulated in double. dims as the kernel's:
 /// {N, C, H, W, O, KH, KW, SH, SW, PH, PW, G, OH, OW}.
-void ReferenceConv2d(const float* x, const float* w, const float* bias, float* y, const long* dims);
+void ReferenceConv2d(const float* x, const float* w, const float* bias, double* y, const long* dims);
 
 }  // namespace portkit::tune

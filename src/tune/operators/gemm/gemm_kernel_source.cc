@@ -7,9 +7,15 @@
 namespace portkit::tune {
 
 const char kGemmCoreSource[] = R"PKSRC(
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -134,11 +140,133 @@ static void GemmBlocked(const float* A, long lda, const float* B, long ldb, floa
   }
 }
 
-// Scratch of each worker, kept between calls so that timing does not measure page faults.
-static Buffers g_buffers[PK_THREADS];
+// Scratch of the thread running a share of the work (the caller or a pool worker), kept between
+// calls so that timing does not measure page faults. thread_local: concurrent calls from several
+// threads never share a buffer (the kernel is reentrant).
+static Buffers& ThreadBuffers() {
+  static thread_local Buffers buffers;
+  return buffers;
+}
 
-// C = A * B (+ bias), bias per column (bias_per_row = 0) or per row (1), work split over
-// PK_THREADS threads along the larger of m and n in whole register tiles.
+// A call's work: `units` shares, claimed by index by the calling thread and by pool workers. The
+// caller claims shares too, so a call completes even when no worker is free (or none exists).
+struct Job {
+  void (*fn)(const void*, int) = nullptr;
+  const void* arg = nullptr;
+  int units = 0;
+  std::atomic<int> next{0};
+  std::atomic<int> done{0};
+  int users = 0;  // workers holding a pointer to this job (guarded by the pool's mutex)
+};
+
+static void Work(Job& job) {
+  for (int u; (u = job.next.fetch_add(1)) < job.units;) {
+    job.fn(job.arg, u);
+    job.done.fetch_add(1);
+  }
+}
+
+// The persistent pool: PK_THREADS - 1 workers started on the first multi-threaded call and kept,
+// blocked on a condition variable between calls (no thread is started per call). Calls from
+// several threads at once queue their jobs; the state is guarded by one mutex.
+class Pool {
+ public:
+  explicit Pool(int workers) : owner_(getpid()) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  void Run(Job& job) {
+    // In a child forked after the pool started, the workers do not exist: the caller does it all.
+    bool pooled = getpid() == owner_ && !threads_.empty();
+    if (pooled) {
+      std::lock_guard<std::mutex> lk(mu_);
+      int offers = job.units - 1 < (int)threads_.size() ? job.units - 1 : (int)threads_.size();
+      for (int i = 0; i < offers; ++i) queue_.push_back(&job);
+      work_cv_.notify_all();
+    }
+    Work(job);
+    if (!pooled) return;
+    std::unique_lock<std::mutex> lk(mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) it = *it == &job ? queue_.erase(it) : it + 1;
+    done_cv_.wait(lk, [&] { return job.users == 0 && job.done.load() == job.units; });
+  }
+  void Stop() {
+    if (getpid() != owner_) return;  // a forked child: the threads are not ours
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+      work_cv_.notify_all();
+    }
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    while (true) {
+      work_cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      Job* job = queue_.front();
+      queue_.pop_front();
+      ++job->users;
+      lk.unlock();
+      Work(*job);
+      lk.lock();
+      --job->users;
+      done_cv_.notify_all();
+    }
+  }
+  pid_t owner_;
+  std::mutex mu_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<Job*> queue_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+static std::atomic<Pool*> g_pool{nullptr};
+
+static Pool& ThePool() {
+  static Pool* pool = [] {
+    Pool* p = new Pool(PK_THREADS - 1);
+    g_pool.store(p);
+    return p;
+  }();
+  return *pool;
+}
+
+// Unloading the object (dlclose) or exiting stops and joins the workers first.
+__attribute__((destructor)) static void StopPool() {
+  if (Pool* p = g_pool.exchange(nullptr)) p->Stop();
+}
+
+struct GemmArgs {
+  const float* A;
+  long lda;
+  const float* B;
+  long ldb;
+  float* C;
+  long ldc;
+  int m, n, k, units, threads;
+  bool split_n;
+};
+
+static void GemmShare(const void* p, int t) {
+  const GemmArgs& g = *static_cast<const GemmArgs*>(p);
+  int u0 = g.units * t / g.threads, u1 = g.units * (t + 1) / g.threads;
+  if (g.split_n) {
+    int j0 = u0 * NR, j1 = u1 * NR < g.n ? u1 * NR : g.n;
+    GemmBlocked(g.A, g.lda, g.B + j0, g.ldb, g.C + j0, g.ldc, g.m, j1 - j0, g.k, ThreadBuffers());
+  } else {
+    int i0 = u0 * MR, i1 = u1 * MR < g.m ? u1 * MR : g.m;
+    GemmBlocked(g.A + (long)i0 * g.lda, g.lda, g.B, g.ldb, g.C + (long)i0 * g.ldc, g.ldc, i1 - i0, g.n, g.k,
+                ThreadBuffers());
+  }
+}
+
+// C = A * B (+ bias), bias per column (bias_per_row = 0) or per row (1), work split into
+// PK_THREADS shares along the larger of m and n in whole register tiles, run by the calling
+// thread and the persistent pool.
 static void Gemm(const float* A, long lda, const float* B, long ldb, const float* bias, int bias_per_row, float* C,
                  long ldc, int m, int n, int k) {
   for (int i = 0; i < m; ++i) {
@@ -150,25 +278,15 @@ static void Gemm(const float* A, long lda, const float* B, long ldb, const float
   int units = split_n ? (n + NR - 1) / NR : (m + MR - 1) / MR;
   if (threads > units) threads = units > 0 ? units : 1;
   if (threads <= 1) {
-    GemmBlocked(A, lda, B, ldb, C, ldc, m, n, k, g_buffers[0]);
+    GemmBlocked(A, lda, B, ldb, C, ldc, m, n, k, ThreadBuffers());
     return;
   }
-  std::thread workers[PK_THREADS];
-  for (int t = 0; t < threads; ++t) {
-    int u0 = units * t / threads, u1 = units * (t + 1) / threads;
-    auto run = [=] {
-      if (split_n) {
-        int j0 = u0 * NR, j1 = u1 * NR < n ? u1 * NR : n;
-        GemmBlocked(A, lda, B + j0, ldb, C + j0, ldc, m, j1 - j0, k, g_buffers[t]);
-      } else {
-        int i0 = u0 * MR, i1 = u1 * MR < m ? u1 * MR : m;
-        GemmBlocked(A + (long)i0 * lda, lda, B, ldb, C + (long)i0 * ldc, ldc, i1 - i0, n, k, g_buffers[t]);
-      }
-    };
-    if (t == threads - 1) run();
-    else workers[t] = std::thread(run);
-  }
-  for (int t = 0; t < threads - 1; ++t) workers[t].join();
+  GemmArgs args{A, lda, B, ldb, C, ldc, m, n, k, units, threads, split_n};
+  Job job;
+  job.fn = GemmShare;
+  job.arg = &args;
+  job.units = threads;
+  ThePool().Run(job);
 }
 
 }  // namespace pk

@@ -43,7 +43,7 @@ Workload GemmOperator::MakeWorkload() const {
   return w;
 }
 
-void ReferenceGemm(const float* a, const float* b, const float* bias, float* c, long m, long n, long k) {
+void ReferenceGemm(const float* a, const float* b, const float* bias, double* c, long m, long n, long k) {
   std::vector<double> acc(static_cast<size_t>(n));
   for (long i = 0; i < m; ++i) {
     for (long j = 0; j < n; ++j) acc[static_cast<size_t>(j)] = bias ? bias[j] : 0.0;
@@ -52,7 +52,7 @@ void ReferenceGemm(const float* a, const float* b, const float* bias, float* c, 
       const float* brow = b + p * n;
       for (long j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += av * brow[j];
     }
-    for (long j = 0; j < n; ++j) c[i * n + j] = static_cast<float>(acc[static_cast<size_t>(j)]);
+    for (long j = 0; j < n; ++j) c[i * n + j] = acc[static_cast<size_t>(j)];
   }
 }
 

@@ -18,6 +18,6 @@ class GemmOperator : public TunableOperator {
 };
 
 /// Reference: C = A * B (+ bias) accumulated in double.
-void ReferenceGemm(const float* a, const float* b, const float* bias, float* c, long m, long n, long k);
+void ReferenceGemm(const float* a, const float* b, const float* bias, double* c, long m, long n, long k);
 
 }  // namespace portkit::tune
