@@ -100,7 +100,7 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   int parallel = 0;
   bool list_strategies = false;
   std::vector<std::string> formats;
-  app.add_option("--job-type", opt.job_type, "2 = operator tuning (OPAT); also --job_type")->default_val(2);
+  app.add_option("--job-type", opt.job_type, "2 = operator tuning (OPAT) of an op list or profile; with --framework=pytorch: 1 = subgraph tuning (SGAT), 4 = gradient tuning (GDAT, also --simulate), see docs/tune.md; also --job_type")->default_val(2);
   app.add_option("--model", model, "operator list JSON (see docs/tune.md) or a profile folder from `portkit prof`");
   app.add_option("--replay", replay, "run the strategy on a recorded landscape instead of compiling and measuring");
   app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val("genetic");
