@@ -143,5 +143,48 @@ TEST(CsvReader, QuotesNewlinesAndErrors) {
   EXPECT_EQ(stray.status().message(), "t.csv:1: unexpected quote inside a field");
 }
 
+// The streaming parser gives the whole-text result wherever the input is cut: a doubled quote,
+// a closing quote or a CRLF split between two pieces is still read as one.
+TEST(CsvReader, StreamedInPiecesAgreesWithWholeParse) {
+  const std::string text = "Name,\"Start Time(us)\"\r\n\"a\"\"b\",1.5\r\n\"l1\nl2\",\"\"\r\nlast,2";
+  auto whole = ParseCsv(text, "k.csv");
+  ASSERT_TRUE(whole.ok());
+  ASSERT_EQ(whole->size(), 4u);
+  EXPECT_EQ((*whole)[1][0], "a\"b");
+  EXPECT_EQ((*whole)[2][0], "l1\nl2");
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    for (size_t cut2 = cut; cut2 <= text.size(); ++cut2) {
+      CsvRows rows;
+      CsvStreamParser parser("k.csv");
+      auto keep = [&](std::vector<std::string>& r) {
+        rows.push_back(std::move(r));
+        return Status::Ok();
+      };
+      ASSERT_TRUE(parser.Feed(std::string_view(text).substr(0, cut), keep).ok());
+      ASSERT_TRUE(parser.Feed(std::string_view(text).substr(cut, cut2 - cut), keep).ok());
+      ASSERT_TRUE(parser.Feed(std::string_view(text).substr(cut2), keep).ok());
+      ASSERT_TRUE(parser.Finish(keep).ok());
+      EXPECT_EQ(rows, *whole) << "cut at " << cut << " and " << cut2;
+    }
+  }
+}
+
+// An unterminated quote in a huge file must not grow one field without end.
+TEST(CsvReader, StreamedRecordCap) {
+  CsvStreamParser parser("big.csv", 1u << 20);
+  size_t records = 0;
+  auto count = [&](std::vector<std::string>&) {
+    ++records;
+    return Status::Ok();
+  };
+  ASSERT_TRUE(parser.Feed("Name,x\n\"open,", count).ok());
+  std::string chunk(64 << 10, 'x');
+  Status st = Status::Ok();
+  for (int i = 0; i < 32 && st.ok(); ++i) st = parser.Feed(chunk, count);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "big.csv:2: a record longer than 1 MiB (an unterminated quote?); not read further");
+  EXPECT_EQ(records, 1u);
+}
+
 }  // namespace
 }  // namespace portkit
