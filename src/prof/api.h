@@ -30,6 +30,8 @@ std::filesystem::path StorePath(const std::filesystem::path& path);
 struct ImportOptions {
   /// A PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file.
   std::filesystem::path input;
+  /// Caps on one trace (docs/safety.md, Limits): the largest event/member/row, gzip expansion.
+  ImportLimits limits;
 };
 
 struct ImportedTrace {

@@ -100,7 +100,7 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
     if (!fs::exists(*dirs[i], ec)) return NotFound(dirs[i]->string() + " does not exist");
     if (!fs::exists(StorePath(*dirs[i]), ec)) {
       ctx.logger.Info(ProfileFolder(*dirs[i]).string() + " is not imported yet; importing it first.");
-      auto imported = RunImport({*dirs[i]}, ctx);
+      auto imported = RunImport({*dirs[i], ImportLimits{}}, ctx);
       if (!imported.ok()) return imported.status();
       PORTKIT_RETURN_IF_ERROR(imported->FirstFailure());
     }

@@ -120,7 +120,7 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
     t.importer = std::string(importer->name());
     progress.Start("Import " + t.path + ".");
     auto start = std::chrono::steady_clock::now();
-    auto result = importer->Import(file, t.path, *store);
+    auto result = importer->Import(file, t.path, *store, options.limits);
     t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok()) {
       t.status = result.status();

@@ -228,5 +228,46 @@ check "  no negative time in the summary" "! grep -rEq '(^|,)-[0-9]' '$nums/summ
 check "  the timeline holds only the good events" \
   "python3 -c 'import json,sys,glob; ev=[e[\"name\"] for f in glob.glob(sys.argv[1]+\"/timeline/*.json\") for e in json.load(open(f)).get(\"traceEvents\",[]) if e.get(\"ph\")==\"X\"]; sys.exit(0 if sorted(ev)==[\"good\",\"good_op\"] else 1)' '$nums'"
 
+# ---------------------------------------------------------------------------------------------
+# Limits: gzip bombs and oversized rows end with "over the limit", never with memory exhausted.
+# (Peak RSS is measured by bench/hostile_memory.sh, not asserted here.)
+lim="$tmp/limits"
+mkdir -p "$lim/space" "$lim/event" "$lim/events" "$lim/csv"
+python3 - "$lim" <<'PY'
+import gzip, sys
+d = sys.argv[1]
+mib = b" " * (1 << 20)
+with gzip.open(d + "/space/bomb.json.gz", "wb", 9) as f:   # 128 MiB of spaces in ~130 KB
+    f.write(b'{"traceEvents":[')
+    for _ in range(128): f.write(mib)
+    f.write(b"]}")
+with gzip.open(d + "/event/bomb.json.gz", "wb", 9) as f:   # one 3 MiB event
+    f.write(b'{"traceEvents":[{"ph":"X","name":"' + b"a" * (3 << 20) + b'","ts":1,"dur":1}]}')
+ev = b'{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":1},'
+with gzip.open(d + "/events/bomb.json.gz", "wb", 9) as f:  # 1.1 M tiny events, ~75 MiB
+    f.write(b'{"traceEvents":[')
+    block = ev * 10000
+    for _ in range(110): f.write(block)
+    f.write(b'{"ph":"X","name":"k","pid":1,"tid":1,"ts":1,"dur":1}]}')
+with open(d + "/csv/kernel_details.csv", "wb") as f:        # an unterminated quote, then 3 MiB
+    f.write(b'Name,Type,Start Time(us),Duration(us)\nk,T,1,2\n"open,T,3,4\n' + b"x" * (3 << 20) + b"\n")
+PY
+$T "$PORTKIT" prof import -dir "$lim/space" >"$lim/space.out" 2>&1
+check "prof import of a gzip bomb (128 MiB of spaces): exit 2" "[ $? = 2 ]"
+check "  says it is over the limit and names the flag" "grep -q 'bomb.json.gz: over the limit: .* (over 100 times; a gzip bomb?); not imported. --max-expansion raises the limit' '$lim/space.out'"
+$T "$PORTKIT" prof import -dir "$lim/space" --max-expansion 0 >"$lim/space0.out" 2>&1
+check "  --max-expansion 0 streams it (exit 0, no event stored)" "[ $? = 0 ] && grep -Eq 'bomb.json.gz +\\| +kineto +\\| +0 ' '$lim/space0.out'"
+$T "$PORTKIT" prof import -dir "$lim/events" >"$lim/events.out" 2>&1
+check "prof import of 1.1 M events in a gzip bomb: exit 2, over the limit" "[ $? = 2 ] && grep -q 'over the limit' '$lim/events.out'"
+check "  nothing of it is stored" "! grep -Eq 'bomb.json.gz +\\| +kineto +\\| +[1-9]' '$lim/events.out'"
+$T "$PORTKIT" prof import -dir "$lim/event" --max-object-mb 1 >"$lim/event.out" 2>&1
+check "prof import of a 3 MiB event with --max-object-mb 1: exit 2" "[ $? = 2 ]"
+check "  names the limit and the flag" "grep -q 'over the limit: an event or member larger than 1 MiB at byte 16; not imported. --max-object-mb raises the limit' '$lim/event.out'"
+$T "$PORTKIT" prof import -dir "$lim/event" >"$lim/event64.out" 2>&1
+check "  under the default 64 MiB it is imported (exit 0)" "[ $? = 0 ]"
+$T "$PORTKIT" prof import -dir "$lim/csv" --max-object-mb 1 >"$lim/csv.out" 2>&1
+check "kernel_details.csv with an unterminated quote over the row cap: exit 2, message" \
+  "[ $? = 2 ] && grep -q 'kernel_details.csv:3: a record longer than 1 MiB (an unterminated quote?); not read further' '$lim/csv.out'"
+
 echo "hostile input: $pass passed, $fail failed"
 [ "$fail" = 0 ]

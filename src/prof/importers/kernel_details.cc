@@ -2,6 +2,7 @@
 /// row, columns found by name (`Name`, `Type`, `Start Time(us)`, `Duration(us)`, `Stream ID`,
 /// `Device_id`, `Block Dim`, `Input Shapes`, `Input Data Types`). Detected by its header, whatever
 /// the file is called; plain or gzip.
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -35,22 +36,26 @@ std::vector<std::string> HeaderColumns(std::string_view head) {
   return out;
 }
 
-/// The longest row read (an unterminated quote would otherwise make one field of the rest of the file).
-constexpr size_t kMaxRowBytes = size_t{16} << 20;
-
 /// Streams the file (plain or gzip) through `parser` in 64 KiB pieces: memory is one row, whatever
-/// the file's size (docs/safety.md, Limits). `*bytes` counts the uncompressed bytes read.
+/// the file's size (docs/safety.md, Limits); a row is at most limits.max_object_bytes (an
+/// unterminated quote would otherwise make one field of the rest of the file) and a gzip file
+/// expands at most limits.max_expansion times. `*bytes` counts the uncompressed bytes read.
 Status StreamCsv(const std::filesystem::path& path, CsvStreamParser& parser,
-                 const CsvStreamParser::RecordFn& on_record, uint64_t* bytes) {
+                 const CsvStreamParser::RecordFn& on_record, const ImportLimits& limits, uint64_t* bytes) {
   auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
   if (!fd.ok()) return fd.status();
+  struct stat st_disk {};
+  uint64_t on_disk = fstat(fd->get(), &st_disk) == 0 ? static_cast<uint64_t>(st_disk.st_size) : 0;
   gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return IoError(path.string() + ": cannot open");
+  bool compressed = gzdirect(f) == 0;
   std::vector<char> chunk(size_t{1} << 16);
   int n;
   Status st = Status::Ok();
   while ((n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) {
     *bytes += static_cast<uint64_t>(n);
+    st = CheckExpansion(path.string(), compressed, on_disk, *bytes, limits);
+    if (!st.ok()) break;
     st = parser.Feed(std::string_view(chunk.data(), static_cast<size_t>(n)), on_record);
     if (!st.ok()) break;
   }
@@ -76,7 +81,7 @@ class KernelDetailsImporter final : public Importer {
   }
 
   Expected<ImportResult> Import(const std::filesystem::path& file, const std::string& display,
-                                Store& store) const override {
+                                Store& store, const ImportLimits& limits) const override {
     const std::string path = file.string();
     ImportResult result;
     result.format = "ascend_pt kernel_details";
@@ -142,9 +147,9 @@ class KernelDetailsImporter final : public Importer {
       ++result.per_kind["kernel"];
       return Status::Ok();
     };
-    CsvStreamParser parser(path, kMaxRowBytes);
+    CsvStreamParser parser(path, limits.max_object_bytes);
     // On an error the writer is destroyed unfinished, which rolls the trace back (nothing stored).
-    PORTKIT_RETURN_IF_ERROR(StreamCsv(file, parser, on_row, &result.bytes));
+    PORTKIT_RETURN_IF_ERROR(StreamCsv(file, parser, on_row, limits, &result.bytes));
     if (!writer) return ParseError(path + ":1: empty file");
     if (result.skipped)
       result.warning = std::to_string(result.skipped) + " rows with missing or malformed fields skipped";
