@@ -269,5 +269,14 @@ $T "$PORTKIT" prof import -dir "$lim/csv" --max-object-mb 1 >"$lim/csv.out" 2>&1
 check "kernel_details.csv with an unterminated quote over the row cap: exit 2, message" \
   "[ $? = 2 ] && grep -q 'kernel_details.csv:3: a record longer than 1 MiB (an unterminated quote?); not read further' '$lim/csv.out'"
 
+# convert goes on after an unreadable tensor file, names it, and exits non-zero.
+cvd="$tmp/convert_on"
+cp -r "$F/ref" "$cvd" && head -c 100 /dev/urandom >"$cvd/op_000001.safetensors"
+$T "$PORTKIT" convert -d "$cvd" -out "$tmp/convert_on_out" >"$tmp/convert_on.out" 2>&1
+check "convert with one corrupt tensor file exits 2" "[ $? = 2 ]"
+check "  names the file and counts it" "grep -q 'op_000001.safetensors: header length' '$tmp/convert_on.out' && grep -q '1 of 7 input files could not be read' '$tmp/convert_on.out'"
+check "  and converts the other files" "[ -f '$tmp/convert_on_out/0_aten__mm_forward.output.0.npy' ] && [ -f '$tmp/convert_on_out/6_aten__masked_fill_forward.output.0.npy' ]"
+check "  leaves no temporary file" "[ -z \"\$(find '$tmp/convert_on_out' -name '*.tmp.*')\" ]"
+
 echo "hostile input: $pass passed, $fail failed"
 [ "$fail" = 0 ]
