@@ -381,6 +381,13 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
   }
   PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "manifest.jsonl", kept));
   report.files.push_back("manifest.jsonl");
+  // Written last, as the dumper does: the new dump is complete (a truncated input stays reported
+  // through the warning above, not hidden by a new marker).
+  if (dump->complete) {
+    PORTKIT_RETURN_IF_ERROR(
+        WriteFileAtomic(out / kDumpEndMarker, "{\"records\": " + std::to_string(ops.size()) + "}\n"));
+    report.files.push_back(kDumpEndMarker);
+  }
   PORTKIT_RETURN_IF_ERROR(MarkOutput(out, "extract", report.files));
   ctx.logger.Info("Extracted " + std::to_string(ops.size()) + " operators into " + out.string());
   return report;

@@ -333,5 +333,22 @@ else
   echo "skip compare kill-at-rename cases: strace with fault injection is not available here"
 fi
 
+# Crash markers of dumps: a dump without its end marker, or cut after it was written, is reported.
+cd_="$tmp/cut_dump"
+cp -r "$F/ref" "$cd_" && rm "$cd_/dump_complete.json"
+$T "$PORTKIT" compare "$cd_" "$F/tgt" -o "$tmp/cut_cmp" -j 1 >"$tmp/cut_cmp.out" 2>&1
+check "compare of a dump without its end marker warns that it may be truncated" \
+  "grep -q 'cut_dump: no end-of-dump marker (dump_complete.json): the run that wrote it did not finish (killed or crashed?); it may be truncated' '$tmp/cut_cmp.out'"
+$T "$PORTKIT" overflow "$cd_" >"$tmp/cut_ovf.out" 2>&1
+check "overflow of it warns too" "grep -q 'no end-of-dump marker' '$tmp/cut_ovf.out'"
+cp -r "$F/ref" "$tmp/cut_dump2" && head -5 "$F/ref/manifest.jsonl" >"$tmp/cut_dump2/manifest.jsonl"
+$T "$PORTKIT" compare "$tmp/cut_dump2" "$F/tgt" -o "$tmp/cut_cmp2" -j 1 >"$tmp/cut_cmp2.out" 2>&1
+check "compare of a manifest shorter than its end marker says: truncated, 7 vs 5" \
+  "grep -q 'truncated: its end-of-dump marker counts 7 operators, the manifest holds 5' '$tmp/cut_cmp2.out'"
+$T "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$tmp/whole_cmp" -j 1 >"$tmp/whole_cmp.out" 2>&1
+check "compare of complete dumps has no such warning" "! grep -q 'end-of-dump marker' '$tmp/whole_cmp.out'"
+$T "$PORTKIT" extract -i "$F/ref" -o "$tmp/ex_end" -s 0 >/dev/null 2>&1
+check "extract of a complete dump writes the end marker of the new one" "grep -q '\"records\": 1' '$tmp/ex_end/dump_complete.json'"
+
 echo "hostile input: $pass passed, $fail failed"
 [ "$fail" = 0 ]
