@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +69,53 @@ TEST(AtomicFile, MissingFolderIsAnErrorNamingThePath) {
   Status st = WriteFileAtomic("/nonexistent-dir-portkit/x.csv", "x");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message().rfind("/nonexistent-dir-portkit/x.csv: cannot write:", 0), 0u) << st.message();
+}
+
+// A report set: nothing under the final names and no marker until Publish; then the files and
+// the marker (written last) listing them; unpublished, no temporary is left.
+TEST(ReportSet, PublishesFilesThenTheMarker) {
+  auto dir = std::filesystem::temp_directory_path() / ("portkit_report_set_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    ReportSet set(dir, ".set.complete");
+    ASSERT_TRUE(set.Add("a.csv", "1,2\n").ok());
+    ASSERT_TRUE(set.Add("b.json", "{}").ok());
+    EXPECT_FALSE(std::filesystem::exists(dir / "a.csv"));
+    EXPECT_FALSE(std::filesystem::exists(dir / ".set.complete"));
+    ASSERT_TRUE(set.Publish().ok());
+  }
+  auto marker = ReadFile(dir / ".set.complete");
+  ASSERT_TRUE(marker.ok());
+  EXPECT_EQ(*marker, "a.csv 4\nb.json 2\n");
+  EXPECT_EQ(*ReadFile(dir / "a.csv"), "1,2\n");
+  {
+    ReportSet unpublished(dir, ".set.complete");
+    ASSERT_TRUE(unpublished.Add("c.csv", "x").ok());
+  }
+  size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 3u);  // a.csv, b.json, the marker: the unpublished temporary is gone
+  std::filesystem::remove_all(dir);
+}
+
+// Temporaries of a process that no longer exists go; those of a live one (this process) stay.
+TEST(ReportSet, RemovesOnlyStaleTemporaries) {
+  auto dir = std::filesystem::temp_directory_path() / ("portkit_stale_tmp_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a pid that is surely gone now
+  const std::string dead = "r.csv.tmp." + std::to_string(child), live = "r.csv.tmp." + std::to_string(::getpid());
+  ASSERT_TRUE(WriteFileAtomic(dir / dead, "x").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / live, "x").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "keep.tmp.txt", "x").ok());
+  EXPECT_EQ(RemoveStaleTemporaries(dir), std::vector<std::string>{dead});
+  EXPECT_TRUE(std::filesystem::exists(dir / live));
+  EXPECT_TRUE(std::filesystem::exists(dir / "keep.tmp.txt"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Logger, SeedFormat) {
