@@ -63,6 +63,9 @@ if not skip:
 PY
 
 printf '%-48s %6s %12s %10s  %s\n' case exit "peak RSS MB" "seconds" "last line"
+last_line() {  # the line that says how the run ended
+  grep -m1 'over the limit' "$1" || grep -E '\| +ok +\||Wrote|Comparing' "$1" | tail -1
+}
 run() {  # name, command...
   local name=$1; shift
   /usr/bin/time -v -o "$work/time" "$@" >"$work/out" 2>&1
@@ -70,7 +73,7 @@ run() {  # name, command...
   local rss secs
   rss=$(awk -F': ' '/Maximum resident/ {printf "%.0f", $2/1024}' "$work/time")
   secs=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; printf "%.1f", s}' "$work/time")
-  printf '%-48s %6s %12s %10s  %s\n' "$name" "$rc" "$rss" "$secs" "$(grep -v '^\s*$' "$work/out" | grep -E 'over the limit|ERROR|Wrote|events|Yes' | tail -1 | cut -c1-90)"
+  printf '%-48s %6s %12s %10s  %s\n' "$name" "$rc" "$rss" "$secs" "$(last_line "$work/out")"
 }
 run "prof import: gzip bomb, one 1 GiB event (1 MB)" "$PORTKIT" prof import -dir "$work/bomb_event"
 run "prof import: gzip bomb, 1 GiB of spaces (1 MB)" "$PORTKIT" prof import -dir "$work/bomb_space"
