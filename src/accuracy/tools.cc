@@ -199,6 +199,9 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
   }
   fs::create_directories(out, ec);
   if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
+  // What a killed earlier convert left half-written (`NAME.tmp.<pid>`) goes (docs/safety.md).
+  for (const auto& name : RemoveStaleTemporaries(out))
+    ctx.logger.Info("Removed " + (out / name).string() + ", left by an earlier run that was killed.");
   report.input_files = h5_files.size() + files.size();
   for (const auto& [path, dir] : h5_files) {
     // In a child process: a corrupt file that crashes the HDF5 library fails that file only.

@@ -277,6 +277,11 @@ check "convert with one corrupt tensor file exits 2" "[ $? = 2 ]"
 check "  names the file and counts it" "grep -q 'op_000001.safetensors: header length' '$tmp/convert_on.out' && grep -q '1 of 7 input files could not be read' '$tmp/convert_on.out'"
 check "  and converts the other files" "[ -f '$tmp/convert_on_out/0_aten__mm_forward.output.0.npy' ] && [ -f '$tmp/convert_on_out/6_aten__masked_fill_forward.output.0.npy' ]"
 check "  leaves no temporary file" "[ -z \"\$(find '$tmp/convert_on_out' -name '*.tmp.*')\" ]"
+deadpid=$(sh -c 'echo $$')
+echo half >"$tmp/convert_on_out/0_aten__mm_forward.input.0.npy.tmp.$deadpid"
+$T "$PORTKIT" convert -d "$F/ref" -out "$tmp/convert_on_out" >"$tmp/convert_again.out" 2>&1
+check "convert removes a half-written file a killed earlier run left (and says so)" \
+  "[ ! -e '$tmp/convert_on_out/0_aten__mm_forward.input.0.npy.tmp.$deadpid' ] && grep -q 'left by an earlier run that was killed' '$tmp/convert_again.out'"
 
 # ---------------------------------------------------------------------------------------------
 # Crash markers: a killed prof import leaves its marker; readers say the profile is incomplete.
