@@ -623,6 +623,7 @@ void ComputeRange(const PendingPair& p, uint64_t begin, uint64_t end, FileCache&
   }
   (*tf)->Release(ta, begin, end - begin);  // memory stays flat however large the dumps are
   (*rf)->Release(ra, begin, end - begin);
+  out.metrics->ReleaseScratch();  // kept until the merge: only the sums, not the scratch, per pair
 }
 
 bool IsOutputKey(const std::string& key) { return key.rfind("output", 0) == 0; }

@@ -1,5 +1,6 @@
 #include "accuracy/dump.h"
 #include "accuracy/msprobe_dump.h"
+#include "core/atomic_file.h"
 #include "core/input_files.h"
 
 #include <simdjson.h>
@@ -149,6 +150,31 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
       return ParseError(manifest.string() + ":" + std::to_string(line_no) + ": not a manifest record");
     }
     d.ops.push_back(std::move(op));
+  }
+  // The end-of-dump marker (written last by the dumper): absent, or counting other records than
+  // the manifest holds, means the dump was cut short.
+  const std::filesystem::path end = dir / kDumpEndMarker;
+  std::string why;
+  if (DescribeFileType(end) == "missing") {
+    why = "no end-of-dump marker (" + std::string(kDumpEndMarker) +
+          "): the run that wrote it did not finish (killed or crashed?); it may be truncated";
+  } else if (auto text = ReadFile(end); !text.ok()) {
+    why = text.status().message();
+  } else {
+    simdjson::padded_string json(*text);
+    simdjson::ondemand::document doc;
+    int64_t records = -1;
+    if (parser.iterate(json).get(doc) || doc["records"].get_int64().get(records) || records < 0)
+      why = "a damaged end-of-dump marker (" + std::string(kDumpEndMarker) + "); it may be truncated";
+    else if (static_cast<uint64_t>(records) != d.ops.size())
+      why = "truncated: its end-of-dump marker counts " + std::to_string(records) + " operators, the manifest holds " +
+            std::to_string(d.ops.size());
+    else
+      d.complete = true;
+  }
+  if (!why.empty()) {
+    std::string note = dir.string() + ": " + why;
+    d.warning = d.warning.empty() ? note : d.warning + "; " + note;
   }
   return d;
 }

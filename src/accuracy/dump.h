@@ -35,10 +35,15 @@ struct DumpOp {
   std::vector<DumpTensor> tensors;
 };
 
+/// The end-of-dump marker the dumper writes last, `{"records": N}`: without it (or with another
+/// count than the manifest's) the dump was cut short, e.g. by kill -9 (docs/safety.md).
+inline constexpr const char* kDumpEndMarker = "dump_complete.json";
+
 struct Dump {
   std::filesystem::path dir;
   std::vector<DumpOp> ops;
-  std::string warning;  ///< e.g. an incomplete last line
+  std::string warning;  ///< e.g. an incomplete last line, a missing end-of-dump marker
+  bool complete = false;  ///< the end marker is there and counts the manifest's records
 
   static Expected<Dump> Load(const std::filesystem::path& dir);
 };

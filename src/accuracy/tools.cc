@@ -28,6 +28,8 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 }
 
 // Read pieces: 16 MiB of elements for .npy; 1 MiB for .txt, whose text is ~6x the binary size.
+/// Elements per piece when a tensor is converted: bytes of input read at a time (a .txt line is
+/// about 25 bytes per element, so its pieces are smaller).
 constexpr size_t kHdf5NpyChunkBytes = 16u << 20, kHdf5TxtChunkBytes = 1u << 20;
 
 /// What converting one HDF5 file produced; it travels from the isolated child as records.
@@ -197,6 +199,9 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
   }
   fs::create_directories(out, ec);
   if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
+  // What a killed earlier convert left half-written (`NAME.tmp.<pid>`) goes (docs/safety.md).
+  for (const auto& name : RemoveStaleTemporaries(out))
+    ctx.logger.Info("Removed " + (out / name).string() + ", left by an earlier run that was killed.");
   report.input_files = h5_files.size() + files.size();
   for (const auto& [path, dir] : h5_files) {
     // In a child process: a corrupt file that crashes the HDF5 library fails that file only.
@@ -236,17 +241,32 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
     }
     for (const auto& [key, t] : f->tensors()) {
       bool widened = false;
-      std::string bytes;
-      if (options.type == ConvertType::kNpy) {
-        NpyDescr(t.dtype, &widened);
-        bytes = NpyHeader(t.dtype, t.shape);
-        AppendNpyData(t.dtype, f->Data(t), t.numel(), &bytes);
-      } else {
-        AppendTxtData(t.dtype, f->Data(t), t.numel(), &bytes);
-      }
       // The key is input data: one sanitised file name, never a path out of `out`.
       std::string name = SafeFileName(stem + "." + key + "." + ext);
-      PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / name, bytes));
+      // Streamed in pieces (docs/safety.md, Limits): memory is one piece, whatever the tensor's
+      // size, and the pages of the input already converted are dropped.
+      auto file = StreamingFile::Create(out / name);
+      if (!file.ok()) return file.status();
+      Status st = Status::Ok();
+      std::string piece;
+      if (options.type == ConvertType::kNpy) {
+        NpyDescr(t.dtype, &widened);
+        st = file->Append(NpyHeader(t.dtype, t.shape));
+      }
+      const size_t element = std::max<size_t>(1, DTypeSize(t.dtype));
+      const uint64_t step = std::max<uint64_t>(
+          1, (options.type == ConvertType::kNpy ? kHdf5NpyChunkBytes : kHdf5TxtChunkBytes) / element);
+      for (uint64_t first = 0; st.ok() && first < t.numel(); first += step) {
+        uint64_t count = std::min<uint64_t>(step, t.numel() - first);
+        piece.clear();
+        const uint8_t* data = f->Data(t) + first * element;
+        if (options.type == ConvertType::kNpy) AppendNpyData(t.dtype, data, count, &piece);
+        else AppendTxtData(t.dtype, data, count, &piece);
+        st = file->Append(piece);
+        f->Release(t, first, count);
+      }
+      if (st.ok()) st = file->Commit();
+      if (!st.ok()) return st;  // an output that cannot be written: nothing later could be either
       report.widened += widened;
       report.written.push_back({name, path.string() + ":" + key, widened});
     }
@@ -364,6 +384,13 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
   }
   PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "manifest.jsonl", kept));
   report.files.push_back("manifest.jsonl");
+  // Written last, as the dumper does: the new dump is complete (a truncated input stays reported
+  // through the warning above, not hidden by a new marker).
+  if (dump->complete) {
+    PORTKIT_RETURN_IF_ERROR(
+        WriteFileAtomic(out / kDumpEndMarker, "{\"records\": " + std::to_string(ops.size()) + "}\n"));
+    report.files.push_back(kDumpEndMarker);
+  }
   PORTKIT_RETURN_IF_ERROR(MarkOutput(out, "extract", report.files));
   ctx.logger.Info("Extracted " + std::to_string(ops.size()) + " operators into " + out.string());
   return report;

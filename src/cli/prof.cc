@@ -36,9 +36,9 @@ std::optional<prof::Severity> SeverityNamed(const std::string& name) {
   return std::nullopt;
 }
 
-int Import(const std::string& dir, Context& ctx) {
+int Import(const std::string& dir, const prof::ImportLimits& limits, Context& ctx) {
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
-  auto report = prof::RunImport({dir}, ctx);
+  auto report = prof::RunImport({dir, limits}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& t : report->traces)
     if (!t.status.ok()) ctx.logger.Error(t.status.message());
@@ -195,6 +195,14 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
                      "a PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file; "
                      "also -dir")
       ->required();
+  prof::ImportLimits import_limits;
+  uint64_t max_object_mb = import_limits.max_object_bytes >> 20;
+  import->add_option("--max-object-mb", max_object_mb,
+                     "the largest single event, top-level JSON member or CSV row read, in MiB (default 64)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  import->add_option("--max-expansion", import_limits.max_expansion,
+                     "refuse a gzip trace that expands more than this many times its size once past 64 MiB "
+                     "(default 100; 0 = no limit)");
 
   auto* exp = app.add_subcommand("export", "export summary | export timeline: files from an imported profile");
   exp->require_subcommand(1);
@@ -242,7 +250,10 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     collect_opt.output = collect_output;
     return Collect(collect_opt, ctx);
   }
-  if (import->parsed()) return Import(import_dir, ctx);
+  if (import->parsed()) {
+    import_limits.max_object_bytes = max_object_mb << 20;
+    return Import(import_dir, import_limits, ctx);
+  }
   if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, ctx);
   if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, ctx);

@@ -4,16 +4,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/input_files.h"
 
 namespace portkit {
 
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view content) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+namespace {
+
+/// Writes and syncs `content` to `tmp` (the temporary of `path`); on failure nothing is left.
+Status WriteTemporary(const std::filesystem::path& path, const std::filesystem::path& tmp, std::string_view content) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return IoError(path.string() + ": cannot write: " + std::strerror(errno));
   const char* p = content.data();
@@ -35,12 +40,77 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
     ::unlink(tmp.c_str());
     return IoError(path.string() + ": write failed: " + std::strerror(err));
   }
+  return Status::Ok();
+}
+
+std::filesystem::path TemporaryOf(const std::filesystem::path& path) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid());
+  return tmp;
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view content) {
+  const std::filesystem::path tmp = TemporaryOf(path);
+  PORTKIT_RETURN_IF_ERROR(WriteTemporary(path, tmp, content));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return IoError(path.string() + ": cannot rename into place: " + std::strerror(err));
   }
   return Status::Ok();
+}
+
+std::vector<std::string> RemoveStaleTemporaries(const std::filesystem::path& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at == 0) continue;
+    const char* digits = name.c_str() + at + 5;
+    char* end = nullptr;
+    long pid = std::strtol(digits, &end, 10);
+    if (end == digits || *end != '\0' || pid <= 0) continue;
+    if (!e.is_regular_file(ec) || e.is_symlink(ec)) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // still running
+    if (std::filesystem::remove(e.path(), ec)) removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
+ReportSet::ReportSet(std::filesystem::path dir, std::string marker) : dir_(std::move(dir)), marker_(std::move(marker)) {
+  RemoveStaleTemporaries(dir_);
+}
+
+ReportSet::~ReportSet() {
+  for (const auto& tmp : staged_) ::unlink(tmp.c_str());
+}
+
+Status ReportSet::Add(const std::string& name, std::string_view content) {
+  const std::filesystem::path path = dir_ / name;
+  const std::filesystem::path tmp = TemporaryOf(path);
+  staged_.push_back(tmp);
+  PORTKIT_RETURN_IF_ERROR(WriteTemporary(path, tmp, content));
+  files_.emplace_back(name, content.size());
+  return Status::Ok();
+}
+
+Status ReportSet::Publish() {
+  const std::filesystem::path marker = dir_ / marker_;
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT)
+    return IoError(marker.string() + ": cannot remove the old completion marker: " + std::strerror(errno));
+  std::string listing;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const std::filesystem::path path = dir_ / files_[i].first;
+    if (::rename(staged_[i].c_str(), path.c_str()) != 0)
+      return IoError(path.string() + ": cannot rename into place: " + std::strerror(errno));
+    listing += files_[i].first + " " + std::to_string(files_[i].second) + "\n";
+  }
+  staged_.clear();
+  return WriteFileAtomic(marker, listing);
 }
 
 Status CopyFileAtomic(const std::filesystem::path& from, const std::filesystem::path& to) {

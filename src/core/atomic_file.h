@@ -2,7 +2,10 @@
 /// Output files are written to a temporary name beside the target and renamed into place, so a
 /// crash never leaves a half-written file that looks complete.
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -15,6 +18,34 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
 /// `from` must be a regular file and not a symbolic link (OpenInputFile with Links::kRefuse);
 /// errors name both paths and the system's reason.
 Status CopyFileAtomic(const std::filesystem::path& from, const std::filesystem::path& to);
+
+/// Removes the temporaries `<name>.tmp.<pid>` in `dir` (not below it) whose process no longer
+/// exists: what a portkit run killed mid-write left behind. A live process's are kept. Returns the
+/// names removed (sorted).
+std::vector<std::string> RemoveStaleTemporaries(const std::filesystem::path& dir);
+
+/// A set of output files that appear together or not at all (docs/safety.md, Report sets). Add()
+/// writes each file to `<name>.tmp.<pid>` in `dir` (synced); Publish() removes the set's
+/// completion marker, renames every file into place, then writes the marker (`marker`, one
+/// `name size` line per file) last. A crash before the marker is written leaves no marker: the
+/// set is incomplete, however many files were already renamed. Destroyed unpublished, the
+/// temporaries are removed. Stale temporaries of killed earlier runs are removed on creation.
+class ReportSet {
+ public:
+  ReportSet(std::filesystem::path dir, std::string marker);
+  ~ReportSet();
+  ReportSet(const ReportSet&) = delete;
+  ReportSet& operator=(const ReportSet&) = delete;
+
+  Status Add(const std::string& name, std::string_view content);
+  Status Publish();
+
+ private:
+  std::filesystem::path dir_;
+  std::string marker_;
+  std::vector<std::pair<std::string, uint64_t>> files_;  ///< name, size
+  std::vector<std::filesystem::path> staged_;            ///< temporaries not yet renamed
+};
 
 /// Reads a whole file (a regular file only: OpenInputFile refuses FIFOs and devices without
 /// blocking). Errors name the path.

@@ -30,6 +30,8 @@ std::filesystem::path StorePath(const std::filesystem::path& path);
 struct ImportOptions {
   /// A PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file.
   std::filesystem::path input;
+  /// Caps on one trace (docs/safety.md, Limits): the largest event/member/row, gzip expansion.
+  ImportLimits limits;
 };
 
 struct ImportedTrace {
@@ -49,6 +51,20 @@ struct ImportReport {
   /// The first failed trace's status (ok when every trace was imported).
   Status FirstFailure() const;
 };
+
+/// A `prof import` into a profile folder that has not ended: its marker
+/// `<folder>/.portkit-import.<pid>` lists the traces it had not imported yet. RunImport writes
+/// the marker before the first trace, rewrites it after each one and removes it at the end, so a
+/// marker whose process is gone is an import that was killed (docs/safety.md, Crash markers).
+struct UnfinishedImport {
+  long pid = 0;
+  bool running = false;              ///< that process still exists (an import in progress)
+  std::vector<std::string> pending;  ///< traces it never imported (relative to the folder)
+};
+/// The unfinished imports of a profile folder, by pid.
+std::vector<UnfinishedImport> UnfinishedImports(const std::filesystem::path& folder);
+/// One warning line per unfinished import ("... did not finish ...; not imported: a, b").
+std::vector<std::string> UnfinishedImportWarnings(const std::filesystem::path& folder);
 
 /// Imports every trace found under options.input into `<folder>/portkit.db`. Errors: the input
 /// does not exist (kNotFound), holds no trace (kNotFound; a single file that is no trace:

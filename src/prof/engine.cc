@@ -9,12 +9,15 @@ namespace fs = std::filesystem;
 namespace {
 
 /// The store of an imported profile folder, read-only.
-Expected<Store> OpenImported(const fs::path& dir) {
+/// An import that was killed (or is still running) is said on the console: the profile read is
+/// then not the whole of it (docs/safety.md, Crash markers).
+Expected<Store> OpenImported(const fs::path& dir, Context& ctx) {
   fs::path db_path = StorePath(dir);
   std::error_code ec;
   if (!fs::exists(db_path, ec))
     return NotFound("no profile database in " + ProfileFolder(dir).string() + "; run `portkit prof import -dir " +
                     dir.string() + "` first");
+  for (const auto& w : UnfinishedImportWarnings(ProfileFolder(dir))) ctx.logger.Warning(w);
   return Store::OpenForReading(db_path);
 }
 
@@ -43,7 +46,7 @@ SummaryTable HostOpSummary(const Profile& p) {
 }  // namespace
 
 Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& ctx) {
-  auto store = OpenImported(options.dir);
+  auto store = OpenImported(options.dir, ctx);
   if (!store.ok()) return store.status();
   auto tables = BuildSummaries(*store);
   if (!tables.ok()) return tables.status();
@@ -53,8 +56,8 @@ Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& 
   return SummaryReport{ProfileFolder(options.dir), std::move(*tables)};
 }
 
-Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context&) {
-  auto store = OpenImported(options.dir);
+Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context& ctx) {
+  auto store = OpenImported(options.dir, ctx);
   if (!store.ok()) return store.status();
   TimelineReport report;
   report.folder = ProfileFolder(options.dir);
@@ -72,7 +75,7 @@ size_t AnalyseReport::CountAtLeast(Severity at_least) const {
 }
 
 Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx) {
-  auto store = OpenImported(options.dir);
+  auto store = OpenImported(options.dir, ctx);
   if (!store.ok()) return store.status();
   auto profile = Profile::Load(*store, ctx.data_dir);
   if (!profile.ok()) return profile.status();
@@ -100,11 +103,11 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
     if (!fs::exists(*dirs[i], ec)) return NotFound(dirs[i]->string() + " does not exist");
     if (!fs::exists(StorePath(*dirs[i]), ec)) {
       ctx.logger.Info(ProfileFolder(*dirs[i]).string() + " is not imported yet; importing it first.");
-      auto imported = RunImport({*dirs[i]}, ctx);
+      auto imported = RunImport({*dirs[i], ImportLimits{}}, ctx);
       if (!imported.ok()) return imported.status();
       PORTKIT_RETURN_IF_ERROR(imported->FirstFailure());
     }
-    auto store = OpenImported(*dirs[i]);
+    auto store = OpenImported(*dirs[i], ctx);
     if (!store.ok()) return store.status();
     auto totals = ComputeTotals(*store);
     if (!totals.ok()) return totals.status();

@@ -3,6 +3,14 @@
 #include <chrono>
 #include <cstdio>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <set>
+
+#include "core/atomic_file.h"
 #include "core/input_files.h"
 #include "prof/api.h"
 #include "prof/ascend_join.h"
@@ -53,6 +61,15 @@ std::vector<fs::path> CandidateFiles(const fs::path& path, std::vector<std::pair
   return out;
 }
 
+constexpr std::string_view kImportMarkerPrefix = ".portkit-import.";
+
+/// Writes the marker of this run: the traces not imported yet, one a line (atomically).
+Status WriteImportMarker(const fs::path& marker, const std::vector<std::string>& pending) {
+  std::string text;
+  for (const auto& p : pending) text += p + "\n";
+  return WriteFileAtomic(marker, text);
+}
+
 std::string Relative(const fs::path& p, const fs::path& folder) {
   std::error_code ec;
   std::string rel = fs::relative(p, folder, ec).string();
@@ -69,6 +86,43 @@ fs::path ProfileFolder(const fs::path& path) {
 }
 
 fs::path StorePath(const fs::path& path) { return ProfileFolder(path) / kStoreFileName; }
+
+std::vector<UnfinishedImport> UnfinishedImports(const fs::path& folder) {
+  std::vector<UnfinishedImport> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(kImportMarkerPrefix, 0) != 0 || name.find(".tmp") != std::string::npos) continue;
+    if (!e.is_regular_file(ec) || e.is_symlink(ec)) continue;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + kImportMarkerPrefix.size(), &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    UnfinishedImport u;
+    u.pid = pid;
+    u.running = kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) u.pending.push_back(line);
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::vector<std::string> UnfinishedImportWarnings(const fs::path& folder) {
+  std::vector<std::string> out;
+  for (const auto& u : UnfinishedImports(folder)) {
+    std::string list;
+    for (size_t i = 0; i < u.pending.size() && i < 10; ++i) list += (i ? ", " : "") + u.pending[i];
+    if (u.pending.size() > 10) list += ", ... (" + std::to_string(u.pending.size()) + " in all)";
+    out.push_back((u.running ? "a prof import (pid " + std::to_string(u.pid) + ") into " + folder.string() +
+                                   " is still running; the profile is incomplete until it ends"
+                             : "the prof import (pid " + std::to_string(u.pid) + ") into " + folder.string() +
+                                   " did not finish (killed?); the profile is incomplete") +
+                  (list.empty() ? "" : "; not imported: " + list) + ". Run `portkit prof import` again");
+  }
+  return out;
+}
 
 Status ImportReport::FirstFailure() const {
   for (const auto& t : traces)
@@ -114,6 +168,13 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   for (const auto& [path, why] : report.skipped) log.Info("Skipped " + path + ": " + why + ".");
   auto store = Store::Open(report.database);
   if (!store.ok()) return store.status();
+  // The crash marker: which traces are still to come; removed once the run ends.
+  const fs::path marker = report.folder / (std::string(kImportMarkerPrefix) + std::to_string(getpid()));
+  std::vector<std::string> pending;
+  for (const auto& f : found) pending.push_back(Relative(f.path, report.folder));
+  const auto earlier = UnfinishedImports(report.folder);
+  PORTKIT_RETURN_IF_ERROR(WriteImportMarker(marker, pending));
+  std::set<std::string> imported;
   Progress progress(log, found.size());
   for (const auto& [file, importer] : found) {
     ImportedTrace t;
@@ -121,7 +182,7 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
     t.importer = std::string(importer->name());
     progress.Start("Import " + t.path + ".");
     auto start = std::chrono::steady_clock::now();
-    auto result = importer->Import(file, t.path, *store);
+    auto result = importer->Import(file, t.path, *store, options.limits);
     t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok()) {
       t.status = result.status();
@@ -134,13 +195,16 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
                     t.seconds > 0 ? static_cast<double>(t.result.bytes) / 1e6 / t.seconds : 0.0);
       progress.Done("Imported " + t.path + ": " + std::to_string(t.result.events) + " events (" + rate + " MB/s).");
     }
+    if (t.status.ok()) imported.insert(t.path);
     report.traces.push_back(std::move(t));
+    pending.erase(pending.begin());
+    if (Status st = WriteImportMarker(marker, pending); !st.ok()) log.Warning(st.message());
   }
   // An ASCEND_PROFILER_OUTPUT folder is one profile: kernel_details rows join trace_view's tasks.
-  std::vector<std::pair<std::string, std::string>> imported;
+  std::vector<std::pair<std::string, std::string>> by_importer;
   for (const auto& t : report.traces)
-    if (t.status.ok()) imported.emplace_back(t.path, t.importer);
-  auto joins = JoinAscendSiblings(*store, imported);
+    if (t.status.ok()) by_importer.emplace_back(t.path, t.importer);
+  auto joins = JoinAscendSiblings(*store, by_importer);
   if (!joins.ok()) return joins.status();
   for (const auto& j : *joins) {
     log.Info("Joined " + std::to_string(j.joined) + " of " + std::to_string(j.rows) + " rows of " + j.kernel_details +
@@ -154,6 +218,15 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
       t.result.warning = t.result.warning.empty() ? note : t.result.warning + "; " + note;
     }
   }
+  std::error_code rm_ec;
+  fs::remove(marker, rm_ec);
+  // A killed earlier run's marker goes once everything it had left has been imported now.
+  for (const auto& u : earlier) {
+    if (u.running) continue;
+    bool covered = std::all_of(u.pending.begin(), u.pending.end(), [&](const std::string& p) { return imported.count(p) > 0; });
+    if (covered) fs::remove(report.folder / (std::string(kImportMarkerPrefix) + std::to_string(u.pid)), rm_ec);
+  }
+  for (const auto& w : UnfinishedImportWarnings(report.folder)) log.Warning(w);
   return report;
 }
 

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <vector>
 
@@ -10,20 +12,34 @@
 namespace portkit::prof {
 namespace {
 
-/// Buffered reader over gzFile with a sliding window the scanner can keep text in.
+/// Buffered reader over gzFile with a sliding window the scanner can keep text in. The window
+/// holds the bytes from the Keep() mark (while one is set) or the current position onwards, so
+/// whitespace and skipped text never accumulate; kept text over `limits.max_object_bytes`, or a
+/// gzip file that expands past `limits.max_expansion`, stops the read with `limit_error()`.
 class Reader {
  public:
-  explicit Reader(gzFile f) : f_(f) { buf_.reserve(1 << 20); }
-  /// Makes at least one more byte available at pos_; false at end of input or on error.
+  Reader(gzFile f, std::string path, bool compressed, uint64_t compressed_bytes, const ImportLimits& limits)
+      : f_(f), path_(std::move(path)), compressed_(compressed), compressed_bytes_(compressed_bytes),
+        limits_(limits) {
+    buf_.reserve(1 << 20);
+  }
+  /// Makes at least one more byte available at pos_; false at end of input, on error or at a limit.
   bool Fill() {
     if (pos_ < buf_.size()) return true;
-    // Drop everything before the oldest byte still needed (keep_).
-    size_t drop = std::min(keep_, pos_);
+    if (!limit_error_.ok()) return false;
+    // Drop everything before the oldest byte still needed.
+    size_t drop = keeping_ ? std::min(keep_, pos_) : pos_;
     if (drop > 0) {
       buf_.erase(0, drop);
       pos_ -= drop;
-      keep_ -= drop;
+      keep_ -= std::min(keep_, drop);
       base_ += drop;
+    }
+    if (keeping_ && pos_ - keep_ > limits_.max_object_bytes) {
+      limit_error_ = InvalidArgument(path_ + ": over the limit: an event or member larger than " +
+                                     std::to_string(limits_.max_object_bytes >> 20) + " MiB at byte " +
+                                     std::to_string(base_ + keep_) + "; not imported. --max-object-mb raises the limit");
+      return false;
     }
     char chunk[1 << 16];
     int n = gzread(f_, chunk, sizeof chunk);
@@ -35,6 +51,11 @@ class Reader {
     }
     buf_.append(chunk, static_cast<size_t>(n));
     read_ += static_cast<uint64_t>(n);
+    if (Status st = CheckExpansion(path_, compressed_, compressed_bytes_, read_, limits_); !st.ok()) {
+      limit_error_ = st;
+      buf_.resize(pos_);  // nothing of this piece is read
+      return false;
+    }
     return true;
   }
   bool Peek(char* c) {
@@ -74,20 +95,33 @@ class Reader {
     pos_ = static_cast<size_t>(p - buf_.data());
   }
   size_t pos() const { return pos_; }
-  void Keep(size_t from) { keep_ = from; }
-  void Release() { keep_ = pos_; }
+  void Keep(size_t from) {
+    keep_ = from;
+    keeping_ = true;
+  }
+  void Release() {
+    keep_ = pos_;
+    keeping_ = false;
+  }
   /// The bytes from the Keep() mark to the current position (the mark moves with the window).
   std::string_view KeptText() const { return std::string_view(buf_).substr(keep_, pos_ - keep_); }
   uint64_t offset() const { return base_ + pos_; }
   uint64_t bytes_read() const { return read_; }
   const std::string& error() const { return error_; }
+  const Status& limit_error() const { return limit_error_; }
 
  private:
   gzFile f_;
+  std::string path_;
+  bool compressed_;
+  uint64_t compressed_bytes_;
+  ImportLimits limits_;
   std::string buf_;
   size_t pos_ = 0, keep_ = 0;
+  bool keeping_ = false;
   uint64_t base_ = 0, read_ = 0;
   std::string error_;
+  Status limit_error_ = Status::Ok();
 };
 
 /// Consumes one JSON value starting at the current byte (string-aware bracket matching, no full
@@ -164,14 +198,21 @@ bool ReadEventArray(Reader& r, const StreamCallbacks& cb, StreamStats* stats) {
 
 }  // namespace
 
-Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, StreamStats* stats) {
+Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, StreamStats* stats,
+                        const ImportLimits& limits) {
   auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
   if (!fd.ok()) return fd.status();
+  struct stat st {};
+  uint64_t on_disk = fstat(fd->get(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return IoError(path + ": cannot open: " + std::strerror(errno));
   gzbuffer(f, 1 << 18);
-  Reader r(f);
+  bool compressed = gzdirect(f) == 0;  // looks at the first bytes: a gzip file starts with 1f 8b
+  Reader r(f, path, compressed, on_disk, limits);
+  Status limit = Status::Ok();
   auto finish = [&](bool complete) {
+    limit = r.limit_error();
+    if (!limit.ok()) complete = true;  // reported as the error below, not as damage
     stats->bytes_read = r.bytes_read();
     if (!complete) {
       stats->truncated = true;
@@ -184,12 +225,13 @@ Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, Stre
   char c;
   if (!r.SkipSpace(&c)) {
     finish(true);
+    if (!limit.ok()) return limit;
     return ParseError(path + ": empty file; expected a JSON trace");
   }
   if (c == '[') {
     bool ok = ReadEventArray(r, cb, stats);
     finish(ok);
-    return Status::Ok();
+    return limit;
   }
   if (c != '{') {
     finish(true);
@@ -197,33 +239,33 @@ Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, Stre
   }
   r.Next(&c);
   for (;;) {
-    if (!r.SkipSpace(&c)) return finish(false), Status::Ok();
-    if (c == '}') return finish(true), Status::Ok();
+    if (!r.SkipSpace(&c)) return finish(false), limit;
+    if (c == '}') return finish(true), limit;
     if (c == ',') {
       r.Next(&c);
       continue;
     }
     if (c != '"') {
       stats->stop_reason = "expected a member name at byte " + std::to_string(r.offset());
-      return finish(false), Status::Ok();
+      return finish(false), limit;
     }
     r.Keep(r.pos());
-    if (!SkipValue(r)) return finish(false), Status::Ok();
+    if (!SkipValue(r)) return finish(false), limit;
     std::string key(r.KeptText());
     key = key.substr(1, key.size() - 2);
     r.Release();
     if (!r.SkipSpace(&c) || c != ':') {
       if (stats->stop_reason.empty()) stats->stop_reason = "expected ':' at byte " + std::to_string(r.offset());
-      return finish(false), Status::Ok();
+      return finish(false), limit;
     }
     r.Next(&c);
-    if (!r.SkipSpace(&c)) return finish(false), Status::Ok();
+    if (!r.SkipSpace(&c)) return finish(false), limit;
     if (key == "traceEvents" && c == '[') {
-      if (!ReadEventArray(r, cb, stats)) return finish(false), Status::Ok();
+      if (!ReadEventArray(r, cb, stats)) return finish(false), limit;
       continue;
     }
     r.Keep(r.pos());
-    if (!SkipValue(r)) return finish(false), Status::Ok();
+    if (!SkipValue(r)) return finish(false), limit;
     std::string_view value = r.KeptText();
     if (cb.on_member && value.size() <= (64u << 20)) cb.on_member(key, value);
     r.Release();

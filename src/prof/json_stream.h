@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "prof/import_limits.h"
 
 namespace portkit::prof {
 
@@ -23,12 +24,15 @@ struct StreamCallbacks {
   /// One event object, as JSON text (valid until the next call).
   std::function<void(std::string_view event)> on_event;
   /// A top-level member other than traceEvents (deviceProperties, baseTimeNanoseconds, ...),
-  /// as raw JSON text; members over 64 MiB are skipped.
+  /// as raw JSON text (at most ImportLimits::max_object_bytes; a larger one is an error).
   std::function<void(std::string_view key, std::string_view value)> on_member;
 };
 
-/// Splits the file at `path`. Errors only when the file cannot be opened or does not start like a
-/// trace; damage later in the file ends the split with `stats.truncated`.
-Status SplitTraceEvents(const std::string& path, const StreamCallbacks& callbacks, StreamStats* stats);
+/// Splits the file at `path`. Errors when the file cannot be opened or does not start like a
+/// trace, and when it goes over `limits` (an event or member over max_object_bytes, a gzip file
+/// expanding past max_expansion: "PATH: over the limit: ..."); damage later in the file ends the
+/// split with `stats.truncated`. Memory: one event or member plus a 64 KiB piece, whatever the file.
+Status SplitTraceEvents(const std::string& path, const StreamCallbacks& callbacks, StreamStats* stats,
+                        const ImportLimits& limits = {});
 
 }  // namespace portkit::prof

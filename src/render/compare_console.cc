@@ -63,10 +63,13 @@ Status WriteCompareFiles(const CompareReport& report, const std::filesystem::pat
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError(dir.string() + ": cannot create: " + ec.message());
-  if (files.csv) PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(dir / "compare_result.csv", CompareCsv(report)));
-  if (files.json) PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(dir / "compare_result.json", CompareJson(report)));
-  if (files.html) PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(dir / "compare_report.html", CompareHtml(report)));
-  return Status::Ok();
+  // One set (docs/safety.md, Report sets): all staged first, then renamed, then the marker
+  // `.compare.complete` written last; a crash in between leaves no marker.
+  ReportSet set(dir, ".compare.complete");
+  if (files.csv) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result.csv", CompareCsv(report)));
+  if (files.json) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result.json", CompareJson(report)));
+  if (files.html) PORTKIT_RETURN_IF_ERROR(set.Add("compare_report.html", CompareHtml(report)));
+  return set.Publish();
 }
 
 }  // namespace portkit::render

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (Python front end, trace importer, tune inputs) with clang and runs them.
+# Builds the libFuzzer targets (Python front end, trace importers, tensor files, tune inputs, CSV
+# inputs, HDF5 dumps) with clang, ASan and UBSan, and runs each of them.
 #
 #   tests/fuzz/run_fuzz.sh                 # 30 s
 #   FUZZ_SECONDS=600 tests/fuzz/run_fuzz.sh
 #
 # Environment: FUZZ_SECONDS (default 30), FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (build
 # parallelism, default nproc), FUZZ_ARGS (extra libFuzzer flags), CC/CXX (default clang/clang++).
-# The seed corpus tests/fuzz/corpus/python/ is copied to $FUZZ_BUILD/fuzz-corpus/ (new inputs go
-# there, the checked-in seeds stay untouched). A crash is saved as $FUZZ_BUILD/fuzz-artifacts/
+# FUZZ_TARGETS (default: all) picks some, e.g. FUZZ_TARGETS="trace_import_fuzz table_input_fuzz".
+# Each target's seed corpus tests/fuzz/corpus/<seeds>/ is copied to $FUZZ_BUILD/fuzz-corpus/ (new
+# inputs go there, the checked-in seeds stay untouched). Keep a crash as a regression input by
+# copying it into the target's corpus folder (tests/fuzz/crashes/ for the Python front end): the
+# ctest entries fuzz_replay_<target> replay them on every `make test`. A crash is saved as $FUZZ_BUILD/fuzz-artifacts/
 # crash-<sha1> (or leak-/timeout-/oom-) and the script exits non-zero.
 # Reproduce one: $FUZZ_BUILD/tests/fuzz/python_frontend_fuzz <file>
 set -euo pipefail
@@ -24,13 +28,33 @@ if ! command -v "$CXX" >/dev/null; then
   exit 2
 fi
 
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+ALL_SPECS="python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors tune_input_fuzz:tune
+table_input_fuzz:tables hdf5_reader_fuzz:hdf5"
+specs=()
+targets=()
+for spec in $ALL_SPECS; do
+  target=${spec%%:*}
+  if [[ -z "${FUZZ_TARGETS:-}" || " $FUZZ_TARGETS " == *" $target "* ]]; then
+    specs+=("$spec")
+    targets+=("$target")
+  fi
+done
+if [[ ${#targets[@]} -eq 0 ]]; then
+  echo "run_fuzz.sh: FUZZ_TARGETS names no known target ($ALL_SPECS)" >&2
+  exit 2
+fi
+
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DPORTKIT_FUZZ=ON -DPORTKIT_BUILD_TESTS=OFF -DPORTKIT_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" --target python_frontend_fuzz trace_import_fuzz tensor_reader_fuzz tune_input_fuzz -j "$JOBS"
+cmake --build "$BUILD" --target "${targets[@]}" -j "$JOBS"
 
 # Each target fuzzes for FUZZ_SECONDS on its own corpus (seeds copied, the checked-in ones untouched).
 status=0
-for spec in python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors tune_input_fuzz:tune; do
+for spec in "${specs[@]}"; do
   target=${spec%%:*}
   seeds=${spec##*:}
   FUZZER="$BUILD/tests/fuzz/$target"
@@ -38,6 +62,7 @@ for spec in python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_f
   ARTIFACTS="$BUILD/fuzz-artifacts/$target"
   mkdir -p "$CORPUS" "$ARTIFACTS"
   cp -n tests/fuzz/corpus/"$seeds"/* "$CORPUS/" 2>/dev/null || true
+  if [[ $seeds == python ]]; then cp -n tests/fuzz/crashes/*.py tests/fuzz/crashes/crash-* "$CORPUS/" 2>/dev/null || true; fi
   echo "run_fuzz.sh: $target for ${SECONDS_TO_RUN}s (corpus $CORPUS, artifacts $ARTIFACTS)"
   set +e
   # shellcheck disable=SC2086

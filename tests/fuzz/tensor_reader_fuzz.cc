@@ -1,5 +1,5 @@
 // libFuzzer target for the tensor-file readers: safetensors headers that lie about sizes and
-// offsets, truncated files, and dump manifests. Every input ends in a value or a Status.
+// offsets, truncated files, dump manifests and end-of-dump markers. Every input ends in a value or a Status.
 #include <unistd.h>
 
 #include <cstdint>
@@ -36,5 +36,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto dump = portkit::accuracy::Dump::Load(dir);
   (void)dump;
+  // And as the end-of-dump marker beside a valid one-line manifest.
+  if (FILE* f = std::fopen((dir / "manifest.jsonl").c_str(), "wb")) {
+    std::fputs("{\"index\": 0, \"name\": \"aten::add\", \"kind\": \"op\", \"phase\": \"forward\", \"tensors\": []}\n", f);
+    std::fclose(f);
+  }
+  if (FILE* f = std::fopen((dir / "dump_complete.json").c_str(), "wb")) {
+    std::fwrite(data, 1, size, f);
+    std::fclose(f);
+  }
+  auto marked = portkit::accuracy::Dump::Load(dir);
+  (void)marked;
+  std::filesystem::remove(dir / "dump_complete.json");
   return 0;
 }

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto importers = portkit::prof::MakeImporters();
   const auto* importer = portkit::prof::DetectImporter(importers, portkit::prof::ReadFirstBytes(path));
   // Claimed or not, the JSON reader must survive the bytes.
-  auto result = importer ? importer->Import(path, "fuzz.json", *store)
+  auto result = importer ? importer->Import(path, "fuzz.json", *store, portkit::prof::ImportLimits{})
                          : portkit::prof::ImportChromeTrace(path, "fuzz.json", "kineto", *store);
   (void)result;
 

@@ -283,8 +283,24 @@ def test_a_run_killed_midway_leaves_a_readable_dump(tmp_path, portkit):
     assert [o["name"] for o in ops] == ["aten::randn", "aten::addmm", "aten::relu"]
     for o in ops:
         safetensors_io.read(str(tmp_path / "dump" / o["file"]))
+    # No end-of-dump marker: readers keep what is there and say the dump was cut short.
+    assert not (tmp_path / "dump" / "dump_complete.json").exists()
     res = run([portkit, "compare", str(tmp_path / "dump"), str(tmp_path / "dump"), "-o", str(tmp_path / "cmp")])
     assert res.returncode == 0, res.stderr
+    assert "no end-of-dump marker (dump_complete.json): the run that wrote it did not finish" in res.stderr
+    res = run([portkit, "overflow", str(tmp_path / "dump")])
+    assert "no end-of-dump marker" in res.stderr
+
+
+def test_a_finished_dump_has_its_end_marker(tmp_path, portkit):
+    with dumper(dump_path=str(tmp_path / "dump")):
+        torch.nn.Linear(4, 4)(torch.randn(2, 4)).relu()
+    ops = manifest(tmp_path / "dump")
+    with open(tmp_path / "dump" / "dump_complete.json") as f:
+        assert json.load(f) == {"records": len(ops)}
+    res = run([portkit, "compare", str(tmp_path / "dump"), str(tmp_path / "dump"), "-o", str(tmp_path / "cmp")])
+    assert res.returncode == 0, res.stderr
+    assert "end-of-dump marker" not in res.stderr
 
 
 def test_overflow_finds_the_first_overflowing_operator(tmp_path, portkit):

@@ -658,6 +658,15 @@ class _Dumper(TorchDispatchMode):
         for h in self.hooks:
             h.remove()
         self.manifest.close()
+        # The end-of-dump marker, written last (atomically): a dump without it was cut short (the
+        # process was killed or crashed), and readers say so.
+        end = os.path.join(self.path, "dump_complete.json")
+        with open(end + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"records": self.index}, f)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(end + ".tmp", end)
 
 
 def _names_of(dump_list, config):

@@ -115,6 +115,10 @@ class MetricSet {
   void Accumulate(const double* n, const double* b, size_t count);
   /// Adds a set that accumulated a later part of the same tensor.
   void Merge(const MetricSet& later);
+  /// Frees the per-chunk error arrays (16 KiB) once accumulating is over: a compare keeps one set
+  /// per tensor pair until the merge, so 100k pairs would otherwise hold 1.6 GB of scratch
+  /// (docs/safety.md, Limits). Accumulate allocates them again if it is called later.
+  void ReleaseScratch();
   /// Column name → value.
   std::map<std::string, double> Results() const;
 

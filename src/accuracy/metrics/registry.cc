@@ -72,7 +72,13 @@ MetricSet::MetricSet(DType target, bool vector)
       rel_err_(kChunk),
       avx2_(vector && VectorLoopsAvailable()) {}
 
+void MetricSet::ReleaseScratch() {
+  std::vector<double>().swap(abs_err_);
+  std::vector<double>().swap(rel_err_);
+}
+
 void MetricSet::Accumulate(const double* n, const double* b, size_t count) {
+  if (abs_err_.size() < kChunk) abs_err_.assign(kChunk, 0.0), rel_err_.assign(kChunk, 0.0);
   for (size_t at = 0; at < count; at += kChunk) {
     size_t c = std::min(kChunk, count - at);
     const double* nn = n + at;

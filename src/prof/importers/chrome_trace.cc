@@ -322,7 +322,7 @@ class EventParser {
 }  // namespace
 
 Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, const std::string& display,
-                                         std::string_view format, Store& store) {
+                                         std::string_view format, Store& store, const ImportLimits& limits) {
   const std::string path = file.string();
   ImportResult result;
   result.format = std::string(format);
@@ -361,7 +361,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
       if (!device_status.ok()) return;
     }
   };
-  PORTKIT_RETURN_IF_ERROR(SplitTraceEvents(path, cb, &stats));
+  PORTKIT_RETURN_IF_ERROR(SplitTraceEvents(path, cb, &stats, limits));
   PORTKIT_RETURN_IF_ERROR(parser.FinishKinds());
   PORTKIT_RETURN_IF_ERROR(device_status);
   result.bytes = stats.bytes_read;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "prof/import_limits.h"
 #include "prof/store.h"
 
 namespace portkit::prof {
@@ -40,9 +41,10 @@ class Importer {
   /// kSniffBytes, decompressed when the file is gzip). Cheap and side-effect free.
   virtual bool Sniff(std::string_view first_bytes) const = 0;
   /// Imports the file at `path` into `store` as the trace named `display` (its path relative
-  /// to the profile folder). Either the whole trace is stored or, on error, nothing is.
+  /// to the profile folder). Either the whole trace is stored or, on error, nothing is. Memory is
+  /// bounded by `limits` whatever the file; going over one is an error naming it.
   virtual Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                        Store& store) const = 0;
+                                        Store& store, const ImportLimits& limits) const = 0;
 };
 
 /// How many leading bytes Sniff sees.

@@ -2,10 +2,13 @@
 /// row, columns found by name (`Name`, `Type`, `Start Time(us)`, `Duration(us)`, `Stream ID`,
 /// `Device_id`, `Block Dim`, `Input Shapes`, `Input Data Types`). Detected by its header, whatever
 /// the file is called; plain or gzip.
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <vector>
 
 #include "core/input_files.h"
 #include "core/csv_reader.h"
@@ -33,27 +36,37 @@ std::vector<std::string> HeaderColumns(std::string_view head) {
   return out;
 }
 
-Expected<std::string> ReadDecompressed(const std::filesystem::path& path, size_t max_bytes) {
+/// Streams the file (plain or gzip) through `parser` in 64 KiB pieces: memory is one row, whatever
+/// the file's size (docs/safety.md, Limits); a row is at most limits.max_object_bytes (an
+/// unterminated quote would otherwise make one field of the rest of the file) and a gzip file
+/// expands at most limits.max_expansion times. `*bytes` counts the uncompressed bytes read.
+Status StreamCsv(const std::filesystem::path& path, CsvStreamParser& parser,
+                 const CsvStreamParser::RecordFn& on_record, const ImportLimits& limits, uint64_t* bytes) {
   auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
   if (!fd.ok()) return fd.status();
+  struct stat st_disk {};
+  uint64_t on_disk = fstat(fd->get(), &st_disk) == 0 ? static_cast<uint64_t>(st_disk.st_size) : 0;
   gzFile f = gzdopen(fd->release(), "rb");
   if (!f) return IoError(path.string() + ": cannot open");
-  std::string out;
-  char chunk[1 << 16];
+  bool compressed = gzdirect(f) == 0;
+  std::vector<char> chunk(size_t{1} << 16);
   int n;
-  while ((n = gzread(f, chunk, sizeof chunk)) > 0) {
-    out.append(chunk, static_cast<size_t>(n));
-    if (out.size() > max_bytes) {
-      gzclose(f);
-      return IoError(path.string() + ": larger than " + std::to_string(max_bytes >> 20) + " MiB");
-    }
+  Status st = Status::Ok();
+  while ((n = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) {
+    *bytes += static_cast<uint64_t>(n);
+    st = CheckExpansion(path.string(), compressed, on_disk, *bytes, limits);
+    if (!st.ok()) break;
+    st = parser.Feed(std::string_view(chunk.data(), static_cast<size_t>(n)), on_record);
+    if (!st.ok()) break;
   }
-  int err = 0;
-  const char* msg = gzerror(f, &err);
-  std::string what = n < 0 && msg ? msg : "";
+  if (st.ok() && n < 0) {
+    int err = 0;
+    const char* msg = gzerror(f, &err);
+    st = IoError(path.string() + ": cannot read: " + (msg ? msg : "read error"));
+  }
   gzclose(f);
-  if (n < 0) return IoError(path.string() + ": cannot read: " + what);
-  return out;
+  if (!st.ok()) return st;
+  return parser.Finish(on_record);
 }
 
 class KernelDetailsImporter final : public Importer {
@@ -68,28 +81,14 @@ class KernelDetailsImporter final : public Importer {
   }
 
   Expected<ImportResult> Import(const std::filesystem::path& file, const std::string& display,
-                                Store& store) const override {
+                                Store& store, const ImportLimits& limits) const override {
     const std::string path = file.string();
-    auto text = ReadDecompressed(file, size_t{4096} << 20);
-    if (!text.ok()) return text.status();
-    auto rows = ParseCsv(*text, path);
-    if (!rows.ok()) return rows.status();
     ImportResult result;
     result.format = "ascend_pt kernel_details";
-    result.bytes = text->size();
-    if (rows->empty()) return ParseError(path + ":1: empty file");
-    const auto& header = rows->front();
-    auto col = [&](const char* name) -> long {
-      auto it = std::find(header.begin(), header.end(), name);
-      return it == header.end() ? -1 : it - header.begin();
-    };
-    long name = col("Name"), type = col("Type"), start = col("Start Time(us)"), dur = col("Duration(us)"),
-         stream = col("Stream ID"), device = col("Device_id"), block = col("Block Dim"),
-         shapes = col("Input Shapes"), types = col("Input Data Types");
-    if (name < 0 || start < 0 || dur < 0)
-      return ParseError(path + ":1: not a kernel_details.csv (needs Name, Start Time(us), Duration(us))");
-    auto writer = store.BeginTrace(display, result.format);
-    if (!writer.ok()) return writer.status();
+    // Rows are stored as they are parsed: the header comes first, then one row at a time.
+    std::vector<std::string> header;
+    long name = -1, type = -1, start = -1, dur = -1, stream = -1, device = -1, block = -1, shapes = -1, types = -1;
+    std::optional<TraceWriter> writer;
     bool out_of_range = false;  // the row in hand has a number out of range (docs/safety.md)
     auto number = [&](const std::string& s) -> int64_t {
       char* end = nullptr;
@@ -99,11 +98,26 @@ class KernelDetailsImporter final : public Importer {
       return end == s.c_str() || errno == ERANGE ? -1 : v;
     };
     int64_t duration_sum = 0;
-    for (size_t r = 1; r < rows->size(); ++r) {
-      const auto& row = (*rows)[r];
+    auto on_row = [&](std::vector<std::string>& row) -> Status {
+      if (!writer) {
+        header = std::move(row);
+        auto col = [&](const char* c) -> long {
+          auto it = std::find(header.begin(), header.end(), c);
+          return it == header.end() ? -1 : it - header.begin();
+        };
+        name = col("Name"), type = col("Type"), start = col("Start Time(us)"), dur = col("Duration(us)"),
+        stream = col("Stream ID"), device = col("Device_id"), block = col("Block Dim"),
+        shapes = col("Input Shapes"), types = col("Input Data Types");
+        if (name < 0 || start < 0 || dur < 0)
+          return ParseError(path + ":1: not a kernel_details.csv (needs Name, Start Time(us), Duration(us))");
+        auto w = store.BeginTrace(display, result.format);
+        if (!w.ok()) return w.status();
+        writer.emplace(std::move(*w));
+        return Status::Ok();
+      }
       if (row.size() != header.size()) {
         ++result.skipped;
-        continue;
+        return Status::Ok();
       }
       Event e;
       e.kind = EventKind::kKernel;
@@ -114,7 +128,7 @@ class KernelDetailsImporter final : public Importer {
           !ParseMicrosToNanos(row[static_cast<size_t>(dur)], &e.dur_ns, &out_of_range)) {
         ++result.skipped;
         if (out_of_range) ++result.invalid;
-        continue;
+        return Status::Ok();
       }
       e.pid = device >= 0 ? std::max<int64_t>(0, number(row[static_cast<size_t>(device)])) : 0;
       e.tid = stream >= 0 ? number(row[static_cast<size_t>(stream)]) : -1;
@@ -128,13 +142,18 @@ class KernelDetailsImporter final : public Importer {
       if (out_of_range || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum) {
         ++result.skipped;
         ++result.invalid;
-        continue;
+        return Status::Ok();
       }
       duration_sum += e.dur_ns;
       PORTKIT_RETURN_IF_ERROR(writer->AddEvent(e));
       ++result.events;
       ++result.per_kind["kernel"];
-    }
+      return Status::Ok();
+    };
+    CsvStreamParser parser(path, limits.max_object_bytes);
+    // On an error the writer is destroyed unfinished, which rolls the trace back (nothing stored).
+    PORTKIT_RETURN_IF_ERROR(StreamCsv(file, parser, on_row, limits, &result.bytes));
+    if (!writer) return ParseError(path + ":1: empty file");
     if (result.skipped)
       result.warning = std::to_string(result.skipped) + " rows with missing or malformed fields skipped";
     if (result.invalid)

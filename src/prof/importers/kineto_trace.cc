@@ -12,8 +12,9 @@ class KinetoTraceImporter final : public Importer {
   std::string_view description() const override { return "Kineto JSON (*.json, *.json.gz)"; }
   bool Sniff(std::string_view first_bytes) const override { return LooksLikeTraceObject(first_bytes); }
   Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                Store& store) const override {
-    return ImportChromeTrace(path, display, "kineto", store);
+                                Store& store,
+                                const ImportLimits& limits) const override {
+    return ImportChromeTrace(path, display, "kineto", store, limits);
   }
 };
 

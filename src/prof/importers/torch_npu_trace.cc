@@ -14,8 +14,9 @@ class TorchNpuTraceImporter final : public Importer {
     return LooksLikeEventArray(first_bytes) && HasStringTimestamp(first_bytes);
   }
   Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                Store& store) const override {
-    return ImportChromeTrace(path, display, "ascend_pt", store);
+                                Store& store,
+                                const ImportLimits& limits) const override {
+    return ImportChromeTrace(path, display, "ascend_pt", store, limits);
   }
 };
 

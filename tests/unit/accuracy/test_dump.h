@@ -127,6 +127,8 @@ inline void WriteDump(const std::filesystem::path& dir, const std::vector<TestOp
              << (data ? "\"" + std::string(file) + "\"" : std::string("null")) << ", \"tensors\": [" << tensors << "]"
              << (op.replay.empty() ? "" : ", \"replay\": " + op.replay) << "}\n";
   }
+  // The end-of-dump marker, last, as the dumper writes it.
+  std::ofstream(dir / "dump_complete.json") << "{\"records\": " << ops.size() << "}\n";
 }
 
 

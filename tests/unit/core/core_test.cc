@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -67,6 +69,53 @@ TEST(AtomicFile, MissingFolderIsAnErrorNamingThePath) {
   Status st = WriteFileAtomic("/nonexistent-dir-portkit/x.csv", "x");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.message().rfind("/nonexistent-dir-portkit/x.csv: cannot write:", 0), 0u) << st.message();
+}
+
+// A report set: nothing under the final names and no marker until Publish; then the files and
+// the marker (written last) listing them; unpublished, no temporary is left.
+TEST(ReportSet, PublishesFilesThenTheMarker) {
+  auto dir = std::filesystem::temp_directory_path() / ("portkit_report_set_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    ReportSet set(dir, ".set.complete");
+    ASSERT_TRUE(set.Add("a.csv", "1,2\n").ok());
+    ASSERT_TRUE(set.Add("b.json", "{}").ok());
+    EXPECT_FALSE(std::filesystem::exists(dir / "a.csv"));
+    EXPECT_FALSE(std::filesystem::exists(dir / ".set.complete"));
+    ASSERT_TRUE(set.Publish().ok());
+  }
+  auto marker = ReadFile(dir / ".set.complete");
+  ASSERT_TRUE(marker.ok());
+  EXPECT_EQ(*marker, "a.csv 4\nb.json 2\n");
+  EXPECT_EQ(*ReadFile(dir / "a.csv"), "1,2\n");
+  {
+    ReportSet unpublished(dir, ".set.complete");
+    ASSERT_TRUE(unpublished.Add("c.csv", "x").ok());
+  }
+  size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 3u);  // a.csv, b.json, the marker: the unpublished temporary is gone
+  std::filesystem::remove_all(dir);
+}
+
+// Temporaries of a process that no longer exists go; those of a live one (this process) stay.
+TEST(ReportSet, RemovesOnlyStaleTemporaries) {
+  auto dir = std::filesystem::temp_directory_path() / ("portkit_stale_tmp_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a pid that is surely gone now
+  const std::string dead = "r.csv.tmp." + std::to_string(child), live = "r.csv.tmp." + std::to_string(::getpid());
+  ASSERT_TRUE(WriteFileAtomic(dir / dead, "x").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / live, "x").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "keep.tmp.txt", "x").ok());
+  EXPECT_EQ(RemoveStaleTemporaries(dir), std::vector<std::string>{dead});
+  EXPECT_TRUE(std::filesystem::exists(dir / live));
+  EXPECT_TRUE(std::filesystem::exists(dir / "keep.tmp.txt"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Logger, SeedFormat) {
@@ -141,6 +190,49 @@ TEST(CsvReader, QuotesNewlinesAndErrors) {
   auto stray = ParseCsv("a\"b\n", "t.csv");
   ASSERT_FALSE(stray.ok());
   EXPECT_EQ(stray.status().message(), "t.csv:1: unexpected quote inside a field");
+}
+
+// The streaming parser gives the whole-text result wherever the input is cut: a doubled quote,
+// a closing quote or a CRLF split between two pieces is still read as one.
+TEST(CsvReader, StreamedInPiecesAgreesWithWholeParse) {
+  const std::string text = "Name,\"Start Time(us)\"\r\n\"a\"\"b\",1.5\r\n\"l1\nl2\",\"\"\r\nlast,2";
+  auto whole = ParseCsv(text, "k.csv");
+  ASSERT_TRUE(whole.ok());
+  ASSERT_EQ(whole->size(), 4u);
+  EXPECT_EQ((*whole)[1][0], "a\"b");
+  EXPECT_EQ((*whole)[2][0], "l1\nl2");
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    for (size_t cut2 = cut; cut2 <= text.size(); ++cut2) {
+      CsvRows rows;
+      CsvStreamParser parser("k.csv");
+      auto keep = [&](std::vector<std::string>& r) {
+        rows.push_back(std::move(r));
+        return Status::Ok();
+      };
+      ASSERT_TRUE(parser.Feed(std::string_view(text).substr(0, cut), keep).ok());
+      ASSERT_TRUE(parser.Feed(std::string_view(text).substr(cut, cut2 - cut), keep).ok());
+      ASSERT_TRUE(parser.Feed(std::string_view(text).substr(cut2), keep).ok());
+      ASSERT_TRUE(parser.Finish(keep).ok());
+      EXPECT_EQ(rows, *whole) << "cut at " << cut << " and " << cut2;
+    }
+  }
+}
+
+// An unterminated quote in a huge file must not grow one field without end.
+TEST(CsvReader, StreamedRecordCap) {
+  CsvStreamParser parser("big.csv", 1u << 20);
+  size_t records = 0;
+  auto count = [&](std::vector<std::string>&) {
+    ++records;
+    return Status::Ok();
+  };
+  ASSERT_TRUE(parser.Feed("Name,x\n\"open,", count).ok());
+  std::string chunk(64 << 10, 'x');
+  Status st = Status::Ok();
+  for (int i = 0; i < 32 && st.ok(); ++i) st = parser.Feed(chunk, count);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "big.csv:2: a record longer than 1 MiB (an unterminated quote?); not read further");
+  EXPECT_EQ(records, 1u);
 }
 
 }  // namespace
