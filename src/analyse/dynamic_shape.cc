@@ -310,7 +310,7 @@ Status RunDynamicShapeMode(ModeRun& run) {
   if (!entries.empty()) copy.entry = entries.front();
   log.Info("Run the instrumented copy on the training machine: cd " + ShellQuote(results.string()) +
            " && python " + (entries.empty() ? std::string("<your entry script>.py") : ShellQuote(entries.front())) +
-           " ...; the report msft_dynamic_shape_analysis_report.csv is written to " + results.string() +
+           " ...; the reports msft_dynamic_shape_analysis_report.csv (device ops) and msft_dynamic_shape_data_pipeline.csv (data-pipeline ops) are written to " + results.string() +
            " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).");
   return Status::Ok();
 }
