@@ -882,7 +882,9 @@ NPU_TARGET = collections.OrderedDict([
     ])),
     ("fused_apis", collections.OrderedDict([
         ("attention", "torch_npu.npu_fusion_attention"),
-        ("mask_index_put", "torch_npu.npu_fast_condition_index_put"),
+        # torch_npu.contrib.function.npu_fast_condition_index_put(x, condition, value): bool
+        # condition, scalar value; returns a new tensor.
+        ("mask_index_put", "torch_npu.contrib.function.npu_fast_condition_index_put"),
         ("rms_norm", "torch_npu.npu_rms_norm"),
         ("rotary", "torch_npu.npu_rotary_mul"),
         ("swiglu", "torch_npu.npu_swiglu"),
@@ -1129,8 +1131,25 @@ and `pin_memory_device="npu"` for a `torch.utils.data.DataLoader` with `pin_memo
 
 From `msfmktransplt/affinity_list_1_11_0.json`: the affinity templates of `analyse -m
 affinity_apis`: `{"function": [{"name", "parameters", "replacement"}], "class": [{"name",
-"parent", "init", "forward", "replacement"}], "torch": [{"api", "replacement"}]}`, sorted by
-name. A target without this file has no template findings.
+"parent", "init", "forward", "replacement"}], "torch": [{"api", "replacement", "requires"}]}`,
+sorted by name. A target without this file has no template findings. `requires` (hand-written,
+optional) names the guard a call must pass before the replacement is suggested:
+`transposed_second_argument` (`torch.matmul(a, b.transpose(-2, -1))`, `b.transpose(-1, -2)` or
+`b.mT`: `matmul_transpose(a, b)` computes `a @ b.transpose(-2, -1)`).
+
+### `targets/npu/api_surface.tsv`
+
+Columns: `name<TAB>source`. The torch_npu names that exist: every `npu_*` function of op-plugin's
+`op_plugin_functions.yaml` as `torch_npu.npu_*` (overload suffixes dropped), every `torch_npu.*`
+name of msprof-analyze's `timeline_fusion_ops.yaml` (fused optimizers, fused APIs), every
+replacement of `affinity_list_1_11_0.json` (`torch_npu.contrib.*`), and hand-written facts
+(`torch_npu.contrib.function.npu_fast_condition_index_put`). The script refuses to write data
+whose `target.json` or `affinity.json` suggests a name not in this table, and a unit test checks
+the same on the installed data.
+
+### `LICENSE-op-plugin.txt`
+
+Copy of the license of Ascend op-plugin (BSD-style), whose function list `api_surface.tsv` reads.
 
 ### `advisor/fusion_patterns.tsv`
 
@@ -1178,15 +1197,71 @@ def derive_affinity(ref, out, written):
                                 "init": t.get("__init__", []), "forward": t.get("forward", []),
                                 "replacement": t["affinity_class"]})
     for name, t in sorted(src.get("torch", {}).items()):
-        result["torch"].append({"api": t["full_name"], "replacement": t["affinity_api"]})
+        row = {"api": t["full_name"], "replacement": t["affinity_api"]}
+        if t["full_name"] in AFFINITY_TORCH_GUARDS:
+            row["requires"] = AFFINITY_TORCH_GUARDS[t["full_name"]]
+        result["torch"].append(row)
     write_json(os.path.join(out, "targets", "npu", "affinity.json"), result, written)
+    return result
+
+
+# Hand-written: when a torch API may be replaced by its affinity API. matmul_transpose(a, b)
+# computes a @ b.transpose(-2, -1), so it replaces only a matmul whose second operand is
+# transposed in its last two dimensions.
+AFFINITY_TORCH_GUARDS = {"torch.matmul": "transposed_second_argument"}
+
+# Hand-written facts about torch_npu's API that the reference lists do not name.
+API_SURFACE_FACTS = [
+    ("torch_npu.contrib.function.npu_fast_condition_index_put",
+     "torch_npu contrib API (x, condition: bool tensor, value: scalar) -> new tensor"),
+]
+
+
+def derive_api_surface(ref, out, affinity, written):
+    """The torch_npu API names portkit may suggest → data/targets/npu/api_surface.tsv."""
+    names = {}
+    yaml_path = os.path.join(ref, "op-plugin", "op_plugin_functions.yaml")
+    with open(yaml_path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"\s*- func:\s*(npu_[A-Za-z0-9_]*)[.(]", line)
+            if m:
+                names.setdefault("torch_npu." + m.group(1), "op-plugin op_plugin_functions.yaml")
+    fusion_path = os.path.join(ref, "msprof-analyze", "timeline_fusion_ops.yaml")
+    with open(fusion_path, encoding="utf-8") as f:
+        for m in re.finditer(r"(torch_npu\.[A-Za-z0-9_.]+)\s*:", f.read()):
+            names.setdefault(m.group(1), "msprof-analyze timeline_fusion_ops.yaml")
+    for section in ("function", "class", "torch"):
+        for row in affinity[section]:
+            names.setdefault(row["replacement"], "msfmktransplt affinity_list_1_11_0.json")
+    for name, why in API_SURFACE_FACTS:
+        names.setdefault(name, why)
+    write_tsv(os.path.join(out, "targets", "npu", "api_surface.tsv"),
+              ["torch_npu API names (functions, modules, classes) that exist, with where each is",
+               "documented. Every replacement portkit suggests for the npu target is one of them.",
+               "Columns: name<TAB>source. From Ascend op-plugin (see LICENSE-op-plugin.txt) and",
+               "mstt msfmktransplt / msprof-analyze data (Mulan PSL v2, see LICENSE-MulanPSL2.txt)."],
+              sorted([n, s] for n, s in names.items()), written)
+    return set(names)
+
+
+def check_replacements_real(target, affinity, surface):
+    """Every torch_npu name that target.json and affinity.json suggest is in the API surface."""
+    module = target["python_module"] + "."
+    suggested = list(target["fused_apis"].values()) + list(target["fused_optimizers"].values())
+    suggested += [v for v in target["profile"]["fusion_apis"].values() if v.startswith(module)]
+    for section in ("function", "class", "torch"):
+        suggested += [row["replacement"] for row in affinity[section]]
+    missing = sorted(set(n for n in suggested if n not in surface))
+    if missing:
+        sys.exit("suggested replacements missing from api_surface.tsv: " + ", ".join(missing))
 
 
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reference", required=True,
-                    help="directory holding msfmktransplt/ and LICENSE-mstt-MulanPSL2.txt")
+                    help="directory holding msfmktransplt/, msprof-analyze/, op-plugin/ and "
+                         "LICENSE-mstt-MulanPSL2.txt")
     ap.add_argument("--out", default=os.path.join(repo, "data"), help="output directory")
     args = ap.parse_args()
     ref, out = os.path.normpath(args.reference), os.path.normpath(args.out)
@@ -1207,13 +1282,19 @@ def main():
     rows, excluded = derive_torch_only_methods(all_names, out, written)
 
     print("affinity:")
-    derive_affinity(ref, out, written)
+    affinity = derive_affinity(ref, out, written)
+    print("api surface:")
+    surface = derive_api_surface(ref, out, affinity, written)
+    check_replacements_real(NPU_TARGET, affinity, surface)
     write_json(os.path.join(out, "cuda", "cuda_only.json"), CUDA_ONLY, written)
     write_json(os.path.join(out, "targets", "cpu", "target.json"), CPU_TARGET, written)
     write_json(os.path.join(out, "targets", "npu", "target.json"), NPU_TARGET, written)
     with open(os.path.join(ref, "LICENSE-mstt-MulanPSL2.txt"), encoding="utf-8") as f:
         lic = f.read().replace("\r\n", "\n")
     write_text(os.path.join(out, "LICENSE-MulanPSL2.txt"), lic, written)
+    with open(os.path.join(ref, "op-plugin", "LICENSE.txt"), encoding="utf-8") as f:
+        lic = f.read().replace("\r\n", "\n")
+    write_text(os.path.join(out, "LICENSE-op-plugin.txt"), lic, written)
     write_text(os.path.join(out, "README.md"), readme(summary, len(rows), excluded), written)
 
     print("distinct notes translated: %d" % len(notes_seen))

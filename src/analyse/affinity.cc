@@ -61,7 +61,7 @@ Expected<AffinityTable> AffinityTable::Load(const std::filesystem::path& path) {
       }
       if (key == "function") t.functions.push_back({s["name"], lists["parameters"], s["replacement"]});
       else if (key == "class") t.classes.push_back({s["name"], s["parent"], lists["init"], lists["forward"], s["replacement"]});
-      else if (key == "torch") t.torch.push_back({s["api"], s["replacement"]});
+      else if (key == "torch") t.torch.push_back({s["api"], s["replacement"], s["requires"]});
     }
   }
   return t;

@@ -22,6 +22,9 @@ struct AffinityTable {
   };
   struct Torch {
     std::string api, replacement;
+    /// Guard a call must pass before the replacement is suggested (empty: none):
+    /// "transposed_second_argument" (matmul_transpose(a, b) computes a @ b.transpose(-2, -1)).
+    std::string requires_guard;
   };
   std::vector<Function> functions;
   std::vector<Class> classes;

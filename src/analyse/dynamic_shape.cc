@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "analyse/rules/affinity_apis/rules.h"
 #include "analyse/walker.h"
 #include "core/input_files.h"
 #include "core/atomic_file.h"
@@ -51,12 +52,33 @@ class LoopFinder : public EventSink {
       return true;
     if (value.kind == ValueKind::kUserInstance && value.cls && LoaderLikeName(value.cls->name))
       return true;
-    NodeKind k = syn_.Kind(iterable);
-    if (k == NodeKind::kIdentifier || k == NodeKind::kAttribute)
-      return LoaderLikeName(DottedText(syn_, iterable, src_));
-    if (k == NodeKind::kCall)
-      return LoaderLikeName(DottedText(syn_, ts_node_child_by_field_id(iterable, syn_.f_function), src_));
-    return false;
+    return IsDataExpression(iterable, 0);
+  }
+
+  // By syntax: a loader-like name, a call of one, a wrapper (enumerate, tqdm, iter, zip) of one,
+  // or a name last bound in its function to any of these (`pbar = enumerate(train_loader)`;
+  // `for i, batch in pbar:`).
+  bool IsDataExpression(TSNode n, int depth) const {
+    if (ts_node_is_null(n) || depth > 4) return false;
+    NodeKind k = syn_.Kind(n);
+    if (k == NodeKind::kParenthesizedExpression && ts_node_named_child_count(n) == 1)
+      return IsDataExpression(ts_node_named_child(n, 0), depth);
+    if (k == NodeKind::kIdentifier || k == NodeKind::kAttribute) {
+      if (LoaderLikeName(DottedText(syn_, n, src_))) return true;
+      if (k != NodeKind::kIdentifier) return false;
+      TSNode bound = affinity::PreviousBinding(syn_, src_, affinity::EnclosingScope(syn_, n), NodeText(n, src_),
+                                               ts_node_start_byte(n));
+      return IsDataExpression(bound, depth + 1);
+    }
+    if (k != NodeKind::kCall) return false;
+    std::string callee = DottedText(syn_, ts_node_child_by_field_id(n, syn_.f_function), src_);
+    if (LoaderLikeName(callee)) return true;
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    if (last != "enumerate" && last != "tqdm" && last != "iter" && last != "zip") return false;
+    TSNode args = ts_node_child_by_field_id(n, syn_.f_arguments);
+    if (ts_node_is_null(args) || ts_node_named_child_count(args) == 0) return false;
+    TSNode first = ts_node_named_child(args, 0);
+    return syn_.Kind(first) != NodeKind::kKeywordArgument && IsDataExpression(first, depth + 1);
   }
 
   const PySyntax& syn_;
@@ -288,7 +310,7 @@ Status RunDynamicShapeMode(ModeRun& run) {
   if (!entries.empty()) copy.entry = entries.front();
   log.Info("Run the instrumented copy on the training machine: cd " + ShellQuote(results.string()) +
            " && python " + (entries.empty() ? std::string("<your entry script>.py") : ShellQuote(entries.front())) +
-           " ...; the report msft_dynamic_shape_analysis_report.csv is written to " + results.string() +
+           " ...; the reports msft_dynamic_shape_analysis_report.csv (device ops) and msft_dynamic_shape_data_pipeline.csv (data-pipeline ops) are written to " + results.string() +
            " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).");
   return Status::Ok();
 }

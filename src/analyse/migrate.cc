@@ -10,6 +10,7 @@
 #include "analyse/api.h"
 #include "analyse/project_loader.h"
 #include "analyse/python_check.h"
+#include "analyse/rules/affinity_apis/rules.h"
 #include "analyse/target.h"
 #include "analyse/walker.h"
 #include "core/atomic_file.h"
@@ -140,6 +141,7 @@ class MigrationCollector : public EventSink {
     if (unsafe_ && !ev.lookup.empty()) {
       if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
         Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)");
+        NeedModuleOf(*fused);
       }
     }
   }
@@ -155,16 +157,28 @@ class MigrationCollector : public EventSink {
 
   void OnSubscriptAssign(TSNode assignment, TSNode target, const Value& base, const Value& index) override {
     const std::string* fused = facts_.FusedApi("mask_index_put");
-    if (!unsafe_ || !fused || ts_node_is_null(assignment) || index.kind != ValueKind::kTensor ||
-        base.kind != ValueKind::kTensor)
-      return;
+    if (!unsafe_ || !fused || !affinity::IsMaskIndexPut(syn_, src_, assignment, target, base, index)) return;
     TSNode obj = ts_node_child_by_field_id(target, syn_.f_value);
     TSNode right = ts_node_child_by_field_id(assignment, syn_.f_right);
-    if (ts_node_named_child_count(target) != 2 || ts_node_is_null(right)) return;
     std::string x(NodeText(obj, src_)), cond(NodeText(ts_node_named_child(target, 1), src_));
+    // The fused API returns a new tensor: rebinding x is the same program only when nothing else
+    // (a caller, an attribute, another name, a closure) holds the object x names.
+    if (syn_.Kind(obj) != NodeKind::kIdentifier || !affinity::RebindKeepsMeaning(syn_, src_, assignment, x)) {
+      warnings_.push_back({{}, StartLine(assignment), StartCol(assignment), "affinity_not_applied",
+                           *fused + " returns a new tensor and " + x +
+                               " may be relied on as changed in place here (a parameter, an attribute, or a "
+                               "tensor another name refers to); left as it is"});
+      return;
+    }
     Add(assignment, x + " = " + *fused + "(" + x + ", " + cond + ", " + std::string(NodeText(right, src_)) + ")",
         "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)");
+    NeedModuleOf(*fused);
   }
+
+  /// Submodules of the target module that the applied replacements name
+  /// ("torch_npu.contrib.function"): imported explicitly, since importing the target module may not
+  /// load them.
+  std::set<std::string> extra_imports;
 
   /// Fills the replacements of template edits from the edits inside their placeholder range
   /// (`x.to(torch.cuda.current_device())`: the argument is rewritten with its renamed text) and
@@ -397,6 +411,14 @@ class MigrationCollector : public EventSink {
   const target::TargetFacts& facts_;
   const CompiledRules& rules_;
   bool unsafe_;
+
+  void NeedModuleOf(const std::string& qualified) {
+    size_t dot = qualified.rfind('.');
+    if (dot == std::string::npos) return;
+    std::string module = qualified.substr(0, dot);
+    if (module != facts_.python_module && module.rfind(facts_.python_module + ".", 0) == 0)
+      extra_imports.insert(module);
+  }
   std::vector<Edit>& out_;
   std::vector<FileProblem>& warnings_;
   std::vector<TemplateEdit> templates_;
@@ -625,6 +647,10 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
           !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
         r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol,
                                          "InsertImport"));
+      for (const auto& module : collector.extra_imports)
+        if (!ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, module))
+          r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), "import " + module, eol,
+                                           "InsertImport"));
     }
     r.text = ApplyEdits(f.parsed.source, r.edits);
     for (auto& w : r.warnings) w.file = f.file->display;

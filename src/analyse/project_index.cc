@@ -132,7 +132,16 @@ std::multimap<std::string, std::string> ProjectIndex::PublicSpellings() {
   std::sort(modules.begin(), modules.end());
   for (const auto& [module_name, m] : modules) {
     std::vector<std::string> names;
-    for (const auto& [name, b] : m->names) names.push_back(name);
+    auto exported = [&](const std::string& name) {
+      return m->all && std::find(m->all->begin(), m->all->end(), name) != m->all->end();
+    };
+    for (const auto& [name, b] : m->names) {
+      // A name a plain module imports is its own helper, not a way users spell the API; a
+      // package's imports (its __init__) and a module's __all__ are re-exports.
+      bool imported = b.kind == TopBinding::Kind::kImportFrom || b.kind == TopBinding::Kind::kImportModule;
+      if (imported && !m->is_package && !exported(name)) continue;
+      names.push_back(name);
+    }
     for (const auto& [star, level] : m->star_imports) {
       std::string abs = ResolveRelativeModule(m->module_name, m->is_package, level, star);
       for (const auto& s : StarNames(abs)) names.push_back(s);

@@ -160,17 +160,28 @@ std::vector<AffectedFunction> PropagateAffected(
       }
     }
   }
-  // Witness paths: breadth-first from the functions with a direct offence, over callers.
-  std::vector<long> next_hop(n, -2);  // -1: has a direct offence; -2: not reached
-  std::deque<size_t> queue;
-  for (size_t v = 0; v < n; ++v)
-    if (!direct[v].empty()) next_hop[v] = -1, queue.push_back(v);
-  while (!queue.empty()) {
-    size_t v = queue.front();
-    queue.pop_front();
-    for (size_t u : callers[v])
-      if (next_hop[u] == -2) next_hop[u] = static_cast<long>(v), queue.push_back(u);
-  }
+  // Witness paths: breadth-first over callers from the functions with a direct offence; once
+  // from the real offences (unsupported, CUDA-only, custom op), once from any (unknown only), so
+  // that a function reaching a real offence shows the path to one.
+  auto witness = [&](bool real_only) {
+    std::vector<long> next_hop(n, -2);  // -1: has a direct offence; -2: not reached
+    std::deque<size_t> queue;
+    for (size_t v = 0; v < n; ++v)
+      for (const auto& o : direct[v])
+        if (!real_only || o.bucket != Bucket::kUnknown) {
+          next_hop[v] = -1;
+          queue.push_back(v);
+          break;
+        }
+    while (!queue.empty()) {
+      size_t v = queue.front();
+      queue.pop_front();
+      for (size_t u : callers[v])
+        if (next_hop[u] == -2) next_hop[u] = static_cast<long>(v), queue.push_back(u);
+    }
+    return next_hop;
+  };
+  std::vector<long> next_real = witness(true), next_any = witness(false);
   std::vector<AffectedFunction> out;
   for (size_t v = 0; v < n; ++v) {
     const auto& apis = reach[static_cast<size_t>(comp[v])];
@@ -180,12 +191,15 @@ std::vector<AffectedFunction> PropagateAffected(
     a.file = node[v]->file;
     a.line = node[v]->line;
     a.apis.assign(apis.begin(), apis.end());
+    a.real = std::any_of(apis.begin(), apis.end(), [](const auto& p) { return p.first != Bucket::kUnknown; });
+    const std::vector<long>& next_hop = a.real ? next_real : next_any;
     long end = static_cast<long>(v);
     for (long h = end; h >= 0 && a.path.size() <= n; h = next_hop[static_cast<size_t>(h)]) {
       a.path.push_back(node[static_cast<size_t>(h)]->qualname);
       end = h;
     }
-    a.offences.assign(direct[static_cast<size_t>(end)].begin(), direct[static_cast<size_t>(end)].end());
+    for (const auto& o : direct[static_cast<size_t>(end)])
+      if (!a.real || o.bucket != Bucket::kUnknown) a.offences.push_back(o);
     a.spellings.push_back(a.qualname);
     auto [b, e] = spellings_by_qualname.equal_range(a.qualname);
     for (auto it = b; it != e; ++it)

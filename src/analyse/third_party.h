@@ -51,6 +51,9 @@ struct AffectedFunction {
   /// Every (bucket, API) the function reaches, transitively.
   std::vector<std::pair<Bucket, std::string>> apis;
   std::vector<std::string> path;       ///< witness: this function → ... → a function with a direct offence
+  /// Reaches an unsupported API, a custom op or CUDA-only code (not only unknown APIs): only
+  /// these are rows of full_unsupported_results.csv; the path and offences then lead to one.
+  bool real = false;
 };
 
 /// Classifies a finding of the torch_apis rules as an offence; false if it is not one.

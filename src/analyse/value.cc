@@ -61,6 +61,12 @@ bool IsTorchClassName(std::string_view qname) {
   return !last.empty() && std::isupper(static_cast<unsigned char>(last.front()));
 }
 
+bool IsAutogradFunction(const ClassInfo* cls) {
+  if (!cls) return false;
+  std::string_view base = cls->torch_base;
+  return StartsWith(base, "torch.autograd.") && base.size() >= 8 && base.substr(base.size() - 8) == "Function";
+}
+
 Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modules) {
   std::string a(attr);
   switch (base.kind) {
@@ -80,6 +86,8 @@ Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modu
       return modules ? modules->Export(base.name, a) : Value::Unknown();
     case ValueKind::kUserClass: {
       std::string method = FindMethod(base.cls, a);
+      // `op = MyFunction.apply` of a torch.autograd.Function runs the class's forward.
+      if (method.empty() && attr == "apply" && IsAutogradFunction(base.cls)) method = FindMethod(base.cls, "forward");
       return method.empty() ? Value::Unknown() : Value::UserFunction(method);
     }
     case ValueKind::kUserInstance: {

@@ -101,6 +101,8 @@ Value CallResult(const Value& callee, const ModuleResolver* modules = nullptr);
 /// specific first (e.g. torch.nn.Linear.cuda, then torch.nn.Module.cuda). Empty when the callee is
 /// not an external API.
 std::vector<std::string> LookupNames(const Value& callee);
+/// Whether a project class derives from torch.autograd.Function (its `apply` runs `forward`).
+bool IsAutogradFunction(const ClassInfo* cls);
 /// Class qualified name → the torch base class it implies ("torch.nn.Conv2d" → itself).
 bool IsTorchClassName(std::string_view qname);
 /// The qualified name of method `name` as `cls` resolves it: defined in the class or inherited from

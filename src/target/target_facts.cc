@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace portkit::target {
 namespace fs = std::filesystem;
@@ -139,6 +140,23 @@ std::vector<std::string> TargetFacts::DeviceMethods() const {
 const std::string* TargetFacts::FusedApi(std::string_view rule) const {
   auto it = fused_apis.find(std::string(rule));
   return it == fused_apis.end() ? nullptr : &it->second;
+}
+
+Expected<std::set<std::string>> LoadApiSurface(const fs::path& dir) {
+  fs::path path = dir / "api_surface.tsv";
+  std::set<std::string> names;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return names;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError(path.string() + ": cannot read the API surface table");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::string name = line.substr(0, line.find('\t'));
+    if (!name.empty() && name.back() == '\r') name.pop_back();
+    if (!name.empty()) names.insert(std::move(name));
+  }
+  return names;
 }
 
 Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {

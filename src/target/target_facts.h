@@ -6,6 +6,7 @@
 /// folder holding a target.json, named by its path.
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,11 @@ struct TargetFacts {
 /// Reads `dir/target.json`. Errors name the file and what is wrong (a missing file, bad JSON, an
 /// unknown key, a value of the wrong type).
 Expected<TargetFacts> LoadTargetFacts(const std::filesystem::path& dir);
+
+/// The target's API surface, `dir/api_surface.tsv` (first column; `#` lines are comments): the
+/// names of the target module that exist, against which suggested replacements are checked.
+/// Empty when the target has no such file; errors name the file.
+Expected<std::set<std::string>> LoadApiSurface(const std::filesystem::path& dir);
 
 /// Names of the folders of `data_dir/targets` that hold a target.json, sorted.
 std::vector<std::string> ListTargets(const std::filesystem::path& data_dir);

@@ -25,11 +25,12 @@ check "migrating the output again changes nothing" "[ $rc = 0 ] && [ \$(wc -l < 
 check "missing input exits 2" "[ $rc = 2 ] && grep -q 'does not exist' '$tmp/m.err'"
 # --unsafe applies affinity replacements.
 mkdir -p "$tmp/unsafe"
-printf 'import torch\n\ndef f(x: torch.Tensor, model):\n    cond = x < 0.5\n    x[cond] = 0.0\n    return torch.optim.AdamW(model.parameters())\n' > "$tmp/unsafe/m.py"
+printf 'import torch\n\ndef f(x: torch.Tensor, model):\n    cond = x < 0.5\n    x[cond] = 0.0\n    return torch.optim.AdamW(model.parameters())\n\ndef g(y: torch.Tensor):\n    z = y * 2\n    z[z < 0.5] = 0.0\n    return z\n' > "$tmp/unsafe/m.py"
 "$PORTKIT" migrate -i "$tmp/unsafe" -o "$tmp/u1" >/dev/null 2>&1
 check "without --unsafe affinity is not applied" "! grep -q NpuFused '$tmp/u1/unsafe_msft/m.py'"
-"$PORTKIT" migrate -i "$tmp/unsafe" -o "$tmp/u2" --unsafe >/dev/null 2>&1
-check "--unsafe applies affinity replacements" "grep -q 'x = torch_npu.npu_fast_condition_index_put(x, cond, 0.0)' '$tmp/u2/unsafe_msft/m.py' && grep -q 'torch_npu.optim.NpuFusedAdamW(' '$tmp/u2/unsafe_msft/m.py' && grep -q '^import torch_npu$' '$tmp/u2/unsafe_msft/m.py'"
+"$PORTKIT" migrate -i "$tmp/unsafe" -o "$tmp/u2" --unsafe >"$tmp/u2.out" 2>&1
+check "--unsafe applies affinity replacements" "grep -q 'z = torch_npu.contrib.function.npu_fast_condition_index_put(z, z < 0.5, 0.0)' '$tmp/u2/unsafe_msft/m.py' && grep -q 'torch_npu.optim.NpuFusedAdamW(' '$tmp/u2/unsafe_msft/m.py' && grep -q '^import torch_npu$' '$tmp/u2/unsafe_msft/m.py' && grep -q '^import torch_npu.contrib.function$' '$tmp/u2/unsafe_msft/m.py'"
+check "--unsafe keeps an in-place write the caller can see (a parameter) and says so" "grep -q '    x\[cond\] = 0.0' '$tmp/u2/unsafe_msft/m.py' && grep -q 'returns a new tensor and x may be relied on as changed in place' '$tmp/u2.out'"
 # --format json: change_list.json (readable by json.load) with the same changes as the CSV.
 "$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/json" --format json >"$tmp/json.out" 2>/dev/null; rc=$?
 check "--format json writes change_list.json and no CSV" "[ $rc = 0 ] && [ -f '$tmp/json/cifar_cuda_msft/change_list.json' ] && [ ! -e '$tmp/json/cifar_cuda_msft/change_list.csv' ] && grep -q 'change_list.json' '$tmp/json.out'"

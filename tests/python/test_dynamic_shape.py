@@ -24,8 +24,8 @@ def instrumented(tmp_path, portkit):
     return copy, res
 
 
-def read_report(copy):
-    with open(copy / "msft_dynamic_shape_analysis_report.csv", newline="") as f:
+def read_report(copy, name="msft_dynamic_shape_analysis_report.csv"):
+    with open(copy / name, newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == HEADER
     return [dict(zip(HEADER, r)) for r in rows[1:]]
@@ -64,7 +64,13 @@ def test_report_lists_dynamic_sites_with_ranges_and_no_static_ones(instrumented,
     assert emb["Input Shape Range"] == "[(4, 5-12), (50, 8)]"
     assert emb["Output Shape Range"] == "[(4, 5-12, 8)]"
     assert emb["Call Stack"].startswith("dyn_project/model.py:13(forward) <- dyn_project/train.py:51(main)")
-    assert ("stack", "dyn_project/train.py", "32") in by_site
+    # collate_fn's stack (train.py:32) and Dataset.__getitem__ run on the host while a batch is
+    # fetched: they are in the data-pipeline report, not among the device ops.
+    assert ("stack", "dyn_project/train.py", "32") not in by_site
+    pipeline = read_report(copy, "msft_dynamic_shape_data_pipeline.csv")
+    pipeline_sites = {(r["Function Name"], r["File Path"], r["Line Number"]) for r in pipeline}
+    assert ("stack", "dyn_project/train.py", "32") in pipeline_sites
+    assert all(r["Line Number"] not in ("13",) for r in pipeline), pipeline
     # Image path: fixed sizes → never reported.
     for r in rows:
         assert r["Function Name"] not in ("conv2d", "relu", "linear", "cross_entropy"), r

@@ -17,6 +17,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 REPORT_NAME = "msft_dynamic_shape_analysis_report.csv"
+# Host-side data-pipeline ops (fetching a batch: Dataset.__getitem__, collate_fn, the loader's
+# iterator) are reported apart: they do not run on the device in the training loop.
+PIPELINE_REPORT_NAME = "msft_dynamic_shape_data_pipeline.csv"
+_PIPELINE_FUNCTIONS = frozenset(["__getitem__", "__getitems__", "__iter__", "__next__", "collate_fn"])
 HEADER = ["Function Name", "File Path", "Line Number", "Call Stack",
           "Input Shape Range", "Output Shape Range"]
 _SKIP = {"__get__", "__set__", "dim", "size", "numel", "is_floating_point", "is_complex",
@@ -84,7 +88,7 @@ def _ranges_text(ranges):
 
 
 class _Site:
-    __slots__ = ("name", "file", "line", "stack", "first", "changed", "inputs", "outputs")
+    __slots__ = ("name", "file", "line", "stack", "first", "changed", "inputs", "outputs", "pipeline")
 
     def __init__(self, name, file, line, stack):
         self.name, self.file, self.line, self.stack = name, file, line, stack
@@ -92,6 +96,7 @@ class _Site:
         self.changed = False
         self.inputs = []     # _Range per input tensor position (all calls)
         self.outputs = []
+        self.pipeline = False  # a data-pipeline op (reported in PIPELINE_REPORT_NAME)
 
     def record(self, ordinal, ins, outs):
         """Returns True when what the report shows for this site changed."""
@@ -152,6 +157,8 @@ class DynamicShapeDetector:
         self._busy.flag = False
         self._iterations = 0
         self._installed = False
+        self._fetching = False
+        self._pid = os.getpid()  # loader worker processes (forks) record nothing
 
     # -- public -------------------------------------------------------------------------------
     def start(self, iterable):
@@ -159,7 +166,16 @@ class DynamicShapeDetector:
         self._install_exit_hooks()
         self._enter()
         try:
-            for item in iterable:
+            it = iter(iterable)
+            while True:
+                # Ops run while the next batch is fetched belong to the data pipeline.
+                self._fetching = True
+                try:
+                    item = next(it)
+                except StopIteration:
+                    break
+                finally:
+                    self._fetching = False
                 self._begin_iteration()
                 yield item
                 self._end_iteration()
@@ -170,22 +186,29 @@ class DynamicShapeDetector:
     def report_path(self):
         return os.path.join(self._config["report_dir"], REPORT_NAME)
 
+    def pipeline_report_path(self):
+        return os.path.join(self._config["report_dir"], PIPELINE_REPORT_NAME)
+
     def write_report(self):
-        """Writes the CSV atomically (temporary file, then rename)."""
+        """Writes the two CSVs (training loop, data pipeline) atomically (temporary file, then
+        rename)."""
         with self._lock:
-            rows = []
+            rows = {False: [], True: []}
             for site in self._sites.values():
                 if site.changed:
-                    rows.append([site.name, site.file, site.line, site.stack,
-                                 _ranges_text(site.inputs), _ranges_text(site.outputs)])
+                    rows[site.pipeline].append([site.name, site.file, site.line, site.stack,
+                                                _ranges_text(site.inputs), _ranges_text(site.outputs)])
             self._dirty = False
+        self._write_csv(self.report_path(), rows[False])
+        self._write_csv(self.pipeline_report_path(), rows[True])
+
+    def _write_csv(self, path, rows):
         rows.sort(key=lambda r: (r[1], r[2], r[0]))
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(HEADER)
         for row in rows:
             writer.writerow([_neutralise(str(c)) for c in row])
-        path = self.report_path()
         tmp = "%s.tmp.%d" % (path, os.getpid())
         try:
             with open(tmp, "w", encoding="utf-8", newline="") as f:
@@ -242,9 +265,13 @@ class DynamicShapeDetector:
         return root + "/" + rel if root else rel
 
     def _record(self, name, args, kwargs, result):
+        # Only the training process's main thread (not loader workers or pin-memory threads).
+        if os.getpid() != self._pid or threading.current_thread() is not threading.main_thread():
+            return
         frames = self._user_frames()
         if not frames:
             return
+        pipeline = self._fetching or any(func in _PIPELINE_FUNCTIONS for _, _, func in frames)
         top_file, top_line, _ = frames[0]
         key = (name, top_file, top_line)
         ins = _shapes(args, [])
@@ -259,6 +286,7 @@ class DynamicShapeDetector:
                 stack = " <- ".join("%s:%d(%s)" % (self._display(path), line, func)
                                     for path, line, func in frames)
                 site = _Site(name, self._display(top_file), top_line, stack)
+                site.pipeline = pipeline
                 self._sites[key] = site
             ordinal = self._ordinals.get(key, 0)
             self._ordinals[key] = ordinal + 1

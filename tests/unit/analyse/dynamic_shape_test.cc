@@ -65,6 +65,33 @@ TEST(DynamicShape, RecognisesDataLoaderLoopsByValueAndByName) {
   EXPECT_NE(Line(r.text, 1).find("from msft_dynamic_analysis import DETECTOR; import torch"), std::string::npos);
 }
 
+TEST(DynamicShape, FollowsNamesBoundToLoadersAndLoaderWrappers) {
+  auto r = Instrument(
+      "from tqdm import tqdm\n"                                          // 1
+      "def train(train_loader, data, n):\n"                              // 2
+      "    pbar = enumerate(train_loader)\n"                             // 3
+      "    for i, batch in pbar:\n"                                      // 4
+      "        pass\n"                                                   // 5
+      "    bar = tqdm(enumerate(train_loader), total=n)\n"               // 6
+      "    for i, batch in bar:\n"                                       // 7
+      "        pass\n"                                                   // 8
+      "    it = iter(train_loader)\n"                                    // 9
+      "    for batch in it:\n"                                           // 10
+      "        pass\n"                                                   // 11
+      "    rows = enumerate(data)\n"                                     // 12
+      "    for i, row in rows:\n"                                        // 13
+      "        pass\n"                                                   // 14
+      "    steps = tqdm(range(n))\n"                                     // 15
+      "    for s in steps:\n"                                            // 16
+      "        pass\n");                                                 // 17
+  ASSERT_EQ(r.loops.size(), 3u);
+  EXPECT_EQ(Line(r.text, 4), "    for i, batch in DETECTOR.start(pbar):");
+  EXPECT_EQ(Line(r.text, 7), "    for i, batch in DETECTOR.start(bar):");
+  EXPECT_EQ(Line(r.text, 10), "    for batch in DETECTOR.start(it):");
+  EXPECT_EQ(Line(r.text, 13), "    for i, row in rows:");   // not a loader
+  EXPECT_EQ(Line(r.text, 16), "    for s in steps:");       // tqdm of a range
+}
+
 TEST(DynamicShape, ImportGoesAfterFutureImportsAndNotBeforeAShebang) {
   auto r = Instrument(
       "#!/usr/bin/env python\n"                                          // 1

@@ -160,5 +160,73 @@ TEST_F(Scratch, RunMigrateWithoutPythonWarnsAndKeepsTheTreeSitterCheck) {
   EXPECT_NE(logger.Contents().find("were not compiled with CPython"), std::string::npos);
 }
 
+
+// --unsafe: the fused masked index_put returns a new tensor, so `x[m] = v` becomes
+// `x = fused(x, m, v)` only where nothing can see the old object changed in place.
+TEST_F(Scratch, UnsafeIndexPutRewritesOnlyUnsharedLocals) {
+  Write("proj/m.py",
+        "import torch\n"
+        "\n"
+        "\n"
+        "def fresh(y: torch.Tensor):\n"
+        "    x = y.clone()\n"
+        "    x[x < 0] = 0.0\n"
+        "    return x\n"
+        "\n"
+        "\n"
+        "def parameter(x: torch.Tensor):\n"
+        "    x[x < 0] = 0.0\n"
+        "\n"
+        "\n"
+        "def aliased(y: torch.Tensor):\n"
+        "    x = y * 2\n"
+        "    z = x\n"
+        "    x[x < 0] = 0.0\n"
+        "    return z\n"
+        "\n"
+        "\n"
+        "def view_of_it(y: torch.Tensor):\n"
+        "    x = y + 1\n"
+        "    row = x[0]\n"
+        "    x[x < 0] = 0.0\n"
+        "    return row\n"
+        "\n"
+        "\n"
+        "def stored_in_loop(y: torch.Tensor):\n"
+        "    out = []\n"
+        "    x = torch.zeros(3)\n"
+        "    for _ in range(3):\n"
+        "        x[x < 0] = 1.0\n"
+        "        out.append(x)\n"
+        "    return out\n"
+        "\n"
+        "\n"
+        "class M(torch.nn.Module):\n"
+        "    def forward(self, y: torch.Tensor):\n"
+        "        self.buf = torch.zeros(3)\n"
+        "        self.buf[self.buf < 0] = 0.0\n"
+        "        return y\n");
+  Logger logger{nullptr, SystemClock()};
+  Context ctx{logger, SystemClock(), kDataDir, 1, true};
+  MigrateOptions opt;
+  opt.input = dir_ / "proj";
+  opt.output = dir_ / "out";
+  opt.unsafe = true;
+  auto report = RunMigrate(opt, ctx);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  auto m = ReadFile(report->results_dir / "m.py");
+  ASSERT_TRUE(m.ok());
+  const std::string fused = "torch_npu.contrib.function.npu_fast_condition_index_put";
+  EXPECT_NE(m->find("    x = " + fused + "(x, x < 0, 0.0)\n    return x\n"), std::string::npos) << *m;
+  EXPECT_NE(m->find("import torch_npu.contrib.function\n"), std::string::npos) << *m;
+  size_t rewrites = 0;
+  for (size_t at = m->find(fused + "("); at != std::string::npos; at = m->find(fused + "(", at + 1)) ++rewrites;
+  EXPECT_EQ(rewrites, 1u) << *m;
+  std::vector<uint32_t> left;
+  for (const auto& w : report->warnings)
+    if (w.kind == "affinity_not_applied") left.push_back(w.line);
+  EXPECT_EQ(left, (std::vector<uint32_t>{11, 17, 24, 32, 40})) << *m;  // 40: an attribute, not a local
+}
+
 }  // namespace
 }  // namespace portkit::analyse

@@ -1,10 +1,15 @@
 // Rule: mask_index_put (Api Type `special`)
-// What it finds: an item assignment through a boolean mask, `x[cond] = v`, where the index is a
-//   tensor (a comparison of tensors, or a value typed as a tensor).
+// What it finds: an item assignment of a scalar through a boolean mask, `x[cond] = 0.`, where x
+//   is a tensor and cond a comparison (`x < 0.5`, `~m`, `m1 & m2`, isnan, or a name bound to one).
+//   Not reported: numpy arrays or receivers of unknown type, integer or slice indexes, tensor
+//   values (`x[m] = y[m]`).
 // Why it matters: index_put with a mask is slow on the target; a fused op does it in one kernel.
 // Example: `cond = x < 0.5; x[cond] = 0.`.
 // Use instead: `x = <fused>(x, cond, value)`, the target's fused_apis "mask_index_put" in
-//   target.json (npu_fast_condition_index_put on npu).
+//   target.json (torch_npu.contrib.function.npu_fast_condition_index_put on npu). It returns a new
+//   tensor: code that relies on x being changed in place (x is a parameter, an attribute, or
+//   another name refers to it) must keep the in-place write; `migrate --unsafe` rewrites only
+//   locals it can prove are not shared.
 #include "analyse/rules/affinity_apis/rules.h"
 #include "analyse/target.h"
 
@@ -18,17 +23,7 @@ class MaskIndexPutRule : public Rule {
                          RuleContext& ctx) override {
     const std::string* api = ctx.target.facts().FusedApi(name());
     if (!api) return;  // the target has no fused replacement
-    if (ts_node_is_null(assignment)) return;
-    if (base.kind == ValueKind::kOther || base.kind == ValueKind::kExternal) return;
-    bool mask = index.kind == ValueKind::kTensor;
-    if (!mask) {
-      // An index written as a comparison (`x[x < 0] = 0`) is a mask whatever x's type.
-      uint32_t count = ts_node_named_child_count(target);
-      for (uint32_t i = 1; i < count; ++i)
-        mask |= ctx.syntax.Kind(ts_node_named_child(target, i)) == NodeKind::kComparisonOperator;
-      mask &= base.kind == ValueKind::kTensor || base.kind == ValueKind::kUnknown;
-    }
-    if (!mask || index.kind == ValueKind::kTensorSeq) return;
+    if (!affinity::IsMaskIndexPut(ctx.syntax, ctx.source, assignment, target, base, index)) return;
     std::string text(ctx.Text(assignment));
     if (size_t nl = text.find('\n'); nl != std::string::npos) text = text.substr(0, nl);
     affinity::Report(ctx, assignment, text, "special", *api, name());
@@ -36,6 +31,19 @@ class MaskIndexPutRule : public Rule {
 };
 
 }  // namespace
+
+namespace affinity {
+
+bool IsMaskIndexPut(const PySyntax& syn, std::string_view src, TSNode assignment, TSNode target, const Value& base,
+                    const Value& index) {
+  if (ts_node_is_null(assignment) || syn.Kind(assignment) != NodeKind::kAssignment) return false;
+  if (base.kind != ValueKind::kTensor || index.kind == ValueKind::kTensorSeq) return false;
+  if (ts_node_named_child_count(target) != 2) return false;  // one index: x[cond]
+  TSNode right = ts_node_child_by_field_id(assignment, syn.f_right);
+  return IsBoolMask(syn, ts_node_named_child(target, 1), src) && IsScalar(syn, right, src);
+}
+
+}  // namespace affinity
 
 std::unique_ptr<Rule> MakeMaskIndexPutRule() { return std::make_unique<MaskIndexPutRule>(); }
 

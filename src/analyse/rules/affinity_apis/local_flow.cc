@@ -1,0 +1,270 @@
+// Helpers of the affinity pattern rules (no rule here): what a name was last bound to in its
+// function, whether an expression is a bool mask, a scalar or a transposed operand, and whether
+// rebinding a name instead of mutating its object in place keeps a function's meaning.
+#include <array>
+
+#include "analyse/rules/affinity_apis/rules.h"
+
+namespace portkit::analyse::affinity {
+namespace {
+
+// Guards against pathological chains `a = b; b = c; ...` when following bindings.
+constexpr int kMaxBindingDepth = 4;
+
+bool IsScopeNode(NodeKind k) {
+  return k == NodeKind::kFunctionDefinition || k == NodeKind::kLambda || k == NodeKind::kClassDefinition ||
+         k == NodeKind::kModule;
+}
+
+TSNode SkipParens(const PySyntax& syn, TSNode n) {
+  while (!ts_node_is_null(n) && syn.Kind(n) == NodeKind::kParenthesizedExpression && ts_node_named_child_count(n) == 1)
+    n = ts_node_named_child(n, 0);
+  return n;
+}
+
+std::string_view CalleeText(const PySyntax& syn, TSNode call, std::string_view src) {
+  return NodeText(ts_node_child_by_field_id(call, syn.f_function), src);
+}
+
+// The last component of a dotted callee ("torch.isnan" → "isnan", "x.eq" → "eq").
+std::string_view LastName(std::string_view dotted) {
+  size_t dot = dotted.rfind('.');
+  return dot == std::string_view::npos ? dotted : dotted.substr(dot + 1);
+}
+
+bool OneOf(std::string_view s, std::initializer_list<std::string_view> names) {
+  for (auto n : names)
+    if (s == n) return true;
+  return false;
+}
+
+// Whether `n` (an expression inside `scope`) is inside a nested function, lambda or class.
+bool InNestedScope(const PySyntax& syn, TSNode n, TSNode scope) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p))
+    if (IsScopeNode(syn.Kind(p))) return true;
+  return false;
+}
+
+// Whether `inner` lies inside `outer` (byte ranges).
+bool Within(TSNode inner, TSNode outer) {
+  return ts_node_start_byte(inner) >= ts_node_start_byte(outer) && ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+// Integer literal text with optional sign equal to `v`.
+bool IsIntLiteral(const PySyntax& syn, TSNode n, std::string_view src, int v) {
+  n = SkipParens(syn, n);
+  std::string text;
+  for (char c : NodeText(n, src))
+    if (c != ' ') text += c;
+  return text == std::to_string(v);
+}
+
+}  // namespace
+
+TSNode EnclosingScope(const PySyntax& syn, TSNode n) {
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
+    if (IsScopeNode(syn.Kind(p))) return p;
+  return {};
+}
+
+TSNode PreviousBinding(const PySyntax& syn, std::string_view src, TSNode scope, std::string_view name,
+                       uint32_t before_byte) {
+  TSNode found{};
+  if (ts_node_is_null(scope)) return found;
+  ForEachNamedNode(scope, [&](TSNode c) {
+    if (ts_node_start_byte(c) >= before_byte) return false;
+    NodeKind k = syn.Kind(c);
+    if (!ts_node_eq(c, scope) && IsScopeNode(k)) return false;
+    if (k == NodeKind::kAssignment) {
+      TSNode left = ts_node_child_by_field_id(c, syn.f_left);
+      TSNode right = ts_node_child_by_field_id(c, syn.f_right);
+      if (syn.Kind(left) == NodeKind::kIdentifier && NodeText(left, src) == name && !ts_node_is_null(right) &&
+          ts_node_end_byte(c) <= before_byte)
+        found = right;
+    }
+    return true;
+  });
+  return found;
+}
+
+bool IsTransposedLastTwo(const PySyntax& syn, TSNode n, std::string_view src) {
+  n = SkipParens(syn, n);
+  if (syn.Kind(n) == NodeKind::kAttribute)
+    return NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src) == "mT";
+  if (syn.Kind(n) != NodeKind::kCall) return false;
+  std::string_view fn = CalleeText(syn, n, src);
+  if (LastName(fn) != "transpose") return false;
+  std::vector<TSNode> args = NamedChildren(ts_node_child_by_field_id(n, syn.f_arguments));
+  // x.transpose(-2, -1) or torch.transpose(x, -2, -1), in either order of the two dimensions.
+  size_t first = args.size() == 3 ? 1 : 0;
+  if (args.size() != first + 2) return false;
+  return (IsIntLiteral(syn, args[first], src, -2) && IsIntLiteral(syn, args[first + 1], src, -1)) ||
+         (IsIntLiteral(syn, args[first], src, -1) && IsIntLiteral(syn, args[first + 1], src, -2));
+}
+
+bool IsBoolMask(const PySyntax& syn, TSNode n, std::string_view src, int depth) {
+  n = SkipParens(syn, n);
+  if (ts_node_is_null(n) || depth > kMaxBindingDepth) return false;
+  switch (syn.Kind(n)) {
+    case NodeKind::kComparisonOperator: {
+      // `a is None`, `a in b` are Python bools, not element-wise masks.
+      std::string_view text = NodeText(n, src);
+      return text.find(" is ") == std::string_view::npos && text.find(" in ") == std::string_view::npos;
+    }
+    case NodeKind::kUnaryOperator:
+      return OperatorOf(n, src) == "~" &&
+             IsBoolMask(syn, ts_node_child_by_field_id(n, syn.f_argument), src, depth);
+    case NodeKind::kBinaryOperator: {
+      std::string_view op = OperatorOf(n, src);
+      if (op != "&" && op != "|" && op != "^") return false;
+      return IsBoolMask(syn, ts_node_child_by_field_id(n, syn.f_left), src, depth) &&
+             IsBoolMask(syn, ts_node_child_by_field_id(n, syn.f_right), src, depth);
+    }
+    case NodeKind::kCall:
+      return OneOf(LastName(CalleeText(syn, n, src)),
+                   {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or",
+                    "logical_not", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge"});
+    case NodeKind::kIdentifier: {
+      TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, n), NodeText(n, src), ts_node_start_byte(n));
+      return IsBoolMask(syn, bound, src, depth + 1);
+    }
+    default:
+      return false;
+  }
+}
+
+bool IsScalar(const PySyntax& syn, TSNode n, std::string_view src, int depth) {
+  n = SkipParens(syn, n);
+  if (ts_node_is_null(n) || depth > kMaxBindingDepth) return false;
+  switch (syn.Kind(n)) {
+    case NodeKind::kInteger:
+    case NodeKind::kFloat:
+    case NodeKind::kTrue:
+    case NodeKind::kFalse:
+      return true;
+    case NodeKind::kUnaryOperator:
+      return OperatorOf(n, src) != "~" && IsScalar(syn, ts_node_child_by_field_id(n, syn.f_argument), src, depth);
+    case NodeKind::kCall: {
+      // float("inf"), float("-inf"), int(3)
+      std::string_view fn = CalleeText(syn, n, src);
+      if (fn != "float" && fn != "int") return false;
+      std::vector<TSNode> args = NamedChildren(ts_node_child_by_field_id(n, syn.f_arguments));
+      return args.size() == 1 && (syn.Kind(args[0]) == NodeKind::kString || IsScalar(syn, args[0], src, depth));
+    }
+    case NodeKind::kAttribute: {
+      std::string_view text = NodeText(n, src);
+      return OneOf(text, {"math.inf", "math.pi", "math.e", "math.nan", "np.inf", "np.nan", "numpy.inf",
+                          "numpy.nan", "np.pi"});
+    }
+    case NodeKind::kIdentifier: {
+      TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, n), NodeText(n, src), ts_node_start_byte(n));
+      return IsScalar(syn, bound, src, depth + 1);
+    }
+    default:
+      return false;
+  }
+}
+
+bool IsFreshTensor(const PySyntax& syn, TSNode n, std::string_view src) {
+  n = SkipParens(syn, n);
+  switch (syn.Kind(n)) {
+    case NodeKind::kBinaryOperator:
+      return true;  // arithmetic makes a new tensor
+    case NodeKind::kCall: {
+      if (OneOf(LastName(CalleeText(syn, n, src)),
+                {"clone", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
+                 "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+                 "arange", "linspace", "cat", "stack", "where"}))
+        return true;
+      // A method of a fresh temporary (`torch.randn(4).to(dev)`, `(a + b).view(-1)`): even when
+      // it returns its receiver or a view of it, nothing else refers to that storage.
+      TSNode fn = ts_node_child_by_field_id(n, syn.f_function);
+      return syn.Kind(fn) == NodeKind::kAttribute && IsFreshTensor(syn, ts_node_child_by_field_id(fn, syn.f_object), src);
+    }
+    default:
+      return false;
+  }
+}
+
+bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statement, std::string_view name) {
+  TSNode scope = EnclosingScope(syn, statement);
+  if (ts_node_is_null(scope) || syn.Kind(scope) != NodeKind::kFunctionDefinition) return false;
+  // The object must be made inside this function by something that returns a new tensor, so
+  // that no caller, attribute or other name can hold it.
+  TSNode bound = PreviousBinding(syn, src, scope, name, ts_node_start_byte(statement));
+  if (ts_node_is_null(bound) || !IsFreshTensor(syn, bound, src)) return false;
+  TSNode binding = ts_node_parent(bound);
+  // The outermost loop around the statement inside the function: a use anywhere in it may run
+  // after the statement.
+  TSNode loop{};
+  for (TSNode p = ts_node_parent(statement); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p))
+    if (syn.Kind(p) == NodeKind::kForStatement || syn.Kind(p) == NodeKind::kWhileStatement) loop = p;
+  bool safe = true;
+  ForEachNamedNode(scope, [&](TSNode c) {
+    if (!safe) return false;
+    NodeKind k = syn.Kind(c);
+    if (k == NodeKind::kGlobalStatement || k == NodeKind::kNonlocalStatement) {
+      if (NodeText(c, src).find(name) != std::string_view::npos) safe = false;
+      return false;
+    }
+    if (k == NodeKind::kParameters) {
+      for (TSNode p : NamedChildren(c))
+        if (NodeText(p, src) == name) safe = false;
+      return false;
+    }
+    if (k != NodeKind::kIdentifier || NodeText(c, src) != name) return true;
+    if (Within(c, statement) || Within(c, binding)) return true;
+    if (InNestedScope(syn, c, scope)) {  // a closure sees the object, not the new binding
+      safe = false;
+      return false;
+    }
+    bool after = ts_node_start_byte(c) >= ts_node_end_byte(statement);
+    if (after && (ts_node_is_null(loop) || !Within(c, loop))) return true;  // sees the new value
+    // Before the statement (or in the same loop): only uses that cannot keep a reference.
+    TSNode parent = ts_node_parent(c);
+    NodeKind pk = syn.Kind(parent);
+    if (pk == NodeKind::kComparisonOperator) return true;
+    if (pk == NodeKind::kBinaryOperator || pk == NodeKind::kAugmentedAssignment) return true;
+    if (pk == NodeKind::kAssignment && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_left), c)) {
+      // Bound again: this name no longer refers to the object we are proving things about.
+      safe = false;
+      return false;
+    }
+    if (pk == NodeKind::kSubscript && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_value), c)) {
+      // x[...] = v (another in-place write of the fresh object) is fine; a read x[i] may be a view.
+      TSNode gp = ts_node_parent(parent);
+      if ((syn.Kind(gp) == NodeKind::kAssignment || syn.Kind(gp) == NodeKind::kAugmentedAssignment) &&
+          ts_node_eq(ts_node_child_by_field_id(gp, syn.f_left), parent))
+        return true;
+    }
+    if (pk == NodeKind::kAttribute && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_object), c)) {
+      std::string_view attr = NodeText(ts_node_child_by_field_id(parent, syn.f_attribute), src);
+      TSNode gp = ts_node_parent(parent);
+      bool called = syn.Kind(gp) == NodeKind::kCall && ts_node_eq(ts_node_child_by_field_id(gp, syn.f_function), parent);
+      // A property read (`x.shape`, `x.is_cuda`) keeps no reference, except the view properties.
+      if (!called && !OneOf(attr, {"T", "mT", "H", "mH", "data", "real", "imag", "grad"})) return true;
+      if (called && OneOf(attr, {"size", "dim", "numel", "sum", "mean", "item", "tolist", "any", "all", "abs",
+                                 "norm", "max", "min", "clone", "std", "var"}))
+        return true;
+    }
+    if (pk == NodeKind::kArgumentList) {
+      TSNode call = ts_node_parent(parent);
+      std::string_view callee = CalleeText(syn, call, src);
+      if (OneOf(callee, {"print", "len", "isinstance"})) return true;
+      // torch functions keep no reference to their arguments; only those returning a view (or a
+      // list of views) of an argument could let another name see the object.
+      if ((callee.starts_with("torch.") || callee.starts_with("F.")) &&
+          !OneOf(LastName(callee), {"reshape", "flatten", "squeeze", "unsqueeze", "narrow", "select", "t",
+                                    "transpose", "permute", "movedim", "unbind", "split", "chunk", "tensor_split",
+                                    "as_strided", "view_as_real", "view_as_complex", "diagonal", "swapaxes",
+                                    "swapdims", "unflatten", "expand", "broadcast_to", "atleast_1d", "atleast_2d",
+                                    "atleast_3d", "hsplit", "vsplit", "dsplit", "detach", "real", "imag"}))
+        return true;
+    }
+    safe = false;
+    return false;
+  });
+  return safe;
+}
+
+}  // namespace portkit::analyse::affinity
