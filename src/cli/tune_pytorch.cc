@@ -123,10 +123,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   if (threads > 0) spawn.argv.insert(spawn.argv.end(), {"--threads", std::to_string(threads)});
   // The companion package's folder first on PYTHONPATH (as prof collect does); none found: the
   // interpreter's own (pip-installed) portkit.
-  std::string pythonpath = FindPythonDir().string();
-  const char* old_path = std::getenv("PYTHONPATH");
-  if (old_path && *old_path) pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old_path);
-  if (!pythonpath.empty()) spawn.env_set.push_back("PYTHONPATH=" + pythonpath);
+  if (std::string env = CompanionPythonPathEnv(); !env.empty()) spawn.env_set.push_back(env);
   spawn.stdout_mode = ChildOutput::kInherit;
   spawn.stderr_mode = ChildOutput::kInherit;
   ctx.logger.Info("SGAT: " + python + " -m portkit.tune --model " + model + " --input " + input_spec);

@@ -62,4 +62,11 @@ fs::path FindDataDir() {
 
 fs::path FindPythonDir() { return FindBeside("PORTKIT_PYTHON_DIR", "python", fs::path("portkit") / "__init__.py"); }
 
+std::string CompanionPythonPathEnv() {
+  std::string pythonpath = FindPythonDir().string();
+  const char* old_path = std::getenv("PYTHONPATH");
+  if (old_path && *old_path) pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old_path);
+  return pythonpath.empty() ? std::string() : "PYTHONPATH=" + pythonpath;
+}
+
 }  // namespace portkit

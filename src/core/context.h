@@ -2,6 +2,7 @@
 /// Per-run state handed to every command: settings shared by all engines, the logger and the
 /// clock. No engine keeps global mutable state; what a run needs travels here.
 #include <filesystem>
+#include <string>
 
 #include "core/log.h"
 
@@ -31,5 +32,9 @@ std::filesystem::path FindDataDir();
 /// build folder, the source tree's python/. Empty when none holds `portkit/__init__.py` (the
 /// companion may still be pip-installed in the interpreter the user runs).
 std::filesystem::path FindPythonDir();
+
+/// The `PYTHONPATH=...` entry for a child running the companion: FindPythonDir() first, then the
+/// caller's own PYTHONPATH; empty when both are empty (the interpreter's pip-installed portkit).
+std::string CompanionPythonPathEnv();
 
 }  // namespace portkit

@@ -176,10 +176,7 @@ Expected<CollectReport> RunCollect(const CollectOptions& options, Context& ctx) 
   };
   // The companion package's folder first on PYTHONPATH; none found: the interpreter's own
   // (pip-installed) portkit.
-  std::string pythonpath = FindPythonDir().string();
-  const char* old_path = std::getenv("PYTHONPATH");
-  if (old_path && *old_path) pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old_path);
-  if (!pythonpath.empty()) spawn.env_set.push_back("PYTHONPATH=" + pythonpath);
+  if (std::string env = CompanionPythonPathEnv(); !env.empty()) spawn.env_set.push_back(env);
   spawn.stdout_mode = ChildOutput::kInherit;
   spawn.stderr_mode = ChildOutput::kInherit;
   spawn.stdin_null = false;  // the program may read its stdin
