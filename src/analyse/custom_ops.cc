@@ -102,6 +102,27 @@ void SignatureFromParams(std::string_view params, int* min_args, int* max_args,
   *max_args = count;
 }
 
+// `text` with its comments replaced by spaces (newlines kept, so offsets and line numbers stay
+// right): a comma in `int k /* rows, cols */` is not a parameter separator.
+std::string BlankComments(std::string_view text) {
+  std::string out(text);
+  for (size_t i = 0; i < out.size(); ++i) {
+    char c = out[i];
+    if (c == '"' || c == '\'') {
+      i = SkipLiteral(out, i) - 1;
+    } else if (c == '/' && i + 1 < out.size() && out[i + 1] == '/') {
+      for (; i < out.size() && out[i] != '\n'; ++i) out[i] = ' ';
+    } else if (c == '/' && i + 1 < out.size() && out[i + 1] == '*') {
+      size_t end = out.find("*/", i + 2);
+      end = end == std::string::npos ? out.size() : end + 2;
+      for (; i < end; ++i)
+        if (out[i] != '\n') out[i] = ' ';
+      --i;
+    }
+  }
+  return out;
+}
+
 bool IsCpuKey(std::string_view key) {
   return key == "CPU" || key == "AutogradCPU" || key == "QuantizedCPU" || key == "SparseCPU";
 }
@@ -156,9 +177,11 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
         scan.mentions_cuda = true;
     }
   }
+  // Everything below reads the source without its comments (commas inside them are no separators).
+  std::string owned = BlankComments(text);
+  text = owned;
   // Function definitions: `name(params) {` or `name(params) const {` — enough to count arguments.
   static const std::regex kDef(R"(([A-Za-z_]\w*)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{)");
-  std::string owned(text);
   for (auto it = std::sregex_iterator(owned.begin(), owned.end(), kDef); it != std::sregex_iterator(); ++it) {
     std::string name = (*it)[1];
     if (name == "if" || name == "for" || name == "while" || name == "switch" || name == "catch" ||

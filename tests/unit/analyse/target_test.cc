@@ -77,6 +77,30 @@ CallShape Positional(size_t n) {
   return c;
 }
 
+// A comma inside a parameter comment is no separator (real case: apex's kernels document their
+// layouts as `/* rows, cols */`), and a commented-out registration registers nothing.
+TEST(CustomOps, CommentsDoNotCountAsParametersOrRegistrations) {
+  CppScan kernels = ScanCppSource(
+      "at::Tensor fused(const at::Tensor& x /* rows, cols */, // input, row-major\n"
+      "                 double eps /* default 1e-5, see doc */) {\n  return x;\n}\n", "k.cu");
+  ASSERT_EQ(kernels.functions.count("fused"), 1u);
+  EXPECT_EQ(kernels.functions.find("fused")->second, 2);
+  CppScan bindings = ScanCppSource(
+      "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+      "  m.def(\"fused\", &fused, \"fused op, with a comma\");\n"
+      "  // m.def(\"old_fused\", &old_fused);\n"
+      "  /* m.def(\"older\", &older); */\n"
+      "}\n", "b.cpp");
+  CustomOpTable table;
+  std::vector<CppScan> scans;
+  scans.push_back(std::move(kernels));
+  scans.push_back(std::move(bindings));
+  table.Link(std::move(scans));
+  ASSERT_EQ(table.ops.size(), 1u);
+  EXPECT_EQ(table.ops[0].name, "fused");
+  EXPECT_EQ(table.ops[0].arg_count, 2);
+}
+
 TEST(CustomOps, PybindAndTorchLibraryRegistrationsWithArgumentCounts) {
   CppScan kernels = ScanCppSource(
       "at::Tensor nms_cuda(const at::Tensor& boxes, const at::Tensor& scores, double thr) {\n"
