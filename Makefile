@@ -8,7 +8,7 @@ EXAMPLE ?= examples/cifar_cuda
 DEMO_OUT ?= out/demo
 PREFIX ?= /usr/local
 
-.PHONY: all setup build demo test pytest install fuzz bench clean
+.PHONY: all setup build demo test test-sanitize pytest install fuzz bench clean
 
 all: build
 
@@ -29,6 +29,17 @@ PYTEST_RAN = grep -h -e '^pytest under torch' -e '^SKIPPED: no torch' $(BUILD)/T
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@$(PYTEST_RAN)
+
+# The CLI, golden, hostile-input and fuzz-replay tests under AddressSanitizer + UBSan, in a build
+# folder of its own (docs/safety.md). SANITIZE_TESTS picks other ctest entries ('.' for all).
+SANITIZE ?= address,undefined
+SANITIZE_BUILD ?= build-asan
+SANITIZE_TESTS ?= ^(cli_|golden_|hostile_|fuzz_replay_)
+test-sanitize: setup
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTKIT_SANITIZE=$(SANITIZE) >/dev/null
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '$(SANITIZE_TESTS)'
 
 pytest: build
 	@cd $(BUILD) && ctest --output-on-failure -R '^pytest_'

@@ -241,6 +241,16 @@ Status RunDynamicShapeMode(ModeRun& run) {
     copy.files.push_back(dest.lexically_relative(results).generic_string());
   };
   auto ensure_parent = [&](const fs::path& p) { fs::create_directories(p.parent_path(), ec); };
+  // Room for the instrumented copy, measured before anything is written (docs/safety.md).
+  {
+    std::vector<fs::path> copied;
+    for (const auto& f : project.py) copied.push_back(f.file->path);
+    for (const auto* group : {&sources.cpp, &sources.others})
+      for (const auto& f : *group) copied.push_back(f.path);
+    CopySize size = MeasureCopy(copied);
+    for (const auto& note : size.sparse) log.Warning(note);
+    PORTKIT_RETURN_IF_ERROR(CheckFreeSpace(results, size.bytes, "the instrumented copy"));
+  }
   for (size_t i = 0; i < sources.python.size(); ++i) {
     PyFile& f = project.py[i];
     fs::path dest = results / f.file->rel;

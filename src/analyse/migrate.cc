@@ -607,6 +607,20 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
   LoadProject({input, base, {results}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
+  // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
+  // half-way, and a sparse file is never written out in full silently (docs/safety.md).
+  {
+    std::vector<fs::path> copied;
+    for (const auto& f : project.py) copied.push_back(f.file->path);
+    for (const auto* group : {&project.sources.cpp, &project.sources.others})
+      for (const auto& f : *group) copied.push_back(f.path);
+    CopySize size = MeasureCopy(copied);
+    for (const auto& note : size.sparse) log.Warning(note);
+    if (Status room = CheckFreeSpace(results, size.bytes, "the migrated copy"); !room.ok()) {
+      if (!reused) fs::remove(results, ec);  // only the empty folder this run created
+      return room;
+    }
+  }
 
   struct FileResult {
     std::string text;

@@ -33,6 +33,20 @@ void PrintHelp(std::FILE* out) {
 
 }  // namespace
 
+// Big structures are left to the OS at exit, except under AddressSanitizer, whose leak check would
+// report them (docs/safety.md, sanitizer build).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kFreeMemoryAtEnd = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kFreeMemoryAtEnd = true;
+#else
+constexpr bool kFreeMemoryAtEnd = false;
+#endif
+#else
+constexpr bool kFreeMemoryAtEnd = false;
+#endif
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     PrintHelp(stderr);
@@ -51,7 +65,7 @@ int main(int argc, char** argv) {
     const auto& c = portkit::cli::kCommands[i];
     if (first != c.name) continue;
     portkit::Logger logger(stderr, portkit::SystemClock());
-    portkit::Context ctx{logger, portkit::SystemClock(), portkit::FindDataDir(), 0, false};
+    portkit::Context ctx{logger, portkit::SystemClock(), portkit::FindDataDir(), 0, kFreeMemoryAtEnd};
     std::string name = "portkit " + first;
     std::vector<char*> args;
     args.push_back(name.data());

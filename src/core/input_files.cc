@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -319,5 +321,127 @@ std::string ShellQuote(std::string_view text) {
   }
   return out + "'";
 }
+
+// ---- room for a copy ------------------------------------------------------------------------
+
+namespace {
+
+std::string Megabytes(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+CopySize MeasureCopy(const std::vector<fs::path>& files) {
+  CopySize size;
+  for (const auto& f : files) {
+    struct stat st {};
+    if (::lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    uint64_t length = static_cast<uint64_t>(st.st_size);
+    size.bytes += length;
+    uint64_t on_disk = static_cast<uint64_t>(st.st_blocks) * 512u;
+    // Sparse: at least 1 MiB of holes and under half of it allocated.
+    if (length >= (1u << 20) && on_disk + (1u << 20) <= length && on_disk < length / 2)
+      size.sparse.push_back(f.string() + ": a sparse file: " + Megabytes(length) + " long, " + Megabytes(on_disk) +
+                            " on disk; the copy writes its full length");
+  }
+  return size;
+}
+
+Expected<uint64_t> FreeBytes(const fs::path& dir) {
+  if (const char* fake = std::getenv("PORTKIT_TEST_FREE_BYTES"); fake && *fake) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(fake, &end, 10);
+    if (end && *end == '\0') return static_cast<uint64_t>(v);
+  }
+  fs::path probe = dir;
+  std::error_code ec;
+  while (!probe.empty() && !fs::exists(probe, ec) && probe != probe.parent_path()) probe = probe.parent_path();
+  if (probe.empty()) probe = ".";
+  struct statvfs sv {};
+  if (::statvfs(probe.c_str(), &sv) != 0) {
+    int err = errno;
+    return IoError(probe.string() + ": cannot measure the free space: " + std::strerror(err));
+  }
+  return static_cast<uint64_t>(sv.f_bavail) * static_cast<uint64_t>(sv.f_frsize);
+}
+
+Status CheckFreeSpace(const fs::path& dir, uint64_t bytes, std::string_view what) {
+  auto free_bytes = FreeBytes(dir);
+  if (!free_bytes.ok()) return free_bytes.status();
+  const uint64_t slack = 1u << 20;
+  if (bytes + slack <= *free_bytes) return Status::Ok();
+  return IoError("not enough free space: " + std::string(what) + " writes " + Megabytes(bytes) + " (" +
+                 std::to_string(bytes) + " bytes) into " + dir.string() + ", which has " + Megabytes(*free_bytes) +
+                 " (" + std::to_string(*free_bytes) +
+                 " bytes) free; nothing was copied. Free some space or give another output folder");
+}
+
+// ---- code run in this process ----------------------------------------------------------------
+
+namespace {
+
+// "" when `st` (of `path`) passes the rule for code this process loads, else why not.
+std::string WhyNotPrivate(const struct stat& st, bool folder) {
+  uid_t me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0)
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " + std::to_string(me) + ") or root";
+  bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  if (others_write && !(folder && (st.st_mode & S_ISVTX))) {
+    char mode[16];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("is writable by ") + ((st.st_mode & S_IWOTH) ? "everyone" : "its group") + " (mode " + mode +
+           ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+Status CheckPrivateFolder(const fs::path& dir, std::string_view what) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    int err = errno;
+    return IoError(std::string(what) + " " + dir.string() + ": " + std::strerror(err));
+  }
+  if (S_ISLNK(st.st_mode))
+    return InvalidArgument(
+                  std::string(what) + " " + dir.string() + " is a symbolic link; its code is not loaded. Give the folder it points to");
+  if (!S_ISDIR(st.st_mode))
+    return InvalidArgument(std::string(what) + " " + dir.string() + " is " + KindOfMode(st.st_mode) + ", not a folder");
+  std::string why = WhyNotPrivate(st, true);
+  if (why.empty()) return Status::Ok();
+  return InvalidArgument(
+                std::string(what) + " " + dir.string() + " " + why +
+                    ": the shared objects in it could be replaced by someone else and would run inside portkit, so none "
+                    "is loaded. Make it yours and private (chmod go-w) or use a private folder");
+}
+
+Expected<UniqueFd> OpenPrivateCode(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ELOOP)
+      return InvalidArgument(file.string() + ": is a symbolic link; not loaded");
+    return IoError(file.string() + ": cannot open: " + std::strerror(err));
+  }
+  UniqueFd owned(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    return IoError(file.string() + ": " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode))
+    return InvalidArgument(file.string() + ": not a regular file (" + KindOfMode(st.st_mode) + "); not loaded");
+  std::string why = WhyNotPrivate(st, false);
+  if (!why.empty())
+    return InvalidArgument(file.string() + " " + why +
+                                                    ": someone else could have written its code; not loaded");
+  return owned;
+}
+
+std::string ProcFdPath(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 
 }  // namespace portkit

@@ -11,6 +11,7 @@
 ///   creates carries the marker kOutputMarker, and walks of an input skip marked folders below
 ///   their root (the output of one tool is never the input of another by accident).
 /// - Generated code: text from input pasted into Python goes through PythonStringLiteral.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -124,6 +125,49 @@ std::string SafeFileName(std::string_view name);
 /// Whether `rel` (a relative path from input data) stays inside its folder: not absolute, no
 /// ".." component, no empty name.
 bool IsContainedRelativePath(std::string_view rel);
+
+// ---- room for a copy ------------------------------------------------------------------------
+
+/// What a copy of some files will write, measured before anything is written.
+struct CopySize {
+  uint64_t bytes = 0;  ///< the sum of their apparent sizes (what the copy writes)
+  /// Sparse files among them ("NAME: a sparse file: N MB long, M MB on disk"): copying one writes
+  /// its full length.
+  std::vector<std::string> sparse;
+};
+
+/// Adds up the apparent sizes (stat's st_size, a hole counted in full) of `files`; files that
+/// cannot be stat'ed count 0 (copying them reports the error).
+CopySize MeasureCopy(const std::vector<std::filesystem::path>& files);
+
+/// The bytes free to this user on the file system holding `dir` (or its nearest existing
+/// parent), from statvfs (f_bavail * f_frsize). A test hook: the environment variable
+/// PORTKIT_TEST_FREE_BYTES, when set to a number, replaces the measured figure (tests fake a
+/// full disk with it; docs/safety.md).
+Expected<uint64_t> FreeBytes(const std::filesystem::path& dir);
+
+/// kIo "not enough free space: `what` writes N MB (B bytes) into DIR, which has M MB (F bytes)
+/// free; ..." when `bytes` (plus 1 MiB of slack for folders and reports) do not fit in the free
+/// space of `dir`'s file system. Checked before a project is copied (migrate, the
+/// dynamic-shape copy), so that no copy stops half-way on a full disk.
+Status CheckFreeSpace(const std::filesystem::path& dir, uint64_t bytes, std::string_view what);
+
+// ---- code run in this process ----------------------------------------------------------------
+
+/// Whether a folder may hold code this process will load (dlopen): it is a folder (not a link),
+/// owned by this user or by root, and nobody else can write it (no group/other write bit, unless
+/// the sticky bit is set, as on /tmp). Otherwise kInvalidArgument naming the folder, its owner
+/// and mode, and what to do.
+Status CheckPrivateFolder(const std::filesystem::path& dir, std::string_view what);
+
+/// Opens a file whose code this process will load, with the same rule as CheckPrivateFolder for
+/// the file itself (a regular file, not a link, owned by this user or root, not writable by group
+/// or others). Load it through "/proc/self/fd/N" (ProcFdPath) so that what was checked is what
+/// is loaded, even if the name is replaced meanwhile.
+Expected<UniqueFd> OpenPrivateCode(const std::filesystem::path& file);
+
+/// "/proc/self/fd/N".
+std::string ProcFdPath(int fd);
 
 // ---- generated code --------------------------------------------------------------------------
 

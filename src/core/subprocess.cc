@@ -4,6 +4,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -179,6 +182,149 @@ std::vector<std::string> ChildEnvironment(const SpawnOptions& o) {
   return out;
 }
 
+// The guard of a kill_with_parent child: its parent died, so it ends its whole group (itself, the
+// program and the program's children). Async-signal-safe.
+void GuardParentDied(int) { ::kill(0, SIGKILL); }
+
+// Where execve finds argv[0]: as given when it names a path, else the first executable file of
+// that name on PATH; "" when there is none.
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// Spawn with kill_with_parent: fork a guard (group leader, PR_SET_PDEATHSIG = SIGTERM, whose
+// handler kills the group), which forks the program and passes its end on as its own. Only
+// async-signal-safe calls between fork and exec: everything is prepared before.
+Expected<ProcessResult> SpawnGuarded(const SpawnOptions& o, const std::vector<std::string>& env, Fd out_r, Fd out_w,
+                                     Fd err_r, Fd err_w, SteadyClock::time_point start) {
+  std::string program = ResolveProgram(o.argv[0]);
+  if (program.empty())
+    return Status(ErrorCode::kNotFound, "cannot run " + o.argv[0] + ": " + std::strerror(ENOENT));
+  std::vector<char*> args;
+  for (const auto& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_copy = env;
+  std::vector<char*> envp;
+  for (auto& e : env_copy) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  bool capture_out = o.stdout_mode == ChildOutput::kCapture;
+  bool capture_err = !o.merge_stderr && o.stderr_mode == ChildOutput::kCapture;
+  Fd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  Fd exec_r, exec_w;  // the program's errno when execve fails; closed (EOF) when it succeeds
+  if (dev_null.get() < 0 || !MakePipe(&exec_r, &exec_w))
+    return Status(ErrorCode::kInternal, std::string("cannot prepare a child: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return Status(ErrorCode::kInternal, std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    // The guard.
+    ::setpgid(0, 0);
+    sigset_t all;
+    sigfillset(&all);
+    ::sigprocmask(SIG_SETMASK, &all, nullptr);
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig == SIGKILL || sig == SIGSTOP) continue;
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(sig, &dfl, nullptr);
+    }
+    int in_fd = o.stdin_null ? dev_null.get() : 0;
+    int out_fd = capture_out ? out_w.get() : o.stdout_mode == ChildOutput::kDiscard ? dev_null.get() : 1;
+    int err_fd = o.merge_stderr ? out_fd
+                 : capture_err ? err_w.get()
+                 : o.stderr_mode == ChildOutput::kDiscard ? dev_null.get() : 2;
+    // Descriptors above 2 are moved past every other open one first, so that dup2 onto 0..2
+    // never overwrites one still needed.
+    int moved_in = ::fcntl(in_fd, F_DUPFD, 1000), moved_out = ::fcntl(out_fd, F_DUPFD, 1000),
+        moved_err = ::fcntl(err_fd, F_DUPFD, 1000), report = ::fcntl(exec_w.get(), F_DUPFD_CLOEXEC, 1000);
+    if (moved_in < 0 || moved_out < 0 || moved_err < 0 || report < 0) ::_exit(127);
+    ::dup2(moved_in, 0);
+    ::dup2(moved_out, 1);
+    ::dup2(moved_err, 2);
+    // Nothing else is kept: another thread's pipes must not stay open in a long-lived guard.
+    ::close_range(3, static_cast<unsigned>(report) - 1, 0);
+    ::close_range(static_cast<unsigned>(report) + 1, ~0u, 0);
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
+      int e = errno;
+      (void)!::write(report, &e, sizeof e);
+      ::_exit(127);
+    }
+    struct sigaction on_death {};
+    on_death.sa_handler = GuardParentDied;
+    ::sigaction(SIGTERM, &on_death, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::kill(0, SIGKILL);  // the parent died before prctl
+    pid_t child = ::fork();
+    if (child == 0) {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(SIGTERM, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execve(program.c_str(), args.data(), envp.data());
+      int e = errno;
+      (void)!::write(report, &e, sizeof e);
+      ::_exit(127);
+    }
+    ::close(report);
+    if (child < 0) ::_exit(127);
+    sigset_t term_only;
+    sigfillset(&term_only);
+    sigdelset(&term_only, SIGTERM);
+    ::sigprocmask(SIG_SETMASK, &term_only, nullptr);
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0) {
+      if (errno != EINTR) ::_exit(127);
+    }
+    if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+    // The program died of a signal: the guard dies of the same one (no core file of its own).
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+    struct rlimit no_core = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::kill(::getpid(), sig);
+    ::_exit(128 + sig);
+  }
+  ::setpgid(pid, pid);
+  out_w.reset();
+  err_w.reset();
+  exec_w.reset();
+  dev_null.reset();
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = ::read(exec_r.get(), &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {
+  }
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    Reap(pid);
+    return Status(exec_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                  "cannot run " + o.argv[0] + ": " + std::strerror(exec_errno));
+  }
+  ProcessResult result;
+  std::vector<std::pair<int, std::string*>> sources;
+  if (capture_out) sources.push_back({out_r.get(), &result.output});
+  if (capture_err) sources.push_back({err_r.get(), &result.error_output});
+  CollectChild(pid, std::move(sources), o.timeout_seconds, o.max_capture_bytes, start, &result);
+  return result;
+}
+
 }  // namespace
 
 std::string ProcessResult::Describe() const {
@@ -219,6 +365,9 @@ Expected<ProcessResult> Spawn(const SpawnOptions& o) {
   bool capture_err = !o.merge_stderr && o.stderr_mode == ChildOutput::kCapture;
   if ((capture_out && !MakePipe(&out_r, &out_w)) || (capture_err && !MakePipe(&err_r, &err_w)))
     return Status(ErrorCode::kInternal, std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (o.kill_with_parent)
+    return SpawnGuarded(o, ChildEnvironment(o), std::move(out_r), std::move(out_w), std::move(err_r),
+                        std::move(err_w), start);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

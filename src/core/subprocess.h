@@ -52,6 +52,11 @@ struct SpawnOptions {
   bool merge_stderr = false;  ///< stderr goes where stdout goes
   bool stdin_null = true;     ///< false: the child inherits stdin
   size_t max_capture_bytes = 16u << 20;
+  /// The program and everything it starts (a compiler driver's cc1plus, as, ld) die with this
+  /// process, even when it is killed with SIGKILL: the program runs under a small guard process
+  /// that leads its process group and gets PR_SET_PDEATHSIG; when the parent dies the guard kills
+  /// the whole group (docs/safety.md, crash markers). The result is the program's own.
+  bool kill_with_parent = false;
 };
 
 /// Runs a program to its end (or its timeout). Errors only when it cannot be started (not found,

@@ -5,9 +5,14 @@
 #include <optional>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "tune/landscape.h"
 #include "tune/op_desc.h"
 #include "tune/operators/operator.h"
@@ -127,6 +132,17 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
   so.measure.repeats = o.repeats;
   so.build.compiler = o.compiler;
   so.build.cache_dir = kb->path().parent_path() / "kernels";
+  if (!landscape && !o.lookup_only) {
+    // The kernel cache holds shared objects this process loads: they run as the user. A cache
+    // someone else can write (a shared bank folder) is refused before anything is built or
+    // loaded; each object is checked again as it is opened (docs/safety.md, code run in this
+    // process).
+    std::error_code ec;
+    if (!fs::exists(so.build.cache_dir, ec) && ::mkdir(so.build.cache_dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return IoError("cannot create the kernel cache " + so.build.cache_dir.string() + ": " + std::strerror(errno));
+    if (Status st = CheckPrivateFolder(so.build.cache_dir, "the kernel cache"); !st.ok())
+      return InvalidArgument(st.message() + " (give another --tune-bank)");
+  }
   so.build.parallel = o.parallel_compile;
   so.hardware_threads = o.hardware_threads > 0 ? o.hardware_threads : ThisMachineThreads();
   so.lookup_only = o.lookup_only;

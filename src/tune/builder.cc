@@ -1,14 +1,17 @@
 #include "tune/builder.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "core/subprocess.h"
 #include "core/thread_pool.h"
 #include "tune/knowledge_base.h"
@@ -24,6 +27,28 @@ Builder::Builder(BuildOptions options, Logger& logger) : options_(std::move(opti
   if (auto run = Spawn(version); run.ok() && run->ok()) compiler_version_ = run->output.substr(0, run->output.find('\n'));
   // -march=native code is only valid on this CPU: its model and SIMD flags are part of the key.
   machine_ = CpuDescription();
+  RemoveStaleObjects();
+}
+
+void Builder::RemoveStaleObjects() {
+  // A tuner killed mid-compile leaves its private object (KEY.so.tmpPID_N) and maybe a source's
+  // temporary (KEY.cc.tmp.PID): removed once that process is gone (a live run's are kept).
+  std::error_code ec;
+  std::vector<std::string> removed = RemoveStaleTemporaries(options_.cache_dir);
+  for (const auto& e : fs::directory_iterator(options_.cache_dir, ec)) {
+    std::string name = e.path().filename().string();
+    size_t at = name.find(".so.tmp");
+    if (at == std::string::npos) continue;
+    const char* digits = name.c_str() + at + 7;
+    char* end = nullptr;
+    long pid = std::strtol(digits, &end, 10);
+    if (end == digits || *end != '_' || pid <= 0) continue;
+    if (!e.is_regular_file(ec) || e.is_symlink(ec)) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // still running
+    if (fs::remove(e.path(), ec)) removed.push_back(name);
+  }
+  for (const auto& name : removed)
+    logger_.Info("Removed " + (options_.cache_dir / name).string() + " (left by a tuning run that was killed)");
 }
 
 std::string Builder::Key(const std::string& source) const {
@@ -73,9 +98,15 @@ BuildResult Builder::BuildOne(const std::string& source, bool use_cache) {
   r.shared_object = so;
   std::error_code ec;
   if (use_cache && fs::exists(so, ec)) {
-    r.ok = true;
-    r.cached = true;
-    return r;
+    // A cached object is used only when nobody else could have written it (docs/safety.md);
+    // otherwise it is built again and the rename below replaces it.
+    if (auto trusted = OpenPrivateCode(so); trusted.ok()) {
+      r.ok = true;
+      r.cached = true;
+      return r;
+    } else {
+      logger_.Warning(trusted.status().message() + "; building it again");
+    }
   }
   fs::path src = options_.cache_dir / (key + ".cc");
   if (Status st = WriteFileAtomic(src, source); !st.ok()) {
@@ -96,6 +127,8 @@ BuildResult Builder::BuildOne(const std::string& source, bool use_cache) {
   compile.timeout_seconds = options_.timeout_seconds;
   compile.merge_stderr = true;
   compile.max_capture_bytes = 1u << 20;
+  // A tuner killed (even with SIGKILL) takes its compilers with it: no orphaned cc1plus.
+  compile.kill_with_parent = true;
   auto run = Spawn(compile);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!run.ok() || !run->ok()) {
@@ -117,6 +150,8 @@ BuildResult Builder::BuildOne(const std::string& source, bool use_cache) {
     r.infrastructure = run->end == ProcessResult::End::kSignaled || LooksLikeInfrastructureFailure(output);
     return r;
   }
+  // Nobody else may write an object this process loads (OpenPrivateCode), whatever the umask.
+  fs::permissions(tmp, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove, ec);
   fs::rename(tmp, so, ec);
   if (ec) {
     r.error = "cannot rename " + tmp.string() + ": " + ec.message();

@@ -55,6 +55,8 @@ class Builder {
 
  private:
   BuildResult BuildOne(const std::string& source, bool use_cache = true);
+  /// Removes what killed tuning runs left in the cache (private objects, temporaries).
+  void RemoveStaleObjects();
   BuildOptions options_;
   Logger& logger_;
   std::string compiler_version_;

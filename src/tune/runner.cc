@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/input_files.h"
 #include "core/subprocess.h"
 
 namespace portkit::tune {
@@ -37,7 +38,14 @@ struct Loaded {
 
 Loaded Load(const std::filesystem::path& so) {
   Loaded l;
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Only code nobody else could have written is loaded; it is loaded through the descriptor that
+  // was checked, so a name swapped meanwhile changes nothing (docs/safety.md).
+  auto fd = OpenPrivateCode(so);
+  if (!fd.ok()) {
+    l.error = fd.status().message();
+    return l;
+  }
+  void* h = dlopen(ProcFdPath(fd->get()).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
     l.error = e ? e : "dlopen failed";

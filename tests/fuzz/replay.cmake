@@ -13,7 +13,10 @@ set(PORTKIT_FUZZ_REPLAYS
   "tensor_reader_fuzz|portkit_accuracy|400|corpus/tensors"
   "tune_input_fuzz|portkit_tune|3000|corpus/tune"
   "table_input_fuzz|portkit_analyse|1000|corpus/tables,corpus/traces"
-  "hdf5_reader_fuzz|portkit_accuracy|300|corpus/hdf5")
+  "hdf5_reader_fuzz|portkit_accuracy|300|corpus/hdf5"
+  "msprobe_dump_fuzz|portkit_accuracy|400|corpus/msprobe"
+  "cluster_trace_fuzz|portkit_prof|150|corpus/cluster"
+  "ascend_join_fuzz|portkit_prof|150|corpus/ascend_join")
 foreach(spec IN LISTS PORTKIT_FUZZ_REPLAYS)
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)

@@ -355,5 +355,60 @@ check "compare of complete dumps has no such warning" "! grep -q 'end-of-dump ma
 $T "$PORTKIT" extract -i "$F/ref" -o "$tmp/ex_end" -s 0 >/dev/null 2>&1
 check "extract of a complete dump writes the end marker of the new one" "grep -q '\"records\": 1' '$tmp/ex_end/dump_complete.json'"
 
+# ---------------------------------------------------------------------------------------------
+# Free space: what a copy writes (apparent sizes) is compared with the free space first; a sparse
+# file is never written out in full silently. PORTKIT_TEST_FREE_BYTES fakes the free space (a test
+# hook, docs/safety.md): no small file system is needed.
+sp="$tmp/sparse"
+mkdir -p "$sp/p"
+printf 'import torch\nx = torch.randn(3).cuda()\nfor b in loader:\n    pass\n' >"$sp/p/train.py"
+truncate -s 2G "$sp/p/huge.py"
+PORTKIT_TEST_FREE_BYTES=104857600 $T "$PORTKIT" migrate -i "$sp/p" -o "$sp/m" >"$sp/m.out" 2>&1
+check "migrate of a project with a 2 GB sparse .py and 100 MB free is refused (exit 2)" "[ $? = 2 ]"
+check "  the message names what the copy writes and the free space, both in bytes" \
+  "grep -q 'not enough free space: the migrated copy writes 2147.5 MB (2147483[0-9]* bytes) into .*p_msft, which has 104.9 MB (104857600 bytes) free' '$sp/m.out'"
+check "  and warns that huge.py is sparse" "grep -q 'huge.py: a sparse file: 2147.5 MB long' '$sp/m.out'"
+check "  and nothing was copied" "[ ! -e '$sp/m/p_msft/huge.py' ] && [ ! -e '$sp/m/p_msft/train.py' ]"
+PORTKIT_TEST_FREE_BYTES=104857600 $T "$PORTKIT" analyse -m dynamic_shape -i "$sp/p" -o "$sp/d" >"$sp/d.out" 2>&1
+check "the dynamic-shape copy of it is refused too (exit 2), naming both numbers" \
+  "[ $? = 2 ] && grep -q 'not enough free space: the instrumented copy writes 2147.5 MB .* which has 104.9 MB (104857600 bytes) free' '$sp/d.out' && [ ! -e '$sp/d/p_analysis/huge.py' ]"
+rm "$sp/p/huge.py"
+PORTKIT_TEST_FREE_BYTES=104857600 $T "$PORTKIT" migrate -i "$sp/p" -o "$sp/m" >"$sp/m2.out" 2>&1
+check "a project that fits is copied (exit 0)" "[ $? = 0 ] && [ -f '$sp/m/p_msft/train.py' ]"
+
+# ---------------------------------------------------------------------------------------------
+# Unreadable input is an error, not a verdict: compare with every target tensor file replaced by
+# random bytes exits non-zero and says why on the console.
+rb="$tmp/random_tgt"
+cp -r "$F/tgt" "$rb"
+for f in "$rb"/*.safetensors; do head -c "$(stat -c %s "$f")" /dev/urandom >"$f"; done
+$T "$PORTKIT" compare "$F/ref" "$rb" -o "$tmp/random_cmp" -j 1 >"$tmp/random_cmp.out" 2>&1
+check "compare of random-byte tensor files exits 2, not a pass" "[ $? = 2 ] && ! grep -q 'No diverging operator output' '$tmp/random_cmp.out'"
+check "  and names an unreadable file on the console" "grep -q 'random_tgt/op_0000[0-9][0-9].safetensors' '$tmp/random_cmp.out'"
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency: two prof import runs into one store at once both succeed, and the store holds what
+# one import alone gives (no stale string ids, no transaction left open).
+cc="$tmp/concurrent"
+mkdir -p "$cc/p" "$cc/alone"
+i=0
+for t in tests/data/traces/kineto/*.json.gz; do
+  i=$((i + 1)); cp "$t" "$cc/p/t$i.json.gz"; cp "$t" "$cc/alone/t$i.json.gz"
+  [ $i -ge 3 ] && break
+done
+$T "$PORTKIT" prof import -dir "$cc/p" >"$cc/a.out" 2>&1 &
+pa=$!
+$T "$PORTKIT" prof import -dir "$cc/p" >"$cc/b.out" 2>&1 &
+pb=$!
+wait $pa; ra=$?
+wait $pb; rb_=$?
+check "two concurrent prof import into one store both exit 0" "[ $ra = 0 ] && [ $rb_ = 0 ]"
+$T "$PORTKIT" prof import -dir "$cc/alone" >/dev/null 2>&1
+$T "$PORTKIT" prof export summary -dir "$cc/p" >/dev/null 2>&1
+$T "$PORTKIT" prof export summary -dir "$cc/alone" >/dev/null 2>&1
+check "  the store then gives the same summary as one import alone" \
+  "[ -n \"\$(ls '$cc/p/summary')\" ] && diff -r '$cc/p/summary' '$cc/alone/summary' >/dev/null"
+check "  and no import marker is left behind" "[ -z \"\$(ls -A '$cc/p' | grep '^.portkit-import')\" ]"
+
 echo "hostile input: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -177,6 +177,75 @@ TEST_F(InputFilesTest, CopyFileAtomicKeepsTheMode) {
   EXPECT_EQ(*ReadFile(dir_ / "copy.sh"), "#!/bin/sh\n");
 }
 
+// Code this process loads (tune's kernel cache): only from folders and files nobody else can write.
+TEST_F(InputFilesTest, PrivateFoldersAndCode) {
+  fs::create_directories(dir_ / "k");
+  fs::permissions(dir_ / "k", fs::perms(0755));
+  EXPECT_TRUE(CheckPrivateFolder(dir_ / "k", "the kernel cache").ok());
+  fs::permissions(dir_ / "k", fs::perms(0777));
+  Status st = CheckPrivateFolder(dir_ / "k", "the kernel cache");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("the kernel cache " + (dir_ / "k").string() + " is writable by everyone (mode 0777)"),
+            std::string::npos)
+      << st.message();
+  fs::permissions(dir_ / "k", fs::perms(0775));
+  st = CheckPrivateFolder(dir_ / "k", "the kernel cache");
+  EXPECT_NE(st.message().find("is writable by its group (mode 0775)"), std::string::npos) << st.message();
+  ::chmod((dir_ / "k").c_str(), 01777);  // sticky, as /tmp: accepted
+  EXPECT_TRUE(CheckPrivateFolder(dir_ / "k", "the kernel cache").ok());
+  fs::create_directory_symlink(dir_ / "k", dir_ / "link");
+  EXPECT_NE(CheckPrivateFolder(dir_ / "link", "x").message().find("is a symbolic link"), std::string::npos);
+
+  Write(dir_ / "k" / "a.so", "code");
+  fs::permissions(dir_ / "k" / "a.so", fs::perms(0644));
+  auto fd = OpenPrivateCode(dir_ / "k" / "a.so");
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  EXPECT_EQ(ProcFdPath(fd->get()), "/proc/self/fd/" + std::to_string(fd->get()));
+  fs::permissions(dir_ / "k" / "a.so", fs::perms(0664));
+  auto group = OpenPrivateCode(dir_ / "k" / "a.so");
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.status().message().find("is writable by its group (mode 0664): someone else could have written its "
+                                          "code; not loaded"),
+            std::string::npos)
+      << group.status().message();
+  fs::create_symlink(dir_ / "k" / "a.so", dir_ / "k" / "b.so");
+  EXPECT_FALSE(OpenPrivateCode(dir_ / "k" / "b.so").ok());
+  if (::geteuid() == 0) {  // as root: a file of another user is refused
+    fs::permissions(dir_ / "k" / "a.so", fs::perms(0644));
+    ASSERT_EQ(::chown((dir_ / "k" / "a.so").c_str(), 65534, 65534), 0);
+    auto other = OpenPrivateCode(dir_ / "k" / "a.so");
+    ASSERT_FALSE(other.ok());
+    EXPECT_NE(other.status().message().find("is owned by uid 65534, not by you (uid 0) or root"), std::string::npos);
+  }
+}
+
+// Room for a copy: apparent sizes (a sparse file in full) against the free space.
+TEST_F(InputFilesTest, FreeSpaceAndSparseFiles) {
+  Write(dir_ / "small.py", std::string(1000, 'x'));
+  {
+    std::ofstream sparse(dir_ / "sparse.py");
+  }
+  fs::resize_file(dir_ / "sparse.py", 64u << 20);  // 64 MiB of hole
+  CopySize size = MeasureCopy({dir_ / "small.py", dir_ / "sparse.py", dir_ / "missing.py"});
+  EXPECT_EQ(size.bytes, 1000u + (64u << 20));
+  ASSERT_EQ(size.sparse.size(), 1u);
+  EXPECT_NE(size.sparse[0].find("sparse.py: a sparse file: 67.1 MB long, 0.0 MB on disk"), std::string::npos)
+      << size.sparse[0];
+  auto real = FreeBytes(dir_);
+  ASSERT_TRUE(real.ok());
+  EXPECT_GT(*real, 0u);
+  ::setenv("PORTKIT_TEST_FREE_BYTES", "5000000", 1);
+  EXPECT_EQ(*FreeBytes(dir_ / "not" / "yet"), 5000000u);
+  Status st = CheckFreeSpace(dir_ / "out", size.bytes, "the migrated copy");
+  ::unsetenv("PORTKIT_TEST_FREE_BYTES");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "not enough free space: the migrated copy writes 67.1 MB (67109864 bytes) into " +
+                              (dir_ / "out").string() +
+                              ", which has 5.0 MB (5000000 bytes) free; nothing was copied. Free some space or give "
+                              "another output folder");
+  EXPECT_TRUE(CheckFreeSpace(dir_, 1000, "x").ok());
+}
+
 TEST(UnifiedDiffHeader, NamesWithSpacesAndQuotes) {
   EXPECT_EQ(UnifiedDiff("a\n", "b\n", "pkg/my file.py").substr(0, 44),
             "--- a/pkg/my file.py\t\n+++ b/pkg/my file.py\t\n");

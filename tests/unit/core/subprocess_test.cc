@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace portkit {
 namespace {
@@ -97,6 +98,97 @@ TEST(Spawn, CaptureIsBounded) {
   EXPECT_TRUE(r->ok());
   EXPECT_EQ(r->output.size(), 1000u);
   EXPECT_TRUE(r->truncated);
+}
+
+// kill_with_parent: the same results as a plain Spawn (exit code, output, environment, folder,
+// signal, missing program, timeout), and the program with its children dies with the parent.
+TEST(SpawnKillWithParent, GivesTheProgramsOwnResult) {
+  SpawnOptions o;
+  o.kill_with_parent = true;
+  o.argv = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"};
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->output, "out\n");
+  EXPECT_EQ(r->error_output, "err\n");
+
+  o.argv = {"sh", "-c", "echo $PORTKIT_A; pwd >&2"};
+  o.env_set = {"PORTKIT_A=hello"};
+  o.merge_stderr = true;
+  o.cwd = "/tmp";
+  r = Spawn(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->ok());
+  EXPECT_EQ(r->output, "hello\n/tmp\n");
+
+  o.argv = {"sh", "-c", "kill -SEGV $$"};
+  r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, ProcessResult::End::kSignaled);
+  EXPECT_EQ(r->signal, SIGSEGV);
+
+  o.argv = {"portkit-no-such-program-anywhere"};
+  r = Spawn(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(r.status().message().find("cannot run portkit-no-such-program-anywhere"), std::string::npos);
+
+  o.argv = {"sh", "-c", "sleep 30 & wait"};
+  o.timeout_seconds = 0.3;
+  r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end, ProcessResult::End::kTimedOut);
+  EXPECT_LT(r->seconds, 10);
+}
+
+// Whether `pid` still runs (a zombie or a missing process does not).
+bool Running(int pid) {
+  std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* s = fopen(stat.c_str(), "r");
+  if (!s) return false;
+  char state = 0;
+  int ignored = 0;
+  char comm[256];
+  bool read = fscanf(s, "%d %255s %c", &ignored, comm, &state) == 3;
+  fclose(s);
+  return read && state != 'Z' && state != 'X';
+}
+
+TEST(SpawnKillWithParent, TheProgramAndItsChildrenDieWhenTheParentIsKilled) {
+  char tmpl[] = "/tmp/portkit_spawn_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string pidfile = std::string(tmpl) + "/pids";
+  // The parent (a forked child here) starts a "compiler" that starts a child of its own, then the
+  // parent is killed with SIGKILL at its timeout, as a killed tuner would be.
+  ForkOptions fo;
+  fo.timeout_seconds = 1.5;
+  auto parent = RunForked(
+      [&](int) {
+        SpawnOptions o;
+        o.kill_with_parent = true;
+        o.argv = {"sh", "-c", "echo $$ >" + pidfile + "; sleep 300 & echo $! >>" + pidfile + "; wait"};
+        auto r = Spawn(o);
+        return r.ok() ? 0 : 1;
+      },
+      fo);
+  ASSERT_TRUE(parent.ok());
+  EXPECT_EQ(parent->end, ProcessResult::End::kTimedOut);
+  std::vector<int> pids;
+  FILE* f = fopen(pidfile.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  int pid = 0;
+  while (fscanf(f, "%d", &pid) == 1) pids.push_back(pid);
+  fclose(f);
+  ASSERT_EQ(pids.size(), 2u);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {  // at once in practice; up to 5 s on a loaded machine
+    gone = !Running(pids[0]) && !Running(pids[1]);
+    if (!gone) usleep(50000);
+  }
+  EXPECT_TRUE(gone) << "the program or its child outlived its parent";
+  for (int p : pids)
+    if (Running(p)) kill(p, SIGKILL);
+  std::system(("rm -rf " + std::string(tmpl)).c_str());
 }
 
 TEST(RunForked, ReportComesBack) {
