@@ -248,17 +248,19 @@ Expected<ProcessResult> SpawnGuarded(const SpawnOptions& o, const std::vector<st
     int err_fd = o.merge_stderr ? out_fd
                  : capture_err ? err_w.get()
                  : o.stderr_mode == ChildOutput::kDiscard ? dev_null.get() : 2;
-    // Descriptors above 2 are moved past every other open one first, so that dup2 onto 0..2
-    // never overwrites one still needed.
-    int moved_in = ::fcntl(in_fd, F_DUPFD, 1000), moved_out = ::fcntl(out_fd, F_DUPFD, 1000),
-        moved_err = ::fcntl(err_fd, F_DUPFD, 1000), report = ::fcntl(exec_w.get(), F_DUPFD_CLOEXEC, 1000);
-    if (moved_in < 0 || moved_out < 0 || moved_err < 0 || report < 0) ::_exit(127);
+    // Copies above 2 first, so that dup2 onto 0..2 never overwrites one still needed; then the
+    // report pipe goes to 3 and nothing else is kept (another thread's pipes must not stay open
+    // in a long-lived guard).
+    int moved_in = ::fcntl(in_fd, F_DUPFD, 3), moved_out = ::fcntl(out_fd, F_DUPFD, 3),
+        moved_err = ::fcntl(err_fd, F_DUPFD, 3);
+    if (moved_in < 0 || moved_out < 0 || moved_err < 0) ::_exit(127);
     ::dup2(moved_in, 0);
     ::dup2(moved_out, 1);
     ::dup2(moved_err, 2);
-    // Nothing else is kept: another thread's pipes must not stay open in a long-lived guard.
-    ::close_range(3, static_cast<unsigned>(report) - 1, 0);
-    ::close_range(static_cast<unsigned>(report) + 1, ~0u, 0);
+    const int report = 3;
+    if (exec_w.get() != report && ::dup2(exec_w.get(), report) < 0) ::_exit(127);
+    ::fcntl(report, F_SETFD, FD_CLOEXEC);
+    ::close_range(report + 1, ~0u, 0);
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
       int e = errno;
       (void)!::write(report, &e, sizeof e);
