@@ -89,7 +89,9 @@ Expected<sql::Database> OpenStoreForReading(const fs::path& db_path) {
 
 Expected<Store> Store::Open(const fs::path& path) {
   sql::OpenOptions options;
-  options.busy_timeout_ms = 10000;
+  // Two imports into one store: the second waits for the first's trace transaction (one trace
+  // of a few hundred MB takes minutes), rather than failing after seconds (docs/safety.md).
+  options.busy_timeout_ms = 30 * 60 * 1000;
   options.wal = path != ":memory:";
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
