@@ -132,8 +132,9 @@ std::multimap<std::string, std::string> ProjectIndex::PublicSpellings() {
   std::sort(modules.begin(), modules.end());
   for (const auto& [module_name, m] : modules) {
     std::vector<std::string> names;
-    auto exported = [&](const std::string& name) {
-      return m->all && std::find(m->all->begin(), m->all->end(), name) != m->all->end();
+    // Captured by value: clang before 16 cannot capture a structured binding.
+    auto exported = [summary = m](const std::string& name) {
+      return summary->all && std::find(summary->all->begin(), summary->all->end(), name) != summary->all->end();
     };
     for (const auto& [name, b] : m->names) {
       // A name a plain module imports is its own helper, not a way users spell the API; a
