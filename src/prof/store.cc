@@ -3,9 +3,6 @@
 #include <unistd.h>
 
 #include <vector>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 namespace portkit::prof {
 namespace fs = std::filesystem;
@@ -126,10 +123,11 @@ Expected<Store> Store::Open(const fs::path& path) {
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
   if (path != ":memory:") {
-    const char* page = getenv("PORTKIT_PAGE");
-    PORTKIT_RETURN_IF_ERROR(db->Exec(std::string("PRAGMA page_size = ") + (page ? page : "65536") + "; PRAGMA journal_mode = WAL;"));
+    PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA page_size = 65536; PRAGMA journal_mode = WAL;"));
   }
-  PORTKIT_RETURN_IF_ERROR(db->Exec(std::string("PRAGMA cache_size = -") + (getenv("PORTKIT_CACHE") ? getenv("PORTKIT_CACHE") : "65536") + "; PRAGMA synchronous = NORMAL;"));
+  // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
+  // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench).
+  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL;"));
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
   Store s;
   s.db_ = std::make_unique<sql::Database>(std::move(*db));
@@ -190,7 +188,7 @@ Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view 
     OnRollback();
     return st;
   };
-  if (Status st = db_->Exec(getenv("PORTKIT_KEEPIDX") ? kIndexes : kDropIndexes); !st.ok()) return fail(st);
+  if (Status st = db_->Exec(kDropIndexes); !st.ok()) return fail(st);
   // Re-import replaces the earlier import of the same file.
   auto old = db_->Prepare("SELECT id FROM traces WHERE path = ?");
   if (!old.ok()) return fail(old.status());
@@ -397,14 +395,9 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
     else q->Bind(3, warning);
     st = q->Bind(4, marks_).Bind(5, id_).Run();
   }
-  auto t0 = std::chrono::steady_clock::now();
   if (st.ok()) st = db.Exec(kIndexes);
-  auto t1 = std::chrono::steady_clock::now();
   if (st.ok()) st = LinkLaunchesToOps();
-  auto t2 = std::chrono::steady_clock::now();
   if (st.ok()) st = tx_->Commit();
-  auto t3 = std::chrono::steady_clock::now();
-  if (getenv("PORTKIT_PHASES")) fprintf(stderr, "indexes %.3f link %.3f commit %.3f\n", std::chrono::duration<double>(t1-t0).count(), std::chrono::duration<double>(t2-t1).count(), std::chrono::duration<double>(t3-t2).count());
   if (!st.ok()) {
     Abort();
     return st;

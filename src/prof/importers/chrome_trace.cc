@@ -10,8 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -534,7 +532,6 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
     }
   };
   Status split = Status::Ok();
-  auto phase0 = std::chrono::steady_clock::now();
   std::thread reader([&] {
     split = SplitTraceEvents(path, cb, &stats, limits);
     parser.Flush();
@@ -554,7 +551,6 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
     queue.Recycle(std::move(batch));
   }
   reader.join();
-  if (getenv("PORTKIT_PHASES")) fprintf(stderr, "split+store %.3f\n", std::chrono::duration<double>(std::chrono::steady_clock::now()-phase0).count());
   PORTKIT_RETURN_IF_ERROR(stored);
   PORTKIT_RETURN_IF_ERROR(split);
   for (const auto& d : devices) PORTKIT_RETURN_IF_ERROR(writer->AddDevice(d.id, d.name, d.properties));
