@@ -77,12 +77,17 @@ int ExportTimeline(const std::string& dir, const std::string& output, Context& c
   fs::path folder = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (Status st = WriteInto(folder, out.filename().string(), report->json); !st.ok()) return Fail(ctx, st);
   const auto& s = report->stats;
-  if (s.clipped)
-    ctx.logger.Warning(std::to_string(s.clipped) + " events did not nest on their track and were clipped to "
-                       "their parent's end");
+  if (s.without_detail)
+    ctx.logger.Warning(std::to_string(s.without_detail) +
+                       " traces were imported by an older portkit: their events have no args and their process and "
+                       "thread names, counters, instants and flows are absent; run `portkit prof import` again");
+  if (s.moved)
+    ctx.logger.Info(std::to_string(s.moved) + " events overlapped others on their track without nesting: moved to " +
+                    std::to_string(s.sibling_tracks) + " sibling tracks (\"<thread> (overlap N)\"), durations unchanged.");
   ctx.logger.Info("Wrote " + (output.empty() ? std::string("timeline/timeline.json") : out.string()) + ": " +
-                  std::to_string(s.events) + " events, " + std::to_string(s.flows) + " launch flows, " +
-                  std::to_string(s.clipped) + " clipped.");
+                  std::to_string(s.events) + " events, " + std::to_string(s.marks) +
+                  " metadata/counter/instant/flow events, " + std::to_string(s.flows) + " launch flows added, " +
+                  std::to_string(s.moved) + " moved to sibling tracks.");
   return kExitOk;
 }
 

@@ -48,6 +48,11 @@ struct ImportReport {
   std::vector<ImportedTrace> traces;
   /// Files under the input that no importer recognised: (relative path, why), for notes.
   std::vector<std::pair<std::string, std::string>> skipped;
+  /// Traces of an earlier import whose files are gone: removed from the store (folder imports).
+  std::vector<std::string> dropped;
+  /// Stored traces with the same content as another stored trace under another name:
+  /// (the copy, the trace it repeats); each is warned about (its events count twice).
+  std::vector<std::pair<std::string, std::string>> duplicates;
   /// The first failed trace's status (ok when every trace was imported).
   Status FirstFailure() const;
 };
@@ -124,6 +129,8 @@ struct DiffSide {
   std::filesystem::path folder;
   double step_ms = 0;
   size_t steps = 0;
+  size_t warmup_steps = 0;  ///< ProfilerStep#0 of traces with later steps: left out of step_ms
+  double warmup_ms = 0;
 };
 
 struct DiffReport {

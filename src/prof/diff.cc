@@ -14,7 +14,7 @@ Status Collect(Store& store, const char* sql, std::vector<std::pair<std::string,
 
 /// The first row of `sql` through `row_fn`; nothing when there is no row.
 template <typename RowFn>
-Status FirstRow(Store& store, const char* sql, RowFn row_fn) {
+Status FirstRow(Store& store, const std::string& sql, RowFn row_fn) {
   auto q = store.db().Prepare(sql);
   if (!q.ok()) return q.status();
   auto row = q->Step();
@@ -28,14 +28,23 @@ Status FirstRow(Store& store, const char* sql, RowFn row_fn) {
 Expected<Totals> ComputeTotals(Store& store) {
   Totals t;
   // Step time: each distinct step (a step can be a cpu_op and a user_annotation) over all traces.
-  PORTKIT_RETURN_IF_ERROR(FirstRow(
-      store,
-      "SELECT COUNT(*), AVG(span) FROM (SELECT MAX(e.ts + e.dur) - MIN(e.ts) AS span FROM events e "
-      "JOIN strings s ON s.id = e.name WHERE e.kind = 'step' GROUP BY e.trace, s.value)",
-      [&](const sql::Statement& q) {
-        t.steps = static_cast<size_t>(q.Int(0));
-        t.step_ms = q.Double(1) / 1e6;
-      }));
+  // ProfilerStep#0 of a trace with later steps is the warm-up (collect's step 0): apart.
+  const std::string spans =
+      "(SELECT e.trace AS trace, s.value AS name, MAX(e.ts + e.dur) - MIN(e.ts) AS span FROM events e "
+      "JOIN strings s ON s.id = e.name WHERE e.kind = 'step' GROUP BY e.trace, s.value)";
+  const std::string warmup =
+      "name = 'ProfilerStep#0' AND trace IN (SELECT e.trace FROM events e JOIN strings s ON s.id = e.name "
+      "WHERE e.kind = 'step' AND s.value <> 'ProfilerStep#0')";
+  PORTKIT_RETURN_IF_ERROR(FirstRow(store, "SELECT COUNT(*), AVG(span) FROM " + spans + " WHERE NOT (" + warmup + ")",
+                                   [&](const sql::Statement& q) {
+                                     t.steps = static_cast<size_t>(q.Int(0));
+                                     t.step_ms = q.Double(1) / 1e6;
+                                   }));
+  PORTKIT_RETURN_IF_ERROR(FirstRow(store, "SELECT COUNT(*), COALESCE(SUM(span), 0) FROM " + spans + " WHERE " + warmup,
+                                   [&](const sql::Statement& q) {
+                                     t.warmup_steps = static_cast<size_t>(q.Int(0));
+                                     t.warmup_ms = q.Double(1) / 1e6;
+                                   }));
   if (t.steps == 0)
     PORTKIT_RETURN_IF_ERROR(FirstRow(store, "SELECT MAX(ts + dur) - MIN(ts) FROM events", [&](const sql::Statement& q) {
       t.step_ms = static_cast<double>(q.Int(0)) / 1e6;

@@ -12,6 +12,8 @@ namespace portkit::prof {
 struct Totals {
   double step_ms = 0;   ///< mean ProfilerStep time, or the whole span when no step is marked
   size_t steps = 0;
+  size_t warmup_steps = 0;  ///< ProfilerStep#0 of traces with later steps: left out of step_ms
+  double warmup_ms = 0;     ///< their total time
   std::vector<std::pair<std::string, int64_t>> ops;      ///< key → total ns (CPU ops)
   std::vector<std::pair<std::string, int64_t>> kernels;  ///< name → total ns (device tasks)
 };

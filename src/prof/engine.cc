@@ -112,7 +112,8 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
     auto totals = ComputeTotals(*store);
     if (!totals.ok()) return totals.status();
     sides[i] = std::move(*totals);
-    *out[i] = DiffSide{ProfileFolder(*dirs[i]), sides[i].step_ms, sides[i].steps};
+    *out[i] = DiffSide{ProfileFolder(*dirs[i]), sides[i].step_ms, sides[i].steps, sides[i].warmup_steps,
+                       sides[i].warmup_ms};
   }
   report.operators = Deltas(sides[0].ops, sides[1].ops);
   report.kernels = Deltas(sides[0].kernels, sides[1].kernels);

@@ -8,12 +8,15 @@
 
 #include <cerrno>
 #include <fstream>
+#include <map>
 #include <set>
+#include <vector>
 
 #include "core/atomic_file.h"
 #include "core/input_files.h"
 #include "prof/api.h"
 #include "prof/ascend_join.h"
+#include "prof/json_stream.h"
 
 namespace portkit::prof {
 namespace fs = std::filesystem;
@@ -68,6 +71,43 @@ Status WriteImportMarker(const fs::path& marker, const std::vector<std::string>&
   std::string text;
   for (const auto& p : pending) text += p + "\n";
   return WriteFileAtomic(marker, text);
+}
+
+/// A 64-bit digest of the file's bytes (for telling copies apart; not cryptographic).
+uint64_t FileDigest(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::vector<char> buf(1 << 20);
+  uint64_t h = 1469598103934665603ull;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    std::streamsize n = in.gcount();
+    if (n <= 0) break;
+    h = (h ^ std::hash<std::string_view>{}(std::string_view(buf.data(), static_cast<size_t>(n)))) * 1099511628211ull;
+  }
+  return h;
+}
+
+/// The stored traces whose files hold the same bytes as another stored trace: (copy, first).
+/// Only files of equal size are read.
+std::vector<std::pair<std::string, std::string>> FindDuplicates(const fs::path& folder,
+                                                                 const std::vector<std::string>& paths) {
+  std::map<uintmax_t, std::vector<std::string>> by_size;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    uintmax_t size = fs::file_size(folder / p, ec);
+    if (!ec) by_size[size].push_back(p);
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [size, group] : by_size) {
+    if (group.size() < 2) continue;
+    std::map<uint64_t, std::string> first;
+    for (const auto& p : group) {
+      auto [it, fresh] = first.emplace(FileDigest(folder / p), p);
+      if (!fresh) out.emplace_back(p, it->second);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string Relative(const fs::path& p, const fs::path& folder) {
@@ -147,8 +187,18 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   std::vector<Found> found;
   bool single_file = fs::is_regular_file(options.input, ec);
   std::vector<std::pair<fs::path, std::string>> not_read;
+  const Importer* kineto = nullptr;
+  for (const auto& i : importers)
+    if (i->name() == "kineto") kineto = i.get();
   for (const auto& file : CandidateFiles(options.input, &not_read)) {
-    const Importer* importer = DetectImporter(importers, ReadFirstBytes(file));
+    std::string head = ReadFirstBytes(file);
+    const Importer* importer = DetectImporter(importers, head);
+    // A JSON object whose first kSniffBytes hold none of a trace's keys may still have its
+    // traceEvents further on (after a long first member): look for it at the top level.
+    auto first = head.find_first_not_of(" \t\r\n");
+    if (!importer && head.size() >= kSniffBytes && first != std::string::npos && head[first] == '{' &&
+        HasTopLevelMember(file.string(), "traceEvents", options.limits))
+      importer = kineto;
     if (importer) {
       found.push_back({file, importer});
     } else if (single_file) {
@@ -217,6 +267,26 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
                          j.trace_view + ", the other " + std::to_string(j.rows - j.joined) + " added to its timeline";
       t.result.warning = t.result.warning.empty() ? note : t.result.warning + "; " + note;
     }
+  }
+  // A folder import is the folder's profile: traces imported earlier whose files are gone leave it.
+  if (!single_file) {
+    auto stored = store->TracePaths();
+    if (!stored.ok()) return stored.status();
+    for (const auto& p : *stored) {
+      std::error_code gone_ec;
+      if (!fs::exists(report.folder / p, gone_ec) && !gone_ec) report.dropped.push_back(p);
+    }
+    PORTKIT_RETURN_IF_ERROR(store->DropTraces(report.dropped));
+    for (const auto& p : report.dropped)
+      log.Info("Dropped " + p + " from the profile: imported earlier, its file is gone.");
+  }
+  {
+    auto stored = store->TracePaths();
+    if (!stored.ok()) return stored.status();
+    report.duplicates = FindDuplicates(report.folder, *stored);
+    for (const auto& [copy, original] : report.duplicates)
+      log.Warning(copy + " has the same content as " + original +
+                  ": both are in the profile, so its events count twice; delete one and import again");
   }
   std::error_code rm_ec;
   fs::remove(marker, rm_ec);

@@ -12,6 +12,16 @@
 namespace portkit::prof {
 namespace {
 
+/// Byte classes for the scanning loops (one table look-up a byte).
+struct ByteTable {
+  bool at[256] = {};
+  constexpr explicit ByteTable(std::string_view chars) {
+    for (char c : chars) at[static_cast<unsigned char>(c)] = true;
+  }
+};
+constexpr ByteTable kStructural(std::string_view("\"\\{}[]"));
+constexpr ByteTable kStringEnd(std::string_view("\"\\"));
+
 /// Buffered reader over gzFile with a sliding window the scanner can keep text in. The window
 /// holds the bytes from the Keep() mark (while one is set) or the current position onwards, so
 /// whitespace and skipped text never accumulate; kept text over `limits.max_object_bytes`, or a
@@ -80,18 +90,14 @@ class Reader {
   void SkipPlain() {
     const char* p = buf_.data() + pos_;
     const char* end = buf_.data() + buf_.size();
-    while (p < end) {
-      char c = *p;
-      if (c == '"' || c == '\\' || c == '{' || c == '}' || c == '[' || c == ']') break;
-      ++p;
-    }
+    while (p < end && !kStructural.at[static_cast<unsigned char>(*p)]) ++p;
     pos_ = static_cast<size_t>(p - buf_.data());
   }
   /// Advances to the next quote or backslash (inside a string).
   void SkipStringBody() {
     const char* p = buf_.data() + pos_;
     const char* end = buf_.data() + buf_.size();
-    while (p < end && *p != '"' && *p != '\\') ++p;
+    while (p < end && !kStringEnd.at[static_cast<unsigned char>(*p)]) ++p;
     pos_ = static_cast<size_t>(p - buf_.data());
   }
   size_t pos() const { return pos_; }
@@ -183,6 +189,7 @@ bool ReadEventArray(Reader& r, const StreamCallbacks& cb, StreamStats* stats) {
       r.Next(&c);
       continue;
     }
+    if (cb.stop && cb.stop()) return true;
     if (c != '{') {
       stats->stop_reason = "unexpected '" + std::string(1, c) + "' in the event array at byte " +
                            std::to_string(r.offset());
@@ -262,6 +269,7 @@ Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, Stre
     if (!r.SkipSpace(&c)) return finish(false), limit;
     if (key == "traceEvents" && c == '[') {
       if (!ReadEventArray(r, cb, stats)) return finish(false), limit;
+      if (cb.stop && cb.stop()) return finish(true), limit;
       continue;
     }
     r.Keep(r.pos());
@@ -270,6 +278,43 @@ Status SplitTraceEvents(const std::string& path, const StreamCallbacks& cb, Stre
     if (cb.on_member && value.size() <= (64u << 20)) cb.on_member(key, value);
     r.Release();
   }
+}
+
+bool HasTopLevelMember(const std::string& path, std::string_view name, const ImportLimits& limits) {
+  auto fd = OpenInputFile(path);
+  if (!fd.ok()) return false;
+  struct stat st {};
+  uint64_t on_disk = fstat(fd->get(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  gzFile f = gzdopen(fd->release(), "rb");
+  if (!f) return false;
+  gzbuffer(f, 1 << 18);
+  Reader r(f, path, gzdirect(f) == 0, on_disk, limits);
+  bool found = false;
+  char c;
+  if (r.SkipSpace(&c) && c == '{') {
+    r.Next(&c);
+    for (;;) {
+      if (!r.SkipSpace(&c) || c == '}') break;
+      if (c == ',') {
+        r.Next(&c);
+        continue;
+      }
+      if (c != '"') break;
+      r.Keep(r.pos());
+      if (!SkipValue(r)) break;
+      std::string key(r.KeptText());
+      r.Release();
+      if (!r.SkipSpace(&c) || c != ':') break;
+      if (key.size() >= 2 && std::string_view(key).substr(1, key.size() - 2) == name) {
+        found = true;
+        break;
+      }
+      r.Next(&c);
+      if (!SkipValue(r)) break;
+    }
+  }
+  gzclose(f);
+  return found;
 }
 
 }  // namespace portkit::prof

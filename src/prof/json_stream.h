@@ -26,6 +26,8 @@ struct StreamCallbacks {
   /// A top-level member other than traceEvents (deviceProperties, baseTimeNanoseconds, ...),
   /// as raw JSON text (at most ImportLimits::max_object_bytes; a larger one is an error).
   std::function<void(std::string_view key, std::string_view value)> on_member;
+  /// Asked before each event: true ends the split there (the reader of the events failed).
+  std::function<bool()> stop;
 };
 
 /// Splits the file at `path`. Errors when the file cannot be opened or does not start like a
@@ -34,5 +36,10 @@ struct StreamCallbacks {
 /// split with `stats.truncated`. Memory: one event or member plus a 64 KiB piece, whatever the file.
 Status SplitTraceEvents(const std::string& path, const StreamCallbacks& callbacks, StreamStats* stats,
                         const ImportLimits& limits = {});
+
+/// Whether the JSON object in the file at `path` (plain or gzip) has a top-level member `name`,
+/// wherever it comes (a Chrome trace may put `traceEvents` after any other member). Reads up to
+/// that member; false for anything that is not an object, or that ends or breaks before it.
+bool HasTopLevelMember(const std::string& path, std::string_view name, const ImportLimits& limits = {});
 
 }  // namespace portkit::prof

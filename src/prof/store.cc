@@ -1,5 +1,7 @@
 #include "prof/store.h"
 
+#include <unistd.h>
+
 #include <vector>
 
 namespace portkit::prof {
@@ -28,7 +30,7 @@ constexpr std::string_view kCreateSchema = R"SQL(
 CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
 CREATE TABLE traces (
   id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
-  events INTEGER, skipped INTEGER, warning TEXT);
+  events INTEGER, skipped INTEGER, warning TEXT, marks INTEGER);
 CREATE TABLE devices (
   trace INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, properties TEXT);
 CREATE TABLE events (
@@ -38,7 +40,8 @@ CREATE TABLE events (
   grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER,
   registers INTEGER, shared_memory INTEGER, occupancy REAL, bytes INTEGER,
   input_dims TEXT, input_types TEXT,
-  parent INTEGER);
+  parent INTEGER, args TEXT);
+CREATE TABLE marks (trace INTEGER NOT NULL, ph TEXT NOT NULL, ts INTEGER, pid INTEGER, tid INTEGER, event TEXT NOT NULL);
 CREATE VIEW kernels AS
   SELECT e.*, s.value AS name_text FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'kernel';
 CREATE VIEW kernel_launches AS
@@ -50,18 +53,29 @@ CREATE VIEW kernel_launches AS
 // Built after each bulk insert (maintaining them row by row costs more than building them once).
 constexpr std::string_view kIndexes = R"SQL(
 CREATE INDEX IF NOT EXISTS events_kind ON events (trace, kind, ts);
-CREATE INDEX IF NOT EXISTS events_correlation ON events (trace, correlation);
-CREATE INDEX IF NOT EXISTS events_external ON events (trace, external_id);
+CREATE INDEX IF NOT EXISTS events_launch ON events (trace, correlation) WHERE kind IN ('runtime', 'driver');
 )SQL";
+// events_launch holds the runtime/driver calls only (a partial index: the kernel_launches view's
+// join names the same kinds, so SQLite uses it; a third of the rows of a full index). Schema 1's
+// events_external and events_correlation are dropped for good: launches are linked to their ops as
+// the events are written (TraceWriter), and no reader looks events up by External id.
 constexpr std::string_view kDropIndexes =
-    "DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_correlation; "
-    "DROP INDEX IF EXISTS events_external;";
+    "DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_launch; "
+    "DROP INDEX IF EXISTS events_correlation; DROP INDEX IF EXISTS events_external;";
+
+// Schema 1 → 2: args and marks (traces imported before have `marks` NULL: no detail).
+constexpr std::string_view kMigrate1To2 = R"SQL(
+ALTER TABLE events ADD COLUMN args TEXT;
+ALTER TABLE traces ADD COLUMN marks INTEGER;
+CREATE TABLE marks (trace INTEGER NOT NULL, ph TEXT NOT NULL, ts INTEGER, pid INTEGER, tid INTEGER, event TEXT NOT NULL);
+)SQL";
 
 sql::Schema StoreSchema() {
   sql::Schema s;
   s.what = "profile store";
   s.version = kStoreSchemaVersion;
   s.create_sql = kCreateSchema;
+  s.migrations = {kMigrate1To2};
   s.remedy = "delete it and run `portkit prof import` on the traces again";
   return s;
 }
@@ -83,24 +97,47 @@ Expected<sql::Database> OpenStoreForReading(const fs::path& db_path) {
   options.read_only = true;
   auto db = sql::Database::Open(db_path, options);
   if (!db.ok()) return db.status();
-  PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
-  return db;
+  Status st = sql::EnsureSchema(*db, StoreSchema());
+  if (st.ok()) return db;
+  // An older schema is migrated when the store can be written (opening it for writing does);
+  // otherwise, or for a store that cannot be migrated, the first answer stands.
+  auto version = db->UserVersion();
+  if (st.code() != ErrorCode::kUnsupported || !version.ok() || *version <= 0 || *version >= kStoreSchemaVersion ||
+      access(db_path.c_str(), W_OK) != 0)
+    return st;
+  {
+    auto writable = Store::Open(db_path);
+    if (!writable.ok()) return st;
+  }
+  auto again = sql::Database::Open(db_path, options);
+  if (!again.ok()) return again.status();
+  PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*again, StoreSchema()));
+  return again;
 }
 
 Expected<Store> Store::Open(const fs::path& path) {
   sql::OpenOptions options;
-  // Two imports into one store: the second waits for the first's trace transaction (one trace
-  // of a few hundred MB takes minutes), rather than failing after seconds (docs/safety.md).
-  options.busy_timeout_ms = 30 * 60 * 1000;
-  options.wal = path != ":memory:";
+  // Two imports into one store: the second waits for the first's trace transaction (one trace at a
+  // time), however long a large trace takes to import.
+  options.busy_timeout_ms = 3'600'000;
+  // 64 KiB pages (set before WAL, which fixes the page size of a new store): a bulk import
+  // writes a quarter as many WAL frames and B-tree pages as with 4 KiB ones.
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
-  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -65536; PRAGMA synchronous = NORMAL;"));
+  if (path != ":memory:") {
+    PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA page_size = 65536; PRAGMA journal_mode = WAL;"));
+  }
+  // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
+  // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench).
+  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL;"));
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
   Store s;
   s.db_ = std::make_unique<sql::Database>(std::move(*db));
-  auto ev = PrepareOwned(*s.db_, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,NULL)");
+  auto ev = PrepareOwned(*s.db_, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!ev.ok()) return ev.status();
+  auto mark = PrepareOwned(*s.db_, "INSERT INTO marks VALUES (?,?,?,?,?,?)");
+  if (!mark.ok()) return mark.status();
+  s.insert_mark_ = std::move(*mark);
   auto ins = PrepareOwned(*s.db_, "INSERT INTO strings (value) VALUES (?)");
   if (!ins.ok()) return ins.status();
   auto find = PrepareOwned(*s.db_, "SELECT id FROM strings WHERE value = ?");
@@ -120,8 +157,8 @@ Expected<Store> Store::OpenForReading(const fs::path& path) {
 }
 
 Expected<int64_t> Store::Intern(std::string_view s) {
+  if (auto it = strings_.find(s); it != strings_.end()) return it->second;
   std::string key(s);
-  if (auto it = strings_.find(key); it != strings_.end()) return it->second;
   // Not known in this run: the store may hold it from an earlier import.
   find_string_->Bind(1, key);
   auto row = find_string_->Step();
@@ -163,7 +200,7 @@ Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view 
   if (*row) {
     std::string t = std::to_string(old->Int(0));
     if (Status st = db_->Exec("DELETE FROM events WHERE trace = " + t + "; DELETE FROM devices WHERE trace = " + t +
-                              "; DELETE FROM traces WHERE id = " + t + ";");
+                              "; DELETE FROM marks WHERE trace = " + t + "; DELETE FROM traces WHERE id = " + t + ";");
         !st.ok())
       return fail(st);
   }
@@ -173,8 +210,42 @@ Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view 
   return TraceWriter(this, std::move(tx), db_->LastInsertRowId());
 }
 
+Expected<std::vector<std::string>> Store::TracePaths() {
+  auto q = db_->Prepare("SELECT path FROM traces ORDER BY path");
+  if (!q.ok()) return q.status();
+  std::vector<std::string> out;
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.emplace_back(q->Text(0));
+  }
+  return out;
+}
+
+Status Store::DropTraces(const std::vector<std::string>& paths) {
+  if (paths.empty()) return Status::Ok();
+  sql::Transaction tx(*db_);
+  PORTKIT_RETURN_IF_ERROR(tx.status());
+  for (const auto& path : paths) {
+    auto q = db_->Prepare("SELECT id FROM traces WHERE path = ?");
+    if (!q.ok()) return q.status();
+    q->Bind(1, path);
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) continue;
+    std::string t = std::to_string(q->Int(0));
+    PORTKIT_RETURN_IF_ERROR(db_->Exec("DELETE FROM events WHERE trace = " + t + "; DELETE FROM devices WHERE trace = " +
+                                      t + "; DELETE FROM marks WHERE trace = " + t +
+                                      "; DELETE FROM traces WHERE id = " + t + ";"));
+  }
+  return tx.Commit();
+}
+
 TraceWriter::TraceWriter(TraceWriter&& o) noexcept
-    : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_) {}
+    : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_), marks_(o.marks_),
+      op_by_external_(std::move(o.op_by_external_)), unlinked_(std::move(o.unlinked_)),
+      needs_enclosing_(o.needs_enclosing_) {}
 
 TraceWriter::~TraceWriter() { Abort(); }
 
@@ -217,6 +288,32 @@ Status TraceWriter::AddEvent(const Event& e) {
   else s.Bind(i++, e.input_dims);
   if (e.input_types.empty()) s.BindNull(i++);
   else s.Bind(i++, e.input_types);
+  // The CPU op a launch belongs to (its External id), when that op has come already.
+  const bool call = e.kind == EventKind::kRuntime || e.kind == EventKind::kDriver;
+  int64_t parent = -1;
+  if (call && e.external_id >= 0) {
+    if (auto it = op_by_external_.find(e.external_id); it != op_by_external_.end()) parent = it->second;
+  }
+  opt(parent);
+  if (e.args.empty()) s.BindNull(i++);
+  else s.Bind(i++, e.args);
+  PORTKIT_RETURN_IF_ERROR(s.Run());
+  if (e.kind == EventKind::kCpuOp && e.external_id >= 0)
+    op_by_external_.try_emplace(e.external_id, store_->db_->LastInsertRowId());
+  if (call && parent < 0) {
+    if (e.external_id >= 0) unlinked_.emplace_back(store_->db_->LastInsertRowId(), e.external_id);
+    else needs_enclosing_ = true;
+  }
+  return Status::Ok();
+}
+
+Status TraceWriter::AddMark(const Mark& m) {
+  sql::Statement& s = *store_->insert_mark_;
+  s.Bind(1, id_).Bind(2, m.ph);
+  if (m.has_ts) s.Bind(3, m.ts_ns);
+  else s.BindNull(3);
+  s.Bind(4, m.pid).Bind(5, m.tid).Bind(6, m.json);
+  ++marks_;
   return s.Run();
 }
 
@@ -228,13 +325,25 @@ Status TraceWriter::AddDevice(int64_t id, std::string_view name, std::string_vie
 
 Status TraceWriter::LinkLaunchesToOps() {
   sql::Database& db = *store_->db_;
-  // A runtime/driver call belongs to the CPU op with its External id; traces that do not carry
-  // that id (HTA's CUDA samples) get the innermost CPU op enclosing the call on its thread.
+  // A runtime/driver call belongs to the CPU op with its External id (linked as the events came
+  // in, or here when the op came after the call); traces that do not carry that id (HTA's CUDA
+  // samples) get the innermost CPU op enclosing the call on its thread.
   std::string t = std::to_string(id_);
-  PORTKIT_RETURN_IF_ERROR(db.Exec("UPDATE events SET parent = (SELECT c.rowid FROM events c WHERE c.trace = " + t +
-                                  " AND c.kind = 'cpu_op' AND c.external_id = events.external_id LIMIT 1) "
-                                  "WHERE trace = " + t +
-                                  " AND kind IN ('runtime', 'driver') AND external_id IS NOT NULL"));
+  {
+    auto upd = db.Prepare("UPDATE events SET parent = ? WHERE rowid = ?");
+    if (!upd.ok()) return upd.status();
+    for (const auto& [rowid, external] : unlinked_) {
+      auto it = op_by_external_.find(external);
+      if (it == op_by_external_.end()) {
+        needs_enclosing_ = true;
+        continue;
+      }
+      PORTKIT_RETURN_IF_ERROR(upd->Bind(1, it->second).Bind(2, rowid).Run());
+    }
+    unlinked_.clear();
+    op_by_external_.clear();
+  }
+  if (!needs_enclosing_) return Status::Ok();
   auto q = db.Prepare("SELECT rowid, kind, ts, dur, pid, tid, parent FROM events WHERE trace = " + t +
                       " AND kind IN ('cpu_op', 'runtime', 'driver') ORDER BY pid, tid, ts, dur DESC");
   if (!q.ok()) return q.status();
@@ -272,19 +381,21 @@ Expected<int64_t> TraceWriter::SetKindOfProcess(int64_t pid, EventKind from, Eve
   if (!q.ok()) return q.status();
   q->Bind(1, std::string_view(EventKindName(to))).Bind(2, id_).Bind(3, pid);
   PORTKIT_RETURN_IF_ERROR(q->Bind(4, std::string_view(EventKindName(from))).Run());
-  return db.Changes();
+  int64_t changed = db.Changes();
+  if (changed > 0 && (to == EventKind::kRuntime || to == EventKind::kDriver)) needs_enclosing_ = true;
+  return changed;
 }
 
 Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view warning) {
   if (!tx_) return Status(ErrorCode::kInternal, "trace already finished or aborted");
   sql::Database& db = *store_->db_;
-  auto q = db.Prepare("UPDATE traces SET events = ?, skipped = ?, warning = ? WHERE id = ?");
+  auto q = db.Prepare("UPDATE traces SET events = ?, skipped = ?, warning = ?, marks = ? WHERE id = ?");
   Status st = q.status();
   if (st.ok()) {
     q->Bind(1, static_cast<int64_t>(events)).Bind(2, static_cast<int64_t>(skipped));
     if (warning.empty()) q->BindNull(3);
     else q->Bind(3, warning);
-    st = q->Bind(4, id_).Run();
+    st = q->Bind(4, marks_).Bind(5, id_).Run();
   }
   if (st.ok()) st = db.Exec(kIndexes);
   if (st.ok()) st = LinkLaunchesToOps();

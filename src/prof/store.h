@@ -2,15 +2,22 @@
 /// The profile store: one SQLite database (`portkit.db`) per profile folder. Writes go through
 /// this API only (importers never touch SQL). Timestamps are integer nanoseconds.
 ///
-/// The schema carries a version (`PRAGMA user_version` = kStoreSchemaVersion). A store without a
-/// version (written before versions existed) or with another version is refused with a message
-/// saying to import the traces again; it is never silently reused.
+/// The schema carries a version (`PRAGMA user_version` = kStoreSchemaVersion). A store of schema 1
+/// is migrated in place (its traces then have no `args` and no marks until imported again:
+/// TraceInfo::detail is false for them). A store without a version (written before versions
+/// existed) or with a newer version is refused with a message saying to import the traces again;
+/// it is never silently reused.
+///
+/// Schema 2 keeps what the timeline needs to be lossless: each event's `args` object as its raw
+/// JSON text, and every event that is not a complete event ("X") — metadata (process and thread
+/// names), counters, instants, flows — as a mark (its raw JSON text, with ph, ts, pid and tid).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "core/sqlite.h"
 #include "core/status.h"
@@ -18,7 +25,7 @@
 namespace portkit::prof {
 
 /// The schema version of `portkit.db` this portkit writes and reads.
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 /// The store's file name inside a profile folder.
 inline constexpr std::string_view kStoreFileName = "portkit.db";
 
@@ -46,6 +53,17 @@ struct Event {
   int64_t registers = -1, shared_memory = -1, bytes = -1;
   double occupancy = -1;
   std::string_view input_dims, input_types;  ///< raw JSON text when recorded
+  std::string_view args;                      ///< the event's `args` object, raw JSON text; empty when none
+};
+
+/// An event that is not a complete event ("X"): metadata ("M"), counter ("C"), instant ("i", "I"),
+/// flow ("s", "t", "f"), async or other phases. Kept as the trace wrote it.
+struct Mark {
+  std::string_view ph;
+  bool has_ts = false;
+  int64_t ts_ns = 0;
+  int64_t pid = 0, tid = 0;
+  std::string_view json;  ///< the whole event object, raw JSON text
 };
 
 class Store;
@@ -62,6 +80,7 @@ class TraceWriter {
 
   int64_t id() const { return id_; }
   Status AddEvent(const Event& e);
+  Status AddMark(const Mark& m);
   Status AddDevice(int64_t id, std::string_view name, std::string_view properties);
   /// Re-kinds this trace's events of process `pid` stored as `from` (a process whose name came
   /// after its events); returns how many changed.
@@ -79,6 +98,12 @@ class TraceWriter {
   Store* store_;
   std::unique_ptr<sql::Transaction> tx_;
   int64_t id_;
+  int64_t marks_ = 0;
+  // Launch → CPU op links made while the events stream in: the first CPU op of each External id,
+  // and the calls whose op had not come yet (linked at Finish).
+  std::unordered_map<int64_t, int64_t> op_by_external_;
+  std::vector<std::pair<int64_t, int64_t>> unlinked_;  // (rowid, external id)
+  bool needs_enclosing_ = false;  // a runtime/driver call without an External id op: link by nesting
 };
 
 class Store {
@@ -98,15 +123,26 @@ class Store {
 
   sql::Database& db() { return *db_; }
 
+  /// The paths of the stored traces, sorted.
+  Expected<std::vector<std::string>> TracePaths();
+  /// Removes the traces at `paths` (their events, marks and devices) in one transaction.
+  Status DropTraces(const std::vector<std::string>& paths);
+
  private:
   friend class TraceWriter;
   Store() = default;
   Expected<int64_t> Intern(std::string_view s);
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
-  std::unique_ptr<sql::Statement> insert_event_, insert_string_, find_string_;
-  std::unordered_map<std::string, int64_t> strings_;
+  std::unique_ptr<sql::Statement> insert_event_, insert_mark_, insert_string_, find_string_;
+  // Ids of strings in the store (learnt in committed or the current transaction; strings are
+  // never deleted, so an id stays valid for other processes' imports too).
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings_;
 };
 
 }  // namespace portkit::prof

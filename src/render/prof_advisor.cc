@@ -27,11 +27,13 @@ std::string Escape(const std::string& s) {
 std::string Bars(const std::vector<std::pair<std::string, int64_t>>& rows, int64_t whole) {
   int64_t max = 1;
   for (const auto& r : rows) max = std::max(max, r.second);
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"" +
+  // Label (up to 60 characters) left of x = 400, bar up to 380 px, then the value: "12.345 ms
+  // (100.0%)" needs ~130 px, so the picture is 960 px wide and no value is cut off.
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"960\" height=\"" +
                     std::to_string(rows.size() * 24 + 8) + "\">";
   for (size_t i = 0; i < rows.size(); ++i) {
     int y = static_cast<int>(i) * 24 + 4;
-    int w = static_cast<int>(420.0 * static_cast<double>(rows[i].second) / static_cast<double>(max));
+    int w = static_cast<int>(380.0 * static_cast<double>(rows[i].second) / static_cast<double>(max));
     std::string label = rows[i].first.size() > 60 ? rows[i].first.substr(0, 57) + "..." : rows[i].first;
     svg += "<text x=\"0\" y=\"" + std::to_string(y + 15) + "\" font-size=\"12\">" + Escape(label) + "</text>";
     svg += "<rect x=\"400\" y=\"" + std::to_string(y) + "\" width=\"" + std::to_string(std::max(w, 1)) +
@@ -51,6 +53,9 @@ std::string ProfAdvisorText(const prof::AnalyseReport& r) {
          (b.steps ? " over " + std::to_string(b.steps) + " steps (" +
                         Duration(b.wall / static_cast<int64_t>(b.steps)) + " per step)"
                   : " (no steps marked)") +
+         (b.warmup_steps ? "; warm-up (ProfilerStep#0, " + std::to_string(b.warmup_steps) + " trace" +
+                               (b.warmup_steps > 1 ? "s" : "") + ") reported apart: " + Duration(b.warmup) + ", left out"
+                         : std::string()) +
          "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [what, ns] : r.time_split) rows.push_back({what, Duration(ns), Share(ns, b.wall)});
@@ -85,7 +90,10 @@ std::string ProfAdvisorHtml(const prof::AnalyseReport& r) {
       "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}.high{color:#b00}.medium{color:#b60}"
       ".low{color:#666}</style></head><body><h1>portkit prof analyse</h1>";
   h += "<p>Profiled time " + Escape(Duration(b.wall)) +
-       (b.steps ? " over " + std::to_string(b.steps) + " steps" : " (no steps marked)") + ".</p>";
+       (b.steps ? " over " + std::to_string(b.steps) + " steps" : " (no steps marked)") +
+       (b.warmup_steps ? "; warm-up step (ProfilerStep#0) reported apart: " + Escape(Duration(b.warmup)) + ", left out"
+                       : std::string()) +
+       ".</p>";
   h += "<h2>Time split</h2>" + Bars(r.time_split, b.wall);
   if (!r.top_operators.empty()) h += "<h2>Top operators</h2>" + Bars(r.top_operators, 0);
   if (!r.host_ops.empty()) {
@@ -116,6 +124,8 @@ std::string ProfAdvisorJson(const prof::AnalyseReport& r) {
   j.BeginObject();
   j.Key("profiled_ns").Int(b.wall);
   j.Key("steps").Int(static_cast<int64_t>(b.steps));
+  j.Key("warmup_steps").Int(static_cast<int64_t>(b.warmup_steps));
+  j.Key("warmup_ns").Int(b.warmup);
   j.Key("time_split").BeginArray();
   for (const auto& [what, ns] : r.time_split) {
     j.BeginObject().Key("what").String(what).Key("ns").Int(ns);

@@ -34,6 +34,12 @@ std::string ProfDiffText(const prof::DiffReport& r) {
   std::snprintf(line, sizeof line, "\nstep time: %.3f ms (%zu steps) -> %.3f ms (%zu steps): %s\n", r.base.step_ms,
                 r.base.steps, r.compare.step_ms, r.compare.steps, Pct(r.base.step_ms, r.compare.step_ms).c_str());
   std::string out = line;
+  for (const auto* side : {&r.base, &r.compare}) {
+    if (!side->warmup_steps) continue;
+    std::snprintf(line, sizeof line, "%s: warm-up step (ProfilerStep#0) reported apart, left out: %.3f ms\n",
+                  side == &r.base ? "base" : "compare", side->warmup_ms);
+    out += line;
+  }
   using Table = std::pair<const char*, const std::vector<prof::DeltaRow>*>;
   for (const auto& [name, rows] : {Table{"operators", &r.operators}, Table{"kernels", &r.kernels}}) {
     std::vector<std::vector<std::string>> top;
@@ -65,6 +71,8 @@ std::string ProfDiffJson(const prof::DiffReport& r) {
     j.Key("folder").String(side->folder.string());
     j.Key("step_ms").Fixed(side->step_ms, 6);
     j.Key("steps").Int(static_cast<int64_t>(side->steps));
+    j.Key("warmup_steps").Int(static_cast<int64_t>(side->warmup_steps));
+    j.Key("warmup_ms").Fixed(side->warmup_ms, 6);
     j.EndObject();
   }
   j.Key("step_change_percent");

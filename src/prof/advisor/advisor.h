@@ -30,6 +30,9 @@ struct Profile {
     std::string name;
   };
   std::vector<Step> steps;
+  /// The warm-up: `ProfilerStep#0` of a trace that marks later steps too (collect's step 0, before
+  /// the first optimizer step). Reported apart, never one of `steps`.
+  std::vector<Step> warmup;
   std::filesystem::path data_dir;
   /// The default target's facts (data/targets/*/target.json with "default": true): its
   /// communication kernel names and fused replacements.
@@ -72,6 +75,8 @@ struct Breakdown {
   /// launches, copies: linked by correlation id), as a union.
   int64_t launch = 0;
   size_t steps = 0;
+  size_t warmup_steps = 0;  ///< warm-up steps left out (one per trace at most)
+  int64_t warmup = 0;       ///< their total span
 };
 Breakdown ComputeBreakdown(const Profile& p);
 

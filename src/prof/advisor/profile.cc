@@ -48,7 +48,13 @@ Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_
     }
     p.events.push_back(std::move(e));
   }
-  for (auto& [k, s] : steps) p.steps.push_back(s);
+  std::set<int64_t> stepped;  // traces with a step other than ProfilerStep#0
+  for (auto& [k, s] : steps)
+    if (s.name != "ProfilerStep#0") stepped.insert(k.first);
+  for (auto& [k, s] : steps) {
+    if (s.name == "ProfilerStep#0" && stepped.count(k.first)) p.warmup.push_back(s);
+    else p.steps.push_back(s);
+  }
   std::sort(p.steps.begin(), p.steps.end(),
             [](const Step& a, const Step& b) { return std::tie(a.trace, a.start) < std::tie(b.trace, b.start); });
   return p;
@@ -97,6 +103,8 @@ Breakdown ComputeBreakdown(const Profile& p) {
   } else {
     b.steps = windows.size();
   }
+  b.warmup_steps = p.warmup.size();
+  for (const auto& w : p.warmup) b.warmup += w.end - w.start;
   // Correlation ids of the device tasks: a runtime call with one of them launched that task.
   std::set<std::pair<int64_t, int64_t>> launched;
   for (const auto& e : p.events)

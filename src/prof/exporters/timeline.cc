@@ -1,6 +1,11 @@
 #include "prof/exporters/timeline.h"
 
+#include <simdjson.h>
+
+#include <algorithm>
 #include <map>
+#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "core/json_writer.h"
@@ -11,22 +16,93 @@ namespace {
 
 struct Row {
   int64_t trace, pid, tid, ts, dur, rowid;
-  std::string name, cat, kind;
+  std::string name, cat, kind, args;
 };
 
-void AppendEvent(std::string& out, const char* ph, const std::string& name, const std::string& cat,
-                 int64_t pid, int64_t tid, int64_t rel_ts_ns, int64_t dur_ns, const std::string& extra) {
-  out += out.back() == '[' ? "\n" : ",\n";
-  out += "{\"ph\":\"";
-  out += ph;
-  out += "\",\"name\":";
-  JsonWriter::AppendEscaped(out, name);
-  out += ",\"cat\":";
-  JsonWriter::AppendEscaped(out, cat);
-  out += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Micros(rel_ts_ns);
-  if (dur_ns >= 0) out += ",\"dur\":" + Micros(dur_ns);
-  out += extra;
-  out += "}";
+struct MarkRow {
+  int64_t trace;
+  std::string ph;
+  bool has_ts;
+  int64_t ts, pid, tid;
+  std::string json;
+};
+
+/// A track: (trace, pid, tid).
+struct TrackKey {
+  int64_t trace, pid, tid;
+  bool operator<(const TrackKey& o) const {
+    return std::tie(trace, pid, tid) < std::tie(o.trace, o.pid, o.tid);
+  }
+};
+
+/// Where a flow at (trace, pid, tid, ts) binds: the lane of the shortest event starting there.
+struct PointKey {
+  int64_t trace, pid, tid, ts;
+  bool operator==(const PointKey& o) const {
+    return trace == o.trace && pid == o.pid && tid == o.tid && ts == o.ts;
+  }
+};
+struct PointHash {
+  size_t operator()(const PointKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : {k.trace, k.pid, k.tid, k.ts}) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+std::string Escaped(std::string_view s) {
+  std::string out;
+  JsonWriter::AppendEscaped(out, s);
+  return out;
+}
+
+void Separator(std::string& out) { out += out.back() == '[' ? "\n" : ",\n"; }
+
+/// The raw JSON text of a value (without the spaces that follow it).
+bool RawValue(simdjson::ondemand::value v, std::string_view* raw) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object o;
+    return !v.get_object().get(o) && !o.raw_json().get(*raw);
+  }
+  if (t == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array a;
+    return !v.get_array().get(a) && !a.raw_json().get(*raw);
+  }
+  *raw = v.raw_json_token();
+  while (!raw->empty() && (raw->back() == ' ' || raw->back() == '\n' || raw->back() == '\r' || raw->back() == '\t'))
+    raw->remove_suffix(1);
+  return !raw->empty();
+}
+
+/// `args.name` of a metadata event's raw JSON; empty when it has none.
+std::string MetadataName(simdjson::ondemand::parser& parser, const std::string& json, std::string* which) {
+  simdjson::padded_string text(json);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object obj;
+  if (parser.iterate(text).get(doc) || doc.get_object().get(obj)) return {};
+  std::string name;
+  for (auto f : obj) {
+    std::string_view key;
+    if (f.unescaped_key().get(key)) return {};
+    simdjson::ondemand::value v;
+    if (f.value().get(v)) return {};
+    if (key == "name") {
+      std::string_view s;
+      if (!v.get_string().get(s)) *which = std::string(s);
+    } else if (key == "args") {
+      simdjson::ondemand::object args;
+      if (v.get_object().get(args)) continue;
+      for (auto a : args) {
+        std::string_view k;
+        if (a.unescaped_key().get(k)) break;
+        std::string_view s;
+        if (k == "name" && !a.value().get_string().get(s)) name = std::string(s);
+      }
+    }
+  }
+  return name;
 }
 
 }  // namespace
@@ -36,70 +112,239 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
   std::vector<Row> rows;
   {
     auto q = db.Prepare(
-        "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, s.value, c.value, e.kind "
+        "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, s.value, c.value, e.kind, e.args "
         "FROM events e JOIN strings s ON s.id = e.name LEFT JOIN strings c ON c.id = e.category "
-        "ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC");
+        "ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid");
     if (!q.ok()) return q.status();
     while (true) {
       auto row = q->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
       rows.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3), q->Int(4), q->Int(5), std::string(q->Text(6)),
-                      std::string(q->Text(7)), std::string(q->Text(8))});
+                      std::string(q->Text(7)), std::string(q->Text(8)), std::string(q->Text(9))});
     }
   }
-  // Per trace: the earliest timestamp (the timeline's zero) and a process id per (trace, pid).
-  std::map<int64_t, int64_t> base;
-  for (const auto& r : rows) {
-    auto it = base.find(r.trace);
-    if (it == base.end() || r.ts < it->second) base[r.trace] = r.ts;
-  }
-  std::map<std::pair<int64_t, int64_t>, int64_t> process;
-  std::map<int64_t, std::string> trace_names;
+  std::vector<MarkRow> marks;
   {
-    auto q = db.Prepare("SELECT id, path FROM traces");
+    auto q = db.Prepare("SELECT trace, ph, ts, pid, tid, event FROM marks ORDER BY trace, rowid");
+    if (!q.ok()) return q.status();
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      marks.push_back({q->Int(0), std::string(q->Text(1)), !q->IsNull(2), q->Int(2), q->Int(3), q->Int(4),
+                       std::string(q->Text(5))});
+    }
+  }
+  std::map<int64_t, std::string> trace_names;
+  std::set<int64_t> with_detail;  // traces imported with schema 2 (args and marks kept)
+  {
+    auto q = db.Prepare("SELECT id, path, marks FROM traces");
     if (!q.ok()) return q.status();
     while (true) {
       auto row = q->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
       trace_names[q->Int(0)] = std::string(q->Text(1));
+      if (!q->IsNull(2)) with_detail.insert(q->Int(0));
+      else ++stats->without_detail;
     }
   }
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-  std::map<int64_t, std::pair<int64_t, int64_t>> where;  // rowid → (process, tid) for flows
-  std::map<int64_t, int64_t> start_of;                   // rowid → relative ts
-  // Legalise nesting per track with a stack of open intervals: an event that starts inside the top
-  // interval but ends after it is clipped to the top's end.
-  int64_t cur_trace = -1, cur_pid = 0, cur_tid = 0;
-  std::vector<int64_t> open_ends;
-  for (const auto& r : rows) {
-    auto key = std::make_pair(r.trace, r.pid);
+  const bool several_traces = trace_names.size() > 1;
+
+  // Per trace: the earliest timestamp of a timed event (the timeline's zero).
+  std::map<int64_t, int64_t> base;
+  auto see = [&](int64_t trace, int64_t ts) {
+    auto it = base.find(trace);
+    if (it == base.end() || ts < it->second) base[trace] = ts;
+  };
+  for (const auto& r : rows) see(r.trace, r.ts);
+  for (const auto& m : marks)
+    if (m.has_ts && m.ph != "M") see(m.trace, m.ts);
+
+  // One process per (trace, pid), numbered in order of first appearance; the tids each uses.
+  std::map<std::pair<int64_t, int64_t>, int64_t> process;
+  std::map<std::pair<int64_t, int64_t>, int64_t> max_tid;
+  auto process_of = [&](int64_t trace, int64_t pid, int64_t tid) {
+    auto key = std::make_pair(trace, pid);
     auto [it, fresh] = process.emplace(key, static_cast<int64_t>(process.size()) + 1);
-    if (fresh) {
-      std::string pname = trace_names[r.trace] + " pid " + std::to_string(r.pid);
-      AppendEvent(out, "M", "process_name", "__metadata", it->second, 0, 0, -1,
-                  ",\"args\":{\"name\":" + [&] { std::string s; JsonWriter::AppendEscaped(s, pname); return s; }() + "}");
-    }
-    if (r.trace != cur_trace || r.pid != cur_pid || r.tid != cur_tid) {
-      open_ends.clear();
-      cur_trace = r.trace, cur_pid = r.pid, cur_tid = r.tid;
-    }
-    int64_t ts = r.ts - base[r.trace];
-    int64_t dur = r.dur < 0 ? 0 : r.dur;
-    while (!open_ends.empty() && open_ends.back() <= ts) open_ends.pop_back();
-    if (!open_ends.empty() && ts + dur > open_ends.back()) {
-      dur = open_ends.back() - ts;
-      ++stats->clipped;
-    }
-    open_ends.push_back(ts + dur);
-    AppendEvent(out, "X", r.name, r.cat.empty() ? r.kind : r.cat, it->second, r.tid, ts, dur, "");
-    ++stats->events;
-    where[r.rowid] = {it->second, r.tid};
-    start_of[r.rowid] = ts;
+    auto [mt, first] = max_tid.emplace(key, tid);
+    if (!first) mt->second = std::max(mt->second, tid);
+    return it->second;
+  };
+  for (const auto& r : rows) process_of(r.trace, r.pid, r.tid);
+  for (const auto& m : marks) process_of(m.trace, m.pid, m.tid);
+
+  // Names the trace gave its processes and threads; which traces have flows of their own.
+  simdjson::ondemand::parser parser;
+  std::set<std::pair<int64_t, int64_t>> named_process;
+  std::map<TrackKey, std::string> thread_names;
+  std::set<int64_t> has_flows;
+  for (const auto& m : marks) {
+    if (m.ph == "s" || m.ph == "t" || m.ph == "f") has_flows.insert(m.trace);
+    if (m.ph != "M") continue;
+    std::string which;
+    std::string name = MetadataName(parser, m.json, &which);
+    if (which == "process_name") named_process.insert({m.trace, m.pid});
+    if (which == "thread_name" && !name.empty()) thread_names[{m.trace, m.pid, m.tid}] = name;
   }
-  // Launch flows: runtime call → device task.
-  auto q = db.Prepare("SELECT kernel, launch FROM kernel_launches WHERE launch IS NOT NULL");
+
+  // Lanes: per track, the events that do not nest go to the first sibling lane where they do.
+  std::vector<int32_t> lane_of(rows.size(), 0);
+  std::unordered_map<PointKey, int32_t, PointHash> lane_at;  // flow binding points on moved lanes
+  std::map<TrackKey, int32_t> lanes_of_track;
+  {
+    std::vector<std::vector<int64_t>> lanes;  // open ends per lane
+    TrackKey cur{-1, 0, 0};
+    bool first = true;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      TrackKey key{r.trace, r.pid, r.tid};
+      if (first || key.trace != cur.trace || key.pid != cur.pid || key.tid != cur.tid) {
+        if (!first && lanes.size() > 1) lanes_of_track[cur] = static_cast<int32_t>(lanes.size());
+        lanes.assign(1, {});
+        cur = key;
+        first = false;
+      }
+      int64_t end = r.ts + std::max<int64_t>(r.dur, 0);
+      size_t lane = 0;
+      for (;; ++lane) {
+        if (lane == lanes.size()) lanes.emplace_back();
+        auto& open = lanes[lane];
+        while (!open.empty() && open.back() <= r.ts) open.pop_back();
+        if (open.empty() || end <= open.back()) {
+          open.push_back(end);
+          break;
+        }
+      }
+      lane_of[i] = static_cast<int32_t>(lane);
+      PointKey point{r.trace, r.pid, r.tid, r.ts};
+      if (lane > 0) {
+        ++stats->moved;
+        lane_at[point] = static_cast<int32_t>(lane);
+      } else if (auto it = lane_at.find(point); it != lane_at.end()) {
+        it->second = 0;  // a shorter event starting at the same time stayed on the track
+      }
+    }
+    if (!first && lanes.size() > 1) lanes_of_track[cur] = static_cast<int32_t>(lanes.size());
+  }
+  // Sibling tids: after the largest tid of the process, so they never meet one of the trace's.
+  std::map<std::pair<TrackKey, int32_t>, int64_t> lane_tid;
+  for (const auto& [track, count] : lanes_of_track) {
+    int64_t& next = max_tid[{track.trace, track.pid}];
+    for (int32_t lane = 1; lane < count; ++lane) lane_tid[{track, lane}] = ++next;
+    stats->sibling_tracks += static_cast<uint64_t>(count - 1);
+  }
+  auto tid_of = [&](const TrackKey& track, int32_t lane) {
+    return lane == 0 ? track.tid : lane_tid.at({track, lane});
+  };
+
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  // Processes the trace did not name: "TRACE pid N".
+  for (const auto& [key, id] : process) {
+    if (named_process.count(key)) continue;
+    Separator(out);
+    out += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(id) +
+           ",\"tid\":0,\"args\":{\"name\":" + Escaped(trace_names[key.first] + " pid " + std::to_string(key.second)) +
+           "}}";
+  }
+  // Sibling tracks: named after their thread.
+  for (const auto& [where, tid] : lane_tid) {
+    const TrackKey& track = where.first;
+    auto named = thread_names.find(track);
+    std::string thread = named != thread_names.end() ? named->second : "tid " + std::to_string(track.tid);
+    Separator(out);
+    out += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(process[{track.trace, track.pid}]) +
+           ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" +
+           Escaped(thread + " (overlap " + std::to_string(where.second) + ")") + "}}";
+  }
+
+  // The trace's own metadata, counters, instants and flows, with pid and ts changed.
+  for (const auto& m : marks) {
+    // Several traces in one timeline: a process's name says which trace it comes from.
+    std::string renamed;
+    if (several_traces && m.ph == "M") {
+      std::string which;
+      std::string name = MetadataName(parser, m.json, &which);
+      if (which == "process_name") renamed = "{\"name\":" + Escaped(name + " (" + trace_names[m.trace] + ")") + "}";
+    }
+    simdjson::padded_string text(m.json);
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object obj;
+    if (parser.iterate(text).get(doc) || doc.get_object().get(obj)) continue;
+    const bool flow = m.ph == "s" || m.ph == "t" || m.ph == "f";
+    int64_t tid = m.tid;
+    if (flow && m.has_ts) {
+      auto it = lane_at.find({m.trace, m.pid, m.tid, m.ts});
+      if (it != lane_at.end() && it->second > 0) tid = tid_of({m.trace, m.pid, m.tid}, it->second);
+    }
+    std::string event = "{";
+    bool ok = true;
+    for (auto f : obj) {
+      std::string_view key, raw;
+      simdjson::ondemand::value v;
+      if (f.unescaped_key().get(key) || f.value().get(v)) {
+        ok = false;
+        break;
+      }
+      if (event.size() > 1) event += ',';
+      JsonWriter::AppendEscaped(event, key);
+      event += ':';
+      if (key == "pid") {
+        event += std::to_string(process[{m.trace, m.pid}]);
+      } else if (key == "tid" && tid != m.tid) {
+        event += std::to_string(tid);
+      } else if (key == "ts" && m.has_ts) {
+        event += m.ph == "M" ? "0" : Micros(m.ts - base[m.trace]);
+      } else if (key == "args" && !renamed.empty()) {
+        event += renamed;
+        if (!RawValue(v, &raw)) {  // read past it
+          ok = false;
+          break;
+        }
+      } else {
+        if (!RawValue(v, &raw)) {
+          ok = false;
+          break;
+        }
+        event += raw;
+      }
+    }
+    if (!ok) continue;
+    event += '}';
+    Separator(out);
+    out += event;
+    ++stats->marks;
+  }
+
+  // Complete events, each on its track or a sibling.
+  std::map<int64_t, std::pair<int64_t, int64_t>> where;  // rowid → (process, tid) for launch flows
+  std::map<int64_t, int64_t> start_of;                   // rowid → relative ts
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    int64_t pid = process[{r.trace, r.pid}];
+    int64_t tid = tid_of({r.trace, r.pid, r.tid}, lane_of[i]);
+    int64_t ts = r.ts - base[r.trace];
+    Separator(out);
+    out += "{\"ph\":\"X\",\"name\":";
+    JsonWriter::AppendEscaped(out, r.name);
+    if (!r.cat.empty()) {  // as the trace wrote it: an event without a category stays without one
+      out += ",\"cat\":";
+      JsonWriter::AppendEscaped(out, r.cat);
+    }
+    out += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Micros(ts) +
+           ",\"dur\":" + Micros(std::max<int64_t>(r.dur, 0));
+    if (!r.args.empty()) out += ",\"args\":" + r.args;
+    out += "}";
+    ++stats->events;
+    if (!has_flows.count(r.trace) && (r.kind == "runtime" || r.kind == "driver" || r.kind == "kernel" ||
+                                      r.kind == "gpu_memcpy" || r.kind == "gpu_memset")) {
+      where[r.rowid] = {pid, tid};
+      start_of[r.rowid] = ts;
+    }
+  }
+  // Launch flows (runtime call → device task) for traces that carry no flows of their own.
+  auto q = db.Prepare("SELECT kernel, launch FROM kernel_launches WHERE launch IS NOT NULL ORDER BY kernel");
   if (!q.ok()) return q.status();
   int64_t id = 0;
   while (true) {
@@ -109,9 +354,13 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
     int64_t kernel = q->Int(0), launch = q->Int(1);
     auto k = where.find(kernel), l = where.find(launch);
     if (k == where.end() || l == where.end()) continue;
-    std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"";
-    AppendEvent(out, "s", "launch", "ac2g", l->second.first, l->second.second, start_of[launch], -1, flow);
-    AppendEvent(out, "f", "launch", "ac2g", k->second.first, k->second.second, start_of[kernel], -1, flow);
+    std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"}";
+    Separator(out);
+    out += "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(l->second.first) +
+           ",\"tid\":" + std::to_string(l->second.second) + ",\"ts\":" + Micros(start_of[launch]) + flow;
+    Separator(out);
+    out += "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(k->second.first) +
+           ",\"tid\":" + std::to_string(k->second.second) + ",\"ts\":" + Micros(start_of[kernel]) + flow;
     ++stats->flows;
   }
   out += "\n]}\n";

@@ -1,8 +1,18 @@
 #pragma once
 /// `prof export timeline`: a Chrome-trace JSON of an imported profile that Perfetto and
-/// chrome://tracing load. Events that would not nest on their track are clipped (and counted);
-/// timestamps are relative to the trace's first event so every value is exact in a double; kernel
-/// launches are flow arrows (runtime call → kernel).
+/// chrome://tracing load, without loss (docs/prof.md, "Timeline"):
+/// - every complete event keeps its name, category, exact duration and its `args` object as the
+///   trace wrote it (grid, block, shapes, correlation, stream, ...);
+/// - every other event the trace held — metadata (process and thread names, sort indexes, labels),
+///   counters ("C"), instants ("i"/"I"), flows ("s"/"t"/"f", e.g. fwdbwd and ac2g) — is written
+///   again with only its pid (one process per trace and pid) and its ts (see below) changed;
+/// - events that overlap on a track without nesting are never clipped: each goes to the first
+///   sibling track where it nests ("<thread> (overlap N)", a thread of the same process), and the
+///   flows that start or end at it follow it; the count of moves is reported;
+/// - timestamps are relative to the trace's first timed event so every value is exact in a double.
+/// Traces without flows of their own (the legacy profiler's) get a launch flow per kernel launch
+/// (runtime call → kernel). Traces imported by a portkit before store schema 2 have no args and
+/// no metadata; they are counted in TimelineStats::without_detail.
 #include <string>
 
 #include "core/status.h"
@@ -11,7 +21,12 @@
 namespace portkit::prof {
 
 struct TimelineStats {
-  uint64_t events = 0, clipped = 0, flows = 0;
+  uint64_t events = 0;          ///< complete events written
+  uint64_t moved = 0;           ///< of which moved to a sibling track (overlapping, not nested)
+  uint64_t sibling_tracks = 0;  ///< sibling tracks made for them
+  uint64_t marks = 0;           ///< metadata, counters, instants and flow events written again
+  uint64_t flows = 0;           ///< launch flows made by portkit (traces without flows of their own)
+  uint64_t without_detail = 0;  ///< traces imported before schema 2 (no args, no marks)
 };
 
 /// The timeline of every trace in `store` as JSON text.

@@ -3,7 +3,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -19,8 +25,11 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns, bool* out_of_range) {
     if (out_of_range) *out_of_range = true;
     return false;
   };
-  while (!t.empty() && (t.front() == '"' || t.front() == ' ')) t.remove_prefix(1);
-  while (!t.empty() && (t.back() == '"' || t.back() == ' ')) t.remove_suffix(1);
+  // A raw token carries the white space after it (a "ts" last in its object is followed by a
+  // newline in Kineto's pretty-printed traces).
+  auto blank = [](char c) { return c == '"' || c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!t.empty() && blank(t.front())) t.remove_prefix(1);
+  while (!t.empty() && blank(t.back())) t.remove_suffix(1);
   if (t.empty()) return false;
   bool neg = t.front() == '-';
   if (neg) t.remove_prefix(1);
@@ -166,23 +175,136 @@ void Triple(simdjson::ondemand::value v, int64_t out[3]) {
   }
 }
 
+/// Parsed events on their way from the parsing thread to the store's thread. Strings live in
+/// fixed chunks, so the views in `events` and `marks` stay valid while the batch fills.
+class Batch {
+ public:
+  static constexpr size_t kChunk = 1 << 20;
+  static constexpr size_t kFullEvents = 8192;
+  static constexpr size_t kFullBytes = 4 << 20;
+
+  std::vector<Event> events;
+  std::vector<Mark> marks;
+
+  std::string_view Keep(std::string_view s) {
+    if (s.empty()) return {};
+    if (s.size() > kChunk) {  // a large event (a long args object) gets a chunk of its own
+      big_.emplace_back(new char[s.size()]);
+      std::memcpy(big_.back().get(), s.data(), s.size());
+      bytes_ += s.size();
+      return {big_.back().get(), s.size()};
+    }
+    if (chunks_.empty() || used_ + s.size() > kChunk) {
+      if (++current_ >= chunks_.size()) chunks_.emplace_back(new char[kChunk]), current_ = chunks_.size() - 1;
+      used_ = 0;
+    }
+    char* at = chunks_[current_].get() + used_;
+    std::memcpy(at, s.data(), s.size());
+    used_ += s.size();
+    bytes_ += s.size();
+    return {at, s.size()};
+  }
+  bool Full() const { return events.size() + marks.size() >= kFullEvents || bytes_ >= kFullBytes; }
+  bool Empty() const { return events.empty() && marks.empty(); }
+  void Clear() {
+    events.clear();
+    marks.clear();
+    big_.clear();
+    current_ = static_cast<size_t>(-1);
+    used_ = kChunk;
+    bytes_ = 0;
+  }
+
+ private:
+  std::vector<std::unique_ptr<char[]>> chunks_, big_;
+  size_t current_ = static_cast<size_t>(-1), used_ = kChunk, bytes_ = 0;
+};
+
+/// A bounded hand-over of batches between the parsing thread and the store's thread (at most
+/// kInFlight full batches wait, so memory stays bounded whatever the trace).
+class BatchQueue {
+ public:
+  static constexpr size_t kInFlight = 3;
+
+  /// Parsing side: a batch to fill (a used one when there is one).
+  std::unique_ptr<Batch> Empty() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (free_.empty()) return std::make_unique<Batch>();
+    auto b = std::move(free_.back());
+    free_.pop_back();
+    return b;
+  }
+  /// Parsing side: hands a filled batch over (waits while kInFlight are waiting).
+  void Push(std::unique_ptr<Batch> b) {
+    std::unique_lock<std::mutex> lock(mu_);
+    space_.wait(lock, [&] { return full_.size() < kInFlight || stopped_; });
+    if (stopped_) return;
+    full_.push_back(std::move(b));
+    ready_.notify_one();
+  }
+  /// Parsing side: no more batches.
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    ready_.notify_one();
+  }
+  /// Store side: the next batch, or null once closed and drained.
+  std::unique_ptr<Batch> Pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return !full_.empty() || closed_; });
+    if (full_.empty()) return nullptr;
+    auto b = std::move(full_.front());
+    full_.pop_front();
+    space_.notify_one();
+    return b;
+  }
+  /// Store side: gives a consumed batch back for reuse.
+  void Recycle(std::unique_ptr<Batch> b) {
+    b->Clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(std::move(b));
+  }
+  /// Store side: the store failed; the parsing side stops at its next event.
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    full_.clear();
+    space_.notify_all();
+  }
+  bool stopped() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopped_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_, space_;
+  std::deque<std::unique_ptr<Batch>> full_;
+  std::vector<std::unique_ptr<Batch>> free_;
+  bool closed_ = false, stopped_ = false;
+};
+
 class EventParser {
  public:
-  EventParser(TraceWriter& writer, std::string_view format, ImportResult& result)
-      : writer_(writer), legacy_(format == "legacy"), ascend_(format == "ascend_pt"), result_(result) {}
+  EventParser(BatchQueue& queue, std::string_view format, ImportResult& result)
+      : queue_(queue), legacy_(format == "legacy"), ascend_(format == "ascend_pt"), result_(result),
+        batch_(queue.Empty()) {}
 
-  Status status;
+  /// Hands the last, partly filled batch over.
+  void Flush() {
+    if (!batch_->Empty()) queue_.Push(std::move(batch_));
+    batch_ = queue_.Empty();
+  }
 
   /// Ascend traces: events stored before their process's name was seen (metadata after the
   /// events) get their kind now. Called once, after the last event.
-  Status FinishKinds() {
-    if (!status.ok()) return status;
+  Status FinishKinds(TraceWriter& writer) {
     for (int64_t pid : unnamed_pids_) {
       auto it = process_names_.find(pid);
       if (it == process_names_.end()) continue;
       EventKind kind = AscendProcessKind(it->second);
       if (kind == EventKind::kOther) continue;
-      auto moved = writer_.SetKindOfProcess(pid, EventKind::kOther, kind);
+      auto moved = writer.SetKindOfProcess(pid, EventKind::kOther, kind);
       if (!moved.ok()) return moved.status();
       result_.per_kind[EventKindName(kind)] += static_cast<uint64_t>(*moved);
       uint64_t& other = result_.per_kind[EventKindName(EventKind::kOther)];
@@ -193,7 +315,6 @@ class EventParser {
   }
 
   void Parse(std::string_view text) {
-    if (!status.ok()) return;
     buffer_.assign(text);
     buffer_.append(simdjson::SIMDJSON_PADDING, ' ');
     simdjson::ondemand::document doc;
@@ -241,7 +362,17 @@ class EventParser {
         (key == "ts" ? e.ts_ns : e.dur_ns) = ns;
         has_ts |= key == "ts";
       } else if (key == "args") {
-        Args(v, e);
+        // The raw text of the object is kept for the timeline: from its '{' to where the parser
+        // stands once its members have been read (the ',' or '}' after it).
+        const char* start = v.raw_json_token().data();
+        if (Args(v, e)) {
+          const char* end = nullptr;
+          if (!doc.current_location().get(end) && end > start) {
+            std::string_view raw(start, static_cast<size_t>(end - start));
+            while (!raw.empty() && raw.back() != '}') raw.remove_suffix(1);
+            if (raw.size() >= 2 && raw.front() == '{') args_.assign(raw);
+          }
+        }
       }
     }
     // Numbers out of range leave the event out, counted (docs/safety.md); never wrapped.
@@ -250,39 +381,68 @@ class EventParser {
       invalid_ = true;
     if (!bad && ph_ == "M" && name_ == "process_name" && e.pid >= 0 && !meta_name_.empty())
       process_names_[e.pid] = meta_name_;
+    if (!bad && !invalid_ && !ph_.empty() && ph_ != "X") {
+      // Metadata (process and thread names), counters, instants, flows: kept as written, for the
+      // timeline (docs/prof.md, "Timeline").
+      Mark m;
+      m.ph = batch_->Keep(ph_);
+      m.has_ts = has_ts;
+      m.ts_ns = e.ts_ns;
+      m.pid = e.pid;
+      m.tid = e.tid;
+      m.json = batch_->Keep(text);
+      batch_->marks.push_back(m);
+      ++result_.marks;
+      Clear();
+      if (batch_->Full()) Flush();
+      return;
+    }
     if (bad || invalid_ || ph_ != "X" || !has_ts) {
-      ++result_.skipped;  // metadata (M), flows (s/f), instants, counters, malformed events
+      ++result_.skipped;  // malformed events, events with an out-of-range number
       if (invalid_) ++result_.invalid;
-      invalid_ = false;
-      ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear();
+      Clear();
       return;
     }
     duration_sum_ += e.dur_ns;
-    e.name = name_;
-    e.category = cat_;
     e.kind = KindOf(cat_, name_, legacy_);
     if (ascend_ && e.kind == EventKind::kOther && cat_.empty()) {
       auto it = process_names_.find(e.pid);
       if (it != process_names_.end()) e.kind = AscendProcessKind(it->second);
       else unnamed_pids_.insert(e.pid);
     }
-    e.input_dims = dims_;
-    e.input_types = types_;
-    status = writer_.AddEvent(e);
+    e.name = batch_->Keep(name_);
+    e.category = batch_->Keep(cat_);
+    e.input_dims = batch_->Keep(dims_);
+    e.input_types = batch_->Keep(types_);
+    e.args = batch_->Keep(args_);
+    batch_->events.push_back(e);
     ++result_.events;
-    ++result_.per_kind[EventKindName(e.kind)];
-    ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear();
+    ++per_kind_[static_cast<size_t>(e.kind)];
+    Clear();
+    if (batch_->Full()) Flush();
+  }
+
+  /// Stored events by kind, into the result (once, at the end).
+  void CountKinds() {
+    for (size_t k = 0; k < per_kind_.size(); ++k)
+      if (per_kind_[k]) result_.per_kind[EventKindName(static_cast<EventKind>(k))] += per_kind_[k];
   }
 
  private:
-  void Args(simdjson::ondemand::value v, Event& e) {
+  void Clear() {
+    invalid_ = false;
+    ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear(), args_.clear();
+  }
+
+  /// Reads the members portkit uses; true when the whole object was read.
+  bool Args(simdjson::ondemand::value v, Event& e) {
     simdjson::ondemand::object args;
-    if (v.get_object().get(args)) return;
+    if (v.get_object().get(args)) return false;
     for (auto f : args) {
       std::string_view k;
-      if (f.unescaped_key().get(k)) return;
+      if (f.unescaped_key().get(k)) return false;
       simdjson::ondemand::value a;
-      if (f.value().get(a)) return;
+      if (f.value().get(a)) return false;
       if (k == "name") {  // metadata: the process or thread name
         std::string_view n;
         if (!a.get_string().get(n)) meta_name_.assign(n);
@@ -304,17 +464,20 @@ class EventParser {
         if (!a.get_array().get(arr) && !arr.raw_json().get(raw)) (k == "Input Dims" ? dims_ : types_).assign(raw);
       }
     }
+    return true;
   }
 
-  TraceWriter& writer_;
+  BatchQueue& queue_;
   bool legacy_;
   bool ascend_;
   ImportResult& result_;
+  std::unique_ptr<Batch> batch_;
+  std::array<uint64_t, static_cast<size_t>(EventKind::kOther) + 1> per_kind_{};
   std::map<int64_t, std::string> process_names_;  // pid → process_name metadata
   std::set<int64_t> unnamed_pids_;                // pids of cat-less events stored before their name
   std::string meta_name_;                         // args.name of the event in hand
   simdjson::ondemand::parser parser_;
-  std::string buffer_, ph_, cat_, name_, dims_, types_;
+  std::string buffer_, ph_, cat_, name_, dims_, types_, args_;
   bool invalid_ = false;      // the event in hand has an out-of-range number
   int64_t duration_sum_ = 0;  // of the events stored so far, ≤ kMaxTraceDurationSumNs
 };
@@ -328,13 +491,21 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
   result.format = std::string(format);
   auto writer = store.BeginTrace(display, result.format);
   if (!writer.ok()) return writer.status();
-  EventParser parser(*writer, result.format, result);
+  // Two threads: this one writes to the store (SQLite is used from this thread only) while a
+  // second reads, splits and parses the file into batches of events.
+  BatchQueue queue;
+  EventParser parser(queue, result.format, result);
   StreamStats stats;
   StreamCallbacks cb;
-  Status device_status;
+  struct Device {
+    int64_t id;
+    std::string name, properties;
+  };
+  std::vector<Device> devices;
   cb.on_event = [&](std::string_view text) { parser.Parse(text); };
+  cb.stop = [&] { return queue.stopped(); };
   cb.on_member = [&](std::string_view key, std::string_view value) {
-    if (key != "deviceProperties" || !device_status.ok()) return;
+    if (key != "deviceProperties") return;
     simdjson::padded_string json(value);
     simdjson::ondemand::parser p;
     simdjson::ondemand::document doc;
@@ -357,13 +528,34 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
         if (k == "id") id = IntOf(fld.value());
         else if (k == "name" && fld.value().get_string().get(name)) name = {};
       }
-      device_status = writer->AddDevice(id, name, props);
-      if (!device_status.ok()) return;
+      devices.push_back({id, std::string(name), props});
     }
   };
-  PORTKIT_RETURN_IF_ERROR(SplitTraceEvents(path, cb, &stats, limits));
-  PORTKIT_RETURN_IF_ERROR(parser.FinishKinds());
-  PORTKIT_RETURN_IF_ERROR(device_status);
+  Status split = Status::Ok();
+  std::thread reader([&] {
+    split = SplitTraceEvents(path, cb, &stats, limits);
+    parser.Flush();
+    queue.Close();
+  });
+  Status stored = Status::Ok();
+  while (auto batch = queue.Pop()) {
+    for (const Event& e : batch->events) {
+      if (!stored.ok()) break;
+      stored = writer->AddEvent(e);
+    }
+    for (const Mark& m : batch->marks) {
+      if (!stored.ok()) break;
+      stored = writer->AddMark(m);
+    }
+    if (!stored.ok()) queue.Stop();
+    queue.Recycle(std::move(batch));
+  }
+  reader.join();
+  PORTKIT_RETURN_IF_ERROR(stored);
+  PORTKIT_RETURN_IF_ERROR(split);
+  for (const auto& d : devices) PORTKIT_RETURN_IF_ERROR(writer->AddDevice(d.id, d.name, d.properties));
+  parser.CountKinds();
+  PORTKIT_RETURN_IF_ERROR(parser.FinishKinds(*writer));
   result.bytes = stats.bytes_read;
   result.truncated = stats.truncated;
   if (stats.truncated && result.events == 0)

@@ -22,7 +22,8 @@ namespace portkit::prof {
 struct ImportResult {
   std::string format;                       ///< kineto, legacy, ascend_pt, ascend_pt kernel_details
   uint64_t events = 0;                      ///< timed events stored
-  uint64_t skipped = 0;                     ///< events not stored (metadata, flows, invalid)
+  uint64_t marks = 0;                       ///< metadata, counters, instants, flows kept for the timeline
+  uint64_t skipped = 0;                     ///< events not stored (malformed, invalid)
   uint64_t invalid = 0;                     ///< of which had an out-of-range number (ts, dur, id)
   uint64_t bytes = 0;                       ///< uncompressed bytes read
   bool truncated = false;

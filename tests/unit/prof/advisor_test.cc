@@ -152,3 +152,35 @@ TEST_F(ProfAdvisor, LaunchBoundIsJudgedByTime) {
 
 }  // namespace
 }  // namespace portkit::prof
+
+namespace portkit::prof {
+namespace {
+
+// collect's step 0 (before the first optimizer step) is the warm-up: ProfilerStep#0 of a trace
+// with later steps is reported apart and left out of the steps, in analyse and in diff.
+TEST_F(ProfAdvisor, TheWarmUpStepIsReportedApart) {
+  fs::path d = dir_ / "warmup";
+  fs::create_directories(d);
+  std::ofstream(d / "w.pt.trace.json")
+      << "{\"schemaVersion\": 1, \"traceEvents\": [" << Op("ProfilerStep#0", 1, 0, 5000, "user_annotation") << ", "
+      << Op("aten::conv2d", 1, 100, 4000) << ", " << Op("ProfilerStep#1", 1, 6000, 1000, "user_annotation") << ", "
+      << Op("aten::conv2d", 1, 6100, 500) << ", " << Op("ProfilerStep#2", 1, 7000, 3000, "user_annotation") << ", "
+      << Op("aten::conv2d", 1, 7100, 500) << "]}";
+  auto imported = RunImport({d}, ctx_);
+  ASSERT_TRUE(imported.ok() && imported->FirstFailure().ok());
+  auto r = RunAnalyse({d}, ctx_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->breakdown.steps, 2u);
+  EXPECT_EQ(r->breakdown.warmup_steps, 1u);
+  EXPECT_EQ(r->breakdown.warmup, 5'000'000);
+  EXPECT_EQ(r->breakdown.wall, 4'000'000);  // steps 1 and 2 only
+  auto diff = RunDiff({d, d}, ctx_);
+  ASSERT_TRUE(diff.ok()) << diff.status().message();
+  EXPECT_EQ(diff->base.steps, 2u);
+  EXPECT_DOUBLE_EQ(diff->base.step_ms, 2.0);  // (1 ms + 3 ms) / 2, without the 5 ms warm-up
+  EXPECT_EQ(diff->base.warmup_steps, 1u);
+  EXPECT_DOUBLE_EQ(diff->base.warmup_ms, 5.0);
+}
+
+}  // namespace
+}  // namespace portkit::prof

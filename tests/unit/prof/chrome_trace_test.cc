@@ -15,6 +15,8 @@ TEST(ChromeTrace, MicrosecondsToExactNanoseconds) {
   EXPECT_EQ(ns, 1679055451547906000);
   ASSERT_TRUE(ParseMicrosToNanos("\"1704161511420306.491\"", &ns));  // torch_npu writes strings
   EXPECT_EQ(ns, 1704161511420306491);
+  ASSERT_TRUE(ParseMicrosToNanos("1212075525586.016\n  ", &ns));  // a raw token with the spaces after it
+  EXPECT_EQ(ns, 1212075525586016);
   ASSERT_TRUE(ParseMicrosToNanos("13.08", &ns));
   EXPECT_EQ(ns, 13080);
   ASSERT_TRUE(ParseMicrosToNanos("0.0004", &ns));

@@ -67,7 +67,7 @@ TEST_F(ProfStore, AStoreWithoutAVersionIsRefusedWithWhatToDo) {
     EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
     EXPECT_EQ(st.message(), path_.string() +
                                 ": a profile store without a schema version (written by an older portkit, or not by "
-                                "portkit); this portkit reads schema 1; delete it and run `portkit prof import` on "
+                                "portkit); this portkit reads schema 2; delete it and run `portkit prof import` on "
                                 "the traces again");
   }
 }
