@@ -34,7 +34,7 @@ import torch
 
 _lock = threading.Lock()
 _library = None
-_kernels = {}   # (M, N, K, has_bias) -> ctypes function
+_kernels = {}   # (M, N, K, has_bias) -> (ctypes function, its dims argument)
 _loaded = {}    # realpath -> ctypes.CDLL (kept alive)
 _weights = {}   # id of the weight tensor -> (weak reference, (data_ptr, version, shape), transposed copy)
 _MAX_WEIGHTS = 256
@@ -52,10 +52,9 @@ def _transposed(weight):
     # the storage pointer, version counter and shape (in-place updates, resized storage).
     key = id(weight)
     stamp = (weight.data_ptr(), weight._version, tuple(weight.shape))
-    with _lock:
-        hit = _weights.get(key)
-        if hit is not None and hit[0]() is weight and hit[1] == stamp:
-            return hit[2]
+    hit = _weights.get(key)  # a single dict read is atomic under the GIL
+    if hit is not None and hit[0]() is weight and hit[1] == stamp:
+        return hit[2]
     wt = weight.detach().t().contiguous()
     with _lock:
         if len(_weights) >= _MAX_WEIGHTS:
@@ -74,23 +73,22 @@ def _kernel_for(x, weight, bias):
     k = int(weight.shape[1])
     n = int(weight.shape[0])
     m = int(x.numel() // k) if k else 0
-    with _lock:
-        fn = _kernels.get((m, n, k, bias is not None))
-    return fn, m, n, k
+    entry = _kernels.get((m, n, k, bias is not None))  # atomic under the GIL; writers hold _lock
+    return entry, m, n, k
 
 
 def _linear_forward(x, weight, bias):
     """CPU implementation: the tuned kernel for a registered shape, torch's linear otherwise."""
-    fn, m, n, k = _kernel_for(x, weight, bias)
-    if fn is None or m == 0:
+    entry, m, n, k = _kernel_for(x, weight, bias)
+    if entry is None or m == 0:
         return torch.nn.functional.linear(x, weight, bias)
+    fn, dims = entry
     a = x.detach().contiguous()
     b = _transposed(weight)
     c = bias.detach().contiguous() if bias is not None else None
     out = torch.empty(tuple(x.shape[:-1]) + (n,), dtype=torch.float32)
     ptrs = (ctypes.c_void_p * 3)(a.data_ptr(), b.data_ptr(), c.data_ptr() if c is not None else None)
-    dims = (ctypes.c_long * 3)(m, n, k)
-    fn(ptrs, ctypes.c_void_p(out.data_ptr()), dims)  # ctypes releases the GIL during the call
+    fn(ptrs, out.data_ptr(), dims)  # ctypes releases the GIL during the call
     return out
 
 
@@ -118,11 +116,14 @@ class _LinearFunction(torch.autograd.Function):
 
 
 def _linear_autograd(x, weight, bias):
-    return _LinearFunction.apply(x, weight, bias)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad
+                                    or (bias is not None and bias.requires_grad)):
+        return _LinearFunction.apply(x, weight, bias)
+    return _linear_forward(x, weight, bias)  # inference: no graph to record, skip the Function
 
 
 def _linear_cpu(x, weight, bias):
-    return torch.ops.portkit.linear_forward(x, weight, bias)
+    return _linear_forward(x, weight, bias)
 
 
 def ensure_registered():
@@ -204,7 +205,7 @@ def register(fn, m, n, k, bias):
     """Routes linear calls of this shape (x with m rows of k, weight [n, k]) to ``fn``."""
     ensure_registered()
     with _lock:
-        _kernels[(int(m), int(n), int(k), bool(bias))] = fn
+        _kernels[(int(m), int(n), int(k), bool(bias))] = (fn, (ctypes.c_long * 3)(int(m), int(n), int(k)))
 
 
 def unregister(m=None, n=None, k=None, bias=None):
@@ -277,7 +278,7 @@ def compare_with_torch(fn, m, n, k, bias, pairs=9, min_gain=0.01, block_seconds=
     key = (int(m), int(n), int(k), bool(bias))
     with _lock:
         previous = _kernels.get(key)
-        _kernels[key] = fn
+        _kernels[key] = (fn, (ctypes.c_long * 3)(int(m), int(n), int(k)))
     try:
         with torch.no_grad():
             out = torch.ops.portkit.linear_forward(x, w, b)
