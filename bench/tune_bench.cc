@@ -14,9 +14,14 @@
 /// --threads N pins our THREADS knob and OpenBLAS to N threads (a load-robust comparison on a
 /// shared machine).
 ///
-/// Usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies]
+/// Part 3, search quality: on the same landscapes, at the command line's default budget (or
+/// --quality-evals/--quality-patience/--quality-batch), the distribution over --quality-seeds
+/// seeds of best found / optimum per strategy: share of seeds within 5 %, percentiles, worst.
+///
+/// Usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies|quality]
 ///                   [--threads N] [--landscape FILE]... (default: tests/data/tune/landscape_small.jsonl and
-///                   bench/landscapes/bert_ffn_in_128x768x3072.jsonl)
+///                   tests/data/tune/landscape_bert_ffn_in_128x768x3072.jsonl) [--quality-evals N]
+///                   [--quality-patience N] [--quality-batch N] [--quality-seeds N] [--quality-strategy NAME]
 #include <cblas.h>
 #include <dlfcn.h>
 
@@ -41,6 +46,7 @@
 #include "tune/operators/gemm/gemm_space.h"
 #include "tune/runner.h"
 #include "tune/strategies/strategy.h"
+#include "tune/search_quality.h"
 #include "tune/tuner.h"
 
 using namespace portkit;
@@ -308,11 +314,56 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
   return 0;
 }
 
+// Search quality at a budget (default: the command line's): per landscape operator and strategy,
+// the distribution over `seeds` seeds of best found / landscape optimum, searched exactly as
+// `portkit tune --replay FILE --seed S` does (ReplaySearchQuality).
+int Quality(const std::vector<std::string>& files, int seeds, const Budget& budget, const std::string& only_strategy) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& file : files) {
+    auto text = ReadFile(file);
+    if (!text.ok()) {
+      std::fprintf(stderr, "%s\n", text.status().message().c_str());
+      return 1;
+    }
+    auto l = ParseLandscape(*text, file);
+    if (!l.ok()) {
+      std::fprintf(stderr, "%s\n", l.status().message().c_str());
+      return 1;
+    }
+    for (const auto& info : AllStrategies()) {
+      if (!only_strategy.empty() && info.name != only_strategy) continue;
+      auto q = ReplaySearchQuality(*l, info.name, {}, budget, info.name == "exhaustive" ? 1 : seeds);
+      if (!q.ok()) {
+        std::fprintf(stderr, "%s\n", q.status().message().c_str());
+        return 1;
+      }
+      for (const auto& r : *q) {
+        double evals = 0;
+        for (int e : r.evaluations) evals += e;
+        rows.push_back({r.op, std::to_string(r.configs), std::to_string(r.near_optimum), info.name,
+                        std::to_string(r.ratio.size()), F("%.0f%%", 100 * r.HitRate()), F("%.3f", r.Percentile(10)),
+                        F("%.3f", r.Percentile(50)), F("%.3f", r.Percentile(90)), F("%.3f", r.Percentile(100)),
+                        F("%.1f", evals / static_cast<double>(r.evaluations.size()))});
+      }
+    }
+  }
+  std::string table = RenderTable({"landscape op", "configs", "within 5%", "strategy", "seeds", "seeds within 5%",
+                                   "p10", "median", "p90", "worst", "mean evals"},
+                                  rows);
+  std::fwrite(table.data(), 1, table.size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int max_evals = 24, repeats = 11, seeds = 20, pin_threads = 0;
-  std::string only;
+  Budget quality_budget;
+  quality_budget.max_evals = kDefaultMaxEvals;
+  quality_budget.patience = kDefaultPatience;
+  quality_budget.batch = 2;
+  int quality_seeds = 100;
+  std::string only, quality_strategy;
   std::vector<std::string> landscapes;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -323,14 +374,20 @@ int main(int argc, char** argv) {
     else if (a == "--only") only = next();
     else if (a == "--threads") pin_threads = std::atoi(next().c_str());
     else if (a == "--landscape") landscapes.push_back(next());
+    else if (a == "--quality-evals") quality_budget.max_evals = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--quality-patience") quality_budget.patience = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--quality-batch") quality_budget.batch = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--quality-seeds") quality_seeds = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--quality-strategy") quality_strategy = next();
     else {
-      std::fprintf(stderr, "usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies] "
-                           "[--threads N] [--landscape FILE]...\n");
+      std::fprintf(stderr, "usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies|quality] "
+                           "[--threads N] [--landscape FILE]... [--quality-evals N] [--quality-patience N] "
+                           "[--quality-batch N] [--quality-seeds N] [--quality-strategy NAME]\n");
       return 2;
     }
   }
   if (landscapes.empty())
-    for (const char* f : {"/tests/data/tune/landscape_small.jsonl", "/bench/landscapes/bert_ffn_in_128x768x3072.jsonl"})
+    for (const char* f : {"/tests/data/tune/landscape_small.jsonl", "/tests/data/tune/landscape_bert_ffn_in_128x768x3072.jsonl"})
       landscapes.push_back(std::string(PORTKIT_SOURCE_DIR) + f);
   Logger log(stderr, SystemClock(), LogLevel::kWarning);
   if (pin_threads > 0) openblas_set_num_threads(pin_threads);  // both sides on the same cores
@@ -354,6 +411,13 @@ int main(int argc, char** argv) {
     std::printf("\nStrategy efficiency on recorded landscapes (replay): evaluations to come within 5%% of the "
                 "exhaustive optimum (0 = the default already is):\n");
     rc |= Strategies(landscapes, seeds);
+  }
+  if (only.empty() || only == "quality") {
+    std::printf("\nSearch quality on recorded landscapes (replay) at a budget of %d evaluations, patience %d, "
+                "batch %d: best found / landscape optimum over %d seeds (portkit tune --replay --seed 0..%d):\n",
+                quality_budget.max_evals, quality_budget.patience, quality_budget.batch, quality_seeds,
+                quality_seeds - 1);
+    rc |= Quality(landscapes, quality_seeds, quality_budget, quality_strategy);
   }
   return rc;
 }

@@ -9,7 +9,11 @@ of the gain that is only the thread count shows separately. Prints medians with 
 the geomean of eager/ours.
 
     PYTHONPATH=python python3 bench/tune_torch_bench.py [--rounds 30] [--only resnet,mlp,encoder]
-        [--no-compile]
+        [--no-compile] [--opat build/portkit [--opat-max-evals N]]
+
+``--opat BIN`` adds job type opat: the models' Linear shapes are tuned by ``BIN tune --job-type=2``
+and routed where they beat torch's linear, and the "opat" subgraph strategy competes (the kernels
+are tuned into the same fresh bank, so the tuning time includes compiling them).
 """
 import argparse
 import math
@@ -45,6 +49,8 @@ def main():
     ap.add_argument("--tune-rounds", type=int, default=15)
     ap.add_argument("--only", default=",".join(CASES))
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--opat", default=None, help="portkit binary: also route tuned GEMM kernels (job type opat)")
+    ap.add_argument("--opat-max-evals", type=int, default=None)
     args = ap.parse_args()
     use_compile = cands.torch_compile_available() and not args.no_compile
     default_threads = torch.get_num_threads()
@@ -60,7 +66,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.time()
             _, report = pt.optimize(model, inputs, bank=os.path.join(tmp, "bank"), output=os.path.join(tmp, "out"),
-                                    use_compile=use_compile, rounds=args.tune_rounds, progress=False)
+                                    use_compile=use_compile, rounds=args.tune_rounds, progress=False,
+                                    job_types=("sgat", "opat") if args.opat else ("sgat",), portkit=args.opat,
+                                    opat_max_evals=args.opat_max_evals)
             tune_s = time.time() - t0
             torch.set_num_threads(default_threads)
             ours = pt.load(os.path.join(tmp, "out", "optimized.pt"))  # sets the plan's threads
@@ -92,6 +100,10 @@ def main():
         print("  plan: %s, %d threads; tuning took %.1f s%s" % (
             report["plan"]["strategy"], report["plan"]["threads"], tune_s,
             "; torch.compile took %.1f s to compile" % compile_s if compile_s is not None else ""))
+        for rec in report.get("opat_kernels", []):
+            print("  opat %dx%dx%d: tuned %.1f us, torch %.1f us, x%.2f (lower bound %.2f): %s" % (
+                rec["m"], rec["k"], rec["n"], rec.get("tuned_us", 0), rec.get("torch_us", 0), rec.get("speedup", 0),
+                rec.get("lower_bound", 0), "routed" if rec["routed"] else "not routed"))
         if report["plan"].get("subgraphs"):
             print("  subgraphs: " + ", ".join("%s=%s" % kv for kv in sorted(report["plan"]["subgraphs"].items())))
         print("  %-24s %10s %22s %14s" % ("path", "median ms", "95% CI ms", "eager/path"))

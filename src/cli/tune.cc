@@ -103,12 +103,12 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--job-type", opt.job_type, "2 = operator tuning (OPAT) of an op list or profile; with --framework=pytorch: 1 = subgraph tuning (SGAT), 4 = gradient tuning (GDAT, also --simulate), see docs/tune.md; also --job_type")->default_val(2);
   app.add_option("--model", model, "operator list JSON (see docs/tune.md) or a profile folder from `portkit prof`");
   app.add_option("--replay", replay, "run the strategy on a recorded landscape instead of compiling and measuring");
-  app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val("genetic");
+  app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val(tune::kDefaultStrategy);
   app.add_option("--strategy-opt", opt.strategy_options, "strategy option NAME=VALUE (repeatable)");
-  app.add_option("--max-evals", opt.max_evals, "candidates evaluated per operator")->default_val(40)->check(CLI::PositiveNumber);
+  app.add_option("--max-evals", opt.max_evals, "candidates evaluated per operator")->default_val(tune::kDefaultMaxEvals)->check(CLI::PositiveNumber);
   app.add_option("--max-seconds", opt.max_seconds, "time limit per operator in seconds (0 = none)")->default_val(0)->check(CLI::NonNegativeNumber);
   app.add_option("--patience", opt.patience, "stop an operator after this many evaluations without a new best (0 = never)")
-      ->default_val(25)->check(CLI::NonNegativeNumber);
+      ->default_val(tune::kDefaultPatience)->check(CLI::NonNegativeNumber);
   app.add_option("--seed", opt.seed, "random seed of the strategies")->default_val(0);
   app.add_option("--parallel-compile", parallel,
                  "compiler processes at once, at least 1 (default $TE_PARALLEL_COMPILER, else the core count)")

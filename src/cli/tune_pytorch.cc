@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -79,13 +80,19 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
                "portkit tune --framework=pytorch"};
   std::string framework, model, output, bank, python;
   std::vector<std::string> inputs;
-  int job_type = 1, rounds = 15, threads = 0;
+  int job_type = 1, rounds = 15, threads = 0, max_evals = 0;
   bool lookup_only = false, repeat_tune = false, no_compile = false;
   app.add_option("--framework", framework, "pytorch")->required()->check(CLI::IsMember({"pytorch"}));
   app.add_option("--model", model, "Python factory pkg.module:make_model returning an nn.Module")->required();
   app.add_option("--input", inputs, "example inputs, comma list of [DTYPE:]D0xD1x... (float32 default; repeatable)")
       ->required();
-  app.add_option("--job-type", job_type, "1 = subgraph tuning (SGAT); also --job_type")->default_val(1);
+  app.add_option("--job-type", job_type,
+                 "1 = subgraph tuning (SGAT); 2 = OPAT kernels for the model's Linear layers (portkit tune "
+                 "--job-type=2 into the same bank), routed where they beat torch's op, then SGAT with them as a "
+                 "candidate; also --job_type")
+      ->default_val(1);
+  app.add_option("--max-evals", max_evals, "job type 2: candidates per kernel (default: portkit tune's)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--output", output, "folder for optimized.pt, optimized.json and the result file")->required();
   app.add_option("--bank,--tune-bank", bank, "knowledge-base folder (default $TUNE_BANK_PATH, else ~/.cache/portkit)");
   app.add_flag("--lookup-only", lookup_only, "use the bank's entries, tune nothing (misses stay eager)");
@@ -97,10 +104,10 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--python", python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
   if (auto code = Parse(app, argc, argv)) return *code;
 
-  if (job_type != 1)
+  if (job_type != 1 && job_type != 2)
     return Fail(ctx, Status(ErrorCode::kUnsupported, "--job-type=" + std::to_string(job_type) +
-                                 ": with --framework=pytorch only 1 (SGAT) is implemented; routing OPAT kernels into "
-                                 "PyTorch models is not (tune kernels alone with --job-type=2 --model=OPS.json)"));
+                                 ": with --framework=pytorch 1 (SGAT) and 2 (OPAT kernels inside the model, with "
+                                 "SGAT) are implemented here; 4 (GDAT) has its own options (docs/tune.md)"));
   if (Status st = CheckModelSpec(model); !st.ok()) return Fail(ctx, st);
   std::string input_spec;
   for (const auto& i : inputs) input_spec += (input_spec.empty() ? "" : ",") + i;
@@ -115,7 +122,14 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
 
   SpawnOptions spawn;
   spawn.argv = {python, "-m", "portkit.tune", "--model", model, "--input", input_spec, "--output", output,
-                "--job-type", "1", "--rounds", std::to_string(rounds)};
+                "--job-type", std::to_string(job_type), "--rounds", std::to_string(rounds)};
+  if (job_type == 2) {
+    // The companion tunes the kernels by running this very binary (portkit tune --job-type=2).
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    spawn.argv.insert(spawn.argv.end(), {"--portkit", ec ? std::string(argv[0]) : self.string()});
+    if (max_evals > 0) spawn.argv.insert(spawn.argv.end(), {"--max-evals", std::to_string(max_evals)});
+  }
   if (!bank.empty()) spawn.argv.insert(spawn.argv.end(), {"--bank", bank});
   if (lookup_only) spawn.argv.push_back("--lookup-only");
   if (repeat_tune) spawn.argv.push_back("--repeat-tune");

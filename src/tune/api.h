@@ -24,11 +24,11 @@ struct TuneOptions {
   std::filesystem::path model;
   /// A recorded landscape: candidates are answered from it, nothing is compiled or measured.
   std::filesystem::path replay;
-  std::string strategy = "genetic";
+  std::string strategy = kDefaultStrategy;
   std::vector<std::string> strategy_options;  ///< NAME=VALUE
-  int max_evals = 40;                 ///< candidates per operator, >= 1
+  int max_evals = kDefaultMaxEvals;   ///< candidates per operator, >= 1
   double max_seconds = 0;             ///< per operator, 0 = no limit, >= 0
-  int patience = 25;                  ///< evaluations without a new best before stopping, 0 = never
+  int patience = kDefaultPatience;    ///< evaluations without a new best before stopping, 0 = never
   uint64_t seed = 0;                  ///< of the strategies' random choices
   bool repeat_tune = false;           ///< re-tune operators the bank holds; replace only if faster
   std::vector<std::string> fixes;     ///< --fix NAME=V1[,V2...]

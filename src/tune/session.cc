@@ -28,6 +28,8 @@ std::string Us(double us) {
 
 }  // namespace
 
+uint64_t OperatorSeed(uint64_t seed, std::string_view signature) { return seed ^ HashString(signature); }
+
 const char* RepoStatusName(RepoStatus s) {
   switch (s) {
     case RepoStatus::kAdd: return "add";
@@ -187,7 +189,7 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
     else evaluator = std::make_unique<CompileEvaluator>(**op, space, *builder, options.measure, record, logger);
     auto strategy = MakeStrategy(options.strategy, options.strategy_options);
     if (!strategy.ok()) return strategy.status();
-    (*strategy)->Initialise(space, default_config, options.seed ^ HashString(sig));
+    (*strategy)->Initialise(space, default_config, OperatorSeed(options.seed, sig));
     TuneOutcome out = TuneOperator(space, default_config, stored, **strategy, *evaluator, options.budget, logger, label,
                                    seconds);
     if (!evaluator->failure().empty()) return RunFailed(label + ": " + evaluator->failure());

@@ -16,8 +16,11 @@
 
 namespace portkit::tune {
 
+/// The seed a strategy gets for one operator: `--seed` mixed with the operator's signature.
+uint64_t OperatorSeed(uint64_t seed, std::string_view signature);
+
 struct SessionOptions {
-  std::string strategy = "genetic";
+  std::string strategy = kDefaultStrategy;
   std::vector<std::string> strategy_options;  ///< NAME=VALUE
   Budget budget;
   uint64_t seed = 0;

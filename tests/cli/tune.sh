@@ -55,7 +55,7 @@ printf '{"kind": "landscape", "version": 1, "validators": "cpu=elsewhere;cores=2
 check "a landscape of another machine is kept; the run records into a numbered file beside it" \
   "[ $rc = 0 ] && [ \$(wc -l <'$tmp/other.jsonl') = 1 ] && grep -q '\"kind\": \"eval\"' '$tmp/other.1.jsonl'"
 
-for s in exhaustive random annealing genetic bandit; do
+for s in exhaustive random annealing genetic bandit guided; do
   "$PORTKIT" tune --replay "$tmp/r1/tune_landscape.jsonl" --strategy $s --tune-bank "$tmp/bank_$s" --output "$tmp/replay_$s" \
     --max-evals 3 >"$tmp/rp_$s" 2>&1; rc=$?
   check "replay with $s" "[ $rc = 0 ] && [ -n \"\$(ls '$tmp/replay_$s'/aoe_result_opat_*.json)\" ] && [ ! -e '$tmp/replay_$s/tune_landscape.jsonl' ]"

@@ -273,7 +273,7 @@ def test_cli_framework_pytorch(portkit, python, tmp_path):
     (["--model=usermodel:make", "--input", "4xq"], "expected positive dimensions"),
     (["--model=usermodel:make", "--input", "4x17"], "does not run on --input 4x17"),
     (["--model=usermodel.py", "--input", "4x16"], "pkg.module:make_model"),
-    (["--model=usermodel:make", "--input", "4x16", "--job-type=2"], "only 1 (SGAT) is implemented"),
+    (["--model=usermodel:make", "--input", "4x16", "--job-type=3"], "1 (SGAT) and 2 (OPAT kernels inside the model"),
     (["--model=usermodel:make", "--input", "4x16", "--threads", "0"], "--threads"),
 ])
 def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):

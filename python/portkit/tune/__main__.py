@@ -1,7 +1,8 @@
 """Companion of ``portkit tune --framework=pytorch`` (also usable alone)::
 
     python -m portkit.tune --model pkg.module:make_model --input 8x3x224x224[,int64:8x128] \
-        --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1] [--no-compile] [--threads N]
+        --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1|2 [--portkit BIN] [--max-evals N]]
+        [--no-compile] [--threads N]
 
 ``--model`` names a callable (``module:attr``, imported with the current folder on sys.path)
 returning an ``nn.Module``. ``--input`` lists the example inputs, comma-separated, each
@@ -96,7 +97,10 @@ def main(argv=None):
     ap.add_argument("--bank", default=None, help="knowledge-base folder (default $TUNE_BANK_PATH, else ~/.cache/portkit)")
     ap.add_argument("--lookup-only", action="store_true")
     ap.add_argument("--repeat-tune", action="store_true")
-    ap.add_argument("--job-type", type=int, default=1)
+    ap.add_argument("--job-type", type=int, default=1,
+                    help="1 = SGAT; 2 = OPAT kernels for the model's Linear layers, then SGAT with them as a candidate")
+    ap.add_argument("--portkit", default=None, help="the portkit binary (job type 2 runs portkit tune --job-type=2)")
+    ap.add_argument("--max-evals", type=int, default=None, help="job type 2: candidates per kernel (portkit tune's)")
     ap.add_argument("--no-compile", action="store_true", help="do not try torch.compile (torch 2.x)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=None, help="pin the intra-op thread count (default: tuned)")
@@ -110,9 +114,13 @@ def main(argv=None):
                          "that has torch, or set PORTKIT_PYTHON\n" % (sys.executable, e))
         return 2
     try:
-        if args.job_type != 1:
-            raise UsageError("--job-type=%d: with --framework=pytorch only 1 (SGAT) is implemented; OPAT kernels "
-                             "inside PyTorch models are not routed yet" % args.job_type)
+        if args.job_type not in (1, 2):
+            raise UsageError("--job-type=%d: with --framework=pytorch 1 (SGAT) and 2 (OPAT kernels inside the model, "
+                             "with SGAT) are implemented; 4 (GDAT) has its own options" % args.job_type)
+        if args.job_type == 2 and not args.portkit:
+            raise UsageError("--job-type=2 needs --portkit PATH (the binary that tunes the kernels)")
+        if args.max_evals is not None and args.max_evals < 1:
+            raise UsageError("--max-evals must be at least 1")
         if args.rounds < 3 or args.warmup < 0:
             raise UsageError("--rounds must be at least 3 and --warmup at least 0")
         if args.threads is not None and args.threads < 1:
@@ -139,7 +147,9 @@ def main(argv=None):
                              repeat_tune=True if args.repeat_tune else None, output=args.output,
                              use_compile=False if args.no_compile else None, rounds=args.rounds,
                              warmup=args.warmup, min_sample_s=args.min_sample_ms / 1e3,
-                             tuning_name=args.model, threads=args.threads)
+                             tuning_name=args.model, threads=args.threads,
+                             job_types=("sgat", "opat") if args.job_type == 2 else ("sgat",),
+                             portkit=args.portkit, opat_max_evals=args.max_evals)
     except TuneError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 1
@@ -149,6 +159,8 @@ def main(argv=None):
         return 1
     summary = {k: report.get(k) for k in ("plan", "baseline", "result", "speedup", "speedup_ci95", "repo_summary",
                                           "tuned", "artifact", "result_file", "seconds")}
+    if "opat_kernels" in report:
+        summary["opat_kernels"] = report["opat_kernels"]
     summary["model_bank"] = report.get("model_repo")
     sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     return 0

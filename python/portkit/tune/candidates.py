@@ -147,6 +147,19 @@ def prepare_sdpa(module, inputs):
     return script_or_trace(gm, inputs)
 
 
+def prepare_opat(module, inputs):
+    """Linear layers on portkit's tuned GEMM kernels (torch.ops.portkit.linear), for the shapes
+    whose kernel was routed (portkit.tune.opat: it beat torch's linear beyond the noise)."""
+    from . import opat
+
+    routed = set(opat.registered())
+    if not routed or not any(s in routed for s in opat.linear_shapes(module, inputs)):
+        raise ValueError("no Linear of this subgraph has a routed OPAT kernel")
+    m = copy.deepcopy(module)
+    opat.replace_linears(m)
+    return script_or_trace(m, inputs)
+
+
 def finish_none(ts):
     return ts
 
@@ -172,10 +185,14 @@ STRATEGIES = {
     "channels_last_ofi": (prepare_channels_last, "optimize_for_inference",
                           "channels_last + optimize_for_inference"),
     "sdpa_freeze": (prepare_sdpa, "freeze", "written-out attention fused into scaled_dot_product_attention + freeze"),
+    "opat": (prepare_opat, "freeze", "Linear layers on portkit's tuned GEMM kernels where they beat torch's + freeze"),
 }
 
+#: Strategies that need a job type beyond SGAT ("opat": kernels tuned by portkit tune --job-type=2).
+OPAT_STRATEGIES = ("opat",)
+
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-3"
+STRATEGY_SET_VERSION = "sgat-4"
 
 
 def build(name, module, inputs):

@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 
 import torch
@@ -106,6 +107,14 @@ def _build_composite(cap, choices, sub_inputs, inputs):
         strategy = choices.get(name, "eager")
         prepare = cands.STRATEGIES[strategy][0]
         sub = copy.deepcopy(sub)
+        if strategy in cands.OPAT_STRATEGIES:
+            try:
+                parts[name] = prepare(sub, sub_inputs[name])
+            except ValueError:
+                # A bank hit whose kernel this run did not route (it no longer beats torch's op
+                # here): the subgraph runs on torch's own ops.
+                parts[name] = sub
+            continue
         parts[name] = sub if prepare is None else prepare(sub, sub_inputs[name])
     # A new GraphModule (a new class): TorchScript caches a class's attribute types, so reusing the
     # split's class with other children types fails to compile.
@@ -156,7 +165,7 @@ def _roundtrip_ok(module):
         return False
 
 
-def save_artifact(output, plan, cap, model, inputs, sub_inputs):
+def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=None):
     """Writes OUTPUT/optimized.pt (+ optimized.json, the plan); returns the artifact path.
 
     TorchScript plans load with torch.jit.load. Where torch cannot serialise the finished module
@@ -181,6 +190,10 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs):
     os.replace(tmp, path)
     doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, load_transform=load_transform,
                torch=torch.__version__, portkit=PORTKIT_VERSION)
+    if any(s in cands.OPAT_STRATEGIES for s in plan.subgraphs.values()):
+        # The kernels the artifact calls through torch.ops.portkit.linear: load() registers them.
+        doc["opat_kernels"] = [{k: r[k] for k in ("m", "n", "k", "bias", "so", "config", "routed")}
+                               for r in (opat_kernels or []) if r.get("routed")]
     write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -201,6 +214,10 @@ def load(path):
             plan = json.load(f)
     if plan.get("threads"):
         torch.set_num_threads(int(plan["threads"]))
+    if plan.get("opat_kernels"):
+        from . import opat
+
+        opat.register_records(plan["opat_kernels"])
     if plan.get("kind") == "torch_compile":
         try:
             module = torch.load(path, weights_only=False)
@@ -224,7 +241,7 @@ class Report(dict):
 
 def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=False, repeat_tune=None,
              output=None, use_compile=None, compile_mode=None, rounds=15, warmup=2, min_sample_s=0.002,
-             final_rounds=None, progress=True, tuning_name=None, threads=None):
+             final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None):
     """Tunes ``model`` for ``example_inputs`` on this machine; returns (optimized module, Report).
 
     ``bank``: knowledge-base folder (None: $TUNE_BANK_PATH, else ~/.cache/portkit; False: none).
@@ -233,14 +250,21 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     ``output``: folder for optimized.pt, optimized.json and the AOE result file (None: nothing
     written). ``use_compile``: try torch.compile on torch 2.x (None: when torch 2.x). ``threads``:
     the intra-op thread count to use (None: tuned among 1, the process default and the cores). Every
-    candidate's outputs are compared with eager and a differing one is refused."""
+    candidate's outputs are compared with eager and a differing one is refused.
+
+    ``job_types`` with "opat" (or 2): the model's Linear shapes are tuned first by ``portkit tune
+    --job-type=2`` (``portkit``: the binary; ``opat_max_evals``: its --max-evals) into the same
+    bank, each kernel is routed only when it beats torch's linear beyond the noise, and the "opat"
+    strategy (Linear layers on the routed kernels) competes per subgraph like any other."""
     say = _progress if progress else (lambda msg: None)
     job_types = tuple(job_types)
-    if "opat" in job_types or 2 in job_types:
-        raise TuneError("OPAT kernels inside a PyTorch model are not implemented yet: tune with job type 1 "
-                        "(sgat); `portkit tune --job-type=2 --model=OPS.json` tunes the kernels on their own")
-    if not set(job_types) <= {"sgat", 1}:
-        raise TuneError("unknown job type in %r (use 'sgat')" % (job_types,))
+    if not set(job_types) <= {"sgat", 1, "opat", 2}:
+        raise TuneError("unknown job type in %r (use 'sgat' and/or 'opat')" % (job_types,))
+    use_opat = "opat" in job_types or 2 in job_types
+    if use_opat and not portkit:
+        raise TuneError("job type opat needs the portkit binary (portkit=PATH) to tune the kernels")
+    if use_opat and bank is False:
+        raise TuneError("job type opat needs a bank folder: the tuned kernels are cached in it")
     if repeat_tune is None:
         repeat_tune = os.environ.get("REPEAT_TUNE", "").lower() in ("1", "true", "yes")
     if use_compile is None:
@@ -278,7 +302,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         in_sig = input_signature(inputs)
         model_key = ("model", model_hash, in_sig, _validators(None))
         known_model = set(MODEL_STRATEGIES)
-        known_sub = set(cands.STRATEGIES)
+        known_sub = set(cands.STRATEGIES) - (set() if use_opat else set(cands.OPAT_STRATEGIES))
 
         # ---- the model-level entry: the plan and its thread count ----
         model_entry, why = (store.lookup(*model_key, known_model) if store else (None, ""))
@@ -306,6 +330,23 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                 report["threads_timings"] = {k: v.as_ms() for k, v in timings.items()}
             say("threads: %d (process default %d)" % (threads, default_threads))
         torch.set_num_threads(threads)
+
+        # ---- OPAT: the model's Linear shapes as tuned kernels, routed only where they win ----
+        opat_records = []
+        if use_opat:
+            from . import opat
+
+            opat.unregister()
+            shapes = opat.linear_shapes(model, inputs)
+            work = output or tempfile.mkdtemp(prefix="portkit_opat_")
+            try:
+                opat_records = opat.tune_kernels(shapes, location, portkit, work, max_evals=opat_max_evals, say=say,
+                                                 lookup_only=lookup_only)
+            except opat.KernelError as e:
+                raise TuneError(str(e)) from None
+            report["opat_kernels"] = opat_records
+            if not shapes:
+                report["notes"].append("opat: the model has no torch.nn.Linear")
 
         # ---- subgraphs ----
         choices = {}
@@ -335,7 +376,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                     say("[%d/%d] %s: not in the bank (lookup only), eager" % (i + 1, len(names), label))
                 else:
                     rec.update(_tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say,
-                                              "[%d/%d] %s" % (i + 1, len(names), label)))
+                                              "[%d/%d] %s" % (i + 1, len(names), label), known_sub))
                     if store:
                         store.store(*key, name=rec["name"], strategy=rec["strategy"],
                                     detail={"candidates": rec.get("candidates", {})},
@@ -432,7 +473,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
         artifact = None
         if output:
-            artifact = save_artifact(output, plan, cap, model, inputs, sub_inputs)
+            artifact = save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_records)
             chosen = load(artifact)
             if not check("the saved artifact", chosen):
                 raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
@@ -475,12 +516,15 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             store.close()
 
 
-def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label):
-    """Builds, checks and times every strategy for one subgraph; the outcome as a record update."""
+def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, allowed=None):
+    """Builds, checks and times every strategy (of ``allowed``) for one subgraph; the outcome as a
+    record update."""
     with torch.no_grad():
         ref = sub(*sin)
     built = {}
     for name in cands.STRATEGIES:
+        if allowed is not None and name not in allowed:
+            continue
         try:
             m = cands.build(name, sub, sin)
             with torch.no_grad():

@@ -8,7 +8,7 @@ namespace portkit::tune {
 
 const std::vector<StrategyInfo>& AllStrategies() {
   static const std::vector<StrategyInfo> kAll = {
-      ExhaustiveInfo(), RandomInfo(), AnnealingInfo(), GeneticInfo(), BanditInfo(),
+      ExhaustiveInfo(), RandomInfo(), AnnealingInfo(), GeneticInfo(), BanditInfo(), GuidedInfo(),
   };
   return kAll;
 }

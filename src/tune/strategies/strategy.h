@@ -56,5 +56,6 @@ StrategyInfo RandomInfo();
 StrategyInfo AnnealingInfo();
 StrategyInfo GeneticInfo();
 StrategyInfo BanditInfo();
+StrategyInfo GuidedInfo();
 
 }  // namespace portkit::tune

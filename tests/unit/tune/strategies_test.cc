@@ -123,7 +123,7 @@ TEST(StrategiesTest, DifferentSeedsExploreDifferently) {
   Fixture f;
   Budget b;
   b.max_evals = 3;
-  for (const char* name : {"random", "annealing", "genetic", "bandit"}) {
+  for (const char* name : {"random", "annealing", "genetic", "bandit", "guided"}) {
     TuneOutcome a = Search(f, name, b, 1, nullptr), c = Search(f, name, b, 2, nullptr);
     EXPECT_NE(a.history, c.history) << name;
   }
@@ -131,7 +131,7 @@ TEST(StrategiesTest, DifferentSeedsExploreDifferently) {
 
 TEST(StrategiesTest, UnknownStrategiesAndOptionsAreNamed) {
   EXPECT_EQ(MakeStrategy("hill", {}).status().message(),
-            "--strategy hill: unknown strategy (strategies: exhaustive, random, annealing, genetic, bandit)");
+            "--strategy hill: unknown strategy (strategies: exhaustive, random, annealing, genetic, bandit, guided)");
   EXPECT_EQ(MakeStrategy("annealing", {"t1=3"}).status().message(),
             "--strategy-opt t1=3: strategy annealing has no option 't1' (options: t0, cooling, restart)");
   EXPECT_EQ(MakeStrategy("genetic", {"population=lots"}).status().message(),
