@@ -62,7 +62,20 @@ void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
     auto text = ReadFile(cpp[i].path);
     if (text.ok()) scans[i] = ScanCppSource(*text, cpp[i].display);
   });
-  out.custom_ops.Link(std::move(scans));
+  // Extension builds declared by Python scripts (which module each C++ file becomes, CUDA or
+  // CPU) and the project's Python methods (a call on an unknown receiver may be one of them).
+  std::vector<ExtensionBuild> builds;
+  if (!cpp.empty()) {
+    for (const auto& f : project.py) {
+      if (f.parsed.tree == nullptr) continue;
+      auto found = ScanExtensionBuilds(f.parsed.source);
+      std::move(found.begin(), found.end(), std::back_inserter(builds));
+      if (f.summary == nullptr) continue;
+      for (const auto& cls : f.summary->classes)
+        for (const auto& [method, arity] : cls->method_arity) out.custom_ops.python_methods.emplace(method, arity);
+    }
+  }
+  out.custom_ops.Link(std::move(scans), builds);
 
   run.ctx.logger.Info("Analysis start...");
   std::unordered_set<std::string> watched = WatchedNames(run.target);

@@ -57,11 +57,11 @@ bool OffenceOf(const Finding& f, Offence* out) {
   }
   bool cuda_api = starts("torch.cuda") || op.find(".cuda") != std::string::npos ||
                   op.find(".mlu") != std::string::npos || op.find(".mps") != std::string::npos ||
-                  starts("torch.backends.cudnn");
+                  starts("torch.backends.cudnn") || op == ".cuda()";
   if (f.category == Category::kCuda) {
-    // Device strings and backends are not APIs; `.cuda()` on an unknown receiver is already an
-    // unknown-receiver finding at the same place.
-    if (!cuda_api || op == ".cuda()") return false;
+    // Device strings and backends are not APIs; `.cuda()` on a receiver of unknown type is
+    // CUDA-only code (unknown_receiver leaves it to cuda_specific).
+    if (!cuda_api) return false;
     out->bucket = Bucket::kMigrationNeeded;
     return true;
   }
