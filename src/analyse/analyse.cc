@@ -65,17 +65,19 @@ void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
   // Extension builds declared by Python scripts (which module each C++ file becomes, CUDA or
   // CPU) and the project's Python methods (a call on an unknown receiver may be one of them).
   std::vector<ExtensionBuild> builds;
-  if (!cpp.empty()) {
-    for (const auto& f : project.py) {
-      if (f.parsed.tree == nullptr) continue;
+  std::unordered_multimap<std::string, std::pair<int, int>> python_methods;
+  for (const auto& f : project.py) {
+    if (f.parsed.tree == nullptr) continue;
+    if (!cpp.empty()) {
       auto found = ScanExtensionBuilds(f.parsed.source);
       std::move(found.begin(), found.end(), std::back_inserter(builds));
-      if (f.summary == nullptr) continue;
-      for (const auto& cls : f.summary->classes)
-        for (const auto& [method, arity] : cls->method_arity) out.custom_ops.python_methods.emplace(method, arity);
     }
+    if (f.summary == nullptr) continue;
+    for (const auto& cls : f.summary->classes)
+      for (const auto& [method, arity] : cls->method_arity) python_methods.emplace(method, arity);
   }
   out.custom_ops.Link(std::move(scans), builds);
+  out.custom_ops.python_methods = std::move(python_methods);
 
   run.ctx.logger.Info("Analysis start...");
   std::unordered_set<std::string> watched = WatchedNames(run.target);
