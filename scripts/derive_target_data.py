@@ -943,6 +943,8 @@ NPU_TARGET = collections.OrderedDict([
     ("import_line", "import torch_npu"),
     ("device_module", "torch_npu.npu"),
     ("transfer_import", "from torch_npu.contrib import transfer_to_npu"),
+    # fp64_usage rule: float64 on the target (Ascend AI Cores compute fp16/bf16/fp32, not fp64).
+    ("fp64", "float64 has no AI Core kernels on Ascend NPUs: float64 operators run on the AI CPU (far slower) or are not supported; keep float32 unless the precision is needed, and cast on the host"),
     ("renames", collections.OrderedDict([
         ("methods", {"cuda": "npu"}),
         ("attributes", {"is_cuda": "is_npu"}),
@@ -1052,6 +1054,9 @@ optional; a map's keys are the CUDA spellings, its values the target's.
  "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative:
                                    // `migrate --transfer-only` adds only this line (after the
                                    // torch imports) to the entry scripts
+ "fp64": "float64 has no AI Core kernels ...",  // fp64_usage: float64 dtypes and .double()
+                                   // calls are advice (performance) with this text;
+                                   // no key: the target runs float64 natively
  "renames": {                      // applied by `portkit migrate`, named in analyse's tips
    "methods": {"cuda": "npu"},     // x.cuda() -> x.npu(); also a torch.nn.Module method that
                                    // returns the module (type inference)
