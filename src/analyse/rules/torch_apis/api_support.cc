@@ -3,7 +3,8 @@
 //   that the target does not support for the chosen torch version (unsupported_api.csv), and
 //   torch.* calls that are in neither of the target's lists (unknown_api.csv). Non-call references
 //   (`dtype=torch.float64`, `norm=nn.SyncBatchNorm`, `torch.backends.cudnn.benchmark = True`) are
-//   reported only when listed as unsupported, monkey-patching stores (`F.avg_pool3d =
+//   reported only when listed as unsupported (confidence medium: the use happens later, through a
+//   value; third_party does not count them as offences), monkey-patching stores (`F.avg_pool3d =
 //   wrap(F.avg_pool3d)`, both sides) never; type tests and keys (`isinstance(m, nn.MaxPool1d)`,
 //   `{nn.AdaptiveMaxPool2d: hook}`, `type(m) is nn.X`) are not uses and are not reported. The
 //   target's own APIs (`torch.npu.*`, `x.npu()` for npu, from its target.json) are never unknown;
@@ -58,14 +59,15 @@ class ApiSupportRule : public Rule {
     // A member of a user's nn.Module subclass that is not a torch method (self.layer1(x)) is the
     // user's own attribute: classify it only when a list names it.
     bool user_member = ev.callee.kind == ValueKind::kMethod && ev.callee.cls != nullptr;
-    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member && MayBeUnknown(ev, ctx.target));
+    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member && MayBeUnknown(ev, ctx.target),
+             /*call=*/true);
   }
 
   void OnAttribute(const AttributeEvent& ev, RuleContext& ctx) override {
     // A store into a torch name (`F.avg_pool3d = wrap(F.avg_pool3d)`) monkey-patches it, and the
     // wrapped original on the right is not a use either.
     if (ev.type_test || ev.store || !IsTorchName(ev.qname) || IsPatchedOriginal(ev.node, ctx)) return;
-    Classify(ev.node, {ev.qname}, ctx, /*report_unknown=*/false);
+    Classify(ev.node, {ev.qname}, ctx, /*report_unknown=*/false, /*call=*/false);
   }
 
  private:
@@ -83,8 +85,11 @@ class ApiSupportRule : public Rule {
     return false;
   }
 
+  // `call`: a call of the API; otherwise a reference (`norm=nn.SyncBatchNorm`,
+  // `self.clip = torch.nn.utils.clip_grad_norm`), reported with medium confidence: the use happens
+  // later, through a value the analyser does not follow (third_party does not propagate it).
   void Classify(TSNode node, const std::vector<std::string>& names, RuleContext& ctx,
-                bool report_unknown) {
+                bool report_unknown, bool call) {
     const Target& t = ctx.target;
     if (t.all_supported()) return;  // the cpu target: only CUDA-only code matters
     for (const auto& q : names) {
@@ -93,7 +98,7 @@ class ApiSupportRule : public Rule {
                               ? "This API is not supported on " + t.name() + " (torch " +
                                     t.list_version() + ")."
                               : *note;
-        ctx.Report(node, q, tip, Category::kUnsupported, Confidence::kHigh, name());
+        ctx.Report(node, q, tip, Category::kUnsupported, call ? Confidence::kHigh : Confidence::kMedium, name());
         return;
       }
       if (t.Supported(q)) return;
