@@ -229,7 +229,8 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
   LoadProject({input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
-               target->facts().DeviceMethods()},
+               target->facts().DeviceMethods(),
+               /*decode_latin1=*/opt.mode != AnalyseMode::kDynamicShape},  // dynamic_shape writes files back
               log, pool, *project);
   run.project = project.get();
   run.pool = &pool;
