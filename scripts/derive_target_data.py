@@ -824,24 +824,98 @@ def derive_torch_only_methods(all_names, out, written):
 # ----------------------------------------------------------------------------------------------
 
 CUDA_ONLY = collections.OrderedDict([
-    ("api_prefixes", ["torch.cuda", "torch.backends.cudnn", "torch.backends.cuda"]),
-    ("methods", ["cuda"]),
+    # torch.version.cuda: the CUDA version string (None without CUDA), read to pick CUDA paths.
+    ("api_prefixes", ["torch.cuda", "torch.backends.cudnn", "torch.backends.cuda",
+                      "torch.version.cuda"]),
+    # _share_cuda_: a storage's CUDA IPC handle (torch.multiprocessing's CUDA sharing).
+    ("methods", ["cuda", "_share_cuda_"]),
     ("attributes", ["is_cuda"]),
     ("device_types", ["cuda"]),
     ("distributed_backends", ["nccl"]),
     # Exact names: build helpers of CUDA extensions.
     ("apis", ["torch.utils.cpp_extension.CUDAExtension", "torch.utils.cpp_extension.CUDA_HOME",
-              "torch.utils.cpp_extension.CUDNN_HOME"]),
+              "torch.utils.cpp_extension.CUDNN_HOME",
+              # autocast's GPU dtype (the device-neutral form is torch.get_autocast_dtype(dev)).
+              "torch.get_autocast_gpu_dtype", "torch.set_autocast_gpu_dtype"]),
     # Environment variables that only CUDA / NCCL read.
     ("env_vars", ["CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES",
                   "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SOCKET_IFNAME",
                   "PYTORCH_CUDA_ALLOC_CONF"]),
+    # Any upper-case name with one of these prefixes is a CUDA / cuDNN / NCCL environment
+    # variable (NCCL_ASYNC_ERROR_HANDLING, CUDA_MODULE_LOADING, ...).
+    ("env_var_prefixes", ["CUDA_", "CUDNN_", "NCCL_"]),
+    # String literals that name the CUDA compiler in build settings (extra_compile_args["nvcc"]).
+    ("build_strings", ["nvcc"]),
+    # A keyword argument whose name has one of these `_`-separated tokens configures CUDA-only
+    # machinery (`env_cfg = dict(cudnn_benchmark=False)`, `nccl_timeout=...`).
+    ("keyword_tokens", ["cudnn", "nccl"]),
     # Ops of libraries whose device kernels are CUDA kernels (torchvision's C++ ops).
     ("library_ops", ["torchvision.ops." + o for o in [
         "DeformConv2d", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool",
         "batched_nms", "deform_conv2d", "nms", "ps_roi_align", "ps_roi_pool", "roi_align",
         "roi_pool"]]),
 ])
+
+# torch APIs that are never worth an unknown_api.csv row (hand-written): a call of one cannot
+# behave differently on an accelerator target. `host`: runs on the host whatever the device
+# (shape tuples, parameter wrappers, legacy CPU constructors, graph tooling, process management,
+# logging, placement descriptors, checkpoint planners, test-suite helpers, build strings);
+# `other_device`: device modules of other vendors' backends, which code runs only on that
+# device. A name listed as supported or unsupported by the target keeps its verdict; the
+# target's own APIs are never unknown anyway. Prefixes match whole dotted components.
+TORCH_NEVER_UNKNOWN = [
+    ("torch.BFloat16Tensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.BoolTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.ByteTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.CharTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.DoubleTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.FloatTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.HalfTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.IntTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.LongTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.ShortTensor", "host", "legacy constructor: a CPU tensor"),
+    ("torch.Size", "host", "a shape tuple"),
+    ("torch._logging", "host", "logging"),
+    ("torch.distributed._tensor.Partial", "host", "DTensor placement descriptor"),
+    ("torch.distributed._tensor.Replicate", "host", "DTensor placement descriptor"),
+    ("torch.distributed._tensor.Shard", "host", "DTensor placement descriptor"),
+    ("torch.distributed._tensor.placement_types", "host", "DTensor placement descriptors"),
+    ("torch.distributed.checkpoint.DefaultLoadPlanner", "host", "checkpoint planner"),
+    ("torch.distributed.checkpoint.DefaultSavePlanner", "host", "checkpoint planner"),
+    ("torch.distributed.checkpoint.default_planner", "host", "checkpoint planners"),
+    ("torch.distributed.checkpoint.planner", "host", "checkpoint planners"),
+    ("torch.distributed.tensor.Partial", "host", "DTensor placement descriptor"),
+    ("torch.distributed.tensor.Replicate", "host", "DTensor placement descriptor"),
+    ("torch.distributed.tensor.Shard", "host", "DTensor placement descriptor"),
+    ("torch.distributed.tensor.placement_types", "host", "DTensor placement descriptors"),
+    ("torch.fx", "host", "graph capture and transformation on the host"),
+    ("torch.hpu", "other_device", "another vendor's device module"),
+    ("torch.mlu", "other_device", "another vendor's device module"),
+    ("torch.mps", "other_device", "another vendor's device module"),
+    ("torch.mtia", "other_device", "another vendor's device module"),
+    ("torch.multiprocessing", "host", "host process management"),
+    ("torch.musa", "other_device", "another vendor's device module"),
+    ("torch.nn.Buffer", "host", "a tensor wrapper: its device is the tensor's"),
+    ("torch.nn.Parameter", "host", "a tensor wrapper: its device is the tensor's"),
+    ("torch.nn.parameter.Buffer", "host", "a tensor wrapper: its device is the tensor's"),
+    ("torch.nn.parameter.Parameter", "host", "a tensor wrapper: its device is the tensor's"),
+    ("torch.sdaa", "other_device", "another vendor's device module"),
+    ("torch.testing._internal.common_utils", "host", "test-suite helpers (parametrize, run_tests)"),
+    ("torch.utils._pytree", "host", "container flattening on the host"),
+    ("torch.version", "host", "build information strings (torch.version.cuda is CUDA-specific code)"),
+    ("torch.xpu", "other_device", "another vendor's device module"),
+]
+
+
+def write_torch_never_unknown(out, written):
+    comments = ["torch APIs never reported in unknown_api.csv: a call of one cannot behave differently",
+                "on an accelerator target (kind host) or runs only on another vendor's device",
+                "(kind other_device). Hand-written (TORCH_NEVER_UNKNOWN in scripts/derive_target_data.py).",
+                "Prefixes match whole dotted components. See data/README.md.",
+                "Columns: name<TAB>kind<TAB>why"]
+    rows = [list(r) for r in sorted(TORCH_NEVER_UNKNOWN)]
+    write_tsv(os.path.join(out, "python", "torch_never_unknown.tsv"), comments, rows, written)
+
 
 # Hand-added rows of targets/npu/rewrites.tsv (see derive_rewrites).
 HAND_REWRITES = collections.OrderedDict([
@@ -869,6 +943,8 @@ NPU_TARGET = collections.OrderedDict([
     ("import_line", "import torch_npu"),
     ("device_module", "torch_npu.npu"),
     ("transfer_import", "from torch_npu.contrib import transfer_to_npu"),
+    # fp64_usage rule: float64 on the target (Ascend AI Cores compute fp16/bf16/fp32, not fp64).
+    ("fp64", "float64 has no AI Core kernels on Ascend NPUs: float64 operators run on the AI CPU (far slower) or are not supported; keep float32 unless the precision is needed, and cast on the host"),
     ("renames", collections.OrderedDict([
         ("methods", {"cuda": "npu"}),
         ("attributes", {"is_cuda": "is_npu"}),
@@ -978,6 +1054,9 @@ optional; a map's keys are the CUDA spellings, its values the target's.
  "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative:
                                    // `migrate --transfer-only` adds only this line (after the
                                    // torch imports) to the entry scripts
+ "fp64": "float64 has no AI Core kernels ...",  // fp64_usage: float64 dtypes and .double()
+                                   // calls are advice (performance) with this text;
+                                   // no key: the target runs float64 natively
  "renames": {                      // applied by `portkit migrate`, named in analyse's tips
    "methods": {"cuda": "npu"},     // x.cuda() -> x.npu(); also a torch.nn.Module method that
                                    // returns the module (type inference)
@@ -1088,7 +1167,11 @@ exact qualified names (CUDA extension build helpers such as
 NCCL read (a string literal naming one, `os.environ["CUDA_VISIBLE_DEVICES"]`); `library_ops`:
 ops of libraries whose device kernels are CUDA kernels (`torchvision.ops.nms`; a name under the
 same package with the same last component, `torchvision.ops.boxes.nms`, is the same op); the
-target's `library_ops` names what replaces them. On a target without support lists (`cpu`)
+target's `library_ops` names what replaces them. `env_var_prefixes`: an upper-case string with
+one of these prefixes is a CUDA/cuDNN/NCCL environment variable (`"NCCL_ASYNC_ERROR_HANDLING"`);
+`build_strings`: string literals naming the CUDA compiler in build settings
+(`extra_compile_args["nvcc"]`); `keyword_tokens`: a keyword argument whose name has one of these
+`_`-separated tokens configures CUDA-only machinery (`dict(cudnn_benchmark=False)`). On a target without support lists (`cpu`)
 library ops are not reported: they have CPU kernels.
 
 ### `targets/npu/migrate_rules.json`
@@ -1156,6 +1239,17 @@ Copy of the license of Ascend op-plugin (BSD-style), whose function list `api_su
 Hand-written (not by the script): `name<TAB>pattern<TAB>replacement`, operator sequences that a
 fused kernel replaces (from msprof-analyze's timeline_fusion_ops.yaml); the replacement is
 target-neutral, a target names its own in `profile.fusion_apis`.
+
+### `python/torch_never_unknown.tsv`
+
+Hand-written (literal `TORCH_NEVER_UNKNOWN` in the script). Columns: `name<TAB>kind<TAB>why`.
+torch APIs (prefixes of whole dotted components) that `analyse` never reports as unknown:
+`host` — a call cannot behave differently on an accelerator target (`torch.Size`,
+`torch.nn.Parameter`, legacy CPU constructors such as `torch.LongTensor`, `torch.fx`,
+`torch.multiprocessing`, DTensor placement descriptors, checkpoint planners, logging, test-suite
+helpers, `torch.version` strings); `other_device` — device modules of other vendors' backends
+(`torch.mlu`, `torch.xpu`, ...), whose code runs only on that device. A name the target lists as
+supported or unsupported keeps that verdict.
 
 ### `python/torch_only_methods.tsv`
 
@@ -1287,6 +1381,7 @@ def main():
     surface = derive_api_surface(ref, out, affinity, written)
     check_replacements_real(NPU_TARGET, affinity, surface)
     write_json(os.path.join(out, "cuda", "cuda_only.json"), CUDA_ONLY, written)
+    write_torch_never_unknown(out, written)
     write_json(os.path.join(out, "targets", "cpu", "target.json"), CPU_TARGET, written)
     write_json(os.path.join(out, "targets", "npu", "target.json"), NPU_TARGET, written)
     with open(os.path.join(ref, "LICENSE-mstt-MulanPSL2.txt"), encoding="utf-8") as f:

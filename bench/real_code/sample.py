@@ -43,6 +43,12 @@ def main():
             except (OSError, IndexError):
                 text = "?"
         match = name if args.kind == "full_unsupported" else (name.split("|")[0] or "*")
+        if args.kind == "full_unsupported":
+            # The witness to judge: the Message of the row (offending API and call path).
+            for r in score.read_csv(os.path.join(results[mode], "full_unsupported_results.csv")):
+                if r["3rd-party API"] == name:
+                    print("# witness: " + r["Message"].replace("\n", " | ")[:400])
+                    break
         print("%s\t%s\t%s\t%s\t?\tsample\t%s" % (args.kind, file, start if start else "-", match,
                                                   text[:160]))
     return 0

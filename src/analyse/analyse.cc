@@ -62,7 +62,22 @@ void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
     auto text = ReadFile(cpp[i].path);
     if (text.ok()) scans[i] = ScanCppSource(*text, cpp[i].display);
   });
-  out.custom_ops.Link(std::move(scans));
+  // Extension builds declared by Python scripts (which module each C++ file becomes, CUDA or
+  // CPU) and the project's Python methods (a call on an unknown receiver may be one of them).
+  std::vector<ExtensionBuild> builds;
+  std::unordered_multimap<std::string, std::pair<int, int>> python_methods;
+  for (const auto& f : project.py) {
+    if (f.parsed.tree == nullptr) continue;
+    if (!cpp.empty()) {
+      auto found = ScanExtensionBuilds(f.parsed.source);
+      std::move(found.begin(), found.end(), std::back_inserter(builds));
+    }
+    if (f.summary == nullptr) continue;
+    for (const auto& cls : f.summary->classes)
+      for (const auto& [method, arity] : cls->method_arity) python_methods.emplace(method, arity);
+  }
+  out.custom_ops.Link(std::move(scans), builds);
+  out.custom_ops.python_methods = std::move(python_methods);
 
   run.ctx.logger.Info("Analysis start...");
   std::unordered_set<std::string> watched = WatchedNames(run.target);
@@ -214,7 +229,8 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
   LoadProject({input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
-               target->facts().DeviceMethods()},
+               target->facts().DeviceMethods(),
+               /*decode_latin1=*/opt.mode != AnalyseMode::kDynamicShape},  // dynamic_shape writes files back
               log, pool, *project);
   run.project = project.get();
   run.pool = &pool;

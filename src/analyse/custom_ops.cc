@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <regex>
+#include <tuple>
+#include <unordered_set>
 
 namespace portkit::analyse {
 namespace {
@@ -123,8 +125,29 @@ std::string BlankComments(std::string_view text) {
   return out;
 }
 
-bool IsCpuKey(std::string_view key) {
-  return key == "CPU" || key == "AutogradCPU" || key == "QuantizedCPU" || key == "SparseCPU";
+bool IsCudaKey(std::string_view key) { return key.find("CUDA") != std::string_view::npos; }
+
+// `T::member(...) ... {` (a member function, constructor or destructor defined out of the class,
+// initializer lists included): the classes whose members `text` defines.
+void MemberDefinitionClasses(std::string_view text, std::unordered_set<std::string>* out) {
+  for (size_t pos = text.find("::"); pos != std::string_view::npos; pos = text.find("::", pos + 2)) {
+    size_t b = pos;
+    while (b > 0 && IsIdent(text[b - 1])) --b;
+    if (b == pos) continue;  // `a::T::f(`: only T, followed by a name and `(`, is taken
+    size_t m = pos + 2;
+    if (m < text.size() && text[m] == '~') ++m;
+    size_t e = m;
+    while (e < text.size() && IsIdent(text[e])) ++e;
+    if (e == m) continue;
+    size_t open = e;
+    while (open < text.size() && std::isspace(static_cast<unsigned char>(text[open]))) ++open;
+    if (open >= text.size() || text[open] != '(') continue;
+    size_t close;
+    Parenthesized(text, open, &close);
+    if (close == std::string_view::npos) continue;
+    size_t next = text.find_first_of(";{}", close);
+    if (next != std::string_view::npos && text[next] == '{') out->insert(std::string(text.substr(b, pos - b)));
+  }
 }
 
 }  // namespace
@@ -168,6 +191,11 @@ int CountParameters(std::string_view params) {
 
 CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
   CppScan scan;
+  scan.path = display_path;
+  // Everything below reads the source without its comments (commas inside them are no
+  // separators, and "CUDA" in a licence header or a note is no CUDA code).
+  std::string owned = BlankComments(text);
+  text = owned;
   {
     std::string_view ext = std::string_view(display_path).substr(std::min(display_path.size(), display_path.rfind('.')));
     scan.mentions_cuda = ext == ".cu" || ext == ".cuh" || text.find("__global__") != std::string_view::npos;
@@ -177,18 +205,30 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
         scan.mentions_cuda = true;
     }
   }
-  // Everything below reads the source without its comments (commas inside them are no separators).
-  std::string owned = BlankComments(text);
-  text = owned;
   // Function definitions: `name(params) {` or `name(params) const {` — enough to count arguments.
-  static const std::regex kDef(R"(([A-Za-z_]\w*)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{)");
+  static const std::regex kDef(R"(((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{)");
   for (auto it = std::sregex_iterator(owned.begin(), owned.end(), kDef); it != std::sregex_iterator(); ++it) {
-    std::string name = (*it)[1];
+    std::string qualified = (*it)[1];
+    size_t colon = qualified.rfind("::");
+    std::string name = colon == std::string::npos ? qualified : qualified.substr(colon + 2);
     if (name == "if" || name == "for" || name == "while" || name == "switch" || name == "catch" ||
         name == "PYBIND11_MODULE" || name.rfind("TORCH_LIBRARY", 0) == 0)
       continue;
-    scan.functions.emplace(name, CountParameters((*it)[2].str()));
+    int count = CountParameters((*it)[2].str());
+    scan.functions.emplace(name, count);
+    for (const std::string* key : {&name, &qualified}) {
+      if (key == &qualified && colon == std::string::npos) break;
+      auto [at, fresh] = scan.function_ranges.emplace(*key, std::make_pair(count, count));
+      if (!fresh) at->second = {std::min(at->second.first, count), std::max(at->second.second, count)};
+    }
+    if (colon != std::string::npos) {
+      scan.functions.emplace(qualified, count);
+      std::string owner = qualified.substr(0, colon);
+      size_t c2 = owner.rfind("::");
+      scan.classes.insert(c2 == std::string::npos ? owner : owner.substr(c2 + 2));
+    }
   }
+  MemberDefinitionClasses(text, &scan.classes);
   struct Macro {
     const char* name;
     bool torch_library;
@@ -197,7 +237,7 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
                                       {"TORCH_LIBRARY_FRAGMENT", true},
                                       {"TORCH_LIBRARY_IMPL", true},
                                       {"TORCH_LIBRARY", true}};
-  static const std::regex kPyClass(R"re(py::class_\s*<[^>]*>\s*\(\s*\w+\s*,\s*"(\w+)")re");
+  static const std::regex kPyClass(R"re(py::class_\s*<\s*([\w:]+)[^(;]*>\s*\(\s*\w+\s*,\s*"(\w+)")re");
   static const std::regex kTorchDef(R"re(\.\s*def\s*\(\s*(?:TORCH_SELECTIVE_SCHEMA\s*\()?\s*"(\w+)(?:\.\w+)?\s*(\(([^"]*)\))?[^"]*"\s*(?:\)\s*)?(?:,\s*&?\s*([\w:]+))?)re");
   static const std::regex kTorchImpl(R"re(\.\s*impl\s*\(\s*"(\w+)"\s*,\s*(?:TORCH_FN\s*\(\s*)?&?\s*([\w:]+))re");
   static const std::regex kTorchClass(R"re(\.\s*class_\s*<[^>]*>\s*\(\s*"(\w+)")re");
@@ -217,6 +257,12 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
       std::string args(text.substr(open + 1, close - open - 1));
       std::string ns = args.substr(0, args.find(','));
       ns.erase(std::remove_if(ns.begin(), ns.end(), ::isspace), ns.end());
+      std::vector<std::string> modules;  // PYBIND11_MODULE(name, m) with a literal name
+      if (!macro.torch_library && !ns.empty() && ns != "TORCH_EXTENSION_NAME" &&
+          std::all_of(ns.begin(), ns.end(), [](char c) { return IsIdent(c); })) {
+        modules.push_back(ns);
+        scan.module_names.push_back(ns);
+      }
       std::string key;  // TORCH_LIBRARY_IMPL(ns, KEY, m)
       if (std::string_view(macro.name) == "TORCH_LIBRARY_IMPL") {
         auto parts = SplitTopLevel(args);
@@ -234,6 +280,7 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
         op.file = display_path;
         op.line = LineOf(text, block_offset + rel);
         op.how = macro.name;
+        op.modules = modules;
         scan.symbols.push_back(std::move(symbol));
         scan.ops.push_back(std::move(op));
         return scan.ops.back();
@@ -293,7 +340,7 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
           op.arg_names = std::move(names);
         }
         for (auto it = std::sregex_iterator(body.begin(), body.end(), kPyClass); it != std::sregex_iterator(); ++it)
-          add((*it)[1], -1, "", static_cast<size_t>(it->position()));
+          add((*it)[2], -1, "class:" + (*it)[1].str(), static_cast<size_t>(it->position()));
       } else {
         for (auto it = std::sregex_iterator(body.begin(), body.end(), kTorchDef); it != std::sregex_iterator(); ++it) {
           int min_args = -1, count = -1;
@@ -320,57 +367,154 @@ void CustomOpTable::Add(CustomOp op) {
   ops.push_back(std::move(op));
 }
 
-void CustomOpTable::Link(std::vector<CppScan> scans) {
-  std::unordered_map<std::string, int> functions;
+namespace {
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// Whether build source `src` (as written in a build script) names the file at `path`.
+bool SourceNames(std::string_view src, std::string_view path) {
+  while (src.rfind("./", 0) == 0) src.remove_prefix(2);
+  if (src.empty() || src.size() > path.size()) return false;
+  if (path.compare(path.size() - src.size(), src.size(), src) != 0) return false;
+  return path.size() == src.size() || path[path.size() - src.size() - 1] == '/';
+}
+
+}  // namespace
+
+void CustomOpTable::Link(std::vector<CppScan> scans, const std::vector<ExtensionBuild>& builds) {
+  // Name → fewest and most parameters over its definitions in every source.
+  std::unordered_map<std::string, std::pair<int, int>> functions;
+  // Name (qualified and last) → the scans defining it; class name → scans defining its members.
+  std::unordered_map<std::string, std::vector<size_t>> defined_in, class_in;
   bool any_cuda = false;
   // Dispatch keys each TORCH_LIBRARY op is implemented for ("ns::name" → keys).
   std::unordered_map<std::string, std::vector<std::string>> keys;
-  for (const auto& s : scans) {
-    for (const auto& [name, count] : s.functions) functions.emplace(name, count);
+  std::unordered_set<std::string> cuda_dirs;  // folders holding a source that mentions CUDA
+  std::unordered_map<std::string, size_t> basename_count;
+  for (size_t si = 0; si < scans.size(); ++si) {
+    const auto& s = scans[si];
+    for (const auto& [name, range] : s.function_ranges) {
+      auto [at, fresh] = functions.emplace(name, range);
+      if (!fresh) at->second = {std::min(at->second.first, range.first), std::max(at->second.second, range.second)};
+      defined_in[name].push_back(si);
+    }
+    for (const auto& c : s.classes) class_in[c].push_back(si);
     any_cuda |= s.mentions_cuda;
+    if (s.mentions_cuda) cuda_dirs.insert(DirOf(s.path));
+    ++basename_count[s.path.substr(s.path.rfind('/') + 1)];
     for (const auto& op : s.ops)
       if (!op.dispatch_key.empty()) keys[op.ns + "::" + op.name].push_back(op.dispatch_key);
   }
-  auto cpu_only = [&](const CustomOp& op) {
+  // The builds that compile each scan's file.
+  std::vector<std::vector<const ExtensionBuild*>> built_by(scans.size());
+  for (const auto& b : builds) {
+    for (const auto& src : b.sources) {
+      bool bare = src.find('/') == std::string::npos;
+      for (size_t si = 0; si < scans.size(); ++si) {
+        const std::string& path = scans[si].path;
+        if (!SourceNames(src, path)) continue;
+        if (bare && basename_count[path.substr(path.rfind('/') + 1)] > 1) continue;  // ambiguous
+        built_by[si].push_back(&b);
+      }
+    }
+  }
+  // Whether the source(s) defining `symbol` (registered from scan `si`) mention CUDA; -1 when no
+  // definition was found.
+  auto defining_cuda = [&](size_t si, const std::string& symbol) -> int {
+    if (symbol.empty()) return -1;
+    const std::vector<size_t>* where = nullptr;
+    if (symbol.rfind("class:", 0) == 0) {
+      std::string cls = symbol.substr(6);
+      size_t colon = cls.rfind("::");
+      if (colon != std::string::npos) cls = cls.substr(colon + 2);
+      auto it = class_in.find(cls);
+      if (it != class_in.end()) where = &it->second;
+    } else {
+      auto it = defined_in.find(symbol);
+      if (it == defined_in.end()) {
+        size_t colon = symbol.rfind("::");
+        if (colon != std::string::npos) it = defined_in.find(symbol.substr(colon + 2));
+      }
+      if (it != defined_in.end()) where = &it->second;
+    }
+    if (!where || where->empty()) return -1;
+    // The registering file's own definition is the one it binds.
+    if (std::find(where->begin(), where->end(), si) != where->end()) return scans[si].mentions_cuda ? 1 : 0;
+    for (size_t d : *where)
+      if (scans[d].mentions_cuda) return 1;
+    return 0;
+  };
+  auto cpu_only = [&](size_t si, const CustomOp& op, const std::string& symbol) {
+    bool cuda_build = false, cpu_build = false;
+    for (const ExtensionBuild* b : built_by[si]) {
+      cuda_build |= b->kind == ExtensionBuild::Kind::kCuda;
+      cpu_build |= b->kind == ExtensionBuild::Kind::kCpu;
+    }
+    if (cuda_build) return false;
+    if (cpu_build) return true;
     if (!any_cuda) return true;  // no C++ source of the project mentions CUDA
+    // TORCH_LIBRARY_IMPL keys: a CUDA operator has a CUDA kernel (CUDA, AutogradCUDA, ...);
+    // CPU, Meta, Functionalize or composite kernels alone make none.
     auto it = keys.find(op.ns + "::" + op.name);
-    if (op.ns.empty() || it == keys.end()) return false;
-    return std::all_of(it->second.begin(), it->second.end(), [](const std::string& k) { return IsCpuKey(k); });
+    if (!op.ns.empty() && it != keys.end())
+      return std::none_of(it->second.begin(), it->second.end(), [](const std::string& k) { return IsCudaKey(k); });
+    if (scans[si].mentions_cuda) return false;
+    int defined = defining_cuda(si, symbol);
+    if (defined >= 0) return defined == 0;
+    // Nothing says: a binding next to CUDA sources is taken for a CUDA extension.
+    return cuda_dirs.count(DirOf(scans[si].path)) == 0;
   };
   std::vector<CustomOp> merged;
-  for (auto& s : scans) {
+  for (size_t si = 0; si < scans.size(); ++si) {
+    auto& s = scans[si];
     for (size_t i = 0; i < s.ops.size(); ++i) {
       CustomOp& op = s.ops[i];
-      if (op.arg_count < 0 && !s.symbols[i].empty()) {
-        std::string sym = s.symbols[i];
-        size_t colon = sym.rfind("::");
-        if (colon != std::string::npos) sym = sym.substr(colon + 2);
-        if (auto it = functions.find(sym); it != functions.end()) op.arg_count = op.min_args = it->second;
+      const std::string& symbol = s.symbols[i];
+      if (op.arg_count < 0 && !symbol.empty() && symbol.rfind("class:", 0) != 0) {
+        auto it = functions.find(symbol);
+        if (it == functions.end()) {
+          size_t colon = symbol.rfind("::");
+          if (colon != std::string::npos) it = functions.find(symbol.substr(colon + 2));
+        }
+        // Several definitions of the name (a free function and a same-named member): any of
+        // their arities may be the one bound.
+        if (it != functions.end()) {
+          op.min_args = it->second.first;
+          op.arg_count = it->second.second;
+        }
       }
-      if (cpu_only(op)) {
+      for (const ExtensionBuild* b : built_by[si])
+        if (!b->module.empty() && std::find(op.modules.begin(), op.modules.end(), b->module) == op.modules.end())
+          op.modules.push_back(b->module);
+      if (cpu_only(si, op, symbol)) {
         cpu_ops.push_back(std::move(op));
         continue;
       }
       merged.push_back(std::move(op));
     }
   }
-  // An impl and a def of the same op: keep one, preferring a known arg count.
   std::sort(merged.begin(), merged.end(), [](const CustomOp& a, const CustomOp& b) {
     return std::tie(a.name, a.ns, a.file, a.line) < std::tie(b.name, b.ns, b.file, b.line);
   });
   for (auto& op : merged) {
     auto it = by_name.find(op.name);
     if (it != by_name.end()) {
+      // TORCH_LIBRARY: a def and its impls are one op (keep the known arg count). pybind11:
+      // every extension module's registration is its own op (apex registers `forward` in a
+      // dozen modules with different arities); only a repeat in the same file is merged.
       bool dup = false;
       for (size_t idx : it->second) {
-        if (ops[idx].ns == op.ns) {
-          if (ops[idx].arg_count < 0) {
-            ops[idx].arg_count = op.arg_count;
-            ops[idx].min_args = op.min_args;
-            ops[idx].arg_names = op.arg_names;
-          }
-          dup = true;
+        CustomOp& seen = ops[idx];
+        if (seen.ns != op.ns || (op.ns.empty() && seen.file != op.file)) continue;
+        if (seen.arg_count < 0) {
+          seen.arg_count = op.arg_count;
+          seen.min_args = op.min_args;
+          seen.arg_names = op.arg_names;
         }
+        dup = true;
       }
       if (dup) continue;
     }
@@ -399,12 +543,112 @@ bool Fits(const CustomOp& op, const CallShape& call) {
 
 }  // namespace
 
-const CustomOp* CustomOpTable::Match(std::string_view name, const CallShape& call) const {
+const CustomOp* CustomOpTable::Match(std::string_view name, const CallShape& call,
+                                     std::string_view receiver_module) const {
   auto it = by_name.find(std::string(name));
   if (it == by_name.end()) return nullptr;
-  for (size_t idx : it->second)
-    if (Fits(ops[idx], call)) return &ops[idx];
+  const CustomOp* unplaced = nullptr;  // a fitting registration whose module is unknown
+  const CustomOp* elsewhere = nullptr; // a fitting registration of another, known module
+  for (size_t idx : it->second) {
+    const CustomOp& op = ops[idx];
+    if (!Fits(op, call)) continue;
+    if (receiver_module.empty()) return &op;
+    if (op.modules.empty()) {
+      if (!unplaced) unplaced = &op;
+    } else if (std::find(op.modules.begin(), op.modules.end(), receiver_module) != op.modules.end()) {
+      return &op;
+    } else if (!elsewhere) {
+      elsewhere = &op;
+    }
+  }
+  (void)elsewhere;  // registered for another module: not this call
+  return unplaced;
+}
+
+const CustomOp* CustomOpTable::MatchInModule(std::string_view name, const CallShape& call,
+                                             std::string_view module) const {
+  auto it = by_name.find(std::string(name));
+  if (it == by_name.end() || module.empty()) return nullptr;
+  for (size_t idx : it->second) {
+    const CustomOp& op = ops[idx];
+    if (std::find(op.modules.begin(), op.modules.end(), module) != op.modules.end() && Fits(op, call)) return &op;
+  }
   return nullptr;
+}
+
+bool CustomOpTable::PythonMethodFits(std::string_view name, const CallShape& call) const {
+  auto [b, e] = python_methods.equal_range(std::string(name));
+  size_t given = call.positional + call.keywords.size();
+  for (auto it = b; it != e; ++it) {
+    auto [fewest, most] = it->second;
+    if (call.star || call.double_star) return true;
+    if (given >= static_cast<size_t>(fewest) && given <= static_cast<size_t>(most)) return true;
+  }
+  return false;
+}
+
+std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view text) {
+  std::vector<ExtensionBuild> out;
+  if (text.find("sources") == std::string_view::npos && text.find("Extension(") == std::string_view::npos)
+    return out;
+  struct Builder {
+    std::string_view name;
+    ExtensionBuild::Kind kind;
+  };
+  static constexpr Builder kBuilders[] = {{"CUDAExtension", ExtensionBuild::Kind::kCuda},
+                                          {"CppExtension", ExtensionBuild::Kind::kCpu},
+                                          {"Extension", ExtensionBuild::Kind::kUnknown},
+                                          {"load", ExtensionBuild::Kind::kUnknown}};
+  auto is_source = [](std::string_view lit) {
+    size_t dot = lit.rfind('.');
+    if (dot == std::string_view::npos) return false;
+    std::string_view ext = lit.substr(dot);
+    if (lit.find('*') != std::string_view::npos || lit.find('{') != std::string_view::npos) return false;  // globs, templates
+    return ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".cu" || ext == ".c";
+  };
+  for (size_t pos = text.find('('); pos != std::string_view::npos; pos = text.find('(', pos + 1)) {
+    size_t b = pos;
+    while (b > 0 && IsIdent(text[b - 1])) --b;
+    std::string_view callee = text.substr(b, pos - b);
+    const Builder* builder = nullptr;
+    for (const auto& k : kBuilders)
+      if (callee == k.name) builder = &k;
+    if (!builder) continue;
+    size_t close;
+    std::string_view inner = Parenthesized(text, pos, &close);
+    if (close == std::string_view::npos) continue;
+    ExtensionBuild build;
+    build.kind = builder->kind;
+    auto items = SplitTopLevel(inner);
+    for (size_t i = 0; i < items.size(); ++i) {
+      std::string_view item = items[i];
+      std::string_view value = item;
+      bool named = false;
+      if (item.rfind("name", 0) == 0) {
+        std::string_view rest = Trim(item.substr(4));
+        if (!rest.empty() && rest.front() == '=') {
+          value = Trim(rest.substr(1));
+          named = true;
+        }
+      }
+      if ((named || (i == 0 && build.module.empty())) && !value.empty() && (value.front() == '"' || value.front() == '\'')) {
+        size_t end = SkipLiteral(value, 0);
+        std::string_view lit = value.substr(1, end >= 2 ? end - 2 : 0);
+        if (!is_source(lit)) build.module = std::string(lit.substr(lit.rfind('.') + 1));
+      }
+    }
+    // Every source-like string literal inside the call (lists, os.path.join fragments).
+    for (size_t i = 0; i < inner.size(); ++i) {
+      if (inner[i] != '"' && inner[i] != '\'') continue;
+      size_t end = SkipLiteral(inner, i);
+      std::string_view lit = inner.substr(i + 1, end >= i + 2 ? end - i - 2 : 0);
+      if (is_source(lit)) build.sources.emplace_back(lit);
+      i = end - 1;
+    }
+    if (build.kind == ExtensionBuild::Kind::kUnknown && build.module.empty()) continue;
+    if (!build.sources.empty()) out.push_back(std::move(build));
+  }
+  return out;
 }
 
 }  // namespace portkit::analyse

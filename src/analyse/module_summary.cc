@@ -1,5 +1,7 @@
 #include "analyse/module_summary.h"
 
+#include <cstdint>
+
 namespace portkit::analyse {
 namespace {
 
@@ -117,10 +119,17 @@ class Summariser {
     TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
     if (!ts_node_is_null(body)) {
       for (TSNode c : NamedChildren(body)) {
-        if (syn_.Kind(c) == NodeKind::kDecoratedDefinition)
+        bool is_static = false;
+        if (syn_.Kind(c) == NodeKind::kDecoratedDefinition) {
+          for (TSNode d : NamedChildren(c))
+            if (syn_.Kind(d) == NodeKind::kDecorator && NodeText(d, src_).find("staticmethod") != std::string_view::npos)
+              is_static = true;
           c = ts_node_child_by_field_id(c, syn_.f_definition);
+        }
         if (ts_node_is_null(c) || syn_.Kind(c) != NodeKind::kFunctionDefinition) continue;
-        info->methods.insert(std::string(NodeText(ts_node_child_by_field_id(c, syn_.f_name), src_)));
+        std::string method(NodeText(ts_node_child_by_field_id(c, syn_.f_name), src_));
+        info->method_arity[method] = Arity(ts_node_child_by_field_id(c, syn_.f_parameters), !is_static);
+        info->methods.insert(std::move(method));
         SelfAttributes(ts_node_child_by_field_id(c, syn_.f_body), *info);
       }
     }
@@ -129,6 +138,40 @@ class Summariser {
     b.class_index = out_.classes.size();
     out_.names[info->name] = b;
     out_.classes.push_back(std::move(info));
+  }
+
+  // (fewest, most) arguments a call passes to a function with parameters `params`; `bound`: the
+  // first parameter is self/cls.
+  std::pair<int, int> Arity(TSNode params, bool bound) {
+    int fewest = 0, most = 0;
+    bool keyword_only = false;
+    if (!ts_node_is_null(params)) {
+      for (TSNode p : NamedChildren(params)) {
+        NodeKind k = syn_.Kind(p);
+        if (k == NodeKind::kTypedParameter) {
+          TSNode inner = ts_node_named_child(p, 0);
+          NodeKind ik = syn_.Kind(inner);
+          if (ik == NodeKind::kListSplatPattern || ik == NodeKind::kDictionarySplatPattern) k = ik;
+        }
+        if (k == NodeKind::kListSplatPattern) {
+          most = INT32_MAX;
+          keyword_only = true;
+        } else if (k == NodeKind::kDictionarySplatPattern) {
+          most = INT32_MAX;
+        } else if (k == NodeKind::kIdentifier || k == NodeKind::kTypedParameter) {
+          if (bound) { bound = false; continue; }
+          ++fewest;
+          if (most != INT32_MAX) ++most;
+        } else if (k == NodeKind::kDefaultParameter || k == NodeKind::kTypedDefaultParameter) {
+          if (bound) { bound = false; continue; }
+          if (most != INT32_MAX) ++most;
+        } else if (NodeText(p, src_) == "*") {
+          keyword_only = true;
+        }
+      }
+    }
+    (void)keyword_only;
+    return {fewest, most};
   }
 
   // `self.X = callee(...)`, `self.X = a.b` and `self.register_buffer("X", ...)` statements in a

@@ -114,8 +114,13 @@ Value ProjectIndex::ImportValue(const ModuleSummary& from, const std::string& mo
   if (attr.empty()) return ModuleValue(abs);
   std::string sub = abs.empty() ? attr : abs + "." + attr;
   if (IsProjectModule(abs)) {
-    Value v = Find(abs) ? ExportLocked(abs, attr) : Value::Unknown();
+    const ModuleSummary* package = Find(abs);
+    Value v = package ? ExportLocked(abs, attr) : Value::Unknown();
     if (v.is_unknown() && IsProjectModule(sub)) return Value::UserModule(sub);
+    // `from . import ext_cuda` where the package neither defines nor star-imports the name and
+    // no .py module has it: a compiled module beside the sources (a built extension).
+    if (v.is_unknown() && (!package || (!package->names.count(attr) && package->star_imports.empty())))
+      return Value::External(sub);
     return v;
   }
   if (level > 0) return Value::Unknown();  // a relative import that leaves the project

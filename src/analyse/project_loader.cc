@@ -22,7 +22,7 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
   pool.ParallelFor(sources.python.size(), [&](int worker, size_t i) {
     const SourceFile& f = sources.python[i];
     py[i].file = &f;
-    auto text = LoadPythonSource(f, opt.max_file_bytes);
+    auto text = LoadPythonSource(f, opt.max_file_bytes, opt.decode_latin1);
     if (!text.ok()) {
       load_problems[i] = {f.display, 0, 0, "skipped", text.status().message()};
       return;
@@ -68,7 +68,7 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
     SourceSet env_sources = DiscoverSources(fs::absolute(env), "", opt.exclude, opt.max_file_bytes);
     PythonParser parser;
     for (const auto& f : env_sources.python) {
-      auto text = LoadPythonSource(f, opt.max_file_bytes);
+      auto text = LoadPythonSource(f, opt.max_file_bytes, opt.decode_latin1);
       if (!text.ok()) continue;
       ParsedSource parsed = parser.Parse(std::move(*text));
       index.Add(std::make_unique<ModuleSummary>(SummariseModule(syntax, parsed, f.module, f.is_package)),

@@ -38,6 +38,8 @@ struct LoadOptions {
   size_t max_file_bytes = 64u << 20;
   /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
   std::vector<std::string> module_self_methods = {};
+  /// Convert files that declare Latin-1 in a PEP 263 coding line (analyse; migrate skips them).
+  bool decode_latin1 = false;
 };
 
 /// Loads the project; problems are logged as they are found and kept in `out.problems`.

@@ -1,5 +1,7 @@
 #include "analyse/source_files.h"
 
+#include <cctype>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -141,7 +143,62 @@ std::pair<uint32_t, uint32_t> FirstInvalidUtf8(std::string_view s) {
   return {0, 0};
 }
 
-Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes) {
+std::string DeclaredEncoding(std::string_view text) {
+  size_t start = 0;
+  for (int line = 0; line < 2 && start <= text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    std::string_view l = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    size_t b = l.find_first_not_of(" \t\f");
+    if (b != std::string_view::npos && l[b] == '#') {
+      size_t c = l.find("coding", b);
+      if (c != std::string_view::npos && c + 6 < l.size() && (l[c + 6] == ':' || l[c + 6] == '=')) {
+        size_t v = c + 7;
+        while (v < l.size() && (l[v] == ' ' || l[v] == '\t')) ++v;
+        size_t e = v;
+        while (e < l.size() && (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '-' || l[e] == '_' || l[e] == '.')) ++e;
+        std::string name(l.substr(v, e - v));
+        for (char& ch : name) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return name;
+      }
+    } else if (b != std::string_view::npos) {
+      return {};  // code before a coding line: PEP 263 lines must come first
+    }
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return {};
+}
+
+namespace {
+
+// Exact Latin-1 names of Python's codec registry (cp1252 differs in 0x80–0x9F, so it is not one).
+bool IsLatin1Name(const std::string& n) {
+  return n == "latin-1" || n == "latin1" || n == "iso-8859-1" || n == "iso8859-1" || n == "l1" ||
+         n == "cp819" || n == "iso-latin-1" || n == "latin";
+}
+
+std::string Latin1ToUtf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() + in.size() / 8);
+  for (unsigned char c : in) {
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DecodeDeclaredLatin1(std::string text) {
+  if (FirstInvalidUtf8(text).first != 0 && IsLatin1Name(DeclaredEncoding(text))) return Latin1ToUtf8(text);
+  return text;
+}
+
+Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes, bool decode_latin1) {
   std::error_code ec;
   auto size = fs::file_size(f.path, ec);
   if (ec) return IoError(f.display + ": cannot read: " + ec.message());
@@ -154,6 +211,10 @@ Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes) {
   if (std::memchr(text->data(), '\0', text->size()))
     return InvalidArgument(f.display + ": skipped: binary file (contains NUL bytes)");
   auto [line, col] = FirstInvalidUtf8(*text);
+  if (line != 0 && decode_latin1 && IsLatin1Name(DeclaredEncoding(*text))) {
+    *text = Latin1ToUtf8(*text);
+    line = 0;
+  }
   if (line != 0)
     return InvalidArgument(f.display + ":" + std::to_string(line) + ":" + std::to_string(col) +
                            ": skipped: not valid UTF-8 (convert the file to UTF-8)");

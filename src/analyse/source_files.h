@@ -46,7 +46,15 @@ SourceSet DiscoverSources(const std::filesystem::path& root, const std::string& 
 
 /// Reads a Python file and checks it is text we can analyse: not binary, valid UTF-8, not larger
 /// than `max_bytes` (an empty file is returned as empty text). The error says which and names the file.
-Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes);
+/// `decode_latin1`: a file that is not UTF-8 but declares a Latin-1 encoding in a PEP 263 coding
+/// line (`# -*- coding: latin-1 -*-` on line 1 or 2) is returned converted to UTF-8 (for analysis
+/// only: migrate, which writes the file back, keeps skipping it).
+Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes, bool decode_latin1 = false);
+/// The encoding a PEP 263 coding line on line 1 or 2 of `text` declares, lower-cased, or empty.
+std::string DeclaredEncoding(std::string_view text);
+/// `text` converted to UTF-8 when it is not valid UTF-8 and declares Latin-1 (as LoadPythonSource
+/// with decode_latin1 does); otherwise `text` unchanged. Report columns are counted on this text.
+std::string DecodeDeclaredLatin1(std::string text);
 
 /// Position (1-based line, column) of the first invalid UTF-8 byte, or line 0 when valid.
 std::pair<uint32_t, uint32_t> FirstInvalidUtf8(std::string_view s);

@@ -131,6 +131,9 @@ Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
     else if (key == "apis") cuda->apis = *list;
     else if (key == "env_vars") cuda->env_vars = *list;
     else if (key == "library_ops") cuda->library_ops = *list;
+    else if (key == "env_var_prefixes") cuda->env_var_prefixes = *list;
+    else if (key == "build_strings") cuda->build_strings = *list;
+    else if (key == "keyword_tokens") cuda->keyword_tokens = *list;
     return Status::Ok();
   });
 }
@@ -195,6 +198,7 @@ Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
   PORTKIT_RETURN_IF_ERROR(LoadCudaOnly(data_dir / "cuda" / "cuda_only.json", &t.cuda_));
   if (fs::exists(dir / "rewrites.tsv", ec)) PORTKIT_RETURN_IF_ERROR(ReadTsv(dir / "rewrites.tsv", &t.rewrites_));
   PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "python" / "torch_only_methods.tsv", &t.torch_methods_));
+  PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "python" / "torch_never_unknown.tsv", &t.never_unknown_));
   return t;
 }
 
@@ -227,6 +231,17 @@ std::string Target::RewriteByPrefix(const std::string& qname) const {
 const std::string* Target::TorchOnlyMethod(const std::string& m) const {
   auto it = torch_methods_.find(m);
   return it == torch_methods_.end() ? nullptr : &it->second;
+}
+
+const std::string* Target::NeverUnknown(const std::string& qname) const {
+  if (never_unknown_.empty()) return nullptr;
+  std::string prefix = qname;
+  for (;;) {
+    if (auto it = never_unknown_.find(prefix); it != never_unknown_.end()) return &it->second;
+    size_t dot = prefix.rfind('.');
+    if (dot == std::string::npos) return nullptr;
+    prefix.resize(dot);
+  }
 }
 
 }  // namespace portkit::analyse

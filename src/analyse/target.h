@@ -52,6 +52,9 @@ struct CudaOnly {
   /// (first two components) with the same last component is the same op
   /// (torchvision.ops.boxes.nms).
   std::vector<std::string> library_ops;
+  std::vector<std::string> env_var_prefixes;  ///< upper-case names with these prefixes (NCCL_)
+  std::vector<std::string> build_strings;     ///< CUDA compiler keys in build settings ("nvcc")
+  std::vector<std::string> keyword_tokens;    ///< keyword-name tokens (cudnn_benchmark=...)
 };
 
 class Target {
@@ -88,6 +91,10 @@ class Target {
   /// "tensor", "module" or "tensor,module" for a method only torch objects have, or null.
   const std::string* TorchOnlyMethod(const std::string& method) const;
 
+  /// Why `qname` is never an unknown API (data/python/torch_never_unknown.tsv: "host\t..." or
+  /// "other_device\t..."), by the longest listed prefix of whole dotted components; null if not.
+  const std::string* NeverUnknown(const std::string& qname) const;
+
   /// Versions with support lists (the folders torch-X.Y of the target).
   const std::vector<std::string>& versions() const { return versions_; }
 
@@ -96,7 +103,8 @@ class Target {
   std::string name_, list_version_;
   bool all_supported_ = false;
   std::vector<std::string> versions_;
-  std::unordered_map<std::string, std::string> unsupported_, supported_, rewrites_, torch_methods_;
+  std::unordered_map<std::string, std::string> unsupported_, supported_, rewrites_, torch_methods_,
+      never_unknown_;
   std::unordered_set<std::string> other_versions_;  ///< names listed only for other versions
   Advice advice_;
   CudaOnly cuda_;

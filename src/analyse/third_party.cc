@@ -57,15 +57,18 @@ bool OffenceOf(const Finding& f, Offence* out) {
   }
   bool cuda_api = starts("torch.cuda") || op.find(".cuda") != std::string::npos ||
                   op.find(".mlu") != std::string::npos || op.find(".mps") != std::string::npos ||
-                  starts("torch.backends.cudnn");
+                  starts("torch.backends.cudnn") || op == ".cuda()";
   if (f.category == Category::kCuda) {
-    // Device strings and backends are not APIs; `.cuda()` on an unknown receiver is already an
-    // unknown-receiver finding at the same place.
-    if (!cuda_api || op == ".cuda()") return false;
+    // Device strings and backends are not APIs; `.cuda()` on a receiver of unknown type is
+    // CUDA-only code (unknown_receiver leaves it to cuda_specific).
+    if (!cuda_api) return false;
     out->bucket = Bucket::kMigrationNeeded;
     return true;
   }
   if (f.category == Category::kUnsupported) {
+    // A reference of an unsupported API (`self.clip = torch.nn.utils.clip_grad_norm`) is not a
+    // call: the function does not reach the API by it (api_support marks them medium).
+    if (f.rule == "api_support" && f.confidence == Confidence::kMedium) return false;
     out->bucket = cuda_api ? Bucket::kMigrationNeeded : Bucket::kFrameworkUnsupported;
     return true;
   }

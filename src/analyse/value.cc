@@ -174,12 +174,31 @@ Value CallResult(const Value& callee, const ModuleResolver* modules) {
   }
 }
 
+namespace {
+
+// torch.nn re-exports its module classes: torch.nn.modules.loss.L1Loss is torch.nn.L1Loss, the
+// name the support lists use. Returns the public spelling, or empty.
+std::string PublicNnName(std::string_view q) {
+  constexpr std::string_view kModules = "torch.nn.modules.";
+  if (!StartsWith(q, kModules)) return {};
+  std::string_view rest = q.substr(kModules.size());  // "loss.L1Loss[.method]"
+  size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return {};
+  std::string_view cls = rest.substr(dot + 1);
+  if (cls.empty() || !(cls.front() >= 'A' && cls.front() <= 'Z')) return {};
+  return "torch.nn." + std::string(cls);
+}
+
+}  // namespace
+
 std::vector<std::string> LookupNames(const Value& callee) {
   std::vector<std::string> names;
   if (callee.kind == ValueKind::kExternal || callee.kind == ValueKind::kInstance) {
     names.push_back(callee.name);
+    if (std::string alias = PublicNnName(callee.name); !alias.empty()) names.push_back(std::move(alias));
   } else if (callee.kind == ValueKind::kMethod) {
     names.push_back(callee.name);
+    if (std::string alias = PublicNnName(callee.name); !alias.empty()) names.push_back(std::move(alias));
     std::string method(LastComponent(callee.name));
     const std::string& owner = callee.owner;
     if (StartsWith(owner, "torch.nn.") && owner != "torch.nn.Module")

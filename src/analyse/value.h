@@ -60,6 +60,9 @@ struct ClassInfo {
   std::string name;
   std::vector<std::string> base_exprs;  ///< dotted text of each base class
   std::unordered_set<std::string> methods;
+  /// Arguments a call of each method takes besides self (min, max; max = INT32_MAX with *args);
+  /// @staticmethod counts every parameter.
+  std::unordered_map<std::string, std::pair<int, int>> method_arity;
   std::vector<std::pair<std::string, AttrExpr>> attr_exprs;
 
   // Filled by resolution (ProjectIndex for top-level classes, the walker for local ones).

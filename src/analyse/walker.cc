@@ -858,6 +858,13 @@ Value FileWalker::EvalCall(TSNode n) {
   }
   ev.lookup = LookupNames(ev.callee);
   sink_.OnCall(ev);
+  // importlib.import_module("name") is the module `name` (apex loads its extensions so).
+  std::string imported;
+  if (ev.callee.kind == ValueKind::kExternal && ev.callee.name == "importlib.import_module" &&
+      ev.args.size() == 1 && ev.args[0].keyword.empty() && !ev.args[0].splat &&
+      StringLiteralValue(syn_, ev.args[0].value, src_.source, &imported) && !imported.empty() &&
+      imported.front() != '.')
+    return index_.IsProjectModule(imported) ? Value::UserModule(imported) : Value::External(imported);
   return CallResult(ev.callee, &index_);
 }
 

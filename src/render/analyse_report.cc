@@ -11,6 +11,7 @@
 #include "core/csv_writer.h"
 #include "core/json_writer.h"
 #include "core/table.h"
+#include "analyse/source_files.h"
 #include "analyse/rule_docs.h"
 
 namespace portkit::render {
@@ -256,7 +257,7 @@ class LineCache {
     if (root_.empty() || file.compare(0, prefix_.size(), prefix_) != 0) return nullptr;
     auto text = ReadFile(root_ / file.substr(prefix_.size()));
     if (!text.ok()) return nullptr;
-    e.text = std::move(*text);
+    e.text = analyse::DecodeDeclaredLatin1(std::move(*text));  // as the analyser read it
     std::string_view rest = e.text;
     while (true) {
       size_t nl = rest.find('\n');

@@ -184,6 +184,7 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else if (key == "import_line") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.import_line));
     else if (key == "device_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_module));
     else if (key == "transfer_import") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.transfer_import));
+    else if (key == "fp64") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.fp64));
     else if (key == "renames") PORTKIT_RETURN_IF_ERROR(r.Renames(v, &t.renames));
     else if (key == "fused_apis") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_apis));
     else if (key == "fused_optimizers") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_optimizers));
@@ -192,7 +193,7 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else
       return r.Error("unknown key \"" + key +
                      "\" (known: name, description, default, versions, device_type, python_module, "
-                     "import_line, device_module, transfer_import, renames, fused_apis, fused_optimizers, "
+                     "import_line, device_module, transfer_import, fp64, renames, fused_apis, fused_optimizers, "
                      "library_ops, profile)");
   }
   if (t.name.empty()) return r.Error("\"name\" is missing or empty");

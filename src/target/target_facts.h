@@ -65,6 +65,8 @@ struct TargetFacts {
   std::string import_line;    ///< the line that loads it ("import torch_npu")
   std::string device_module;  ///< counterpart of torch.cuda: torch.cuda.X → <device_module>.X
   std::string transfer_import;  ///< import that maps CUDA calls to the device at run time
+  /// How the target runs float64 when it has no fast fp64 (the advice's text); empty: native.
+  std::string fp64;
   Renames renames;
   /// Pattern rule name (rms_norm, rotary, swiglu, attention, mask_index_put) → fused API.
   std::map<std::string, std::string> fused_apis;

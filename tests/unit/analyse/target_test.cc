@@ -203,6 +203,98 @@ TEST(CustomOps, TorchLibrarySchemaDefaultsAndCpuOnlyOps) {
   EXPECT_EQ(cpu.cpu_ops.size(), 1u);
 }
 
+// apex registers `forward` in a dozen extension modules with different arities: each is its own
+// op, and the module a call goes through picks among them.
+TEST(CustomOps, EveryModuleKeepsItsOwnRegistration) {
+  std::vector<CppScan> scans;
+  scans.push_back(ScanCppSource("at::Tensor fwd_a(at::Tensor x, at::Tensor y, at::Tensor z) { return x; }\n"
+                                "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &fwd_a, \"a (CUDA)\"); }\n",
+                                "csrc/a/a.cpp"));
+  scans.push_back(ScanCppSource("at::Tensor fwd_b(at::Tensor x, at::Tensor y, double s, bool h) { return x; }\n"
+                                "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &fwd_b, \"b (CUDA)\"); }\n",
+                                "csrc/b/b.cpp"));
+  scans.push_back(ScanCppSource("__global__ void k() {}\n", "csrc/a/k.cu"));
+  std::vector<ExtensionBuild> builds = ScanExtensionBuilds(
+      "ext = [CUDAExtension(name='pkg.a_cuda', sources=['csrc/a/a.cpp', 'csrc/a/k.cu']),\n"
+      "       CUDAExtension('b_cuda', sources=[os.path.join('csrc', 'b/b.cpp')])]\n");
+  ASSERT_EQ(builds.size(), 2u);
+  EXPECT_EQ(builds[0].module, "a_cuda");
+  EXPECT_EQ(builds[0].kind, ExtensionBuild::Kind::kCuda);
+  EXPECT_EQ(builds[0].sources, (std::vector<std::string>{"csrc/a/a.cpp", "csrc/a/k.cu"}));
+  EXPECT_EQ(builds[1].module, "b_cuda");
+  CustomOpTable t;
+  t.Link(std::move(scans), builds);
+  ASSERT_EQ(t.ops.size(), 2u);
+  const CustomOp* b = t.Match("forward", Call(4, {}), "b_cuda");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->file, "csrc/b/b.cpp");
+  EXPECT_EQ(b->modules, (std::vector<std::string>{"b_cuda"}));
+  EXPECT_EQ(t.Match("forward", Call(3, {}), "b_cuda"), nullptr);  // a_cuda's arity, b_cuda's call
+  EXPECT_NE(t.Match("forward", Call(3, {}), "a_cuda"), nullptr);
+  EXPECT_EQ(t.Match("forward", Call(3, {}), "numpy"), nullptr);   // every forward belongs elsewhere
+  EXPECT_NE(t.Match("forward", Call(4, {})), nullptr);           // receiver unknown: any that fits
+}
+
+// DeepSpeed's cpu_adam and libaio bindings live in a project with .cu files: a binding that
+// mentions no CUDA, whose functions (or class members) are defined in sources that mention none,
+// is a CPU extension; a CppExtension build says so outright, a CUDAExtension build the opposite.
+TEST(CustomOps, CpuExtensionsInAProjectWithCudaSources) {
+  auto table = [](std::vector<ExtensionBuild> builds) {
+    std::vector<CppScan> scans;
+    scans.push_back(ScanCppSource("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+                                  "  m.def(\"adam_update\", &adam_update);\n"
+                                  "  py::class_<io_handle_t>(m, \"aio_handle\").def(\"wait\", &io_handle_t::wait);\n"
+                                  "  m.def(\"fused\", &fused);\n"
+                                  "}\n", "csrc/adam/cpu_adam.cpp"));
+    scans.push_back(ScanCppSource("void adam_update(at::Tensor p, double lr) {\n}\n"
+                                  "int io_handle_t::wait() { return 0; }\n", "csrc/adam/cpu_adam_impl.cpp"));
+    scans.push_back(ScanCppSource("// CUDA kernels\nvoid fused(at::Tensor p) {\n  cudaStream_t s;\n}\n",
+                                  "csrc/adam/multi_tensor_adam.cu"));
+    CustomOpTable t;
+    t.Link(std::move(scans), builds);
+    return t;
+  };
+  CustomOpTable t = table({});
+  EXPECT_EQ(t.Match("adam_update", Call(2, {})), nullptr);
+  EXPECT_EQ(t.Match("aio_handle", Call(1, {})), nullptr);
+  EXPECT_NE(t.Match("fused", Call(1, {})), nullptr);  // defined in a .cu file
+  EXPECT_EQ(t.cpu_ops.size(), 2u);
+  ExtensionBuild cuda;
+  cuda.kind = ExtensionBuild::Kind::kCuda;
+  cuda.module = "adam_ext";
+  cuda.sources = {"csrc/adam/cpu_adam.cpp"};
+  CustomOpTable built = table({cuda});
+  EXPECT_NE(built.Match("adam_update", Call(2, {}), "adam_ext"), nullptr);
+  ExtensionBuild cpu = cuda;
+  cpu.kind = ExtensionBuild::Kind::kCpu;
+  cpu.sources = {"adam/cpu_adam.cpp"};  // a suffix of the path names the file
+  EXPECT_EQ(table({cpu}).Match("fused", Call(1, {})), nullptr);
+}
+
+TEST(CustomOps, PythonMethodsTakeCallsOnUnknownReceivers) {
+  CustomOpTable t;
+  t.python_methods.emplace("retake_workspace", std::make_pair(0, 0));
+  t.python_methods.emplace("layer_norm", std::make_pair(4, 4));
+  EXPECT_TRUE(t.PythonMethodFits("retake_workspace", Call(0, {})));
+  EXPECT_FALSE(t.PythonMethodFits("layer_norm", Call(5, {})));  // the extension's 5-argument op
+  EXPECT_TRUE(t.PythonMethodFits("layer_norm", Call(3, {"eps"})));
+  EXPECT_FALSE(t.PythonMethodFits("token_sort_", Call(2, {})));
+}
+
+TEST(CustomOps, ExtensionBuildsFromScriptText) {
+  auto builds = ScanExtensionBuilds(
+      "CppExtension(\"apex_C\", [\"csrc/flatten_unflatten.cpp\"])\n"
+      "mod = load(name=\"fused_ext\", sources=[\"k.cu\", 'b.cpp'], verbose=True)\n"
+      "x = load(path)\n"
+      "Extension(name=f\"{n}_cuda\", sources=glob('*.cu'))\n");
+  ASSERT_EQ(builds.size(), 2u);
+  EXPECT_EQ(builds[0].kind, ExtensionBuild::Kind::kCpu);
+  EXPECT_EQ(builds[0].module, "apex_C");
+  EXPECT_EQ(builds[1].module, "fused_ext");
+  EXPECT_EQ(builds[1].sources.size(), 2u);
+  EXPECT_TRUE(ScanExtensionBuilds("import torch\n").empty());
+}
+
 TEST(CustomOps, CountParameters) {
   EXPECT_EQ(CountParameters(""), 0);
   EXPECT_EQ(CountParameters(" void "), 0);

@@ -46,6 +46,7 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   EXPECT_EQ(npu->renames.env_vars.at("CUDA_VISIBLE_DEVICES"), "ASCEND_RT_VISIBLE_DEVICES");
   ASSERT_NE(npu->FusedApi("rms_norm"), nullptr);
   EXPECT_EQ(*npu->FusedApi("rms_norm"), "torch_npu.npu_rms_norm");
+  EXPECT_NE(npu->fp64.find("float64"), std::string::npos);  // the NPU has no fast fp64
   EXPECT_EQ(npu->fused_optimizers.at("torch.optim.AdamW"), "torch_npu.optim.NpuFusedAdamW");
   // torchvision's CUDA-backed ops: replaced through the Torchvision Adapter, except ps_roi_*.
   EXPECT_NE(npu->library_ops.count("torchvision.ops.nms"), 0u);
@@ -67,6 +68,7 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   EXPECT_FALSE(cpu->migratable());
   EXPECT_EQ(cpu->FusedApi("rms_norm"), nullptr);
+  EXPECT_TRUE(cpu->fp64.empty());  // float64 is native on the CPU
 }
 
 TEST(TargetFacts, ChoicesAreTheFoldersWithATargetJson) {
@@ -105,7 +107,7 @@ TEST(TargetFacts, DataOnlyTargetByPath) {
 TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"devce_type\": \"t\"}"),
             file() + ": unknown key \"devce_type\" (known: name, description, default, versions, device_type, "
-                     "python_module, import_line, device_module, transfer_import, renames, fused_apis, "
+                     "python_module, import_line, device_module, transfer_import, fp64, renames, fused_apis, "
                      "fused_optimizers, library_ops, profile)");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
             file() + ": \"renames.methods\" must be an object of strings");

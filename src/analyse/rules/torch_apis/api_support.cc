@@ -3,11 +3,16 @@
 //   that the target does not support for the chosen torch version (unsupported_api.csv), and
 //   torch.* calls that are in neither of the target's lists (unknown_api.csv). Non-call references
 //   (`dtype=torch.float64`, `norm=nn.SyncBatchNorm`, `torch.backends.cudnn.benchmark = True`) are
-//   reported only when listed as unsupported; type tests and keys (`isinstance(m, nn.MaxPool1d)`,
+//   reported only when listed as unsupported (confidence medium: the use happens later, through a
+//   value; third_party does not count them as offences), monkey-patching stores (`F.avg_pool3d =
+//   wrap(F.avg_pool3d)`, both sides) never; type tests and keys (`isinstance(m, nn.MaxPool1d)`,
 //   `{nn.AdaptiveMaxPool2d: hook}`, `type(m) is nn.X`) are not uses and are not reported. The
 //   target's own APIs (`torch.npu.*`, `x.npu()` for npu, from its target.json) are never unknown;
 //   a method is unknown only when torch has it (some torch version's list names it):
-//   `model.init_weights()` on an nn.Module or `torch.__version__.split()` are not torch APIs.
+//   `model.init_weights()` on an nn.Module or `torch.__version__.split()` are not torch APIs;
+//   APIs whose verdict cannot change on a device target are never unknown
+//   (data/python/torch_never_unknown.tsv: `torch.Size`, `nn.Parameter`, `torch.LongTensor([..])`,
+//   `torch.fx`, `torch.multiprocessing`, DTensor placements, other vendors' `torch.mlu.*`).
 // Why it matters: an unsupported API fails or falls back to the CPU on the target.
 // Example: `torch.cdist(a, b)` with `-v 2.1.0` on npu → unsupported.
 // Use instead: the note from the support list, or an equivalent supported API.
@@ -24,6 +29,9 @@ bool IsTorchName(const std::string& q) { return q.rfind("torch.", 0) == 0; }
 bool MayBeUnknown(const CallEvent& ev, const Target& t) {
   const std::string& q = ev.lookup.front();
   if (IsTargetApi(t, q)) return false;
+  // Host-only APIs (torch.Size, nn.Parameter, legacy CPU constructors, torch.fx, ...) and other
+  // vendors' device modules (data/python/torch_never_unknown.tsv): the verdict cannot change.
+  if (t.NeverUnknown(q)) return false;
   // torch.ops.<namespace>.<op>: operators registered by libraries (custom_cuda_op matches the
   // project's own), not torch APIs that a support list could name.
   if (q.rfind("torch.ops.", 0) == 0) return false;
@@ -51,17 +59,37 @@ class ApiSupportRule : public Rule {
     // A member of a user's nn.Module subclass that is not a torch method (self.layer1(x)) is the
     // user's own attribute: classify it only when a list names it.
     bool user_member = ev.callee.kind == ValueKind::kMethod && ev.callee.cls != nullptr;
-    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member && MayBeUnknown(ev, ctx.target));
+    Classify(ev.node, ev.lookup, ctx, /*report_unknown=*/!user_member && MayBeUnknown(ev, ctx.target),
+             /*call=*/true);
   }
 
   void OnAttribute(const AttributeEvent& ev, RuleContext& ctx) override {
-    if (ev.type_test || !IsTorchName(ev.qname)) return;
-    Classify(ev.node, {ev.qname}, ctx, /*report_unknown=*/false);
+    // A store into a torch name (`F.avg_pool3d = wrap(F.avg_pool3d)`) monkey-patches it, and the
+    // wrapped original on the right is not a use either.
+    if (ev.type_test || ev.store || !IsTorchName(ev.qname) || IsPatchedOriginal(ev.node, ctx)) return;
+    Classify(ev.node, {ev.qname}, ctx, /*report_unknown=*/false, /*call=*/false);
   }
 
  private:
+  // Whether `node` lies on the right of an assignment whose target has the same text.
+  static bool IsPatchedOriginal(TSNode node, RuleContext& ctx) {
+    std::string_view text = ctx.Text(node);
+    for (TSNode p = ts_node_parent(node); !ts_node_is_null(p); p = ts_node_parent(p)) {
+      NodeKind k = ctx.syntax.Kind(p);
+      if (k == NodeKind::kAssignment) {
+        TSNode left = ts_node_child_by_field_id(p, ctx.syntax.f_left);
+        return !ts_node_is_null(left) && ctx.Text(left) == text;
+      }
+      if (k == NodeKind::kExpressionStatement || k == NodeKind::kBlock || k == NodeKind::kModule) return false;
+    }
+    return false;
+  }
+
+  // `call`: a call of the API; otherwise a reference (`norm=nn.SyncBatchNorm`,
+  // `self.clip = torch.nn.utils.clip_grad_norm`), reported with medium confidence: the use happens
+  // later, through a value the analyser does not follow (third_party does not propagate it).
   void Classify(TSNode node, const std::vector<std::string>& names, RuleContext& ctx,
-                bool report_unknown) {
+                bool report_unknown, bool call) {
     const Target& t = ctx.target;
     if (t.all_supported()) return;  // the cpu target: only CUDA-only code matters
     for (const auto& q : names) {
@@ -70,7 +98,7 @@ class ApiSupportRule : public Rule {
                               ? "This API is not supported on " + t.name() + " (torch " +
                                     t.list_version() + ")."
                               : *note;
-        ctx.Report(node, q, tip, Category::kUnsupported, Confidence::kHigh, name());
+        ctx.Report(node, q, tip, Category::kUnsupported, call ? Confidence::kHigh : Confidence::kMedium, name());
         return;
       }
       if (t.Supported(q)) return;

@@ -4,8 +4,11 @@
 //   (`torch.backends.cudnn.benchmark = True`); `.cuda()` calls and `.is_cuda` reads; CUDA device
 //   strings ("cuda", "cuda:1", "cuda:{}".format(i), f"cuda:{k}", "cuda:" + str(i), also inside
 //   torch.device(...)); distributed backend names in any case ("nccl", "NCCL"); environment
-//   variables only CUDA reads (`os.environ["CUDA_VISIBLE_DEVICES"]`); CUDA extension build helpers
-//   (`CUDA_HOME`); and ops of libraries backed by CUDA kernels (`torchvision.ops.nms`,
+//   variables only CUDA reads (`os.environ["CUDA_VISIBLE_DEVICES"]`, any upper-case `NCCL_*`,
+//   `CUDA_*`, `CUDNN_*` name); CUDA extension build helpers (`CUDA_HOME`) and compiler settings
+//   (`extra_compile_args["nvcc"]`); keyword arguments that configure CUDA-only machinery
+//   (`dict(cudnn_benchmark=False)`); `torch.version.cuda`, `torch.get_autocast_gpu_dtype()`,
+//   `storage._share_cuda_()`; and ops of libraries backed by CUDA kernels (`torchvision.ops.nms`,
 //   `roi_align`, `deform_conv2d`, ...), with the target's replacement where its target.json
 //   names one (`library_ops`; not on a target without support lists, where they run on the CPU).
 // Why it matters: on an accelerator target these must be migrated (`portkit migrate` rewrites
@@ -29,6 +32,7 @@ class CudaSpecificRule : public Rule {
   std::string_view name() const override { return "cuda_specific"; }
 
   void OnCall(const CallEvent& ev, RuleContext& ctx) override {
+    ReportCudaKeywords(ev, ctx);
     if (!ev.lookup.empty() && ev.lookup.front().rfind("torch.utils.cpp_extension.", 0) == 0)
       return;  // extension builds: custom_cuda_op
     if (!ev.lookup.empty() && ReportLibraryOp(ev.node, ev.lookup.front(), ctx)) return;
@@ -95,10 +99,15 @@ class CudaSpecificRule : public Rule {
     const auto& renamed_vars = ctx.target.facts().renames.env_vars;
     const auto& env_vars = ctx.target.cuda().env_vars;
     const std::string* renamed = Find(renamed_vars, ev.value);
-    if (renamed || std::find(env_vars.begin(), env_vars.end(), ev.value) != env_vars.end()) {
+    if (renamed || std::find(env_vars.begin(), env_vars.end(), ev.value) != env_vars.end() ||
+        IsCudaEnvName(ctx.target, ev.value)) {
       Report(ev.node, "env " + ev.value, "CUDA environment variable " + ev.value,
              renamed ? *renamed : "", ctx);
+      return;
     }
+    const auto& build = ctx.target.cuda().build_strings;
+    if (!ctx.target.all_supported() && std::find(build.begin(), build.end(), ev.value) != build.end())
+      Report(ev.node, "build " + ev.value, "CUDA compiler setting \"" + ev.value + "\"", "", ctx, false);
   }
 
  private:
@@ -123,6 +132,37 @@ class CudaSpecificRule : public Rule {
     for (char c : rest)
       if (c < '0' || c > '9') return false;
     return true;
+  }
+
+  // An upper-case environment-variable-like name under a CUDA prefix (NCCL_ASYNC_ERROR_HANDLING).
+  static bool IsCudaEnvName(const Target& t, const std::string& v) {
+    for (const auto& prefix : t.cuda().env_var_prefixes) {
+      if (v.size() <= prefix.size() || v.compare(0, prefix.size(), prefix) != 0) continue;
+      return std::all_of(v.begin(), v.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
+    }
+    return false;
+  }
+
+  // `dict(cudnn_benchmark=False)`, `nccl_timeout=...`: keyword names with a CUDA-only token.
+  void ReportCudaKeywords(const CallEvent& ev, RuleContext& ctx) {
+    const auto& tokens = ctx.target.cuda().keyword_tokens;
+    if (tokens.empty() || ctx.target.all_supported()) return;  // harmless on a CPU deployment
+    for (const auto& a : ev.args) {
+      if (a.keyword.empty()) continue;
+      std::string_view kw = a.keyword;
+      bool hit = false;
+      for (size_t b = 0; b <= kw.size() && !hit;) {
+        size_t e = kw.find('_', b);
+        if (e == std::string_view::npos) e = kw.size();
+        std::string_view token = kw.substr(b, e - b);
+        for (const auto& t : tokens) hit |= EqualsIgnoringCase(token, t);
+        b = e + 1;
+      }
+      if (!hit) continue;
+      TSNode kw_node = ts_node_parent(a.value);
+      Report(ts_node_is_null(kw_node) ? a.value : kw_node, "keyword " + std::string(kw),
+             "CUDA-only setting " + std::string(kw) + "=", "", ctx, false);
+    }
   }
 
   static bool EqualsIgnoringCase(std::string_view a, std::string_view b) {

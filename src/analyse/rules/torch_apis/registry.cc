@@ -13,6 +13,7 @@ std::vector<std::unique_ptr<Rule>> MakeTorchApiRules() {
   rules.push_back(MakePrecisionAdviceRule());
   rules.push_back(MakePerformanceAdviceRule());
   rules.push_back(MakeThirdPartyApiRule());
+  rules.push_back(MakeFp64UsageRule());
   return rules;
 }
 

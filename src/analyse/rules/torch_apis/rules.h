@@ -16,6 +16,7 @@ std::unique_ptr<Rule> MakeCustomCudaOpRule();
 std::unique_ptr<Rule> MakePrecisionAdviceRule();
 std::unique_ptr<Rule> MakePerformanceAdviceRule();
 std::unique_ptr<Rule> MakeThirdPartyApiRule();
+std::unique_ptr<Rule> MakeFp64UsageRule();
 std::unique_ptr<ProjectRule> MakeGlobalAdviceRule();
 
 /// Every per-file rule of the family, in report order.

@@ -1,17 +1,19 @@
 // Rule: unknown_receiver
-// What it finds: a call of a method that only torch tensors or modules have (`.cuda()`,
-//   `.pin_memory()`, see data/python/torch_only_methods.tsv) on an object whose type the analyser
+// What it finds: a call of a method that only torch tensors or modules have (`.pin_memory()`,
+//   `.record_stream()`, see data/python/torch_only_methods.tsv) on an object whose type the analyser
 //   could not infer, when knowing the type could change the verdict: some candidate owner's method
-//   (torch.Tensor.m, torch.nn.Module.m) is unsupported on the target, CUDA-only, or in neither of
+//   (torch.Tensor.m, torch.nn.Module.m) is unsupported on the target or in neither of
 //   its lists. Calls whose every candidate is supported (`.numpy()`, `.add_()` on npu) and the
-//   target's own methods (`.npu()` on npu) are not reported; on a target without support lists
-//   (`cpu`) only CUDA-only methods are.
+//   target's own methods (`.npu()` on npu) are not reported; CUDA-only methods (`.cuda()`) are
+//   cuda_specific findings, not unknown ones; nor is a method that a class of the project defines
+//   and that takes the call (`get_accelerator().pin_memory(t)` may be the project's own object).
 // Why it matters: such calls are usually torch calls the target may not support; a silent miss
 //   would hide them.
-// Example: `def move(p): return p.cuda()` → unknown, "receiver type not inferred".
+// Example: `def pin(p): return p.pin_memory()` → unknown, "receiver type not inferred".
 // Use instead: annotate the parameter (`p: torch.Tensor`) so the call is classified exactly.
 #include <algorithm>
 
+#include "analyse/custom_ops.h"
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/target.h"
 
@@ -29,7 +31,19 @@ class UnknownReceiverRule : public Rule {
     if (!owners) return;
     const Target& t = ctx.target;
     const auto& cuda_methods = t.cuda().methods;
-    bool cuda_only = std::find(cuda_methods.begin(), cuda_methods.end(), method) != cuda_methods.end();
+    // A CUDA-only method (`.cuda()`) is reported by cuda_specific already; a second, unknown
+    // row for the same call would change nothing.
+    if (std::find(cuda_methods.begin(), cuda_methods.end(), method) != cuda_methods.end()) return;
+    // A method that a class of the project defines and that takes the call: the receiver may as
+    // well be that object (`get_accelerator().pin_memory(t)`), so its type would not settle it.
+    CallShape shape;
+    for (const auto& a : ev.args) {
+      if (a.splat) shape.star = true;
+      else if (!a.keyword.empty()) shape.keywords.push_back(a.keyword);
+      else ++shape.positional;
+    }
+    if (ctx.custom_ops.PythonMethodFits(method, shape)) return;
+    bool cuda_only = false;
     std::vector<std::string> candidates;
     if (owners->find("tensor") != std::string::npos) candidates.push_back("torch.Tensor." + method);
     if (owners->find("module") != std::string::npos) candidates.push_back("torch.nn.Module." + method);
