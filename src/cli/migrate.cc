@@ -29,7 +29,7 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   auto* unsafe = app.add_flag("--unsafe", opt.unsafe,
                               "also apply affinity replacements (fused optimizers, masked index_put) that can "
                               "change numerics");
-  auto* transfer = app.add_flag("--transfer-only", opt.transfer_only,
+  auto* transfer = app.add_flag("--transfer-only,--transfer-to-npu", opt.transfer_only,
                                 "change nothing but add the target's run-time transfer import (transfer_import "
                                 "of its target.json) after the torch imports of the entry scripts (files with `if __name__ == \"__main__\":`, or those given with --entry)");
   transfer->excludes(unsafe);

@@ -104,6 +104,8 @@ fi
 tcopy="$tmp/tr/port_msft"
 check "--transfer-only changes only the entry script, by one line" "[ $rc = 0 ] && [ \$(grep -c '^+[^+]' '$tcopy/migration.patch') = 1 ] && grep -qx '+from torch_npu.contrib import transfer_to_npu' '$tcopy/migration.patch' && grep -q '^+++ b/train.py' '$tcopy/migration.patch'"
 check "--transfer-only puts the line right after import torch" "sed -n 8,9p '$tcopy/train.py' | tr '\n' '|' | grep -qx 'import torch|from torch_npu.contrib import transfer_to_npu|'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr5" --transfer-to-npu >/dev/null 2>&1; rc=$?
+check "--transfer-to-npu (the issue's spelling) is --transfer-only" "[ $rc = 0 ] && cmp -s '$tcopy/migration.patch' '$tmp/tr5/port_msft/migration.patch'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr2" --transfer-only --entry pkg/model.py >/dev/null 2>&1; rc=$?
 check "--entry names the entry scripts instead" "[ $rc = 0 ] && grep -q '^+++ b/pkg/model.py' '$tmp/tr2/port_msft/migration.patch' && ! grep -q '^+++ b/train.py' '$tmp/tr2/port_msft/migration.patch'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr3" --transfer-only --entry ../x.py >/dev/null 2>"$tmp/tr3.err"; rc=$?
