@@ -7,6 +7,14 @@ JOBS ?= $(shell nproc)
 EXAMPLE ?= examples/cifar_cuda
 DEMO_OUT ?= out/demo
 PREFIX ?= /usr/local
+# ccache, when installed, caches compiles across clones and worktrees (paths taken relative to the
+# checkout); without it nothing changes.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+CMAKE_LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+endif
 
 .PHONY: all setup build demo test test-sanitize pytest install fuzz bench clean
 
@@ -16,7 +24,7 @@ setup:
 	@bash scripts/setup.sh
 
 build: setup
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_LAUNCHER) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
