@@ -49,6 +49,8 @@ struct CompareOptions {
   /// work). Within it the alignment is an exact longest common subsequence; see
   /// CompareReport::unaligned_target_ops.
   uint64_t align_budget = 0;
+  /// Fill CompareReport::target_calls / reference_calls / target_stacks (for msprobe's layout).
+  bool msprobe_names = false;
 };
 
 /// A row's judgement (the CSV's `Accuracy Reached or Not`).
@@ -215,7 +217,8 @@ struct CompareReport {
   std::map<std::string, size_t> verdict_counts;  ///< by VerdictName
   /// Per operator position of each dump: msprobe's call name (`Functional.linear.0.forward`, or for
   /// a portkit dump `aten::addmm.3.forward`: the name, its occurrence in that phase, the phase), and
-  /// the target's stacks; for the msprobe layout (render::CompareMsprobeCsv).
+  /// the target's stacks; for the msprobe layout (render::CompareMsprobeCsv). Filled only with
+  /// CompareOptions::msprobe_names.
   std::vector<std::string> target_calls, reference_calls, target_stacks;
 
   /// Whether any row is judged No.

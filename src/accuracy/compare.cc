@@ -845,10 +845,12 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
                                      : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase);
     return out;
   };
-  report.target_calls = calls_of(*tgt);
-  report.reference_calls = calls_of(*ref);
-  report.target_stacks.reserve(tgt->ops.size());
-  for (const auto& op : tgt->ops) report.target_stacks.push_back(op.stack);
+  if (options.msprobe_names) {
+    report.target_calls = calls_of(*tgt);
+    report.reference_calls = calls_of(*ref);
+    report.target_stacks.reserve(tgt->ops.size());
+    for (const auto& op : tgt->ops) report.target_stacks.push_back(op.stack);
+  }
   std::vector<CompareRow>& rows = report.rows;
   std::vector<PendingPair> pending;
   auto label = [](const DumpOp& op, const std::string& key) {

@@ -45,6 +45,7 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   options.mapping = mapping;
   options.match = match == "name" ? accuracy::MatchKey::kName : accuracy::MatchKey::kNameAndShape;
   options.jobs = jobs;
+  options.msprobe_names = Wants(formats, "msprobe");
   auto report = accuracy::RunCompare(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& w : report->warnings) ctx.logger.Warning(w);

@@ -73,6 +73,11 @@ _FP16_MAX = 65504.0
 _SKIP = {"detach", "t", "view", "_unsafe_view", "expand", "alias"}  # no new values: not recorded
 _VIEW_NAMES = {"_unsafe_view"}  # views whose schema does not say so
 _FRESH_LIMIT = 4096  # uninitialised storages tracked at most
+# Opaque workspaces: byte buffers a kernel hands to its backward (intermediate state with padding
+# nobody initialises), not values. Outputs by position (the schemas leave returns unnamed); inputs
+# by argument name.
+_WORKSPACE_OUTPUTS = {"mkldnn_rnn_layer": (3,), "_cudnn_rnn": (3,), "cudnn_batch_norm": (3,)}
+_WORKSPACE_ARGS = ("workspace", "reserve", "reserveSpace", "reserve_space")
 
 
 def _num(value):
@@ -191,6 +196,8 @@ class _OpInfo:
                 if getattr(arg, "is_out", False) or arg.kwarg_only:
                     self.out_args.add(arg.name)
         self.mutates = bool(self.write_args)
+        self.workspace_args = [(i, n, k) for i, n, k in self.arg_names if n in _WORKSPACE_ARGS]
+        self.workspace_outputs = _WORKSPACE_OUTPUTS.get(base, ())
         returns_alias = any(r.alias_info is not None and not getattr(r.alias_info, "is_write", False)
                             for r in schema.returns)
         self.view = (returns_alias and not self.mutates) or base in _VIEW_NAMES
@@ -534,7 +541,7 @@ class _Dumper(TorchDispatchMode):
                 return "%s:%d" % (f, frame.lineno)
         return ""
 
-    def replay(self, func, op, args, kwargs, name, phase, inputs, unread):
+    def replay(self, func, op, args, kwargs, name, phase, inputs, unread, opaque=()):
         """(replayed outputs, manifest note) for one operator, with inputs from the reference."""
         entry = self.reference.next(name, phase)
         if entry is None:
@@ -550,6 +557,9 @@ class _Dumper(TorchDispatchMode):
             return _skipped("the reference operator has other inputs", entry)
         rebuilt = []
         for p, mine in enumerate(inputs):
+            if p in opaque:  # implementation state of the live run: passed as it is
+                rebuilt.append(mine)
+                continue
             if p in unread:  # its previous contents are not an input: a fresh buffer of the live layout
                 rebuilt.append(torch.empty_strided(tuple(mine.shape), mine.stride(), dtype=mine.dtype,
                                                    device=mine.device) if mine.layout == torch.strided
@@ -586,7 +596,7 @@ class _Dumper(TorchDispatchMode):
         return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
 
     def record(self, name, kind, phase, inputs, outputs, replayed=None, replay_note=None, unread=(),
-               uninitialised_outputs=False, overflow=False, view=False):
+               uninitialised_outputs=False, overflow=False, view=False, opaque_outputs=()):
         if kind == "module" and not self._wanted(name, phase):  # operators were checked before they ran
             return
         tensors, uninitialised = [], []
@@ -595,8 +605,9 @@ class _Dumper(TorchDispatchMode):
                 (uninitialised if i in unread else tensors).append(("input.%d" % i, t))
         if self.mode in ("output", "all"):
             for i, t in enumerate(outputs):
-                (uninitialised if uninitialised_outputs else tensors).append(("output.%d" % i, t))
-        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])]
+                (uninitialised if uninitialised_outputs or i in opaque_outputs else tensors).append(("output.%d" % i, t))
+        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])
+                    if i not in opaque_outputs]
         if overflow:
             self.overflows += 1
             if self.check_overflow:
@@ -691,9 +702,14 @@ class _Dumper(TorchDispatchMode):
                 written = op.arguments(args, kwargs, op.write_args)
                 fresh = {id(t) for t in written if self._is_fresh(t)} if self.fresh else set()
                 unread = {i for i, t in enumerate(inputs) if id(t) in outs or id(t) in fresh}
+            opaque = set()
+            if op.workspace_args:  # listed as uninitialised: no values to compare
+                ws = {id(t) for t in op.arguments(args, kwargs, op.workspace_args)}
+                opaque = {i for i, t in enumerate(inputs) if id(t) in ws}
+                unread |= opaque
             replayed, note = None, None
             if self.reference is not None:  # before the op runs: an in-place op changes its inputs
-                replayed, note = self.replay(func, op, args, kwargs, name, phase, inputs, unread)
+                replayed, note = self.replay(func, op, args, kwargs, name, phase, inputs, unread, opaque)
             numbers_nonfinite = _nonfinite_number((args, kwargs))
             read = [t for i, t in enumerate(inputs) if i not in unread]
             if op.mutates:  # the values the op was given, taken before it changes them
@@ -713,7 +729,8 @@ class _Dumper(TorchDispatchMode):
             else:
                 overflow = self._overflow(outputs, input_peaks, numbers_nonfinite)
             self.record(name, "op", phase, inputs, outputs, replayed, note, unread=unread,
-                        uninitialised_outputs=op.uninitialised, overflow=overflow, view=op.view)
+                        uninitialised_outputs=op.uninitialised, overflow=overflow, view=op.view,
+                        opaque_outputs=op.workspace_outputs)
         finally:
             self.busy.on = False
         return out
