@@ -566,8 +566,8 @@ namespace {
 /// strings of its own: a compare of 100k tensors keeps 100k of these).
 struct PendingPair {
   size_t row = 0;
+  std::string tkey, rkey;             ///< tensor keys (short: no allocation)
   uint32_t top = 0, rop = 0;          ///< target / reference operator positions in their dumps
-  uint32_t ttensor = 0, rtensor = 0;  ///< tensor positions in those operators
   DType tdtype = DType::kUnknown, rdtype = DType::kUnknown;
   uint64_t numel = 0;
 };
@@ -624,8 +624,8 @@ void ComputeRange(const PendingPair& p, const Dump& tgt, const Dump& ref, uint64
     out.error = !tf.ok() ? tf.status().message() : rf.status().message();
     return;
   }
-  const std::string& tkey = top.tensors[p.ttensor].key;
-  const std::string& rkey = rop.tensors[p.rtensor].key;
+  const std::string& tkey = p.tkey;
+  const std::string& rkey = p.rkey;
   const TensorInfo& ta = (*tf)->tensors().at(tkey);
   const TensorInfo& ra = (*rf)->tensors().at(rkey);
   out.metrics = std::make_unique<MetricSet>(p.tdtype);
@@ -852,6 +852,14 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     for (const auto& op : tgt->ops) report.target_stacks.push_back(op.stack);
   }
   std::vector<CompareRow>& rows = report.rows;
+  {
+    // Room for every row at once (an upper bound: untouched capacity costs address space, not
+    // memory), so 200k rows are not copied while the vector grows.
+    size_t bound = tgt->ops.size() + ref->ops.size();
+    for (const auto* d : {&*tgt, &*ref})
+      for (const auto& op : d->ops) bound += op.tensors.size();
+    rows.reserve(bound);
+  }
   std::vector<PendingPair> pending;
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
@@ -995,8 +1003,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
             PendingPair p;
             p.row = rows.size();
             p.top = static_cast<uint32_t>(ti), p.rop = static_cast<uint32_t>(&rop - ref->ops.data());
-            p.ttensor = static_cast<uint32_t>(&tt - top.tensors.data());
-            p.rtensor = static_cast<uint32_t>(rit - rop.tensors.begin());
+            p.tkey = tt.key, p.rkey = rkey;
             p.tdtype = ta->second.dtype, p.rdtype = ra->second.dtype;
             p.numel = ta->second.numel();
             pending.push_back(std::move(p));
@@ -1019,6 +1026,10 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     }
   }
   gap(next_t, tgt->ops.size(), next_r, ref->ops.size());
+  // The rows now hold what they need of the manifests' tensor records: let them go before the
+  // metrics are computed (the workers only need each operator's file name).
+  for (auto* d : {&*tgt, &*ref})
+    for (auto& op : d->ops) std::vector<DumpTensor>().swap(op.tensors);
   if (report.replay_ok + report.replay_skipped > 0)
     log.Info("Replayed operators in the target: " + std::to_string(report.replay_ok) + " (skipped: " +
              std::to_string(report.replay_skipped) + ", reasons in its manifest).");

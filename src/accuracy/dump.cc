@@ -182,6 +182,7 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
     std::string note = dir.string() + ": " + why;
     d.warning = d.warning.empty() ? note : d.warning + "; " + note;
   }
+  d.ops.shrink_to_fit();
   return d;
 }
 

@@ -186,6 +186,7 @@ Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir) {
                        "in dump.json";
     d.warning = d.warning.empty() ? note : d.warning + "; " + note;
   }
+  d.ops.shrink_to_fit();
   return d;
 }
 
