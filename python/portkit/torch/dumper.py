@@ -360,16 +360,20 @@ class _Stats:
             return {"numel": 0, "nan": 0, "inf": 0, "max": None, "min": None, "mean": None, "norm": None}
         if x.dtype == torch.bool:
             x = x.to(torch.uint8)
-        if x.is_floating_point():
-            if x.element_size() == 1:  # fp8: few kernels; its values are exact in float32
-                x = x.float()
-            acc = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
-            total = x.sum(dtype=acc)
-            norm = torch.linalg.vector_norm(x, dtype=acc) if hasattr(torch, "linalg") else x.to(acc).norm()
-        else:
-            total = x.sum(dtype=torch.int64)
-            norm = x.double().norm()
-        mx, mn = x.max(), x.min()
+        try:
+            if x.is_floating_point():
+                if x.element_size() == 1:  # fp8: few kernels; its values are exact in float32
+                    x = x.float()
+                acc = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+                total = x.sum(dtype=acc)
+                norm = torch.linalg.vector_norm(x, dtype=acc) if hasattr(torch, "linalg") else x.to(acc).norm()
+            else:
+                total = x.sum(dtype=torch.int64)
+                norm = x.double().norm()
+            mx, mn = x.max(), x.min()
+        except (RuntimeError, NotImplementedError):  # a dtype without these kernels (uint16/32/64 on CPU)
+            x = x.double()  # exact up to 2^53
+            total, norm, mx, mn = x.sum(), x.norm(), x.max(), x.min()
         vals = torch.stack([mx.double(), mn.double(), total.double(), norm.double()]).tolist()  # one transfer
         big_sum = vals[2]
         out = {"numel": n, "nan": 0, "inf": 0}
