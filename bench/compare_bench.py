@@ -58,13 +58,18 @@ def numpy_compare(ref, tgt, count):
 
 
 def time_portkit(binary, ref, tgt, out, jobs):
+    """(seconds, peak RSS in MB) of one `portkit compare` run."""
     cmd = [binary, "compare", ref, tgt, "-o", out] + (["-j", str(jobs)] if jobs else [])
     start = time.perf_counter()
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    secs = time.perf_counter() - start
-    if res.returncode != 0:
-        sys.exit("portkit compare failed: " + res.stderr)
-    return secs
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        secs = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            sys.exit("portkit compare failed: " + err.read().decode(errors="replace"))
+    return secs, usage.ru_maxrss / 1024.0
 
 
 def main():
@@ -82,16 +87,20 @@ def main():
         total = 2 * count * per_tensor * 4
         cores = os.cpu_count() or 1
         time_portkit(args.portkit, ref, tgt, os.path.join(work, "warm"), 0)  # pages into the cache
-        ours = time_portkit(args.portkit, ref, tgt, os.path.join(work, "out"), 0)
-        ours_1 = time_portkit(args.portkit, ref, tgt, os.path.join(work, "out1"), 1)
+        ours, rss = time_portkit(args.portkit, ref, tgt, os.path.join(work, "out"), 0)
+        ours_1, rss_1 = time_portkit(args.portkit, ref, tgt, os.path.join(work, "out1"), 1)
         start = time.perf_counter()
         numpy_compare(ref, tgt, count)
         numpy_secs = time.perf_counter() - start
-        print("compare benchmark: %d tensor pairs, %.2f GB read in all (fp32), %d cores" % (count, total / 1e9, cores))
-        print("| %-32s | %8s | %17s |" % ("what", "GB/s", "numpy time / this"))
-        print("| %-32s | %8.2f | %17.2f |" % ("portkit compare, %d threads" % cores, total / 1e9 / ours, numpy_secs / ours))
-        print("| %-32s | %8.2f | %17.2f |" % ("portkit compare, 1 thread", total / 1e9 / ours_1, numpy_secs / ours_1))
-        print("| %-32s | %8.2f | %17.2f |" % ("numpy, same metrics (1 thread)", total / 1e9 / numpy_secs, 1.0))
+        print("compare benchmark: %d tensor pairs, %.2f GB read in all (fp32), %d cores, load %s" % (
+            count, total / 1e9, cores, " ".join("%.2f" % v for v in os.getloadavg())))
+        print("| %-32s | %8s | %17s | %13s |" % ("what", "GB/s", "numpy time / this", "peak RSS (MB)"))
+        print("| %-32s | %8.2f | %17.2f | %13.0f |" % ("portkit compare, %d threads" % cores, total / 1e9 / ours,
+                                                     numpy_secs / ours, rss))
+        print("| %-32s | %8.2f | %17.2f | %13.0f |" % ("portkit compare, 1 thread", total / 1e9 / ours_1,
+                                                     numpy_secs / ours_1, rss_1))
+        print("| %-32s | %8.2f | %17.2f | %13s |" % ("numpy, same metrics (1 thread)", total / 1e9 / numpy_secs, 1.0,
+                                                   ""))
         print("\ngoals: >= 10x numpy (all cores), >= 1 GB/s per core (1 thread row)")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -13,7 +13,8 @@ PACKAGES=(g++ cmake ninja-build make pkg-config
           libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev
           clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
           python3-h5py python3-venv python3-jsonschema libopenblas-dev
-          libopenmpi-dev openmpi-bin)  # optional: prof cluster under mpirun; the build works without
+          libopenmpi-dev openmpi-bin   # optional: prof cluster under mpirun; the build works without
+          chromium)                     # optional: compare_report.html rendered in headless Chromium (test skips without)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

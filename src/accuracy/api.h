@@ -13,10 +13,12 @@
 /// larger input are listed in the report instead, and the run goes on.
 #include <cstdint>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/context.h"
@@ -47,6 +49,8 @@ struct CompareOptions {
   /// work). Within it the alignment is an exact longest common subsequence; see
   /// CompareReport::unaligned_target_ops.
   uint64_t align_budget = 0;
+  /// Fill CompareReport::target_calls / reference_calls / target_stacks (for msprobe's layout).
+  bool msprobe_names = false;
 };
 
 /// A row's judgement (the CSV's `Accuracy Reached or Not`).
@@ -63,6 +67,62 @@ struct TensorStatistics {
   double max = 0, min = 0, mean = 0, norm = 0;
 };
 
+/// A row's metric values by name, iterated in name order like a std::map<std::string, double>,
+/// held inline (no allocation: a compare of 100k tensors keeps 200k rows): the names are the fixed
+/// set of MetricValues::kNames (every metric of src/accuracy/metrics/ and the statistics-only
+/// differences).
+class MetricValues {
+ public:
+  using value_type = std::pair<std::string_view, double>;
+  /// Every name a row can hold, in name order (std::string's order).
+  static constexpr std::string_view kNames[] = {
+      "Cosine", "EucDist", "Five Thousandths Err Ratio", "KLDivergence", "MaxAbsErr", "MaxRelDiff",
+      "MaxRelativeErr", "MaxULPErr", "MeanAbsErr", "MeanRelDiff", "MeanRelErr", "MinRelDiff", "NormRelDiff",
+      "One Thousandth Err Ratio", "RMSE", "SmallValueErrRatio", "StatsRelDiff"};
+  static constexpr int kCount = static_cast<int>(std::size(kNames));
+
+  class const_iterator {
+   public:
+    struct Arrow {
+      value_type v;
+      const value_type* operator->() const { return &v; }
+    };
+    const_iterator(const MetricValues* m, int i) : m_(m), i_(i) { Skip(); }
+    value_type operator*() const { return {kNames[i_], m_->values_[i_]}; }
+    Arrow operator->() const { return {**this}; }
+    const_iterator& operator++() {
+      ++i_;
+      Skip();
+      return *this;
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_; }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+   private:
+    void Skip() {
+      while (i_ < kCount && !(m_->present_ & (1u << i_))) ++i_;
+    }
+    const MetricValues* m_;
+    int i_;
+  };
+
+  /// The value of `name`, inserted as 0 when absent. `name` must be one of kNames (a programming
+  /// error otherwise: std::invalid_argument).
+  double& operator[](std::string_view name);
+  /// The value of `name`; std::out_of_range when absent.
+  const double& at(std::string_view name) const;
+  const_iterator find(std::string_view name) const;
+  size_t count(std::string_view name) const { return find(name) == end() ? 0 : 1; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, kCount}; }
+  bool empty() const { return present_ == 0; }
+
+ private:
+  static int IndexOf(std::string_view name);
+  double values_[kCount] = {};
+  uint32_t present_ = 0;
+};
+
 /// One side (target or reference) of a row.
 struct CompareSide {
   /// `op.phase.index.key`, with key `*` for a whole operator; empty when this side has none.
@@ -70,6 +130,8 @@ struct CompareSide {
   std::optional<std::string> dtype;                ///< safetensors element type name
   std::optional<std::vector<int64_t>> shape;
   std::optional<TensorStatistics> stats;           ///< from the data, or from a stats-only manifest
+  int8_t requires_grad = -1;  ///< from msprobe dumps: 1 / 0; -1 unknown
+  std::string data_name;      ///< msprobe tensor-mode data file, when the dump names one
 };
 
 /// One tensor pair (or one operator without a counterpart).
@@ -81,7 +143,7 @@ struct CompareRow {
   /// EucDist, MaxAbsErr, MaxRelativeErr, One Thousandth Err Ratio, Five Thousandths Err Ratio,
   /// RMSE, MeanAbsErr, MeanRelErr, KLDivergence, MaxULPErr, SmallValueErrRatio).
   bool compared = false;
-  std::map<std::string, double> metrics;
+  MetricValues metrics;
   uint64_t identical_nonfinite = 0;     ///< positions holding the same inf/nan in both (left out)
   std::optional<double> ulp_threshold;  ///< the target type's ULP tolerance, for clean compared rows
   uint64_t elements = 0;                ///< elements compared (rows with `compared`)
@@ -97,6 +159,7 @@ struct CompareRow {
   /// judged by its absolute error against the scale of the operator's inputs, not by cosine.
   bool negligible = false;
   long target_op = -1;                  ///< position of the target operator in the target dump
+  long reference_op = -1;               ///< position of the reference operator in the reference dump
   bool output = false;                  ///< an output tensor (or a replayed output)
   bool replay = false;                  ///< the target op's output recomputed from reference inputs
   bool read_error = false;              ///< the tensor data could not be read (`message` says why)
@@ -135,6 +198,7 @@ struct CompareReport {
   /// operator that has replayed outputs. Empty basis: none.
   std::optional<CompareOp> first_divergence;
   std::string first_divergence_basis;
+  long first_divergence_op = -1;  ///< its position in the target dump (rows' target_op), -1 when none
   /// The numbers behind it, e.g. `output.0 One Thousandth Err Ratio 0.41 (inputs 1)`.
   std::string first_divergence_evidence;
   /// The earliest target operator with any output judged No (possibly inherited error).
@@ -151,6 +215,11 @@ struct CompareReport {
   size_t tensor_pairs_compared = 0;           ///< rows whose metrics were computed from data
   size_t replay_ok = 0, replay_skipped = 0;   ///< replayed operators of the target dump
   std::map<std::string, size_t> verdict_counts;  ///< by VerdictName
+  /// Per operator position of each dump: msprobe's call name (`Functional.linear.0.forward`, or for
+  /// a portkit dump `aten::addmm.3.forward`: the name, its occurrence in that phase, the phase), and
+  /// the target's stacks; for the msprobe layout (render::CompareMsprobeCsv). Filled only with
+  /// CompareOptions::msprobe_names.
+  std::vector<std::string> target_calls, reference_calls, target_stacks;
 
   /// Whether any row is judged No.
   bool HasMismatch() const;
@@ -258,9 +327,13 @@ struct ExtractOptions {
   /// Dump: operator indices (exact) or parts of operator names. HDF5: `/op_name` or
   /// `/op_name/seqid` (exact; the leading '/' may be left out).
   std::vector<std::string> select;
-  /// Replace an existing output (a non-empty folder or an existing .h5 file); without it they are
-  /// refused (kInvalidArgument). The input itself is never an output, with or without it.
+  /// Replace an existing output (a non-empty folder or an existing .h5 file). Without it an
+  /// existing dump folder is refused (kInvalidArgument), and an existing HDF5 output file is
+  /// appended to, as repeated `h5copy` runs do. The input itself is never an output.
   bool force = false;
+  /// HDF5 only: where each selected object goes in the output (h5copy's `-d`), one per `select`
+  /// entry; empty: the same path as in the input.
+  std::vector<std::string> destination;
 };
 
 struct ExtractReport {
@@ -272,6 +345,7 @@ struct ExtractReport {
   std::vector<std::string> covered;  ///< HDF5: selections inside another selected operator
   std::vector<std::string> files;    ///< files written (dump: relative to the output folder)
   std::vector<std::string> warnings;
+  bool appended = false;  ///< HDF5: copied into the existing output file
 };
 
 /// Copies the selected operators. Nothing selected at all is kInvalidArgument and writes nothing;

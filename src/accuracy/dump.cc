@@ -71,6 +71,7 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
         else if (k == "phase" && !v.get_string().get(s)) op.phase = s;
         else if (k == "module" && !v.get_string().get(s)) op.module = s;
         else if (k == "stack" && !v.get_string().get(s)) op.stack = s;
+        else if (k == "call" && !v.get_string().get(s)) op.call = s;
         else if (k == "file" && !v.get_string().get(s)) {
           op.file = s;
           // A tensor file is a name inside the dump folder, never a path out of it.
@@ -127,6 +128,11 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
               else if (tk == "mean" && StatValue(tv, x)) dt.mean = x;
               else if (tk == "norm" && StatValue(tv, x)) dt.norm = x;
               else if (tk == "note" && !tv.get_string().get(ts)) dt.note = ts;
+              else if (tk == "data_name" && !tv.get_string().get(ts)) dt.data_name = ts;
+              else if (tk == "requires_grad") {
+                bool b;
+                if (!tv.get_bool().get(b)) dt.requires_grad = b ? 1 : 0;
+              }
               else if (tk == "nan" || tk == "inf") {
                 int64_t c;
                 if (!tv.get_int64().get(c)) (tk == "nan" ? dt.nan : dt.inf) = c;
@@ -176,6 +182,7 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
     std::string note = dir.string() + ": " + why;
     d.warning = d.warning.empty() ? note : d.warning + "; " + note;
   }
+  d.ops.shrink_to_fit();
   return d;
 }
 

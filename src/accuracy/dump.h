@@ -2,6 +2,7 @@
 /// A dump folder written by `portkit.torch.dumper`: manifest.jsonl (one operator per line) and
 /// op_NNNNNN.safetensors files. A truncated last manifest line (a crash mid-write) is ignored and
 /// reported.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ struct DumpTensor {
   int64_t nan = -1, inf = -1;  ///< counts of nan / ±inf elements; -1 when the dump has none
   /// Why the dumper kept no data for it (e.g. an element type safetensors cannot store).
   std::string note;
+  int8_t requires_grad = -1;  ///< msprobe's requires_grad: 1 / 0, -1 when the dump does not say
+  std::string data_name;      ///< msprobe's tensor data file (tensor mode), empty otherwise
 
   /// Whether the tensor holds inf or nan, from the counts or else the statistics; false when the
   /// manifest says nothing about it.
@@ -32,6 +35,7 @@ struct DumpOp {
   bool overflow = false;
   std::string replay_status;     ///< "ok" / "skipped" for a replayed run, else empty
   int64_t replay_reference = -1;  ///< manifest index of the reference op it was replayed from
+  std::string call;  ///< msprobe's name of the call (`Functional.linear.0.forward`); empty for portkit dumps
   std::vector<DumpTensor> tensors;
 };
 

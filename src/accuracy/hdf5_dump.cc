@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 
 #include "accuracy/hdf5_types.h"
 #include "core/subprocess.h"
@@ -668,8 +669,39 @@ Status Hdf5File::Read(const Hdf5Tensor& t, size_t max_bytes,
   }
 }
 
+namespace {
+
+/// `raw` with a leading '/', no trailing '/' and no empty components.
+std::string NormaliseHdf5Path(const std::string& raw) {
+  std::string p;
+  size_t i = 0;
+  while (i < raw.size()) {
+    size_t j = raw.find('/', i);
+    if (j == std::string::npos) j = raw.size();
+    if (j > i) p += "/" + raw.substr(i, j - i);
+    i = j + 1;
+  }
+  return p.empty() ? raw : p;
+}
+
+/// Whether `path` (normalised) names an object of the open file `id`: each prefix must exist.
+bool Hdf5PathExists(hid_t id, const std::string& path) {
+  if (path.empty() || path[0] != '/' || path == "/") return false;
+  for (size_t j = path.find('/', 1);; j = path.find('/', j + 1)) {
+    std::string prefix = path.substr(0, j);
+    if (H5Lexists(id, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (j == std::string::npos) return true;
+  }
+}
+
+}  // namespace
+
 Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
-                                        const std::vector<std::string>& names) {
+                                        const std::vector<std::string>& names,
+                                        const std::vector<std::string>& destinations, bool append) {
+  if (!destinations.empty() && destinations.size() != names.size())
+    return InvalidArgument("-d: give one destination per -s name (" + std::to_string(names.size()) + " names, " +
+                           std::to_string(destinations.size()) + " destinations)");
   auto file = Hdf5File::Open(in);
   if (!file.ok()) return file.status();
   std::error_code ec;
@@ -678,18 +710,14 @@ Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
   ErrorCapture cap;
   Hdf5ExtractResult result;
   // Normalise: leading '/', no trailing '/', no empty components.
-  std::vector<std::string> wanted;
-  for (const std::string& raw : names) {
-    std::string p;
-    size_t i = 0;
-    while (i < raw.size()) {
-      size_t j = raw.find('/', i);
-      if (j == std::string::npos) j = raw.size();
-      if (j > i) p += "/" + raw.substr(i, j - i);
-      i = j + 1;
-    }
-    wanted.push_back(p.empty() ? raw : p);
+  std::vector<std::string> wanted, dest;
+  for (const std::string& raw : names) wanted.push_back(NormaliseHdf5Path(raw));
+  for (const std::string& raw : destinations) {
+    dest.push_back(NormaliseHdf5Path(raw));
+    if (dest.back().empty() || dest.back()[0] != '/' || dest.back() == "/")
+      return InvalidArgument("-d " + raw + ": not an object path (/op_name or /op_name/seqid)");
   }
+  std::map<std::string, std::string> dest_of;  // selected path -> destination
   // Ancestors first so that a seqid inside a selected operator is not copied twice.
   std::vector<size_t> order(wanted.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -700,21 +728,14 @@ Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
   std::vector<bool> found(wanted.size(), false), covered(wanted.size(), false);
   for (size_t i : order) {
     const std::string& p = wanted[i];
-    if (p.empty() || p[0] != '/' || p == "/") continue;
-    bool exists = true;
-    for (size_t j = p.find('/', 1);; j = p.find('/', j + 1)) {  // each prefix must exist
-      std::string prefix = p.substr(0, j);
-      if (H5Lexists(file->id_, prefix.c_str(), H5P_DEFAULT) <= 0) {
-        exists = false;
-        break;
-      }
-      if (j == std::string::npos) break;
-    }
-    if (!exists) continue;
+    if (!Hdf5PathExists(file->id_, p)) continue;
     found[i] = true;
-    for (const std::string& s : selected)
-      if (p == s || (p.size() > s.size() && p.compare(0, s.size(), s) == 0 && p[s.size()] == '/')) covered[i] = true;
+    // With explicit destinations every pair is copied as given (h5copy copies what it is told).
+    if (dest.empty())
+      for (const std::string& s : selected)
+        if (p == s || (p.size() > s.size() && p.compare(0, s.size(), s) == 0 && p[s.size()] == '/')) covered[i] = true;
     if (!covered[i]) selected.push_back(p);
+    dest_of[p] = dest.empty() ? p : dest[i];
   }
   for (size_t i = 0; i < wanted.size(); ++i) {
     if (!found[i]) result.missing.push_back(names[i]);
@@ -729,15 +750,31 @@ Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
     fs::remove(tmp, ec);
     return IoError(msg);
   };
+  result.appended = append && fs::exists(out, ec);
+  if (result.appended) {
+    if (H5Fis_hdf5(out.c_str()) <= 0)
+      return InvalidArgument(out.string() + ": exists and is not an HDF5 file; not appended to (give a new -o, or "
+                             "--force to replace it)");
+    fs::copy_file(out, tmp, fs::copy_options::overwrite_existing, ec);
+    if (ec) return fail(out.string() + ": cannot copy it to append to: " + ec.message());
+  }
   {
-    Handle fout(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-    if (!fout.ok()) return fail(out.string() + ": cannot create" + cap.Detail());
+    Handle fout(result.appended ? H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
+                                : H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                H5Fclose);
+    if (!fout.ok()) return fail(out.string() + (result.appended ? ": cannot open to append" : ": cannot create") +
+                                cap.Detail());
     Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
     if (!lcpl.ok() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
       return fail(out.string() + ": HDF5 property list" + cap.Detail());
     for (const std::string& p : result.copied) {
-      if (H5Ocopy(file->id_, p.c_str(), fout.get(), p.c_str(), H5P_DEFAULT, lcpl.get()) < 0)
-        return fail(Where(in, p) + ": cannot copy into " + out.string() + cap.Detail());
+      const std::string& d = dest_of[p];
+      if (Hdf5PathExists(fout.get(), d)) {
+        fs::remove(tmp, ec);
+        return InvalidArgument(out.string() + ": " + d + " already exists; not copied again (h5copy refuses too)");
+      }
+      if (H5Ocopy(file->id_, p.c_str(), fout.get(), d.c_str(), H5P_DEFAULT, lcpl.get()) < 0)
+        return fail(Where(in, p) + ": cannot copy into " + out.string() + (d != p ? " as " + d : "") + cap.Detail());
     }
     if (H5Fflush(fout.get(), H5F_SCOPE_GLOBAL) < 0 || !fout.Close())
       return fail(out.string() + ": cannot write" + cap.Detail());

@@ -82,7 +82,8 @@ class Hdf5File {
  private:
   Hdf5File(std::filesystem::path path, int64_t id) : path_(std::move(path)), id_(id) {}
   friend Expected<struct Hdf5ExtractResult> ExtractHdf5(const std::filesystem::path&, const std::filesystem::path&,
-                                                        const std::vector<std::string>&);
+                                                        const std::vector<std::string>&,
+                                                        const std::vector<std::string>&, bool);
   std::filesystem::path path_;
   int64_t id_ = -1;  ///< hid_t
 };
@@ -116,12 +117,19 @@ struct Hdf5ExtractResult {
   std::vector<std::string> copied;   ///< normalised paths copied, in the order given
   std::vector<std::string> missing;  ///< names not found in the input
   std::vector<std::string> covered;  ///< names already inside another selected operator
+  bool appended = false;             ///< copied into the existing output file (h5copy's way)
 };
 
 /// Copies the named objects (`/op_name` or `/op_name/seqid`; the leading '/' may be left out, a
-/// trailing '/' is ignored) with H5Ocopy into a new file written to a temporary name and renamed
-/// onto `out` once complete. Nothing is written when no name is found.
+/// trailing '/' is ignored) with H5Ocopy, parents created as needed, to `destinations[i]` (the
+/// same path when `destinations` is empty; otherwise one per name, normalised the same way). With
+/// `append` and an existing `out`, the objects are added to that file as repeated `h5copy -s X -d
+/// X -p` runs add them (an object already at a destination is an error naming it, as in h5copy);
+/// otherwise into a new file. Either way the result is written to a temporary name (a copy of the
+/// existing file when appending) and renamed onto `out` once complete, so a failure leaves `out`
+/// as it was. Nothing is written when no name is found.
 Expected<Hdf5ExtractResult> ExtractHdf5(const std::filesystem::path& in, const std::filesystem::path& out,
-                                        const std::vector<std::string>& names);
+                                        const std::vector<std::string>& names,
+                                        const std::vector<std::string>& destinations = {}, bool append = false);
 
 }  // namespace portkit::accuracy

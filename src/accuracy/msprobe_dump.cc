@@ -90,7 +90,9 @@ void AddTensors(simdjson::dom::element e, const std::string& prefix, DumpOp& op,
   if (!o["md5"].get_string().get(s) && s.size() == 8 &&
       std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
     t.crc32 = static_cast<int64_t>(std::stoull(std::string(s), nullptr, 16));
-  if (!o["data_name"].get_string().get(s) && !s.empty()) *has_data_files = true;
+  if (!o["data_name"].get_string().get(s) && !s.empty()) *has_data_files = true, t.data_name = s;
+  bool grad;
+  if (!o["requires_grad"].get_bool().get(grad)) t.requires_grad = grad ? 1 : 0;
   op.tensors.push_back(std::move(t));
 }
 
@@ -163,6 +165,7 @@ Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir) {
       continue;
     }
     op.index = index++;
+    op.call = k;
     simdjson::dom::object call;
     if (value.get_object().get(call)) continue;
     for (auto [part, v] : call) {
@@ -183,6 +186,7 @@ Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir) {
                        "in dump.json";
     d.warning = d.warning.empty() ? note : d.warning + "; " + note;
   }
+  d.ops.shrink_to_fit();
   return d;
 }
 

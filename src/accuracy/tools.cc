@@ -292,7 +292,10 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
     for (fs::path p = fs::absolute(out, ec).lexically_normal(); p.has_relative_path(); p = p.parent_path())
       if (fs::exists(p, ec) && fs::equivalent(p, in, ec))
         return InvalidArgument("-o " + out.string() + " is inside the input dump " + in.string() + "; give -o outside it");
-  if (!options.force && fs::exists(out, ec)) {
+  const bool hdf5_append = !options.force && IsHdf5Input(in) && fs::is_regular_file(out, ec);
+  if (!options.destination.empty() && !IsHdf5Input(in))
+    return InvalidArgument("-d (a destination path) is for HDF5 dumps only");
+  if (!options.force && !hdf5_append && fs::exists(out, ec)) {
     bool is_folder = fs::is_directory(out, ec);
     if (!is_folder || !fs::is_empty(out, ec))
       return InvalidArgument("-o " + out.string() + " already exists" +
@@ -305,7 +308,7 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
     fs::path out_dir = fs::absolute(out, ec).parent_path();
     auto run = RunIsolated(in, {out_dir}, [&](int fd) {
       std::string bytes;
-      auto res = ExtractHdf5(in, out, names);
+      auto res = ExtractHdf5(in, out, names, options.destination, hdf5_append);
       if (!res.ok()) {
         AppendRecord(bytes, "E" + std::to_string(static_cast<int>(res.status().code())) + '\0' +
                                 res.status().message());
@@ -313,6 +316,7 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
         for (const auto& c : res->copied) AppendRecord(bytes, "C" + c);
         for (const auto& m : res->missing) AppendRecord(bytes, "M" + m);
         for (const auto& c : res->covered) AppendRecord(bytes, "V" + c);
+        if (res->appended) AppendRecord(bytes, "A");
       }
       return WriteAllToFd(fd, bytes.data(), bytes.size()) ? 0 : 2;
     });
@@ -326,6 +330,10 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
         return Status(static_cast<ErrorCode>(std::atoi(body.substr(0, a).c_str())),
                       a == std::string::npos ? body : body.substr(a + 1));
       }
+      if (r[0] == 'A') {
+        report.appended = true;
+        continue;
+      }
       (r[0] == 'C' ? report.extracted : r[0] == 'M' ? report.missing : report.covered).push_back(body);
     }
     if (report.extracted.empty()) {
@@ -335,7 +343,8 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
                              " not written");
     }
     report.files.push_back(out.string());
-    ctx.logger.Info("Extracted " + std::to_string(report.extracted.size()) + " groups into " + out.string());
+    ctx.logger.Info((report.appended ? "Appended " : "Extracted ") + std::to_string(report.extracted.size()) +
+                    " groups " + (report.appended ? "to " : "into ") + out.string());
     return report;
   }
   if (!fs::is_directory(in, ec))

@@ -27,7 +27,7 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
       ->check(CLI::IsMember({"name", "name+shape"}))
       ->capture_default_str();
   AddJobsOption(app, &jobs);
-  AddFormatOption(app, &formats, {"csv", "json", "html"}, {"csv", "json", "html"});
+  AddFormatOption(app, &formats, {"csv", "json", "html", "msprobe"}, {"csv", "json", "html"});
   app.add_flag("--fail-on-divergence", fail_on_divergence,
                "exit 1 when any tensor is judged No (after the reports are written)");
   if (auto rc = Parse(app, argc, argv)) return *rc;
@@ -45,11 +45,13 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   options.mapping = mapping;
   options.match = match == "name" ? accuracy::MatchKey::kName : accuracy::MatchKey::kNameAndShape;
   options.jobs = jobs;
+  options.msprobe_names = Wants(formats, "msprobe");
   auto report = accuracy::RunCompare(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& w : report->warnings) ctx.logger.Warning(w);
 
-  render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html")};
+  render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html"),
+                             Wants(formats, "msprobe")};
   if (Status st = render::WriteCompareFiles(*report, out_dir, files); !st.ok()) return Fail(ctx, st);
   for (const auto& line : render::CompareConclusion(*report)) ctx.logger.Info(line);
   std::string table = render::CompareConsoleSummary(*report);

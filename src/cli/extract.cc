@@ -22,8 +22,14 @@ int ExtractCommand(int argc, char** argv, Context& ctx) {
                  "operator names (an op is kept when its name contains one) or indices; for HDF5: /op_name or "
                  "/op_name/seqid")
       ->required();
+  std::vector<std::string> destinations;
+  app.add_option("-d,--destination", destinations,
+                 "HDF5 only, as h5copy's -d: where each -s object goes in the output (one per -s; default: the "
+                 "same path), e.g. -s /op/3/ -d /op/3/");
   bool force = false;
-  app.add_flag("--force", force, "replace an existing -o (a non-empty folder or an existing .h5 file)");
+  app.add_flag("--force", force,
+               "replace an existing -o (a non-empty folder or an existing .h5 file; without it an existing .h5 "
+               "output is appended to, as repeated h5copy runs do)");
   app.add_option("--format", format, "text (log lines only) or json (also a JSON summary on stdout)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
@@ -32,7 +38,8 @@ int ExtractCommand(int argc, char** argv, Context& ctx) {
   bool hdf5 = accuracy::IsHdf5Input(in);
   if (Status st = hdf5 ? CheckOutputFile(out, "-o") : CheckOutputFolder(out, "-o"); !st.ok()) return Fail(ctx, st);
 
-  auto report = accuracy::RunExtract({in, out, names, force}, ctx);
+  accuracy::ExtractOptions options{in, out, names, force, destinations};
+  auto report = accuracy::RunExtract(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& w : report->warnings) ctx.logger.Warning(w);
   for (const auto& c : report->covered) ctx.logger.Warning(c + " is already inside another selected operator");

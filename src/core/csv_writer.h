@@ -15,6 +15,8 @@ class CsvWriter {
   size_t rows() const { return rows_; }
   /// The whole document, header included, LF line ends.
   const std::string& str() const { return out_; }
+  /// Room for `bytes` of output at once (a large document then grows without copies).
+  void Reserve(size_t bytes) { out_.reserve(bytes); }
 
   /// One cell as it is written: neutralised and quoted when needed.
   static std::string EscapeCell(std::string_view cell);

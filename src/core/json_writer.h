@@ -25,6 +25,8 @@ class JsonWriter {
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
   const std::string& str() const { return out_; }
+  /// Room for `bytes` of output at once (a large document then grows without copies).
+  void Reserve(size_t bytes) { out_.reserve(bytes); }
 
   static void AppendEscaped(std::string& out, std::string_view s);
 

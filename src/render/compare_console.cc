@@ -69,6 +69,7 @@ Status WriteCompareFiles(const CompareReport& report, const std::filesystem::pat
   if (files.csv) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result.csv", CompareCsv(report)));
   if (files.json) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result.json", CompareJson(report)));
   if (files.html) PORTKIT_RETURN_IF_ERROR(set.Add("compare_report.html", CompareHtml(report)));
+  if (files.msprobe) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result_msprobe.csv", CompareMsprobeCsv(report)));
   return set.Publish();
 }
 

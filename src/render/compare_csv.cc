@@ -34,6 +34,7 @@ std::string CompareCsv(const CompareReport& report) {
                  "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
                  "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
                  "Bench min", "Bench mean", "Bench l2norm", "Accuracy Reached or Not", "Err_message"});
+  csv.Reserve(report.rows.size() * 320);  // about the size of a row: no copies while it grows
   static const char* const kMetricColumns[] = {"Cosine",         "EucDist",
                                                "MaxAbsErr",      "MaxRelativeErr",
                                                "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
@@ -57,6 +58,102 @@ std::string CompareCsv(const CompareReport& report) {
     }
     cells.emplace_back(accuracy::VerdictName(r.verdict));
     cells.push_back(r.message);
+    csv.AddRow(cells);
+  }
+  return csv.str();
+}
+
+namespace {
+
+/// The tensor part of a row name (`input.0`, `output.1`, `replay.output.0`) after `op.phase.index.`.
+std::string KeyOf(const std::string& name) {
+  for (const char* part : {".replay.", ".input", ".output"}) {
+    size_t at = name.find(part);
+    if (at != std::string::npos) return name.substr(at + 1);
+  }
+  return name.substr(name.rfind('.') + 1);  // `*`: a whole operator
+}
+
+std::string MsprobeName(const CompareSide& side, long op, const std::vector<std::string>& calls) {
+  if (side.name.empty()) return kNa;
+  if (op < 0 || static_cast<size_t>(op) >= calls.size()) return side.name;
+  return calls[static_cast<size_t>(op)] + "." + KeyOf(side.name);
+}
+
+std::string Grad(int8_t g) { return g < 0 ? kNa : g ? "True" : "False"; }
+
+}  // namespace
+
+std::string CompareMsprobeCsv(const CompareReport& report) {
+  // msprobe 26's columns (msprobe/core/common/const.py): real-data mode, or summary mode when no
+  // row was compared from tensor data but some from statistics.
+  bool any_data = false, any_stats = false;
+  for (const auto& r : report.rows) any_data = any_data || r.compared, any_stats = any_stats || r.from_statistics;
+  const bool summary = !any_data && any_stats;
+  std::vector<std::string> header = {"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
+                                     "Bench Tensor Shape", "NPU Requires_grad", "Bench Requires_grad"};
+  static const char* const kData[] = {"Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
+                                      "Five Thousandths Err Ratio"};
+  static const char* const kSummary[] = {"Max diff", "Min diff", "Mean diff", "L2norm diff", "MaxRelativeErr",
+                                         "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr"};
+  if (summary) header.insert(header.end(), std::begin(kSummary), std::end(kSummary));
+  else header.insert(header.end(), std::begin(kData), std::end(kData));
+  for (const char* c : {"NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
+                        "Bench l2norm", "Requires_grad Consistent", "Result", "Err_message", "NPU_Stack_Info"})
+    header.emplace_back(c);
+  if (!summary) header.emplace_back("Data_name");
+  CsvWriter csv(header);
+  csv.Reserve(report.rows.size() * 400);
+  for (const auto& r : report.rows) {
+    std::vector<std::string> cells;
+    cells.reserve(header.size());
+    cells.push_back(MsprobeName(r.target, r.target_op, report.target_calls));
+    cells.push_back(MsprobeName(r.reference, r.reference_op, report.reference_calls));
+    const CompareSide* sides[] = {&r.target, &r.reference};
+    for (const auto* s : sides) cells.push_back(s->dtype ? *s->dtype : kNa);
+    for (const auto* s : sides) cells.push_back(s->shape ? Shape(*s->shape) : kNa);
+    for (const auto* s : sides) cells.push_back(Grad(s->requires_grad));
+    if (summary) {
+      // Differences target − reference of each statistic, then their relative sizes.
+      bool both = r.target.stats && r.reference.stats;
+      double t[4], b[4];
+      if (both) {
+        const auto &ts = *r.target.stats, &bs = *r.reference.stats;
+        t[0] = ts.max, t[1] = ts.min, t[2] = ts.mean, t[3] = ts.norm;
+        b[0] = bs.max, b[1] = bs.min, b[2] = bs.mean, b[3] = bs.norm;
+      }
+      for (int i = 0; i < 4; ++i) cells.push_back(both ? FormatNumber(t[i] - b[i]) : kNa);
+      for (int i = 0; i < 4; ++i)
+        cells.push_back(both ? FormatNumber(b[i] == 0 ? (t[i] == 0 ? 0.0 : INFINITY) : std::fabs((t[i] - b[i]) / b[i]))
+                             : kNa);
+    } else {
+      for (const char* m : kData) {
+        auto it = r.metrics.find(m);
+        cells.push_back(r.compared ? FormatNumber(it != r.metrics.end() ? it->second : 0.0) : kNa);
+      }
+    }
+    for (const auto* s : sides) {
+      if (s->stats) {
+        for (double v : {s->stats->max, s->stats->min, s->stats->mean, s->stats->norm}) cells.push_back(FormatNumber(v));
+      } else {
+        cells.insert(cells.end(), 4, kNa);
+      }
+    }
+    cells.emplace_back(r.target.requires_grad == r.reference.requires_grad ? "True" : "False");
+    // msprobe's Result: pass / warning / error; here Yes → pass, No → error, Unmatched → warning.
+    cells.emplace_back(r.verdict == accuracy::Verdict::kYes  ? "pass"
+                       : r.verdict == accuracy::Verdict::kNo ? "error"
+                       : r.verdict == accuracy::Verdict::kUnmatched ? "warning"
+                                                                    : "");
+    cells.push_back(r.message);
+    cells.push_back(r.target_op >= 0 && static_cast<size_t>(r.target_op) < report.target_stacks.size()
+                        ? report.target_stacks[static_cast<size_t>(r.target_op)]
+                        : "");
+    if (!summary) {
+      if (r.target.data_name.empty() && r.reference.data_name.empty()) cells.emplace_back("-1");
+      else cells.push_back("['" + (r.target.data_name.empty() ? "-1" : r.target.data_name) + "', '" +
+                           (r.reference.data_name.empty() ? "-1" : r.reference.data_name) + "']");
+    }
     csv.AddRow(cells);
   }
   return csv.str();

@@ -31,49 +31,149 @@ std::string CompareDivergenceText(const CompareReport& report) {
          (report.first_divergence_evidence.empty() ? "" : ": " + report.first_divergence_evidence);
 }
 
+namespace {
+
+/// One cell of the evidence table: a metric of a row, or "N/A".
+std::string Metric(const accuracy::CompareRow& r, const char* name) {
+  if (!r.compared) return "N/A";
+  auto it = r.metrics.find(name);
+  return it == r.metrics.end() ? "N/A" : FormatNumber(it->second);
+}
+
+/// The tensor part of a row name: `input.0`, `output.0`, `replay.output.0`.
+std::string TensorKey(const std::string& name) {
+  for (const char* part : {".replay.", ".input", ".output"}) {
+    size_t at = name.find(part);
+    if (at != std::string::npos) return name.substr(at + 1);
+  }
+  return name;
+}
+
+/// A short operator label for the chart: `aten::gelu #12`.
+std::string OpLabel(const std::string& row_name) {
+  // row names are op.phase.index.key
+  size_t key = row_name.find(".input");
+  if (key == std::string::npos) key = row_name.find(".output");
+  std::string head = row_name.substr(0, key);  // op.phase.index
+  size_t idx = head.rfind('.');
+  size_t phase = idx == std::string::npos ? std::string::npos : head.rfind('.', idx - 1);
+  if (phase == std::string::npos) return head;
+  std::string name = head.substr(0, phase);
+  std::string ph = head.substr(phase + 1, idx - phase - 1);
+  return name + (ph == "backward" ? " (bwd)" : "") + " #" + head.substr(idx + 1);
+}
+
+}  // namespace
+
 std::string CompareHtml(const CompareReport& report) {
-  const std::string divergence = CompareDivergenceText(report);
-  std::vector<std::pair<std::string, double>> series;  // name, 1 - cosine
+  struct Point {
+    std::string name;
+    double err;
+    long op;
+  };
+  std::vector<Point> series;  // 1 - cosine of each output, in execution order
   for (const auto& r : report.rows) {
     if (!r.output || r.replay || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
     auto it = r.metrics.find("Cosine");
     double cos = it == r.metrics.end() || std::isnan(it->second) ? -1 : it->second;
-    series.emplace_back(r.target.name.empty() ? "N/A" : r.target.name, 1.0 - cos);
+    series.push_back({r.target.name.empty() ? "N/A" : r.target.name, 1.0 - cos, r.target_op});
   }
   std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
-                  "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #ccc;padding:3px 8px}.no{color:#b00}</style></head><body>"
-                  "<h1>portkit compare</h1>";
-  h += "<p><b>First divergence:</b> " + (divergence.empty() ? std::string("none") : Html(divergence)) + "</p>";
+                  "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
+                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
+                  "#culprit{border:2px solid #b00;background:#fff5f5;padding:0.6em 1em;margin-bottom:1.5em}"
+                  "#culprit h2{margin:0 0 0.4em 0;color:#b00}.ok{border-color:#2a7;background:#f4fff8}"
+                  "</style></head><body><h1>portkit compare</h1>";
+  // The culprit first: what, where, on what evidence.
+  if (report.first_divergence) {
+    const auto& op = *report.first_divergence;
+    h += "<div id=\"culprit\"><h2>Culprit: <span id=\"culprit-name\">" + Html(op.name) + "</span> (" +
+         Html(op.phase) + ", operator #" + std::to_string(op.index) + ")</h2>";
+    h += "<p><b>Why:</b> " + Html(report.first_divergence_basis) +
+         (report.first_divergence_evidence.empty() ? "" : " &mdash; " + Html(report.first_divergence_evidence)) +
+         "</p>";
+    if (!op.module.empty()) h += "<p><b>Module:</b> " + Html(op.module) + "</p>";
+    if (!op.stack.empty()) h += "<p><b>Stack:</b> <code>" + Html(op.stack) + "</code></p>";
+    // Evidence: every tensor of the operator, inputs (inherited error) against outputs (live)
+    // against replayed outputs (computed from the reference's inputs: its own error).
+    h += "<table><tr><th>tensor</th><th>role</th><th>verdict</th><th>Cosine</th><th>MaxAbsErr</th>"
+         "<th>One Thousandth Err Ratio</th><th>Five Thousandths Err Ratio</th></tr>";
+    for (const auto& r : report.rows) {
+      if (r.target_op != report.first_divergence_op || report.first_divergence_op < 0) continue;
+      std::string key = TensorKey(r.target.name.empty() ? r.reference.name : r.target.name);
+      const char* role = r.replay ? "replayed output (reference inputs: its own error)"
+                         : r.output ? "live output"
+                                    : "input (error it was given)";
+      h += std::string("<tr") + (r.verdict == Verdict::kNo ? " class=\"no\"" : "") + "><td>" + Html(key) + "</td><td>" +
+           role + "</td><td>" + std::string(accuracy::VerdictName(r.verdict)) + "</td><td>" + Metric(r, "Cosine") +
+           "</td><td>" + Metric(r, "MaxAbsErr") + "</td><td>" + Metric(r, "One Thousandth Err Ratio") + "</td><td>" +
+           Metric(r, "Five Thousandths Err Ratio") + "</td></tr>";
+    }
+    h += "</table></div>";
+  } else {
+    h += "<div id=\"culprit\" class=\"ok\"><h2>No culprit</h2><p>No operator's own error crosses the threshold.</p></div>";
+  }
   for (const auto& line : CompareConclusion(report))
     if (line.rfind("First divergence", 0) != 0) h += "<p>" + Html(line) + "</p>";
   h += "<h2>Error along execution order (1 &minus; cosine of each operator output, log scale)</h2>";
-  const int w = 1000, ht = 260;
-  h += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) + "\" height=\"" +
-       std::to_string(ht + 20) + "\">";
+  const int w = 1100, ht = 260, label_h = 150;
+  h += "<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) + "\" height=\"" +
+       std::to_string(ht + label_h) + "\">";
   h += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(ht) +
        "\" fill=\"#fafafa\" stroke=\"#ccc\"/>";
-  std::string pts;
-  for (size_t i = 0; i < series.size(); ++i) {
-    double v = std::max(series[i].second, 1e-12);
-    double y = ht - (std::log10(v) + 12.0) / 12.5 * ht;  // 1e-12 .. ~3
-    double x = series.size() > 1
-                   ? static_cast<double>(i) * (w - 10) / static_cast<double>(series.size() - 1) + 5
-                   : w / 2.0;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x, std::clamp(y, 2.0, ht - 2.0));
-    pts += buf;
+  for (int e = 0; e >= -12; e -= 3) {  // y axis: decades
+    double y = ht - (e + 12.0) / 12.5 * ht;
+    h += "<text x=\"4\" y=\"" + std::to_string(static_cast<int>(y) + 4) + "\" font-size=\"10\" fill=\"#888\">1e" +
+         std::to_string(e) + "</text>";
   }
-  h += "<polyline fill=\"none\" stroke=\"#4a7bd0\" stroke-width=\"1.5\" points=\"" + pts + "\"/>";
-  h += "<text x=\"4\" y=\"" + std::to_string(ht + 16) + "\" font-size=\"12\">" + std::to_string(series.size()) +
-       " outputs, first to last</text></svg>";
-  auto worst = series;
-  std::stable_sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string pts, marks;
+  // Operator names along the x axis: the culprit, the worst outputs and evenly spaced ones, as
+  // many as fit (every label is also a tooltip on its point).
+  std::vector<bool> labelled(series.size(), false);
+  const size_t max_labels = 40;
+  for (size_t k = 0; k < std::min(series.size(), max_labels / 2); ++k)
+    labelled[series.size() <= max_labels / 2 ? k : k * (series.size() - 1) / (max_labels / 2 - 1)] = true;
+  {
+    std::vector<size_t> order(series.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return series[a].err > series[b].err; });
+    for (size_t k = 0; k < std::min<size_t>(order.size(), max_labels / 4); ++k) labelled[order[k]] = true;
+  }
+  for (size_t i = 0; i < series.size(); ++i) {
+    double v = std::max(series[i].err, 1e-12);
+    double y = std::clamp(ht - (std::log10(v) + 12.0) / 12.5 * ht, 2.0, ht - 2.0);
+    double x = series.size() > 1 ? static_cast<double>(i) * (w - 40) / static_cast<double>(series.size() - 1) + 30
+                                 : w / 2.0;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x, y);
+    pts += buf;
+    const bool culprit = report.first_divergence_op >= 0 && series[i].op == report.first_divergence_op;
+    std::string label = OpLabel(series[i].name);
+    std::snprintf(buf, sizeof buf, "%.1f", x);
+    std::string xs = buf;
+    std::snprintf(buf, sizeof buf, "%.1f", y);
+    std::string ys = buf;
+    marks += "<circle cx=\"" + xs + "\" cy=\"" + ys + "\" r=\"" + (culprit ? "5" : "2") + "\" fill=\"" +
+             (culprit ? "#b00" : "#4a7bd0") + "\"><title>" + Html(series[i].name) + ": 1 - cosine " +
+             FormatNumber(series[i].err) + "</title></circle>";
+    if (culprit) {
+      marks += "<text class=\"culprit-label\" x=\"" + xs + "\" y=\"" + std::to_string(static_cast<int>(y) - 8) +
+               "\" font-size=\"12\" fill=\"#b00\" text-anchor=\"middle\">culprit: " + Html(label) + "</text>";
+    }
+    if (labelled[i] || culprit) {
+      marks += "<text class=\"op-label\" font-size=\"10\" fill=\"" + std::string(culprit ? "#b00" : "#333") +
+               "\" transform=\"translate(" + xs + "," + std::to_string(ht + 6) + ") rotate(60)\">" + Html(label) +
+               "</text>";
+    }
+  }
+  h += "<polyline fill=\"none\" stroke=\"#4a7bd0\" stroke-width=\"1.2\" points=\"" + pts + "\"/>" + marks;
+  h += "</svg><p>" + std::to_string(series.size()) +
+       " operator outputs, first to last; hover a point for its operator and error.</p>";
+  std::vector<Point> worst = series;
+  std::stable_sort(worst.begin(), worst.end(), [](const Point& a, const Point& b) { return a.err > b.err; });
   if (worst.size() > 15) worst.resize(15);
   h += "<h2>Worst outputs</h2><table><tr><th>output (target)</th><th>1 &minus; cosine</th></tr>";
-  for (const auto& [name, v] : worst) {
-    h += "<tr><td>" + Html(name) + "</td><td>" + FormatNumber(v) + "</td></tr>";
-  }
+  for (const auto& p : worst) h += "<tr><td>" + Html(p.name) + "</td><td>" + FormatNumber(p.err) + "</td></tr>";
   return h + "</table></body></html>\n";
 }
 

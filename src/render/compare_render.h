@@ -16,6 +16,10 @@ namespace portkit::render {
 std::string FormatNumber(double v);
 /// compare_result.csv: one row per tensor pair or unmatched operator, in execution order.
 std::string CompareCsv(const accuracy::CompareReport& report);
+/// compare_result_msprobe.csv: the rows in msprobe's compare layout (its column names, including
+/// NPU/Bench Requires_grad, Requires_grad Consistent, Result, Err_message, NPU_Stack_Info and
+/// Data_name; summary columns when the dumps hold statistics only), names as msprobe writes them.
+std::string CompareMsprobeCsv(const accuracy::CompareReport& report);
 /// compare_result.json: first divergence, verdict counts and every row with all metrics.
 std::string CompareJson(const accuracy::CompareReport& report);
 /// compare_report.html: 1 − cosine along execution order (SVG), the worst outputs, the first
@@ -30,7 +34,7 @@ std::string CompareDivergenceText(const accuracy::CompareReport& report);
 std::vector<std::string> CompareConclusion(const accuracy::CompareReport& report);
 
 struct CompareFiles {
-  bool csv = true, json = true, html = true;
+  bool csv = true, json = true, html = true, msprobe = false;
 };
 /// Writes compare_result.csv / compare_result.json / compare_report.html into `dir` (created when
 /// missing), each atomically.

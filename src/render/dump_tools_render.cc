@@ -104,6 +104,7 @@ std::string ExtractJson(const accuracy::ExtractReport& report) {
   j.BeginObject();
   j.Key("input").String(report.input).Key("output").String(report.output);
   j.Key("format").String(report.hdf5 ? "hdf5" : "dump");
+  j.Key("appended").Bool(report.appended);
   Strings(j, "extracted", report.extracted);
   Strings(j, "missing", report.missing);
   Strings(j, "covered", report.covered);

@@ -140,7 +140,7 @@ def test_compare_metrics_equal_float64_numpy(dumps, portkit):
     assert res.returncode == 0, res.stderr
     assert check_against_numpy(out, dumps / "ref", dumps / "tgt") > 10
     html = (out / "compare_report.html").read_text()
-    assert "<svg" in html and "First divergence" in html
+    assert "<svg" in html and ("Culprit: " in html or "No culprit" in html)
     # The same results with one thread and with several (ranges merge in a fixed order).
     res = run([portkit, "compare", str(dumps / "ref"), str(dumps / "tgt"), "-o", str(dumps / "cmp1"), "-j", "1"])
     assert res.returncode == 0, res.stderr
@@ -434,8 +434,25 @@ def test_stats_only_and_acl_json_config(tmp_path, portkit):
     with torch.no_grad():
         y = m[0](x).double()
     assert abs(out["max"] - float(y.max())) < 1e-5 and abs(out["norm"] - float(y.norm())) < 1e-3
-    assert isinstance(out["crc32"], int)
+    assert abs(out["mean"] - float(y.mean())) < 1e-5 and out["nan"] == 0 and out["inf"] == 0
+    assert "crc32" not in out  # stats_only copies nothing to the host unless checksums are asked for
     assert not list(tmp_path.glob("stats/*.safetensors"))
+    with dumper(dump_path=str(tmp_path / "crc"), stats_only=True, checksum=True):
+        m(x)
+    conv = next(o for o in manifest(tmp_path / "crc") if o["name"] == "aten::convolution")
+    assert all(isinstance(t["crc32"], int) for t in conv["tensors"])
+    # Statistics of 16-bit floats accumulate in float32; nan/inf counted when present.
+    z = torch.tensor([1.0, float("nan"), float("inf"), -2.0, 3.0]).to(torch.bfloat16)
+    with dumper(dump_path=str(tmp_path / "bf16"), stats_only=True):
+        (z * 2).sum()
+    mul = next(o for o in manifest(tmp_path / "bf16") if o["name"] == "aten::mul")
+    t = next(t for t in mul["tensors"] if t["key"] == "output.0")
+    assert (t["nan"], t["inf"], t["numel"]) == (1, 1, 5)
+    w = torch.full((4096,), 1.0 + 2 ** -7, dtype=torch.bfloat16)  # a bf16 sum would lose the 2^-7
+    with dumper(dump_path=str(tmp_path / "bf16b"), stats_only=True):
+        w * 1
+    t = next(t for t in manifest(tmp_path / "bf16b")[0]["tensors"] if t["key"] == "output.0")
+    assert t["mean"] == 1.0 + 2 ** -7 and abs(t["norm"] - 64 * (1.0 + 2 ** -7)) < 1e-9
     # The original tool's acl.json keys: only addmm, outputs only, into the configured path.
     acl = tmp_path / "acl.json"
     acl.write_text(json.dumps({"dump_path": str(tmp_path / "acl"), "dump_mode": "output",

@@ -254,3 +254,43 @@ def test_names_that_become_the_same_file_are_reported_not_overwritten(tmp_path, 
     assert res.returncode == 2
     assert "/a_b/0/output/0" in res.stderr and "already written" in res.stderr
     assert np.array_equal(np.load(str(tmp_path / "o" / "a_b.0.output.0.npy")), np.zeros(2, dtype=np.float32))
+
+
+def test_extract_appends_to_an_existing_file_like_repeated_h5copy(dump, tmp_path, portkit):
+    """The seed's workflow: `h5copy -i dump.h5 -o out.h5 -s /op/seqid/ -d /op/seqid/ -p`, once per
+    operator, each run adding to out.h5."""
+    out = tmp_path / "picked.h5"
+    src = groups_and_datasets(dump)
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/add/1/", "-d", "/add/1/"])
+    assert res.returncode == 0, res.stderr
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/conv2d/2/", "-d", "/conv2d/2/",
+               "--format", "json"])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["appended"] is True
+    got = groups_and_datasets(out)
+    want = {n for n in src if n in ("add", "conv2d") or n.startswith(("add/1", "conv2d/2"))}
+    assert set(got) == want
+    for name, value in got.items():
+        if value is not None:
+            assert np.array_equal(value, src[name], equal_nan=value.dtype.kind == "f")
+    # Another destination path, as h5copy -d allows.
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/add/2", "-d", "/renamed/7"])
+    assert res.returncode == 0, res.stderr
+    got = groups_and_datasets(out)
+    assert np.array_equal(got["renamed/7/output/0"], src["add/2/output/0"])
+    # An object that is already there is refused, and the file is left as it was.
+    before = out.read_bytes()
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/add/1/", "-d", "/add/1/"])
+    assert res.returncode == 2 and "/add/1 already exists" in res.stderr
+    assert out.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["dump.h5", "picked.h5"]  # no temporary file left
+    # Mismatched -s/-d counts, and a file that is not HDF5, are errors; --force replaces.
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/add/2", "/conv2d/1", "-d", "/x/1"])
+    assert res.returncode == 2 and "one destination per -s name" in res.stderr
+    text = tmp_path / "notes.h5"
+    text.write_text("not hdf5")
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(text), "-s", "/add/2"])
+    assert res.returncode == 2 and "not an HDF5 file" in res.stderr and text.read_text() == "not hdf5"
+    res = run([portkit, "extract", "-i", str(dump), "-o", str(out), "-s", "/conv2d/1", "--force"])
+    assert res.returncode == 0, res.stderr
+    assert {n.split("/")[0] for n in groups_and_datasets(out)} == {"conv2d"}

@@ -37,7 +37,9 @@ View operators (outputs that alias an input: `_reshape_alias`, `as_strided`, `sp
 Options (also from a JSON file with CANN's acl.json keys dump_list, dump_path, dump_mode,
 dump_op_switch): dump_mode input|output|all, dump_list (names: an op is kept when its name contains
 one), check_overflow (print overflowing operators as they happen; keep tensor data only for them),
-stats_only.
+stats_only (statistics only, computed on the tensor's device: nothing is copied to the host),
+checksum (crc32 of each tensor's bytes: by default only when its data is stored; True also with
+stats_only, at the cost of a host copy, like msprobe's md5 mode; False never).
 
 Replay (torch_npu's load_file_path + use_load): with use_load=True and load_file_path=REFERENCE_DUMP
 (a dump holding inputs, dump_mode "all" or "input"), every recorded operator is run a second time
@@ -71,6 +73,11 @@ _FP16_MAX = 65504.0
 _SKIP = {"detach", "t", "view", "_unsafe_view", "expand", "alias"}  # no new values: not recorded
 _VIEW_NAMES = {"_unsafe_view"}  # views whose schema does not say so
 _FRESH_LIMIT = 4096  # uninitialised storages tracked at most
+# Opaque workspaces: byte buffers a kernel hands to its backward (intermediate state with padding
+# nobody initialises), not values. Outputs by position (the schemas leave returns unnamed); inputs
+# by argument name.
+_WORKSPACE_OUTPUTS = {"mkldnn_rnn_layer": (3,), "_cudnn_rnn": (3,), "cudnn_batch_norm": (3,)}
+_WORKSPACE_ARGS = ("workspace", "reserve", "reserveSpace", "reserve_space")
 
 
 def _num(value):
@@ -135,6 +142,23 @@ def _in_backward():
     pass, so a no-op callback is offered (it runs once, when the pass ends)."""
     if _GRAPH_TASK_ID is not None:
         return _GRAPH_TASK_ID() != -1
+    # torch 1.13: the engine's probe below costs milliseconds when it fails (a C++ exception with
+    # its backtrace), so the Python stack answers first where it can. Below the dispatch machinery
+    # is the code that called the operator: torch.autograd's backward/grad (Tensor.backward,
+    # torch.autograd.backward and .grad all run the engine from there, however they were imported),
+    # or nothing at all on an autograd worker thread (accelerator backward passes): backward. With
+    # grad mode on, any other caller is a forward pass (the engine turns grad mode off for a pass
+    # unless create_graph, and such passes start in torch.autograd too). Only what is left (grad
+    # mode off: no_grad regions, custom Function.backward) asks the engine.
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.endswith(_DISPATCH_FILES):
+        f = f.f_back
+    if f is None:
+        return True
+    if f.f_code.co_name in ("backward", "grad") and f.f_code.co_filename.endswith(_AUTOGRAD_INIT):
+        return True
+    if torch.is_grad_enabled():
+        return False
     from torch.autograd.variable import Variable
     try:
         Variable._execution_engine.queue_callback(_no_op)
@@ -144,6 +168,9 @@ def _in_backward():
 
 
 _GRAPH_TASK_ID = getattr(torch._C, "_current_graph_task_id", None)
+_DISPATCH_FILES = (os.path.join("portkit", "torch", "dumper.py"), os.path.join("torch", "utils", "_python_dispatch.py"),
+                   os.path.join("torch", "_ops.py"))
+_AUTOGRAD_INIT = os.path.join("torch", "autograd", "__init__.py")
 
 
 def _phase():
@@ -169,6 +196,8 @@ class _OpInfo:
                 if getattr(arg, "is_out", False) or arg.kwarg_only:
                     self.out_args.add(arg.name)
         self.mutates = bool(self.write_args)
+        self.workspace_args = [(i, n, k) for i, n, k in self.arg_names if n in _WORKSPACE_ARGS]
+        self.workspace_outputs = _WORKSPACE_OUTPUTS.get(base, ())
         returns_alias = any(r.alias_info is not None and not getattr(r.alias_info, "is_write", False)
                             for r in schema.returns)
         self.view = (returns_alias and not self.mutates) or base in _VIEW_NAMES
@@ -316,17 +345,55 @@ class _RngGuard:
 class _Stats:
     @staticmethod
     def of(t):
-        """numel, nan and inf counts, max/min/mean/norm (null for an empty tensor)."""
+        """numel, nan and inf counts, max/min/mean/norm (null for an empty tensor).
+
+        Computed where the tensor lives (no host copy: only the four numbers travel), in its own
+        dtype where that is exact enough: max and min are exact in any dtype; sum and norm of
+        fp32/fp64 tensors use torch's own reductions in that dtype (cascade / tree summation,
+        relative error around 1e-6 for fp32 even for 1e8 elements); 16- and 8-bit floats
+        accumulate in float32 (their own 8- or 11-bit mantissas would not do); integers sum in
+        int64 and take their norm in float64. The nan/inf counts cost nothing when the sum is finite
+        (a nan or inf anywhere makes it non-finite); otherwise they are counted."""
         x = t.detach()
         n = x.numel()
         if n == 0:
             return {"numel": 0, "nan": 0, "inf": 0, "max": None, "min": None, "mean": None, "norm": None}
         if x.dtype == torch.bool:
             x = x.to(torch.uint8)
-        xf = x.double()
-        out = {"numel": n, "nan": int(torch.isnan(xf).sum()), "inf": int(torch.isinf(xf).sum())}
-        out.update(max=_num(xf.max()), min=_num(xf.min()), mean=_num(xf.mean()), norm=_num(xf.norm()))
+        try:
+            if x.is_floating_point():
+                if x.element_size() == 1:  # fp8: few kernels; its values are exact in float32
+                    x = x.float()
+                acc = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+                total = x.sum(dtype=acc)
+                norm = torch.linalg.vector_norm(x, dtype=acc) if hasattr(torch, "linalg") else x.to(acc).norm()
+            else:
+                total = x.sum(dtype=torch.int64)
+                norm = x.double().norm()
+            mx, mn = x.max(), x.min()
+        except (RuntimeError, NotImplementedError):  # a dtype without these kernels (uint16/32/64 on CPU)
+            x = x.double()  # exact up to 2^53
+            total, norm, mx, mn = x.sum(), x.norm(), x.max(), x.min()
+        vals = torch.stack([mx.double(), mn.double(), total.double(), norm.double()]).tolist()  # one transfer
+        big_sum = vals[2]
+        out = {"numel": n, "nan": 0, "inf": 0}
+        if x.is_floating_point() and not (math.isfinite(big_sum) and math.isfinite(vals[3])):
+            out["nan"] = int(torch.isnan(x).sum())
+            out["inf"] = int(torch.isinf(x).sum())
+            if not (out["nan"] or out["inf"]):  # finite values whose sum or squares overflow the dtype
+                wide = x.double()
+                big_sum, vals[3] = float(wide.sum()), float(wide.norm())
+        out.update(max=_num(vals[0]), min=_num(vals[1]), mean=_num(big_sum / n), norm=_num(vals[3]))
         return out
+
+    @staticmethod
+    def peak(stats):
+        """The largest magnitude from `of`'s statistics, as _peak gives it (nan when a nan is in)."""
+        if stats.get("max") is None:
+            return None
+        if stats["nan"]:
+            return float("nan")
+        return max(abs(float(stats["max"])), abs(float(stats["min"])))
 
 
 class _Reference:
@@ -373,7 +440,8 @@ def _skipped(reason, entry=None):
 
 
 class _Dumper(TorchDispatchMode):
-    def __init__(self, dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference=None):
+    def __init__(self, dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference=None,
+                 checksum=None, phases=None, scope=None):
         super().__init__()
         self.path = dump_path
         self.mode = dump_mode
@@ -401,6 +469,11 @@ class _Dumper(TorchDispatchMode):
         # or when another operator's new output turns up at that address (the memory was freed and
         # reused).
         self.fresh = {}
+        self.checksum = checksum  # None: a crc32 when the data is stored; True: always; False: never
+        self.phases = set(phases or ())  # msprobe data_mode forward/backward: only those phases
+        self.scope = list(scope or [])
+        self.scope_state = 0  # 0 before scope[0], 1 inside, 2 after scope[-1]
+        self._stat_cache = {}  # id -> (tensor, statistics) of the operator being recorded
 
     # -- uninitialised memory --------------------------------------------------------------------
     def _is_fresh(self, t):
@@ -431,8 +504,38 @@ class _Dumper(TorchDispatchMode):
                 if st is not None:
                     self.fresh.pop(st[0], None)
 
+    # -- statistics ------------------------------------------------------------------------------
+    def _stats(self, t):
+        """_Stats.of(t), computed once per operator (the overflow check and the record share it)."""
+        key = id(t)
+        hit = self._stat_cache.get(key)
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        st = _Stats.of(t)
+        self._stat_cache[key] = (t, st)
+        return st
+
+    def _peak(self, t):
+        """_peak(t), from the cached statistics when the dtype is one the dump stores."""
+        if (t.is_floating_point() and t.layout == torch.strided and t.numel()
+                and safetensors_io.st_dtype(t.dtype) is not None):
+            return _Stats.peak(self._stats(t))
+        return _peak(t)
+
     # -- recording -------------------------------------------------------------------------------
-    def _wanted(self, name):
+    def _wanted(self, name, phase=None):
+        if self.phases and phase is not None and phase not in self.phases:
+            return False
+        if self.scope:  # msprobe's scope: from the first call naming scope[0] to the first naming scope[1]
+            here = name + " " + (self.modules[-1] if self.modules else "")
+            if self.scope_state == 0:
+                if self.scope[0] not in here:
+                    return False
+                self.scope_state = 1
+            elif self.scope_state == 2:
+                return False
+            if len(self.scope) > 1 and self.scope[-1] in here:
+                self.scope_state = 2
         return not self.names or any(n in name for n in self.names)
 
     def _stack(self):
@@ -442,7 +545,7 @@ class _Dumper(TorchDispatchMode):
                 return "%s:%d" % (f, frame.lineno)
         return ""
 
-    def replay(self, func, op, args, kwargs, name, phase, inputs, unread):
+    def replay(self, func, op, args, kwargs, name, phase, inputs, unread, opaque=()):
         """(replayed outputs, manifest note) for one operator, with inputs from the reference."""
         entry = self.reference.next(name, phase)
         if entry is None:
@@ -458,6 +561,9 @@ class _Dumper(TorchDispatchMode):
             return _skipped("the reference operator has other inputs", entry)
         rebuilt = []
         for p, mine in enumerate(inputs):
+            if p in opaque:  # implementation state of the live run: passed as it is
+                rebuilt.append(mine)
+                continue
             if p in unread:  # its previous contents are not an input: a fresh buffer of the live layout
                 rebuilt.append(torch.empty_strided(tuple(mine.shape), mine.stride(), dtype=mine.dtype,
                                                    device=mine.device) if mine.layout == torch.strided
@@ -482,7 +588,7 @@ class _Dumper(TorchDispatchMode):
         """An operator's outputs overflow when they hold inf/nan while its floating inputs and number
         arguments are finite, or (fp16 autocast) when an fp32 output exceeds fp16's range while its
         inputs do not. `input_peaks` is a list or a function computing it (only asked when needed)."""
-        peaks = [(t.dtype, _peak(t)) for t in outputs]
+        peaks = [(t.dtype, self._peak(t)) for t in outputs]
         nonfinite = any(not _finite(p) for _, p in peaks)
         beyond_fp16 = not nonfinite and any(dtype == torch.float32 and p is not None and p > _FP16_MAX
                                             for dtype, p in peaks) and _computing_in_fp16()
@@ -494,8 +600,8 @@ class _Dumper(TorchDispatchMode):
         return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
 
     def record(self, name, kind, phase, inputs, outputs, replayed=None, replay_note=None, unread=(),
-               uninitialised_outputs=False, overflow=False, view=False):
-        if not self._wanted(name):
+               uninitialised_outputs=False, overflow=False, view=False, opaque_outputs=()):
+        if kind == "module" and not self._wanted(name, phase):  # operators were checked before they ran
             return
         tensors, uninitialised = [], []
         if self.mode in ("input", "all") and not uninitialised_outputs:  # empty* reads no values of its inputs
@@ -503,8 +609,9 @@ class _Dumper(TorchDispatchMode):
                 (uninitialised if i in unread else tensors).append(("input.%d" % i, t))
         if self.mode in ("output", "all"):
             for i, t in enumerate(outputs):
-                (uninitialised if uninitialised_outputs else tensors).append(("output.%d" % i, t))
-        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])]
+                (uninitialised if uninitialised_outputs or i in opaque_outputs else tensors).append(("output.%d" % i, t))
+        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])
+                    if i not in opaque_outputs]
         if overflow:
             self.overflows += 1
             if self.check_overflow:
@@ -521,6 +628,7 @@ class _Dumper(TorchDispatchMode):
         if replay_note is not None:
             entry["replay"] = replay_note
         records = []
+        keep_data = not self.stats_only and (not self.check_overflow or overflow)
         for key, t in tensors:
             dtype = safetensors_io.st_dtype(t.dtype)
             if dtype is None:  # listed, so compare reports it, but without data (safetensors has no name for it)
@@ -530,12 +638,16 @@ class _Dumper(TorchDispatchMode):
             info = {"key": key, "dtype": dtype, "shape": list(t.shape)}
             if not _plain_layout(t):
                 info.update(stride=list(t.stride()), storage_offset=t.storage_offset())
-            info.update(_Stats.of(t))
-            raw = safetensors_io.tensor_bytes(t)
-            info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes, also with stats_only
+            info.update(self._stats(t))
+            want_crc = self.checksum is True or (self.checksum is None and keep_data)
+            if keep_data or want_crc:  # the bytes on the host: only when stored or asked for
+                raw = safetensors_io.tensor_bytes(t)
+                if want_crc:
+                    info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes
+                if keep_data:
+                    records.append((key, dtype, tuple(t.shape), raw))
             entry["tensors"].append(info)
-            records.append((key, dtype, tuple(t.shape), raw))
-        keep_data = not self.stats_only and (not self.check_overflow or overflow)
+        self._stat_cache.clear()
         if keep_data and records:
             name_file = "op_%06d.safetensors" % self.index
             tmp = os.path.join(self.path, name_file + ".tmp")
@@ -576,12 +688,14 @@ class _Dumper(TorchDispatchMode):
         name = str(func.overloadpacket).replace("aten.", "aten::")
         if name.split("::")[-1] in _SKIP:
             return func(*args, **kwargs)
-        if not self._wanted(name):
+        phase = _phase() if self.phases else None
+        if not self._wanted(name, phase):
             return self._untracked(func, name, args, kwargs)
         self.busy.on = True
+        self._stat_cache.clear()
         try:
             op = self._info(func, name)
-            phase = _phase()
+            phase = phase or _phase()
             inputs = _flatten((args, kwargs), [])
             # Inputs whose previous contents the op does not read or that are garbage: out= buffers,
             # and buffers fresh from an empty* operator that it writes into.
@@ -592,9 +706,14 @@ class _Dumper(TorchDispatchMode):
                 written = op.arguments(args, kwargs, op.write_args)
                 fresh = {id(t) for t in written if self._is_fresh(t)} if self.fresh else set()
                 unread = {i for i, t in enumerate(inputs) if id(t) in outs or id(t) in fresh}
+            opaque = set()
+            if op.workspace_args:  # listed as uninitialised: no values to compare
+                ws = {id(t) for t in op.arguments(args, kwargs, op.workspace_args)}
+                opaque = {i for i, t in enumerate(inputs) if id(t) in ws}
+                unread |= opaque
             replayed, note = None, None
             if self.reference is not None:  # before the op runs: an in-place op changes its inputs
-                replayed, note = self.replay(func, op, args, kwargs, name, phase, inputs, unread)
+                replayed, note = self.replay(func, op, args, kwargs, name, phase, inputs, unread, opaque)
             numbers_nonfinite = _nonfinite_number((args, kwargs))
             read = [t for i, t in enumerate(inputs) if i not in unread]
             if op.mutates:  # the values the op was given, taken before it changes them
@@ -614,7 +733,8 @@ class _Dumper(TorchDispatchMode):
             else:
                 overflow = self._overflow(outputs, input_peaks, numbers_nonfinite)
             self.record(name, "op", phase, inputs, outputs, replayed, note, unread=unread,
-                        uninitialised_outputs=op.uninitialised, overflow=overflow, view=op.view)
+                        uninitialised_outputs=op.uninitialised, overflow=overflow, view=op.view,
+                        opaque_outputs=op.workspace_outputs)
         finally:
             self.busy.on = False
         return out
@@ -689,20 +809,100 @@ def _names_of(dump_list, config):
     return names
 
 
+_MSPROBE_LEVELS = {"L0": "module", "L1": "op", "mix": "mix"}
+_MSPROBE_TASKS = ("statistics", "tensor", "overflow_check")
+
+
+def _current_rank():
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+    except Exception:  # noqa: BLE001
+        pass
+    return int(os.environ.get("RANK", "0") or 0)
+
+
+def _int_list(cfg, key, config):
+    value = cfg.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError("%s: %s must be a list of integers (empty: all)" % (config, key))
+    return value
+
+
+def _msprobe_options(cfg, config, step):
+    """Dumper options from msprobe's config.json (task, dump_path, rank, step, level and the task's
+    scope, list, data_mode, summary_mode). Returns (options, enabled)."""
+    task = cfg.get("task", "statistics")
+    if task not in _MSPROBE_TASKS:
+        raise ValueError("%s: task %r is not one the dumper runs (%s)" % (config, task, ", ".join(_MSPROBE_TASKS)))
+    level = cfg.get("level", "L1")
+    if level not in _MSPROBE_LEVELS:
+        raise ValueError("%s: level must be L0, L1 or mix, not %r" % (config, level))
+    steps, ranks = _int_list(cfg, "step", config), _int_list(cfg, "rank", config)
+    sub = cfg.get(task, {})
+    if not isinstance(sub, dict):
+        raise ValueError("%s: %s must be an object" % (config, task))
+    scope, names = sub.get("scope", []), sub.get("list", [])
+    for key, value in (("scope", scope), ("list", names)):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError("%s: %s.%s must be a list of names" % (config, task, key))
+    if len(scope) not in (0, 2):
+        raise ValueError("%s: %s.scope takes two names (the first and the last call to dump), not %d" %
+                         (config, task, len(scope)))
+    data_mode = sub.get("data_mode", ["all"])
+    if not isinstance(data_mode, list) or not set(data_mode) <= {"all", "input", "output", "forward", "backward"}:
+        raise ValueError("%s: %s.data_mode takes all, input, output, forward, backward" % (config, task))
+    io = {m for m in data_mode if m in ("input", "output")}
+    phases = {m for m in data_mode if m in ("forward", "backward")}
+    rank = _current_rank()
+    options = {
+        "dump_path": os.path.join(cfg.get("dump_path", "./dump_path"), "step%d" % step, "rank%d" % rank),
+        "dump_mode": io.pop() if len(io) == 1 else "all",
+        "level": _MSPROBE_LEVELS[level],
+        "stats_only": task != "tensor",
+        "check_overflow": task == "overflow_check",
+        "dump_list": names or None,
+        "checksum": True if sub.get("summary_mode") == "md5" else None,
+        "phases": phases or None,
+        "scope": scope or None,
+    }
+    enabled = (not steps or step in steps) and (not ranks or rank in ranks)
+    return options, enabled
+
+
 class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
+    """`config`: CANN's acl.json (dump_path, dump_mode, dump_list, dump_op_switch, at the top level or
+    under "dump"), or msprobe's config.json (recognised by its "task" key: task statistics | tensor |
+    overflow_check, dump_path, step, rank, level L0 | L1 | mix, and the task's scope, list, data_mode,
+    summary_mode). With msprobe's, the dump goes to dump_path/step{step}/rank{rank}/ as msprobe lays
+    it out, and nothing is recorded for a step or rank the config does not list (`step` is this
+    block's training step, 0 by default; the rank is torch.distributed's, or $RANK)."""
+
     def __init__(self, dump_path="portkit_dump", dump_mode="all", check_overflow=False, dump_list=None,
-                 level="op", stats_only=False, load_file_path=None, use_load=False, config=None):
+                 level="op", stats_only=False, load_file_path=None, use_load=False, config=None, checksum=None,
+                 step=0):
+        phases = scope = None
+        self.enabled = True
         if config:
             with open(config, encoding="utf-8") as f:
                 acl = json.load(f)
             if not isinstance(acl, dict):
                 raise ValueError("%s: expected a JSON object with the acl.json dump keys" % config)
+            if "task" in acl:  # msprobe's config.json
+                options, self.enabled = _msprobe_options(acl, config, step)
+                acl = {}
+                dump_path, dump_mode, level = options["dump_path"], options["dump_mode"], options["level"]
+                stats_only, check_overflow = options["stats_only"], options["check_overflow"]
+                dump_list, checksum = options["dump_list"], options["checksum"]
+                phases, scope = options["phases"], options["scope"]
             if isinstance(acl.get("dump"), dict):  # CANN's acl.json nests them under "dump"
                 acl = acl["dump"]
-            dump_path = acl.get("dump_path", dump_path)
-            dump_mode = acl.get("dump_mode", dump_mode)
-            dump_list = _names_of(acl.get("dump_list", dump_list), config)
-            self.enabled = acl.get("dump_op_switch", "on") != "off"
+            if acl:
+                dump_path = acl.get("dump_path", dump_path)
+                dump_mode = acl.get("dump_mode", dump_mode)
+                dump_list = _names_of(acl.get("dump_list", dump_list), config)
+                self.enabled = acl.get("dump_op_switch", "on") != "off"
         else:
             self.enabled = True
         if dump_mode not in ("input", "output", "all"):
@@ -714,7 +914,8 @@ class dumper:  # noqa: N801  (mirrors torch.utils.dumper)
             if not load_file_path:
                 raise ValueError("use_load=True needs load_file_path, the reference dump to take inputs from")
             reference = _Reference(load_file_path)
-        self.args = (dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference)
+        self.args = (dump_path, dump_mode, check_overflow, dump_list, level, stats_only, reference, checksum,
+                     phases, scope)
         self.mode = None
 
     def __enter__(self):

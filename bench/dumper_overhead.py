@@ -1,0 +1,92 @@
+"""Per-step cost of portkit.torch.dumper against the same step without it (docs/benchmarks.md).
+
+    python3 bench/dumper_overhead.py [--steps N] [--model cnn|transformer]
+
+A training step (forward, backward) of a small model on the CPU, timed without the dumper, with
+stats_only=True (statistics on the tensor's device, nothing copied to the host), with
+stats_only=True and checksum=True (crc32 of every tensor: a host copy, like msprobe's md5 mode),
+and with a full dump (every tensor written). Prints the median step time of each and its ratio to
+the plain step. A benchmark, not a test: nothing is asserted; timings on a shared machine are noisy,
+so the load average is printed with them.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from portkit.torch import dumper  # noqa: E402
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024, dropout=0.0,
+                                                      batch_first=True, norm_first=True)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def make(model):
+    torch.manual_seed(0)
+    if model == "cnn":
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(inplace=True),
+            torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.BatchNorm2d(64), torch.nn.ReLU(inplace=True),
+            torch.nn.MaxPool2d(2), torch.nn.Conv2d(64, 64, 3, padding=1), torch.nn.BatchNorm2d(64),
+            torch.nn.ReLU(inplace=True), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(64, 10))
+        x = torch.randn(16, 3, 32, 32)
+    else:
+        net = Block().train()
+        x = torch.randn(8, 64, 256)
+    return net, x
+
+
+def step(net, x):
+    net.zero_grad(set_to_none=True)
+    net(x).float().pow(2).mean().backward()
+
+
+def timed(net, x, steps, options):
+    times = []
+    for _ in range(steps):
+        folder = tempfile.mkdtemp(prefix="pk_dump_")
+        t0 = time.perf_counter()
+        if options is None:
+            step(net, x)
+        else:
+            with dumper(dump_path=folder, **options):
+                step(net, x)
+        times.append(time.perf_counter() - t0)
+        shutil.rmtree(folder, ignore_errors=True)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--model", choices=("cnn", "transformer"), default="cnn")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    net, x = make(args.model)
+    for _ in range(2):
+        step(net, x)  # warm-up
+    cases = [("no dump", None), ("stats_only", {"stats_only": True}),
+             ("stats_only + checksum", {"stats_only": True, "checksum": True}), ("full dump", {})]
+    print("torch %s, model %s, 1 thread, median of %d steps, load %s" % (
+        torch.__version__, args.model, args.steps, " ".join("%.2f" % v for v in os.getloadavg())))
+    base = None
+    for name, options in cases:
+        t = timed(net, x, args.steps, options)
+        base = base or t
+        print("  %-22s %8.1f ms  %5.1fx" % (name, 1000 * t, t / base))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""msprobe (mindstudio-probe) tensor-mode dumps as portkit dumps.
+
+    python -m portkit.msprobe MSPROBE_DUMP/step0/rank0 OUT_DUMP
+
+msprobe's tensor mode keeps every tensor in `dump_tensor_data/<data_name>`: a `.pt` file written by
+torch.save (PyTorch) or a `.npy` file (MindSpore, and arrays). `portkit compare` reads dump.json of
+any msprobe mode by itself (statistics, md5, and tensor mode by its statistics); for the tensors
+themselves this companion loads each file with torch.load (weights_only where torch has it) or
+numpy.load and writes a portkit dump: manifest.jsonl plus op_NNNNNN.safetensors, one operator per
+dump.json call in the same order, with the same names (`Functional.conv2d`, phase forward/backward)
+and the same tensor keys portkit's reader of dump.json gives them (input_args and input_kwargs, or a
+backward call's input, flattened as input.0, input.1.0, input.bias; output.0, ...), so a converted
+dump pairs with a statistics-mode dump of the same run. Tensors whose file is missing or unreadable
+are listed with a note (compared as N/A, never dropped); msprobe's requires_grad and the first line
+of the call's stack (stack.json) are kept.
+"""
+import json
+import os
+import sys
+import zlib
+
+from . import safetensors_io
+
+
+def _flatten(value, prefix, out):
+    """(key, tensor record) pairs in the order of portkit's C++ reader (src/accuracy/msprobe_dump.cc)."""
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            _flatten(v, "%s.%d" % (prefix, i), out)
+    elif isinstance(value, dict):
+        if value.get("type") == "torch.Tensor":
+            out.append((prefix, value))
+        elif "type" not in value:  # a kwargs dict
+            for k, v in value.items():
+                _flatten(v, "%s.%s" % (prefix, k), out)
+    return out
+
+
+def _split_name(key):
+    """'Functional.conv2d.0.forward' -> ('Functional.conv2d', 'forward'); 'Module.fc.Linear.forward.0'
+    -> ('Module.fc.Linear', 'forward'); None for other keys."""
+    parts = key.split(".")
+    if len(parts) < 3:
+        return None
+    if parts[-1] in ("forward", "backward") and parts[-2].isdigit():
+        return ".".join(parts[:-2]), parts[-1]
+    if parts[-1].isdigit() and parts[-2] in ("forward", "backward"):
+        return ".".join(parts[:-2]), parts[-2]
+    return None
+
+
+def _stack_lines(folder):
+    """{call name: first stack line} from stack.json ({"0": [[names], [lines]]} or {name: [lines]})."""
+    path = os.path.join(folder, "stack.json")
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            stacks = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for key, value in (stacks.items() if isinstance(stacks, dict) else []):
+        if isinstance(value, list) and len(value) == 2 and isinstance(value[0], list):
+            names, lines = value
+            for n in names:
+                out[n] = lines[0] if lines else ""
+        elif isinstance(value, list):
+            out[key] = value[0] if value else ""
+    return out
+
+
+def _load(path):
+    """The tensor in a .pt or .npy file as a torch tensor."""
+    import torch
+    if path.endswith(".npy"):
+        import numpy as np
+        return torch.from_numpy(np.load(path, allow_pickle=False))
+    try:
+        t = torch.load(path, map_location="cpu", weights_only=True)
+    except TypeError:  # torch < 1.13.1 has no weights_only
+        t = torch.load(path, map_location="cpu")
+    if not isinstance(t, torch.Tensor):
+        raise ValueError("holds a %s, not a tensor" % type(t).__name__)
+    return t
+
+
+def convert(src, out):
+    """Writes the portkit dump `out` from the msprobe step/rank folder `src`; returns (operators,
+    tensors written, problems)."""
+    from .torch.dumper import _Stats  # statistics exactly as portkit's own dumper records them
+    dump_json = os.path.join(src, "dump.json")
+    with open(dump_json, encoding="utf-8") as f:
+        doc = json.load(f)
+    data = doc.get("data")
+    if not isinstance(data, dict):
+        raise ValueError("%s: no \"data\" object; not an msprobe dump.json" % dump_json)
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(os.path.join(out, "manifest.jsonl")):
+        raise FileExistsError("%s already holds a dump" % out)
+    tensor_dir = os.path.join(src, "dump_tensor_data")
+    stacks = _stack_lines(src)
+    problems, written, index = [], 0, 0
+    with open(os.path.join(out, "manifest.jsonl"), "x", encoding="utf-8") as manifest:
+        for key, call in data.items():
+            split = _split_name(key)
+            if split is None or not isinstance(call, dict):
+                continue
+            name, phase = split
+            records = []
+            for part, prefix in (("input_args", "input"), ("input_kwargs", "input"), ("input", "input"),
+                                 ("output", "output")):
+                if part in call:
+                    _flatten(call[part], prefix, records)
+            entry = {"index": index, "name": name, "call": key, "kind": name.split(".")[0], "phase": phase,
+                     "module": name[7:] if name.startswith("Module.") else "", "stack": stacks.get(key, ""),
+                     "overflow": False, "file": None, "tensors": []}
+            blobs = []
+            for tkey, rec in records:
+                info = {"key": tkey, "dtype": str(rec.get("dtype", "")).replace("torch.", ""),
+                        "shape": rec.get("shape", [])}
+                if "requires_grad" in rec:
+                    info["requires_grad"] = bool(rec["requires_grad"])
+                data_name = rec.get("data_name")
+                if not data_name:
+                    info["note"] = "no data file in the msprobe dump"
+                    entry["tensors"].append(info)
+                    continue
+                try:
+                    t = _load(os.path.join(tensor_dir, data_name))
+                except Exception as e:  # noqa: BLE001  (reported per tensor, the rest converted)
+                    info["note"] = "%s: cannot be read (%s)" % (data_name, e)
+                    problems.append(info["note"])
+                    entry["tensors"].append(info)
+                    continue
+                dtype = safetensors_io.st_dtype(t.dtype)
+                info["data_name"] = data_name
+                if dtype is None:
+                    info["note"] = "not converted: safetensors has no element type for %s" % t.dtype
+                    entry["tensors"].append(info)
+                    continue
+                raw = safetensors_io.tensor_bytes(t)
+                info.update(dtype=dtype, shape=list(t.shape))
+                info.update(_Stats.of(t))
+                info["crc32"] = zlib.crc32(raw)
+                entry["tensors"].append(info)
+                blobs.append((tkey, dtype, tuple(t.shape), raw))
+            entry["overflow"] = any(t.get("key", "").startswith("output") and (t.get("nan") or t.get("inf"))
+                                    for t in entry["tensors"])
+            if blobs:
+                fname = "op_%06d.safetensors" % index
+                tmp = os.path.join(out, fname + ".tmp")
+                safetensors_io.write(tmp, blobs, {"name": name, "phase": phase, "msprobe": key})
+                os.replace(tmp, os.path.join(out, fname))
+                entry["file"] = fname
+                written += len(blobs)
+            manifest.write(json.dumps(entry) + "\n")
+            index += 1
+    with open(os.path.join(out, "dump_complete.json"), "w", encoding="utf-8") as f:
+        json.dump({"records": index}, f)
+        f.write("\n")
+    return index, written, problems
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] in ("-h", "--help"):
+        sys.stderr.write("usage: python -m portkit.msprobe MSPROBE_DUMP/stepN/rankR OUT_DUMP\n")
+        return 2
+    src, out = argv
+    if not os.path.isfile(os.path.join(src, "dump.json")):
+        sys.stderr.write("%s: no dump.json (give an msprobe stepN/rankR folder)\n" % src)
+        return 2
+    try:
+        ops, tensors, problems = convert(src, out)
+    except (OSError, ValueError) as e:
+        sys.stderr.write("%s\n" % e)
+        return 2
+    for p in problems:
+        sys.stderr.write("warning: %s\n" % p)
+    print("Converted %d calls, %d tensors from %s into %s" % (ops, tensors, src, out))
+    return 2 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
