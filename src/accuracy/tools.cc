@@ -230,6 +230,12 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
     if (run->exit_code != 0) {
       ++report.input_files_failed;
       if (run->exit_code == 2) report.failed.push_back({path.string() + ": the conversion report was lost", ErrorCode::kInternal});
+      // The worker ended with a failure it did not report (the HDF5 library exited, or a
+      // sanitizer stopped it): the file failed all the same, never a clean pass.
+      else if (c.failed.empty())
+        report.failed.push_back({path.string() + ": corrupt HDF5 file: reading it stopped the worker (exit status " +
+                                     std::to_string(run->exit_code) + ") before it reported",
+                                 ErrorCode::kParse});
     }
   }
   for (const auto& [path, stem] : files) {
@@ -321,7 +327,11 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
       return WriteAllToFd(fd, bytes.data(), bytes.size()) ? 0 : 2;
     });
     if (!run.ok()) return run.status();
-    if (run->exit_code != 0) return Status(ErrorCode::kInternal, in.string() + ": the extraction report was lost");
+    if (run->exit_code == 2) return Status(ErrorCode::kInternal, in.string() + ": the extraction report was lost");
+    // Ended with a failure it did not report (the HDF5 library exited, or a sanitizer stopped it).
+    if (run->exit_code != 0)
+      return ParseError(in.string() + ": corrupt HDF5 file: reading it stopped the worker (exit status " +
+                        std::to_string(run->exit_code) + ") before it reported");
     for (const std::string& r : ReadRecords(run->report)) {
       if (r.empty()) continue;
       std::string body = r.substr(1);
