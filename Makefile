@@ -44,7 +44,7 @@ SANITIZE ?= address,undefined
 SANITIZE_BUILD ?= build-asan
 SANITIZE_TESTS ?= ^(cli_|golden_|hostile_|fuzz_replay_)
 test-sanitize: setup
-	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTKIT_SANITIZE=$(SANITIZE) >/dev/null
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTKIT_SANITIZE=$(SANITIZE) $(CMAKE_LAUNCHER) >/dev/null
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	@cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '$(SANITIZE_TESTS)'
