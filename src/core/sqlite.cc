@@ -1,6 +1,8 @@
 #include "core/sqlite.h"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 namespace portkit::sql {
@@ -116,7 +118,20 @@ Expected<Database> Database::Open(const std::filesystem::path& path, const OpenO
   // A file that is not SQLite only shows itself on the first read.
   if (Status st = db.Exec("SELECT count(*) FROM sqlite_master"); !st.ok())
     return Status(ErrorCode::kParse, db.path_ + ": not a SQLite database, or a damaged one (" + st.message() + ")");
-  if (options.wal && !options.read_only) PORTKIT_RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=WAL"));
+  if (options.read_only) return db;
+  if (options.page_size > 0)
+    PORTKIT_RETURN_IF_ERROR(db.Exec("PRAGMA page_size = " + std::to_string(options.page_size)));
+  if (options.wal) {
+    // Two processes switching a new database to WAL at once: the loser gets SQLITE_BUSY at once,
+    // without SQLite calling the busy handler, so it waits here as the busy timeout would.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.busy_timeout_ms);
+    while (true) {
+      Status st = db.Exec("PRAGMA journal_mode=WAL");
+      if (st.ok()) break;
+      if ((sqlite3_errcode(db.db_) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) return st;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   return db;
 }
 

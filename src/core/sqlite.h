@@ -66,6 +66,9 @@ struct OpenOptions {
   bool create = true;             ///< ignored when read_only
   int busy_timeout_ms = 30000;    ///< how long a writer waits for another one
   bool wal = false;               ///< journal_mode=WAL (concurrent readers with one writer)
+  /// page_size for a new database (0: SQLite's default); set before the switch to WAL, which fixes
+  /// it. Ignored for an existing database and when read_only.
+  int page_size = 0;
   /// With read_only: open as an immutable file (SQLite's `immutable=1`): no locks, no -shm.
   /// Lets a WAL database in a read-only folder be read; only for files nobody writes meanwhile.
   bool immutable = false;

@@ -122,11 +122,10 @@ Expected<Store> Store::Open(const fs::path& path) {
   options.busy_timeout_ms = 3'600'000;
   // 64 KiB pages (set before WAL, which fixes the page size of a new store): a bulk import
   // writes a quarter as many WAL frames and B-tree pages as with 4 KiB ones.
+  options.page_size = 65536;
+  options.wal = path != ":memory:";
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
-  if (path != ":memory:") {
-    PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA page_size = 65536; PRAGMA journal_mode = WAL;"));
-  }
   // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
   // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench).
   PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL;"));

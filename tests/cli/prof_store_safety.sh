@@ -82,12 +82,12 @@ check "package.json not stored" "! grep -q package '$tmp/folder.sum'"
 # --- Deleted and duplicated traces --------------------------------------------------------------
 cp "$traces/triton_example__triton_example.json.gz" "$tmp/folder/b.json.gz"
 "$PORTKIT" prof import -dir "$tmp/folder" >/dev/null 2>"$tmp/folder.err"
-check "b.json.gz imported" "summary '$tmp/folder/portkit.db' | grep -q '^b.json.gz '"
+check "b.json.gz imported" "summary '$tmp/folder/portkit.db' | grep >/dev/null '^b.json.gz '"
 rm "$tmp/folder/b.json.gz"
 "$PORTKIT" prof import -dir "$tmp/folder" >/dev/null 2>"$tmp/folder.err"
 check "re-import exits 0 after a trace was deleted" "[ $? = 0 ]"
 check "the deleted trace is dropped with a note" "grep -q 'Dropped b.json.gz from the profile' '$tmp/folder.err'"
-check "the deleted trace is gone from the store" "! summary '$tmp/folder/portkit.db' | grep -q '^b.json.gz '"
+check "the deleted trace is gone from the store" "! summary '$tmp/folder/portkit.db' | grep >/dev/null '^b.json.gz '"
 cp "$tmp/folder/a.json.gz" "$tmp/folder/copy_of_a.json.gz"
 "$PORTKIT" prof import -dir "$tmp/folder" >/dev/null 2>"$tmp/folder.err"
 check "a copy under another name is warned about" \
@@ -95,7 +95,7 @@ check "a copy under another name is warned about" \
 touch "$tmp/folder/a.json.gz"
 "$PORTKIT" prof import -dir "$tmp/folder/a.json.gz" >/dev/null 2>"$tmp/one.err"
 check "a one-file import keeps the folder's other traces" \
-  "summary '$tmp/folder/portkit.db' | grep -q '^late.json '"
+  "summary '$tmp/folder/portkit.db' | grep >/dev/null '^late.json '"
 
 # --- Out-of-range numbers ------------------------------------------------------------------------
 mkdir -p "$tmp/bad"
@@ -111,7 +111,7 @@ EOF
 "$PORTKIT" prof import -dir "$tmp/bad" >/dev/null 2>"$tmp/bad.err"
 check "a trace with out-of-range numbers imports the rest (exit 0)" "[ $? = 0 ]"
 check "the left-out events are reported" "grep -q '3 events left out: a timestamp, duration or id out of range' '$tmp/bad.err'"
-check "only the valid events are stored" "summary '$tmp/bad/portkit.db' | grep -qx 't.json 2 0'"
+check "only the valid events are stored" "summary '$tmp/bad/portkit.db' | grep -x 't.json 2 0' >/dev/null"
 check "no negative duration stored" \
   "[ \$($py -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT COUNT(*) FROM events WHERE dur < 0 OR tid < -1 OR correlation < -1\").fetchone()[0])' '$tmp/bad/portkit.db') = 0 ]"
 

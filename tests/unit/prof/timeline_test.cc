@@ -207,7 +207,10 @@ TEST_F(Timeline, CountersAndOverlapsOnSiblingTracksNeverClipped) {
   simdjson::dom::element doc = p.parse(json).value();
   std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>> tracks;
   int64_t copy_tid = -1, flow_end_tid = -2;
-  for (simdjson::dom::object e : doc["traceEvents"].get_array().value()) {
+  // The array is held by name: value() of a temporary simdjson_result returns a reference into it,
+  // which a range-for over the whole expression would use after the temporary is gone.
+  simdjson::dom::array events = doc["traceEvents"].get_array().value();
+  for (simdjson::dom::object e : events) {
     std::string ph = Field(e, "ph");
     int64_t tid = e["tid"].get_int64().value();
     if (ph == "\"X\"") {
