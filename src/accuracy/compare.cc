@@ -578,10 +578,32 @@ namespace {
 /// strings of its own: a compare of 100k tensors keeps 100k of these).
 struct PendingPair {
   size_t row = 0;
-  std::string tkey, rkey;             ///< tensor keys (short: no allocation)
+  /// Lengths of the tensor keys, which end the row's target / reference names (`op.phase.index.key`).
+  uint32_t tkey_len = 0, rkey_len = 0;
   uint32_t top = 0, rop = 0;          ///< target / reference operator positions in their dumps
   DType tdtype = DType::kUnknown, rdtype = DType::kUnknown;
   uint64_t numel = 0;
+};
+
+/// The tensor file names of a dump's operators, by position, in one string (no allocation each).
+class FileNames {
+ public:
+  void Add(std::string_view name) {
+    text_ += name;
+    end_.push_back(text_.size());
+  }
+  std::string_view operator[](size_t i) const {
+    size_t begin = i == 0 ? 0 : end_[i - 1];
+    return std::string_view(text_).substr(begin, end_[i] - begin);
+  }
+  void Clear() {
+    std::string().swap(text_);
+    std::vector<size_t>().swap(end_);
+  }
+
+ private:
+  std::string text_;
+  std::vector<size_t> end_;
 };
 
 /// Metrics and statistics of one element range of a pending pair.
@@ -625,19 +647,16 @@ class FileCache {
 
 constexpr uint64_t kRangeElements = uint64_t{1} << 22;  // a unit of parallel work (16 MB of fp32)
 
-void ComputeRange(const PendingPair& p, const Dump& tgt, const Dump& ref, uint64_t begin, uint64_t end,
+/// `tfile` / `rfile`: the tensor files of the pair's operators (in the dumps' folders).
+void ComputeRange(const PendingPair& p, const std::string& tkey, const std::string& rkey, const fs::path& tfile, const fs::path& rfile, uint64_t begin, uint64_t end,
                   FileCache& tcache, FileCache& rcache, std::vector<double>& nbuf, std::vector<double>& bbuf,
                   bool avx2, Partial& out) {
-  const DumpOp& top = tgt.ops[p.top];
-  const DumpOp& rop = ref.ops[p.rop];
-  auto tf = tcache.Get(tgt.dir / top.file);
-  auto rf = rcache.Get(ref.dir / rop.file);
+  auto tf = tcache.Get(tfile);
+  auto rf = rcache.Get(rfile);
   if (!tf.ok() || !rf.ok()) {
     out.error = !tf.ok() ? tf.status().message() : rf.status().message();
     return;
   }
-  const std::string& tkey = p.tkey;
-  const std::string& rkey = p.rkey;
   const TensorInfo& ta = (*tf)->tensors().at(tkey);
   const TensorInfo& ra = (*rf)->tensors().at(rkey);
   out.metrics = std::make_unique<MetricSet>(p.tdtype);
@@ -872,13 +891,28 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       for (const auto& op : d->ops) bound += op.tensors.size();
     rows.reserve(bound);
   }
+  // Each operator's tensor file, copied out of the manifests first: the operators' own strings
+  // then go, so the memory of an operator's records is freed in whole pages once its rows are built
+  // (and handed back by TrimHeap below), not left in holes between surviving strings.
+  FileNames tfiles, rfiles;
+  for (auto [d, files] : {std::pair{&*tgt, &tfiles}, std::pair{&*ref, &rfiles}}) {
+    for (const auto& op : d->ops) files->Add(op.file);  // all copied before any is freed:
+    for (auto& op : d->ops) std::string().swap(op.file);  // the copy does not refill the holes
+  }
   std::vector<PendingPair> pending;
+  {
+    // Likewise one pending pair per target tensor at most: no copy of 100k pairs while it grows.
+    size_t bound = 0;
+    for (const auto& op : tgt->ops) bound += op.tensors.size();
+    pending.reserve(bound);
+  }
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
   FileCache header_cache_t, header_cache_r;
   std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
-  for (size_t i = 0; i < ref->ops.size(); ++i) ref_position[ref->ops[i].index] = i;
+  if (std::any_of(tgt->ops.begin(), tgt->ops.end(), [](const DumpOp& op) { return op.replay_reference >= 0; }))
+    for (size_t i = 0; i < ref->ops.size(); ++i) ref_position[ref->ops[i].index] = i;
   for (const auto& op : tgt->ops) {
     if (op.replay_status == "ok") ++report.replay_ok;
     else if (!op.replay_status.empty()) ++report.replay_skipped;
@@ -945,7 +979,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     for (; t < t1; ++t) unmatched_op(tgt->ops[t], true);
     for (; r < r1; ++r) unmatched_op(ref->ops[r], false);
   };
-  size_t next_t = 0, next_r = 0, freed_t = 0, freed_r = 0;
+  size_t next_t = 0, next_r = 0, freed_t = 0, freed_r = 0, since_trim = 0;
   const bool replayed_target = report.replay_ok + report.replay_skipped > 0;
   for (auto [ti, ri] : pairs) {
     gap(next_t, static_cast<size_t>(ti), next_r, static_cast<size_t>(ri));
@@ -996,11 +1030,11 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
                                           : !rit->note.empty() ? rit->note + " (reference)"
                                           : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
                                                 " is not supported");
-      } else if (top.file.empty() || rop.file.empty()) {
+      } else if (tfiles[static_cast<size_t>(ti)].empty() || rfiles[static_cast<size_t>(&rop - ref->ops.data())].empty()) {
         StatsOnlyRow(tt, *rit, row);
       } else {
-        auto tf = header_cache_t.Get(tgt->dir / top.file);
-        auto rf = header_cache_r.Get(ref->dir / rop.file);
+        auto tf = header_cache_t.Get(tgt->dir / tfiles[static_cast<size_t>(ti)]);
+        auto rf = header_cache_r.Get(ref->dir / rfiles[static_cast<size_t>(&rop - ref->ops.data())]);
         if (!tf.ok() || !rf.ok()) {
           read_error(row, !tf.ok() ? tf.status().message() : rf.status().message());
         } else {
@@ -1016,7 +1050,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
             PendingPair p;
             p.row = rows.size();
             p.top = static_cast<uint32_t>(ti), p.rop = static_cast<uint32_t>(&rop - ref->ops.data());
-            p.tkey = tt.key, p.rkey = rkey;
+            p.tkey_len = static_cast<uint32_t>(tt.key.size()), p.rkey_len = static_cast<uint32_t>(rkey.size());
             p.tdtype = ta->second.dtype, p.rdtype = ra->second.dtype;
             p.numel = ta->second.numel();
             pending.push_back(std::move(p));
@@ -1038,17 +1072,34 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       rows.push_back(std::move(row));
     }
     // Operators behind us are done with their tensor records (the rows copied what they need):
-    // freed as we go, so the rows reuse that memory. A replayed target may still pair with any
-    // reference operator, so the reference's stay until the end then.
-    for (; freed_t <= static_cast<size_t>(ti); ++freed_t) std::vector<DumpTensor>().swap(tgt->ops[freed_t].tensors);
-    if (!replayed_target)
-      for (; freed_r <= static_cast<size_t>(ri); ++freed_r) std::vector<DumpTensor>().swap(ref->ops[freed_r].tensors);
+    // freed every few thousand operators, all at once and the heap trimmed right after, so their
+    // memory goes back to the system in whole pages (freed one by one, the rows' small strings
+    // would be carved out of each freed block first and keep every page in use), and the rows'
+    // strings then fill those pages densely. A replayed target may still pair with any reference
+    // operator, so the reference's stay until the end then.
+    if (++since_trim == 1024) {
+      for (; freed_t <= static_cast<size_t>(ti); ++freed_t) std::vector<DumpTensor>().swap(tgt->ops[freed_t].tensors);
+      if (!replayed_target)
+        for (; freed_r <= static_cast<size_t>(ri); ++freed_r) std::vector<DumpTensor>().swap(ref->ops[freed_r].tensors);
+      TrimHeap(), since_trim = 0;
+    }
   }
   gap(next_t, tgt->ops.size(), next_r, ref->ops.size());
   // The rows now hold what they need of the manifests' tensor records: let them go before the
   // metrics are computed (the workers only need each operator's file name).
   for (auto* d : {&*tgt, &*ref})
     for (auto& op : d->ops) std::vector<DumpTensor>().swap(op.tensors);
+  // From here on the workers need only each operator's tensor file, and the report the target
+  // operators' names (for the first divergence): the operator records (304 bytes each, 60 MB for
+  // two 100k-operator dumps) go too, their strings moved, not copied.
+  std::vector<DumpOp>().swap(ref->ops);  // first, so the target's names are moved into freed room
+  std::vector<CompareOp> target_ops;
+  target_ops.reserve(tgt->ops.size());
+  for (auto& op : tgt->ops)
+    target_ops.push_back({op.index, std::move(op.name), std::move(op.phase), std::move(op.module), std::move(op.stack)});
+  std::vector<DumpOp>().swap(tgt->ops);
+  std::map<int64_t, size_t>().swap(ref_position);
+  std::vector<std::pair<long, long>>().swap(pairs);
   TrimHeap();
   if (report.replay_ok + report.replay_skipped > 0)
     log.Info("Replayed operators in the target: " + std::to_string(report.replay_ok) + " (skipped: " +
@@ -1109,7 +1160,11 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       const bool whole = job.begin == 0 && job.end == p.numel;
       Partial local;
       Partial& out = whole ? local : *(partials[i] = std::make_unique<Partial>());
-      ComputeRange(p, *tgt, *ref, job.begin, job.end, tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], avx2, out);
+      const std::string& tname = rows[p.row].target.name;
+      const std::string& rname = rows[p.row].reference.name;
+      ComputeRange(p, tname.substr(tname.size() - p.tkey_len), rname.substr(rname.size() - p.rkey_len),
+                   tgt->dir / tfiles[p.top], ref->dir / rfiles[p.rop], job.begin, job.end, tcaches[wi], rcaches[wi],
+                   nbufs[wi], bbufs[wi], avx2, out);
       if (whole) finish(p, local);
       size_t d = ++done;
       if (show_progress && d % report_every == 0 && d < work.size())
@@ -1147,16 +1202,16 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   }
   Divergence div = FindDivergence(rows);
   if (div.first_local >= 0) {
-    report.first_divergence = OpOf(tgt->ops[static_cast<size_t>(div.first_local)]);
+    report.first_divergence = target_ops[static_cast<size_t>(div.first_local)];
     report.first_divergence_basis = div.basis;
     report.first_divergence_op = div.first_local;
     report.first_divergence_evidence = div.evidence;
   }
-  if (div.first_mismatch >= 0) report.first_mismatching_output = OpOf(tgt->ops[static_cast<size_t>(div.first_mismatch)]);
-  // The manifests go now, and their memory back to the system before the caller renders the
-  // report (a 100k-operator report is written as a ~100 MB JSON document).
-  std::vector<DumpOp>().swap(tgt->ops);
-  std::vector<DumpOp>().swap(ref->ops);
+  if (div.first_mismatch >= 0) report.first_mismatching_output = target_ops[static_cast<size_t>(div.first_mismatch)];
+  // What is left of the manifests goes now, and its memory back to the system before the caller
+  // renders the report.
+  std::vector<CompareOp>().swap(target_ops);
+  tfiles.Clear(), rfiles.Clear();
   TrimHeap();
   return report;
 }

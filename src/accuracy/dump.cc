@@ -44,6 +44,7 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
   std::string line;
   size_t line_no = 0;
   simdjson::ondemand::parser parser;
+  std::vector<DumpTensor> tensors;  // one operator's, reused
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
@@ -142,8 +143,13 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
                 if (!tv.get_uint64().get(c)) dt.crc32 = static_cast<int64_t>(c);
               }
             }
-            op.tensors.push_back(std::move(dt));
+            tensors.push_back(std::move(dt));
           }
+          // One allocation of the exact size per operator (no outgrown blocks left between the
+          // records: freed later, an operator's records then make whole free pages).
+          op.tensors.reserve(tensors.size());
+          std::move(tensors.begin(), tensors.end(), std::back_inserter(op.tensors));
+          tensors.clear();
         }
       }
     }

@@ -17,23 +17,39 @@ namespace portkit {
 
 namespace {
 
-/// Writes and syncs `content` to `tmp` (the temporary of `path`); on failure nothing is left.
-Status WriteTemporary(const std::filesystem::path& path, const std::filesystem::path& tmp, std::string_view content) {
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return IoError(path.string() + ": cannot write: " + std::strerror(errno));
+/// Writes all of `content` to `fd`; errno on failure.
+bool WriteAll(int fd, std::string_view content) {
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return IoError(path.string() + ": write failed: " + std::strerror(err));
+      return false;
     }
     p += n;
     left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+/// Opens `tmp` (the temporary of `path`) for writing, hands `produce` a sink that appends to it,
+/// then syncs and closes it; on failure nothing is left. `size` gets the bytes written.
+Status WriteTemporaryStreamed(const std::filesystem::path& path, const std::filesystem::path& tmp,
+                              const std::function<Status(const ReportSet::Sink&)>& produce, uint64_t& size) {
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return IoError(path.string() + ": cannot write: " + std::strerror(errno));
+  size = 0;
+  ReportSet::Sink sink = [&](std::string_view piece) -> Status {
+    if (!WriteAll(fd, piece)) return IoError(path.string() + ": write failed: " + std::strerror(errno));
+    size += piece.size();
+    return Status::Ok();
+  };
+  Status st = produce(sink);
+  if (!st.ok()) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return st;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
@@ -41,6 +57,12 @@ Status WriteTemporary(const std::filesystem::path& path, const std::filesystem::
     return IoError(path.string() + ": write failed: " + std::strerror(err));
   }
   return Status::Ok();
+}
+
+/// Writes and syncs `content` to `tmp` (the temporary of `path`); on failure nothing is left.
+Status WriteTemporary(const std::filesystem::path& path, const std::filesystem::path& tmp, std::string_view content) {
+  uint64_t size = 0;
+  return WriteTemporaryStreamed(path, tmp, [&](const ReportSet::Sink& sink) { return sink(content); }, size);
 }
 
 std::filesystem::path TemporaryOf(const std::filesystem::path& path) {
@@ -95,6 +117,16 @@ Status ReportSet::Add(const std::string& name, std::string_view content) {
   staged_.push_back(tmp);
   PORTKIT_RETURN_IF_ERROR(WriteTemporary(path, tmp, content));
   files_.emplace_back(name, content.size());
+  return Status::Ok();
+}
+
+Status ReportSet::AddStreamed(const std::string& name, const std::function<Status(const Sink&)>& produce) {
+  const std::filesystem::path path = dir_ / name;
+  const std::filesystem::path tmp = TemporaryOf(path);
+  staged_.push_back(tmp);
+  uint64_t size = 0;
+  PORTKIT_RETURN_IF_ERROR(WriteTemporaryStreamed(path, tmp, produce, size));
+  files_.emplace_back(name, size);
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 /// Output files are written to a temporary name beside the target and renamed into place, so a
 /// crash never leaves a half-written file that looks complete.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,12 @@ class ReportSet {
   ReportSet& operator=(const ReportSet&) = delete;
 
   Status Add(const std::string& name, std::string_view content);
+  /// Receives one piece of a streamed file (AddStreamed); an error ends the file.
+  using Sink = std::function<Status(std::string_view)>;
+  /// Like Add, with the content written piece by piece as `produce` hands it to the sink (a large
+  /// report need not be held whole in memory); an error from `produce` or from writing is returned
+  /// and the temporary removed.
+  Status AddStreamed(const std::string& name, const std::function<Status(const Sink&)>& produce);
   Status Publish();
 
  private:

@@ -15,6 +15,15 @@ class CsvWriter {
   size_t rows() const { return rows_; }
   /// The whole document, header included, LF line ends.
   const std::string& str() const { return out_; }
+  /// Bytes of output not yet taken.
+  size_t size() const { return out_.size(); }
+  /// The output so far, moved out (rows added later follow it: a large document can be written
+  /// out piece by piece).
+  std::string Take() {
+    std::string out;
+    out.swap(out_);
+    return out;
+  }
   /// Room for `bytes` of output at once (a large document then grows without copies).
   void Reserve(size_t bytes) { out_.reserve(bytes); }
 

@@ -25,6 +25,15 @@ class JsonWriter {
   JsonWriter& Bool(bool value);
   JsonWriter& Null();
   const std::string& str() const { return out_; }
+  /// Bytes of output not yet taken.
+  size_t size() const { return out_.size(); }
+  /// The output so far, moved out (the writer goes on where it was: a large document can be
+  /// written out piece by piece).
+  std::string Take() {
+    std::string out;
+    out.swap(out_);
+    return out;
+  }
   /// Room for `bytes` of output at once (a large document then grows without copies).
   void Reserve(size_t bytes) { out_.reserve(bytes); }
 

@@ -66,10 +66,17 @@ Status WriteCompareFiles(const CompareReport& report, const std::filesystem::pat
   // One set (docs/safety.md, Report sets): all staged first, then renamed, then the marker
   // `.compare.complete` written last; a crash in between leaves no marker.
   ReportSet set(dir, ".compare.complete");
-  if (files.csv) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result.csv", CompareCsv(report)));
-  if (files.json) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result.json", CompareJson(report)));
+  // The CSV and JSON are written as they are rendered: a 100k-operator report is never held whole.
+  if (files.csv)
+    PORTKIT_RETURN_IF_ERROR(
+        set.AddStreamed("compare_result.csv", [&](const ReportSet::Sink& sink) { return CompareCsvTo(report, sink); }));
+  if (files.json)
+    PORTKIT_RETURN_IF_ERROR(set.AddStreamed("compare_result.json",
+                                            [&](const ReportSet::Sink& sink) { return CompareJsonTo(report, sink); }));
   if (files.html) PORTKIT_RETURN_IF_ERROR(set.Add("compare_report.html", CompareHtml(report)));
-  if (files.msprobe) PORTKIT_RETURN_IF_ERROR(set.Add("compare_result_msprobe.csv", CompareMsprobeCsv(report)));
+  if (files.msprobe)
+    PORTKIT_RETURN_IF_ERROR(set.AddStreamed(
+        "compare_result_msprobe.csv", [&](const ReportSet::Sink& sink) { return CompareMsprobeCsvTo(report, sink); }));
   return set.Publish();
 }
 

@@ -29,12 +29,26 @@ const std::string kNa = "N/A";
 
 }  // namespace
 
+std::string Collect(const std::function<Status(const ReportSet::Sink&)>& render) {
+  std::string out;
+  // A string sink never fails.
+  (void)render([&](std::string_view piece) {
+    out.append(piece);
+    return Status::Ok();
+  });
+  return out;
+}
+
 std::string CompareCsv(const CompareReport& report) {
+  return Collect([&](const ReportSet::Sink& sink) { return CompareCsvTo(report, sink); });
+}
+
+Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
   CsvWriter csv({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
                  "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
                  "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
                  "Bench min", "Bench mean", "Bench l2norm", "Accuracy Reached or Not", "Err_message"});
-  csv.Reserve(report.rows.size() * 320);  // about the size of a row: no copies while it grows
+  csv.Reserve(kPieceBytes + 4096);
   static const char* const kMetricColumns[] = {"Cosine",         "EucDist",
                                                "MaxAbsErr",      "MaxRelativeErr",
                                                "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
@@ -59,8 +73,9 @@ std::string CompareCsv(const CompareReport& report) {
     cells.emplace_back(accuracy::VerdictName(r.verdict));
     cells.push_back(r.message);
     csv.AddRow(cells);
+    if (csv.size() >= kPieceBytes) PORTKIT_RETURN_IF_ERROR(sink(csv.Take()));
   }
-  return csv.str();
+  return sink(csv.Take());
 }
 
 namespace {
@@ -85,6 +100,10 @@ std::string Grad(int8_t g) { return g < 0 ? kNa : g ? "True" : "False"; }
 }  // namespace
 
 std::string CompareMsprobeCsv(const CompareReport& report) {
+  return Collect([&](const ReportSet::Sink& sink) { return CompareMsprobeCsvTo(report, sink); });
+}
+
+Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
   // msprobe 26's columns (msprobe/core/common/const.py): real-data mode, or summary mode when no
   // row was compared from tensor data but some from statistics.
   bool any_data = false, any_stats = false;
@@ -103,7 +122,7 @@ std::string CompareMsprobeCsv(const CompareReport& report) {
     header.emplace_back(c);
   if (!summary) header.emplace_back("Data_name");
   CsvWriter csv(header);
-  csv.Reserve(report.rows.size() * 400);
+  csv.Reserve(kPieceBytes + 4096);
   for (const auto& r : report.rows) {
     std::vector<std::string> cells;
     cells.reserve(header.size());
@@ -155,8 +174,9 @@ std::string CompareMsprobeCsv(const CompareReport& report) {
                            (r.reference.data_name.empty() ? "-1" : r.reference.data_name) + "']");
     }
     csv.AddRow(cells);
+    if (csv.size() >= kPieceBytes) PORTKIT_RETURN_IF_ERROR(sink(csv.Take()));
   }
-  return csv.str();
+  return sink(csv.Take());
 }
 
 }  // namespace portkit::render

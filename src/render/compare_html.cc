@@ -67,7 +67,7 @@ std::string OpLabel(const std::string& row_name) {
 
 std::string CompareHtml(const CompareReport& report) {
   struct Point {
-    std::string name;
+    const std::string* name;  // into report.rows (a 100k-output chart copies no names)
     double err;
     long op;
   };
@@ -76,7 +76,8 @@ std::string CompareHtml(const CompareReport& report) {
     if (!r.output || r.replay || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
     auto it = r.metrics.find("Cosine");
     double cos = it == r.metrics.end() || std::isnan(it->second) ? -1 : it->second;
-    series.push_back({r.target.name.empty() ? "N/A" : r.target.name, 1.0 - cos, r.target_op});
+    static const std::string kNa = "N/A";
+    series.push_back({r.target.name.empty() ? &kNa : &r.target.name, 1.0 - cos, r.target_op});
   }
   std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
                   "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
@@ -126,7 +127,7 @@ std::string CompareHtml(const CompareReport& report) {
     h += "<text x=\"4\" y=\"" + std::to_string(static_cast<int>(y) + 4) + "\" font-size=\"10\" fill=\"#888\">1e" +
          std::to_string(e) + "</text>";
   }
-  std::string pts, marks;
+  std::string pts;
   // Operator names along the x axis: the culprit, the worst outputs and evenly spaced ones, as
   // many as fit (every label is also a tooltip on its point).
   std::vector<bool> labelled(series.size(), false);
@@ -139,22 +140,37 @@ std::string CompareHtml(const CompareReport& report) {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return series[a].err > series[b].err; });
     for (size_t k = 0; k < std::min<size_t>(order.size(), max_labels / 4); ++k) labelled[order[k]] = true;
   }
-  for (size_t i = 0; i < series.size(); ++i) {
+  auto point = [&](size_t i, double& x, double& y) {
     double v = std::max(series[i].err, 1e-12);
-    double y = std::clamp(ht - (std::log10(v) + 12.0) / 12.5 * ht, 2.0, ht - 2.0);
-    double x = series.size() > 1 ? static_cast<double>(i) * (w - 40) / static_cast<double>(series.size() - 1) + 30
-                                 : w / 2.0;
+    y = std::clamp(ht - (std::log10(v) + 12.0) / 12.5 * ht, 2.0, ht - 2.0);
+    x = series.size() > 1 ? static_cast<double>(i) * (w - 40) / static_cast<double>(series.size() - 1) + 30 : w / 2.0;
+  };
+  // The line first, then the marks written straight into the page (a chart of 100k outputs is
+  // tens of megabytes: not built aside and copied).
+  for (size_t i = 0; i < series.size(); ++i) {
+    double x, y;
+    point(i, x, y);
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x, y);
     pts += buf;
+  }
+  h += "<polyline fill=\"none\" stroke=\"#4a7bd0\" stroke-width=\"1.2\" points=\"";
+  h += pts;
+  std::string().swap(pts);
+  h += "\"/>";
+  std::string& marks = h;
+  for (size_t i = 0; i < series.size(); ++i) {
+    double x, y;
+    point(i, x, y);
+    char buf[64];
     const bool culprit = report.first_divergence_op >= 0 && series[i].op == report.first_divergence_op;
-    std::string label = OpLabel(series[i].name);
+    std::string label = OpLabel(*series[i].name);
     std::snprintf(buf, sizeof buf, "%.1f", x);
     std::string xs = buf;
     std::snprintf(buf, sizeof buf, "%.1f", y);
     std::string ys = buf;
     marks += "<circle cx=\"" + xs + "\" cy=\"" + ys + "\" r=\"" + (culprit ? "5" : "2") + "\" fill=\"" +
-             (culprit ? "#b00" : "#4a7bd0") + "\"><title>" + Html(series[i].name) + ": 1 - cosine " +
+             (culprit ? "#b00" : "#4a7bd0") + "\"><title>" + Html(*series[i].name) + ": 1 - cosine " +
              FormatNumber(series[i].err) + "</title></circle>";
     if (culprit) {
       marks += "<text class=\"culprit-label\" x=\"" + xs + "\" y=\"" + std::to_string(static_cast<int>(y) - 8) +
@@ -166,15 +182,15 @@ std::string CompareHtml(const CompareReport& report) {
                "</text>";
     }
   }
-  h += "<polyline fill=\"none\" stroke=\"#4a7bd0\" stroke-width=\"1.2\" points=\"" + pts + "\"/>" + marks;
   h += "</svg><p>" + std::to_string(series.size()) +
        " operator outputs, first to last; hover a point for its operator and error.</p>";
   std::vector<Point> worst = series;
   std::stable_sort(worst.begin(), worst.end(), [](const Point& a, const Point& b) { return a.err > b.err; });
   if (worst.size() > 15) worst.resize(15);
   h += "<h2>Worst outputs</h2><table><tr><th>output (target)</th><th>1 &minus; cosine</th></tr>";
-  for (const auto& p : worst) h += "<tr><td>" + Html(p.name) + "</td><td>" + FormatNumber(p.err) + "</td></tr>";
-  return h + "</table></body></html>\n";
+  for (const auto& p : worst) h += "<tr><td>" + Html(*p.name) + "</td><td>" + FormatNumber(p.err) + "</td></tr>";
+  h += "</table></body></html>\n";
+  return h;
 }
 
 }  // namespace portkit::render

@@ -6,8 +6,12 @@ using accuracy::CompareOp;
 using accuracy::CompareReport;
 
 std::string CompareJson(const CompareReport& report) {
+  return Collect([&](const ReportSet::Sink& sink) { return CompareJsonTo(report, sink); });
+}
+
+Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
   JsonWriter j;
-  j.Reserve(report.rows.size() * 560);  // about the size of a row: no copies while it grows
+  j.Reserve(kPieceBytes + 4096);
   j.BeginObject();
   j.Key("reference").String(report.reference).Key("target").String(report.target);
   j.Key("match").String(accuracy::MatchKeyName(report.match));
@@ -93,10 +97,11 @@ std::string CompareJson(const CompareReport& report) {
     }
     j.Key("err_message").String(r.message);
     j.EndObject();
+    if (j.size() >= kPieceBytes) PORTKIT_RETURN_IF_ERROR(sink(j.Take()));
   }
   j.EndArray();
   j.EndObject();
-  return j.str();
+  return sink(j.Take());
 }
 
 }  // namespace portkit::render

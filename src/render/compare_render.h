@@ -3,10 +3,12 @@
 /// compare tool, the JSON, the self-contained HTML report and the console summary. Each returns
 /// text; WriteCompareFiles writes the chosen ones atomically.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "accuracy/api.h"
+#include "core/atomic_file.h"
 #include "core/status.h"
 
 namespace portkit::render {
@@ -32,6 +34,17 @@ std::string CompareDivergenceText(const accuracy::CompareReport& report);
 /// What a run found, for the console: the first divergence, or why none is named although
 /// tensors are judged No; shape changes and operators without counterpart. One line each.
 std::vector<std::string> CompareConclusion(const accuracy::CompareReport& report);
+
+/// The streamed forms of the renderers above: the same text, handed to `sink` in pieces of about
+/// a megabyte (WriteCompareFiles writes a 100k-operator report without holding it whole); the
+/// first error of the sink is returned.
+Status CompareCsvTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
+Status CompareMsprobeCsvTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
+Status CompareJsonTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
+/// Bytes a streamed renderer gathers before handing them to its sink.
+inline constexpr size_t kPieceBytes = size_t{1} << 20;
+/// The whole text a streamed renderer hands its sink, as one string.
+std::string Collect(const std::function<Status(const ReportSet::Sink&)>& render);
 
 struct CompareFiles {
   bool csv = true, json = true, html = true, msprobe = false;

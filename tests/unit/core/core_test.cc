@@ -99,6 +99,46 @@ TEST(ReportSet, PublishesFilesThenTheMarker) {
   std::filesystem::remove_all(dir);
 }
 
+// A streamed file is the concatenation of its pieces and counted in the marker; a failing
+// producer's error comes back and leaves no temporary, and the writer's Take() keeps its state.
+TEST(ReportSet, StreamedFilesArePiecesInOrderAndFailuresLeaveNothing) {
+  auto dir = std::filesystem::temp_directory_path() / ("portkit_report_stream_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  JsonWriter j;
+  std::string pieces;
+  {
+    ReportSet set(dir, ".set.complete");
+    ASSERT_TRUE(set.AddStreamed("s.json", [&](const ReportSet::Sink& sink) -> Status {
+                     j.BeginObject().Key("a").Int(1);
+                     pieces += j.str();
+                     PORTKIT_RETURN_IF_ERROR(sink(j.Take()));
+                     EXPECT_EQ(j.size(), 0u);
+                     j.Key("b").BeginArray().Int(2).Int(3).EndArray().EndObject();
+                     pieces += j.str();
+                     return sink(j.Take());
+                   }).ok());
+    ASSERT_TRUE(set.Publish().ok());
+  }
+  JsonWriter whole;
+  whole.BeginObject().Key("a").Int(1).Key("b").BeginArray().Int(2).Int(3).EndArray().EndObject();
+  EXPECT_EQ(pieces, whole.str());
+  EXPECT_EQ(*ReadFile(dir / "s.json"), whole.str());
+  EXPECT_EQ(*ReadFile(dir / ".set.complete"), "s.json " + std::to_string(whole.str().size()) + "\n");
+  {
+    ReportSet set(dir, ".other.complete");
+    Status failed = set.AddStreamed("bad.csv", [](const ReportSet::Sink& sink) -> Status {
+      PORTKIT_RETURN_IF_ERROR(sink("x,y\n"));
+      return IoError("renderer gave up");
+    });
+    EXPECT_FALSE(failed.ok());
+    EXPECT_NE(failed.message().find("renderer gave up"), std::string::npos);
+  }
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find("bad.csv"), std::string::npos) << e.path();
+  std::filesystem::remove_all(dir);
+}
+
 // Temporaries of a process that no longer exists go; those of a live one (this process) stay.
 TEST(ReportSet, RemovesOnlyStaleTemporaries) {
   auto dir = std::filesystem::temp_directory_path() / ("portkit_stale_tmp_" + std::to_string(::getpid()));
