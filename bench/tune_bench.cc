@@ -243,15 +243,17 @@ int Kernels(const std::vector<OpDesc>& ops, int max_evals, int repeats, int pin_
   return 0;
 }
 
+// A recorded landscape file, read and parsed (the error names the file).
+auto LoadLandscape(const std::string& file) -> decltype(ParseLandscape(std::string(), file)) {
+  auto text = ReadFile(file);
+  if (!text.ok()) return text.status();
+  return ParseLandscape(*text, file);
+}
+
 int Strategies(const std::vector<std::string>& files, int seeds) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& file : files) {
-    auto text = ReadFile(file);
-    if (!text.ok()) {
-      std::fprintf(stderr, "%s\n", text.status().message().c_str());
-      return 1;
-    }
-    auto l = ParseLandscape(*text, file);
+    auto l = LoadLandscape(file);
     if (!l.ok()) {
       std::fprintf(stderr, "%s\n", l.status().message().c_str());
       return 1;
@@ -320,12 +322,7 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
 int Quality(const std::vector<std::string>& files, int seeds, const Budget& budget, const std::string& only_strategy) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& file : files) {
-    auto text = ReadFile(file);
-    if (!text.ok()) {
-      std::fprintf(stderr, "%s\n", text.status().message().c_str());
-      return 1;
-    }
-    auto l = ParseLandscape(*text, file);
+    auto l = LoadLandscape(file);
     if (!l.ok()) {
       std::fprintf(stderr, "%s\n", l.status().message().c_str());
       return 1;

@@ -27,6 +27,26 @@ std::string Shape(const std::vector<int64_t>& s) {
 
 const std::string kNa = "N/A";
 
+/// The named metrics of a row, N/A for a row whose tensors were not compared.
+template <typename Names>
+void AppendMetricCells(const accuracy::CompareRow& r, const Names& names, std::vector<std::string>& cells) {
+  for (const char* m : names) {
+    auto it = r.metrics.find(m);
+    cells.push_back(r.compared ? FormatNumber(it != r.metrics.end() ? it->second : 0.0) : kNa);
+  }
+}
+
+/// max, min, mean and l2norm of the target side, then of the reference side (N/A without statistics).
+void AppendStatisticsCells(const accuracy::CompareRow& r, std::vector<std::string>& cells) {
+  for (const accuracy::CompareSide* s : {&r.target, &r.reference}) {
+    if (s->stats) {
+      for (double v : {s->stats->max, s->stats->min, s->stats->mean, s->stats->norm}) cells.push_back(FormatNumber(v));
+    } else {
+      cells.insert(cells.end(), 4, kNa);
+    }
+  }
+}
+
 }  // namespace
 
 std::string Collect(const std::function<Status(const ReportSet::Sink&)>& render) {
@@ -59,17 +79,8 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
     for (const auto* s : sides) cells.push_back(s->name.empty() ? kNa : s->name);
     for (const auto* s : sides) cells.push_back(s->dtype ? *s->dtype : kNa);
     for (const auto* s : sides) cells.push_back(s->shape ? Shape(*s->shape) : kNa);
-    for (const char* m : kMetricColumns) {
-      auto it = r.metrics.find(m);
-      cells.push_back(r.compared ? FormatNumber(it != r.metrics.end() ? it->second : 0.0) : kNa);
-    }
-    for (const auto* s : sides) {
-      if (s->stats) {
-        for (double v : {s->stats->max, s->stats->min, s->stats->mean, s->stats->norm}) cells.push_back(FormatNumber(v));
-      } else {
-        cells.insert(cells.end(), 4, kNa);
-      }
-    }
+    AppendMetricCells(r, kMetricColumns, cells);
+    AppendStatisticsCells(r, cells);
     cells.emplace_back(accuracy::VerdictName(r.verdict));
     cells.push_back(r.message);
     csv.AddRow(cells);
@@ -146,18 +157,9 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
         cells.push_back(both ? FormatNumber(b[i] == 0 ? (t[i] == 0 ? 0.0 : INFINITY) : std::fabs((t[i] - b[i]) / b[i]))
                              : kNa);
     } else {
-      for (const char* m : kData) {
-        auto it = r.metrics.find(m);
-        cells.push_back(r.compared ? FormatNumber(it != r.metrics.end() ? it->second : 0.0) : kNa);
-      }
+      AppendMetricCells(r, kData, cells);
     }
-    for (const auto* s : sides) {
-      if (s->stats) {
-        for (double v : {s->stats->max, s->stats->min, s->stats->mean, s->stats->norm}) cells.push_back(FormatNumber(v));
-      } else {
-        cells.insert(cells.end(), 4, kNa);
-      }
-    }
+    AppendStatisticsCells(r, cells);
     cells.emplace_back(r.target.requires_grad == r.reference.requires_grad ? "True" : "False");
     // msprobe's Result: pass / warning / error; here Yes → pass, No → error, Unmatched → warning.
     cells.emplace_back(r.verdict == accuracy::Verdict::kYes  ? "pass"
