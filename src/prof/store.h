@@ -54,6 +54,11 @@ struct Event {
   double occupancy = -1;
   std::string_view input_dims, input_types;  ///< raw JSON text when recorded
   std::string_view args;                      ///< the event's `args` object, raw JSON text; empty when none
+  /// Optional, for importers that intern names on a thread of their own: a small number
+  /// (0, 1, 2, ... within one trace) that is the same for every event whose name (resp.
+  /// category) has the same text, so the store's thread looks the text up once per distinct
+  /// string instead of once per event. -1: look `name` (`category`) up.
+  int32_t name_key = -1, category_key = -1;
 };
 
 /// An event that is not a complete event ("X"): metadata ("M"), counter ("C"), instant ("i", "I"),
@@ -95,6 +100,9 @@ class TraceWriter {
   TraceWriter(Store* store, std::unique_ptr<sql::Transaction> tx, int64_t id)
       : store_(store), tx_(std::move(tx)), id_(id) {}
   Status LinkLaunchesToOps();
+  /// The store's id of `text`, whose importer key is `key` (Event::name_key), or of `text`
+  /// alone when `key` is -1.
+  Expected<int64_t> StringId(int32_t key, std::string_view text);
   Store* store_;
   std::unique_ptr<sql::Transaction> tx_;
   int64_t id_;
@@ -104,6 +112,7 @@ class TraceWriter {
   std::unordered_map<int64_t, int64_t> op_by_external_;
   std::vector<std::pair<int64_t, int64_t>> unlinked_;  // (rowid, external id)
   bool needs_enclosing_ = false;  // a runtime/driver call without an External id op: link by nesting
+  std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
 };
 
 class Store {
@@ -132,6 +141,10 @@ class Store {
   friend class TraceWriter;
   Store() = default;
   Expected<int64_t> Intern(std::string_view s);
+  /// The INSERT into events naming the optional columns of `*columns` (bit i: column i of
+  /// kEventOptionalColumns, in store.cc) and no others, prepared on first use. Once the cache is
+  /// full, a set not in it gets the statement naming every column (`*columns` says so).
+  Expected<sql::Statement*> InsertEventStatement(uint32_t* columns);
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
   struct StringHash {
@@ -139,7 +152,10 @@ class Store {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
-  std::unique_ptr<sql::Statement> insert_event_, insert_mark_, insert_string_, find_string_;
+  std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;
+  // One INSERT per set of columns an event has (a CPU op, a launch and a kernel each fill other
+  // columns): absent columns are left to their default NULL instead of bound one by one.
+  std::unordered_map<uint32_t, std::unique_ptr<sql::Statement>> insert_event_;
   // Ids of strings in the store (learnt in committed or the current transaction; strings are
   // never deleted, so an id stays valid for other processes' imports too).
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings_;
