@@ -134,6 +134,9 @@ Expected<Store> Store::Open(const fs::path& path) {
   // left idle by then (a fifth of the store thread's time off the critical path; the sorter's
   // memory grows by a PMA, ~16 MiB).
   PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL; PRAGMA threads = 2;"));
+  // Checkpoints are run by TraceWriter::Finish (one per trace, partly on another thread) and by
+  // the last connection's close, not by SQLite after every commit.
+  if (options.wal) PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0;"));
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
   Store s;
   s.db_ = std::make_unique<sql::Database>(std::move(*db));
@@ -387,27 +390,28 @@ Status TraceWriter::AddDevice(int64_t id, std::string_view name, std::string_vie
   return q->Bind(1, id_).Bind(2, id).Bind(3, name).Bind(4, properties).Run();
 }
 
-Status TraceWriter::LinkLaunchesToOps() {
-  sql::Database& db = *store_->db_;
-  // A runtime/driver call belongs to the CPU op with its External id (linked as the events came
-  // in, or here when the op came after the call); traces that do not carry that id (HTA's CUDA
-  // samples) get the innermost CPU op enclosing the call on its thread.
-  std::string t = std::to_string(id_);
-  {
-    auto upd = db.Prepare("UPDATE events SET parent = ? WHERE rowid = ?");
-    if (!upd.ok()) return upd.status();
-    for (const auto& [rowid, external] : unlinked_) {
-      auto it = op_by_external_.find(external);
-      if (it == op_by_external_.end()) {
-        needs_enclosing_ = true;
-        continue;
-      }
-      PORTKIT_RETURN_IF_ERROR(upd->Bind(1, it->second).Bind(2, rowid).Run());
+// A runtime/driver call belongs to the CPU op with its External id (linked as the events came in,
+// or here when the op came after the call); traces that do not carry that id (HTA's CUDA samples)
+// get the innermost CPU op enclosing the call on its thread.
+Status TraceWriter::LinkByExternalId() {
+  auto upd = store_->db_->Prepare("UPDATE events SET parent = ? WHERE rowid = ?");
+  if (!upd.ok()) return upd.status();
+  for (const auto& [rowid, external] : unlinked_) {
+    auto it = op_by_external_.find(external);
+    if (it == op_by_external_.end()) {
+      needs_enclosing_ = true;
+      continue;
     }
-    unlinked_.clear();
-    op_by_external_.clear();
+    PORTKIT_RETURN_IF_ERROR(upd->Bind(1, it->second).Bind(2, rowid).Run());
   }
-  if (!needs_enclosing_) return Status::Ok();
+  unlinked_.clear();
+  op_by_external_.clear();
+  return Status::Ok();
+}
+
+Status TraceWriter::LinkEnclosing() {
+  sql::Database& db = *store_->db_;
+  std::string t = std::to_string(id_);
   auto q = db.Prepare("SELECT rowid, kind, ts, dur, pid, tid, parent FROM events WHERE trace = " + t +
                       " AND kind IN ('cpu_op', 'runtime', 'driver') ORDER BY pid, tid, ts, dur DESC");
   if (!q.ok()) return q.status();
@@ -461,15 +465,63 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
     else q->Bind(3, warning);
     st = q->Bind(4, marks_).Bind(5, id_).Run();
   }
-  if (st.ok()) st = db.Exec(kIndexes);
-  if (st.ok()) st = LinkLaunchesToOps();
+  if (st.ok()) st = LinkByExternalId();
+  // Linking calls by nesting reads the calls in order through the indexes: such a trace gets its
+  // indexes inside its own transaction.
+  const bool indexed_inside = needs_enclosing_;
+  if (st.ok() && indexed_inside) st = db.Exec(kIndexes);
+  if (st.ok() && indexed_inside) st = LinkEnclosing();
   if (st.ok()) st = tx_->Commit();
   if (!st.ok()) {
     Abort();
     return st;
   }
   tx_.reset();
+  if (indexed_inside) {
+    store_->Checkpoint();
+    return Status::Ok();
+  }
+  // The trace is in: its rows, counts and links. Its indexes (which only make reads fast; every
+  // query gives the same rows without them) are built in a second transaction, while a second
+  // connection copies the trace's pages from the WAL into the store file and waits for their
+  // fsyncs on another core, instead of the index build waiting for them at the end.
+  store_->StartCheckpoint();
+  Status indexed;
+  {
+    sql::Transaction tx(db);
+    indexed = tx.status();
+    if (indexed.ok()) indexed = db.Exec(kIndexes);
+    if (indexed.ok()) indexed = tx.Commit();
+  }
+  store_->WaitForCheckpoint();
+  store_->Checkpoint();  // the index pages
+  if (!indexed.ok())
+    return Status(indexed.code(), indexed.message() +
+                                      " (the trace's events are stored; the next import builds the indexes again)");
   return Status::Ok();
+}
+
+void Store::Checkpoint() {
+  if (db_->path() == ":memory:") return;
+  // PASSIVE: copies what no reader still needs and never waits; what is left stays in the WAL,
+  // where readers find it, until a later checkpoint or the last connection's close.
+  (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+}
+
+void Store::StartCheckpoint() {
+  WaitForCheckpoint();
+  if (db_->path() == ":memory:") return;
+  checkpoint_ = std::thread([path = db_->path()] {
+    sql::OpenOptions options;
+    options.create = false;
+    auto db = sql::Database::Open(path, options);
+    if (db.ok())
+      (void)sqlite3_wal_checkpoint_v2(db->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  });
+}
+
+void Store::WaitForCheckpoint() {
+  if (checkpoint_.joinable()) checkpoint_.join();
 }
 
 }  // namespace portkit::prof

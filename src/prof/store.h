@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -90,7 +91,11 @@ class TraceWriter {
   /// Re-kinds this trace's events of process `pid` stored as `from` (a process whose name came
   /// after its events); returns how many changed.
   Expected<int64_t> SetKindOfProcess(int64_t pid, EventKind from, EventKind to);
-  /// Records the counts, builds the indexes, links launches to operators and commits.
+  /// Records the counts, links launches to operators and commits; then builds the indexes in a
+  /// second transaction while another thread checkpoints the trace's pages (a trace whose calls
+  /// are linked by nesting gets its indexes inside its own transaction). An error in that second
+  /// transaction is returned, but the trace is stored: only the indexes are missing, and the
+  /// next import builds them.
   Status Finish(uint64_t events, uint64_t skipped, std::string_view warning);
   /// Rolls back now (what the destructor does when Finish was not reached).
   void Abort();
@@ -99,7 +104,10 @@ class TraceWriter {
   friend class Store;
   TraceWriter(Store* store, std::unique_ptr<sql::Transaction> tx, int64_t id)
       : store_(store), tx_(std::move(tx)), id_(id) {}
-  Status LinkLaunchesToOps();
+  /// Links the calls whose op came after them (by External id); the rest need LinkEnclosing.
+  Status LinkByExternalId();
+  /// Links calls without an op of their External id to the innermost CPU op enclosing them.
+  Status LinkEnclosing();
   /// The store's id of `text`, whose importer key is `key` (Event::name_key), or of `text`
   /// alone when `key` is -1.
   Expected<int64_t> StringId(int32_t key, std::string_view text);
@@ -124,7 +132,8 @@ class Store {
   static Expected<Store> OpenForReading(const std::filesystem::path& path);
   Store(Store&& o) noexcept = default;
   Store& operator=(Store&&) = delete;
-  ~Store() = default;
+  /// Waits for a checkpoint still running (see TraceWriter::Finish).
+  ~Store() { WaitForCheckpoint(); }
 
   /// Starts a trace (replacing an earlier import of the same `path`). Only one trace is written
   /// at a time.
@@ -145,6 +154,13 @@ class Store {
   /// kEventOptionalColumns, in store.cc) and no others, prepared on first use. Once the cache is
   /// full, a set not in it gets the statement naming every column (`*columns` says so).
   Expected<sql::Statement*> InsertEventStatement(uint32_t* columns);
+  /// Copies the committed pages of the WAL into the store file on a thread of its own (a second
+  /// connection), while this one goes on; WaitForCheckpoint joins it. Best effort: a checkpoint
+  /// that fails leaves the pages in the WAL, where readers find them and a later one copies them.
+  void StartCheckpoint();
+  void WaitForCheckpoint();
+  /// A checkpoint on this connection (what SQLite would run after a commit; see Open).
+  void Checkpoint();
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
   struct StringHash {
@@ -152,6 +168,7 @@ class Store {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
+  std::thread checkpoint_;             // StartCheckpoint's thread, while it runs
   std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;
   // One INSERT per set of columns an event has (a CPU op, a launch and a kernel each fill other
   // columns): absent columns are left to their default NULL instead of bound one by one.

@@ -212,6 +212,49 @@ TEST_F(ProfStore, ImporterKeysOfARolledBackTraceAreForgotten) {
   EXPECT_EQ(Names(*store), (std::vector<std::string>{"kept", "kept"}));
 }
 
+// Finish commits the trace, then builds the indexes in a second transaction while another thread
+// checkpoints; once it returns, both indexes are there and every page of the WAL is in the store
+// file. A trace whose calls are linked by nesting (no External ids) gets the same.
+TEST_F(ProfStore, FinishLeavesTheIndexesBuiltAndTheWalCheckpointed) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  for (bool nested : {false, true}) {
+    auto writer = store->BeginTrace(nested ? "nested.json" : "a.json", "kineto");
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 2000; ++i) {
+      Event op;
+      op.kind = EventKind::kCpuOp;
+      op.name = "aten::mm";
+      op.ts_ns = 100 * i;
+      op.dur_ns = 50;
+      op.external_id = nested ? -1 : i;
+      Event call = op;
+      call.kind = EventKind::kRuntime;
+      call.name = "cudaLaunchKernel";
+      call.ts_ns += 10;
+      call.dur_ns = 10;
+      call.correlation = i;
+      ASSERT_TRUE(writer->AddEvent(op).ok());
+      ASSERT_TRUE(writer->AddEvent(call).ok());
+    }
+    ASSERT_TRUE(writer->Finish(4000, 0, "").ok());
+    std::vector<std::string> indexes;
+    auto q = store->db().Prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'events%' ORDER BY name");
+    ASSERT_TRUE(q.ok());
+    while (*q->Step()) indexes.emplace_back(q->Text(0));
+    EXPECT_EQ(indexes, (std::vector<std::string>{"events_kind", "events_launch"})) << nested;
+    int log = -1, copied = -2;
+    ASSERT_EQ(sqlite3_wal_checkpoint_v2(store->db().raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied),
+              SQLITE_OK);
+    EXPECT_EQ(log, copied) << nested;
+    // Every call is linked to its op, by External id or by nesting.
+    auto unlinked = store->db().Prepare("SELECT COUNT(*) FROM events WHERE kind = 'runtime' AND parent IS NULL");
+    ASSERT_TRUE(unlinked.ok());
+    ASSERT_TRUE(*unlinked->Step());
+    EXPECT_EQ(unlinked->Int(0), 0) << nested;
+  }
+}
+
 TEST_F(ProfStore, AReadOnlyStoreCannotBeWritten) {
   { ASSERT_TRUE(Store::Open(path_).ok()); }
   auto store = Store::OpenForReading(path_);
