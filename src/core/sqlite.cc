@@ -36,6 +36,10 @@ Statement& Statement::Bind(int index, std::string_view text) {
   sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   return *this;
 }
+Statement& Statement::BindStatic(int index, std::string_view text) {
+  sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_STATIC, SQLITE_UTF8);
+  return *this;
+}
 Statement& Statement::BindBlob(int index, const void* data, size_t size) {
   sqlite3_bind_blob64(stmt_, index, data, size, SQLITE_TRANSIENT);
   return *this;
@@ -65,6 +69,19 @@ Status Statement::Run() {
   }
   Reset();
   return Status::Ok();
+}
+
+Status Statement::RunKeepingBindings() {
+  int rc;
+  while ((rc = sqlite3_step(stmt_)) == SQLITE_ROW) {
+  }
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(stmt_);
+    return Status::Ok();
+  }
+  Status st = db_->Error("statement failed");
+  sqlite3_reset(stmt_);
+  return st;
 }
 
 void Statement::Reset() {

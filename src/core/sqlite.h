@@ -35,6 +35,9 @@ class Statement {
   Statement& Bind(int index, std::string_view text);
   Statement& Bind(int index, const char* text) { return Bind(index, std::string_view(text)); }
   Statement& Bind(int index, const std::string& text) { return Bind(index, std::string_view(text)); }
+  /// The text is not copied (SQLITE_STATIC): it must stay valid until the statement has run and
+  /// its parameter is bound again (the profile store's bulk insert, whose texts live in a batch).
+  Statement& BindStatic(int index, std::string_view text);
   Statement& BindBlob(int index, const void* data, size_t size);
   Statement& BindNull(int index);
 
@@ -42,6 +45,9 @@ class Statement {
   Expected<bool> Step();
   /// Steps to the end (for INSERT/UPDATE/DELETE), then resets the statement for reuse.
   Status Run();
+  /// Steps to the end and rewinds, keeping the bindings: for a statement whose every parameter
+  /// is bound again before each run (clearing them costs a bulk insert time for nothing).
+  Status RunKeepingBindings();
   /// Clears bindings and rewinds, ready for the next use.
   void Reset();
 

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 namespace portkit::prof {
@@ -127,13 +129,17 @@ Expected<Store> Store::Open(const fs::path& path) {
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
   // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
-  // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench).
-  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL;"));
+  // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench). Two helper threads
+  // for SQLite's sorter: the index builds at the end of a trace sort on the core the parse has
+  // left idle by then (a fifth of the store thread's time off the critical path; the sorter's
+  // memory grows by a PMA, ~16 MiB).
+  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL; PRAGMA threads = 2;"));
+  // Checkpoints are run by TraceWriter::Finish (one per trace, partly on another thread) and by
+  // the last connection's close, not by SQLite after every commit.
+  if (options.wal) PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0;"));
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
   Store s;
   s.db_ = std::make_unique<sql::Database>(std::move(*db));
-  auto ev = PrepareOwned(*s.db_, "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  if (!ev.ok()) return ev.status();
   auto mark = PrepareOwned(*s.db_, "INSERT INTO marks VALUES (?,?,?,?,?,?)");
   if (!mark.ok()) return mark.status();
   s.insert_mark_ = std::move(*mark);
@@ -141,7 +147,6 @@ Expected<Store> Store::Open(const fs::path& path) {
   if (!ins.ok()) return ins.status();
   auto find = PrepareOwned(*s.db_, "SELECT id FROM strings WHERE value = ?");
   if (!find.ok()) return find.status();
-  s.insert_event_ = std::move(*ev);
   s.insert_string_ = std::move(*ins);
   s.find_string_ = std::move(*find);
   return s;
@@ -178,8 +183,45 @@ Expected<int64_t> Store::Intern(std::string_view s) {
   return id;
 }
 
+namespace {
+// The columns of events every row has, then the optional ones (NULL when absent), in the order
+// AddEvent binds them.
+constexpr std::string_view kEventColumns = "trace, kind, name, category, ts, dur, pid, tid";
+constexpr std::string_view kEventOptionalColumns[] = {
+    "correlation", "external_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+    "registers", "shared_memory", "occupancy", "bytes", "input_dims", "input_types", "parent", "args"};
+constexpr int kEventFixedColumns = 8;
+constexpr uint32_t kAllOptionalColumns = (1u << std::size(kEventOptionalColumns)) - 1;
+constexpr size_t kMaxInsertStatements = 64;
+}  // namespace
+
+Expected<sql::Statement*> Store::InsertEventStatement(uint32_t* columns) {
+  auto it = insert_event_.find(*columns);
+  if (it != insert_event_.end()) return it->second.get();
+  // A trace whose events come with ever other sets of columns ends up on the statement naming
+  // them all (absent ones bound NULL): the cache stays small whatever the input.
+  if (insert_event_.size() >= kMaxInsertStatements) *columns = kAllOptionalColumns;
+  auto& slot = insert_event_[*columns];
+  if (slot) return slot.get();
+  std::string text = "INSERT INTO events (" + std::string(kEventColumns);
+  std::string values = "?";
+  for (int i = 1; i < kEventFixedColumns; ++i) values += ",?";
+  for (size_t i = 0; i < std::size(kEventOptionalColumns); ++i) {
+    if (!(*columns & (1u << i))) continue;
+    text += ", " + std::string(kEventOptionalColumns[i]);
+    values += ",?";
+  }
+  auto st = PrepareOwned(*db_, text + ") VALUES (" + values + ")");
+  if (!st.ok()) {
+    insert_event_.erase(*columns);
+    return st.status();
+  }
+  slot = std::move(*st);
+  return slot.get();
+}
+
 Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view format) {
-  if (!insert_event_) return Status(ErrorCode::kInternal, db_->path() + ": the store was opened read-only");
+  if (!insert_mark_) return Status(ErrorCode::kInternal, db_->path() + ": the store was opened read-only");
   auto tx = std::make_unique<sql::Transaction>(*db_);
   PORTKIT_RETURN_IF_ERROR(tx->status());
   // From here on, a return without a TraceWriter rolls back through `tx`; string ids learnt
@@ -244,7 +286,7 @@ Status Store::DropTraces(const std::vector<std::string>& paths) {
 TraceWriter::TraceWriter(TraceWriter&& o) noexcept
     : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_), marks_(o.marks_),
       op_by_external_(std::move(o.op_by_external_)), unlinked_(std::move(o.unlinked_)),
-      needs_enclosing_(o.needs_enclosing_) {}
+      needs_enclosing_(o.needs_enclosing_), id_of_key_(std::move(o.id_of_key_)) {}
 
 TraceWriter::~TraceWriter() { Abort(); }
 
@@ -255,48 +297,73 @@ void TraceWriter::Abort() {
   store_->OnRollback();
 }
 
+Expected<int64_t> TraceWriter::StringId(int32_t key, std::string_view text) {
+  if (key < 0) return store_->Intern(text);
+  const auto k = static_cast<size_t>(key);
+  if (k < id_of_key_.size() && id_of_key_[k] >= 0) return id_of_key_[k];
+  auto id = store_->Intern(text);
+  if (!id.ok()) return id;
+  if (k >= id_of_key_.size()) id_of_key_.resize(std::max(k + 1, 2 * id_of_key_.size()), -1);
+  id_of_key_[k] = *id;
+  return id;
+}
+
 Status TraceWriter::AddEvent(const Event& e) {
-  auto name = store_->Intern(e.name);
+  auto name = StringId(e.name_key, e.name);
   if (!name.ok()) return name.status();
-  auto cat = store_->Intern(e.category);
+  auto cat = StringId(e.category_key, e.category);
   if (!cat.ok()) return cat.status();
-  sql::Statement& s = *store_->insert_event_;
-  int i = 1;
-  auto opt = [&](int64_t v) {
-    if (v < 0) s.BindNull(i++);
-    else s.Bind(i++, v);
-  };
-  s.Bind(i++, id_);
-  s.Bind(i++, std::string_view(EventKindName(e.kind)));
-  s.Bind(i++, *name);
-  s.Bind(i++, *cat);
-  s.Bind(i++, e.ts_ns);
-  s.Bind(i++, e.dur_ns);
-  s.Bind(i++, e.pid);
-  s.Bind(i++, e.tid);
-  opt(e.correlation);
-  opt(e.external_id);
-  for (int64_t v : e.grid) opt(v);
-  for (int64_t v : e.block) opt(v);
-  opt(e.registers);
-  opt(e.shared_memory);
-  if (e.occupancy < 0) s.BindNull(i++);
-  else s.Bind(i++, e.occupancy);
-  opt(e.bytes);
-  if (e.input_dims.empty()) s.BindNull(i++);
-  else s.Bind(i++, e.input_dims);
-  if (e.input_types.empty()) s.BindNull(i++);
-  else s.Bind(i++, e.input_types);
   // The CPU op a launch belongs to (its External id), when that op has come already.
   const bool call = e.kind == EventKind::kRuntime || e.kind == EventKind::kDriver;
   int64_t parent = -1;
   if (call && e.external_id >= 0) {
     if (auto it = op_by_external_.find(e.external_id); it != op_by_external_.end()) parent = it->second;
   }
-  opt(parent);
-  if (e.args.empty()) s.BindNull(i++);
-  else s.Bind(i++, e.args);
-  PORTKIT_RETURN_IF_ERROR(s.Run());
+  // The optional columns in kEventOptionalColumns' order; absent ones (< 0, empty) stay NULL.
+  const int64_t ints[] = {e.correlation, e.external_id, e.grid[0], e.grid[1], e.grid[2],
+                          e.block[0], e.block[1], e.block[2], e.registers, e.shared_memory};
+  static_assert(std::size(ints) + 6 == std::size(kEventOptionalColumns));
+  constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13,
+                     kParent = 1u << 14, kArgs = 1u << 15;
+  uint32_t present = 0;
+  for (size_t k = 0; k < std::size(ints); ++k)
+    if (ints[k] >= 0) present |= 1u << k;
+  if (e.occupancy >= 0) present |= kOccupancy;
+  if (e.bytes >= 0) present |= kBytes;
+  if (!e.input_dims.empty()) present |= kDims;
+  if (!e.input_types.empty()) present |= kTypes;
+  if (parent >= 0) present |= kParent;
+  if (!e.args.empty()) present |= kArgs;
+  uint32_t columns = present;
+  auto statement = store_->InsertEventStatement(&columns);
+  if (!statement.ok()) return statement.status();
+  sql::Statement& s = **statement;
+  // Texts are bound without a copy: the event's views stay valid until the row is written, and
+  // every parameter is bound again before the statement's next run.
+  int i = 1;
+  s.Bind(i++, id_);
+  s.BindStatic(i++, std::string_view(EventKindName(e.kind)));
+  s.Bind(i++, *name);
+  s.Bind(i++, *cat);
+  s.Bind(i++, e.ts_ns);
+  s.Bind(i++, e.dur_ns);
+  s.Bind(i++, e.pid);
+  s.Bind(i++, e.tid);
+  // `columns` names the statement's optional columns: those of `present`, or all of them.
+  auto value = [&](uint32_t bit, auto bind) {
+    if (!(columns & bit)) return;
+    if (present & bit) bind();
+    else s.BindNull(i);
+    ++i;
+  };
+  for (size_t k = 0; k < std::size(ints); ++k) value(1u << k, [&] { s.Bind(i, ints[k]); });
+  value(kOccupancy, [&] { s.Bind(i, e.occupancy); });
+  value(kBytes, [&] { s.Bind(i, e.bytes); });
+  value(kDims, [&] { s.BindStatic(i, e.input_dims); });
+  value(kTypes, [&] { s.BindStatic(i, e.input_types); });
+  value(kParent, [&] { s.Bind(i, parent); });
+  value(kArgs, [&] { s.BindStatic(i, e.args); });
+  PORTKIT_RETURN_IF_ERROR(s.RunKeepingBindings());
   if (e.kind == EventKind::kCpuOp && e.external_id >= 0)
     op_by_external_.try_emplace(e.external_id, store_->db_->LastInsertRowId());
   if (call && parent < 0) {
@@ -308,12 +375,13 @@ Status TraceWriter::AddEvent(const Event& e) {
 
 Status TraceWriter::AddMark(const Mark& m) {
   sql::Statement& s = *store_->insert_mark_;
-  s.Bind(1, id_).Bind(2, m.ph);
+  // Every parameter is bound on each run; the texts live until the row is written.
+  s.Bind(1, id_).BindStatic(2, m.ph);
   if (m.has_ts) s.Bind(3, m.ts_ns);
   else s.BindNull(3);
-  s.Bind(4, m.pid).Bind(5, m.tid).Bind(6, m.json);
+  s.Bind(4, m.pid).Bind(5, m.tid).BindStatic(6, m.json);
   ++marks_;
-  return s.Run();
+  return s.RunKeepingBindings();
 }
 
 Status TraceWriter::AddDevice(int64_t id, std::string_view name, std::string_view properties) {
@@ -322,27 +390,28 @@ Status TraceWriter::AddDevice(int64_t id, std::string_view name, std::string_vie
   return q->Bind(1, id_).Bind(2, id).Bind(3, name).Bind(4, properties).Run();
 }
 
-Status TraceWriter::LinkLaunchesToOps() {
-  sql::Database& db = *store_->db_;
-  // A runtime/driver call belongs to the CPU op with its External id (linked as the events came
-  // in, or here when the op came after the call); traces that do not carry that id (HTA's CUDA
-  // samples) get the innermost CPU op enclosing the call on its thread.
-  std::string t = std::to_string(id_);
-  {
-    auto upd = db.Prepare("UPDATE events SET parent = ? WHERE rowid = ?");
-    if (!upd.ok()) return upd.status();
-    for (const auto& [rowid, external] : unlinked_) {
-      auto it = op_by_external_.find(external);
-      if (it == op_by_external_.end()) {
-        needs_enclosing_ = true;
-        continue;
-      }
-      PORTKIT_RETURN_IF_ERROR(upd->Bind(1, it->second).Bind(2, rowid).Run());
+// A runtime/driver call belongs to the CPU op with its External id (linked as the events came in,
+// or here when the op came after the call); traces that do not carry that id (HTA's CUDA samples)
+// get the innermost CPU op enclosing the call on its thread.
+Status TraceWriter::LinkByExternalId() {
+  auto upd = store_->db_->Prepare("UPDATE events SET parent = ? WHERE rowid = ?");
+  if (!upd.ok()) return upd.status();
+  for (const auto& [rowid, external] : unlinked_) {
+    auto it = op_by_external_.find(external);
+    if (it == op_by_external_.end()) {
+      needs_enclosing_ = true;
+      continue;
     }
-    unlinked_.clear();
-    op_by_external_.clear();
+    PORTKIT_RETURN_IF_ERROR(upd->Bind(1, it->second).Bind(2, rowid).Run());
   }
-  if (!needs_enclosing_) return Status::Ok();
+  unlinked_.clear();
+  op_by_external_.clear();
+  return Status::Ok();
+}
+
+Status TraceWriter::LinkEnclosing() {
+  sql::Database& db = *store_->db_;
+  std::string t = std::to_string(id_);
   auto q = db.Prepare("SELECT rowid, kind, ts, dur, pid, tid, parent FROM events WHERE trace = " + t +
                       " AND kind IN ('cpu_op', 'runtime', 'driver') ORDER BY pid, tid, ts, dur DESC");
   if (!q.ok()) return q.status();
@@ -396,15 +465,63 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
     else q->Bind(3, warning);
     st = q->Bind(4, marks_).Bind(5, id_).Run();
   }
-  if (st.ok()) st = db.Exec(kIndexes);
-  if (st.ok()) st = LinkLaunchesToOps();
+  if (st.ok()) st = LinkByExternalId();
+  // Linking calls by nesting reads the calls in order through the indexes: such a trace gets its
+  // indexes inside its own transaction.
+  const bool indexed_inside = needs_enclosing_;
+  if (st.ok() && indexed_inside) st = db.Exec(kIndexes);
+  if (st.ok() && indexed_inside) st = LinkEnclosing();
   if (st.ok()) st = tx_->Commit();
   if (!st.ok()) {
     Abort();
     return st;
   }
   tx_.reset();
+  if (indexed_inside) {
+    store_->Checkpoint();
+    return Status::Ok();
+  }
+  // The trace is in: its rows, counts and links. Its indexes (which only make reads fast; every
+  // query gives the same rows without them) are built in a second transaction, while a second
+  // connection copies the trace's pages from the WAL into the store file and waits for their
+  // fsyncs on another core, instead of the index build waiting for them at the end.
+  store_->StartCheckpoint();
+  Status indexed;
+  {
+    sql::Transaction tx(db);
+    indexed = tx.status();
+    if (indexed.ok()) indexed = db.Exec(kIndexes);
+    if (indexed.ok()) indexed = tx.Commit();
+  }
+  store_->WaitForCheckpoint();
+  store_->Checkpoint();  // the index pages
+  if (!indexed.ok())
+    return Status(indexed.code(), indexed.message() +
+                                      " (the trace's events are stored; the next import builds the indexes again)");
   return Status::Ok();
+}
+
+void Store::Checkpoint() {
+  if (db_->path() == ":memory:") return;
+  // PASSIVE: copies what no reader still needs and never waits; what is left stays in the WAL,
+  // where readers find it, until a later checkpoint or the last connection's close.
+  (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+}
+
+void Store::StartCheckpoint() {
+  WaitForCheckpoint();
+  if (db_->path() == ":memory:") return;
+  checkpoint_ = std::thread([path = db_->path()] {
+    sql::OpenOptions options;
+    options.create = false;
+    auto db = sql::Database::Open(path, options);
+    if (db.ok())
+      (void)sqlite3_wal_checkpoint_v2(db->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  });
+}
+
+void Store::WaitForCheckpoint() {
+  if (checkpoint_.joinable()) checkpoint_.join();
 }
 
 }  // namespace portkit::prof

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -54,6 +55,11 @@ struct Event {
   double occupancy = -1;
   std::string_view input_dims, input_types;  ///< raw JSON text when recorded
   std::string_view args;                      ///< the event's `args` object, raw JSON text; empty when none
+  /// Optional, for importers that intern names on a thread of their own: a small number
+  /// (0, 1, 2, ... within one trace) that is the same for every event whose name (resp.
+  /// category) has the same text, so the store's thread looks the text up once per distinct
+  /// string instead of once per event. -1: look `name` (`category`) up.
+  int32_t name_key = -1, category_key = -1;
 };
 
 /// An event that is not a complete event ("X"): metadata ("M"), counter ("C"), instant ("i", "I"),
@@ -85,7 +91,11 @@ class TraceWriter {
   /// Re-kinds this trace's events of process `pid` stored as `from` (a process whose name came
   /// after its events); returns how many changed.
   Expected<int64_t> SetKindOfProcess(int64_t pid, EventKind from, EventKind to);
-  /// Records the counts, builds the indexes, links launches to operators and commits.
+  /// Records the counts, links launches to operators and commits; then builds the indexes in a
+  /// second transaction while another thread checkpoints the trace's pages (a trace whose calls
+  /// are linked by nesting gets its indexes inside its own transaction). An error in that second
+  /// transaction is returned, but the trace is stored: only the indexes are missing, and the
+  /// next import builds them.
   Status Finish(uint64_t events, uint64_t skipped, std::string_view warning);
   /// Rolls back now (what the destructor does when Finish was not reached).
   void Abort();
@@ -94,7 +104,13 @@ class TraceWriter {
   friend class Store;
   TraceWriter(Store* store, std::unique_ptr<sql::Transaction> tx, int64_t id)
       : store_(store), tx_(std::move(tx)), id_(id) {}
-  Status LinkLaunchesToOps();
+  /// Links the calls whose op came after them (by External id); the rest need LinkEnclosing.
+  Status LinkByExternalId();
+  /// Links calls without an op of their External id to the innermost CPU op enclosing them.
+  Status LinkEnclosing();
+  /// The store's id of `text`, whose importer key is `key` (Event::name_key), or of `text`
+  /// alone when `key` is -1.
+  Expected<int64_t> StringId(int32_t key, std::string_view text);
   Store* store_;
   std::unique_ptr<sql::Transaction> tx_;
   int64_t id_;
@@ -104,6 +120,7 @@ class TraceWriter {
   std::unordered_map<int64_t, int64_t> op_by_external_;
   std::vector<std::pair<int64_t, int64_t>> unlinked_;  // (rowid, external id)
   bool needs_enclosing_ = false;  // a runtime/driver call without an External id op: link by nesting
+  std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
 };
 
 class Store {
@@ -115,7 +132,8 @@ class Store {
   static Expected<Store> OpenForReading(const std::filesystem::path& path);
   Store(Store&& o) noexcept = default;
   Store& operator=(Store&&) = delete;
-  ~Store() = default;
+  /// Waits for a checkpoint still running (see TraceWriter::Finish).
+  ~Store() { WaitForCheckpoint(); }
 
   /// Starts a trace (replacing an earlier import of the same `path`). Only one trace is written
   /// at a time.
@@ -132,6 +150,17 @@ class Store {
   friend class TraceWriter;
   Store() = default;
   Expected<int64_t> Intern(std::string_view s);
+  /// The INSERT into events naming the optional columns of `*columns` (bit i: column i of
+  /// kEventOptionalColumns, in store.cc) and no others, prepared on first use. Once the cache is
+  /// full, a set not in it gets the statement naming every column (`*columns` says so).
+  Expected<sql::Statement*> InsertEventStatement(uint32_t* columns);
+  /// Copies the committed pages of the WAL into the store file on a thread of its own (a second
+  /// connection), while this one goes on; WaitForCheckpoint joins it. Best effort: a checkpoint
+  /// that fails leaves the pages in the WAL, where readers find them and a later one copies them.
+  void StartCheckpoint();
+  void WaitForCheckpoint();
+  /// A checkpoint on this connection (what SQLite would run after a commit; see Open).
+  void Checkpoint();
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
   struct StringHash {
@@ -139,7 +168,11 @@ class Store {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
-  std::unique_ptr<sql::Statement> insert_event_, insert_mark_, insert_string_, find_string_;
+  std::thread checkpoint_;             // StartCheckpoint's thread, while it runs
+  std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;
+  // One INSERT per set of columns an event has (a CPU op, a launch and a kernel each fill other
+  // columns): absent columns are left to their default NULL instead of bound one by one.
+  std::unordered_map<uint32_t, std::unique_ptr<sql::Statement>> insert_event_;
   // Ids of strings in the store (learnt in committed or the current transaction; strings are
   // never deleted, so an id stays valid for other processes' imports too).
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings_;

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <condition_variable>
 #include <deque>
+#include <limits>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -410,8 +412,8 @@ class EventParser {
       if (it != process_names_.end()) e.kind = AscendProcessKind(it->second);
       else unnamed_pids_.insert(e.pid);
     }
-    e.name = batch_->Keep(name_);
-    e.category = batch_->Keep(cat_);
+    e.name_key = Key(name_, &e.name);
+    e.category_key = Key(cat_, &e.category);
     e.input_dims = batch_->Keep(dims_);
     e.input_types = batch_->Keep(types_);
     e.args = batch_->Keep(args_);
@@ -432,6 +434,26 @@ class EventParser {
   void Clear() {
     invalid_ = false;
     ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear(), args_.clear();
+  }
+
+  /// The key of `text` among this trace's names and categories (Event::name_key), with `*kept`
+  /// viewing the parser's copy of it (valid for the whole import, unlike the batch's): the
+  /// store's thread then looks each distinct string up once. Past 2^31 distinct strings the
+  /// text goes with the batch and the store looks it up itself (-1).
+  int32_t Key(const std::string& text, std::string_view* kept) {
+    if (auto it = keys_.find(std::string_view(text)); it != keys_.end()) {
+      *kept = it->first;
+      return it->second;
+    }
+    if (texts_.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      *kept = batch_->Keep(text);
+      return -1;
+    }
+    texts_.emplace_back(text);
+    const auto key = static_cast<int32_t>(texts_.size() - 1);
+    keys_.emplace(std::string_view(texts_.back()), key);
+    *kept = texts_.back();
+    return key;
   }
 
   /// Reads the members portkit uses; true when the whole object was read.
@@ -476,6 +498,8 @@ class EventParser {
   std::map<int64_t, std::string> process_names_;  // pid → process_name metadata
   std::set<int64_t> unnamed_pids_;                // pids of cat-less events stored before their name
   std::string meta_name_;                         // args.name of the event in hand
+  std::deque<std::string> texts_;                 // names and categories by key (a deque: views stay valid)
+  std::unordered_map<std::string_view, int32_t> keys_;  // text (viewing texts_) → key
   simdjson::ondemand::parser parser_;
   std::string buffer_, ph_, cat_, name_, dims_, types_, args_;
   bool invalid_ = false;      // the event in hand has an out-of-range number

@@ -127,6 +127,134 @@ TEST_F(ProfStore, ReimportReplacesTheEarlierTraceAndAnAbortKeepsIt) {
   EXPECT_EQ(Names(*store), (std::vector<std::string>{"second"}));
 }
 
+// Each event is written by the INSERT naming the columns it has (one statement per set of
+// columns, up to a cap, then one naming them all): whichever statement wrote it, a row holds the
+// event's values and NULL for every column the event lacks.
+TEST_F(ProfStore, EveryEventKeepsItsColumnsWhicheverInsertWroteIt) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  auto writer = store->BeginTrace("a.json", "kineto");
+  ASSERT_TRUE(writer.ok());
+  // 300 events with 300 different sets of the 16 optional columns (past the cache's 64), each
+  // column's value derived from the event's number; names by importer key or by text.
+  const std::string names[] = {"aten::mm", "void gemm<float>(Params)", "cudaLaunchKernel"};
+  std::vector<std::string> texts(300);
+  auto has = [](int k, int bit) { return ((static_cast<uint32_t>(k) * 40503u + 7u) >> bit & 1u) != 0; };
+  for (int k = 0; k < 300; ++k) {
+    Event e;
+    e.kind = EventKind::kKernel;
+    e.name = names[k % 3];
+    if (k % 2 == 0) e.name_key = k % 3;
+    e.category = "kernel";
+    e.ts_ns = k;
+    e.dur_ns = 1;
+    int64_t* ints[] = {&e.correlation, &e.external_id, &e.grid[0], &e.grid[1], &e.grid[2], &e.block[0],
+                       &e.block[1], &e.block[2], &e.registers, &e.shared_memory};
+    for (int c = 0; c < 10; ++c)
+      if (has(k, c)) *ints[c] = 1000 * k + c;
+    if (has(k, 10)) e.occupancy = k + 0.5;
+    if (has(k, 11)) e.bytes = 1000 * k + 11;
+    texts[k] = "[" + std::to_string(k) + "]";
+    if (has(k, 12)) e.input_dims = texts[k];
+    if (has(k, 13)) e.input_types = texts[k];
+    if (has(k, 15)) e.args = texts[k];
+    ASSERT_TRUE(writer->AddEvent(e).ok()) << k;
+  }
+  ASSERT_TRUE(writer->Finish(300, 0, "").ok());
+  auto q = store->db().Prepare(
+      "SELECT s.value, e.correlation, e.external_id, e.grid_x, e.grid_y, e.grid_z, e.block_x, e.block_y, "
+      "e.block_z, e.registers, e.shared_memory, e.occupancy, e.bytes, e.input_dims, e.input_types, e.parent, "
+      "e.args, e.kind, e.ts FROM events e JOIN strings s ON s.id = e.name ORDER BY e.ts");
+  ASSERT_TRUE(q.ok());
+  int k = 0;
+  for (; *q->Step(); ++k) {
+    ASSERT_EQ(q->Int(18), k);
+    EXPECT_EQ(q->Text(0), names[k % 3]) << k;
+    for (int c = 0; c < 10; ++c) {
+      EXPECT_EQ(q->IsNull(1 + c), !has(k, c)) << k << " column " << c;
+      if (has(k, c)) EXPECT_EQ(q->Int(1 + c), 1000 * k + c) << k << " column " << c;
+    }
+    EXPECT_EQ(q->IsNull(11), !has(k, 10)) << k;
+    if (has(k, 10)) EXPECT_EQ(q->Double(11), k + 0.5) << k;
+    EXPECT_EQ(q->IsNull(12), !has(k, 11)) << k;
+    if (has(k, 11)) EXPECT_EQ(q->Int(12), 1000 * k + 11) << k;
+    for (int c : {12, 13, 15}) {
+      const int column = c == 15 ? 16 : c + 1;
+      EXPECT_EQ(q->IsNull(column), !has(k, c)) << k << " column " << c;
+      if (has(k, c)) EXPECT_EQ(q->Text(column), texts[k]) << k << " column " << c;
+    }
+    EXPECT_TRUE(q->IsNull(15)) << k;  // parent: kernels have none
+    EXPECT_EQ(q->Text(17), "kernel");
+  }
+  EXPECT_EQ(k, 300);
+}
+
+// Importer keys name strings within one trace only: after a rolled-back trace, the same keys in the
+// next trace still get strings that exist.
+TEST_F(ProfStore, ImporterKeysOfARolledBackTraceAreForgotten) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  {
+    auto writer = store->BeginTrace("a.json", "kineto");
+    ASSERT_TRUE(writer.ok());
+    Event e = Kernel("rolled_back", 1);
+    e.name_key = 0;
+    ASSERT_TRUE(writer->AddEvent(e).ok());
+  }
+  auto writer = store->BeginTrace("b.json", "kineto");
+  ASSERT_TRUE(writer.ok());
+  Event e = Kernel("kept", 2);
+  e.name_key = 0;
+  ASSERT_TRUE(writer->AddEvent(e).ok());
+  e.ts_ns = 3;
+  ASSERT_TRUE(writer->AddEvent(e).ok());
+  ASSERT_TRUE(writer->Finish(2, 0, "").ok());
+  EXPECT_EQ(Names(*store), (std::vector<std::string>{"kept", "kept"}));
+}
+
+// Finish commits the trace, then builds the indexes in a second transaction while another thread
+// checkpoints; once it returns, both indexes are there and every page of the WAL is in the store
+// file. A trace whose calls are linked by nesting (no External ids) gets the same.
+TEST_F(ProfStore, FinishLeavesTheIndexesBuiltAndTheWalCheckpointed) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  for (bool nested : {false, true}) {
+    auto writer = store->BeginTrace(nested ? "nested.json" : "a.json", "kineto");
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 2000; ++i) {
+      Event op;
+      op.kind = EventKind::kCpuOp;
+      op.name = "aten::mm";
+      op.ts_ns = 100 * i;
+      op.dur_ns = 50;
+      op.external_id = nested ? -1 : i;
+      Event call = op;
+      call.kind = EventKind::kRuntime;
+      call.name = "cudaLaunchKernel";
+      call.ts_ns += 10;
+      call.dur_ns = 10;
+      call.correlation = i;
+      ASSERT_TRUE(writer->AddEvent(op).ok());
+      ASSERT_TRUE(writer->AddEvent(call).ok());
+    }
+    ASSERT_TRUE(writer->Finish(4000, 0, "").ok());
+    std::vector<std::string> indexes;
+    auto q = store->db().Prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'events%' ORDER BY name");
+    ASSERT_TRUE(q.ok());
+    while (*q->Step()) indexes.emplace_back(q->Text(0));
+    EXPECT_EQ(indexes, (std::vector<std::string>{"events_kind", "events_launch"})) << nested;
+    int log = -1, copied = -2;
+    ASSERT_EQ(sqlite3_wal_checkpoint_v2(store->db().raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied),
+              SQLITE_OK);
+    EXPECT_EQ(log, copied) << nested;
+    // Every call is linked to its op, by External id or by nesting.
+    auto unlinked = store->db().Prepare("SELECT COUNT(*) FROM events WHERE kind = 'runtime' AND parent IS NULL");
+    ASSERT_TRUE(unlinked.ok());
+    ASSERT_TRUE(*unlinked->Step());
+    EXPECT_EQ(unlinked->Int(0), 0) << nested;
+  }
+}
+
 TEST_F(ProfStore, AReadOnlyStoreCannotBeWritten) {
   { ASSERT_TRUE(Store::Open(path_).ok()); }
   auto store = Store::OpenForReading(path_);
