@@ -208,6 +208,14 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   import->add_option("--max-expansion", import_limits.max_expansion,
                      "refuse a gzip trace that expands more than this many times its size once past 64 MiB "
                      "(default 100; 0 = no limit)");
+  import->add_option("--max-events", import_limits.max_events,
+                     "refuse a trace with more events (or kernel_details rows) than this (default 100000000; 0 = no "
+                     "limit)");
+  uint64_t max_growth_mb = import_limits.max_store_growth_bytes >> 20;
+  import->add_option("--max-store-growth-mb", max_growth_mb,
+                     "refuse a trace whose rows would grow portkit.db by more than this many MiB (default 32768; 0 = "
+                     "no limit)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
 
   auto* exp = app.add_subcommand("export", "export summary | export timeline: files from an imported profile");
   exp->require_subcommand(1);
@@ -257,6 +265,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   }
   if (import->parsed()) {
     import_limits.max_object_bytes = max_object_mb << 20;
+    import_limits.max_store_growth_bytes = max_growth_mb << 20;
     return Import(import_dir, import_limits, ctx);
   }
   if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, ctx);

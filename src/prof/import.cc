@@ -218,6 +218,7 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   for (const auto& [path, why] : report.skipped) log.Info("Skipped " + path + ": " + why + ".");
   auto store = Store::Open(report.database);
   if (!store.ok()) return store.status();
+  store->SetTraceLimits(options.limits.max_events, options.limits.max_store_growth_bytes);
   // The crash marker: which traces are still to come; removed once the run ends.
   const fs::path marker = report.folder / (std::string(kImportMarkerPrefix) + std::to_string(getpid()));
   std::vector<std::string> pending;

@@ -17,7 +17,17 @@ struct ImportLimits {
   /// kExpansionFloorBytes have come out (`--max-expansion`; 0 = no cap). Real gzip traces expand
   /// 9 to 20 times; a gzip bomb of repeated bytes about 1000 times.
   uint64_t max_expansion = 100;
+  /// The most events (or kernel_details rows) one trace may store (`--max-events`; 0 = no cap).
+  /// The largest real traces seen hold a few million; a generated or damaged one more.
+  uint64_t max_events = 100'000'000;
+  /// The most one trace's import may grow the store, in bytes (`--max-store-growth-mb`; 0 = no
+  /// cap): checked as the events are written (every kGrowthCheckEvents), before the indexes,
+  /// which come on top at the end (about a third of the rows' size).
+  uint64_t max_store_growth_bytes = uint64_t{32} << 30;
 };
+
+/// How often (in events) TraceWriter checks the store's growth against the cap.
+inline constexpr uint64_t kGrowthCheckEvents = 16384;
 
 /// Below this many decompressed bytes the expansion cap does not apply (small files compress well).
 inline constexpr uint64_t kExpansionFloorBytes = uint64_t{64} << 20;

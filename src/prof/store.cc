@@ -1,5 +1,7 @@
 #include "prof/store.h"
 
+#include "prof/import_limits.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -286,7 +288,8 @@ Status Store::DropTraces(const std::vector<std::string>& paths) {
 TraceWriter::TraceWriter(TraceWriter&& o) noexcept
     : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_), marks_(o.marks_),
       op_by_external_(std::move(o.op_by_external_)), unlinked_(std::move(o.unlinked_)),
-      needs_enclosing_(o.needs_enclosing_), id_of_key_(std::move(o.id_of_key_)) {}
+      needs_enclosing_(o.needs_enclosing_), id_of_key_(std::move(o.id_of_key_)), events_(o.events_),
+      start_pages_(o.start_pages_) {}
 
 TraceWriter::~TraceWriter() { Abort(); }
 
@@ -308,7 +311,40 @@ Expected<int64_t> TraceWriter::StringId(int32_t key, std::string_view text) {
   return id;
 }
 
+Expected<std::pair<int64_t, int64_t>> Store::Pages() {
+  int64_t v[2] = {0, 0};
+  const char* pragmas[] = {"PRAGMA page_count", "PRAGMA page_size"};
+  for (int i = 0; i < 2; ++i) {
+    auto q = db_->Prepare(pragmas[i]);
+    if (!q.ok()) return q.status();
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (*row) v[i] = q->Int(0);
+  }
+  return std::pair{v[0], v[1]};
+}
+
+Status TraceWriter::CheckLimits() {
+  const std::string& db = store_->db_->path();
+  if (store_->max_events_ > 0 && events_ >= store_->max_events_)
+    return InvalidArgument(db + ": over the limit: more than " + std::to_string(store_->max_events_) +
+                           " events in one trace; not imported. --max-events raises the limit");
+  if (store_->max_growth_bytes_ == 0 || events_ % kGrowthCheckEvents != 0) return Status::Ok();
+  auto pages = store_->Pages();
+  if (!pages.ok()) return pages.status();
+  if (start_pages_ < 0) start_pages_ = pages->first;
+  const auto grown = static_cast<uint64_t>(std::max<int64_t>(0, pages->first - start_pages_)) *
+                     static_cast<uint64_t>(pages->second);
+  if (grown > store_->max_growth_bytes_)
+    return InvalidArgument(db + ": over the limit: one trace grew the store by more than " +
+                           std::to_string(store_->max_growth_bytes_ >> 20) + " MiB (" + std::to_string(events_) +
+                           " events); not imported. --max-store-growth-mb raises the limit");
+  return Status::Ok();
+}
+
 Status TraceWriter::AddEvent(const Event& e) {
+  PORTKIT_RETURN_IF_ERROR(CheckLimits());
+  ++events_;
   auto name = StringId(e.name_key, e.name);
   if (!name.ok()) return name.status();
   auto cat = StringId(e.category_key, e.category);

@@ -121,6 +121,10 @@ class TraceWriter {
   std::vector<std::pair<int64_t, int64_t>> unlinked_;  // (rowid, external id)
   bool needs_enclosing_ = false;  // a runtime/driver call without an External id op: link by nesting
   std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
+  uint64_t events_ = 0;          // added so far, for Store::SetTraceLimits
+  int64_t start_pages_ = -1;     // the store's page count when the trace began (-1: not measured)
+  /// Checks the caps of Store::SetTraceLimits before the next event is stored.
+  Status CheckLimits();
 };
 
 class Store {
@@ -140,6 +144,13 @@ class Store {
   Expected<TraceWriter> BeginTrace(std::string_view path, std::string_view format);
 
   sql::Database& db() { return *db_; }
+
+  /// The caps each trace written from now on is held to (ImportLimits::max_events and
+  /// max_store_growth_bytes; 0: none): past either, AddEvent fails with "over the limit" and the
+  /// trace is rolled back.
+  void SetTraceLimits(uint64_t max_events, uint64_t max_growth_bytes) {
+    max_events_ = max_events, max_growth_bytes_ = max_growth_bytes;
+  }
 
   /// The paths of the stored traces, sorted.
   Expected<std::vector<std::string>> TracePaths();
@@ -167,6 +178,10 @@ class Store {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  /// The store's size in pages and its page size (PRAGMA page_count / page_size), in the
+  /// transaction in hand.
+  Expected<std::pair<int64_t, int64_t>> Pages();
+  uint64_t max_events_ = 0, max_growth_bytes_ = 0;
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
   std::thread checkpoint_;             // StartCheckpoint's thread, while it runs
   std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;

@@ -270,6 +270,24 @@ $T "$PORTKIT" prof import -dir "$lim/csv" --max-object-mb 1 >"$lim/csv.out" 2>&1
 check "kernel_details.csv with an unterminated quote over the row cap: exit 2, message" \
   "[ $? = 2 ] && grep -q 'kernel_details.csv:3: a record longer than 1 MiB (an unterminated quote?); not read further' '$lim/csv.out'"
 
+# Event count and store growth: explicit caps that flags set (docs/safety.md, Limits).
+mkdir -p "$lim/many"
+python3 -c "
+import sys
+ev = '{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":1}'
+sys.stdout.write('{\"traceEvents\":[' + ','.join(ev % (i % 97, i) for i in range(100000)) + ']}')
+" >"$lim/many/trace.json"
+$T "$PORTKIT" prof import -dir "$lim/many" --max-events 50000 >"$lim/many_events.out" 2>&1
+check "prof import of 100k events with --max-events 50000: exit 2, names the limit and the flag" \
+  "[ $? = 2 ] && grep -q 'over the limit: more than 50000 events in one trace; not imported. --max-events raises the limit' '$lim/many_events.out'"
+check "  nothing of it is stored" "! grep -Eq 'trace.json +\\| +kineto +\\| +[1-9]' '$lim/many_events.out'"
+$T "$PORTKIT" prof import -dir "$lim/many" --max-store-growth-mb 1 >"$lim/many_growth.out" 2>&1
+check "prof import growing the store past --max-store-growth-mb 1: exit 2, names the limit and the flag" \
+  "[ $? = 2 ] && grep -q 'over the limit: one trace grew the store by more than 1 MiB (.* events); not imported. --max-store-growth-mb raises the limit' '$lim/many_growth.out'"
+$T "$PORTKIT" prof import -dir "$lim/many" >"$lim/many_ok.out" 2>&1
+check "  under the default caps all 100000 events are stored (exit 0)" \
+  "[ $? = 0 ] && grep -Eq 'trace.json +\\| +kineto +\\| +100000 ' '$lim/many_ok.out'"
+
 # convert goes on after an unreadable tensor file, names it, and exits non-zero.
 cvd="$tmp/convert_on"
 cp -r "$F/ref" "$cvd" && head -c 100 /dev/urandom >"$cvd/op_000001.safetensors"
