@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -510,16 +512,39 @@ Divergence FindDivergence(const std::vector<CompareRow>& rows) {
     std::string replay_key, bad_key;
     ErrorSummary in, out;
   };
-  std::map<long, OpVerdicts> by_op;
   auto key_of = [](const CompareRow& r) {
     const std::string& n = r.target.name;
     size_t dot = n.find(".input."), dot2 = n.find(".output."), dot3 = n.find(".replay.");
     size_t at = std::min({dot, dot2, dot3});
     return at == std::string::npos ? n : n.substr(at + 1);
   };
+  Divergence d;
+  // The rows of one target operator are consecutive, in the target's execution order (RunCompare
+  // builds them so): each operator is judged when its rows end, nothing kept for the others.
+  auto judge = [&](long index, const OpVerdicts& v) {
+    if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
+    if (d.first_local >= 0) return;
+    std::string evidence, basis;
+    if (v.replayed) {
+      if (v.replay_bad) d.first_local = index, d.basis = "replay",
+                        d.evidence = v.replay_key + " (computed from the reference's inputs) differs";
+    } else if (v.output_bad && v.inputs_seen && v.inputs_ok) {
+      d.first_local = index, d.basis = "inputs matched", d.evidence = v.bad_key + " is No, every input Yes";
+    } else if (v.inputs_seen && ErrorGrows(v.in, v.out, evidence, basis)) {
+      d.first_local = index, d.basis = basis, d.evidence = evidence;
+    } else if (v.output_bad && !v.inputs_seen) {
+      d.first_local = index, d.basis = "outputs only", d.evidence = v.bad_key + " is No (no inputs dumped)";
+    }
+  };
+  long current = -1;
+  OpVerdicts v;
   for (const auto& r : rows) {
     if (r.target_op < 0 || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
-    OpVerdicts& v = by_op[r.target_op];
+    if (r.target_op != current) {
+      if (current >= 0) judge(current, v);
+      if (d.first_local >= 0 && d.first_mismatch >= 0) return d;
+      current = r.target_op, v = OpVerdicts();
+    }
     bool bad = r.verdict == Verdict::kNo;
     if (r.replay) {
       // Computed from the reference's inputs, its error is the operator's own: beyond the verdict,
@@ -543,22 +568,7 @@ Divergence FindDivergence(const std::vector<CompareRow>& rows) {
       if (IsFloating(RowDType(r.target))) v.in.Add(r, key_of(r));
     }
   }
-  Divergence d;
-  for (const auto& [index, v] : by_op) {  // std::map: execution order of the target
-    if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
-    if (d.first_local >= 0) continue;
-    std::string evidence, basis;
-    if (v.replayed) {
-      if (v.replay_bad) d.first_local = index, d.basis = "replay",
-                        d.evidence = v.replay_key + " (computed from the reference's inputs) differs";
-    } else if (v.output_bad && v.inputs_seen && v.inputs_ok) {
-      d.first_local = index, d.basis = "inputs matched", d.evidence = v.bad_key + " is No, every input Yes";
-    } else if (v.inputs_seen && ErrorGrows(v.in, v.out, evidence, basis)) {
-      d.first_local = index, d.basis = basis, d.evidence = evidence;
-    } else if (v.output_bad && !v.inputs_seen) {
-      d.first_local = index, d.basis = "outputs only", d.evidence = v.bad_key + " is No (no inputs dumped)";
-    }
-  }
+  if (current >= 0) judge(current, v);
   return d;
 }
 
@@ -604,6 +614,54 @@ class FileNames {
  private:
   std::string text_;
   std::vector<size_t> end_;
+};
+
+/// A dump's operators read forward on demand and dropped once behind (compare walks both dumps
+/// in execution order): only the operators between two matched ones are held, not the dump.
+/// `on_read` sees each operator once, in order. The dump was counted by a first pass: a second
+/// read that finds another number of operators (the files changed in between) is an error.
+class OpWindow {
+ public:
+  using OnRead = std::function<void(const DumpOp&)>;
+  OpWindow(DumpReader reader, size_t expected, OnRead on_read)
+      : reader_(std::move(reader)), expected_(expected), on_read_(std::move(on_read)) {}
+
+  /// Reads operators up to position `pos` (which must not have been released).
+  Status ReadTo(size_t pos) {
+    while (pos >= base_ + ops_.size()) {
+      DumpOp op;
+      auto more = reader_.Next(op);
+      if (!more.ok()) return more.status();
+      if (!*more || base_ + ops_.size() >= expected_) return Changed();
+      on_read_(op);
+      ops_.push_back(std::move(op));
+    }
+    return Status::Ok();
+  }
+  /// An operator read and not released.
+  const DumpOp& At(size_t pos) const { return ops_.at(pos - base_); }
+  void ReleaseBefore(size_t pos) {
+    for (; base_ < pos && !ops_.empty(); ++base_) ops_.pop_front();
+  }
+  /// Every operator read, and no more in the dump.
+  Status Finish() {
+    DumpOp op;
+    auto more = reader_.Next(op);
+    if (!more.ok()) return more.status();
+    if (*more || base_ + ops_.size() != expected_) return Changed();
+    return Status::Ok();
+  }
+
+ private:
+  Status Changed() const {
+    return IoError(reader_.dir().string() + ": the dump changed while compare was reading it (" +
+                   std::to_string(expected_) + " operators on the first reading, not on the second)");
+  }
+  DumpReader reader_;
+  size_t expected_;
+  OnRead on_read_;
+  std::deque<DumpOp> ops_;
+  size_t base_ = 0;  // position of ops_.front()
 };
 
 /// Metrics and statistics of one element range of a pending pair.
@@ -832,30 +890,51 @@ bool CompareReport::HasMismatch() const {
 
 Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) {
   Logger& log = ctx.logger;
-  auto ref = Dump::Load(options.reference);
-  if (!ref.ok()) return ref.status();
-  auto tgt = Dump::Load(options.target);
-  if (!tgt.ok()) return tgt.status();
   CompareReport report;
   report.reference = options.reference.string();
   report.target = options.target.string();
   report.match = options.match;
-  for (const auto* d : {&*ref, &*tgt})
-    if (!d->warning.empty()) report.warnings.push_back(d->warning);
   std::map<std::string, std::string> mapping;
   if (!options.mapping.empty()) {
     auto m = LoadMapping(options.mapping);
     if (!m.ok()) return m.status();
     mapping = std::move(*m);
   }
-  // Matching: target names renamed through the mapping, then aligned on the chosen key.
+  auto mapped = [&](const DumpOp& op) -> const std::string* {
+    auto it = mapping.find(op.name);
+    return it != mapping.end() ? &it->second : nullptr;
+  };
+  // First pass, one operator at a time: the matching keys (target names renamed through the
+  // mapping), the replay facts and the operator counts; nothing else of the dumps is kept.
   bool with_shapes = options.match == MatchKey::kNameAndShape;
   std::vector<std::string> tkeys, rkeys;
-  for (const auto& op : tgt->ops) {
-    auto it = mapping.find(op.name);
-    tkeys.push_back(OpMatchKey(op, with_shapes, it != mapping.end() ? &it->second : nullptr));
+  std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
+  std::vector<std::string> warnings(2);
+  size_t target_tensors = 0, reference_tensors = 0;
+  for (int side = 0; side < 2; ++side) {
+    const bool target = side == 0;
+    auto reader = DumpReader::Open(target ? options.target : options.reference);
+    if (!reader.ok()) return reader.status();
+    for (DumpOp op;;) {
+      auto more = reader->Next(op);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      (target ? target_tensors : reference_tensors) += op.tensors.size();
+      if (target) {
+        tkeys.push_back(OpMatchKey(op, with_shapes, mapped(op)));
+        if (op.replay_status == "ok") ++report.replay_ok;
+        else if (!op.replay_status.empty()) ++report.replay_skipped;
+      } else {
+        if (report.replay_ok + report.replay_skipped > 0) ref_position[op.index] = rkeys.size();
+        rkeys.push_back(OpMatchKey(op, with_shapes));
+      }
+    }
+    warnings[side] = reader->warning();
   }
-  for (const auto& op : ref->ops) rkeys.push_back(OpMatchKey(op, with_shapes));
+  for (int side : {1, 0})  // the reference's first, as they were
+    if (!warnings[static_cast<size_t>(side)].empty()) report.warnings.push_back(warnings[static_cast<size_t>(side)]);
+  report.target_ops = tkeys.size();
+  report.reference_ops = rkeys.size();
   AlignStats align_stats;
   auto pairs = AlignKeys(tkeys, rkeys, &align_stats, options.align_budget > 0 ? options.align_budget : kAlignBudget);
   std::vector<std::string>().swap(tkeys), std::vector<std::string>().swap(rkeys);  // not needed any more
@@ -867,66 +946,56 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
         std::to_string(align_stats.unaligned_target) + " target and " +
         std::to_string(align_stats.unaligned_reference) +
         " reference operators in the most different regions were left unmatched (listed as such)");
-  report.target_ops = tgt->ops.size();
-  report.reference_ops = ref->ops.size();
   report.matched_ops = pairs.size();
   report.renames = mapping.size();
-  log.Info("Matched " + std::to_string(pairs.size()) + " operators (target " + std::to_string(tgt->ops.size()) +
-           ", reference " + std::to_string(ref->ops.size()) + ", key " + std::string(MatchKeyName(options.match)) +
+  log.Info("Matched " + std::to_string(pairs.size()) + " operators (target " + std::to_string(report.target_ops) +
+           ", reference " + std::to_string(report.reference_ops) + ", key " +
+           std::string(MatchKeyName(options.match)) +
            (mapping.empty() ? "" : ", " + std::to_string(mapping.size()) + " renames") + ").");
 
-  // msprobe-style call names (`Functional.linear.0.forward`) for the msprobe layout; a portkit
-  // operator gets its name, its occurrence in its phase and the phase.
-  auto calls_of = [](const Dump& d) {
-    std::vector<std::string> out;
-    out.reserve(d.ops.size());
-    std::map<std::pair<std::string, std::string>, size_t> seen;
-    for (const auto& op : d.ops)
-      out.push_back(!op.call.empty() ? op.call
-                                     : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase);
-    return out;
-  };
-  if (options.msprobe_names) {
-    report.target_calls = calls_of(*tgt);
-    report.reference_calls = calls_of(*ref);
-    report.target_stacks.reserve(tgt->ops.size());
-    for (const auto& op : tgt->ops) report.target_stacks.push_back(op.stack);
-  }
-  std::vector<CompareRow>& rows = report.rows;
-  {
-    // Room for every row at once (an upper bound: untouched capacity costs address space, not
-    // memory), so 200k rows are not copied while the vector grows.
-    size_t bound = tgt->ops.size() + ref->ops.size();
-    for (const auto* d : {&*tgt, &*ref})
-      for (const auto& op : d->ops) bound += op.tensors.size();
-    rows.reserve(bound);
-  }
-  // Each operator's tensor file, copied out of the manifests first: the operators' own strings
-  // then go, so the memory of an operator's records is freed in whole pages once its rows are built
-  // (and handed back by TrimHeap below), not left in holes between surviving strings.
+  // Second pass: the rows, built walking both dumps in execution order; each operator is read
+  // when reached and dropped once behind (a replayed target may pair with any reference operator,
+  // so the reference's are kept then). What outlives the operators is copied as they are read:
+  // each one's tensor file (for the workers), the target's names (for the first divergence) and,
+  // for the msprobe layout, msprobe-style call names (`Functional.linear.0.forward`; a portkit
+  // operator gets its name, its occurrence in its phase and the phase).
   FileNames tfiles, rfiles;
-  for (auto [d, files] : {std::pair{&*tgt, &tfiles}, std::pair{&*ref, &rfiles}}) {
-    for (const auto& op : d->ops) files->Add(op.file);  // all copied before any is freed:
-    for (auto& op : d->ops) std::string().swap(op.file);  // the copy does not refill the holes
+  std::vector<CompareOp> target_ops;
+  target_ops.reserve(report.target_ops);
+  if (options.msprobe_names) {
+    report.target_calls.reserve(report.target_ops), report.reference_calls.reserve(report.reference_ops);
+    report.target_stacks.reserve(report.target_ops);
   }
+  std::map<std::pair<std::string, std::string>, size_t> tseen, rseen;
+  auto call_of = [](const DumpOp& op, std::map<std::pair<std::string, std::string>, size_t>& seen) {
+    return !op.call.empty() ? op.call : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase;
+  };
+  auto topen = DumpReader::Open(options.target);
+  if (!topen.ok()) return topen.status();
+  auto ropen = DumpReader::Open(options.reference);
+  if (!ropen.ok()) return ropen.status();
+  OpWindow tgt(std::move(*topen), report.target_ops, [&](const DumpOp& op) {
+    tfiles.Add(op.file);
+    target_ops.push_back(OpOf(op));
+    if (options.msprobe_names) {
+      report.target_calls.push_back(call_of(op, tseen));
+      report.target_stacks.push_back(op.stack);
+    }
+  });
+  OpWindow ref(std::move(*ropen), report.reference_ops, [&](const DumpOp& op) {
+    rfiles.Add(op.file);
+    if (options.msprobe_names) report.reference_calls.push_back(call_of(op, rseen));
+  });
+  // Room for every row and pending pair at once (upper bounds: untouched capacity costs address
+  // space, not memory), so 200k rows are not copied while the vectors grow.
+  std::vector<CompareRow>& rows = report.rows;
+  rows.reserve(report.target_ops + report.reference_ops + target_tensors + reference_tensors);
   std::vector<PendingPair> pending;
-  {
-    // Likewise one pending pair per target tensor at most: no copy of 100k pairs while it grows.
-    size_t bound = 0;
-    for (const auto& op : tgt->ops) bound += op.tensors.size();
-    pending.reserve(bound);
-  }
+  pending.reserve(target_tensors);
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
   FileCache header_cache_t, header_cache_r;
-  std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
-  if (std::any_of(tgt->ops.begin(), tgt->ops.end(), [](const DumpOp& op) { return op.replay_reference >= 0; }))
-    for (size_t i = 0; i < ref->ops.size(); ++i) ref_position[ref->ops[i].index] = i;
-  for (const auto& op : tgt->ops) {
-    if (op.replay_status == "ok") ++report.replay_ok;
-    else if (!op.replay_status.empty()) ++report.replay_skipped;
-  }
   auto read_error = [&](CompareRow& row, std::string message) {
     row.read_error = true;
     row.message = std::move(message);
@@ -965,51 +1034,57 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     rows.push_back(std::move(row));
     report.shape_changes.push_back(std::move(sc));
   };
-  // The operators between two matched ones, in execution order: with name+shape matching, those
-  // of the same name and phase on both sides are shape changes; the rest have no counterpart.
+  // The operators between two matched ones (read up to t1 and r1 already), in execution order:
+  // with name+shape matching, those of the same name and phase on both sides are shape changes;
+  // the rest have no counterpart.
   auto gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) {
     std::vector<std::pair<long, long>> same_name;
     if (with_shapes && t0 < t1 && r0 < r1) {
       std::vector<std::string> tn, rn;
-      for (size_t i = t0; i < t1; ++i) {
-        auto it = mapping.find(tgt->ops[i].name);
-        tn.push_back(OpMatchKey(tgt->ops[i], false, it != mapping.end() ? &it->second : nullptr));
-      }
-      for (size_t i = r0; i < r1; ++i) rn.push_back(OpMatchKey(ref->ops[i], false));
+      for (size_t i = t0; i < t1; ++i) tn.push_back(OpMatchKey(tgt.At(i), false, mapped(tgt.At(i))));
+      for (size_t i = r0; i < r1; ++i) rn.push_back(OpMatchKey(ref.At(i), false));
       same_name = AlignKeys(tn, rn);
     }
     size_t t = t0, r = r0;
     for (auto [a, b] : same_name) {
       size_t ta = t0 + static_cast<size_t>(a), rb = r0 + static_cast<size_t>(b);
-      for (; t < ta; ++t) unmatched_op(tgt->ops[t], true);
-      for (; r < rb; ++r) unmatched_op(ref->ops[r], false);
-      shape_change(tgt->ops[ta], ref->ops[rb]);
+      for (; t < ta; ++t) unmatched_op(tgt.At(t), true);
+      for (; r < rb; ++r) unmatched_op(ref.At(r), false);
+      shape_change(tgt.At(ta), ref.At(rb));
       t = ta + 1, r = rb + 1;
     }
-    for (; t < t1; ++t) unmatched_op(tgt->ops[t], true);
-    for (; r < r1; ++r) unmatched_op(ref->ops[r], false);
+    for (; t < t1; ++t) unmatched_op(tgt.At(t), true);
+    for (; r < r1; ++r) unmatched_op(ref.At(r), false);
   };
-  size_t next_t = 0, next_r = 0, freed_t = 0, freed_r = 0, since_trim = 0;
+  size_t next_t = 0, next_r = 0, since_trim = 0;
   const bool replayed_target = report.replay_ok + report.replay_skipped > 0;
   for (auto [ti, ri] : pairs) {
-    gap(next_t, static_cast<size_t>(ti), next_r, static_cast<size_t>(ri));
-    next_t = static_cast<size_t>(ti) + 1, next_r = static_cast<size_t>(ri) + 1;
-    const DumpOp& top = tgt->ops[static_cast<size_t>(ti)];
-    const DumpOp& aligned = ref->ops[static_cast<size_t>(ri)];
+    const size_t tpos = static_cast<size_t>(ti), rpos = static_cast<size_t>(ri);
+    if (auto st = tgt.ReadTo(tpos); !st.ok()) return st;
+    if (auto st = ref.ReadTo(rpos); !st.ok()) return st;
+    gap(next_t, tpos, next_r, rpos);
+    next_t = tpos + 1, next_r = rpos + 1;
+    const DumpOp& top = tgt.At(tpos);
+    const DumpOp& aligned = ref.At(rpos);
     // Replayed outputs were computed from the inputs of the reference op the dumper paired them
     // with (same name and phase, same occurrence), which alignment may not have chosen.
     const DumpOp* replay_source = &aligned;
+    size_t replay_pos = rpos;
     std::string replay_problem;
     if (top.replay_reference >= 0) {
       auto it = ref_position.find(top.replay_reference);
       if (it == ref_position.end()) {
         replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) +
                          ", which this reference dump does not have (another load_file_path?)";
-      } else if (ref->ops[it->second].name != aligned.name || ref->ops[it->second].phase != aligned.phase) {
-        replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) + " (" +
-                         ref->ops[it->second].name + "), not this operator: another load_file_path?";
       } else {
-        replay_source = &ref->ops[it->second];
+        if (auto st = ref.ReadTo(it->second); !st.ok()) return st;
+        const DumpOp& source = ref.At(it->second);
+        if (source.name != aligned.name || source.phase != aligned.phase) {
+          replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) + " (" +
+                           source.name + "), not this operator: another load_file_path?";
+        } else {
+          replay_source = &source, replay_pos = it->second;
+        }
       }
     }
     std::set<std::string> target_keys;
@@ -1021,11 +1096,12 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       std::string rkey = row.replay ? tt.key.substr(7) : tt.key;
       row.output = IsOutputKey(rkey);
       const DumpOp& rop = row.replay ? *replay_source : aligned;
+      const size_t rop_pos = row.replay ? replay_pos : rpos;
       auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == rkey; });
       row.target = {label(top, tt.key), tt.dtype, tt.shape, std::nullopt, tt.requires_grad, tt.data_name};
       if (rit != rop.tensors.end()) {
         row.reference = {label(rop, rit->key), rit->dtype, rit->shape, std::nullopt, rit->requires_grad, rit->data_name};
-        row.reference_op = &rop - ref->ops.data();
+        row.reference_op = static_cast<long>(rop_pos);
       }
       row.verdict = Verdict::kUnmatched;
       if (row.replay && !replay_problem.empty()) {
@@ -1040,8 +1116,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
                                           : !rit->note.empty() ? rit->note + " (reference)"
                                           : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
                                                 " is not supported");
-      } else if (auto tpath = TensorDataPath(tgt->dir, tfiles[static_cast<size_t>(ti)], tt.data_name),
-                 rpath = TensorDataPath(ref->dir, rfiles[static_cast<size_t>(&rop - ref->ops.data())], rit->data_name);
+      } else if (auto tpath = TensorDataPath(options.target, tfiles[tpos], tt.data_name),
+                 rpath = TensorDataPath(options.reference, rfiles[rop_pos], rit->data_name);
                  !tpath.ok() || !rpath.ok()) {
         read_error(row, !tpath.ok() ? tpath.status().message() : rpath.status().message());
       } else if (tpath->empty() || rpath->empty()) {
@@ -1062,7 +1138,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
           } else {
             PendingPair p;
             p.row = rows.size();
-            p.top = static_cast<uint32_t>(ti), p.rop = static_cast<uint32_t>(&rop - ref->ops.data());
+            p.top = static_cast<uint32_t>(tpos), p.rop = static_cast<uint32_t>(rop_pos);
             p.tkey_len = static_cast<uint32_t>(tt.key.size()), p.rkey_len = static_cast<uint32_t>(rkey.size());
             p.tdtype = ta->dtype, p.rdtype = ra->dtype;
             p.numel = ta->numel();
@@ -1084,33 +1160,19 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       row.message = "no tensor " + rt.key + " in the target op";
       rows.push_back(std::move(row));
     }
-    // Operators behind us are done with their tensor records (the rows copied what they need):
-    // freed every few thousand operators, all at once and the heap trimmed right after, so their
-    // memory goes back to the system in whole pages (freed one by one, the rows' small strings
-    // would be carved out of each freed block first and keep every page in use), and the rows'
-    // strings then fill those pages densely. A replayed target may still pair with any reference
-    // operator, so the reference's stay until the end then.
-    if (++since_trim == 1024) {
-      for (; freed_t <= static_cast<size_t>(ti); ++freed_t) std::vector<DumpTensor>().swap(tgt->ops[freed_t].tensors);
-      if (!replayed_target)
-        for (; freed_r <= static_cast<size_t>(ri); ++freed_r) std::vector<DumpTensor>().swap(ref->ops[freed_r].tensors);
-      TrimHeap(), since_trim = 0;
-    }
+    // Operators behind us are done with: dropped, and every few thousand the heap trimmed so their
+    // memory goes back to the system.
+    tgt.ReleaseBefore(next_t);
+    if (!replayed_target) ref.ReleaseBefore(next_r);
+    if (++since_trim == 4096) TrimHeap(), since_trim = 0;
   }
-  gap(next_t, tgt->ops.size(), next_r, ref->ops.size());
-  // The rows now hold what they need of the manifests' tensor records: let them go before the
-  // metrics are computed (the workers only need each operator's file name).
-  for (auto* d : {&*tgt, &*ref})
-    for (auto& op : d->ops) std::vector<DumpTensor>().swap(op.tensors);
-  // From here on the workers need only each operator's tensor file, and the report the target
-  // operators' names (for the first divergence): the operator records (304 bytes each, 60 MB for
-  // two 100k-operator dumps) go too, their strings moved, not copied.
-  std::vector<DumpOp>().swap(ref->ops);  // first, so the target's names are moved into freed room
-  std::vector<CompareOp> target_ops;
-  target_ops.reserve(tgt->ops.size());
-  for (auto& op : tgt->ops)
-    target_ops.push_back({op.index, std::move(op.name), std::move(op.phase), std::move(op.module), std::move(op.stack)});
-  std::vector<DumpOp>().swap(tgt->ops);
+  if (report.target_ops > 0)
+    if (auto st = tgt.ReadTo(report.target_ops - 1); !st.ok()) return st;
+  if (report.reference_ops > 0)
+    if (auto st = ref.ReadTo(report.reference_ops - 1); !st.ok()) return st;
+  gap(next_t, report.target_ops, next_r, report.reference_ops);
+  for (OpWindow* w : {&tgt, &ref})
+    if (auto st = w->Finish(); !st.ok()) return st;
   std::map<int64_t, size_t>().swap(ref_position);
   std::vector<std::pair<long, long>>().swap(pairs);
   TrimHeap();
@@ -1176,8 +1238,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       const std::string& tname = rows[p.row].target.name;
       const std::string& rname = rows[p.row].reference.name;
       // Checked when the pair was set up (a data_name that is no file name never gets here).
-      const auto tpath = TensorDataPath(tgt->dir, tfiles[p.top], rows[p.row].target.data_name);
-      const auto rpath = TensorDataPath(ref->dir, rfiles[p.rop], rows[p.row].reference.data_name);
+      const auto tpath = TensorDataPath(options.target, tfiles[p.top], rows[p.row].target.data_name);
+      const auto rpath = TensorDataPath(options.reference, rfiles[p.rop], rows[p.row].reference.data_name);
       ComputeRange(p, tname.substr(tname.size() - p.tkey_len), rname.substr(rname.size() - p.rkey_len),
                    tpath.ok() ? *tpath : fs::path(), rpath.ok() ? *rpath : fs::path(), job.begin, job.end,
                    tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], avx2, out);

@@ -30,28 +30,75 @@ bool DumpTensor::NonFinite() const {
   return has_stats && (!std::isfinite(max) || !std::isfinite(min) || !std::isfinite(mean));
 }
 
-Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
-  if (IsMsprobeDump(dir)) return LoadMsprobeDump(dir);
-  Dump d;
-  d.dir = dir;
-  std::filesystem::path manifest = dir / "manifest.jsonl";
-  // A manifest that is a FIFO or device would block the read forever; a link is not followed.
-  if (auto probe = OpenInputFile(manifest, Links::kRefuse); !probe.ok() && DescribeFileType(manifest) != "missing")
-    return probe.status();
-  std::ifstream in(manifest);
-  if (!in) return NotFound(manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper, or an "
-                    "msprobe step/rank folder holding dump.json");
-  std::string line;
-  size_t line_no = 0;
+struct DumpReader::State {
+  std::filesystem::path dir, manifest;
+  std::ifstream in;
+  size_t line_no = 0, count = 0;
   simdjson::ondemand::parser parser;
+  std::string line;
   std::vector<DumpTensor> tensors;  // one operator's, reused
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    simdjson::padded_string json(line);
+  std::string warning;
+  bool complete = false, done = false;
+  // An msprobe dump: parsed whole, handed out one call at a time.
+  bool msprobe = false;
+  std::vector<DumpOp> loaded;
+  size_t next_loaded = 0;
+};
+
+DumpReader::DumpReader(std::unique_ptr<State> state) : s_(std::move(state)) {}
+DumpReader::DumpReader(DumpReader&&) noexcept = default;
+DumpReader& DumpReader::operator=(DumpReader&&) noexcept = default;
+DumpReader::~DumpReader() = default;
+const std::filesystem::path& DumpReader::dir() const { return s_->dir; }
+const std::string& DumpReader::warning() const { return s_->warning; }
+bool DumpReader::complete() const { return s_->complete; }
+size_t DumpReader::count() const { return s_->count; }
+
+Expected<DumpReader> DumpReader::Open(const std::filesystem::path& dir) {
+  auto s = std::make_unique<State>();
+  s->dir = dir;
+  if (IsMsprobeDump(dir)) {
+    auto d = LoadMsprobeDump(dir);
+    if (!d.ok()) return d.status();
+    s->loaded = std::move(d->ops);
+    s->warning = std::move(d->warning);
+    s->complete = d->complete;
+    s->msprobe = s->done = true;
+    return DumpReader(std::move(s));
+  }
+  s->manifest = dir / "manifest.jsonl";
+  // A manifest that is a FIFO or device would block the read forever; a link is not followed.
+  if (auto probe = OpenInputFile(s->manifest, Links::kRefuse); !probe.ok() && DescribeFileType(s->manifest) != "missing")
+    return probe.status();
+  s->in.open(s->manifest);
+  if (!s->in) return NotFound(s->manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper, or an "
+                              "msprobe step/rank folder holding dump.json");
+  return DumpReader(std::move(s));
+}
+
+Expected<bool> DumpReader::Next(DumpOp& op) {
+  State& st = *s_;
+  if (st.msprobe) {
+    if (st.next_loaded >= st.loaded.size()) {
+      std::vector<DumpOp>().swap(st.loaded);
+      return false;
+    }
+    op = std::move(st.loaded[st.next_loaded++]);
+    ++st.count;
+    return true;
+  }
+  if (st.done) return false;
+  auto& in = st.in;
+  auto& parser = st.parser;
+  auto& tensors = st.tensors;
+  const std::filesystem::path& manifest = st.manifest;
+  while (std::getline(in, st.line)) {
+    ++st.line_no;
+    if (st.line.empty()) continue;
+    simdjson::padded_string json(st.line);
     simdjson::ondemand::document doc;
     simdjson::ondemand::object obj;
-    DumpOp op;
+    op = DumpOp();
     bool bad = parser.iterate(json).get(doc) || doc.get_object().get(obj);
     if (!bad) {
       for (auto f : obj) {
@@ -156,13 +203,16 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
     if (bad) {
       // Only the last line may be cut by a crash; anything else is a damaged manifest.
       if (in.peek() == EOF) {
-        d.warning = manifest.string() + ":" + std::to_string(line_no) + ": incomplete last record ignored";
+        st.warning = manifest.string() + ":" + std::to_string(st.line_no) + ": incomplete last record ignored";
         break;
       }
-      return ParseError(manifest.string() + ":" + std::to_string(line_no) + ": not a manifest record");
+      return ParseError(manifest.string() + ":" + std::to_string(st.line_no) + ": not a manifest record");
     }
-    d.ops.push_back(std::move(op));
+    ++st.count;
+    return true;
   }
+  st.done = true;
+  const std::filesystem::path& dir = st.dir;
   // The end-of-dump marker (written last by the dumper): absent, or counting other records than
   // the manifest holds, means the dump was cut short.
   const std::filesystem::path end = dir / kDumpEndMarker;
@@ -178,16 +228,32 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
     int64_t records = -1;
     if (parser.iterate(json).get(doc) || doc["records"].get_int64().get(records) || records < 0)
       why = "a damaged end-of-dump marker (" + std::string(kDumpEndMarker) + "); it may be truncated";
-    else if (static_cast<uint64_t>(records) != d.ops.size())
+    else if (static_cast<uint64_t>(records) != st.count)
       why = "truncated: its end-of-dump marker counts " + std::to_string(records) + " operators, the manifest holds " +
-            std::to_string(d.ops.size());
+            std::to_string(st.count);
     else
-      d.complete = true;
+      st.complete = true;
   }
   if (!why.empty()) {
     std::string note = dir.string() + ": " + why;
-    d.warning = d.warning.empty() ? note : d.warning + "; " + note;
+    st.warning = st.warning.empty() ? note : st.warning + "; " + note;
   }
+  return false;
+}
+
+Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
+  auto reader = DumpReader::Open(dir);
+  if (!reader.ok()) return reader.status();
+  Dump d;
+  d.dir = dir;
+  for (DumpOp op;;) {
+    auto more = reader->Next(op);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    d.ops.push_back(std::move(op));
+  }
+  d.warning = reader->warning();
+  d.complete = reader->complete();
   d.ops.shrink_to_fit();
   return d;
 }

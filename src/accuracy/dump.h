@@ -4,6 +4,7 @@
 /// reported.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,33 @@ struct Dump {
   std::string warning;  ///< e.g. an incomplete last line, a missing end-of-dump marker
   bool complete = false;  ///< the end marker is there and counts the manifest's records
 
+  /// Every operator at once (DumpReader read to the end).
   static Expected<Dump> Load(const std::filesystem::path& dir);
+};
+
+/// A dump's operators one at a time, in execution order, so a reader need not hold them all:
+/// a portkit manifest is parsed line by line; an msprobe dump.json (one JSON document) is parsed
+/// whole and its calls handed out one by one. Once Next() has said there are no more, warning()
+/// and complete() are those of Dump::Load (the end-of-dump marker checked against the count).
+class DumpReader {
+ public:
+  static Expected<DumpReader> Open(const std::filesystem::path& dir);
+  DumpReader(DumpReader&&) noexcept;
+  DumpReader& operator=(DumpReader&&) noexcept;
+  ~DumpReader();
+
+  /// The next operator into `op` (replaced): true, or false at the end; an error for a damaged
+  /// record (only a cut last line is tolerated, and reported in warning()).
+  Expected<bool> Next(DumpOp& op);
+  const std::filesystem::path& dir() const;
+  const std::string& warning() const;  ///< complete only at the end
+  bool complete() const;               ///< set at the end
+  size_t count() const;                ///< operators read so far
+
+ private:
+  struct State;
+  explicit DumpReader(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
 };
 
 }  // namespace portkit::accuracy

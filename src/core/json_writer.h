@@ -34,6 +34,8 @@ class JsonWriter {
     out.swap(out_);
     return out;
   }
+  /// Empties the output so far, keeping its buffer (FlushPiece in render/compare_render.h).
+  void Clear() { out_.clear(); }
   /// Room for `bytes` of output at once (a large document then grows without copies).
   void Reserve(size_t bytes) { out_.reserve(bytes); }
 

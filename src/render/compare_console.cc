@@ -73,7 +73,9 @@ Status WriteCompareFiles(const CompareReport& report, const std::filesystem::pat
   if (files.json)
     PORTKIT_RETURN_IF_ERROR(set.AddStreamed("compare_result.json",
                                             [&](const ReportSet::Sink& sink) { return CompareJsonTo(report, sink); }));
-  if (files.html) PORTKIT_RETURN_IF_ERROR(set.Add("compare_report.html", CompareHtml(report)));
+  if (files.html)
+    PORTKIT_RETURN_IF_ERROR(
+        set.AddStreamed("compare_report.html", [&](const ReportSet::Sink& sink) { return CompareHtmlTo(report, sink); }));
   if (files.msprobe)
     PORTKIT_RETURN_IF_ERROR(set.AddStreamed(
         "compare_result_msprobe.csv", [&](const ReportSet::Sink& sink) { return CompareMsprobeCsvTo(report, sink); }));

@@ -84,9 +84,9 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
     cells.emplace_back(accuracy::VerdictName(r.verdict));
     cells.push_back(r.message);
     csv.AddRow(cells);
-    if (csv.size() >= kPieceBytes) PORTKIT_RETURN_IF_ERROR(sink(csv.Take()));
+    PORTKIT_RETURN_IF_ERROR(FlushPiece(csv, sink));
   }
-  return sink(csv.Take());
+  return FlushPiece(csv, sink, true);
 }
 
 namespace {
@@ -176,9 +176,9 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
                            (r.reference.data_name.empty() ? "-1" : r.reference.data_name) + "']");
     }
     csv.AddRow(cells);
-    if (csv.size() >= kPieceBytes) PORTKIT_RETURN_IF_ERROR(sink(csv.Take()));
+    PORTKIT_RETURN_IF_ERROR(FlushPiece(csv, sink));
   }
-  return sink(csv.Take());
+  return FlushPiece(csv, sink, true);
 }
 
 }  // namespace portkit::render

@@ -66,6 +66,10 @@ std::string OpLabel(const std::string& row_name) {
 }  // namespace
 
 std::string CompareHtml(const CompareReport& report) {
+  return Collect([&](const ReportSet::Sink& sink) { return CompareHtmlTo(report, sink); });
+}
+
+Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
   struct Point {
     const std::string* name;  // into report.rows (a 100k-output chart copies no names)
     double err;
@@ -145,8 +149,8 @@ std::string CompareHtml(const CompareReport& report) {
     y = std::clamp(ht - (std::log10(v) + 12.0) / 12.5 * ht, 2.0, ht - 2.0);
     x = series.size() > 1 ? static_cast<double>(i) * (w - 40) / static_cast<double>(series.size() - 1) + 30 : w / 2.0;
   };
-  // The line first, then the marks written straight into the page (a chart of 100k outputs is
-  // tens of megabytes: not built aside and copied).
+  // The line first, then the marks, handed to the sink in pieces as they are written (a chart of
+  // 100k outputs is tens of megabytes).
   for (size_t i = 0; i < series.size(); ++i) {
     double x, y;
     point(i, x, y);
@@ -155,7 +159,8 @@ std::string CompareHtml(const CompareReport& report) {
     pts += buf;
   }
   h += "<polyline fill=\"none\" stroke=\"#4a7bd0\" stroke-width=\"1.2\" points=\"";
-  h += pts;
+  PORTKIT_RETURN_IF_ERROR(FlushPiece(h, sink, true));
+  PORTKIT_RETURN_IF_ERROR(FlushPiece(pts, sink, true));
   std::string().swap(pts);
   h += "\"/>";
   std::string& marks = h;
@@ -181,16 +186,17 @@ std::string CompareHtml(const CompareReport& report) {
                "\" transform=\"translate(" + xs + "," + std::to_string(ht + 6) + ") rotate(60)\">" + Html(label) +
                "</text>";
     }
+    PORTKIT_RETURN_IF_ERROR(FlushPiece(marks, sink));
   }
   h += "</svg><p>" + std::to_string(series.size()) +
        " operator outputs, first to last; hover a point for its operator and error.</p>";
-  std::vector<Point> worst = series;
+  std::vector<Point> worst = std::move(series);
   std::stable_sort(worst.begin(), worst.end(), [](const Point& a, const Point& b) { return a.err > b.err; });
   if (worst.size() > 15) worst.resize(15);
   h += "<h2>Worst outputs</h2><table><tr><th>output (target)</th><th>1 &minus; cosine</th></tr>";
   for (const auto& p : worst) h += "<tr><td>" + Html(*p.name) + "</td><td>" + FormatNumber(p.err) + "</td></tr>";
   h += "</table></body></html>\n";
-  return h;
+  return FlushPiece(h, sink, true);
 }
 
 }  // namespace portkit::render

@@ -97,11 +97,11 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
     }
     j.Key("err_message").String(r.message);
     j.EndObject();
-    if (j.size() >= kPieceBytes) PORTKIT_RETURN_IF_ERROR(sink(j.Take()));
+    PORTKIT_RETURN_IF_ERROR(FlushPiece(j, sink));
   }
   j.EndArray();
   j.EndObject();
-  return sink(j.Take());
+  return FlushPiece(j, sink, true);
 }
 
 }  // namespace portkit::render

@@ -41,8 +41,25 @@ std::vector<std::string> CompareConclusion(const accuracy::CompareReport& report
 Status CompareCsvTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
 Status CompareMsprobeCsvTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
 Status CompareJsonTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
+Status CompareHtmlTo(const accuracy::CompareReport& report, const ReportSet::Sink& sink);
 /// Bytes a streamed renderer gathers before handing them to its sink.
 inline constexpr size_t kPieceBytes = size_t{1} << 20;
+/// Hands what `out` holds to `sink` once it is a piece's worth (whatever it holds when `last`) and
+/// empties it, keeping its buffer: one buffer serves the whole document (a new one for each piece
+/// leaves the heap fragmented, tens of megabytes for a 100k-row report).
+template <typename Out>
+Status FlushPiece(Out& out, const ReportSet::Sink& sink, bool last = false) {
+  if (!last && out.size() < kPieceBytes) return Status::Ok();
+  Status st = sink(out.str());
+  out.Clear();
+  return st;
+}
+inline Status FlushPiece(std::string& out, const ReportSet::Sink& sink, bool last = false) {
+  if (!last && out.size() < kPieceBytes) return Status::Ok();
+  Status st = sink(out);
+  out.clear();
+  return st;
+}
 /// The whole text a streamed renderer hands its sink, as one string.
 std::string Collect(const std::function<Status(const ReportSet::Sink&)>& render);
 

@@ -300,3 +300,28 @@ def test_written_out_attention_is_fused_into_sdpa():
         assert pt.outputs_match(fused(x), model(x))[0]
     with pytest.raises(ValueError, match="no attention pattern"):
         cands.build("sdpa_freeze", models.make_mlp(32, 64), (torch.randn(4, 32),))
+
+
+@pytest.mark.skipif(not cands.torch_compile_available(), reason="torch.compile needs torch 2.x")
+def test_autotuned_compile_plan_saves_loads_and_matches_eager(tmp_path):
+    """The torch_compile_autotune plan (inductor max_autotune + freezing): its module matches eager,
+    the artifact records the compile settings, and portkit.tune.load compiles it again with them."""
+    from portkit.tune import sgat
+
+    torch.manual_seed(3)
+    make, make_inputs = MODELS["mlp"]
+    model, inputs = make().eval(), make_inputs()
+    want = _eager(model, inputs)
+    cap = cap_mod.capture(model, inputs)
+    with torch.no_grad():
+        built = sgat.build_model_strategy("torch_compile_autotune", model, cap, {}, {}, inputs)
+        assert _close(built(*inputs), want)
+    plan = sgat.Plan("torch_compile_autotune", 1, {}, sgat.COMPILE_STRATEGIES["torch_compile_autotune"])
+    os.makedirs(tmp_path / "out")
+    sgat.save_artifact(str(tmp_path / "out"), plan, cap, model, inputs, {})
+    doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+    assert doc["strategy"] == "torch_compile_autotune" and doc["kind"] == "torch_compile"
+    assert doc["compile_mode"] == "max-autotune-freeze"
+    loaded = pt.load(str(tmp_path / "out"))
+    with torch.no_grad():
+        assert _close(loaded(*inputs), want)

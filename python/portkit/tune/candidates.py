@@ -192,7 +192,7 @@ STRATEGIES = {
 OPAT_STRATEGIES = ("opat",)
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-4"
+STRATEGY_SET_VERSION = "sgat-5"
 
 
 def build(name, module, inputs):
@@ -207,6 +207,17 @@ def torch_compile_available():
     return hasattr(torch, "compile") and int(torch.__version__.split(".")[0]) >= 2
 
 
+#: torch.compile settings a plan may name besides torch.compile's own modes ("default",
+#: "max-autotune", ...): inductor options. "max-autotune-freeze": GEMM and convolution templates
+#: benchmarked on this machine (the CPU's too) with the weights frozen into the graph as constants
+#: and pre-packed (inference only: applies under torch.no_grad, as the tuner measures; with grad
+#: enabled the same compiled code runs without the frozen weights).
+COMPILE_SETTINGS = {"max-autotune-freeze": {"max_autotune": True, "freezing": True}}
+
+
 def compile_module(module, mode=None):
-    """torch.compile (inductor) of a module; compilation happens on the first call."""
+    """torch.compile (inductor) of a module; compilation happens on the first call. ``mode``: one
+    of torch.compile's modes, a COMPILE_SETTINGS name, or None (torch.compile's default)."""
+    if mode in COMPILE_SETTINGS:
+        return torch.compile(module, options=dict(COMPILE_SETTINGS[mode]))
     return torch.compile(module, mode=mode) if mode else torch.compile(module)

@@ -22,11 +22,16 @@ from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
 PLAN = "optimized.json"
-MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "composite", "composite_ofi")
+MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
+                    "composite", "composite_ofi")
 
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
-BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile")
+BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune")
+
+#: Whole-model strategies that are torch.compile, and the compile settings each uses (None: the
+#: ``compile_mode`` given to optimize, torch.compile's default when that is None too).
+COMPILE_STRATEGIES = {"torch_compile": None, "torch_compile_autotune": "max-autotune-freeze"}
 
 
 class TuneError(Exception):
@@ -145,11 +150,11 @@ def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, comp
     """The runnable module for a whole-model strategy (an exception when it does not apply)."""
     if strategy == "eager":
         return model
-    if strategy == "torch_compile":
+    if strategy in COMPILE_STRATEGIES:
         if not cands.torch_compile_available():
             raise TuneError("torch.compile needs torch 2.x")
         # The model itself: compiling the split graph would make every subgraph a graph break.
-        return cands.compile_module(model, compile_mode)
+        return cands.compile_module(model, COMPILE_STRATEGIES[strategy] or compile_mode)
     ts, finish = model_variant(strategy, model, cap, choices, sub_inputs, inputs)
     return cands.FINISHES[finish](ts)
 
@@ -174,7 +179,7 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     path = os.path.join(output, ARTIFACT)
     tmp = path + ".tmp%d" % os.getpid()
     load_transform = None
-    if plan.strategy == "torch_compile":
+    if plan.strategy in COMPILE_STRATEGIES:
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
         torch.save(cap.gm if cap.traced else model, tmp)
@@ -309,7 +314,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         if why:
             say("bank: ignoring " + why)
             report["notes"].append("ignored bank entry: " + why)
-        if model_entry and model_entry["strategy"] == "torch_compile" and not use_compile:
+        if model_entry and model_entry["strategy"] in COMPILE_STRATEGIES and not use_compile:
             model_entry = None  # the stored plan needs what this run was told not to use
         reuse_plan = model_entry is not None and not repeat_tune
         fixed_threads = threads
@@ -408,7 +413,10 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             if cap.traced and any(s != "eager" for s in choices.values()):
                 model_strats += ["composite", "composite_ofi"]
             if use_compile and not lookup_only:
-                model_strats.append("torch_compile")
+                # torch.compile as the user would call it, and with the GEMM/convolution templates
+                # autotuned on this machine and the weights frozen (compiling takes longer: tens of
+                # seconds for a small model on 2 cores, paid once per model and cached by inductor).
+                model_strats += ["torch_compile", "torch_compile_autotune"]
             if lookup_only:
                 model_strats = ["composite", "composite_ofi"] if cap.traced and any(s != "eager" for s in choices.values()) else []
             built = {}
@@ -416,8 +424,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                 t0 = time.time()
                 try:
                     m = build(s)
-                    if s == "torch_compile":
-                        say("torch_compile: compiling (inductor; the first call compiles)")
+                    if s in COMPILE_STRATEGIES:
+                        say("%s: compiling (inductor; the first call compiles)" % s)
                     if check(s, m):
                         built[s] = m
                     report["candidates"].setdefault(s, {})["build_s"] = round(time.time() - t0, 3)
@@ -466,7 +474,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         result.write()
 
         plan = Plan(plan_strategy, threads, dict(choices) if plan_strategy == "composite" else {},
-                    compile_mode if plan_strategy == "torch_compile" else None)
+                    (COMPILE_STRATEGIES[plan_strategy] or compile_mode) if plan_strategy in COMPILE_STRATEGIES
+                    else None)
         say("plan: %s, %d threads" % (plan.strategy, plan.threads))
         chosen = build(plan.strategy)
         if not check(plan.strategy, chosen):

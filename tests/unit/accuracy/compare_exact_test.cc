@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "accuracy/api.h"
 #include "accuracy/compare.h"
+#include "accuracy/dump.h"
 #include "core/log.h"
 #include "render/compare_render.h"
 #include "test_dump.h"
@@ -264,6 +266,98 @@ TEST_F(CompareExactTest, TheConsoleNeverSaysNoDivergenceWhileRowsAreNo) {
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines[0].find("No diverging"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("1 tensors are judged No"), std::string::npos) << lines[0];
+}
+
+}  // namespace
+}  // namespace portkit::accuracy
+
+namespace portkit::accuracy {
+namespace {
+
+// compare reads each dump twice, one operator at a time (the keys first, then the rows), so that
+// only the operators between two matched ones are held: DumpReader gives what Dump::Load gives.
+TEST_F(CompareExactTest, DumpReaderGivesTheOperatorsOfLoadInOrderAndItsWarnings) {
+  std::vector<TestOp> ops;
+  for (int i = 0; i < 5; ++i) ops.push_back({"aten::op" + std::to_string(i), "forward", {F32("output.0", {1, 2})}});
+  const fs::path dir = tmp_ / "d";
+  WriteDump(dir, ops);
+  {  // a cut last line (a crash mid-write): tolerated and reported, like Load
+    std::ofstream(dir / "manifest.jsonl", std::ios::app) << "{\"index\": 5, \"name\": \"aten::cut";
+  }
+  auto loaded = Dump::Load(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto reader = DumpReader::Open(dir);
+  ASSERT_TRUE(reader.ok());
+  std::vector<DumpOp> read;
+  for (DumpOp op;;) {
+    auto more = reader->Next(op);
+    ASSERT_TRUE(more.ok()) << more.status().message();
+    if (!*more) break;
+    read.push_back(op);
+  }
+  ASSERT_EQ(read.size(), 5u);
+  ASSERT_EQ(loaded->ops.size(), 5u);
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].name, loaded->ops[i].name);
+    EXPECT_EQ(read[i].index, static_cast<int64_t>(i));
+    ASSERT_EQ(read[i].tensors.size(), 1u);
+    EXPECT_EQ(read[i].tensors[0].shape, std::vector<int64_t>{2});
+  }
+  EXPECT_EQ(reader->count(), 5u);
+  EXPECT_TRUE(reader->complete());
+  EXPECT_NE(reader->warning().find("incomplete last record"), std::string::npos) << reader->warning();
+  EXPECT_EQ(reader->warning(), loaded->warning);
+  auto again = reader->Next(read.front());  // stays at the end
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(*again);
+
+  // A damaged record that is not the last line is an error naming the manifest and the line.
+  {
+    std::ofstream m(dir / "manifest.jsonl", std::ios::app);
+    m << "\n{\"index\": 6, \"name\": \"aten::x\", \"tensors\": []}\n";
+  }
+  auto broken = DumpReader::Open(dir);
+  ASSERT_TRUE(broken.ok());
+  Status error = Status::Ok();
+  for (DumpOp op;;) {
+    auto more = broken->Next(op);
+    if (!more.ok()) {
+      error = more.status();
+      break;
+    }
+    ASSERT_TRUE(*more) << "the damaged line 6 was not reported";
+  }
+  EXPECT_NE(error.message().find("manifest.jsonl:6"), std::string::npos) << error.message();
+}
+
+// The reports of a compare whose matched operators are far apart (long unmatched stretches on
+// both sides, replayed outputs paired with an earlier reference operator) equal those of the same
+// dumps compared with every operator held: rows in execution order, the divergence found.
+TEST_F(CompareExactTest, RowsOfSeparatedMatchesAndReplaysAreInExecutionOrder) {
+  std::vector<TestOp> ref, tgt;
+  for (int i = 0; i < 300; ++i) ref.push_back({"aten::only_ref", "forward", {F32("output.0", {1})}});
+  ref.push_back({"aten::mul", "forward", {F32("input.0", {1, 2}), F32("output.0", {2, 4})}});
+  for (int i = 0; i < 200; ++i) tgt.push_back({"aten::only_tgt", "forward", {F32("output.0", {1})}});
+  TestOp mul{"aten::mul", "forward", {F32("input.0", {1, 2}), F32("output.0", {2, 4.5f}),
+                                      F32("replay.output.0", {2, 4.5f})}};
+  mul.replay = "{\"status\": \"ok\", \"reference_index\": 300}";
+  tgt.push_back(mul);
+  auto report = Compare(ref, tgt);
+  ASSERT_EQ(report.matched_ops, 1u);
+  EXPECT_EQ(report.unmatched_target_ops.size(), 200u);
+  EXPECT_EQ(report.unmatched_reference_ops.size(), 300u);
+  ASSERT_TRUE(report.first_divergence.has_value());
+  EXPECT_EQ(report.first_divergence->name, "aten::mul");
+  EXPECT_EQ(report.first_divergence_basis, "replay");
+  // The matched operator's rows come after every unmatched one (it ran last in both runs).
+  size_t first_matched = report.rows.size();
+  for (size_t i = 0; i < report.rows.size(); ++i)
+    if (report.rows[i].target_op >= 0) {
+      first_matched = std::min(first_matched, i);
+    } else {
+      EXPECT_LT(i, first_matched) << "an unmatched operator after the matched one";
+    }
+  EXPECT_EQ(report.rows.size() - first_matched, 3u);
 }
 
 }  // namespace
