@@ -34,6 +34,8 @@ struct TensorInfo {
 class SafetensorsFile {
  public:
   static Expected<SafetensorsFile> Open(const std::filesystem::path& path);
+  /// The same from a file already mapped (`path` names it in errors): no second open and map.
+  static Expected<SafetensorsFile> FromView(FileView view, const std::filesystem::path& path);
 
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

@@ -316,7 +316,7 @@ Expected<TensorDataFile> TensorDataFile::Open(const fs::path& path) {
     if (ext == ".pt" || ext == ".pth" || ext == ".npy" || ext == ".bin")
       return ParseError(p + ": neither a torch.save zip archive nor a .npy file (" + std::to_string(bytes.size()) +
                         " bytes; " + (bytes.empty() ? "empty" : "no known signature") + ")");
-    auto st_file = SafetensorsFile::Open(path);
+    auto st_file = SafetensorsFile::FromView(std::move(*view), path);
     if (!st_file.ok()) return st_file.status();
     f.safetensors_ = std::move(*st_file);
     return f;
