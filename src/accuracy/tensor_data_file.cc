@@ -376,7 +376,12 @@ const uint8_t* TensorDataFile::Elements(const TensorInfo& t, uint64_t first, siz
 
 void TensorDataFile::Release(const TensorInfo& t, uint64_t first, uint64_t count) const {
   if (safetensors_) return safetensors_->Release(t, first, count);
-  if (!t.strides.empty()) return;
+  if (!t.strides.empty()) {
+    // A piece of a strided tensor may touch any page of its extent (a transpose touches them all):
+    // the whole extent goes, and the next piece maps back what it reads (from the page cache).
+    view_.ReleaseRange(base_ + t.begin, t.end - t.begin);
+    return;
+  }
   const size_t es = DTypeSize(t.dtype);
   view_.ReleaseRange(base_ + t.begin + first * es, count * es);
 }

@@ -50,8 +50,8 @@ class TensorDataFile {
   /// The caller keeps first + count <= t.numel().
   const uint8_t* Elements(const TensorInfo& t, uint64_t first, size_t count, std::vector<uint8_t>& scratch) const;
 
-  /// Drops the pages of `count` elements of contiguous `t` from `first` on, once read
-  /// (FileView::ReleaseRange); a gathered tensor keeps its pages until the file is closed.
+  /// Drops the pages of `count` elements of `t` from `first` on, once read
+  /// (FileView::ReleaseRange); for a gathered (strided) tensor, every page of its extent.
   void Release(const TensorInfo& t, uint64_t first, uint64_t count) const;
 
  private:
