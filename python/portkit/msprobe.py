@@ -3,10 +3,11 @@
     python -m portkit.msprobe MSPROBE_DUMP/step0/rank0 OUT_DUMP
 
 msprobe's tensor mode keeps every tensor in `dump_tensor_data/<data_name>`: a `.pt` file written by
-torch.save (PyTorch) or a `.npy` file (MindSpore, and arrays). `portkit compare` reads dump.json of
-any msprobe mode by itself (statistics, md5, and tensor mode by its statistics); for the tensors
-themselves this companion loads each file with torch.load (weights_only where torch has it) or
-numpy.load and writes a portkit dump: manifest.jsonl plus op_NNNNNN.safetensors, one operator per
+torch.save (PyTorch) or a `.npy` file (MindSpore, and arrays). `portkit compare` reads such a dump by
+itself in any mode (statistics, md5, and tensor mode from these files, with its own reader of the
+torch.save zip and a pickle interpreter that runs nothing); this companion instead loads each file
+with torch.load (weights_only where torch has it) or numpy.load and writes a portkit dump (to keep,
+extract or convert it with portkit's tools): manifest.jsonl plus op_NNNNNN.safetensors, one operator per
 dump.json call in the same order, with the same names (`Functional.conv2d`, phase forward/backward)
 and the same tensor keys portkit's reader of dump.json gives them (input_args and input_kwargs, or a
 backward call's input, flattened as input.0, input.1.0, input.bias; output.0, ...), so a converted

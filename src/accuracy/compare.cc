@@ -22,7 +22,7 @@
 #include "accuracy/api.h"
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
-#include "accuracy/safetensors.h"
+#include "accuracy/tensor_data_file.h"
 #include "core/table.h"
 #include "core/thread_pool.h"
 #include "core/input_files.h"
@@ -688,24 +688,25 @@ bool MaskIdenticalNonFinite(double* n, double* b, size_t c, uint64_t& masked) {
   return left;
 }
 
-/// Opened safetensors files of one worker (only the last few stay mapped).
+/// Opened tensor files of one worker (only the last few stay mapped): safetensors files of
+/// portkit's dumps, or msprobe's one file per tensor (.pt / .npy; tensor_data_file.h).
 class FileCache {
  public:
-  Expected<const SafetensorsFile*> Get(const fs::path& path) {
+  Expected<const TensorDataFile*> Get(const fs::path& path) {
     if (auto it = open_.find(path); it != open_.end()) return &it->second;
     if (open_.size() > 16) open_.clear();
-    auto f = SafetensorsFile::Open(path);
+    auto f = TensorDataFile::Open(path);
     if (!f.ok()) return f.status();
     return &open_.emplace(path, std::move(*f)).first->second;
   }
 
  private:
-  std::map<fs::path, SafetensorsFile> open_;
+  std::map<fs::path, TensorDataFile> open_;
 };
 
 constexpr uint64_t kRangeElements = uint64_t{1} << 22;  // a unit of parallel work (16 MB of fp32)
 
-/// `tfile` / `rfile`: the tensor files of the pair's operators (in the dumps' folders).
+/// `tfile` / `rfile`: the files holding the pair's tensors (TensorDataPath).
 void ComputeRange(const PendingPair& p, const std::string& tkey, const std::string& rkey, const fs::path& tfile, const fs::path& rfile, uint64_t begin, uint64_t end,
                   FileCache& tcache, FileCache& rcache, std::vector<double>& nbuf, std::vector<double>& bbuf,
                   bool avx2, Partial& out) {
@@ -715,15 +716,24 @@ void ComputeRange(const PendingPair& p, const std::string& tkey, const std::stri
     out.error = !tf.ok() ? tf.status().message() : rf.status().message();
     return;
   }
-  const TensorInfo& ta = (*tf)->tensors().at(tkey);
-  const TensorInfo& ra = (*rf)->tensors().at(rkey);
+  const TensorInfo* tfound = (*tf)->Find(tkey);
+  const TensorInfo* rfound = (*rf)->Find(rkey);
+  if (!tfound || !rfound || tfound->numel() != p.numel || rfound->numel() != p.numel || tfound->dtype != p.tdtype ||
+      rfound->dtype != p.rdtype) {  // the file changed since the pairs were set up
+    out.error = (!tfound || tfound->numel() != p.numel || tfound->dtype != p.tdtype ? tfile : rfile).string() +
+                ": tensor data missing or changed while compare ran";
+    return;
+  }
+  const TensorInfo& ta = *tfound;
+  const TensorInfo& ra = *rfound;
+  std::vector<uint8_t> tgather, rgather;  // used only by tensors whose elements are not contiguous
   out.metrics = std::make_unique<MetricSet>(p.tdtype);
-  size_t te = DTypeSize(p.tdtype), re = DTypeSize(p.rdtype);
+  const size_t te = DTypeSize(p.tdtype);
   out.facts.integer = !IsFloating(p.tdtype) && !IsFloating(p.rdtype);
   for (uint64_t at = begin; at < end; at += nbuf.size()) {
     size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), end - at));
-    const uint8_t* tsrc = (*tf)->Data(ta) + at * te;
-    const uint8_t* rsrc = (*rf)->Data(ra) + at * re;
+    const uint8_t* tsrc = (*tf)->Elements(ta, at, c, tgather);
+    const uint8_t* rsrc = (*rf)->Elements(ra, at, c, rgather);
     DecodeToDouble(p.tdtype, tsrc, c, nbuf.data());
     DecodeToDouble(p.rdtype, rsrc, c, bbuf.data());
     out.ts.Add(nbuf.data(), c, avx2);  // the statistics describe the data as it is
@@ -1106,20 +1116,23 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
                                           : !rit->note.empty() ? rit->note + " (reference)"
                                           : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
                                                 " is not supported");
-      } else if (tfiles[tpos].empty() || rfiles[rop_pos].empty()) {
+      } else if (auto tpath = TensorDataPath(options.target, tfiles[tpos], tt.data_name),
+                 rpath = TensorDataPath(options.reference, rfiles[rop_pos], rit->data_name);
+                 !tpath.ok() || !rpath.ok()) {
+        read_error(row, !tpath.ok() ? tpath.status().message() : rpath.status().message());
+      } else if (tpath->empty() || rpath->empty()) {
         StatsOnlyRow(tt, *rit, row);
       } else {
-        auto tf = header_cache_t.Get(options.target / tfiles[tpos]);
-        auto rf = header_cache_r.Get(options.reference / rfiles[rop_pos]);
+        auto tf = header_cache_t.Get(*tpath);
+        auto rf = header_cache_r.Get(*rpath);
         if (!tf.ok() || !rf.ok()) {
           read_error(row, !tf.ok() ? tf.status().message() : rf.status().message());
         } else {
-          auto ta = (*tf)->tensors().find(tt.key);
-          auto ra = (*rf)->tensors().find(rkey);
-          if (ta == (*tf)->tensors().end() || ra == (*rf)->tensors().end() ||
-              ta->second.numel() != ra->second.numel()) {
+          const TensorInfo* ta = (*tf)->Find(tt.key);
+          const TensorInfo* ra = (*rf)->Find(rkey);
+          if (!ta || !ra || ta->numel() != ra->numel()) {
             read_error(row, "tensor data missing or of another size");
-          } else if (DTypeSize(ta->second.dtype) == 0 || DTypeSize(ra->second.dtype) == 0) {
+          } else if (DTypeSize(ta->dtype) == 0 || DTypeSize(ra->dtype) == 0) {
             row.verdict = Verdict::kNotApplicable;
             row.message = "not compared: the tensor file's element type is not supported";
           } else {
@@ -1127,8 +1140,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
             p.row = rows.size();
             p.top = static_cast<uint32_t>(tpos), p.rop = static_cast<uint32_t>(rop_pos);
             p.tkey_len = static_cast<uint32_t>(tt.key.size()), p.rkey_len = static_cast<uint32_t>(rkey.size());
-            p.tdtype = ta->second.dtype, p.rdtype = ra->second.dtype;
-            p.numel = ta->second.numel();
+            p.tdtype = ta->dtype, p.rdtype = ra->dtype;
+            p.numel = ta->numel();
             pending.push_back(std::move(p));
           }
         }
@@ -1224,9 +1237,12 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       Partial& out = whole ? local : *(partials[i] = std::make_unique<Partial>());
       const std::string& tname = rows[p.row].target.name;
       const std::string& rname = rows[p.row].reference.name;
+      // Checked when the pair was set up (a data_name that is no file name never gets here).
+      const auto tpath = TensorDataPath(options.target, tfiles[p.top], rows[p.row].target.data_name);
+      const auto rpath = TensorDataPath(options.reference, rfiles[p.rop], rows[p.row].reference.data_name);
       ComputeRange(p, tname.substr(tname.size() - p.tkey_len), rname.substr(rname.size() - p.rkey_len),
-                   options.target / tfiles[p.top], options.reference / rfiles[p.rop], job.begin, job.end, tcaches[wi], rcaches[wi],
-                   nbufs[wi], bbufs[wi], avx2, out);
+                   tpath.ok() ? *tpath : fs::path(), rpath.ok() ? *rpath : fs::path(), job.begin, job.end,
+                   tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], avx2, out);
       if (whole) finish(p, local);
       size_t d = ++done;
       if (show_progress && d % report_every == 0 && d < work.size())

@@ -2,8 +2,11 @@
 // its dump.json. FORMATS.md §5. Every API or module call in `data` (in the order msprobe wrote
 // it, which is the order of execution) becomes one operator; its tensors (input_args,
 // input_kwargs, input, output, nested lists flattened) carry msprobe's statistics (Max, Min,
-// Mean, Norm) and, in md5 mode, its checksum. Tensor-mode data files (.pt, pickled by torch) are
-// not read: such a dump is compared by its statistics, and the load says so.
+// Mean, Norm) and, in md5 mode, its checksum. In tensor mode each tensor names its data file
+// (`data_name`, in `dump_tensor_data/`: a torch.save .pt or a .npy): the operators then get
+// kTensorDataFolder as their file and compare reads the tensors from those files
+// (tensor_data_file.h); a missing or unreadable one is a read error of that row. Without a
+// dump_tensor_data/ folder the dump is compared by its statistics, and the load says so.
 #include "accuracy/msprobe_dump.h"
 
 #include <simdjson.h>
@@ -13,6 +16,7 @@
 #include <cmath>
 #include <map>
 
+#include "accuracy/tensor_data_file.h"
 #include "core/input_files.h"
 
 namespace portkit::accuracy {
@@ -181,9 +185,19 @@ Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir) {
   if (!odd.empty())
     d.warning = file.string() + ": " + std::to_string(odd.size()) + "+ entries with no API.N.phase name skipped (first: " +
                 odd.front() + ")";
-  if (data_files || task == "tensor") {
-    std::string note = file.string() + ": msprobe tensor-mode data (.pt files) is not read; compared by the statistics "
-                       "in dump.json";
+  std::error_code ec;
+  const std::filesystem::path data_dir = dir / kTensorDataFolder.substr(0, kTensorDataFolder.size() - 1);
+  const bool data_link = std::filesystem::is_symlink(std::filesystem::symlink_status(data_dir, ec));
+  if (data_files && !data_link && std::filesystem::is_directory(std::filesystem::symlink_status(data_dir, ec))) {
+    // Tensor mode: each tensor's data is its own file in dump_tensor_data/ (TensorDataPath).
+    for (auto& op : d.ops)
+      if (std::any_of(op.tensors.begin(), op.tensors.end(), [](const DumpTensor& t) { return !t.data_name.empty(); }))
+        op.file = std::string(kTensorDataFolder);
+  } else if (data_files || task == "tensor") {
+    std::string note = data_link ? data_dir.string() + ": is a symbolic link; not followed: compared by the "
+                                   "statistics in dump.json"
+                                 : file.string() + ": msprobe tensor mode without a " + std::string(kTensorDataFolder) +
+                                   " folder beside it: compared by the statistics in dump.json";
     d.warning = d.warning.empty() ? note : d.warning + "; " + note;
   }
   d.ops.shrink_to_fit();

@@ -11,7 +11,9 @@ namespace portkit::accuracy {
 /// Whether `dir` holds an msprobe dump.json and no portkit manifest.
 bool IsMsprobeDump(const std::filesystem::path& dir);
 
-/// The dump's calls as operators with msprobe's statistics (no tensor data files).
+/// The dump's calls as operators with msprobe's statistics; in tensor mode with a
+/// dump_tensor_data/ folder, operators with data files get kTensorDataFolder as their file and
+/// each tensor its data_name (read by compare through TensorDataPath / TensorDataFile).
 Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir);
 
 }  // namespace portkit::accuracy

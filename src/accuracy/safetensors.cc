@@ -7,11 +7,15 @@
 namespace portkit::accuracy {
 
 Expected<SafetensorsFile> SafetensorsFile::Open(const std::filesystem::path& path) {
-  const std::string p = path.string();
   auto view = FileView::Open(path);
   if (!view.ok()) return view.status();
+  return FromView(std::move(*view), path);
+}
+
+Expected<SafetensorsFile> SafetensorsFile::FromView(FileView view, const std::filesystem::path& path) {
+  const std::string p = path.string();
   SafetensorsFile f;
-  f.view_ = std::move(*view);
+  f.view_ = std::move(view);
   std::string_view bytes = f.view_.data();
   if (bytes.size() < 8) return ParseError(p + ": " + std::to_string(bytes.size()) + " bytes: too short for a safetensors header");
   uint64_t header_len = 0;

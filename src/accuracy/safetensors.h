@@ -20,6 +20,10 @@ struct TensorInfo {
   DType dtype = DType::kUnknown;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  ///< byte range inside the data section
+  /// Element strides from `begin` when the elements are not C-contiguous in [begin, end) (a torch
+  /// view saved with its whole storage, a Fortran-order .npy; see tensor_data_file.h); empty
+  /// otherwise, as always for safetensors.
+  std::vector<int64_t> strides;
   uint64_t numel() const {
     uint64_t n = 1;
     for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -30,6 +34,8 @@ struct TensorInfo {
 class SafetensorsFile {
  public:
   static Expected<SafetensorsFile> Open(const std::filesystem::path& path);
+  /// The same from a file already mapped (`path` names it in errors): no second open and map.
+  static Expected<SafetensorsFile> FromView(FileView view, const std::filesystem::path& path);
 
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

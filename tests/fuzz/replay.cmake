@@ -15,6 +15,7 @@ set(PORTKIT_FUZZ_REPLAYS
   "table_input_fuzz|portkit_analyse|1000|corpus/tables,corpus/traces"
   "hdf5_reader_fuzz|portkit_accuracy|300|corpus/hdf5"
   "msprobe_dump_fuzz|portkit_accuracy|400|corpus/msprobe"
+  "tensor_data_file_fuzz|portkit_accuracy|400|corpus/tensor_data"
   "cluster_trace_fuzz|portkit_prof|150|corpus/cluster"
   "ascend_join_fuzz|portkit_prof|150|corpus/ascend_join")
 foreach(spec IN LISTS PORTKIT_FUZZ_REPLAYS)

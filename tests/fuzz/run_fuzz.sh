@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (Python front end, trace importers, tensor files, tune inputs, CSV
-# inputs, HDF5 dumps, msprobe dumps, prof cluster folders, torch_npu folder joins) with clang, ASan
-# and UBSan, and runs each of them.
+# inputs, HDF5 dumps, msprobe dumps, msprobe's .pt / .npy tensor files, prof cluster folders,
+# torch_npu folder joins) with clang, ASan and UBSan, and runs each of them.
 #
 #   tests/fuzz/run_fuzz.sh                 # 30 s
 #   FUZZ_SECONDS=600 tests/fuzz/run_fuzz.sh
@@ -30,8 +30,8 @@ if ! command -v "$CXX" >/dev/null; then
 fi
 
 ALL_SPECS="python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors tune_input_fuzz:tune
-table_input_fuzz:tables hdf5_reader_fuzz:hdf5 msprobe_dump_fuzz:msprobe cluster_trace_fuzz:cluster
-ascend_join_fuzz:ascend_join"
+table_input_fuzz:tables hdf5_reader_fuzz:hdf5 msprobe_dump_fuzz:msprobe tensor_data_file_fuzz:tensor_data
+cluster_trace_fuzz:cluster ascend_join_fuzz:ascend_join"
 specs=()
 targets=()
 for spec in $ALL_SPECS; do

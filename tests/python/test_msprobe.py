@@ -1,9 +1,9 @@
 """msprobe interop: portkit compare reads msprobe dumps (statistics mode from dump.json, tensor mode
-through `python -m portkit.msprobe`), writes msprobe's compare layout (`--format msprobe`), and
-portkit's dumper takes msprobe's config.json.
+from its dump_tensor_data/ .pt and .npy files, natively, and through `python -m portkit.msprobe`),
+writes msprobe's compare layout (`--format msprobe`), and portkit's dumper takes msprobe's config.json.
 
 Two sources of msprobe dumps: a writer of our own (always: dump.json, stack.json and
-dump_tensor_data/*.pt in msprobe's layout), and msprobe itself when mindstudio-probe can be
+dump_tensor_data/*.pt or *.npy in msprobe's layout), and msprobe itself when mindstudio-probe can be
 imported (by this interpreter, or with PYTHONPATH=$PORTKIT_MSPROBE_PYTHONPATH: `pip install --target
 DIR mindstudio-probe==26.2.0`); then its own compare runs on the same dump pair and the verdicts are
 set side by side (differences explained in docs/accuracy.md, "msprobe dumps")."""
@@ -11,9 +11,12 @@ import csv
 import glob
 import json
 import os
+import pickle
 import subprocess
 import sys
+import zipfile
 
+import numpy as np
 import pytest
 import torch
 
@@ -45,8 +48,12 @@ def _record(t, data_name=None):
     return rec
 
 
-def write_msprobe_dump(folder, calls, tensors=True):
-    """calls: [(call name, {"input_args": [tensors], "output": [tensors]})] -> folder/dump.json (+ .pt files)."""
+def write_msprobe_dump(folder, calls, tensors=True, fmt="pt"):
+    """calls: [(call name, {"input_args": [tensors], "output": [tensors]})] -> folder/dump.json (+ data files).
+
+    fmt "pt": torch.save of each tensor as it is (a view keeps its whole storage, its offset and strides,
+    as torch.save writes it); "npy": numpy.save of tensor.numpy() (msprobe's numpy flavour; a transposed
+    view is written in Fortran order; bf16, which numpy lacks, as float32)."""
     data_dir = os.path.join(folder, "dump_tensor_data")
     os.makedirs(data_dir, exist_ok=True)
     data = {}
@@ -56,9 +63,12 @@ def write_msprobe_dump(folder, calls, tensors=True):
             role = "input" if part.startswith("input") else "output"
             recs = []
             for i, t in enumerate(values):
-                name = "%s.%s.%d.pt" % (call, role, i) if tensors else None
-                if name:
-                    torch.save(t.detach().clone(), os.path.join(data_dir, name))
+                name = "%s.%s.%d.%s" % (call, role, i, fmt) if tensors else None
+                if name and fmt == "pt":
+                    torch.save(t.detach(), os.path.join(data_dir, name))
+                elif name:
+                    x = t.detach()
+                    np.save(os.path.join(data_dir, name), (x.float() if x.dtype == torch.bfloat16 else x).numpy())
                 recs.append(_record(t, name))
             entry[part] = recs
         entry.setdefault("input_kwargs", {})
@@ -110,16 +120,19 @@ def test_statistics_and_tensor_mode_dumps_of_our_writer(tmp_path, portkit):
     _, report = compare(portkit, tmp_path / "stats" / "ref", tmp_path / "stats" / "tgt", tmp_path / "c1")
     rows = report["rows"]
     assert rows and all("statistics" in r for r in rows if r["verdict"] in ("Yes", "No"))
-    # Tensor mode, read as dump.json: statistics, and the load says the .pt files were not read.
-    res, _ = compare(portkit, tmp_path / "tensor" / "ref", tmp_path / "tensor" / "tgt", tmp_path / "c2")
-    assert ".pt files) is not read" in res.stderr
-    # Tensor mode converted: the tensors themselves; the culprit is the relu.
+    # Tensor mode read natively: the tensors of dump_tensor_data/*.pt; the culprit is the relu.
+    res, native = compare(portkit, tmp_path / "tensor" / "ref", tmp_path / "tensor" / "tgt", tmp_path / "c2")
+    assert "not read" not in res.stderr and "compared by the statistics" not in res.stderr
+    assert native["first_divergence"]["name"] == "Functional.relu", native["first_divergence_evidence"]
+    assert native["rows"] and all("statistics" not in r for r in native["rows"])
+    # Tensor mode converted: the same tensors; the culprit is the relu.
     for side in ("ref", "tgt"):
         convert(tmp_path / "tensor" / side, tmp_path / ("conv_" + side))
     _, report = compare(portkit, tmp_path / "conv_ref", tmp_path / "conv_tgt", tmp_path / "c3", "--format",
                         "csv,json,msprobe")
     assert report["first_divergence"]["name"] == "Functional.relu", report["first_divergence_evidence"]
     assert all("statistics" not in r for r in report["rows"])
+    assert [r["verdict"] for r in report["rows"]] == [r["verdict"] for r in native["rows"]]
     with open(tmp_path / "c3" / "compare_result_msprobe.csv") as f:
         table = list(csv.reader(f))
     assert table[0] == MSPROBE_COLUMNS
@@ -130,6 +143,161 @@ def test_statistics_and_tensor_mode_dumps_of_our_writer(tmp_path, portkit):
     assert by_name["Functional.linear.0.forward.input.0"]["NPU Requires_grad"] == "False"
     assert by_name["Functional.linear.0.forward.input.0"]["Result"] == "pass"
     assert by_name["Functional.linear.0.forward.input.0"]["NPU_Stack_Info"] == "File model.py, line 7, in forward"
+
+
+# -- tensor mode read natively (.pt written by torch.save, .npy by numpy.save) --------------------------------
+
+def mixed_run(fault):
+    """Calls whose saved tensors cover what torch.save writes: a transposed view at an offset and a slice at an
+    offset of larger storages (saved as views: the file keeps the whole storage), fp16, bf16, int64, bool and a
+    0-d tensor. `fault` adds noise to the bf16 matmul's output."""
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(6, 8, generator=g)
+    view_t = base[1:5].t()  # (8, 4), strides (1, 8), storage offset 8: not C-contiguous (Fortran order in .npy)
+    flat = base.view(-1)[5:29]  # contiguous, storage offset 5 of 48
+    w = torch.randn(3, 4, generator=g)
+    h = torch.nn.functional.linear(view_t, w)
+    h16 = h.half()
+    wb = torch.randn(3, 5, generator=g).bfloat16()
+    mb = h.bfloat16() @ wb
+    if fault:
+        mb = (mb.float() + 0.05 * torch.randn(mb.shape, generator=torch.Generator().manual_seed(3))).bfloat16()
+    idx = mb.float().argmax(dim=1)
+    return [("Functional.linear.0.forward", {"input_args": [view_t, w], "output": [h]}),
+            ("Tensor.half.0.forward", {"input_args": [h], "output": [h16]}),
+            ("Torch.matmul.0.forward", {"input_args": [h.bfloat16(), wb], "output": [mb]}),
+            ("Tensor.argmax.0.forward", {"input_args": [mb.float()], "output": [idx]}),
+            ("Tensor.gt.0.forward", {"input_args": [flat], "output": [flat > 0]}),
+            ("Tensor.sum.0.forward", {"input_args": [flat], "output": [flat.sum()]})]
+
+
+def _metric_rows(out_dir):
+    """({NPU Name: row of compare_result_msprobe.csv}, {npu_name: row of compare_result.json}, the JSON report)."""
+    rows = {r["NPU Name"]: r for r in _read_csv(out_dir / "compare_result_msprobe.csv")}
+    report = json.loads((out_dir / "compare_result.json").read_text())
+    return rows, {j["npu_name"]: j for j in report["rows"]}, report
+
+
+METRIC_COLUMNS = ["Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
+                  "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
+                  "Bench min", "Bench mean", "Bench l2norm", "Result", "Err_message", "RMSE", "MeanAbsErr",
+                  "MeanRelErr", "KLDivergence", "MaxULPErr", "SmallValueErrRatio", "verdict", "err_message"]
+
+
+def _same_metrics(a, b, what):
+    assert set(a) == set(b), (what, sorted(set(a) ^ set(b)))
+    for name in a:
+        for col in METRIC_COLUMNS:
+            x, y = a[name].get(col), b[name].get(col)
+            try:
+                fx, fy = float(x), float(y)
+            except (TypeError, ValueError):
+                assert x == y, (what, name, col, x, y)
+                continue
+            assert fx == fy or (np.isnan(fx) and np.isnan(fy)), (what, name, col, x, y)  # the same bits
+
+
+@pytest.mark.parametrize("fmt", ["pt", "npy"])
+def test_tensor_mode_is_read_natively_as_either_side(tmp_path, portkit, fmt):
+    for side, fault in (("ref", False), ("tgt", True)):
+        write_msprobe_dump(str(tmp_path / side), mixed_run(fault), fmt=fmt)
+        convert(tmp_path / side, tmp_path / ("conv_" + side))
+    if fmt == "pt":
+        # The fixture is what it claims: the view's file holds the whole 6x8 storage, not the 4x6 view.
+        with zipfile.ZipFile(tmp_path / "ref" / "dump_tensor_data" / "Functional.linear.0.forward.input.0.pt") as z:
+            (record,) = [i for i in z.infolist() if i.filename.endswith("/data/0")]
+            assert record.file_size == 48 * 4 and record.compress_type == zipfile.ZIP_STORED
+    else:
+        header = (tmp_path / "ref" / "dump_tensor_data" / "Functional.linear.0.forward.input.0.npy").read_bytes()[:128]
+        assert b"'fortran_order': True" in header
+    runs = {}
+    for label, ref, tgt in (("native", "ref", "tgt"), ("converted", "conv_ref", "conv_tgt"),
+                            ("msprobe ref, portkit tgt", "ref", "conv_tgt"),
+                            ("portkit ref, msprobe tgt", "conv_ref", "tgt")):
+        out = tmp_path / ("cmp_" + label.replace(" ", "_").replace(",", ""))
+        res, _ = compare(portkit, tmp_path / ref, tmp_path / tgt, out, "--format", "json,msprobe")
+        assert "not read" not in res.stderr and "compared by the statistics" not in res.stderr, res.stderr
+        runs[label] = _metric_rows(out)
+    rows, json_rows, report = runs["native"]
+    assert all("statistics" not in r for r in report["rows"])
+    assert "Unmatched" not in report["verdicts"], report["verdicts"]
+    for label in ("converted", "msprobe ref, portkit tgt", "portkit ref, msprobe tgt"):
+        _same_metrics(rows, runs[label][0], label)
+        _same_metrics(json_rows, runs[label][1], label)
+    # Every tensor is compared from its data, the 0-d loss, the int64 and bool outputs included.
+    for name in ("Functional.linear.0.forward.input.0", "Tensor.sum.0.forward.output.0",
+                 "Tensor.argmax.0.forward.output.0", "Tensor.gt.0.forward.output.0", "Torch.matmul.0.forward.output.0"):
+        assert rows[name]["Cosine"] not in ("", "N/A"), (name, rows[name])
+    assert float(rows["Torch.matmul.0.forward.output.0"]["MaxAbsErr"]) > 0  # the planted fault
+    assert rows["Functional.linear.0.forward.input.0"]["Result"] == "pass"
+    # Against numpy in float64 on the same tensors: the gathered view and the bf16 output.
+    ref, tgt = mixed_run(False), mixed_run(True)
+    for call, part, i in (("Functional.linear.0.forward", "input_args", 0), ("Torch.matmul.0.forward", "output", 0)):
+        a = tgt[[c for c, _ in tgt].index(call)][1][part][i].double().numpy().ravel()
+        b = ref[[c for c, _ in ref].index(call)][1][part][i].double().numpy().ravel()
+        row = rows["%s.%s.%d" % (call, "input" if part.startswith("input") else "output", i)]
+        cos = float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+        assert abs(float(row["Cosine"]) - cos) <= 1e-9, (call, row["Cosine"], cos)
+        assert abs(float(row["MaxAbsErr"]) - float(np.max(np.abs(a - b)))) <= 1e-12, call
+        for col, v in (("NPU max", a.max()), ("NPU min", a.min()), ("NPU mean", a.mean()), ("NPU l2norm", np.linalg.norm(a)),
+                       ("Bench max", b.max()), ("Bench l2norm", np.linalg.norm(b))):
+            assert abs(float(row[col]) - v) <= 1e-9 * max(1.0, abs(v)), (call, col, row[col], v)
+
+
+def _evil_pickle(marker):
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(marker),))
+    return pickle.dumps(Evil(), protocol=2)
+
+
+def _rezip(src, dst, change):
+    """Copies the torch.save archive `src` to `dst` (stored entries), `change(name, bytes)` giving each new entry."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = change(info.filename, zin.read(info.filename))
+            if data is not None:
+                zout.writestr(info.filename, data)
+
+
+def test_hostile_and_broken_tensor_files_are_read_errors(tmp_path, portkit):
+    for side in ("ref", "tgt"):
+        write_msprobe_dump(str(tmp_path / side), tiny_run(False))
+    data = tmp_path / "tgt" / "dump_tensor_data"
+    marker = tmp_path / "PWNED"
+    payload = _evil_pickle(marker)
+    victims = {
+        # data.pkl replaced by a pickle that calls os.system when unpickled.
+        "Functional.linear.0.forward.input.0.pt": lambda p: _rezip(
+            str(p) + ".orig", p, lambda n, b: payload if n.endswith("data.pkl") else b),
+        # Cut in half.
+        "Functional.relu.0.forward.output.0.pt": lambda p: p.write_bytes(open(str(p) + ".orig", "rb").read()[:300]),
+        # The storage record shorter than the sizes data.pkl gives.
+        "Functional.linear.1.forward.input.1.pt": lambda p: _rezip(
+            str(p) + ".orig", p, lambda n, b: b[:8] if "/data/" in n else b),
+    }
+    for name, damage in victims.items():
+        path = data / name
+        os.rename(path, str(path) + ".orig")
+        damage(path)
+    (data / "Torch.tanh.0.forward.output.0.pt").unlink()  # a missing data file
+    out = tmp_path / "out"
+    res = run([portkit, "compare", str(tmp_path / "ref"), str(tmp_path / "tgt"), "-o", str(out)])
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert not marker.exists(), "the pickle was run"
+    report = json.loads((out / "compare_result.json").read_text())
+    messages = {r["npu_name"]: r["err_message"] for r in report["rows"] if r["verdict"] == "Unmatched"}
+    text = "\n".join(messages.values())
+    assert "Functional.linear.0.forward.input.0.pt: " in text and "refers to posix.system, which a saved tensor does " \
+        "not use: refused, nothing in the file was run" in text, text
+    assert "Functional.relu.0.forward.output.0.pt: no zip end-of-directory record: truncated" in text, text
+    assert "Functional.linear.1.forward.input.1.pt: " in text and "the header lies, or the file is truncated" in text, text
+    assert "Torch.tanh.0.forward.output.0.pt" in text, text
+    # The other tensors are still compared from their data.
+    assert sum(1 for r in report["rows"] if r["verdict"] == "Yes") >= 8
+    # The payload is live: Python's own unpickler would have run it.
+    pickle.loads(payload)
+    assert marker.exists()
 
 
 def test_the_dumper_takes_msprobe_config_json(tmp_path):
@@ -233,14 +401,19 @@ def test_against_msprobe_itself(tmp_path, portkit):
                              capture_output=True, text=True, timeout=600)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         theirs = {r["NPU Name"]: r for r in _read_csv(glob.glob(str(out / "compare_result_*.csv"))[0])}
-        if mode == "tensor":
-            ref = convert(folders[mode, "ref"], tmp_path / "conv_ref")
-            tgt = convert(folders[mode, "tgt"], tmp_path / "conv_tgt")
-        else:
-            ref, tgt = folders[mode, "ref"], folders[mode, "tgt"]
+        # Both modes read natively (tensor mode: msprobe's own .pt files); tensor mode also converted by
+        # the companion, which must give the very same numbers.
+        ref, tgt = folders[mode, "ref"], folders[mode, "tgt"]
         mine_dir = tmp_path / ("portkit_cmp_" + mode)
-        compare(portkit, ref, tgt, mine_dir, "--format", "json,msprobe")
+        res, _ = compare(portkit, ref, tgt, mine_dir, "--format", "json,msprobe")
+        assert "compared by the statistics" not in res.stderr, res.stderr
         mine = {r["NPU Name"]: r for r in _read_csv(mine_dir / "compare_result_msprobe.csv")}
+        if mode == "tensor":
+            conv_dir = tmp_path / "portkit_cmp_converted"
+            compare(portkit, convert(ref, tmp_path / "conv_ref"), convert(tgt, tmp_path / "conv_tgt"), conv_dir,
+                    "--format", "json,msprobe")
+            _same_metrics(mine, {r["NPU Name"]: r for r in _read_csv(conv_dir / "compare_result_msprobe.csv")},
+                          "msprobe's .pt files natively and converted")
         # Every tensor portkit compares, msprobe compares too, under the same name; msprobe's extra rows
         # are non-tensor arguments (relu's inplace flag), which portkit does not list.
         assert set(mine) <= set(theirs), sorted(set(mine) - set(theirs))

@@ -10,6 +10,7 @@
 
 #include "accuracy/api.h"
 #include "accuracy/msprobe_dump.h"
+#include "accuracy/tensor_data_file.h"
 #include "core/context.h"
 #include "core/log.h"
 
@@ -101,13 +102,71 @@ TEST_F(MsprobeDump, StatisticsModeComparisonNamesTheSkewedOperator) {
   EXPECT_FALSE(same->HasMismatch());
 }
 
-TEST_F(MsprobeDump, Md5ModeChecksumsAndTensorModeIsComparedByStatistics) {
+TEST_F(MsprobeDump, Md5ModeChecksumsAndTensorModeWithoutDataFilesIsComparedByStatistics) {
   auto md5 = Dump::Load(Write("md5", DumpJson("statistics", 0, R"(, "md5": "0a1b2c3d")")));
   ASSERT_TRUE(md5.ok());
   EXPECT_EQ(md5->ops[0].tensors[0].crc32, 0x0a1b2c3d);
-  auto tensor = Dump::Load(Write("tensor", DumpJson("tensor", 0, R"(, "data_name": "Functional.linear.0.forward.input.0.pt")")));
+  fs::path dir = Write("tensor", DumpJson("tensor", 0, R"(, "data_name": "Functional.linear.0.forward.input.0.pt")"));
+  auto tensor = Dump::Load(dir);
   ASSERT_TRUE(tensor.ok());
-  EXPECT_NE(tensor->warning.find("tensor-mode data (.pt files) is not read"), std::string::npos) << tensor->warning;
+  EXPECT_EQ(tensor->warning, (dir / "dump.json").string() + ": msprobe tensor mode without a dump_tensor_data/ folder "
+                                                             "beside it: compared by the statistics in dump.json");
+  EXPECT_TRUE(tensor->ops[0].file.empty());
+  // With the folder, each operator's tensors are read from their files.
+  fs::create_directories(dir / "dump_tensor_data");
+  auto with_data = Dump::Load(dir);
+  ASSERT_TRUE(with_data.ok());
+  EXPECT_EQ(with_data->warning, "");
+  EXPECT_EQ(with_data->ops[0].file, kTensorDataFolder);
+  EXPECT_EQ(with_data->ops[0].tensors[0].data_name, "Functional.linear.0.forward.input.0.pt");
+}
+
+/// A .npy file (format 1.0) of float32 values.
+void WriteNpy(const fs::path& file, const std::vector<float>& values) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(values.size()) + ",), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string bytes = "\x93NUMPY";
+  bytes += std::string("\x01\x00", 2);
+  bytes.push_back(static_cast<char>(header.size() & 0xFF)), bytes.push_back(static_cast<char>(header.size() >> 8));
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  std::ofstream(file, std::ios::binary) << bytes;
+}
+
+TEST_F(MsprobeDump, TensorModeIsComparedFromItsDataFilesAndAMissingOneIsAReadError) {
+  const std::string json = R"({"task": "tensor", "level": "L1", "framework": "pytorch", "data": {)"
+      R"("Functional.relu.0.forward": {"input_args": [)" + Tensor("torch.float32", "[4]", 2, -2, 0, 3, R"(, "data_name": "in.npy")") +
+      R"(], "input_kwargs": {}, "output": [)" + Tensor("torch.float32", "[4]", 2, 0, 1, 3, R"(, "data_name": "out.npy")") + R"(]}}})";
+  fs::path ref = Write("ref", json), tgt = Write("tgt", json);
+  for (const fs::path& d : {ref, tgt}) fs::create_directories(d / "dump_tensor_data");
+  WriteNpy(ref / "dump_tensor_data" / "in.npy", {-2, -1, 1, 2});
+  WriteNpy(tgt / "dump_tensor_data" / "in.npy", {-2, -1, 1, 2});
+  WriteNpy(ref / "dump_tensor_data" / "out.npy", {0, 0, 1, 2});
+  WriteNpy(tgt / "dump_tensor_data" / "out.npy", {0, 0, 1, 2.5f});
+  CompareOptions o;
+  o.reference = ref, o.target = tgt;
+  auto report = RunCompare(o, ctx_);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 2u);
+  EXPECT_TRUE(report->warnings.empty());
+  for (const auto& row : report->rows) {
+    EXPECT_TRUE(row.compared) << row.target.name;
+    EXPECT_FALSE(row.from_statistics) << row.target.name;
+  }
+  EXPECT_EQ(report->rows[0].verdict, Verdict::kYes);
+  EXPECT_EQ(report->rows[0].metrics.at("MaxAbsErr"), 0);
+  EXPECT_EQ(report->rows[1].metrics.at("MaxAbsErr"), 0.5);  // the data, not dump.json's equal statistics
+  EXPECT_EQ(report->rows[1].target.stats->max, 2.5);
+  EXPECT_TRUE(report->read_errors.empty());
+  // The target's output file is gone: that pair is a read error naming it, the input still compared.
+  fs::remove(tgt / "dump_tensor_data" / "out.npy");
+  auto missing = RunCompare(o, ctx_);
+  ASSERT_TRUE(missing.ok()) << missing.status().message();
+  ASSERT_EQ(missing->read_errors.size(), 1u);
+  EXPECT_NE(missing->read_errors[0].second.find((tgt / "dump_tensor_data" / "out.npy").string()), std::string::npos)
+      << missing->read_errors[0].second;
+  EXPECT_TRUE(missing->rows[0].compared);
 }
 
 TEST_F(MsprobeDump, BrokenDumpJsonIsAParseErrorNamingTheFile) {
