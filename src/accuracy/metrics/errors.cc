@@ -16,6 +16,13 @@ class SumSquares : public Metric {
   SumSquares(bool root_mean, std::string_view column) : root_mean_(root_mean), column_(column) {}
   std::string_view name() const override { return column_; }
   void Accumulate(const Chunk& c) override {
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (simd::CpuHasAvx2()) {
+      sum_ += simd::LaneSumOf<simd::Lane::kSquare>(c.abs_err, c.count);
+      count_ += c.count;
+      return;
+    }
+#endif
     sum_ += LaneSum(c.count, [&](size_t i) { return c.abs_err[i] * c.abs_err[i]; });
     count_ += c.count;
   }
@@ -69,6 +76,13 @@ class MeanOf : public Metric {
   std::string_view name() const override { return column_; }
   void Accumulate(const Chunk& c) override {
     const double* e = relative_ ? c.rel_err : c.abs_err;
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (simd::CpuHasAvx2()) {
+      sum_ += simd::LaneSumOf<simd::Lane::kValue>(e, c.count);
+      count_ += c.count;
+      return;
+    }
+#endif
     sum_ += LaneSum(c.count, [&](size_t i) { return e[i]; });
     count_ += c.count;
   }
@@ -91,6 +105,13 @@ class ErrRatio : public Metric {
   std::string_view name() const override { return column_; }
   void Accumulate(const Chunk& c) override {
     // Counted in doubles (exact below 2^53); nan compares false, so it is not within.
+#ifdef PORTKIT_ACCURACY_AVX2
+    if (simd::CpuHasAvx2()) {
+      within_ += simd::LaneSumOf<simd::Lane::kBelow>(c.rel_err, c.count, limit_);
+      count_ += c.count;
+      return;
+    }
+#endif
     within_ += LaneSum(c.count, [&](size_t i) { return c.rel_err[i] < limit_ ? 1.0 : 0.0; });
     count_ += c.count;
   }

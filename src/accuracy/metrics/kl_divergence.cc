@@ -82,16 +82,18 @@ class KlDivergence : public Metric {
   explicit KlDivergence(bool vector) : avx2_(vector) {}
   std::string_view name() const override { return "KLDivergence"; }
   void Accumulate(const Chunk& c) override {
-    sn_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.n[i]); });
-    sb_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]); });
     // Non-finite elements make S_B or S_N non-finite, which Finalize turns into nan, so the
     // logarithm needs no guard.
 #ifdef PORTKIT_ACCURACY_AVX2
     if (avx2_) {
+      sn_ += simd::LaneSumOf<simd::Lane::kAbs>(c.n, c.count);
+      sb_ += simd::LaneSumOf<simd::Lane::kAbs>(c.b, c.count);
       plogq_ += SumBLogRatioAvx2(c.n, c.b, c.count);
       return;
     }
 #endif
+    sn_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.n[i]); });
+    sb_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]); });
     plogq_ += SumBLogRatioScalar(c.n, c.b, c.count);
   }
   void Merge(const Metric& other) override {

@@ -55,5 +55,34 @@ PORTKIT_AVX2_FN inline double MaxOf(const double* x, size_t c, double start, boo
   return m;
 }
 
+/// What LaneSumOf adds up: x[i], |x[i]|, x[i]², or 1 for x[i] < limit (0 for nan).
+enum class Lane { kValue, kAbs, kSquare, kBelow };
+
+/// The sum of op(x[i]) over x[0..c) exactly as LaneSum (metric.h) adds it — lane k of four sums
+/// the elements i ≡ k (mod 4) in order, the tail goes to lane 0, then (l0 + l1) + (l2 + l3) — so
+/// the result is the same to the bit, four lanes an instruction.
+template <Lane op>
+PORTKIT_AVX2_FN inline double LaneSumOf(const double* x, size_t c, double limit = 0) {
+  const V4d lim = V4d{} + limit, one = V4d{} + 1.0, zero{};
+  V4d acc{};
+  size_t i = 0;
+  for (; i + 4 <= c; i += 4) {
+    V4d v = Load(x + i);
+    if constexpr (op == Lane::kAbs) v = Abs(v);
+    else if constexpr (op == Lane::kSquare) v = v * v;
+    else if constexpr (op == Lane::kBelow) v = Select(v < lim, one, zero);
+    acc += v;
+  }
+  double a0 = acc[0];
+  for (; i < c; ++i) {
+    double v = x[i];
+    if constexpr (op == Lane::kAbs) v = __builtin_fabs(v);
+    else if constexpr (op == Lane::kSquare) v = v * v;
+    else if constexpr (op == Lane::kBelow) v = v < limit ? 1.0 : 0.0;
+    a0 += v;
+  }
+  return (a0 + acc[1]) + (acc[2] + acc[3]);
+}
+
 }  // namespace portkit::accuracy::simd
 #endif
