@@ -129,7 +129,8 @@ bool SplitCallName(const std::string& key, DumpOp& op) {
   op.kind = parts[0];
   op.name.clear();
   for (size_t i = 0; i < name_end; ++i) op.name += (i ? "." : "") + parts[i];
-  if (op.kind == "Module") op.module = op.name.substr(7);
+  // "Module.<path>.<Class>" → its module path; a bare "Module.forward.0" names none.
+  if (op.kind == "Module" && op.name.size() > 7) op.module = op.name.substr(7);
   return true;
 }
 
