@@ -574,11 +574,6 @@ Divergence FindDivergence(const std::vector<CompareRow>& rows) {
 
 CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
 
-std::string Shape(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 }  // namespace
 
@@ -863,7 +858,7 @@ std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* na
   std::string k = (name ? *name : op.name) + "|" + op.phase;
   if (!with_shapes) return k;
   for (const auto& t : op.tensors)
-    if (IsOutputKey(t.key)) k += "|" + Shape(t.shape);
+    if (IsOutputKey(t.key)) k += "|" + ShapeText(t.shape);
   return k;
 }
 
@@ -1017,7 +1012,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   };
   auto shapes_text = [](const std::vector<std::vector<int64_t>>& shapes) {
     std::string s;
-    for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + Shape(x);
+    for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + ShapeText(x);
     return s.empty() ? std::string("no outputs") : s;
   };
   // The same operator (name and phase) with other output shapes: one row naming both.
@@ -1109,7 +1104,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       } else if (rit == rop.tensors.end()) {
         row.message = "no tensor " + rkey + " in the reference op";
       } else if (rit->shape != tt.shape) {
-        row.message = "shape mismatch: " + Shape(tt.shape) + " in the target, " + Shape(rit->shape) + " in the reference";
+        row.message = "shape mismatch: " + ShapeText(tt.shape) + " in the target, " + ShapeText(rit->shape) + " in the reference";
       } else if (!tt.note.empty() || !rit->note.empty() || Unsupported(tt.dtype) || Unsupported(rit->dtype)) {
         row.verdict = Verdict::kNotApplicable;
         row.message = "not compared: " + (!tt.note.empty()    ? tt.note + " (target)"

@@ -24,6 +24,15 @@ DType ParseDType(std::string_view s) {
   return DType::kUnknown;
 }
 
+std::string ShapeText(const std::vector<int64_t>& shape, std::string_view separator) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += separator;
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
 std::string_view DTypeName(DType t) {
   switch (t) {
     case DType::kF64: return "F64";

@@ -2,7 +2,9 @@
 /// Element types of tensor dumps (safetensors names) and their decoding to double.
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace portkit::accuracy {
 
@@ -16,6 +18,8 @@ std::string_view DTypeName(DType t);
 /// Bytes per element; 0 for kUnknown.
 size_t DTypeSize(DType t);
 bool IsFloating(DType t);
+/// A tensor shape as reports and messages write it: "[2, 3]" (or with another separator).
+std::string ShapeText(const std::vector<int64_t>& shape, std::string_view separator = ", ");
 
 double HalfToDouble(uint16_t h);
 double BFloat16ToDouble(uint16_t b);

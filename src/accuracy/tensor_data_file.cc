@@ -19,12 +19,6 @@ namespace portkit::accuracy {
 namespace fs = std::filesystem;
 namespace {
 
-std::string ShapeText(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 /// Places a tensor of `t.shape` and element type `t.dtype` at element `offset` of a storage of
 /// `storage_numel` elements whose first byte is at `base`, with element `strides` (empty: C order).
 /// Checks that every element it reaches lies in the storage; contiguous tensors get no strides.

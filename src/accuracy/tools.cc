@@ -21,12 +21,6 @@ namespace portkit::accuracy {
 namespace fs = std::filesystem;
 namespace {
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // Read pieces: 16 MiB of elements for .npy; 1 MiB for .txt, whose text is ~6x the binary size.
 /// Elements per piece when a tensor is converted: bytes of input read at a time (a .txt line is
 /// about 25 bytes per element, so its pieces are smaller).
@@ -127,7 +121,7 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType ty
       c->failed.push_back({st.message(), st.code()});
       continue;
     }
-    index.AddRow({name, PrintableName(t.path), std::string(DTypeName(t.dtype)), ShapeText(t.shape), t.stored});
+    index.AddRow({name, PrintableName(t.path), std::string(DTypeName(t.dtype)), ShapeText(t.shape, ","), t.stored});
     c->written.push_back({name, file.string() + ":" + PrintableName(t.path), widened && type == ConvertType::kNpy});
   }
   PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "convert_index.csv", index.str()));

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "accuracy/dtype.h"
 #include "core/csv_writer.h"
 #include "render/compare_render.h"
 
@@ -18,12 +19,6 @@ std::string FormatNumber(double v) {
 }
 
 namespace {
-
-std::string Shape(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
 
 const std::string kNa = "N/A";
 
@@ -78,7 +73,7 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
     const CompareSide* sides[] = {&r.target, &r.reference};
     for (const auto* s : sides) cells.push_back(s->name.empty() ? kNa : s->name);
     for (const auto* s : sides) cells.push_back(s->dtype ? *s->dtype : kNa);
-    for (const auto* s : sides) cells.push_back(s->shape ? Shape(*s->shape) : kNa);
+    for (const auto* s : sides) cells.push_back(s->shape ? accuracy::ShapeText(*s->shape) : kNa);
     AppendMetricCells(r, kMetricColumns, cells);
     AppendStatisticsCells(r, cells);
     cells.emplace_back(accuracy::VerdictName(r.verdict));
@@ -141,7 +136,7 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
     cells.push_back(MsprobeName(r.reference, r.reference_op, report.reference_calls));
     const CompareSide* sides[] = {&r.target, &r.reference};
     for (const auto* s : sides) cells.push_back(s->dtype ? *s->dtype : kNa);
-    for (const auto* s : sides) cells.push_back(s->shape ? Shape(*s->shape) : kNa);
+    for (const auto* s : sides) cells.push_back(s->shape ? accuracy::ShapeText(*s->shape) : kNa);
     for (const auto* s : sides) cells.push_back(Grad(s->requires_grad));
     if (summary) {
       // Differences target − reference of each statistic, then their relative sizes.
