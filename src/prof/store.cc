@@ -54,15 +54,20 @@ CREATE VIEW kernel_launches AS
   LEFT JOIN events r ON r.trace = k.trace AND r.correlation = k.correlation AND r.kind IN ('runtime', 'driver')
   WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset');
 )SQL";
-// Built after each bulk insert (maintaining them row by row costs more than building them once).
+// Built after each bulk insert (maintaining it row by row costs more than building it once).
 constexpr std::string_view kIndexes = R"SQL(
-CREATE INDEX IF NOT EXISTS events_kind ON events (trace, kind, ts);
-CREATE INDEX IF NOT EXISTS events_launch ON events (trace, correlation) WHERE kind IN ('runtime', 'driver');
+CREATE INDEX IF NOT EXISTS events_launch ON events (correlation, trace) WHERE kind IN ('runtime', 'driver');
 )SQL";
 // events_launch holds the runtime/driver calls only (a partial index: the kernel_launches view's
-// join names the same kinds, so SQLite uses it; a third of the rows of a full index). Schema 1's
-// events_external and events_correlation are dropped for good: launches are linked to their ops as
-// the events are written (TraceWriter), and no reader looks events up by External id.
+// join names the same kinds, so SQLite uses it; a third of the rows of a full index). Its key
+// starts with the correlation, which differs from row to row, so SQLite's sorter settles most
+// comparisons on the first integer (a key starting with the trace, the same in every row of the
+// build, made every comparison decode the whole key). The store has no other index: events_kind
+// (trace, kind, ts), built before, took a third of a large trace's import (sorting 2 M keys
+// that all begin with the same trace) and no reader was faster with it — they scan the events once
+// (docs/prof.md, "Store"). The Ascend join builds the index on time it needs and drops it.
+// Schema 1's events_external and events_correlation are dropped for good: launches are linked to
+// their ops as the events are written (TraceWriter), and no reader looks events up by External id.
 constexpr std::string_view kDropIndexes =
     "DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_launch; "
     "DROP INDEX IF EXISTS events_correlation; DROP INDEX IF EXISTS events_external;";
@@ -502,21 +507,15 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
     st = q->Bind(4, marks_).Bind(5, id_).Run();
   }
   if (st.ok()) st = LinkByExternalId();
-  // Linking calls by nesting reads the calls in order through the indexes: such a trace gets its
-  // indexes inside its own transaction.
-  const bool indexed_inside = needs_enclosing_;
-  if (st.ok() && indexed_inside) st = db.Exec(kIndexes);
-  if (st.ok() && indexed_inside) st = LinkEnclosing();
+  // Calls without an External id: linked by nesting (a scan of the trace's calls in thread and
+  // time order, sorted by SQLite; no index serves it).
+  if (st.ok() && needs_enclosing_) st = LinkEnclosing();
   if (st.ok()) st = tx_->Commit();
   if (!st.ok()) {
     Abort();
     return st;
   }
   tx_.reset();
-  if (indexed_inside) {
-    store_->Checkpoint();
-    return Status::Ok();
-  }
   // The trace is in: its rows, counts and links. Its indexes (which only make reads fast; every
   // query gives the same rows without them) are built in a second transaction, while a second
   // connection copies the trace's pages from the WAL into the store file and waits for their

@@ -1,7 +1,12 @@
 #include "prof/exporters/summary.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <unordered_set>
+#include <vector>
 
 namespace portkit::prof {
 
@@ -189,29 +194,59 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
         std::string name = Text(q, 2);
         spans.push_back({q.Int(0), Text(q, 1), name.substr(name.find('#') + 1), q.Int(3), q.Int(4)});
       }));
-  auto first_start = [&](const StepSpan& sp, const char* kinds, int64_t* out) {
-    return Query(store,
-                 "SELECT MIN(ts) FROM events WHERE trace = " + std::to_string(sp.trace) + " AND kind IN (" + kinds +
-                     ") AND ts >= " + std::to_string(sp.start) + " AND ts < " + std::to_string(sp.end),
-                 [&](const sql::Statement& q) {
-                   if (!q.IsNull(0)) *out = q.Int(0);
-                 });
+  // FP start and BP end of every step in one pass over the events (not a query per step, which
+  // needs an index on time to stay linear): each event is placed in the steps of its trace that
+  // contain its start, found by binary search over the steps sorted by start.
+  std::map<int64_t, std::vector<size_t>> steps_of;  // trace → indexes into spans, by start
+  for (size_t i = 0; i < spans.size(); ++i) steps_of[spans[i].trace].push_back(i);
+  struct Window {
+    std::vector<size_t> order;    // span indexes by start
+    std::vector<int64_t> reach;   // the latest end among order[0..j]
   };
-  for (const auto& sp : spans) {
-    int64_t fp = -1, bp = -1;
-    PORTKIT_RETURN_IF_ERROR(first_start(sp, "'kernel', 'gpu_memcpy', 'gpu_memset'", &fp));
-    if (fp < 0) PORTKIT_RETURN_IF_ERROR(first_start(sp, "'cpu_op'", &fp));
+  std::map<int64_t, Window> windows;
+  for (auto& [trace, idx] : steps_of) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return spans[a].start < spans[b].start; });
+    Window& w = windows[trace];
+    w.order = idx;
+    int64_t reach = INT64_MIN;
+    for (size_t i : idx) w.reach.push_back(reach = std::max(reach, spans[i].end));
+  }
+  constexpr int64_t kNone = INT64_MIN;
+  std::vector<int64_t> fp_device(spans.size(), kNone), fp_host(spans.size(), kNone), bp(spans.size(), kNone);
+  if (!spans.empty()) {
+    std::unordered_set<int64_t> backward_names;
+    PORTKIT_RETURN_IF_ERROR(Query(store,
+                                  "SELECT id FROM strings WHERE value LIKE '%backward%' OR value LIKE '%backprop%'",
+                                  [&](const sql::Statement& q) { backward_names.insert(q.Int(0)); }));
     PORTKIT_RETURN_IF_ERROR(Query(
         store,
-        "SELECT MAX(e.ts + e.dur) FROM events e JOIN strings s ON s.id = e.name WHERE e.trace = " +
-            std::to_string(sp.trace) +
-            " AND e.kind IN ('cpu_op', 'kernel', 'gpu_memcpy', 'gpu_memset') AND e.ts >= " + std::to_string(sp.start) +
-            " AND e.ts < " + std::to_string(sp.end) + " AND (s.value LIKE '%backward%' OR s.value LIKE '%backprop%')",
+        "SELECT trace, kind = 'cpu_op', ts, dur, name FROM events "
+        "WHERE kind IN ('cpu_op', 'kernel', 'gpu_memcpy', 'gpu_memset')",
         [&](const sql::Statement& q) {
-          if (!q.IsNull(0)) bp = q.Int(0);
+          auto w = windows.find(q.Int(0));
+          if (w == windows.end()) return;
+          const bool host = q.Int(1) != 0;
+          const int64_t ts = q.Int(2), end = ts + q.Int(3);
+          const bool backward = backward_names.count(q.Int(4)) > 0;
+          const auto& order = w->second.order;
+          // The steps starting at or before ts, latest first, while one of them may still hold ts.
+          auto j = static_cast<size_t>(std::upper_bound(order.begin(), order.end(), ts,
+                                                        [&](int64_t t, size_t i) { return t < spans[i].start; }) -
+                                       order.begin());
+          while (j > 0 && w->second.reach[j - 1] > ts) {
+            const size_t i = order[--j];
+            if (ts >= spans[i].end) continue;
+            int64_t& fp = host ? fp_host[i] : fp_device[i];
+            if (fp == kNone || ts < fp) fp = ts;
+            if (backward && (bp[i] == kNone || end > bp[i])) bp[i] = end;
+          }
         }));
-    step_trace.rows.push_back({sp.path, sp.id, fp < 0 ? "" : Micros(fp), bp < 0 ? "" : Micros(bp), Micros(sp.end),
-                               Micros(sp.end - sp.start), Micros(sp.start)});
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const StepSpan& sp = spans[i];
+    const int64_t fp = fp_device[i] != kNone ? fp_device[i] : fp_host[i];
+    step_trace.rows.push_back({sp.path, sp.id, fp == kNone ? "" : Micros(fp), bp[i] == kNone ? "" : Micros(bp[i]),
+                               Micros(sp.end), Micros(sp.end - sp.start), Micros(sp.start)});
   }
 
   out.push_back(std::move(op_summary));
