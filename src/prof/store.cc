@@ -11,6 +11,8 @@
 namespace portkit::prof {
 namespace fs = std::filesystem;
 
+bool IsDeviceTask(EventKind k) { return k == EventKind::kKernel || k == EventKind::kMemcpy || k == EventKind::kMemset; }
+
 const char* EventKindName(EventKind k) {
   switch (k) {
     case EventKind::kCpuOp: return "cpu_op";
@@ -44,30 +46,28 @@ CREATE TABLE events (
   grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER,
   registers INTEGER, shared_memory INTEGER, occupancy REAL, bytes INTEGER,
   input_dims TEXT, input_types TEXT,
-  parent INTEGER, args TEXT);
+  parent INTEGER, args TEXT, launch INTEGER);
 CREATE TABLE marks (trace INTEGER NOT NULL, ph TEXT NOT NULL, ts INTEGER, pid INTEGER, tid INTEGER, event TEXT NOT NULL);
 CREATE VIEW kernels AS
   SELECT e.*, s.value AS name_text FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'kernel';
+)SQL";
+// A device task with the runtime/driver call that launched it and that call's CPU op.
+constexpr std::string_view kKernelLaunchesView = R"SQL(
 CREATE VIEW kernel_launches AS
-  SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, r.parent AS cpu_op
-  FROM events k
-  LEFT JOIN events r ON r.trace = k.trace AND r.correlation = k.correlation AND r.kind IN ('runtime', 'driver')
+  SELECT k.trace, k.rowid AS kernel, k.launch AS launch, r.parent AS cpu_op
+  FROM events k LEFT JOIN events r ON r.rowid = k.launch
   WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset');
 )SQL";
-// Built after each bulk insert (maintaining it row by row costs more than building it once).
-constexpr std::string_view kIndexes = R"SQL(
-CREATE INDEX IF NOT EXISTS events_launch ON events (correlation, trace) WHERE kind IN ('runtime', 'driver');
-)SQL";
-// events_launch holds the runtime/driver calls only (a partial index: the kernel_launches view's
-// join names the same kinds, so SQLite uses it; a third of the rows of a full index). Its key
-// starts with the correlation, which differs from row to row, so SQLite's sorter settles most
-// comparisons on the first integer (a key starting with the trace, the same in every row of the
-// build, made every comparison decode the whole key). The store has no other index: events_kind
-// (trace, kind, ts), built before, took a third of a large trace's import (sorting 2 M keys
-// that all begin with the same trace) and no reader was faster with it — they scan the events once
-// (docs/prof.md, "Store"). The Ascend join builds the index on time it needs and drops it.
-// Schema 1's events_external and events_correlation are dropped for good: launches are linked to
-// their ops as the events are written (TraceWriter), and no reader looks events up by External id.
+// The store has no index. A device task's launch (the runtime/driver call of its trace with the
+// same correlation id) is linked as the events are written (TraceWriter::AddEvent, the `launch`
+// column), so the kernel_launches view joins by rowid. Up to schema 2 two indexes were built
+// after each trace instead — events_kind (trace, kind, ts) and events_launch (trace, correlation)
+// — over every trace in the store, so a folder of traces cost more per trace the more it held;
+// events_kind's build (2 M sort keys all starting with the same trace) was a third of a large
+// trace's import and no reader was faster with it: they scan the events once (docs/prof.md,
+// "Store"). The Ascend join builds the index on time it needs and drops it. Schema 1's
+// events_external and events_correlation are gone too: launches are linked to their ops as the
+// events are written, and no reader looks events up by External id.
 constexpr std::string_view kDropIndexes =
     "DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_launch; "
     "DROP INDEX IF EXISTS events_correlation; DROP INDEX IF EXISTS events_external;";
@@ -79,12 +79,28 @@ ALTER TABLE traces ADD COLUMN marks INTEGER;
 CREATE TABLE marks (trace INTEGER NOT NULL, ph TEXT NOT NULL, ts INTEGER, pid INTEGER, tid INTEGER, event TEXT NOT NULL);
 )SQL";
 
+// Schema 2 → 3: the launch link stored (the view joined on correlation through events_launch).
+constexpr std::string_view kMigrate2To3 = R"SQL(
+ALTER TABLE events ADD COLUMN launch INTEGER;
+CREATE INDEX IF NOT EXISTS events_launch_migrate ON events (correlation, trace) WHERE kind IN ('runtime', 'driver');
+UPDATE events SET launch = (SELECT MIN(r.rowid) FROM events r WHERE r.correlation = events.correlation
+  AND r.trace = events.trace AND r.kind IN ('runtime', 'driver'))
+  WHERE kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL;
+DROP INDEX events_launch_migrate;
+DROP INDEX IF EXISTS events_kind;
+DROP INDEX IF EXISTS events_launch;
+DROP VIEW IF EXISTS kernel_launches;
+)SQL";
+
 sql::Schema StoreSchema() {
   sql::Schema s;
   s.what = "profile store";
   s.version = kStoreSchemaVersion;
-  s.create_sql = kCreateSchema;
-  s.migrations = {kMigrate1To2};
+  // Constant texts, composed once: the view is created by both.
+  static const std::string create = std::string(kCreateSchema) + std::string(kKernelLaunchesView);
+  static const std::string to3 = std::string(kMigrate2To3) + std::string(kKernelLaunchesView);
+  s.create_sql = create;
+  s.migrations = {kMigrate1To2, to3};
   s.remedy = "delete it and run `portkit prof import` on the traces again";
   return s;
 }
@@ -137,11 +153,10 @@ Expected<Store> Store::Open(const fs::path& path) {
   if (!db.ok()) return db.status();
   // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
   // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench). Two helper threads
-  // for SQLite's sorter: the index builds at the end of a trace sort on the core the parse has
-  // left idle by then (a fifth of the store thread's time off the critical path; the sorter's
-  // memory grows by a PMA, ~16 MiB).
+  // for SQLite's sorter, for the sorts at the end of a trace (the nesting pass of calls without
+  // External ids, the Ascend join's index), on the core the parse has left idle by then.
   PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL; PRAGMA threads = 2;"));
-  // Checkpoints are run by TraceWriter::Finish (one per trace, partly on another thread) and by
+  // Checkpoints are run by TraceWriter::Finish (one per trace, on another thread) and by
   // the last connection's close, not by SQLite after every commit.
   if (options.wal) PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0;"));
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
@@ -196,7 +211,7 @@ namespace {
 constexpr std::string_view kEventColumns = "trace, kind, name, category, ts, dur, pid, tid";
 constexpr std::string_view kEventOptionalColumns[] = {
     "correlation", "external_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-    "registers", "shared_memory", "occupancy", "bytes", "input_dims", "input_types", "parent", "args"};
+    "registers", "shared_memory", "occupancy", "bytes", "input_dims", "input_types", "parent", "args", "launch"};
 constexpr int kEventFixedColumns = 8;
 constexpr uint32_t kAllOptionalColumns = (1u << std::size(kEventOptionalColumns)) - 1;
 constexpr size_t kMaxInsertStatements = 64;
@@ -293,7 +308,9 @@ Status Store::DropTraces(const std::vector<std::string>& paths) {
 TraceWriter::TraceWriter(TraceWriter&& o) noexcept
     : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_), marks_(o.marks_),
       op_by_external_(std::move(o.op_by_external_)), unlinked_(std::move(o.unlinked_)),
-      needs_enclosing_(o.needs_enclosing_), id_of_key_(std::move(o.id_of_key_)), events_(o.events_),
+      needs_enclosing_(o.needs_enclosing_), call_by_correlation_(std::move(o.call_by_correlation_)),
+      unlaunched_(std::move(o.unlaunched_)), relink_launches_(o.relink_launches_),
+      id_of_key_(std::move(o.id_of_key_)), events_(o.events_),
       start_pages_(o.start_pages_) {}
 
 TraceWriter::~TraceWriter() { Abort(); }
@@ -354,18 +371,23 @@ Status TraceWriter::AddEvent(const Event& e) {
   if (!name.ok()) return name.status();
   auto cat = StringId(e.category_key, e.category);
   if (!cat.ok()) return cat.status();
-  // The CPU op a launch belongs to (its External id), when that op has come already.
+  // The CPU op a launch belongs to (its External id), when that op has come already; the call
+  // that launched a device task (its correlation id), when that call has come already.
   const bool call = e.kind == EventKind::kRuntime || e.kind == EventKind::kDriver;
-  int64_t parent = -1;
+  const bool device = IsDeviceTask(e.kind);
+  int64_t parent = -1, launch = -1;
   if (call && e.external_id >= 0) {
     if (auto it = op_by_external_.find(e.external_id); it != op_by_external_.end()) parent = it->second;
+  }
+  if (device && e.correlation >= 0) {
+    if (auto it = call_by_correlation_.find(e.correlation); it != call_by_correlation_.end()) launch = it->second;
   }
   // The optional columns in kEventOptionalColumns' order; absent ones (< 0, empty) stay NULL.
   const int64_t ints[] = {e.correlation, e.external_id, e.grid[0], e.grid[1], e.grid[2],
                           e.block[0], e.block[1], e.block[2], e.registers, e.shared_memory};
-  static_assert(std::size(ints) + 6 == std::size(kEventOptionalColumns));
+  static_assert(std::size(ints) + 7 == std::size(kEventOptionalColumns));
   constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13,
-                     kParent = 1u << 14, kArgs = 1u << 15;
+                     kParent = 1u << 14, kArgs = 1u << 15, kLaunch = 1u << 16;
   uint32_t present = 0;
   for (size_t k = 0; k < std::size(ints); ++k)
     if (ints[k] >= 0) present |= 1u << k;
@@ -375,6 +397,7 @@ Status TraceWriter::AddEvent(const Event& e) {
   if (!e.input_types.empty()) present |= kTypes;
   if (parent >= 0) present |= kParent;
   if (!e.args.empty()) present |= kArgs;
+  if (launch >= 0) present |= kLaunch;
   uint32_t columns = present;
   auto statement = store_->InsertEventStatement(&columns);
   if (!statement.ok()) return statement.status();
@@ -404,13 +427,17 @@ Status TraceWriter::AddEvent(const Event& e) {
   value(kTypes, [&] { s.BindStatic(i, e.input_types); });
   value(kParent, [&] { s.Bind(i, parent); });
   value(kArgs, [&] { s.BindStatic(i, e.args); });
+  value(kLaunch, [&] { s.Bind(i, launch); });
   PORTKIT_RETURN_IF_ERROR(s.RunKeepingBindings());
-  if (e.kind == EventKind::kCpuOp && e.external_id >= 0)
-    op_by_external_.try_emplace(e.external_id, store_->db_->LastInsertRowId());
+  const int64_t rowid = store_->db_->LastInsertRowId();
+  if (e.kind == EventKind::kCpuOp && e.external_id >= 0) op_by_external_.try_emplace(e.external_id, rowid);
   if (call && parent < 0) {
-    if (e.external_id >= 0) unlinked_.emplace_back(store_->db_->LastInsertRowId(), e.external_id);
+    if (e.external_id >= 0) unlinked_.emplace_back(rowid, e.external_id);
     else needs_enclosing_ = true;
   }
+  // The first call of a correlation id launched its tasks (a graph launch has several).
+  if (call && e.correlation >= 0) call_by_correlation_.try_emplace(e.correlation, rowid);
+  if (device && e.correlation >= 0 && launch < 0) unlaunched_.emplace_back(rowid, e.correlation);
   return Status::Ok();
 }
 
@@ -447,6 +474,31 @@ Status TraceWriter::LinkByExternalId() {
   }
   unlinked_.clear();
   op_by_external_.clear();
+  return Status::Ok();
+}
+
+// Device tasks that came before their call, linked now; a trace whose kinds changed after the
+// events were written (SetKindOfProcess) is linked again as a whole, through an index built for it.
+Status TraceWriter::LinkLaunches() {
+  sql::Database& db = *store_->db_;
+  if (relink_launches_) {
+    const std::string t = std::to_string(id_);
+    PORTKIT_RETURN_IF_ERROR(db.Exec(
+        "CREATE INDEX IF NOT EXISTS events_relink ON events (correlation, trace) WHERE kind IN ('runtime', 'driver'); "
+        "UPDATE events SET launch = (SELECT MIN(r.rowid) FROM events r WHERE r.correlation = events.correlation "
+        "AND r.trace = events.trace AND r.kind IN ('runtime', 'driver')) WHERE trace = " + t +
+        " AND kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL; "
+        "DROP INDEX events_relink;"));
+  } else if (!unlaunched_.empty()) {
+    auto upd = db.Prepare("UPDATE events SET launch = ? WHERE rowid = ?");
+    if (!upd.ok()) return upd.status();
+    for (const auto& [rowid, correlation] : unlaunched_) {
+      auto it = call_by_correlation_.find(correlation);
+      if (it != call_by_correlation_.end()) PORTKIT_RETURN_IF_ERROR(upd->Bind(1, it->second).Bind(2, rowid).Run());
+    }
+  }
+  unlaunched_.clear();
+  call_by_correlation_.clear();
   return Status::Ok();
 }
 
@@ -492,6 +544,8 @@ Expected<int64_t> TraceWriter::SetKindOfProcess(int64_t pid, EventKind from, Eve
   PORTKIT_RETURN_IF_ERROR(q->Bind(4, std::string_view(EventKindName(from))).Run());
   int64_t changed = db.Changes();
   if (changed > 0 && (to == EventKind::kRuntime || to == EventKind::kDriver)) needs_enclosing_ = true;
+  if (changed > 0 && (to == EventKind::kRuntime || to == EventKind::kDriver || IsDeviceTask(to)))
+    relink_launches_ = true;
   return changed;
 }
 
@@ -507,6 +561,7 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
     st = q->Bind(4, marks_).Bind(5, id_).Run();
   }
   if (st.ok()) st = LinkByExternalId();
+  if (st.ok()) st = LinkLaunches();
   // Calls without an External id: linked by nesting (a scan of the trace's calls in thread and
   // time order, sorted by SQLite; no index serves it).
   if (st.ok() && needs_enclosing_) st = LinkEnclosing();
@@ -516,23 +571,10 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
     return st;
   }
   tx_.reset();
-  // The trace is in: its rows, counts and links. Its indexes (which only make reads fast; every
-  // query gives the same rows without them) are built in a second transaction, while a second
-  // connection copies the trace's pages from the WAL into the store file and waits for their
-  // fsyncs on another core, instead of the index build waiting for them at the end.
+  // The trace is in: its rows, counts and links. A second connection copies its pages from the
+  // WAL into the store file and waits for their fsyncs on a thread of its own, while the caller
+  // goes on (the next trace of a folder; the store's destructor waits for it).
   store_->StartCheckpoint();
-  Status indexed;
-  {
-    sql::Transaction tx(db);
-    indexed = tx.status();
-    if (indexed.ok()) indexed = db.Exec(kIndexes);
-    if (indexed.ok()) indexed = tx.Commit();
-  }
-  store_->WaitForCheckpoint();
-  store_->Checkpoint();  // the index pages
-  if (!indexed.ok())
-    return Status(indexed.code(), indexed.message() +
-                                      " (the trace's events are stored; the next import builds the indexes again)");
   return Status::Ok();
 }
 

@@ -11,6 +11,10 @@
 /// Schema 2 keeps what the timeline needs to be lossless: each event's `args` object as its raw
 /// JSON text, and every event that is not a complete event ("X") — metadata (process and thread
 /// names), counters, instants, flows — as a mark (its raw JSON text, with ph, ts, pid and tid).
+///
+/// Schema 3 stores each device task's launch (`launch`: the rowid of the runtime/driver call of
+/// its trace with its correlation id, linked while the events are written) and has no index; a
+/// store of schema 2 is migrated in place (the links computed from the correlation ids).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -26,7 +30,7 @@
 namespace portkit::prof {
 
 /// The schema version of `portkit.db` this portkit writes and reads.
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 /// The store's file name inside a profile folder.
 inline constexpr std::string_view kStoreFileName = "portkit.db";
 
@@ -41,6 +45,8 @@ enum class EventKind : uint8_t {
   kSync, kPythonFunction, kStep, kOther
 };
 const char* EventKindName(EventKind k);
+/// A task on the device (kernel, memcpy, memset): what a runtime/driver call launches.
+bool IsDeviceTask(EventKind k);
 
 struct Event {
   EventKind kind = EventKind::kOther;
@@ -91,11 +97,9 @@ class TraceWriter {
   /// Re-kinds this trace's events of process `pid` stored as `from` (a process whose name came
   /// after its events); returns how many changed.
   Expected<int64_t> SetKindOfProcess(int64_t pid, EventKind from, EventKind to);
-  /// Records the counts, links launches to operators and commits; then builds the indexes in a
-  /// second transaction while another thread checkpoints the trace's pages (a trace whose calls
-  /// are linked by nesting gets its indexes inside its own transaction). An error in that second
-  /// transaction is returned, but the trace is stored: only the indexes are missing, and the
-  /// next import builds them.
+  /// Records the counts, links launches to operators and device tasks to their launches, and
+  /// commits; then starts the checkpoint of the trace's pages on another thread (Store waits for
+  /// it before the next one and when destroyed).
   Status Finish(uint64_t events, uint64_t skipped, std::string_view warning);
   /// Rolls back now (what the destructor does when Finish was not reached).
   void Abort();
@@ -106,6 +110,8 @@ class TraceWriter {
       : store_(store), tx_(std::move(tx)), id_(id) {}
   /// Links the calls whose op came after them (by External id); the rest need LinkEnclosing.
   Status LinkByExternalId();
+  /// Links the device tasks whose call came after them (or all, after a re-kind).
+  Status LinkLaunches();
   /// Links calls without an op of their External id to the innermost CPU op enclosing them.
   Status LinkEnclosing();
   /// The store's id of `text`, whose importer key is `key` (Event::name_key), or of `text`
@@ -120,6 +126,11 @@ class TraceWriter {
   std::unordered_map<int64_t, int64_t> op_by_external_;
   std::vector<std::pair<int64_t, int64_t>> unlinked_;  // (rowid, external id)
   bool needs_enclosing_ = false;  // a runtime/driver call without an External id op: link by nesting
+  // Device task → launching call links: the first call of each correlation id, and the tasks whose
+  // call had not come yet (linked at Finish); after a re-kind the whole trace is linked again.
+  std::unordered_map<int64_t, int64_t> call_by_correlation_;
+  std::vector<std::pair<int64_t, int64_t>> unlaunched_;  // (rowid, correlation)
+  bool relink_launches_ = false;
   std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
   uint64_t events_ = 0;          // added so far, for Store::SetTraceLimits
   int64_t start_pages_ = -1;     // the store's page count when the trace began (-1: not measured)
