@@ -142,7 +142,7 @@ void Measure(const fs::path& trace, const fs::path& work) {
 }
 
 // The store alone: the generated trace's events (same names, args and geometry), built in memory
-// and written through TraceWriter (inserts, indexes, launch links, commit) with no file, no JSON.
+// and written through TraceWriter (inserts, launch links, commit, checkpoint) with no file, no JSON.
 // The floor of an import into SQLite on this machine.
 void MeasureStoreOnly(double mb, const fs::path& work) {
   const char* ops[] = {"aten::linear", "aten::addmm", "aten::relu", "aten::softplus", "aten::tanh", "aten::mul",
@@ -239,8 +239,8 @@ int main(int argc, char** argv) {
   // Per thread: the store's thread (the importing process's main thread) is the critical path
   // while the parse runs beside it on another core; on an idle machine with two cores the wall
   // clock cannot beat max(store thread, all threads / 2).
-  std::printf("\nCPU seconds by thread (ours): the store thread runs SQLite; the others parse the JSON, and sort for "
-              "the index build (SQLite's helper threads)\n\n");
+  std::printf("\nCPU seconds by thread (ours): the store thread runs SQLite; the others parse the JSON and "
+              "checkpoint the WAL into the store file\n\n");
   std::printf("| %-30s | %7s | %8s | %8s | %14s | %15s | %22s |\n", "trace", "CPU s", "store s", "others s",
               "store MB/cpu-s", "others MB/cpu-s", "idle 2-core bound MB/s");
   std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(9, '-').c_str(),
