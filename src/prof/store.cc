@@ -79,14 +79,18 @@ ALTER TABLE traces ADD COLUMN marks INTEGER;
 CREATE TABLE marks (trace INTEGER NOT NULL, ph TEXT NOT NULL, ts INTEGER, pid INTEGER, tid INTEGER, event TEXT NOT NULL);
 )SQL";
 
-// Schema 2 → 3: the launch link stored (the view joined on correlation through events_launch).
+// Links every device task to its launch from the correlation ids, through an index built for it
+// (the 2 → 3 migration; a trace re-kinded after its events were written), then drops the index;
+// the caller appends a condition on the tasks (or nothing) and ";".
+constexpr std::string_view kRelinkLaunches =
+    "CREATE INDEX IF NOT EXISTS events_relink ON events (correlation, trace) WHERE kind IN ('runtime', 'driver'); "
+    "UPDATE events SET launch = (SELECT MIN(r.rowid) FROM events r WHERE r.correlation = events.correlation "
+    "AND r.trace = events.trace AND r.kind IN ('runtime', 'driver')) "
+    "WHERE kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL";
+// Schema 2 → 3: the launch link stored (the view joined on correlation through events_launch),
+// the indexes dropped; then kRelinkLaunches and the view (StoreSchema).
 constexpr std::string_view kMigrate2To3 = R"SQL(
 ALTER TABLE events ADD COLUMN launch INTEGER;
-CREATE INDEX IF NOT EXISTS events_launch_migrate ON events (correlation, trace) WHERE kind IN ('runtime', 'driver');
-UPDATE events SET launch = (SELECT MIN(r.rowid) FROM events r WHERE r.correlation = events.correlation
-  AND r.trace = events.trace AND r.kind IN ('runtime', 'driver'))
-  WHERE kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL;
-DROP INDEX events_launch_migrate;
 DROP INDEX IF EXISTS events_kind;
 DROP INDEX IF EXISTS events_launch;
 DROP VIEW IF EXISTS kernel_launches;
@@ -98,7 +102,8 @@ sql::Schema StoreSchema() {
   s.version = kStoreSchemaVersion;
   // Constant texts, composed once: the view is created by both.
   static const std::string create = std::string(kCreateSchema) + std::string(kKernelLaunchesView);
-  static const std::string to3 = std::string(kMigrate2To3) + std::string(kKernelLaunchesView);
+  static const std::string to3 = std::string(kMigrate2To3) + std::string(kRelinkLaunches) +
+                                 "; DROP INDEX events_relink;" + std::string(kKernelLaunchesView);
   s.create_sql = create;
   s.migrations = {kMigrate1To2, to3};
   s.remedy = "delete it and run `portkit prof import` on the traces again";
@@ -482,13 +487,8 @@ Status TraceWriter::LinkByExternalId() {
 Status TraceWriter::LinkLaunches() {
   sql::Database& db = *store_->db_;
   if (relink_launches_) {
-    const std::string t = std::to_string(id_);
-    PORTKIT_RETURN_IF_ERROR(db.Exec(
-        "CREATE INDEX IF NOT EXISTS events_relink ON events (correlation, trace) WHERE kind IN ('runtime', 'driver'); "
-        "UPDATE events SET launch = (SELECT MIN(r.rowid) FROM events r WHERE r.correlation = events.correlation "
-        "AND r.trace = events.trace AND r.kind IN ('runtime', 'driver')) WHERE trace = " + t +
-        " AND kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL; "
-        "DROP INDEX events_relink;"));
+    PORTKIT_RETURN_IF_ERROR(db.Exec(std::string(kRelinkLaunches) + " AND trace = " + std::to_string(id_) +
+                                    "; DROP INDEX events_relink;"));
   } else if (!unlaunched_.empty()) {
     auto upd = db.Prepare("UPDATE events SET launch = ? WHERE rowid = ?");
     if (!upd.ok()) return upd.status();

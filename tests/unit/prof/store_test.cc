@@ -272,6 +272,40 @@ TEST_F(ProfStore, FinishLinksEveryLaunchAndLeavesNoIndex) {
   }
 }
 
+// Calls stored under another kind and re-kinded once their process is named (an Ascend trace
+// whose metadata comes after its events): their tasks are linked when the trace ends.
+TEST_F(ProfStore, TasksOfCallsReKindedLaterAreLinked) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  auto writer = store->BeginTrace("late.json", "ascend_pt");
+  ASSERT_TRUE(writer.ok());
+  for (int i = 0; i < 20; ++i) {
+    Event call;
+    call.kind = EventKind::kOther;
+    call.name = "aclnnAdd";
+    call.pid = 5;
+    call.ts_ns = 100 * i;
+    call.correlation = i;
+    Event task = Kernel("Add", 100 * i + 30);
+    task.correlation = i;
+    ASSERT_TRUE(writer->AddEvent(call).ok());
+    ASSERT_TRUE(writer->AddEvent(task).ok());
+  }
+  auto moved = writer->SetKindOfProcess(5, EventKind::kOther, EventKind::kRuntime);
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(*moved, 20);
+  ASSERT_TRUE(writer->Finish(40, 0, "").ok());
+  auto q = store->db().Prepare(
+      "SELECT COUNT(*), SUM(r.correlation = k.correlation AND r.kind = 'runtime'), "
+      "(SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'events%') "
+      "FROM kernel_launches l JOIN events k ON k.rowid = l.kernel JOIN events r ON r.rowid = l.launch");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(*q->Step());
+  EXPECT_EQ(q->Int(0), 20);
+  EXPECT_EQ(q->Int(1), 20);
+  EXPECT_EQ(q->Int(2), 0);  // the index of the relink is gone
+}
+
 // A store of schema 2 (the launch found through the correlation ids by the view, an index on
 // them) is migrated in place: the links are stored, the old indexes gone, the view the same rows.
 TEST_F(ProfStore, AStoreOfSchemaTwoGetsItsLaunchLinks) {
