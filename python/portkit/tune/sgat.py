@@ -494,10 +494,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                 model_strats += ["torch_compile", "torch_compile_autotune"]
             if lookup_only:
                 model_strats = ["composite", "composite_ofi"] if composite_applies else []
-            # Each strategy is built once; the (strategy, threads) pairs share the module. Each pair
-            # is run once at its count before timing: the outputs are checked there (inductor
-            # compiles kernels for the thread count of the call, dynamo guarding on it, so a
-            # torch.compile module's first call at each count compiles again).
+            # Every (strategy, threads) pair is run once at its count before timing and its outputs
+            # checked there; the pairs of a TorchScript strategy share one module.
             runs, pairs = {}, {}
             baseline = "eager@%dt" % default_threads
             for s in model_strats:
@@ -520,7 +518,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                         try:
                             m = build(s, t)
                         except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
-                            report["builds"][s] = {"error": "%s: %s" % (type(e).__name__, str(e)[:200])}
+                            info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
                             say("%s does not apply: %s" % (s, type(e).__name__))
                             break
                         info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
