@@ -5,8 +5,10 @@ encoder block) at realistic shapes: run ``portkit.tune.optimize`` with a fresh b
 artifact with ``portkit.tune.load`` (one call), then time in ONE interleaved run eager (process
 default threads), torch.jit.optimize_for_inference, torch.compile (torch 2.x: default, and
 max-autotune with freezing) and ours. The
-built-ins (and a second eager, "eager@Nt") run at the thread count our plan chose, so the part
-of the gain that is only the thread count shows separately. Prints medians with 95 % bootstrap intervals and the paired ratios, and
+built-ins (and a second eager, "eager@Nt") run at the thread count our plan chose (the tuner
+chose it jointly with the strategy, timing every whole-model candidate at 1, the default and the
+core count: those timings are printed too), so the part of the gain that is only the thread count
+shows separately. Prints medians with 95 % bootstrap intervals and the paired ratios, and
 the geomean of eager/ours.
 
     PYTHONPATH=python python3 bench/tune_torch_bench.py [--rounds 30] [--only resnet,mlp,encoder]
@@ -32,7 +34,7 @@ import torch  # noqa: E402
 
 import portkit.tune as pt  # noqa: E402
 from portkit.tune import candidates as cands  # noqa: E402
-from portkit.tune.measure import measure_interleaved, paired_ratio  # noqa: E402
+from portkit.tune.measure import measure_interleaved, paired_ratio, thread_switcher  # noqa: E402
 from examples.tune import models  # noqa: E402
 
 CASES = {
@@ -85,19 +87,24 @@ def main():
             compile_s = None
             if use_compile:
                 t0 = time.time()
-                compiled = torch.compile(model)
+                # cpp.threads = the count it runs at: inductor's graph cache does not key on torch's
+                # thread count and would hand back kernels generated for another count.
+                compiled = cands.compile_module(model, None, threads)
                 compiled(*inputs)
                 compile_s = time.time() - t0
                 if pt.outputs_match(compiled(*inputs), want)[0]:
                     runs["torch.compile"] = lambda: compiled(*inputs)
                 # torch.compile with its GEMM/convolution templates autotuned and the weights
                 # frozen: the fastest built-in torch.compile setting for inference on CPU.
-                tuned = cands.compile_module(model, "max-autotune-freeze")
+                tuned = cands.compile_module(model, "max-autotune-freeze", threads)
                 tuned(*inputs)
                 if pt.outputs_match(tuned(*inputs), want)[0]:
                     runs["torch.compile(max-autotune,freezing)"] = lambda: tuned(*inputs)
-        prep = lambda n: torch.set_num_threads(default_threads if n == "eager" else threads)
-        timings = measure_interleaved(runs, rounds=args.rounds, warmup=3, prepare=prep)
+        # As the tuner measures: the candidates of one thread count back to back in each round, and
+        # one untimed call after a change of count.
+        count = lambda n: default_threads if n == "eager" else threads
+        timings = measure_interleaved(runs, rounds=args.rounds, warmup=3, prepare=thread_switcher(runs, count),
+                                      group=count)
         eager = timings["eager"]
         builtins = [n for n in timings if n not in ("eager", "ours") and not n.startswith("eager@")]
         best_builtin = min(builtins, key=lambda n: timings[n].median) if builtins else None
@@ -111,6 +118,9 @@ def main():
             print("  opat %dx%dx%d: tuned %.1f us, torch %.1f us, x%.2f (lower bound %.2f): %s" % (
                 rec["m"], rec["k"], rec["n"], rec.get("tuned_us", 0), rec.get("torch_us", 0), rec.get("speedup", 0),
                 rec.get("lower_bound", 0), "routed" if rec["routed"] else "not routed"))
+        print("  tuner's whole-model candidates (strategy@threads, median ms): " + ", ".join(
+            "%s %.3f" % (n, c["median_ms"]) for n, c in sorted(report["candidates"].items(),
+                                                              key=lambda kv: kv[1]["median_ms"])))
         if report["plan"].get("subgraphs"):
             print("  subgraphs: " + ", ".join("%s=%s" % kv for kv in sorted(report["plan"]["subgraphs"].items())))
         print("  %-24s %10s %22s %14s" % ("path", "median ms", "95% CI ms", "eager/path"))

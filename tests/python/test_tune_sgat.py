@@ -325,3 +325,195 @@ def test_autotuned_compile_plan_saves_loads_and_matches_eager(tmp_path):
     loaded = pt.load(str(tmp_path / "out"))
     with torch.no_grad():
         assert _close(loaded(*inputs), want)
+
+
+# ---- the whole-model plan: a (strategy, threads) pair chosen jointly ----
+
+_PATTERN = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01]
+
+
+def _fake_measure(table, seen):
+    """Stands in for measure_interleaved: each candidate runs once (so its thread count is set and
+    it is exercised) and gets the same +-2 % pattern around table[name] ms (1 ms when absent), so
+    every paired ratio is exactly the ratio of the table's values: decisions without timing luck."""
+    def fake(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None):
+        seen.append(sorted(candidates))
+        out = {}
+        with torch.no_grad():
+            for name, fn in candidates.items():
+                if prepare:
+                    prepare(name)
+                fn()
+                out[name] = measure.Timing(name, [table.get(name, 1.0) * 1e-3 * p for p in _PATTERN])
+        return out
+    return fake
+
+
+def _joint_setup(monkeypatch, table):
+    from portkit.tune import sgat
+
+    seen = []
+    default = torch.get_num_threads()
+    monkeypatch.setattr(sgat, "_thread_candidates", lambda d: sorted({d, d + 1}))
+    monkeypatch.setattr(sgat, "measure_interleaved", _fake_measure(table, seen))
+    return default, default + 1, seen
+
+
+def test_plan_is_a_strategy_and_thread_count_chosen_together(tmp_path, monkeypatch):
+    """optimize_for_inference at a non-default count wins although the same strategy at the
+    default count does not and eager is no faster there: the pair is chosen, stored in the plan and
+    the bank, applied by load, and the second run reproduces it from the bank without timing."""
+    d, other = torch.get_num_threads(), torch.get_num_threads() + 1
+    table = {"optimize_for_inference@%dt" % other: 0.5, "optimize_for_inference@%dt" % d: 1.0,
+             "eager@%dt" % other: 1.0}
+    d, other, seen = _joint_setup(monkeypatch, table)
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    bank, out = str(tmp_path / "bank"), str(tmp_path / "out")
+    try:
+        _, report = pt.optimize(model, inputs, bank=bank, output=out, **dict(FAST, threads=None))
+        assert report["plan"]["strategy"] == "optimize_for_inference" and report["plan"]["threads"] == other
+        assert report["thread_counts"] == [d, other] and report["subgraph_threads"] == d
+        assert torch.get_num_threads() == other  # the returned module runs at the plan's count
+        # Every built whole-model strategy was timed at every count, in one interleaved run.
+        timed = {(c["strategy"], c["threads"]) for c in report["candidates"].values()}
+        for s in ("script_freeze", "optimize_for_inference"):
+            assert {(s, d), (s, other)} <= timed
+        assert {("eager", d), ("eager", other)} <= timed
+        assert [n for n, c in report["candidates"].items() if c["baseline"]] == ["eager@%dt" % d]
+        assert sorted(report["candidates"]) in seen
+        for strat, b in report["builds"].items():  # its first call at each count checked
+            if "error" in b:
+                continue  # a strategy that does not apply here
+            assert set(b["first_call_s"]) == ({str(other)} if strat == "eager" else {str(d), str(other)}), strat
+        doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+        assert doc["strategy"] == "optimize_for_inference" and doc["threads"] == other
+        result_doc = json.loads(open(report["result_file"]).read())
+        assert "optimize_for_inference@%dt" % other in result_doc["SGAT"]["model_candidates_ms"]
+        conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
+        (detail,) = conn.execute("SELECT detail FROM sgat_entries WHERE kind='model'").fetchone()
+        conn.close()
+        assert json.loads(detail)["threads"] == other and json.loads(detail)["subgraph_threads"] == d
+        torch.set_num_threads(d)
+        loaded = pt.load(out)
+        assert torch.get_num_threads() == other
+        with torch.no_grad():
+            assert _close(loaded(*inputs), _eager(model, inputs))
+        # Second run: the pair comes from the bank, the subgraph rows (keyed at the subgraph count)
+        # hit too, and no whole-model candidate is built or timed.
+        torch.set_num_threads(d)
+        _, second = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out2"), **dict(FAST, threads=None))
+        assert not second["tuned"] and second["plan"] == report["plan"]
+        assert second["candidates"] == {} and second["builds"] == {}
+        s = second["repo_summary"]
+        assert s["repo_hit_num"] == s["total_num"] == report["repo_summary"]["total_num"]
+        assert json.loads((tmp_path / "out2" / "optimized.json").read_text())["threads"] == other
+    finally:
+        torch.set_num_threads(d)
+
+
+@pytest.mark.parametrize("table_of, want", [
+    # 1 % faster at the other count: within the 2 % margin, so the default setup stays.
+    (lambda d, o: {"optimize_for_inference@%dt" % o: 0.99, "script_freeze@%dt" % o: 0.995}, ("eager", "d")),
+    # Much faster at both counts, but the other count is no faster than the default beyond the
+    # noise: the strategy is taken at the default count.
+    (lambda d, o: {"optimize_for_inference@%dt" % o: 0.5, "optimize_for_inference@%dt" % d: 0.505},
+     ("optimize_for_inference", "d")),
+    # Eager alone at the other count, beyond the noise: eager at that count.
+    (lambda d, o: {"eager@%dt" % o: 0.6}, ("eager", "o")),
+])
+def test_joint_choice_keeps_the_default_count_unless_another_wins(tmp_path, monkeypatch, table_of, want):
+    d, other = torch.get_num_threads(), torch.get_num_threads() + 1
+    _joint_setup(monkeypatch, table_of(d, other))
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    try:
+        _, report = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "out"), **dict(FAST, threads=None))
+        threads = d if want[1] == "d" else other
+        assert (report["plan"]["strategy"], report["plan"]["threads"]) == (want[0], threads)
+        assert json.loads((tmp_path / "out" / "optimized.json").read_text())["threads"] == threads
+    finally:
+        torch.set_num_threads(d)
+
+
+def test_choose_model_plan_prefers_builtins_and_the_default_count():
+    from portkit.tune import sgat
+
+    def t(name, ms):
+        return measure.Timing(name, [ms * p for p in _PATTERN])
+
+    def pick(times):
+        timings = {n: t(n, ms) for n, ms in times.items()}
+        pairs = {n: (n.split("@")[0], int(n.split("@")[1][:-1])) for n in times}
+        return sgat.choose_model_plan(timings, pairs, "eager@1t", 1)
+
+    assert pick({"eager@1t": 10, "optimize_for_inference@1t": 9, "optimize_for_inference@2t": 5}) == \
+        "optimize_for_inference@2t"
+    # A composite must beat the best built-in beyond the noise, at whatever count.
+    assert pick({"eager@1t": 10, "optimize_for_inference@2t": 5, "composite@2t": 4.95}) == "optimize_for_inference@2t"
+    assert pick({"eager@1t": 10, "optimize_for_inference@2t": 5, "composite@1t": 4}) == "composite@1t"
+    # Nothing beats eager at the default beyond the noise (eager@2t only 1 % faster).
+    assert pick({"eager@1t": 10, "eager@2t": 9.9, "script_freeze@2t": 9.95}) is None
+    assert pick({"eager@1t": 10}) is None
+
+
+def test_thread_count_groups_are_measured_back_to_back():
+    calls = []
+    runs = {n: (lambda n=n: calls.append((n, torch.get_num_threads()))) for n in ("a@1", "b@2", "c@1", "d@2")}
+    count = lambda n: int(n[-1])
+    d = torch.get_num_threads()
+    try:
+        timings = measure.measure_interleaved(runs, rounds=4, warmup=1, min_sample_s=0.0,
+                                              prepare=measure.thread_switcher(runs, count), group=count)
+    finally:
+        torch.set_num_threads(d)
+    assert sorted(timings) == sorted(runs) and all(len(t.samples) == 4 for t in timings.values())
+    assert all(threads == count(n) for n, threads in calls)  # every call at its candidate's count
+    for r in range(5):
+        order = measure._round_order(list(runs), r, count)
+        assert sorted(order) == sorted(runs)
+        counts = [count(n) for n in order]
+        assert counts in ([1, 1, 2, 2], [2, 2, 1, 1])  # one switch per round at most
+
+
+def test_model_entry_with_a_bad_thread_count_is_ignored(tmp_path):
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    bank = str(tmp_path / "bank")
+    pt.optimize(model, inputs, bank=bank, **FAST)
+    conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
+    conn.execute("UPDATE sgat_entries SET detail='{\"threads\": 0}' WHERE kind='model'")
+    conn.commit()
+    conn.close()
+    _, report = pt.optimize(model, inputs, bank=bank, **FAST)
+    assert report["tuned"]
+    assert any("thread count 0 is not a positive integer" in n for n in report["notes"])
+
+
+@pytest.mark.skipif(not cands.torch_compile_available(), reason="torch.compile needs torch 2.x")
+def test_compile_candidates_are_generated_for_their_thread_count(tmp_path, monkeypatch):
+    """Inductor writes the thread count into its kernels and its graph cache does not key on
+    torch's count, so a torch.compile candidate (and a loaded torch_compile plan) names its count
+    as inductor's cpp.threads, merged with the mode's own options."""
+    from portkit.tune import sgat
+
+    calls = []
+    monkeypatch.setattr(torch, "compile", lambda m, **kw: calls.append(kw) or m)
+    model = models.make_mlp(32, 64)
+    cands.compile_module(model, None, 3)
+    cands.compile_module(model, "max-autotune-no-cudagraphs", 2)
+    cands.compile_module(model, "max-autotune-freeze", 1)
+    cands.compile_module(model, None)
+    assert calls == [{"options": {"cpp.threads": 3}},
+                     {"options": {"max_autotune": True, "coordinate_descent_tuning": True, "cpp.threads": 2}},
+                     {"options": {"max_autotune": True, "freezing": True, "cpp.threads": 1}},
+                     {}]
+    # load() compiles a torch_compile plan for the plan's count.
+    inputs = (torch.randn(4, 32),)
+    cap = cap_mod.capture(model, inputs)
+    os.makedirs(tmp_path / "out")
+    sgat.save_artifact(str(tmp_path / "out"), sgat.Plan("torch_compile", 2, {}, None), cap, model, inputs, {})
+    d = torch.get_num_threads()
+    try:
+        calls.clear()
+        pt.load(str(tmp_path / "out"))
+        assert torch.get_num_threads() == 2 and calls == [{"options": {"cpp.threads": 2}}]
+    finally:
+        torch.set_num_threads(d)

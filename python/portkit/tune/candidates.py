@@ -192,7 +192,7 @@ STRATEGIES = {
 OPAT_STRATEGIES = ("opat",)
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-5"
+STRATEGY_SET_VERSION = "sgat-6"  # sgat-6: the whole-model plan is a (strategy, threads) pair chosen jointly
 
 
 def build(name, module, inputs):
@@ -215,9 +215,22 @@ def torch_compile_available():
 COMPILE_SETTINGS = {"max-autotune-freeze": {"max_autotune": True, "freezing": True}}
 
 
-def compile_module(module, mode=None):
+def compile_module(module, mode=None, threads=None):
     """torch.compile (inductor) of a module; compilation happens on the first call. ``mode``: one
-    of torch.compile's modes, a COMPILE_SETTINGS name, or None (torch.compile's default)."""
+    of torch.compile's modes, a COMPILE_SETTINGS name, or None (torch.compile's default).
+    ``threads``: the intra-op thread count inductor generates its C++ kernels for (its
+    ``cpp.threads``; None: torch's count when the first call compiles). Inductor writes the count
+    into the kernels and its graph cache does not key on torch's count (torch 2.8: a recompile
+    after torch.set_num_threads reused kernels generated for the other count), so a module meant
+    for a given count says so."""
     if mode in COMPILE_SETTINGS:
-        return torch.compile(module, options=dict(COMPILE_SETTINGS[mode]))
-    return torch.compile(module, mode=mode) if mode else torch.compile(module)
+        options = dict(COMPILE_SETTINGS[mode])
+    elif threads is None:
+        return torch.compile(module, mode=mode) if mode else torch.compile(module)
+    else:
+        from torch._inductor import list_mode_options
+
+        options = dict(list_mode_options(mode or "default"))
+    if threads is not None:
+        options["cpp.threads"] = int(threads)
+    return torch.compile(module, options=options)

@@ -71,11 +71,32 @@ def _calibrate(fn, min_sample_s):
     return max(1, min(1000, int(min_sample_s / one) + 1))
 
 
-def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None):
+def _round_order(names, r, group):
+    """The order of round ``r``: rotated by one each round; with ``group``, the candidates of one
+    group run back to back (the groups' order and the order inside each group both rotated)."""
+    if group is None:
+        k = r % len(names)
+        return names[k:] + names[:k]
+    groups = {}
+    for name in names:
+        groups.setdefault(group(name), []).append(name)
+    keys = list(groups)
+    k = r % len(keys)
+    order = []
+    for key in keys[k:] + keys[:k]:
+        g = groups[key]
+        j = r % len(g)
+        order += g[j:] + g[:j]
+    return order
+
+
+def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None):
     """Times ``candidates`` ({name: zero-argument callable}) interleaved.
 
     Returns {name: Timing}. ``prepare(name)`` runs before each sample outside the timed region
-    (it sets the thread count a candidate runs with)."""
+    (it sets the thread count a candidate runs with). ``group(name)``, when given, keeps the
+    candidates of one group (e.g. one thread count) back to back within each round, so that what
+    ``prepare`` changes changes only once per group and round."""
     import torch
 
     names = list(candidates)
@@ -88,8 +109,7 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
             inner[name] = _calibrate(candidates[name], min_sample_s)
         samples = {name: [] for name in names}
         for r in range(warmup + rounds):
-            order = names[r % len(names):] + names[:r % len(names)]
-            for name in order:
+            for name in _round_order(names, r, group):
                 if prepare:
                     prepare(name)
                 fn, k = candidates[name], inner[name]
@@ -101,3 +121,19 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
                     samples[name].append(elapsed)
     # Rotation shifted which round each candidate's sample came from; pairing is by round index.
     return {name: Timing(name, samples[name]) for name in names}
+
+
+def thread_switcher(candidates, threads_of):
+    """A ``prepare`` for measure_interleaved that runs each candidate at its intra-op thread count
+    (``threads_of(name)``). When the count changes, the candidate runs once untimed first: the
+    first call after torch.set_num_threads is slower than the following ones (the new count's
+    worker threads wake up, oneDNN primitives for that count), which a model that keeps one count
+    never pays."""
+    import torch
+
+    def prepare(name):
+        t = threads_of(name)
+        if torch.get_num_threads() != t:
+            torch.set_num_threads(t)
+            candidates[name]()
+    return prepare

@@ -17,7 +17,7 @@ from .. import __version__ as PORTKIT_VERSION
 from . import candidates as cands
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
-from .measure import Timing, measure_interleaved, paired_ratio, significantly_faster
+from .measure import Timing, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
 from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
@@ -146,15 +146,17 @@ def model_variant(strategy, model, cap, choices, sub_inputs, inputs):
     raise TuneError("unknown strategy %r" % strategy)
 
 
-def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode=None):
-    """The runnable module for a whole-model strategy (an exception when it does not apply)."""
+def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode=None, threads=None):
+    """The runnable module for a whole-model strategy (an exception when it does not apply).
+    ``threads``: the intra-op thread count a torch.compile strategy's kernels are generated for
+    (None: torch's count at the first call); TorchScript strategies run at any count."""
     if strategy == "eager":
         return model
     if strategy in COMPILE_STRATEGIES:
         if not cands.torch_compile_available():
             raise TuneError("torch.compile needs torch 2.x")
         # The model itself: compiling the split graph would make every subgraph a graph break.
-        return cands.compile_module(model, COMPILE_STRATEGIES[strategy] or compile_mode)
+        return cands.compile_module(model, COMPILE_STRATEGIES[strategy] or compile_mode, threads)
     ts, finish = model_variant(strategy, model, cap, choices, sub_inputs, inputs)
     return cands.FINISHES[finish](ts)
 
@@ -228,7 +230,7 @@ def load(path):
             module = torch.load(path, weights_only=False)
         except TypeError:
             module = torch.load(path)
-        return cands.compile_module(module.eval(), plan.get("compile_mode"))
+        return cands.compile_module(module.eval(), plan.get("compile_mode"), plan.get("threads"))
     module = torch.jit.load(path)
     if plan.get("load_transform") == "optimize_for_inference":
         module = torch.jit.optimize_for_inference(module)
@@ -236,8 +238,54 @@ def load(path):
 
 
 def _thread_candidates(default):
+    """The intra-op thread counts every whole-model candidate is timed at."""
     cores = os.cpu_count() or 1
     return sorted({1, default, cores})
+
+
+def _stored_threads(detail):
+    """(plan threads, subgraph threads, why) from a model entry's detail; why is non-empty when a
+    count is not a positive integer. Entries written before the two counts were separate have
+    only "threads", which was then both."""
+    def count(v):
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else None
+
+    threads = count(detail.get("threads"))
+    sub = count(detail.get("subgraph_threads", detail.get("threads")))
+    if threads is None or sub is None:
+        return None, None, "model entry: thread count %r is not a positive integer" % (
+            detail.get("threads") if threads is None else detail.get("subgraph_threads"))
+    return threads, sub, ""
+
+
+def choose_model_plan(timings, pairs, baseline, preferred_threads):
+    """The name of the (strategy, threads) pair that replaces the baseline, or None to keep it.
+
+    ``timings``: {name: Timing} from one interleaved run; ``pairs``: {name: (strategy, threads)};
+    ``baseline``: eager at the process default. torch's own paths come first: the fastest of them
+    (by median, over every thread count) is the incumbent, and a portkit candidate (composite*)
+    replaces it only when faster beyond the noise, so the plan is never a noisy pick over a
+    built-in. A thread count other than ``preferred_threads`` must earn its place too: when the
+    same strategy at ``preferred_threads`` was timed and the pick is not faster than it beyond the
+    noise, that one is taken. The result must then be faster than the baseline beyond the noise."""
+    others = {n: t for n, t in timings.items() if n != baseline}
+    builtin = [t for n, t in others.items() if pairs[n][0] in BUILTIN_STRATEGIES]
+    ours = [t for n, t in others.items() if pairs[n][0] not in BUILTIN_STRATEGIES]
+    best = min(builtin, key=lambda t: t.median) if builtin else None
+    for t in sorted(ours, key=lambda t: t.median):
+        if best is None or significantly_faster(t, best):
+            best = t
+            break
+    if best is None:
+        return None
+    strategy, threads = pairs[best.name]
+    if threads != preferred_threads:
+        same = [t for n, t in timings.items() if pairs[n] == (strategy, preferred_threads)]
+        if same and not significantly_faster(best, same[0]):
+            best = same[0]
+    if best.name == baseline or not significantly_faster(best, timings[baseline]):
+        return None
+    return best.name
 
 
 class Report(dict):
@@ -254,7 +302,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     bank hits, replacing an entry only when beaten beyond the noise (None: $REPEAT_TUNE).
     ``output``: folder for optimized.pt, optimized.json and the AOE result file (None: nothing
     written). ``use_compile``: try torch.compile on torch 2.x (None: when torch 2.x). ``threads``:
-    the intra-op thread count to use (None: tuned among 1, the process default and the cores). Every
+    the intra-op thread count to use (None: chosen jointly with the whole-model strategy, every
+    whole-model candidate being timed at 1, the process default and the core count). Every
     candidate's outputs are compared with eager and a differing one is refused.
 
     ``job_types`` with "opat" (or 2): the model's Linear shapes are tuned first by ``portkit tune
@@ -295,7 +344,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         except BankError as e:
             raise TuneError(str(e))
 
-    report = Report(notes=[], files=[], candidates={}, subgraphs=[])
+    report = Report(notes=[], files=[], candidates={}, builds={}, subgraphs=[])
     try:
         with torch.no_grad():
             reference = model(*inputs)
@@ -317,24 +366,47 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         if model_entry and model_entry["strategy"] in COMPILE_STRATEGIES and not use_compile:
             model_entry = None  # the stored plan needs what this run was told not to use
         reuse_plan = model_entry is not None and not repeat_tune
+        stored_threads = stored_sub_threads = None
+        if model_entry is not None:
+            stored_threads, stored_sub_threads, why = _stored_threads(model_entry["detail"])
+            if why:
+                say("bank: ignoring " + why)
+                report["notes"].append("ignored bank entry: " + why)
+                model_entry, reuse_plan = None, False
+        # Two thread counts: ``sub_threads`` is what the subgraphs are tuned (and their bank rows
+        # keyed) at; the plan's own count is chosen later, jointly with the whole-model strategy,
+        # among ``thread_counts``.
         fixed_threads = threads
-        threads = int(model_entry["detail"].get("threads", default_threads)) if model_entry else default_threads
         if fixed_threads is not None:
-            threads = int(fixed_threads)
-        elif not reuse_plan and not lookup_only:
-            tc = _thread_candidates(default_threads)
-            if len(tc) > 1:
-                say("threads: timing eager with %s threads" % tc)
-                runs = {"threads=%d" % t: (lambda: model(*inputs)) for t in tc}
+            sub_threads = int(fixed_threads)
+            thread_counts = [sub_threads]
+        elif model_entry is not None and (reuse_plan or lookup_only):
+            sub_threads = stored_sub_threads
+            thread_counts = [stored_threads]
+        elif lookup_only:
+            sub_threads = default_threads
+            thread_counts = [default_threads]
+        else:
+            thread_counts = _thread_candidates(default_threads)
+            sub_threads = default_threads
+            if len(thread_counts) > 1:
+                # Eager alone picks the count the subgraphs are tuned at (a subgraph's strategies
+                # are timed at one count); the plan's count is not decided here.
+                say("threads: timing eager with %s threads (for the subgraphs)" % thread_counts)
+                runs = {"threads=%d" % t: (lambda: model(*inputs)) for t in thread_counts}
+                count = lambda n: int(n.split("=")[1])
                 timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                              prepare=lambda n: torch.set_num_threads(int(n.split("=")[1])))
+                                              prepare=thread_switcher(runs, count))
                 base = timings["threads=%d" % default_threads]
                 best = min(timings.values(), key=lambda t: t.median)
                 if best is not base and significantly_faster(best, base):
-                    threads = int(best.name.split("=")[1])
+                    sub_threads = int(best.name.split("=")[1])
                 report["threads_timings"] = {k: v.as_ms() for k, v in timings.items()}
-            say("threads: %d (process default %d)" % (threads, default_threads))
-        torch.set_num_threads(threads)
+            say("threads: subgraphs at %d (process default %d); whole-model candidates at %s"
+                % (sub_threads, default_threads, thread_counts))
+        report["subgraph_threads"] = sub_threads
+        report["thread_counts"] = list(thread_counts)
+        torch.set_num_threads(sub_threads)
 
         # ---- OPAT: the model's Linear shapes as tuned kernels, routed only where they win ----
         opat_records = []
@@ -358,7 +430,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         sub_inputs = {}
         if cap.traced:
             sub_inputs = subgraph_inputs(cap.split, inputs)
-            validators = _validators(threads)
+            validators = _validators(sub_threads)
             names = [n for n, _ in cap.split.named_children()]
             for i, name in enumerate(names):
                 sub = getattr(cap.split, name)
@@ -392,70 +464,93 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                 result.write()
 
         # ---- the whole model ----
-        def build(strategy):
-            return build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode)
+        def build(strategy, count):
+            return build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode, count)
 
-        def check(strategy, module):
+        def check(name, module):
             with torch.no_grad():
                 ok, why = outputs_match(module(*inputs), reference)
             if not ok:
-                say("%s refused: %s" % (strategy, why))
-                report["notes"].append("%s refused: %s" % (strategy, why))
+                say("%s refused: %s" % (name, why))
+                report["notes"].append("%s refused: %s" % (name, why))
             return ok
 
         if reuse_plan:
             plan_strategy = model_entry["strategy"]
+            threads = int(fixed_threads) if fixed_threads is not None else stored_threads
             say("bank hit for the model plan: %s at %d threads (no candidate timed)" % (plan_strategy, threads))
         else:
+            composite_applies = cap.traced and any(s != "eager" for s in choices.values())
             model_strats = ["script_freeze", "optimize_for_inference"]
-            if threads != default_threads:
-                model_strats.insert(0, "eager")
-            if cap.traced and any(s != "eager" for s in choices.values()):
+            if any(t != default_threads for t in thread_counts):
+                model_strats.insert(0, "eager")  # eager at another thread count
+            if composite_applies:
                 model_strats += ["composite", "composite_ofi"]
             if use_compile and not lookup_only:
                 # torch.compile as the user would call it, and with the GEMM/convolution templates
                 # autotuned on this machine and the weights frozen (compiling takes longer: tens of
-                # seconds for a small model on 2 cores, paid once per model and cached by inductor).
+                # seconds for a small model on 2 cores, paid once per model and thread count and
+                # cached by inductor).
                 model_strats += ["torch_compile", "torch_compile_autotune"]
             if lookup_only:
-                model_strats = ["composite", "composite_ofi"] if cap.traced and any(s != "eager" for s in choices.values()) else []
-            built = {}
+                model_strats = ["composite", "composite_ofi"] if composite_applies else []
+            # Every (strategy, threads) pair is run once at its count before timing and its outputs
+            # checked there; the pairs of a TorchScript strategy share one module.
+            runs, pairs = {}, {}
+            baseline = "eager@%dt" % default_threads
             for s in model_strats:
-                t0 = time.time()
-                try:
-                    m = build(s)
-                    if s in COMPILE_STRATEGIES:
-                        say("%s: compiling (inductor; the first call compiles)" % s)
-                    if check(s, m):
-                        built[s] = m
-                    report["candidates"].setdefault(s, {})["build_s"] = round(time.time() - t0, 3)
-                except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
-                    report["candidates"].setdefault(s, {})["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
-                    say("%s does not apply: %s" % (s, type(e).__name__))
-            plan_strategy = "eager"
-            if built:
-                runs = {s: (lambda m=m: m(*inputs)) for s, m in built.items()}
-                runs["eager@default"] = lambda: model(*inputs)
+                counts = [t for t in thread_counts if "%s@%dt" % (s, t) != baseline]
+                # A TorchScript module runs at any count as built. Inductor writes the thread
+                # count into its kernels (``#pragma omp parallel num_threads(N)``) and its graph
+                # cache does not key on torch's count, so a torch.compile candidate is built per
+                # count with inductor's ``cpp.threads`` set to it (compiled on its first call).
+                per_count = s in COMPILE_STRATEGIES
+                if per_count:
+                    say("%s: compiling at %s threads (inductor; each count's first call compiles)"
+                        % (s, "/".join(str(t) for t in counts)))
+                info = report["builds"][s] = {"build_s": 0.0, "first_call_s": {}}
+                m = None
+                for t in counts:
+                    name = "%s@%dt" % (s, t)
+                    torch.set_num_threads(t)
+                    if m is None or per_count:
+                        t0 = time.time()
+                        try:
+                            m = build(s, t)
+                        except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
+                            info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+                            say("%s does not apply: %s" % (s, type(e).__name__))
+                            break
+                        info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
+                    t0 = time.time()
+                    try:
+                        ok = check(name, m)
+                    except Exception as e:  # noqa: BLE001 - e.g. inductor failing to compile
+                        report["notes"].append("%s failed: %s: %s" % (name, type(e).__name__, str(e)[:200]))
+                        say("%s failed: %s" % (name, type(e).__name__))
+                        ok = False
+                    info["first_call_s"][str(t)] = round(time.time() - t0, 3)
+                    if ok:
+                        runs[name] = (lambda m=m: m(*inputs))
+                        pairs[name] = (s, t)
+            plan_strategy, threads = "eager", (sub_threads if fixed_threads is not None else default_threads)
+            if runs:
+                runs[baseline] = lambda: model(*inputs)
+                pairs[baseline] = ("eager", default_threads)
                 say("whole model: timing %s interleaved" % ", ".join(sorted(runs)))
-                prep = lambda n: torch.set_num_threads(default_threads if n == "eager@default" else threads)
+                # Grouped by thread count: the count changes once per group and round (a change
+                # costs the next call more than a steady count does), never between two samples of
+                # one count.
+                count = lambda n: pairs[n][1]
                 timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                              prepare=prep)
-                for s, t in timings.items():
-                    report["candidates"].setdefault(s, {}).update(t.as_ms())
-                base = timings["eager@default"]
-                # torch's own paths first: the composite replaces the best of them only when it is
-                # faster beyond the noise, so the plan is never a noisy pick over a built-in.
-                builtin = [t for n, t in timings.items() if n in BUILTIN_STRATEGIES]
-                ours = [t for n, t in timings.items() if n not in BUILTIN_STRATEGIES and n != "eager@default"]
-                best = min(builtin, key=lambda t: t.median) if builtin else None
-                for t in sorted(ours, key=lambda t: t.median):
-                    if best is None or significantly_faster(t, best):
-                        best = t
-                        break
-                if best is not None and significantly_faster(best, base):
-                    plan_strategy = best.name
-                elif threads != default_threads and fixed_threads is None:
-                    threads = default_threads  # nothing beat the user's own setup beyond the noise
+                                              prepare=thread_switcher(runs, count), group=count)
+                for n, t in timings.items():
+                    report["candidates"][n] = dict(t.as_ms(), strategy=pairs[n][0], threads=pairs[n][1],
+                                                   baseline=n == baseline)
+                best = choose_model_plan(timings, pairs, baseline,
+                                         default_threads if fixed_threads is None else sub_threads)
+                if best is not None:
+                    plan_strategy, threads = pairs[best]
             torch.set_num_threads(threads)
 
         # The model-level plan is a bank entry of its own (for an opaque model, its only one).
@@ -466,7 +561,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         elif lookup_only:
             mrec["repo"] = ["unsatisfied"]
         elif model_entry is not None:
-            mrec["repo"] = ["hit", "update" if model_entry["strategy"] != plan_strategy else "reserved"]
+            changed = (model_entry["strategy"], stored_threads) != (plan_strategy, threads)
+            mrec["repo"] = ["hit", "update" if changed else "reserved"]
         else:
             mrec["repo"] = ["add"] if plan_strategy != "eager" else ["unsatisfied"]
         report["model_repo"] = "/".join(mrec["repo"])
@@ -477,7 +573,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                     (COMPILE_STRATEGIES[plan_strategy] or compile_mode) if plan_strategy in COMPILE_STRATEGIES
                     else None)
         say("plan: %s, %d threads" % (plan.strategy, plan.threads))
-        chosen = build(plan.strategy)
+        chosen = build(plan.strategy, plan.threads)
         if not check(plan.strategy, chosen):
             raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
         artifact = None
@@ -491,20 +587,23 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
 
         # ---- before / after, whole model, interleaved ----
         final = {"baseline": lambda: model(*inputs), "result": lambda: chosen(*inputs)}
-        prep = lambda n: torch.set_num_threads(default_threads if n == "baseline" else plan.threads)
+        count = lambda n: default_threads if n == "baseline" else plan.threads
         timings = measure_interleaved(final, rounds=final_rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                      prepare=prep)
+                                      prepare=thread_switcher(final, count))
+        torch.set_num_threads(plan.threads)  # the returned module runs at the plan's count
         result.baseline, result.result = timings["baseline"], timings["result"]
         mrec.update(before_us=timings["baseline"].median * 1e6, after_us=timings["result"].median * 1e6)
         if store and not reuse_plan and not lookup_only:
             store.store(*model_key, name=result.tuning_name, strategy=plan.strategy,
-                        detail={"threads": plan.threads, "compile_mode": plan.compile_mode},
+                        detail={"threads": plan.threads, "subgraph_threads": sub_threads,
+                                "compile_mode": plan.compile_mode},
                         eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
         ratio, ci = paired_ratio(timings["result"], timings["baseline"])
         result.status = "tuning successful"
         result.extra = {"plan": plan.to_json(), "speedup": round(1.0 / ratio, 4) if ratio > 0 else None,
                         "speedup_ci95": [round(1.0 / ci[1], 4), round(1.0 / ci[0], 4)] if ci[0] > 0 else None,
-                        "model_bank": report.get("model_repo"), "notes": report["notes"]}
+                        "model_bank": report.get("model_repo"), "notes": report["notes"],
+                        "model_candidates_ms": {n: round(c["median_ms"], 4) for n, c in report["candidates"].items()}}
         result.write()
         if result.path:
             report["files"].append(result.path)
