@@ -434,6 +434,27 @@ def test_joint_choice_keeps_the_default_count_unless_another_wins(tmp_path, monk
         torch.set_num_threads(d)
 
 
+def test_an_eager_plan_loads_as_the_eager_module_that_was_timed(tmp_path, monkeypatch):
+    """Nothing beats eager: portkit.tune.load gives the eager module (the traced GraphModule the
+    tuner timed), not TorchScript's interpretation of it; optimized.pt still loads with
+    torch.jit.load."""
+    d, _, _ = _joint_setup(monkeypatch, {})
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    try:
+        _, report = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "out"), **dict(FAST, threads=None))
+        assert report["plan"]["strategy"] == "eager"
+        doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+        assert doc["module"] == "optimized_module.pt" and (tmp_path / "out" / "optimized_module.pt").exists()
+        loaded = pt.load(str(tmp_path / "out"))
+        assert isinstance(loaded, torch.nn.Module) and not isinstance(loaded, torch.jit.ScriptModule)
+        other = (torch.randn(4, 32),)
+        with torch.no_grad():
+            assert _close(loaded(*other), model(*other))
+            assert _close(torch.jit.load(str(tmp_path / "out" / "optimized.pt"))(*other), model(*other))
+    finally:
+        torch.set_num_threads(d)
+
+
 def test_choose_model_plan_prefers_builtins_and_the_default_count():
     from portkit.tune import sgat
 

@@ -22,6 +22,8 @@ from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
 PLAN = "optimized.json"
+#: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
+EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
                     "composite", "composite_ofi")
 
@@ -151,7 +153,7 @@ def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, comp
     ``threads``: the intra-op thread count a torch.compile strategy's kernels are generated for
     (None: torch's count at the first call); TorchScript strategies run at any count."""
     if strategy == "eager":
-        return model
+        return eager_module(model, cap)
     if strategy in COMPILE_STRATEGIES:
         if not cands.torch_compile_available():
             raise TuneError("torch.compile needs torch 2.x")
@@ -159,6 +161,12 @@ def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, comp
         return cands.compile_module(model, COMPILE_STRATEGIES[strategy] or compile_mode, threads)
     ts, finish = model_variant(strategy, model, cap, choices, sub_inputs, inputs)
     return cands.FINISHES[finish](ts)
+
+
+def eager_module(model, cap):
+    """What an eager plan ships and is timed as: the traced GraphModule (self-contained for torch's
+    own layers), or the model itself when it was not traced."""
+    return cap.gm if cap is not None and cap.traced and cap.gm is not None else model
 
 
 def _roundtrip_ok(module):
@@ -197,6 +205,15 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     os.replace(tmp, path)
     doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, load_transform=load_transform,
                torch=torch.__version__, portkit=PORTKIT_VERSION)
+    if plan.strategy == "eager":
+        # TorchScript runs the model through its interpreter, which is not what was timed (nor
+        # always as fast: 4 % slower on the example MLP on torch 2.8): portkit.tune.load returns
+        # the eager module itself, optimized.pt stays for torch.jit.load.
+        module_path = os.path.join(output, EAGER_MODULE)
+        module_tmp = module_path + ".tmp%d" % os.getpid()
+        torch.save(eager_module(model, cap), module_tmp)
+        os.replace(module_tmp, module_path)
+        doc["module"] = EAGER_MODULE
     if any(s in cands.OPAT_STRATEGIES for s in plan.subgraphs.values()):
         # The kernels the artifact calls through torch.ops.portkit.linear: load() registers them.
         doc["opat_kernels"] = [{k: r[k] for k in ("m", "n", "k", "bias", "so", "config", "routed")}
@@ -226,15 +243,22 @@ def load(path):
 
         opat.register_records(plan["opat_kernels"])
     if plan.get("kind") == "torch_compile":
-        try:
-            module = torch.load(path, weights_only=False)
-        except TypeError:
-            module = torch.load(path)
-        return cands.compile_module(module.eval(), plan.get("compile_mode"), plan.get("threads"))
+        return cands.compile_module(_load_pickled(path).eval(), plan.get("compile_mode"), plan.get("threads"))
+    if plan.get("module") and os.path.exists(os.path.join(os.path.dirname(path), plan["module"])):
+        return _load_pickled(os.path.join(os.path.dirname(path), plan["module"])).eval()
     module = torch.jit.load(path)
     if plan.get("load_transform") == "optimize_for_inference":
         module = torch.jit.optimize_for_inference(module)
     return module
+
+
+def _load_pickled(path):
+    """A module written by torch.save (an artifact this tuner wrote: its classes are torch's or the
+    user's own)."""
+    try:
+        return torch.load(path, weights_only=False)
+    except TypeError:  # torch 1.13: no weights_only
+        return torch.load(path)
 
 
 def _thread_candidates(default):
