@@ -445,6 +445,7 @@ def test_an_eager_plan_loads_as_the_eager_module_that_was_timed(tmp_path, monkey
         assert report["plan"]["strategy"] == "eager"
         doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
         assert doc["module"] == "optimized_module.pt" and (tmp_path / "out" / "optimized_module.pt").exists()
+        assert str(tmp_path / "out" / "optimized_module.pt") in report["files"]
         loaded = pt.load(str(tmp_path / "out"))
         assert isinstance(loaded, torch.nn.Module) and not isinstance(loaded, torch.jit.ScriptModule)
         other = (torch.randn(4, 32),)

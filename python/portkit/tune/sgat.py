@@ -607,6 +607,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             if not check("the saved artifact", chosen):
                 raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
             report["files"] += [artifact, os.path.join(output, PLAN)]
+            if plan.strategy == "eager":
+                report["files"].append(os.path.join(output, EAGER_MODULE))
             say("artifact: %s" % artifact)
 
         # ---- before / after, whole model, interleaved ----
