@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "prof/store.h"
+#include "store_schema_util.h"
 
 namespace portkit::prof {
 namespace {
@@ -327,11 +328,7 @@ TEST_F(ProfStore, AStoreOfSchemaTwoGetsItsLaunchLinks) {
     }
     ASSERT_TRUE(writer->Finish(100, 0, "").ok());
     ASSERT_TRUE(store->db()
-                    .Exec("DROP VIEW kernel_launches; ALTER TABLE events DROP COLUMN launch; "
-                          "CREATE VIEW kernel_launches AS SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, "
-                          "r.parent AS cpu_op FROM events k LEFT JOIN events r ON r.trace = k.trace AND "
-                          "r.correlation = k.correlation AND r.kind IN ('runtime', 'driver') "
-                          "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset'); "
+                    .Exec(std::string(testing::kUndoSchemaThreeLaunch) +
                           "CREATE INDEX events_kind ON events (trace, kind, ts); "
                           "CREATE INDEX events_launch ON events (trace, correlation) WHERE kind IN ('runtime', 'driver'); "
                           "PRAGMA user_version = 2;")

@@ -16,6 +16,7 @@
 #include "prof/exporters/timeline.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/store.h"
+#include "store_schema_util.h"
 
 namespace portkit::prof {
 namespace {
@@ -249,12 +250,8 @@ TEST_F(Timeline, AStoreOfSchemaOneIsMigratedAndItsTracesSaidToLackDetail) {
     ASSERT_TRUE(w->Finish(1, 0, "").ok());
     ASSERT_TRUE(store->db()
                     .Exec("UPDATE traces SET marks = NULL; DROP TABLE marks; ALTER TABLE events DROP COLUMN args; "
-                          "ALTER TABLE traces DROP COLUMN marks; DROP VIEW kernel_launches; "
-                          "ALTER TABLE events DROP COLUMN launch; "
-                          "CREATE VIEW kernel_launches AS SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, "
-                          "r.parent AS cpu_op FROM events k LEFT JOIN events r ON r.trace = k.trace AND "
-                          "r.correlation = k.correlation AND r.kind IN ('runtime', 'driver') "
-                          "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset'); PRAGMA user_version = 1;")
+                          "ALTER TABLE traces DROP COLUMN marks; " +
+                          std::string(testing::kUndoSchemaThreeLaunch) + "PRAGMA user_version = 1;")
                     .ok());
   }
   auto reader = Store::OpenForReading(dir_ / "portkit.db");
