@@ -191,16 +191,25 @@ def test_structural_hash_ignores_values_but_not_shapes():
     assert cap_mod.structural_hash(a, (x,)) != cap_mod.structural_hash(a, (torch.randn(8, 32),))
 
 
-def test_untrusted_bank_rows_are_ignored(tmp_path):
+def _retune_after_editing_the_bank(tmp_path, *statements):
+    """Tunes the small MLP into a fresh bank, runs ``statements`` on the bank's database, and
+    tunes again; returns the second run's report."""
     model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
     bank = str(tmp_path / "bank")
     pt.optimize(model, inputs, bank=bank, **FAST)
     conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
-    conn.execute("UPDATE sgat_entries SET strategy='rm -rf', best_us=0.001 WHERE kind='subgraph'")
-    conn.execute("UPDATE sgat_entries SET best_us=-1 WHERE kind='model'")
+    for sql in statements:
+        conn.execute(sql)
     conn.commit()
     conn.close()
     _, report = pt.optimize(model, inputs, bank=bank, **FAST)
+    return report
+
+
+def test_untrusted_bank_rows_are_ignored(tmp_path):
+    report = _retune_after_editing_the_bank(
+        tmp_path, "UPDATE sgat_entries SET strategy='rm -rf', best_us=0.001 WHERE kind='subgraph'",
+        "UPDATE sgat_entries SET best_us=-1 WHERE kind='model'")
     assert report["tuned"]
     assert any("unknown strategy" in n for n in report["notes"])
     assert any("not a positive number" in n for n in report["notes"])
@@ -497,14 +506,8 @@ def test_thread_count_groups_are_measured_back_to_back():
 
 
 def test_model_entry_with_a_bad_thread_count_is_ignored(tmp_path):
-    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
-    bank = str(tmp_path / "bank")
-    pt.optimize(model, inputs, bank=bank, **FAST)
-    conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
-    conn.execute("UPDATE sgat_entries SET detail='{\"threads\": 0}' WHERE kind='model'")
-    conn.commit()
-    conn.close()
-    _, report = pt.optimize(model, inputs, bank=bank, **FAST)
+    report = _retune_after_editing_the_bank(
+        tmp_path, "UPDATE sgat_entries SET detail='{\"threads\": 0}' WHERE kind='model'")
     assert report["tuned"]
     assert any("thread count 0 is not a positive integer" in n for n in report["notes"])
 
