@@ -66,12 +66,9 @@ CREATE VIEW kernel_launches AS
 // events_kind's build (2 M sort keys all starting with the same trace) was a third of a large
 // trace's import and no reader was faster with it: they scan the events once (docs/prof.md,
 // "Store"). The Ascend join builds the index on time it needs and drops it. Schema 1's
-// events_external and events_correlation are gone too: launches are linked to their ops as the
-// events are written, and no reader looks events up by External id.
-constexpr std::string_view kDropIndexes =
-    "DROP INDEX IF EXISTS events_kind; DROP INDEX IF EXISTS events_launch; "
-    "DROP INDEX IF EXISTS events_correlation; DROP INDEX IF EXISTS events_external;";
-
+// events_external and events_correlation are gone too (the 2 → 3 migration drops every old
+// index): launches are linked to their ops as the events are written, and no reader looks events
+// up by External id.
 // Schema 1 → 2: args and marks (traces imported before have `marks` NULL: no detail).
 constexpr std::string_view kMigrate1To2 = R"SQL(
 ALTER TABLE events ADD COLUMN args TEXT;
@@ -88,11 +85,14 @@ constexpr std::string_view kRelinkLaunches =
     "AND r.trace = events.trace AND r.kind IN ('runtime', 'driver')) "
     "WHERE kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL";
 // Schema 2 → 3: the launch link stored (the view joined on correlation through events_launch),
-// the indexes dropped; then kRelinkLaunches and the view (StoreSchema).
+// every index of schemas 1 and 2 dropped (a store of schema 1 passes here too); then
+// kRelinkLaunches and the view (StoreSchema).
 constexpr std::string_view kMigrate2To3 = R"SQL(
 ALTER TABLE events ADD COLUMN launch INTEGER;
 DROP INDEX IF EXISTS events_kind;
 DROP INDEX IF EXISTS events_launch;
+DROP INDEX IF EXISTS events_correlation;
+DROP INDEX IF EXISTS events_external;
 DROP VIEW IF EXISTS kernel_launches;
 )SQL";
 
@@ -258,7 +258,6 @@ Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view 
     OnRollback();
     return st;
   };
-  if (Status st = db_->Exec(kDropIndexes); !st.ok()) return fail(st);
   // Re-import replaces the earlier import of the same file.
   auto old = db_->Prepare("SELECT id FROM traces WHERE path = ?");
   if (!old.ok()) return fail(old.status());
@@ -576,13 +575,6 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
   // goes on (the next trace of a folder; the store's destructor waits for it).
   store_->StartCheckpoint();
   return Status::Ok();
-}
-
-void Store::Checkpoint() {
-  if (db_->path() == ":memory:") return;
-  // PASSIVE: copies what no reader still needs and never waits; what is left stays in the WAL,
-  // where readers find it, until a later checkpoint or the last connection's close.
-  (void)sqlite3_wal_checkpoint_v2(db_->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
 }
 
 void Store::StartCheckpoint() {

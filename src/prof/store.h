@@ -181,8 +181,6 @@ class Store {
   /// that fails leaves the pages in the WAL, where readers find them and a later one copies them.
   void StartCheckpoint();
   void WaitForCheckpoint();
-  /// A checkpoint on this connection (what SQLite would run after a commit; see Open).
-  void Checkpoint();
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
   struct StringHash {

@@ -197,19 +197,16 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   // FP start and BP end of every step in one pass over the events (not a query per step, which
   // needs an index on time to stay linear): each event is placed in the steps of its trace that
   // contain its start, found by binary search over the steps sorted by start.
-  std::map<int64_t, std::vector<size_t>> steps_of;  // trace → indexes into spans, by start
-  for (size_t i = 0; i < spans.size(); ++i) steps_of[spans[i].trace].push_back(i);
   struct Window {
     std::vector<size_t> order;    // span indexes by start
     std::vector<int64_t> reach;   // the latest end among order[0..j]
   };
-  std::map<int64_t, Window> windows;
-  for (auto& [trace, idx] : steps_of) {
-    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return spans[a].start < spans[b].start; });
-    Window& w = windows[trace];
-    w.order = idx;
+  std::map<int64_t, Window> windows;  // trace → its steps
+  for (size_t i = 0; i < spans.size(); ++i) windows[spans[i].trace].order.push_back(i);
+  for (auto& [trace, w] : windows) {
+    std::sort(w.order.begin(), w.order.end(), [&](size_t a, size_t b) { return spans[a].start < spans[b].start; });
     int64_t reach = INT64_MIN;
-    for (size_t i : idx) w.reach.push_back(reach = std::max(reach, spans[i].end));
+    for (size_t i : w.order) w.reach.push_back(reach = std::max(reach, spans[i].end));
   }
   constexpr int64_t kNone = INT64_MIN;
   std::vector<int64_t> fp_device(spans.size(), kNone), fp_host(spans.size(), kNone), bp(spans.size(), kNone);
