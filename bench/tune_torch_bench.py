@@ -9,7 +9,9 @@ built-ins (and a second eager, "eager@Nt") run at the thread count our plan chos
 chose it jointly with the strategy, timing every whole-model candidate at 1, the default and the
 core count: those timings are printed too), so the part of the gain that is only the thread count
 shows separately. Prints medians with 95 % bootstrap intervals and the paired ratios, and
-the geomean of eager/ours.
+the geomean of eager/ours. Beside them, the physical limit: the fp32 GEMM peak measured in the
+same run (best square product at the core count), each model's FLOPs (torch's profiler) and the
+speed-up eager would see if every FLOP ran at that peak.
 
     PYTHONPATH=python python3 bench/tune_torch_bench.py [--rounds 30] [--only resnet,mlp,encoder]
         [--no-compile] [--opat build/portkit [--opat-max-evals N]]
@@ -34,6 +36,7 @@ import torch  # noqa: E402
 
 import portkit.tune as pt  # noqa: E402
 from portkit.tune import candidates as cands  # noqa: E402
+from portkit.tune import onednn  # noqa: E402
 from portkit.tune.measure import measure_interleaved, paired_ratio, thread_switcher  # noqa: E402
 from examples.tune import models  # noqa: E402
 
@@ -44,6 +47,40 @@ CASES = {
     "encoder": ("encoder block d256 h4 ffn1024", lambda: models.make_encoder(256, 4, 1024),
                 lambda: (torch.randn(8, 128, 256),)),
 }
+
+
+def model_flops(model, inputs):
+    """Floating-point operations of one forward pass as torch's profiler counts them (GEMMs,
+    convolutions and elementwise mul/add; torch 1.13 and 2.x alike)."""
+    with torch.no_grad(), torch.profiler.profile(with_flops=True) as prof:
+        model(*inputs)
+    return sum(e.flops or 0 for e in prof.key_averages())
+
+
+def gemm_peak(threads, sizes=(512, 1024, 2048), reps=10):
+    """This machine's fp32 throughput as torch reaches it, in FLOP/s: the best of ``reps`` n x n x n
+    products for each n of ``sizes`` at ``threads`` intra-op threads, through torch's matmul (MKL
+    or OpenBLAS) and, where torch has it, oneDNN's linear with a reordered weight (the faster of the
+    two here). No model's GEMMs run faster than this."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    best = 0.0
+    try:
+        for n in sizes:
+            a, w = torch.randn(n, n), torch.randn(n, n)
+            paths = [lambda: a @ w]
+            if onednn.available():
+                packed = torch.ops.mkldnn._reorder_linear_weight(w, n)
+                paths.append(lambda: torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], None))
+            for path in paths:
+                path()
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    path()
+                    best = max(best, 2.0 * n ** 3 / (time.perf_counter() - t0))
+        return best
+    finally:
+        torch.set_num_threads(saved)
 
 
 def main():
@@ -59,7 +96,11 @@ def main():
     default_threads = torch.get_num_threads()
     print("torch %s, %d cores, process default %d intra-op threads, load average %s" % (
         torch.__version__, os.cpu_count(), default_threads, " ".join("%.1f" % x for x in os.getloadavg())))
-    rows, speedups, speedups_same = [], [], []
+    rows, speedups, speedups_same, ceilings = [], [], [], []
+    peak_threads = os.cpu_count() or 1
+    peak = gemm_peak(peak_threads)
+    print("fp32 GEMM peak (best square product, n = 512/1024/2048, at %d threads): %.1f GFLOP/s" % (
+        peak_threads, peak / 1e9))
     for key in args.only.split(","):
         title, make, make_inputs = CASES[key]
         torch.manual_seed(0)
@@ -139,13 +180,25 @@ def main():
             speedups_same.append(1.0 / rs)
         else:
             speedups_same.append(1.0 / r_eager)
+        # The physical limit: every FLOP at the GEMM peak (elementwise work, memory traffic and
+        # the GEMMs' own inefficiency at these shapes ignored), against eager's time.
+        flops = model_flops(model, inputs)
+        if flops:
+            floor_s = flops / peak
+            ceilings.append(eager.median / floor_s)
+            print("  roofline: %.1f MFLOP per call; eager %.1f GFLOP/s, ours %.1f GFLOP/s (%.0f %% of the peak); "
+                  "all of it at the peak would be %.3f ms, eager/that %.2fx" % (
+                      flops / 1e6, flops / eager.median / 1e9, flops / timings["ours"].median / 1e9,
+                      100.0 * floor_s / timings["ours"].median, floor_s * 1e3, ceilings[-1]))
         rows.append((key, report["plan"]["strategy"]))
         torch.set_num_threads(default_threads)
     geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
     geo_same = math.exp(sum(math.log(s) for s in speedups_same) / len(speedups_same))
     print("\ngeomean eager/ours over %d models: %.2fx; at the same thread count: %.2fx   (load average now %s)" % (
         len(speedups), geo, geo_same, " ".join("%.1f" % x for x in os.getloadavg())))
-
+    if ceilings and len(ceilings) == len(speedups):
+        print("geomean of the physical limits (eager / every FLOP at the GEMM peak): %.2fx" % (
+            math.exp(sum(math.log(c) for c in ceilings) / len(ceilings))))
 
 if __name__ == "__main__":
     main()

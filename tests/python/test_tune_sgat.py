@@ -542,3 +542,23 @@ def test_compile_candidates_are_generated_for_their_thread_count(tmp_path, monke
         assert torch.get_num_threads() == 2 and calls == [{"options": {"cpp.threads": 2}}]
     finally:
         torch.set_num_threads(d)
+
+
+def test_a_composite_ofi_plan_keeps_its_subgraph_choices_in_the_artifact(tmp_path, monkeypatch):
+    """composite_ofi is the composite model finished by optimize_for_inference: the artifact is
+    built from the same per-subgraph choices that were timed (they were once dropped from the
+    plan, so the saved model had every subgraph eager)."""
+    d = torch.get_num_threads()
+    _joint_setup(monkeypatch, {"script_freeze": 0.5, "composite_ofi@%dt" % d: 0.3})
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    try:
+        _, report = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "out"), **dict(FAST, threads=None))
+        chosen = {r["submod"]: r["strategy"] for r in report["subgraphs"]}
+        assert report["plan"]["strategy"] == "composite_ofi"
+        assert set(chosen.values()) == {"script_freeze"} and report["plan"]["subgraphs"] == chosen
+        doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+        assert doc["strategy"] == "composite_ofi" and doc["subgraphs"] == chosen
+        with torch.no_grad():
+            assert _close(pt.load(str(tmp_path / "out"))(*inputs), _eager(model, inputs))
+    finally:
+        torch.set_num_threads(d)

@@ -85,6 +85,17 @@ def _is_call(node, fns, methods=()):
     return node.op == "call_method" and node.target in methods
 
 
+class ScaledDotProductAttention(torch.nn.Module):
+    """F.scaled_dot_product_attention as a module: fx keeps a module call as one node when it
+    traces a GraphModule's code again (torch.load of a saved GraphModule does), whereas the function
+    itself refuses the traced stand-in for its ``scale``."""
+
+    def forward(self, q, k, v, scale: float):
+        import torch.nn.functional as F
+
+        return F.scaled_dot_product_attention(q, k, v, scale=scale)
+
+
 def rewrite_attention(gm):
     """Replaces softmax(q @ k.transpose(-2, -1) / c, dim=-1) @ v (also ``* c``) in an fx graph by
     F.scaled_dot_product_attention(q, k, v, scale=1/c): one fused kernel (torch >= 2.1) instead
@@ -119,11 +130,17 @@ def rewrite_attention(gm):
             continue
         k = kt.args[0]
         with gm.graph.inserting_before(node):
-            if scaled.target in (operator.truediv, torch.div):
+            if isinstance(c, (int, float)):
+                scale = 1.0 / c if scaled.target in (operator.truediv, torch.div) else float(c)
+            elif scaled.target in (operator.truediv, torch.div):
                 scale = gm.graph.call_function(operator.truediv, (1.0, c))
             else:
                 scale = c
-            fused = gm.graph.call_function(F.scaled_dot_product_attention, (q, k, v), {"scale": scale})
+            name = "scaled_dot_product_attention_%d" % count
+            while hasattr(gm, name):
+                name += "_"
+            gm.add_submodule(name, ScaledDotProductAttention())
+            fused = gm.graph.call_module(name, (q, k, v, scale))
         node.replace_all_uses_with(fused)
         for dead in (node, sm, scaled, scores, kt):
             gm.graph.erase_node(dead)
@@ -136,15 +153,51 @@ def rewrite_attention(gm):
 
 def prepare_sdpa(module, inputs):
     """Attention written out (matmul, scale, softmax, matmul) fused into scaled_dot_product_attention."""
-    import torch.fx
-
-    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
-    if (major, minor) < (2, 1):
+    if not _sdpa_available():
         raise ValueError("needs torch >= 2.1 (scaled_dot_product_attention with scale)")
-    gm = copy.deepcopy(module) if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(module)
+    gm = _fx_copy(module)
     if rewrite_attention(gm) == 0:
         raise ValueError("no attention pattern")
     return script_or_trace(gm, inputs)
+
+
+def _sdpa_available():
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    return (major, minor) >= (2, 1)
+
+
+def _fx_copy(module):
+    import torch.fx
+
+    return copy.deepcopy(module) if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(
+        copy.deepcopy(module))
+
+
+def build_fx_fused(module, inputs):
+    """Whole-model strategy ``fx_fused``: an fx GraphModule, run eagerly, in which written-out
+    attention is scaled_dot_product_attention (torch >= 2.1) and every fp32 Linear runs on oneDNN's
+    linear with its weight reordered once and the following activation or residual add fused
+    (portkit.tune.onednn; torch >= 2.0 with oneDNN). Raises ValueError when neither applies."""
+    from . import onednn
+
+    if not _sdpa_available() and not onednn.available():
+        raise ValueError("needs torch >= 2.0 with oneDNN")
+    gm = _fx_copy(module)
+    attention = rewrite_attention(gm) if _sdpa_available() else 0
+    linears = onednn.rewrite_linears(gm, inputs) if onednn.available() else 0
+    if not attention and not linears:
+        raise ValueError("no written-out attention and no fp32 Linear to rewrite")
+    return gm
+
+
+def portable_fx_fused(module, inputs):
+    """What ``torch.jit.load`` gets for an fx_fused plan: frozen TorchScript of the model with the
+    attention rewrite only (oneDNN's reordered weights are opaque tensors that TorchScript cannot
+    save; ``portkit.tune.load`` returns the module that was timed)."""
+    gm = _fx_copy(module)
+    if _sdpa_available():
+        rewrite_attention(gm)
+    return finish_freeze(script_or_trace(gm, inputs))
 
 
 def prepare_opat(module, inputs):
@@ -192,7 +245,7 @@ STRATEGIES = {
 OPAT_STRATEGIES = ("opat",)
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-6"  # sgat-6: the whole-model plan is a (strategy, threads) pair chosen jointly
+STRATEGY_SET_VERSION = "sgat-7"  # sgat-7: whole-model fx_fused (SDPA + oneDNN linear with fused epilogues)
 
 
 def build(name, module, inputs):

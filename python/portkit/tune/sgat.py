@@ -25,7 +25,12 @@ PLAN = "optimized.json"
 #: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
 EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
-                    "composite", "composite_ofi")
+                    "composite", "composite_ofi", "fx_fused")
+
+#: Whole-model strategies whose module runs eagerly (no TorchScript): the artifact holds it as
+#: torch.save wrote it (EAGER_MODULE), which portkit.tune.load returns; optimized.pt is TorchScript
+#: for torch.jit.load.
+PICKLED_STRATEGIES = ("eager", "fx_fused")
 
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
@@ -154,6 +159,10 @@ def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, comp
     (None: torch's count at the first call); TorchScript strategies run at any count."""
     if strategy == "eager":
         return eager_module(model, cap)
+    if strategy == "fx_fused":
+        if cap is None or not cap.traced:
+            raise TuneError("the model was not captured by torch.fx")
+        return cands.build_fx_fused(cap.gm, inputs)
     if strategy in COMPILE_STRATEGIES:
         if not cands.torch_compile_available():
             raise TuneError("torch.compile needs torch 2.x")
@@ -194,6 +203,9 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         # graph and load() compiles it again (compile time on first call).
         torch.save(cap.gm if cap.traced else model, tmp)
         kind = "torch_compile"
+    elif plan.strategy == "fx_fused":
+        torch.jit.save(cands.portable_fx_fused(cap.gm, inputs), tmp)
+        kind = "torchscript"
     else:
         ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
         finished = cands.FINISHES[finish](ts)
@@ -205,13 +217,14 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     os.replace(tmp, path)
     doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, load_transform=load_transform,
                torch=torch.__version__, portkit=PORTKIT_VERSION)
-    if plan.strategy == "eager":
+    if plan.strategy in PICKLED_STRATEGIES:
         # TorchScript runs the model through its interpreter, which is not what was timed (nor
-        # always as fast: 4 % slower on the example MLP on torch 2.8): portkit.tune.load returns
-        # the eager module itself, optimized.pt stays for torch.jit.load.
+        # always as fast: 4 % slower on the example MLP on torch 2.8), and cannot save oneDNN's
+        # reordered weights (fx_fused): portkit.tune.load returns the module that was timed,
+        # optimized.pt stays for torch.jit.load.
         module_path = os.path.join(output, EAGER_MODULE)
         module_tmp = module_path + ".tmp%d" % os.getpid()
-        torch.save(eager_module(model, cap), module_tmp)
+        torch.save(build_model_strategy(plan.strategy, model, cap, {}, sub_inputs, inputs), module_tmp)
         os.replace(module_tmp, module_path)
         doc["module"] = EAGER_MODULE
     if any(s in cands.OPAT_STRATEGIES for s in plan.subgraphs.values()):
@@ -255,10 +268,11 @@ def load(path):
 def _load_pickled(path):
     """A module written by torch.save (an artifact this tuner wrote: its classes are torch's or the
     user's own)."""
-    try:
+    import inspect
+
+    if "weights_only" in inspect.signature(torch.load).parameters:
         return torch.load(path, weights_only=False)
-    except TypeError:  # torch 1.13: no weights_only
-        return torch.load(path)
+    return torch.load(path)  # torch 1.13: no weights_only (and nothing but full unpickling)
 
 
 def _thread_candidates(default):
@@ -510,6 +524,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                 model_strats.insert(0, "eager")  # eager at another thread count
             if composite_applies:
                 model_strats += ["composite", "composite_ofi"]
+            if cap.traced and not lookup_only:
+                model_strats.append("fx_fused")
             if use_compile and not lookup_only:
                 # torch.compile as the user would call it, and with the GEMM/convolution templates
                 # autotuned on this machine and the weights frozen (compiling takes longer: tens of
@@ -593,7 +609,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         result.subgraphs.append(mrec)
         result.write()
 
-        plan = Plan(plan_strategy, threads, dict(choices) if plan_strategy == "composite" else {},
+        plan = Plan(plan_strategy, threads, dict(choices) if plan_strategy in ("composite", "composite_ofi") else {},
                     (COMPILE_STRATEGIES[plan_strategy] or compile_mode) if plan_strategy in COMPILE_STRATEGIES
                     else None)
         say("plan: %s, %d threads" % (plan.strategy, plan.threads))
@@ -607,7 +623,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             if not check("the saved artifact", chosen):
                 raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
             report["files"] += [artifact, os.path.join(output, PLAN)]
-            if plan.strategy == "eager":
+            if plan.strategy in PICKLED_STRATEGIES:
                 report["files"].append(os.path.join(output, EAGER_MODULE))
             say("artifact: %s" % artifact)
 
