@@ -36,6 +36,14 @@ def _rewritten(module, inputs):
     return gm, onednn.rewrite_linears(gm, inputs)
 
 
+def _round_trip(module):
+    """torch.save, then torch.load (full unpickling: a saved GraphModule holds code)."""
+    buf = io.BytesIO()
+    torch.save(module, buf)
+    buf.seek(0)
+    return torch.load(buf, weights_only=False)  # tests that call this run on torch 2.x only
+
+
 def _packed(gm):
     return [m for m in gm.modules() if isinstance(m, onednn.PackedLinear)]
 
@@ -123,13 +131,7 @@ def test_torch_save_round_trip_and_in_place_weight_edits():
     torch.manual_seed(3)
     model, x = models.make_mlp(32, 64), torch.randn(4, 32)
     gm, _ = _rewritten(model, (x,))
-    buf = io.BytesIO()
-    torch.save(gm, buf)  # the opaque reordered weights are not written: the plain ones are
-    buf.seek(0)
-    try:
-        loaded = torch.load(buf, weights_only=False)
-    except TypeError:
-        loaded = torch.load(buf)
+    loaded = _round_trip(gm)  # the opaque reordered weights are not written: the plain ones are
     with torch.no_grad():
         assert _close(loaded(x), model(x))
         # Edit the plain weights in place, on the original and the copy alike: the copy reorders again.
@@ -176,3 +178,15 @@ def test_an_fx_fused_plan_saves_loads_and_comes_back_from_the_bank(tmp_path, mon
         assert len(_packed(pt.load(str(tmp_path / "out2")))) == 4
     finally:
         torch.set_num_threads(d)
+
+
+@needs_onednn
+def test_loaded_where_onednn_is_missing_it_runs_torch_ops(monkeypatch):
+    torch.manual_seed(5)
+    model, x = models.make_mlp(32, 64), torch.randn(4, 32)
+    gm, _ = _rewritten(model, (x,))
+    monkeypatch.setattr(onednn, "available", lambda: False)  # while loading
+    loaded = _round_trip(gm)
+    assert all(p._packed is None for p in _packed(loaded))
+    with torch.no_grad():
+        assert _close(loaded(x), model(x))

@@ -48,7 +48,9 @@ class PackedLinear(torch.nn.Module):
     with ``weight`` reordered into oneDNN's layout once.
 
     Inference: oneDNN's op has no backward, so where autograd needs one (grad enabled and the input,
-    or the residual, requires grad) the module runs torch's linear and activation instead. The
+    or the residual, requires grad) the module runs torch's linear and activation instead, as it
+    does for inputs that are not fp32 on the CPU and in a torch without oneDNN's linear. The plain
+    weight is kept beside the reordered one (twice the layer's weight memory). The
     reordered weight is an opaque oneDNN tensor that torch.save cannot write: the module pickles the
     plain weight and reorders it again when loaded, and again whenever the plain weight was changed
     in place (its version counter moved)."""
@@ -66,7 +68,9 @@ class PackedLinear(torch.nn.Module):
         self._pack()
 
     def _pack(self):
-        self._packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(), self.batch)
+        # Loaded into a torch without oneDNN's linear: torch's own ops from then on.
+        self._packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(), self.batch) \
+            if available() else None
         self._packed_version = self.weight._version
 
     def extra_repr(self):
@@ -76,7 +80,7 @@ class PackedLinear(torch.nn.Module):
     def forward(self, x, other=None):
         needs_grad = torch.is_grad_enabled() and (
             x.requires_grad or self.weight.requires_grad or (other is not None and other.requires_grad))
-        if needs_grad or x.dtype != torch.float32 or x.device.type != "cpu":
+        if needs_grad or self._packed is None or x.dtype != torch.float32 or x.device.type != "cpu":
             y = EPILOGUES[self.epilogue](F.linear(x, self.weight, self.bias), self.algorithm)
             return y + other if self.residual else y
         if self.weight._version != self._packed_version:
