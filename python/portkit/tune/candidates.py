@@ -96,6 +96,14 @@ class ScaledDotProductAttention(torch.nn.Module):
         return F.scaled_dot_product_attention(q, k, v, scale=scale)
 
 
+def free_attr_name(gm, base):
+    """``base``, with underscores appended until no attribute of ``gm`` has that name."""
+    name = base
+    while hasattr(gm, name):
+        name += "_"
+    return name
+
+
 def rewrite_attention(gm):
     """Replaces softmax(q @ k.transpose(-2, -1) / c, dim=-1) @ v (also ``* c``) in an fx graph by
     F.scaled_dot_product_attention(q, k, v, scale=1/c): one fused kernel (torch >= 2.1) instead
@@ -136,9 +144,7 @@ def rewrite_attention(gm):
                 scale = gm.graph.call_function(operator.truediv, (1.0, c))
             else:
                 scale = c
-            name = "scaled_dot_product_attention_%d" % count
-            while hasattr(gm, name):
-                name += "_"
+            name = free_attr_name(gm, "scaled_dot_product_attention_%d" % count)
             gm.add_submodule(name, ScaledDotProductAttention())
             fused = gm.graph.call_module(name, (q, k, v, scale))
         node.replace_all_uses_with(fused)
@@ -191,13 +197,14 @@ def build_fx_fused(module, inputs):
 
 
 def portable_fx_fused(module, inputs):
-    """What ``torch.jit.load`` gets for an fx_fused plan: frozen TorchScript of the model with the
-    attention rewrite only (oneDNN's reordered weights are opaque tensors that TorchScript cannot
-    save; ``portkit.tune.load`` returns the module that was timed)."""
-    gm = _fx_copy(module)
-    if _sdpa_available():
-        rewrite_attention(gm)
-    return finish_freeze(script_or_trace(gm, inputs))
+    """What ``torch.jit.load`` gets for an fx_fused plan: the sdpa_freeze strategy (the attention
+    rewrite, frozen TorchScript), or script_freeze where there is no attention to rewrite (oneDNN's
+    reordered weights are opaque tensors that TorchScript cannot save; ``portkit.tune.load``
+    returns the module that was timed)."""
+    try:
+        return build("sdpa_freeze", module, inputs)
+    except ValueError:  # no written-out attention, or torch < 2.1
+        return build("script_freeze", module, inputs)
 
 
 def prepare_opat(module, inputs):

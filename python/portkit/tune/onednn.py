@@ -156,6 +156,8 @@ def rewrite_linears(gm, example_inputs):
     replaced."""
     from torch.fx.passes.shape_prop import ShapeProp
 
+    from .candidates import free_attr_name
+
     if not available():
         raise ValueError("needs torch >= 2.0 with oneDNN (torch.ops.mkldnn._linear_pointwise)")
     with torch.no_grad():
@@ -182,9 +184,7 @@ def rewrite_linears(gm, example_inputs):
             else:
                 other = _residual(user, node)
                 fused = user if other is not None else None
-        name = "%s_onednn" % node.target.replace(".", "_")
-        while hasattr(gm, name):
-            name += "_"
+        name = free_attr_name(gm, "%s_onednn" % node.target.replace(".", "_"))
         gm.add_submodule(name, PackedLinear(mod.weight, mod.bias, epilogue, algorithm, other is not None, batch))
         anchor = fused if fused is not None else node
         with gm.graph.inserting_after(anchor):
