@@ -43,10 +43,13 @@ test: build
 SANITIZE ?= address,undefined
 SANITIZE_BUILD ?= build-asan
 SANITIZE_TESTS ?= ^(cli_|golden_|hostile_|fuzz_replay_)
+SANITIZE_TARGETS ?= portkit fuzz_replays
 SANITIZE_NO_LEAK_CHECK ?= ^cli_prof_cluster_mpi$$
 test-sanitize: setup
 	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTKIT_SANITIZE=$(SANITIZE) $(CMAKE_LAUNCHER) >/dev/null
-	@cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@# Only what the selected entries run: the CLI and the fuzz replay drivers (SANITIZE_TARGETS=all
+	@# builds everything, for SANITIZE_TESTS='.').
+	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target $(SANITIZE_TARGETS)
 	@cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '$(SANITIZE_TESTS)' -E '$(SANITIZE_NO_LEAK_CHECK)'
 	@# OpenMPI's own allocations (libmpi and the MCA components it dlopens) are reported as leaks at

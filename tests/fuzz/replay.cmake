@@ -5,6 +5,9 @@
 # tests/CMakeLists.txt. Under -DPORTKIT_SANITIZE=address,undefined they run with ASan + UBSan.
 set(FUZZ_DIR ${CMAKE_SOURCE_DIR}/tests/fuzz)
 add_library(portkit_fuzz_replay_main STATIC ${FUZZ_DIR}/replay_main.cc)
+# Every replay driver, so that `make test-sanitize` builds only what its ctest entries run
+# (the portkit binary and these), not the unit-test binaries and benchmarks.
+add_custom_target(fuzz_replays)
 
 # target | libraries | mutants per input | seed folders (comma separated, under tests/fuzz/)
 set(PORTKIT_FUZZ_REPLAYS
@@ -29,6 +32,7 @@ foreach(spec IN LISTS PORTKIT_FUZZ_REPLAYS)
   add_executable(${name}_replay ${FUZZ_DIR}/${name}.cc)
   target_include_directories(${name}_replay PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(${name}_replay PRIVATE portkit_fuzz_replay_main ${libs})
+  add_dependencies(fuzz_replays ${name}_replay)
   add_test(NAME fuzz_replay_${name}
     COMMAND $<TARGET_FILE:${name}_replay> --mutations ${mutants} ${seeds})
   set_tests_properties(fuzz_replay_${name} PROPERTIES TIMEOUT 600)
