@@ -16,18 +16,28 @@ export CCACHE_NOHASHDIR ?= 1
 CMAKE_LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
 endif
 
-.PHONY: all setup build demo test test-sanitize pytest install fuzz bench clean
+.PHONY: all setup setup-build build build-cli demo test test-sanitize pytest install fuzz bench clean
 
 all: build
 
 setup:
 	@bash scripts/setup.sh
 
+setup-build:
+	@bash scripts/setup.sh --build
+
+CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_LAUNCHER) >/dev/null
+
 build: setup
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_LAUNCHER) >/dev/null
+	@$(CONFIGURE)
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs only the binary and Debian's packages: no torch environment, no tests.
+build-cli: setup-build
+	@$(CONFIGURE)
+	@cmake --build $(BUILD) -j $(JOBS) --target portkit
+
+demo: build-cli
 	@rm -rf $(DEMO_OUT)
 	$(BUILD)/portkit analyse -i $(EXAMPLE) -o $(DEMO_OUT) -v 2.1.0
 

@@ -5,16 +5,26 @@
 # tests run under Debian's torch 1.13 and under it). PORTKIT_SKIP_TORCH2=1 leaves the latter out
 # (its tests are then reported as skipped).
 # Idempotent: a second run with everything present does nothing.
+#
+#   scripts/setup.sh           everything `make test` needs
+#   scripts/setup.sh --build   only what building the portkit binary needs (`make demo`): the
+#                              compiler, the C++ libraries and the grammar; no torch, no test tools
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=all
+[ "${1:-}" = --build ] && MODE=build
 
+# What the portkit binary needs to configure and build (gtest and benchmark: CMake finds them when
+# it configures the tree, though the demo builds neither tests nor benchmarks).
 PACKAGES=(g++ cmake ninja-build make pkg-config
           libtree-sitter-dev libsimdjson-dev libcli11-dev libfmt-dev
-          libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev
-          clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
-          python3-h5py python3-venv python3-jsonschema libopenblas-dev
-          libopenmpi-dev openmpi-bin   # optional: prof cluster under mpirun; the build works without
-          chromium)                     # optional: compare_report.html rendered in headless Chromium (test skips without)
+          libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev)
+if [ "$MODE" = all ]; then
+  PACKAGES+=(clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
+             python3-h5py python3-venv python3-jsonschema libopenblas-dev
+             libopenmpi-dev openmpi-bin   # optional: prof cluster under mpirun; the build works without
+             chromium)                     # optional: compare_report.html rendered in headless Chromium (test skips without)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -31,6 +41,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 bash scripts/fetch_grammar.sh
+[ "$MODE" = build ] && exit 0
 
 # torch 2.x test environment. PyPI's Linux x86_64 torch wheels depend on NVIDIA's CUDA wheels
 # (about 3 GB; torch does not import without them), which are installed too although no GPU is
