@@ -102,15 +102,16 @@ def load_torch_file(path, trust_torchscript=False, map_location="cpu"):
 
 
 def _reason(e):
-    """One line saying why torch's restricted load failed (torch 2.x wraps the unpickler's reason
-    in advice to retry without weights_only, which is left out here)."""
-    text = str(e)
-    marker = "WeightsUnpickler error:"
-    if marker in text:
-        text = text.split(marker, 1)[1]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = lines[0] if lines else ""
-    return "%s: %s" % (type(e).__name__, line[:300])
+    """One line saying why torch's restricted load failed. torch 2.x wraps the unpickler's reason in
+    advice to load the file with weights_only=False or to allow-list the global: left out here."""
+    reason = ""
+    for line in str(e).splitlines():
+        line = line.split("WeightsUnpickler error:", 1)[-1].strip()
+        if line and not any(advice in line for advice in ("Weights only load failed", "weights_only",
+                                                           "Alternatively", "Check the documentation")):
+            reason = line.split(". Please use", 1)[0]
+            break
+    return "%s: %s" % (type(e).__name__, reason[:300])
 
 
 def load_numpy_file(path):
