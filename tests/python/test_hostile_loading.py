@@ -371,7 +371,7 @@ def test_plan_kernels_outside_the_folder_or_tampered_are_refused(tmp_path, marke
         plan["sha256"][name] = "f" * 64 if how == "tampered" else digest
     _write_plan(tmp_path / "a", plan)
     want = {"absolute": "kernel %r is an absolute path" % name, "dotdot": "kernel '../evil.so' goes up with '..'",
-            "tampered": "kernels/k.so: its content changed since the artifact was saved",
+            "tampered": "kernels/k.so: its content changed since it was written",
             "no_hash": "records no sha256 of its kernel 'kernels/k.so'"}[how]
     _refused(tmp_path / "a", want)
     _refused(tmp_path / "a", want, load=sgat.register_kernels)

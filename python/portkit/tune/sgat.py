@@ -284,18 +284,20 @@ def load(path):
     try:
         files = _ArtifactFiles(folder or os.curdir)
         plan = files.plan
+        main = (plan["module"], "module") if plan.get("module") and plan.get("kind") != "torch_compile" \
+            else (name, "artifact")
+        # Every file is checked before the first is loaded; each is hashed again as it is loaded.
+        for kernel in _routed_kernels(plan):
+            files.verify(kernel["so"], "kernel")
+        files.verify(*main)
         if plan.get("threads"):
             torch.set_num_threads(int(plan["threads"]))
-        if plan.get("opat_kernels"):
-            _register_kernels(files, plan["opat_kernels"])
-        if plan.get("kind") == "torch_compile":
-            with files.open(name, "artifact") as f:
-                module = _load_pickled(f).eval()
-            return cands.compile_module(module, plan.get("compile_mode"), plan.get("threads"))
-        if plan.get("module"):
-            with files.open(plan["module"], "module") as f:
+        _register_kernels(files, plan)
+        with files.open(*main) as f:
+            if main[1] == "module":
                 return _load_pickled(f).eval()
-        with files.open(name, "artifact") as f:
+            if plan.get("kind") == "torch_compile":
+                return cands.compile_module(_load_pickled(f).eval(), plan.get("compile_mode"), plan.get("threads"))
             module = torch.jit.load(f)
     except safe_load.RefusedFile as e:
         raise TuneError(str(e)) from None
@@ -344,25 +346,35 @@ class _ArtifactFiles:
         """An open handle on ``name`` whose content matches its recorded hash."""
         return safe_load.open_verified(self.path(name, what), self.sha256(name, what))
 
+    def verify(self, name, what):
+        self.open(name, what).close()
+
 
 def register_kernels(folder):
     """Registers the OPAT kernels the artifact in ``folder`` calls (what ``load`` does first), for
     a TorchScript artifact loaded with plain ``torch.jit.load``; the same checks as ``load``."""
     try:
         files = _ArtifactFiles(folder)
-        _register_kernels(files, files.plan.get("opat_kernels"))
+        for kernel in _routed_kernels(files.plan):
+            files.verify(kernel["so"], "kernel")
+        _register_kernels(files, files.plan)
     except safe_load.RefusedFile as e:
         raise TuneError(str(e)) from None
 
 
-def _register_kernels(files, records):
-    """Registers the routed kernels an artifact lists (its own copies, hash-checked)."""
+def _routed_kernels(plan):
+    records = plan.get("opat_kernels")
+    return [r for r in (records if isinstance(records, list) else [])
+            if isinstance(r, dict) and r.get("routed") and r.get("so")]
+
+
+def _register_kernels(files, plan):
+    """Registers the routed kernels an artifact's plan lists (its own copies, hash-checked)."""
     from . import opat
 
-    opat.ensure_registered()
-    for rec in records if isinstance(records, list) else []:
-        if not isinstance(rec, dict) or not rec.get("routed") or not rec.get("so"):
-            continue
+    if plan.get("opat_kernels"):
+        opat.ensure_registered()  # the TorchScript calls torch.ops.portkit.linear
+    for rec in _routed_kernels(plan):
         try:
             fn = opat.load_kernel(files.path(rec["so"], "kernel"), sha256=files.sha256(rec["so"], "kernel"))
         except opat.KernelError as e:
