@@ -393,3 +393,17 @@ def test_two_kernels_loaded_in_one_process_are_each_their_own(tmp_path):
         opat.load_kernel(str(so))(None, out, dims)
         got.append(out[0])
     assert got == [11.0, 22.0]
+
+
+def test_every_file_is_checked_before_the_first_is_loaded(tmp_path, marker):
+    """A kernel inside the folder with its right hash (its constructor would run on load) is not
+    loaded when the module the plan names next was swapped."""
+    _, _, plan = _artifact(tmp_path / "a")
+    (tmp_path / "a" / "kernels").mkdir()
+    build_shared_object(tmp_path / "a" / "kernels" / "k.so", KERNEL_SOURCE % (marker, "1.0f"))
+    plan["opat_kernels"] = [{"m": 1, "n": 1, "k": 1, "bias": False, "config": "", "routed": True,
+                             "so": "kernels/k.so"}]
+    plan["sha256"]["kernels/k.so"] = safe_load.sha256_of(str(tmp_path / "a" / "kernels" / "k.so"))
+    _write_plan(tmp_path / "a", plan)
+    (tmp_path / "a" / sgat.EAGER_MODULE).write_bytes(typeerror_then_system(marker))
+    _refused(tmp_path / "a", "optimized_module.pt: its content changed")
