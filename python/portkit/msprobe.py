@@ -1,12 +1,14 @@
 """msprobe (mindstudio-probe) tensor-mode dumps as portkit dumps.
 
-    python -m portkit.msprobe MSPROBE_DUMP/step0/rank0 OUT_DUMP
+    python -m portkit.msprobe [--trust-torchscript] MSPROBE_DUMP/step0/rank0 OUT_DUMP
 
 msprobe's tensor mode keeps every tensor in `dump_tensor_data/<data_name>`: a `.pt` file written by
 torch.save (PyTorch) or a `.npy` file (MindSpore, and arrays). `portkit compare` reads such a dump by
 itself in any mode (statistics, md5, and tensor mode from these files, with its own reader of the
 torch.save zip and a pickle interpreter that runs nothing); this companion instead loads each file
-with torch.load (weights_only where torch has it) or numpy.load and writes a portkit dump (to keep,
+through portkit.safe_load (torch.load with weights_only=True only, numpy.load without pickles; a file
+either cannot read is refused, never unpickled in full, and a TorchScript archive is refused unless
+--trust-torchscript is given, since loading one runs its code) and writes a portkit dump (to keep,
 extract or convert it with portkit's tools): manifest.jsonl plus op_NNNNNN.safetensors, one operator per
 dump.json call in the same order, with the same names (`Functional.conv2d`, phase forward/backward)
 and the same tensor keys portkit's reader of dump.json gives them (input_args and input_kwargs, or a
@@ -20,7 +22,7 @@ import os
 import sys
 import zlib
 
-from . import safetensors_io
+from . import safe_load, safetensors_io
 
 
 def _flatten(value, prefix, out):
@@ -71,24 +73,10 @@ def _stack_lines(folder):
     return out
 
 
-def _load(path):
-    """The tensor in a .pt or .npy file as a torch tensor."""
-    import torch
-    if path.endswith(".npy"):
-        import numpy as np
-        return torch.from_numpy(np.load(path, allow_pickle=False))
-    try:
-        t = torch.load(path, map_location="cpu", weights_only=True)
-    except TypeError:  # torch < 1.13.1 has no weights_only
-        t = torch.load(path, map_location="cpu")
-    if not isinstance(t, torch.Tensor):
-        raise ValueError("holds a %s, not a tensor" % type(t).__name__)
-    return t
-
-
-def convert(src, out):
+def convert(src, out, trust_torchscript=False):
     """Writes the portkit dump `out` from the msprobe step/rank folder `src`; returns (operators,
-    tensors written, problems)."""
+    tensors written, problems). A data file that could run code when loaded is a problem, not
+    loaded (``trust_torchscript=True`` loads TorchScript archives, running their code)."""
     from .torch.dumper import _Stats  # statistics exactly as portkit's own dumper records them
     dump_json = os.path.join(src, "dump.json")
     with open(dump_json, encoding="utf-8") as f:
@@ -123,12 +111,13 @@ def convert(src, out):
                 if "requires_grad" in rec:
                     info["requires_grad"] = bool(rec["requires_grad"])
                 data_name = rec.get("data_name")
-                if not data_name:
+                if not data_name or not isinstance(data_name, str):
                     info["note"] = "no data file in the msprobe dump"
                     entry["tensors"].append(info)
                     continue
                 try:
-                    t = _load(os.path.join(tensor_dir, data_name))
+                    path = safe_load.resolve_inside(tensor_dir, data_name, "data_name")
+                    t = safe_load.load_tensor(path, trust_torchscript=trust_torchscript)
                 except Exception as e:  # noqa: BLE001  (reported per tensor, the rest converted)
                     info["note"] = "%s: cannot be read (%s)" % (data_name, e)
                     problems.append(info["note"])
@@ -164,16 +153,20 @@ def convert(src, out):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] in ("-h", "--help"):
-        sys.stderr.write("usage: python -m portkit.msprobe MSPROBE_DUMP/stepN/rankR OUT_DUMP\n")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    trust_torchscript = "--trust-torchscript" in argv
+    argv = [a for a in argv if a != "--trust-torchscript"]
+    if len(argv) != 2 or argv[0] in ("-h", "--help") or argv[0].startswith("-"):
+        sys.stderr.write("usage: python -m portkit.msprobe [--trust-torchscript] MSPROBE_DUMP/stepN/rankR OUT_DUMP\n"
+                         "  --trust-torchscript  load TorchScript data files with torch.jit.load, which runs their\n"
+                         "                       code (refused without it)\n")
         return 2
     src, out = argv
     if not os.path.isfile(os.path.join(src, "dump.json")):
         sys.stderr.write("%s: no dump.json (give an msprobe stepN/rankR folder)\n" % src)
         return 2
     try:
-        ops, tensors, problems = convert(src, out)
+        ops, tensors, problems = convert(src, out, trust_torchscript=trust_torchscript)
     except (OSError, ValueError) as e:
         sys.stderr.write("%s\n" % e)
         return 2

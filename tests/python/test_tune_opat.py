@@ -2,6 +2,7 @@
 torch.ops.portkit.linear with outputs equal to eager, gradients equal to torch's, torch's op on
 untuned shapes, correct results from two threads, TorchScript, and the routing rule. Behaviour
 only, never speed (the routing test checks the decision follows the rule, not which way it goes)."""
+import hashlib
 import json
 import os
 import sys
@@ -251,7 +252,11 @@ def test_artifact_with_opat_subgraphs_loads_in_a_fresh_process(kernel_so, tmp_pa
     out.mkdir()
     sgat.save_artifact(str(out), plan, cap, model, (x,), sub_inputs, records)
     doc = json.loads((out / "optimized.json").read_text())
-    assert doc["opat_kernels"] == records[:1]  # only routed kernels
+    # Only routed kernels, each as the artifact's own copy with its sha256.
+    copy = os.path.join("kernels", os.path.basename(so))
+    assert doc["opat_kernels"] == [dict(records[0], so=copy)]
+    assert (out / copy).read_bytes() == open(so, "rb").read()
+    assert doc["sha256"][copy] == hashlib.sha256((out / copy).read_bytes()).hexdigest()
     torch.save({"x": x, "y": model(x).detach()}, str(tmp_path / "io.pt"))
     code = ("import sys, torch; sys.path.insert(0, %r)\n"
             "import portkit.tune as pt\n"

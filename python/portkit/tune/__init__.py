@@ -5,6 +5,10 @@ model runs on this machine and writes an artifact that loads with one call.
     optimized, report = portkit.tune.optimize(model, (x,), output="out")
     model2 = portkit.tune.load("out/optimized.pt")      # or torch.jit.load for TorchScript plans
 
+An artifact is code (it holds pickled modules, TorchScript and kernels): load only artifacts from a
+trusted source. ``load`` reads only the files its plan names inside the artifact's folder, each
+with the SHA-256 recorded when it was saved (docs/tune.md, "An artifact is code").
+
 torch is imported on first use, so that ``python -m portkit.tune`` can say clearly when the
 interpreter has none.
 """

@@ -23,6 +23,7 @@ be >= 1 + min_gain.
     y = torch.ops.portkit.linear(x, w, b)
 """
 import ctypes
+import hashlib
 import math
 import os
 import stat
@@ -35,7 +36,7 @@ import torch
 _lock = threading.Lock()
 _library = None
 _kernels = {}   # (M, N, K, has_bias) -> (ctypes function, its dims argument)
-_loaded = {}    # realpath -> ctypes.CDLL (kept alive)
+_loaded = {}    # sha256 of the file -> ctypes.CDLL (kept alive)
 _weights = {}   # id of the weight tensor -> (weak reference, (data_ptr, version, shape), transposed copy)
 _MAX_WEIGHTS = 256
 
@@ -143,33 +144,48 @@ def ensure_registered():
 
 # ----------------------------------------------------------------------------- kernels
 
-def load_kernel(path):
+def load_kernel(path, sha256=None):
     """The ``portkit_kernel`` entry of a GEMM kernel built by ``portkit tune``. The file must be
     owned by this user (or root) and not writable by group or others: loading a shared object
-    runs its code."""
+    runs its code. ``sha256``: the content hash it must have (an artifact's record of the kernel
+    it saved). The checks, the hash and the load go through one open descriptor, so a file
+    swapped in between is never the one loaded."""
     real = os.path.realpath(path)
     try:
-        st = os.stat(real)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise KernelError("%s: %s" % (path, e.strerror)) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise KernelError("%s: not a regular file" % path)
-    if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
-        raise KernelError("%s: owned by another user or writable by group/others; not loaded" % path)
-    source = os.path.splitext(real)[0] + ".cc"
-    if os.path.exists(source):
-        with open(source, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-        if "dims = {M, N, K}" not in text:
-            raise KernelError("%s: not a GEMM kernel (its source %s has another entry point)" % (path, source))
-    with _lock:
-        lib = _loaded.get(real)
-        if lib is None:
-            try:
-                lib = ctypes.CDLL(real)
-            except OSError as e:
-                raise KernelError("%s: %s" % (path, e)) from None
-            _loaded[real] = lib
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KernelError("%s: not a regular file" % path)
+        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+            raise KernelError("%s: owned by another user or writable by group/others; not loaded" % path)
+        digest = _fd_sha256(fd)
+        if sha256 is not None and digest != str(sha256).lower():
+            raise KernelError("%s: its content changed since the artifact was saved (sha256 %s, recorded %s); "
+                              "not loaded" % (path, digest, sha256))
+        source = os.path.splitext(real)[0] + ".cc"
+        if os.path.exists(source):
+            with open(source, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            if "dims = {M, N, K}" not in text:
+                raise KernelError("%s: not a GEMM kernel (its source %s has another entry point)" % (path, source))
+        with _lock:
+            lib = _loaded.get(digest)
+            if lib is None:
+                try:
+                    lib = ctypes.CDLL("/proc/self/fd/%d" % fd)
+                except OSError as e:
+                    raise KernelError("%s: %s" % (path, e)) from None
+                # The descriptor stays open as long as the library is loaded: the dynamic loader
+                # knows a loaded object by its name, and a second "/proc/self/fd/N" with a reused
+                # N would be given this library instead of the file behind it.
+                _loaded[digest], fd = lib, None
+    finally:
+        if fd is not None:
+            os.close(fd)
     try:
         fn = lib.portkit_kernel
     except AttributeError:
@@ -177,6 +193,17 @@ def load_kernel(path):
     fn.restype = None
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_long)]
     return fn
+
+
+def _fd_sha256(fd):
+    h = hashlib.sha256()
+    offset = 0
+    while True:
+        block = os.pread(fd, 1 << 20, offset)
+        if not block:
+            return h.hexdigest()
+        h.update(block)
+        offset += len(block)
 
 
 def find_kernel(bank, config):
@@ -444,7 +471,8 @@ def tune_kernels(shapes, bank, portkit, workdir, max_evals=None, say=None, timeo
 
 
 def register_records(records):
-    """Registers the routed kernels of ``tune_kernels`` records (an artifact's ``opat_kernels``)."""
+    """Registers the routed kernels of ``tune_kernels`` records (their kernels in the bank; an
+    artifact's own copies are registered by ``portkit.tune.sgat.register_kernels``)."""
     ensure_registered()
     for rec in records:
         if rec.get("routed") and rec.get("so"):

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -14,6 +15,7 @@ import time
 import torch
 
 from .. import __version__ as PORTKIT_VERSION
+from .. import safe_load
 from . import candidates as cands
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
@@ -22,6 +24,10 @@ from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
 PLAN = "optimized.json"
+#: The plan's record of the files load() reads: {name inside the artifact folder: SHA-256 (hex)}.
+HASHES = "sha256"
+#: The artifact's copies of the OPAT kernels its plan calls.
+KERNELS = "kernels"
 #: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
 EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
@@ -228,11 +234,34 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         os.replace(module_tmp, module_path)
         doc["module"] = EAGER_MODULE
     if any(s in cands.OPAT_STRATEGIES for s in plan.subgraphs.values()):
-        # The kernels the artifact calls through torch.ops.portkit.linear: load() registers them.
-        doc["opat_kernels"] = [{k: r[k] for k in ("m", "n", "k", "bias", "so", "config", "routed")}
+        # The kernels the artifact calls through torch.ops.portkit.linear: load() registers them
+        # from the artifact's own copies.
+        doc["opat_kernels"] = [dict({k: r[k] for k in ("m", "n", "k", "bias", "config", "routed")},
+                                    so=_copy_kernel(output, r["so"]))
                                for r in (opat_kernels or []) if r.get("routed")]
+    names = [ARTIFACT, doc.get("module")] + [r["so"] for r in doc.get("opat_kernels", [])]
+    doc[HASHES] = {name: safe_load.sha256_of(os.path.join(output, name)) for name in names if name}
     write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def _saved_kernels(output):
+    """The opat_kernels records of the plan save_artifact wrote in OUTPUT."""
+    with open(os.path.join(output, PLAN), encoding="utf-8") as f:
+        return json.load(f).get("opat_kernels", [])
+
+
+def _copy_kernel(output, so):
+    """Copies a bank kernel (and its source) into OUTPUT/kernels/; returns its name in the artifact."""
+    name = os.path.join(KERNELS, os.path.basename(so))
+    os.makedirs(os.path.join(output, KERNELS), exist_ok=True)
+    for src, dst in ((so, name), (os.path.splitext(so)[0] + ".cc", os.path.splitext(name)[0] + ".cc")):
+        if os.path.exists(src):
+            tmp = os.path.join(output, dst) + ".tmp%d" % os.getpid()
+            shutil.copyfile(src, tmp)
+            os.chmod(tmp, 0o755 if dst.endswith(".so") else 0o644)  # opat.load_kernel refuses group/other write
+            os.replace(tmp, os.path.join(output, dst))
+    return name
 
 
 def load(path):
@@ -241,38 +270,123 @@ def load(path):
     ``path`` is OUTPUT/optimized.pt or its folder. Sets torch's intra-op thread count to the one the
     plan chose (process-wide, as torch.set_num_threads does) and applies the plan's load transform.
     A TorchScript artifact also loads with plain ``torch.jit.load(path)`` (then at the process's
-    thread count, and without the load transform when the plan has one)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, ARTIFACT)
-    plan_path = os.path.join(os.path.dirname(path), PLAN)
-    plan = {}
-    if os.path.exists(plan_path):
-        with open(plan_path, encoding="utf-8") as f:
-            plan = json.load(f)
-    if plan.get("threads"):
-        torch.set_num_threads(int(plan["threads"]))
-    if plan.get("opat_kernels"):
-        from . import opat
+    thread count, and without the load transform when the plan has one).
 
-        opat.register_records(plan["opat_kernels"])
-    if plan.get("kind") == "torch_compile":
-        return cands.compile_module(_load_pickled(path).eval(), plan.get("compile_mode"), plan.get("threads"))
-    if plan.get("module") and os.path.exists(os.path.join(os.path.dirname(path), plan["module"])):
-        return _load_pickled(os.path.join(os.path.dirname(path), plan["module"])).eval()
-    module = torch.jit.load(path)
+    **An artifact is code**: loading it unpickles modules in full, runs TorchScript and loads the
+    plan's kernels (shared objects). Load only artifacts from a trusted source. What ``load``
+    checks: every file it reads is named by the plan (``optimized.json``) inside the artifact's
+    folder (no absolute path, no ``..``, no link out of it) and has the SHA-256 the plan recorded
+    when the artifact was saved; anything else raises :class:`TuneError` before any of it is read.
+    That catches a file replaced or damaged since tuning, not a folder written by someone else
+    with a plan to match. Artifacts written before the hashes were recorded are refused: tune
+    again."""
+    folder, name = (path, ARTIFACT) if os.path.isdir(path) else os.path.split(path)
+    try:
+        files = _ArtifactFiles(folder or os.curdir)
+        plan = files.plan
+        main = (plan["module"], "module") if plan.get("module") and plan.get("kind") != "torch_compile" \
+            else (name, "artifact")
+        # Every file is checked before the first is loaded; each is hashed again as it is loaded.
+        for kernel in _routed_kernels(plan):
+            files.verify(kernel["so"], "kernel")
+        files.verify(*main)
+        if plan.get("threads"):
+            torch.set_num_threads(int(plan["threads"]))
+        _register_kernels(files, plan)
+        with files.open(*main) as f:
+            if main[1] == "module":
+                return _load_pickled(f).eval()
+            if plan.get("kind") == "torch_compile":
+                return cands.compile_module(_load_pickled(f).eval(), plan.get("compile_mode"), plan.get("threads"))
+            module = torch.jit.load(f)
+    except safe_load.RefusedFile as e:
+        raise TuneError(str(e)) from None
     if plan.get("load_transform") == "optimize_for_inference":
         module = torch.jit.optimize_for_inference(module)
     return module
 
 
-def _load_pickled(path):
-    """A module written by torch.save (an artifact this tuner wrote: its classes are torch's or the
-    user's own)."""
-    import inspect
+class _ArtifactFiles:
+    """The plan of an artifact folder and the files it names: each read only from inside the
+    folder and only with the content hash the plan recorded when the artifact was saved."""
 
-    if "weights_only" in inspect.signature(torch.load).parameters:
-        return torch.load(path, weights_only=False)
-    return torch.load(path)  # torch 1.13: no weights_only (and nothing but full unpickling)
+    def __init__(self, folder):
+        self.folder = folder
+        plan_path = os.path.join(folder, PLAN)
+        try:
+            with open(plan_path, encoding="utf-8") as f:
+                self.plan = json.load(f)
+        except OSError as e:
+            raise TuneError("%s: cannot read the artifact's plan (%s); portkit.tune.load needs the folder "
+                            "optimize wrote, plan included" % (plan_path, e.strerror or e)) from None
+        except ValueError as e:
+            raise TuneError("%s: not valid JSON (%s)" % (plan_path, e)) from None
+        if not isinstance(self.plan, dict):
+            raise TuneError("%s: not an artifact plan (a JSON object)" % plan_path)
+        self.hashes = self.plan.get(HASHES)
+        if not isinstance(self.hashes, dict):
+            raise TuneError("%s: records no %s of the artifact's files (written by an older portkit); an "
+                            "artifact is code, and portkit.tune.load loads only files whose hash matches the one "
+                            "recorded when it was saved: tune again to write a new artifact" % (plan_path, HASHES))
+
+    def path(self, name, what):
+        """The path of ``name`` inside the folder, refused when it leads out of it or has no hash."""
+        path = safe_load.resolve_inside(self.folder, name, what)
+        self.sha256(name, what)
+        return path
+
+    def sha256(self, name, what):
+        digest = self.hashes.get(name)
+        if not isinstance(digest, str) or len(digest) != 64:
+            raise safe_load.RefusedFile("%s: the plan records no sha256 of its %s %r; not loaded (tune again)"
+                                        % (os.path.join(self.folder, PLAN), what, name))
+        return digest
+
+    def open(self, name, what):
+        """An open handle on ``name`` whose content matches its recorded hash."""
+        return safe_load.open_verified(self.path(name, what), self.sha256(name, what))
+
+    def verify(self, name, what):
+        self.open(name, what).close()
+
+
+def register_kernels(folder):
+    """Registers the OPAT kernels the artifact in ``folder`` calls (what ``load`` does first), for
+    a TorchScript artifact loaded with plain ``torch.jit.load``; the same checks as ``load``."""
+    try:
+        files = _ArtifactFiles(folder)
+        for kernel in _routed_kernels(files.plan):
+            files.verify(kernel["so"], "kernel")
+        _register_kernels(files, files.plan)
+    except safe_load.RefusedFile as e:
+        raise TuneError(str(e)) from None
+
+
+def _routed_kernels(plan):
+    records = plan.get("opat_kernels")
+    return [r for r in (records if isinstance(records, list) else [])
+            if isinstance(r, dict) and r.get("routed") and r.get("so")]
+
+
+def _register_kernels(files, plan):
+    """Registers the routed kernels an artifact's plan lists (its own copies, hash-checked)."""
+    from . import opat
+
+    if plan.get("opat_kernels"):
+        opat.ensure_registered()  # the TorchScript calls torch.ops.portkit.linear
+    for rec in _routed_kernels(plan):
+        try:
+            fn = opat.load_kernel(files.path(rec["so"], "kernel"), sha256=files.sha256(rec["so"], "kernel"))
+        except opat.KernelError as e:
+            raise TuneError(str(e)) from None
+        opat.register(fn, rec["m"], rec["n"], rec["k"], rec["bias"])
+
+
+def _load_pickled(f):
+    """A module written by torch.save, from an open file whose hash was checked (an artifact this
+    tuner wrote: its classes are torch's or the user's own). A full unpickle, which runs whatever
+    the file names: the artifact is trusted code (see ``load``)."""
+    return torch.load(f, weights_only=False) if safe_load.has_weights_only(torch) else torch.load(f)
 
 
 def _thread_candidates(default):
@@ -625,6 +739,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             report["files"] += [artifact, os.path.join(output, PLAN)]
             if plan.strategy in PICKLED_STRATEGIES:
                 report["files"].append(os.path.join(output, EAGER_MODULE))
+            report["files"] += [os.path.join(output, r["so"]) for r in _saved_kernels(output)]
             say("artifact: %s" % artifact)
 
         # ---- before / after, whole model, interleaved ----
