@@ -34,6 +34,10 @@ double NowUs() {
 struct Loaded {
   KernelFn fn = nullptr;
   std::string error;
+  // Held open while the object is loaded: the dynamic loader knows an object by the name it was
+  // opened under, so a later /proc/self/fd/N with the same N (a closed descriptor reused) would
+  // return this object instead of loading the next one.
+  UniqueFd fd;
 };
 
 Loaded Load(const std::filesystem::path& so) {
@@ -53,6 +57,7 @@ Loaded Load(const std::filesystem::path& so) {
   }
   l.fn = reinterpret_cast<KernelFn>(dlsym(h, "portkit_kernel"));
   if (!l.fn) l.error = "no portkit_kernel symbol in " + so.string();
+  l.fd = std::move(*fd);
   return l;
 }
 
@@ -90,6 +95,7 @@ int Child(int fd, const std::vector<std::filesystem::path>& objects, const Workl
   for (const auto& v : w.inputs) in.push_back(v.empty() ? nullptr : v.data());
   std::vector<float> out(w.output_size);
   std::vector<KernelFn> fns;
+  std::vector<UniqueFd> open_objects;  // kept open until the child ends (see Loaded::fd)
   for (const auto& so : objects) {
     Loaded l = Load(so);
     if (!l.fn) return fail(MeasureStatus::kLoadError, l.error);
@@ -99,6 +105,7 @@ int Child(int fd, const std::vector<std::filesystem::path>& objects, const Workl
     std::string bad = ValidateOutput(out, w);
     if (!bad.empty()) return fail(MeasureStatus::kWrongResult, bad);
     fns.push_back(l.fn);
+    open_objects.push_back(std::move(l.fd));
   }
   // Warm-up and calibration: calls per repeat so that a repeat lasts min_repeat_us.
   std::vector<int> calls(fns.size(), 1);

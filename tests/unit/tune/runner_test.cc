@@ -94,6 +94,13 @@ TEST_F(RunnerTest, RejectsBadCandidatesAndTimesAGoodOne) {
   EXPECT_EQ(a.status, MeasureStatus::kOk);
   EXPECT_EQ(b.status, MeasureStatus::kOk);
 
+  // Two objects in one child: the second is really loaded, not the first again under a reused
+  // /proc/self/fd/N name, so a wrong second candidate is caught.
+  auto [good_first, wrong_second] =
+      MeasureInterleaved(builds[0].shared_object, builds[2].shared_object, workload_, mo);
+  EXPECT_EQ(wrong_second.status, MeasureStatus::kWrongResult) << wrong_second.detail;
+  EXPECT_EQ(wrong_second.detail.rfind("output[0] = 0.5, reference", 0), 0u) << wrong_second.detail;
+
   // The second build of the same source is a cache hit.
   auto again = builder.BuildAll({good});
   EXPECT_TRUE(again[0].ok && again[0].cached);
