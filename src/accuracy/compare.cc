@@ -22,6 +22,7 @@
 #include "accuracy/api.h"
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
+#include "accuracy/msprobe_dump.h"
 #include "accuracy/tensor_data_file.h"
 #include "core/table.h"
 #include "core/thread_pool.h"
@@ -687,15 +688,17 @@ bool MaskIdenticalNonFinite(double* n, double* b, size_t c, uint64_t& masked) {
 /// portkit's dumps, or msprobe's one file per tensor (.pt / .npy; tensor_data_file.h).
 class FileCache {
  public:
+  explicit FileCache(TensorLimits limits) : limits_(limits) {}
   Expected<const TensorDataFile*> Get(const fs::path& path) {
     if (auto it = open_.find(path); it != open_.end()) return &it->second;
     if (open_.size() > 16) open_.clear();
-    auto f = TensorDataFile::Open(path);
+    auto f = TensorDataFile::Open(path, limits_);
     if (!f.ok()) return f.status();
     return &open_.emplace(path, std::move(*f)).first->second;
   }
 
  private:
+  TensorLimits limits_;
   std::map<fs::path, TensorDataFile> open_;
 };
 
@@ -785,6 +788,28 @@ Expected<std::map<std::string, std::string>> LoadMapping(const fs::path& file) {
 
 /// A manifest element type that portkit cannot compare (complex, fp8 "fnuz", ...).
 bool Unsupported(const std::string& dtype) { return !dtype.empty() && ParseDType(dtype) == DType::kUnknown; }
+
+/// Warnings naming a data file whose element type contradicts its manifest, before the rest are
+/// only counted.
+constexpr size_t kMaxDTypeWarnings = 10;
+
+/// "FILE: holds X data, dump.json says Y" when the element type of tensor `t` in `file` is not
+/// the manifest's `dtype`; empty when they agree or the manifest names none. `op_file` tells
+/// which manifest (an msprobe dump's tensor files are in kTensorDataFolder).
+std::string DTypeContradiction(const std::string& dtype, const TensorInfo& t, const TensorDataFile& file,
+                               const fs::path& path, std::string_view op_file) {
+  if (dtype.empty() || ParseDType(dtype) == t.dtype) return {};
+  std::string held = t.dtype != DType::kUnknown ? std::string(DTypeName(t.dtype)) : "";
+  if (!file.TypeName().empty()) held = held.empty() ? file.TypeName() : held + " (" + file.TypeName() + ")";
+  if (held.empty()) held = "an element type portkit does not compare";
+  return path.string() + ": holds " + held + " data, " +
+         (op_file == kTensorDataFolder ? "dump.json" : "manifest.jsonl") + " says " + dtype +
+         (t.dtype != DType::kUnknown ? "; compared as the file's type" : "; not compared");
+}
+
+std::string JoinNotes(const std::string& a, const std::string& b) {
+  return a.empty() ? b : b.empty() ? a : a + "; " + b;
+}
 
 /// A pair without tensor data (stats_only dumps), judged from the manifests' statistics: the
 /// relative difference of max, min, mean and l2 norm, each against max(|reference value|, the
@@ -908,7 +933,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   size_t target_tensors = 0, reference_tensors = 0;
   for (int side = 0; side < 2; ++side) {
     const bool target = side == 0;
-    auto reader = DumpReader::Open(target ? options.target : options.reference);
+    auto reader = DumpReader::Open(target ? options.target : options.reference, options.max_call_bytes);
     if (!reader.ok()) return reader.status();
     for (DumpOp op;;) {
       auto more = reader->Next(op);
@@ -930,6 +955,19 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (!warnings[static_cast<size_t>(side)].empty()) report.warnings.push_back(warnings[static_cast<size_t>(side)]);
   report.target_ops = tkeys.size();
   report.reference_ops = rkeys.size();
+  // A dump without a single operator is no run to judge (a dumper that never ran, a manifest
+  // emptied by a crash, a dump.json whose calls all lack an API name): saying "no diverging
+  // operator" about it would pass a gate on nothing. The same for either side.
+  for (int side : {1, 0}) {
+    if ((side == 0 ? report.target_ops : report.reference_ops) > 0) continue;
+    const fs::path& dir = side == 0 ? options.target : options.reference;
+    const std::string& why = warnings[static_cast<size_t>(side)];
+    return ParseError(dir.string() + ": the " + (side == 0 ? "target" : "reference") +
+                      " dump has no operators (" +
+                      (IsMsprobeDump(dir) ? "dump.json's \"data\" holds no API or module call"
+                                          : "manifest.jsonl holds no operator record") +
+                      "); nothing to compare" + (why.empty() ? "" : " (" + why + ")"));
+  }
   AlignStats align_stats;
   auto pairs = AlignKeys(tkeys, rkeys, &align_stats, options.align_budget > 0 ? options.align_budget : kAlignBudget);
   std::vector<std::string>().swap(tkeys), std::vector<std::string>().swap(rkeys);  // not needed any more
@@ -965,9 +1003,9 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   auto call_of = [](const DumpOp& op, std::map<std::pair<std::string, std::string>, size_t>& seen) {
     return !op.call.empty() ? op.call : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase;
   };
-  auto topen = DumpReader::Open(options.target);
+  auto topen = DumpReader::Open(options.target, options.max_call_bytes);
   if (!topen.ok()) return topen.status();
-  auto ropen = DumpReader::Open(options.reference);
+  auto ropen = DumpReader::Open(options.reference, options.max_call_bytes);
   if (!ropen.ok()) return ropen.status();
   OpWindow tgt(std::move(*topen), report.target_ops, [&](const DumpOp& op) {
     tfiles.Add(op.file);
@@ -990,7 +1028,9 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
-  FileCache header_cache_t, header_cache_r;
+  const TensorLimits tensor_limits{options.max_view_elements};
+  FileCache header_cache_t(tensor_limits), header_cache_r(tensor_limits);
+  size_t dtype_contradictions = 0;
   auto read_error = [&](CompareRow& row, std::string message) {
     row.read_error = true;
     row.message = std::move(message);
@@ -1125,12 +1165,22 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
         } else {
           const TensorInfo* ta = (*tf)->Find(tt.key);
           const TensorInfo* ra = (*rf)->Find(rkey);
+          // The data file's element type against the manifest's: a contradiction is named in the
+          // row and in a warning, never left to an unexplained N/A.
+          const std::string contradiction =
+              ta && ra ? JoinNotes(DTypeContradiction(tt.dtype, *ta, **tf, *tpath, tfiles[tpos]),
+                                   DTypeContradiction(rit->dtype, *ra, **rf, *rpath, rfiles[rop_pos]))
+                       : std::string();
+          if (!contradiction.empty() && dtype_contradictions++ < kMaxDTypeWarnings)
+            report.warnings.push_back(contradiction);
           if (!ta || !ra || ta->numel() != ra->numel()) {
             read_error(row, "tensor data missing or of another size");
           } else if (DTypeSize(ta->dtype) == 0 || DTypeSize(ra->dtype) == 0) {
             row.verdict = Verdict::kNotApplicable;
-            row.message = "not compared: the tensor file's element type is not supported";
+            row.message = "not compared: " + (contradiction.empty() ? "the tensor file's element type is not supported"
+                                                                    : contradiction);
           } else {
+            row.message = contradiction;
             PendingPair p;
             p.row = rows.size();
             p.top = static_cast<uint32_t>(tpos), p.rop = static_cast<uint32_t>(rop_pos);
@@ -1161,6 +1211,10 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (!replayed_target) ref.ReleaseBefore(next_r);
     if (++since_trim == 4096) TrimHeap(), since_trim = 0;
   }
+  if (dtype_contradictions > kMaxDTypeWarnings)
+    report.warnings.push_back(std::to_string(dtype_contradictions) +
+                              " tensor pairs in all have a data file whose element type contradicts its manifest "
+                              "(the first " + std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
   if (report.target_ops > 0)
     if (auto st = tgt.ReadTo(report.target_ops - 1); !st.ok()) return st;
   if (report.reference_ops > 0)
@@ -1200,7 +1254,10 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       read_error(row, merged.error);
       return;
     }
+    std::string note = std::move(row.message);  // an element type contradicting the manifest
+    row.message.clear();
     FinishRow(*merged.metrics, merged.ts, merged.rs, merged.facts, p.tdtype, row);
+    if (!note.empty()) row.message = JoinNotes(row.message, note);
     ++compared;
     if (row.identical_nonfinite > 0 && row.message.empty())
       row.message = std::to_string(row.identical_nonfinite) + " identical inf/nan positions left out";
@@ -1214,7 +1271,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
 #else
     const bool avx2 = false;
 #endif
-    std::vector<FileCache> tcaches(static_cast<size_t>(pool.size())), rcaches(static_cast<size_t>(pool.size()));
+    std::vector<FileCache> tcaches, rcaches;
+    for (int w = 0; w < pool.size(); ++w) tcaches.emplace_back(tensor_limits), rcaches.emplace_back(tensor_limits);
     std::vector<std::vector<double>> nbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
     std::vector<std::vector<double>> bbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
     // Progress only for large comparisons, about every tenth of the work.
