@@ -71,4 +71,10 @@ struct CompareFiles {
 Status WriteCompareFiles(const accuracy::CompareReport& report, const std::filesystem::path& dir,
                          const CompareFiles& files);
 
+/// The overwrite policy of compare's reports (docs/safety.md, Outputs), checked before any work:
+/// an existing file of a name the run writes (a report, the marker `.compare.complete`) is
+/// replaced only when an earlier compare wrote it (the folder's `.compare.complete` lists it with
+/// its present size) or with `force`; otherwise kInvalidArgument naming the file.
+Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles& files, bool force);
+
 }  // namespace portkit::render
