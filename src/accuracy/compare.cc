@@ -1036,19 +1036,24 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     row.message = std::move(message);
   };
   // An operator of one run with no counterpart in the other: one row.
-  auto unmatched_op = [&](const DumpOp& op, bool target) {
+  auto unmatched_op = [&](CompareOp op, bool target) {
     CompareRow row;
-    (target ? row.target : row.reference).name = label(op, "*");
+    (target ? row.target : row.reference).name = op.name + "." + op.phase + "." + std::to_string(op.index) + ".*";
     row.verdict = Verdict::kUnmatched;
     row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
     rows.push_back(std::move(row));
-    (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(OpOf(op));
+    (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(std::move(op));
   };
-  auto output_shapes = [](const DumpOp& op) {
-    std::vector<std::vector<int64_t>> out;
+  // What the rows of an operator without a counterpart need of it: no tensors, no statistics.
+  struct GapOp {
+    CompareOp op;
+    std::vector<std::vector<int64_t>> outputs;  ///< output shapes
+  };
+  auto gap_op = [](const DumpOp& op) {
+    GapOp g{OpOf(op), {}};
     for (const auto& t : op.tensors)
-      if (IsOutputKey(t.key)) out.push_back(t.shape);
-    return out;
+      if (IsOutputKey(t.key)) g.outputs.push_back(t.shape);
+    return g;
   };
   auto shapes_text = [](const std::vector<std::vector<int64_t>>& shapes) {
     std::string s;
@@ -1056,48 +1061,83 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     return s.empty() ? std::string("no outputs") : s;
   };
   // The same operator (name and phase) with other output shapes: one row naming both.
-  auto shape_change = [&](const DumpOp& top, const DumpOp& rop) {
-    ShapeChange sc{OpOf(top), OpOf(rop), output_shapes(top), output_shapes(rop)};
+  auto shape_change = [&](GapOp& top, GapOp& rop) {
     CompareRow row;
-    row.target.name = label(top, "*");
-    row.reference.name = label(rop, "*");
-    if (!sc.target_shapes.empty()) row.target.shape = sc.target_shapes.front();
-    if (!sc.reference_shapes.empty()) row.reference.shape = sc.reference_shapes.front();
+    row.target.name = top.op.name + "." + top.op.phase + "." + std::to_string(top.op.index) + ".*";
+    row.reference.name = rop.op.name + "." + rop.op.phase + "." + std::to_string(rop.op.index) + ".*";
+    if (!top.outputs.empty()) row.target.shape = top.outputs.front();
+    if (!rop.outputs.empty()) row.reference.shape = rop.outputs.front();
     row.verdict = Verdict::kUnmatched;
-    row.message = "output shape changed: " + shapes_text(sc.target_shapes) + " in the target, " +
-                  shapes_text(sc.reference_shapes) + " in the reference";
+    row.message = "output shape changed: " + shapes_text(top.outputs) + " in the target, " +
+                  shapes_text(rop.outputs) + " in the reference";
     rows.push_back(std::move(row));
-    report.shape_changes.push_back(std::move(sc));
-  };
-  // The operators between two matched ones (read up to t1 and r1 already), in execution order:
-  // with name+shape matching, those of the same name and phase on both sides are shape changes;
-  // the rest have no counterpart.
-  auto gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) {
-    std::vector<std::pair<long, long>> same_name;
-    if (with_shapes && t0 < t1 && r0 < r1) {
-      std::vector<std::string> tn, rn;
-      for (size_t i = t0; i < t1; ++i) tn.push_back(OpMatchKey(tgt.At(i), false, mapped(tgt.At(i))));
-      for (size_t i = r0; i < r1; ++i) rn.push_back(OpMatchKey(ref.At(i), false));
-      same_name = AlignKeys(tn, rn);
-    }
-    size_t t = t0, r = r0;
-    for (auto [a, b] : same_name) {
-      size_t ta = t0 + static_cast<size_t>(a), rb = r0 + static_cast<size_t>(b);
-      for (; t < ta; ++t) unmatched_op(tgt.At(t), true);
-      for (; r < rb; ++r) unmatched_op(ref.At(r), false);
-      shape_change(tgt.At(ta), ref.At(rb));
-      t = ta + 1, r = rb + 1;
-    }
-    for (; t < t1; ++t) unmatched_op(tgt.At(t), true);
-    for (; r < r1; ++r) unmatched_op(ref.At(r), false);
+    report.shape_changes.push_back(
+        ShapeChange{std::move(top.op), std::move(rop.op), std::move(top.outputs), std::move(rop.outputs)});
   };
   size_t next_t = 0, next_r = 0, since_trim = 0;
   const bool replayed_target = report.replay_ok + report.replay_skipped > 0;
+  // Reads the operators between two matched ones and makes their rows, one operator after
+  // another, each dropped from the window once read (a 300k-call dump.json against a small one is
+  // never held whole). With name+shape matching, the operators of such a gap with the same name
+  // and phase on both sides are shape changes: then what the rows need of each (GapOp, no
+  // tensors) is kept until the gap is aligned by name. Rows in execution order: the target's
+  // operators without counterpart before the reference's, up to each shape change.
+  auto read_gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) -> Status {
+    auto trim = [&] {
+      if (++since_trim == 4096) TrimHeap(), since_trim = 0;
+    };
+    if (!(with_shapes && t0 < t1 && r0 < r1)) {
+      for (size_t t = t0; t < t1; ++t) {
+        PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
+        unmatched_op(OpOf(tgt.At(t)), true);
+        tgt.ReleaseBefore(t + 1);
+        trim();
+      }
+      for (size_t r = r0; r < r1; ++r) {
+        PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
+        unmatched_op(OpOf(ref.At(r)), false);
+        if (!replayed_target) ref.ReleaseBefore(r + 1);  // a replayed target may pair with any of them
+        trim();
+      }
+      return Status::Ok();
+    }
+    std::vector<GapOp> tops, rops;
+    std::vector<std::string> tn, rn;
+    for (size_t t = t0; t < t1; ++t) {
+      PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
+      const DumpOp& op = tgt.At(t);
+      tn.push_back(OpMatchKey(op, false, mapped(op)));
+      tops.push_back(gap_op(op));
+      tgt.ReleaseBefore(t + 1);
+      trim();
+    }
+    for (size_t r = r0; r < r1; ++r) {
+      PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
+      const DumpOp& op = ref.At(r);
+      rn.push_back(OpMatchKey(op, false));
+      rops.push_back(gap_op(op));
+      if (!replayed_target) ref.ReleaseBefore(r + 1);
+      trim();
+    }
+    const std::vector<std::pair<long, long>> same_name = AlignKeys(tn, rn);
+    std::vector<std::string>().swap(tn), std::vector<std::string>().swap(rn);
+    size_t t = 0, r = 0;
+    for (auto [a, b] : same_name) {
+      const size_t ta = static_cast<size_t>(a), rb = static_cast<size_t>(b);
+      for (; t < ta; ++t) unmatched_op(std::move(tops[t].op), true);
+      for (; r < rb; ++r) unmatched_op(std::move(rops[r].op), false);
+      shape_change(tops[ta], rops[rb]);
+      t = ta + 1, r = rb + 1;
+    }
+    for (; t < tops.size(); ++t) unmatched_op(std::move(tops[t].op), true);
+    for (; r < rops.size(); ++r) unmatched_op(std::move(rops[r].op), false);
+    return Status::Ok();
+  };
   for (auto [ti, ri] : pairs) {
     const size_t tpos = static_cast<size_t>(ti), rpos = static_cast<size_t>(ri);
+    if (auto st = read_gap(next_t, tpos, next_r, rpos); !st.ok()) return st;
     if (auto st = tgt.ReadTo(tpos); !st.ok()) return st;
     if (auto st = ref.ReadTo(rpos); !st.ok()) return st;
-    gap(next_t, tpos, next_r, rpos);
     next_t = tpos + 1, next_r = rpos + 1;
     const DumpOp& top = tgt.At(tpos);
     const DumpOp& aligned = ref.At(rpos);
@@ -1177,8 +1217,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
             read_error(row, "tensor data missing or of another size");
           } else if (DTypeSize(ta->dtype) == 0 || DTypeSize(ra->dtype) == 0) {
             row.verdict = Verdict::kNotApplicable;
-            row.message = "not compared: " + (contradiction.empty() ? "the tensor file's element type is not supported"
-                                                                    : contradiction);
+            row.message = contradiction.empty() ? "not compared: the tensor file's element type is not supported"
+                                                : contradiction;  // "FILE: holds ... data, ...; not compared"
           } else {
             row.message = contradiction;
             PendingPair p;
@@ -1215,11 +1255,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     report.warnings.push_back(std::to_string(dtype_contradictions) +
                               " tensor pairs in all have a data file whose element type contradicts its manifest "
                               "(the first " + std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
-  if (report.target_ops > 0)
-    if (auto st = tgt.ReadTo(report.target_ops - 1); !st.ok()) return st;
-  if (report.reference_ops > 0)
-    if (auto st = ref.ReadTo(report.reference_ops - 1); !st.ok()) return st;
-  gap(next_t, report.target_ops, next_r, report.reference_ops);
+  if (auto st = read_gap(next_t, report.target_ops, next_r, report.reference_ops); !st.ok()) return st;
   for (OpWindow* w : {&tgt, &ref})
     if (auto st = w->Finish(); !st.ok()) return st;
   std::map<int64_t, size_t>().swap(ref_position);
