@@ -2,6 +2,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "core/atomic_file.h"
 #include "core/input_files.h"
 #include "core/table.h"
@@ -90,16 +92,36 @@ Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles&
     return InvalidArgument("-o " + dir.string() + ": " + marker.string() + " is " + marker_type +
                            ", not compare's completion marker; it is not replaced: give another -o, or --force");
   }
+  // How each report begins: a file that begins so is a compare report (one a killed run renamed
+  // before it could write the marker, say), whatever the marker says.
+  auto begins_as_report = [](const std::filesystem::path& p, const std::string& name) {
+    const std::string_view head =
+        name == "compare_result.json"   ? std::string_view("{\n  \"reference\": ")
+        : name == "compare_report.html" ? std::string_view("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title>")
+                                        : std::string_view("NPU Name,Bench Name,NPU Dtype,Bench Dtype,");
+    auto fd = OpenInputFile(p, Links::kRefuse);
+    if (!fd.ok()) return false;
+    std::string buf(head.size(), '\0');
+    size_t got = 0;
+    while (got < buf.size()) {
+      const ssize_t n = ::read(fd->get(), buf.data() + got, buf.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    return got == head.size() && buf == head;
+  };
   for (const auto& name : names) {
     const std::filesystem::path p = dir / name;
     const std::string type = DescribeFileType(p);
     if (type == "missing") continue;
     auto it = written.find(name);
-    const bool ours = type == "a regular file" && it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec;
+    const bool ours = type == "a regular file" &&
+                      ((it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec) ||
+                       begins_as_report(p, name));
     if (!ours)
       return InvalidArgument("-o " + dir.string() + ": " + p.string() + " exists (" + type +
-                             ") and was not written by an earlier compare (not listed with its size in " +
-                             marker.string() + "); it is not replaced: give another -o, or --force to replace it");
+                             ") and is not a compare report (not listed with its size in " + marker.string() +
+                             ", nor beginning as one); it is not replaced: give another -o, or --force to replace it");
   }
   return Status::Ok();
 }

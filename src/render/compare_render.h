@@ -72,9 +72,10 @@ Status WriteCompareFiles(const accuracy::CompareReport& report, const std::files
                          const CompareFiles& files);
 
 /// The overwrite policy of compare's reports (docs/safety.md, Outputs), checked before any work:
-/// an existing file of a name the run writes (a report, the marker `.compare.complete`) is
-/// replaced only when an earlier compare wrote it (the folder's `.compare.complete` lists it with
-/// its present size) or with `force`; otherwise kInvalidArgument naming the file.
+/// an existing file of a name the run writes is replaced only when it is a compare report (the
+/// folder's `.compare.complete` lists it with its present size, or it begins as that report
+/// begins: the CSV header, the JSON's first member, the HTML title) or with `force`; otherwise
+/// kInvalidArgument naming the file. A marker that is not a regular file is refused too.
 Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles& files, bool force);
 
 }  // namespace portkit::render
