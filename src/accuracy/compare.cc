@@ -993,8 +993,11 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   // for the msprobe layout, msprobe-style call names (`Functional.linear.0.forward`; a portkit
   // operator gets its name, its occurrence in its phase and the phase).
   FileNames tfiles, rfiles;
-  std::vector<CompareOp> target_ops;
-  target_ops.reserve(report.target_ops);
+  // Only a matched target operator can be the first divergence (the rows of the others are
+  // Unmatched): its names are kept by position, the others' not at all.
+  std::vector<std::pair<size_t, CompareOp>> target_ops;  // (position, operator), by position
+  target_ops.reserve(pairs.size());
+  size_t target_read = 0, next_pair = 0;
   if (options.msprobe_names) {
     report.target_calls.reserve(report.target_ops), report.reference_calls.reserve(report.reference_ops);
     report.target_stacks.reserve(report.target_ops);
@@ -1009,7 +1012,10 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   if (!ropen.ok()) return ropen.status();
   OpWindow tgt(std::move(*topen), report.target_ops, [&](const DumpOp& op) {
     tfiles.Add(op.file);
-    target_ops.push_back(OpOf(op));
+    while (next_pair < pairs.size() && static_cast<size_t>(pairs[next_pair].first) < target_read) ++next_pair;
+    if (next_pair < pairs.size() && static_cast<size_t>(pairs[next_pair].first) == target_read)
+      target_ops.emplace_back(target_read, OpOf(op));
+    ++target_read;
     if (options.msprobe_names) {
       report.target_calls.push_back(call_of(op, tseen));
       report.target_stacks.push_back(op.stack);
@@ -1368,16 +1374,22 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (rows[i].read_error) report.read_errors.emplace_back(i, rows[i].message);
   }
   Divergence div = FindDivergence(rows);
+  auto matched_target_op = [&](long position) {
+    auto it = std::lower_bound(target_ops.begin(), target_ops.end(), static_cast<size_t>(position),
+                               [](const std::pair<size_t, CompareOp>& e, size_t p) { return e.first < p; });
+    // Rows judged Yes or No belong to matched operators only.
+    return it != target_ops.end() && it->first == static_cast<size_t>(position) ? it->second : CompareOp{};
+  };
   if (div.first_local >= 0) {
-    report.first_divergence = target_ops[static_cast<size_t>(div.first_local)];
+    report.first_divergence = matched_target_op(div.first_local);
     report.first_divergence_basis = div.basis;
     report.first_divergence_op = div.first_local;
     report.first_divergence_evidence = div.evidence;
   }
-  if (div.first_mismatch >= 0) report.first_mismatching_output = target_ops[static_cast<size_t>(div.first_mismatch)];
+  if (div.first_mismatch >= 0) report.first_mismatching_output = matched_target_op(div.first_mismatch);
   // What is left of the manifests goes now, and its memory back to the system before the caller
   // renders the report.
-  std::vector<CompareOp>().swap(target_ops);
+  std::vector<std::pair<size_t, CompareOp>>().swap(target_ops);
   tfiles.Clear(), rfiles.Clear();
   TrimHeap();
   return report;
