@@ -35,8 +35,10 @@ class MsprobeDumpReader {
   MsprobeDumpReader& operator=(MsprobeDumpReader&&) noexcept;
   ~MsprobeDumpReader();
 
-  /// The next call into `op` (replaced): true, or false once `data` and the document ended. A
-  /// document that breaks off or is not valid JSON is a kParse error naming the file and the byte.
+  /// The next call into `op` (replaced): true, or false once `data` and the document ended. Each
+  /// call is parsed as JSON; the other top-level members are scanned (brackets, strings), not
+  /// parsed. A document that breaks off, a call that is not valid JSON, or text after the document
+  /// is a kParse error naming the file and the byte.
   Expected<bool> Next(DumpOp& op);
   /// Notes about the dump (calls without an API name skipped, tensor mode without data files);
   /// complete once Next() returned false.
