@@ -51,6 +51,14 @@ struct CompareOptions {
   uint64_t align_budget = 0;
   /// Fill CompareReport::target_calls / reference_calls / target_stacks (for msprobe's layout).
   bool msprobe_names = false;
+  /// Elements a tensor file's view may read when it reads elements of its storage more than once
+  /// (a stride of 0, overlapping strides: a header of a few bytes can claim 2^50 of them); such a
+  /// tensor beyond it is a read error of its row ("over the limit"). 0: no cap. Tensors whose
+  /// elements are distinct cost work in proportion to their file and need no cap.
+  uint64_t max_view_elements = uint64_t{1} << 26;
+  /// Bytes one call of an msprobe dump.json may take (it is read one call at a time); a larger
+  /// one is an error ("over the limit"). 0: no cap.
+  uint64_t max_call_bytes = uint64_t{64} << 20;
 };
 
 /// A row's judgement (the CSV's `Accuracy Reached or Not`).

@@ -22,6 +22,7 @@
 #include "accuracy/api.h"
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
+#include "accuracy/msprobe_dump.h"
 #include "accuracy/tensor_data_file.h"
 #include "core/table.h"
 #include "core/thread_pool.h"
@@ -687,15 +688,17 @@ bool MaskIdenticalNonFinite(double* n, double* b, size_t c, uint64_t& masked) {
 /// portkit's dumps, or msprobe's one file per tensor (.pt / .npy; tensor_data_file.h).
 class FileCache {
  public:
+  explicit FileCache(TensorLimits limits) : limits_(limits) {}
   Expected<const TensorDataFile*> Get(const fs::path& path) {
     if (auto it = open_.find(path); it != open_.end()) return &it->second;
     if (open_.size() > 16) open_.clear();
-    auto f = TensorDataFile::Open(path);
+    auto f = TensorDataFile::Open(path, limits_);
     if (!f.ok()) return f.status();
     return &open_.emplace(path, std::move(*f)).first->second;
   }
 
  private:
+  TensorLimits limits_;
   std::map<fs::path, TensorDataFile> open_;
 };
 
@@ -785,6 +788,28 @@ Expected<std::map<std::string, std::string>> LoadMapping(const fs::path& file) {
 
 /// A manifest element type that portkit cannot compare (complex, fp8 "fnuz", ...).
 bool Unsupported(const std::string& dtype) { return !dtype.empty() && ParseDType(dtype) == DType::kUnknown; }
+
+/// Warnings naming a data file whose element type contradicts its manifest, before the rest are
+/// only counted.
+constexpr size_t kMaxDTypeWarnings = 10;
+
+/// "FILE: holds X data, dump.json says Y" when the element type of tensor `t` in `file` is not
+/// the manifest's `dtype`; empty when they agree or the manifest names none. `op_file` tells
+/// which manifest (an msprobe dump's tensor files are in kTensorDataFolder).
+std::string DTypeContradiction(const std::string& dtype, const TensorInfo& t, const TensorDataFile& file,
+                               const fs::path& path, std::string_view op_file) {
+  if (dtype.empty() || ParseDType(dtype) == t.dtype) return {};
+  std::string held = t.dtype != DType::kUnknown ? std::string(DTypeName(t.dtype)) : "";
+  if (!file.TypeName().empty()) held = held.empty() ? file.TypeName() : held + " (" + file.TypeName() + ")";
+  if (held.empty()) held = "an element type portkit does not compare";
+  return path.string() + ": holds " + held + " data, " +
+         (op_file == kTensorDataFolder ? "dump.json" : "manifest.jsonl") + " says " + dtype +
+         (t.dtype != DType::kUnknown ? "; compared as the file's type" : "; not compared");
+}
+
+std::string JoinNotes(const std::string& a, const std::string& b) {
+  return a.empty() ? b : b.empty() ? a : a + "; " + b;
+}
 
 /// A pair without tensor data (stats_only dumps), judged from the manifests' statistics: the
 /// relative difference of max, min, mean and l2 norm, each against max(|reference value|, the
@@ -908,7 +933,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   size_t target_tensors = 0, reference_tensors = 0;
   for (int side = 0; side < 2; ++side) {
     const bool target = side == 0;
-    auto reader = DumpReader::Open(target ? options.target : options.reference);
+    auto reader = DumpReader::Open(target ? options.target : options.reference, options.max_call_bytes);
     if (!reader.ok()) return reader.status();
     for (DumpOp op;;) {
       auto more = reader->Next(op);
@@ -930,6 +955,19 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (!warnings[static_cast<size_t>(side)].empty()) report.warnings.push_back(warnings[static_cast<size_t>(side)]);
   report.target_ops = tkeys.size();
   report.reference_ops = rkeys.size();
+  // A dump without a single operator is no run to judge (a dumper that never ran, a manifest
+  // emptied by a crash, a dump.json whose calls all lack an API name): saying "no diverging
+  // operator" about it would pass a gate on nothing. The same for either side.
+  for (int side : {1, 0}) {
+    if ((side == 0 ? report.target_ops : report.reference_ops) > 0) continue;
+    const fs::path& dir = side == 0 ? options.target : options.reference;
+    const std::string& why = warnings[static_cast<size_t>(side)];
+    return ParseError(dir.string() + ": the " + (side == 0 ? "target" : "reference") +
+                      " dump has no operators (" +
+                      (IsMsprobeDump(dir) ? "dump.json's \"data\" holds no API or module call"
+                                          : "manifest.jsonl holds no operator record") +
+                      "); nothing to compare" + (why.empty() ? "" : " (" + why + ")"));
+  }
   AlignStats align_stats;
   auto pairs = AlignKeys(tkeys, rkeys, &align_stats, options.align_budget > 0 ? options.align_budget : kAlignBudget);
   std::vector<std::string>().swap(tkeys), std::vector<std::string>().swap(rkeys);  // not needed any more
@@ -955,8 +993,11 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   // for the msprobe layout, msprobe-style call names (`Functional.linear.0.forward`; a portkit
   // operator gets its name, its occurrence in its phase and the phase).
   FileNames tfiles, rfiles;
-  std::vector<CompareOp> target_ops;
-  target_ops.reserve(report.target_ops);
+  // Only a matched target operator can be the first divergence (the rows of the others are
+  // Unmatched): its names are kept by position, the others' not at all.
+  std::vector<std::pair<size_t, CompareOp>> target_ops;  // (position, operator), by position
+  target_ops.reserve(pairs.size());
+  size_t target_read = 0, next_pair = 0;
   if (options.msprobe_names) {
     report.target_calls.reserve(report.target_ops), report.reference_calls.reserve(report.reference_ops);
     report.target_stacks.reserve(report.target_ops);
@@ -965,13 +1006,16 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   auto call_of = [](const DumpOp& op, std::map<std::pair<std::string, std::string>, size_t>& seen) {
     return !op.call.empty() ? op.call : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase;
   };
-  auto topen = DumpReader::Open(options.target);
+  auto topen = DumpReader::Open(options.target, options.max_call_bytes);
   if (!topen.ok()) return topen.status();
-  auto ropen = DumpReader::Open(options.reference);
+  auto ropen = DumpReader::Open(options.reference, options.max_call_bytes);
   if (!ropen.ok()) return ropen.status();
   OpWindow tgt(std::move(*topen), report.target_ops, [&](const DumpOp& op) {
     tfiles.Add(op.file);
-    target_ops.push_back(OpOf(op));
+    while (next_pair < pairs.size() && static_cast<size_t>(pairs[next_pair].first) < target_read) ++next_pair;
+    if (next_pair < pairs.size() && static_cast<size_t>(pairs[next_pair].first) == target_read)
+      target_ops.emplace_back(target_read, OpOf(op));
+    ++target_read;
     if (options.msprobe_names) {
       report.target_calls.push_back(call_of(op, tseen));
       report.target_stacks.push_back(op.stack);
@@ -990,25 +1034,32 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
-  FileCache header_cache_t, header_cache_r;
+  const TensorLimits tensor_limits{options.max_view_elements};
+  FileCache header_cache_t(tensor_limits), header_cache_r(tensor_limits);
+  size_t dtype_contradictions = 0;
   auto read_error = [&](CompareRow& row, std::string message) {
     row.read_error = true;
     row.message = std::move(message);
   };
   // An operator of one run with no counterpart in the other: one row.
-  auto unmatched_op = [&](const DumpOp& op, bool target) {
+  auto unmatched_op = [&](CompareOp op, bool target) {
     CompareRow row;
-    (target ? row.target : row.reference).name = label(op, "*");
+    (target ? row.target : row.reference).name = op.name + "." + op.phase + "." + std::to_string(op.index) + ".*";
     row.verdict = Verdict::kUnmatched;
     row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
     rows.push_back(std::move(row));
-    (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(OpOf(op));
+    (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(std::move(op));
   };
-  auto output_shapes = [](const DumpOp& op) {
-    std::vector<std::vector<int64_t>> out;
+  // What the rows of an operator without a counterpart need of it: no tensors, no statistics.
+  struct GapOp {
+    CompareOp op;
+    std::vector<std::vector<int64_t>> outputs;  ///< output shapes
+  };
+  auto gap_op = [](const DumpOp& op) {
+    GapOp g{OpOf(op), {}};
     for (const auto& t : op.tensors)
-      if (IsOutputKey(t.key)) out.push_back(t.shape);
-    return out;
+      if (IsOutputKey(t.key)) g.outputs.push_back(t.shape);
+    return g;
   };
   auto shapes_text = [](const std::vector<std::vector<int64_t>>& shapes) {
     std::string s;
@@ -1016,48 +1067,83 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     return s.empty() ? std::string("no outputs") : s;
   };
   // The same operator (name and phase) with other output shapes: one row naming both.
-  auto shape_change = [&](const DumpOp& top, const DumpOp& rop) {
-    ShapeChange sc{OpOf(top), OpOf(rop), output_shapes(top), output_shapes(rop)};
+  auto shape_change = [&](GapOp& top, GapOp& rop) {
     CompareRow row;
-    row.target.name = label(top, "*");
-    row.reference.name = label(rop, "*");
-    if (!sc.target_shapes.empty()) row.target.shape = sc.target_shapes.front();
-    if (!sc.reference_shapes.empty()) row.reference.shape = sc.reference_shapes.front();
+    row.target.name = top.op.name + "." + top.op.phase + "." + std::to_string(top.op.index) + ".*";
+    row.reference.name = rop.op.name + "." + rop.op.phase + "." + std::to_string(rop.op.index) + ".*";
+    if (!top.outputs.empty()) row.target.shape = top.outputs.front();
+    if (!rop.outputs.empty()) row.reference.shape = rop.outputs.front();
     row.verdict = Verdict::kUnmatched;
-    row.message = "output shape changed: " + shapes_text(sc.target_shapes) + " in the target, " +
-                  shapes_text(sc.reference_shapes) + " in the reference";
+    row.message = "output shape changed: " + shapes_text(top.outputs) + " in the target, " +
+                  shapes_text(rop.outputs) + " in the reference";
     rows.push_back(std::move(row));
-    report.shape_changes.push_back(std::move(sc));
-  };
-  // The operators between two matched ones (read up to t1 and r1 already), in execution order:
-  // with name+shape matching, those of the same name and phase on both sides are shape changes;
-  // the rest have no counterpart.
-  auto gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) {
-    std::vector<std::pair<long, long>> same_name;
-    if (with_shapes && t0 < t1 && r0 < r1) {
-      std::vector<std::string> tn, rn;
-      for (size_t i = t0; i < t1; ++i) tn.push_back(OpMatchKey(tgt.At(i), false, mapped(tgt.At(i))));
-      for (size_t i = r0; i < r1; ++i) rn.push_back(OpMatchKey(ref.At(i), false));
-      same_name = AlignKeys(tn, rn);
-    }
-    size_t t = t0, r = r0;
-    for (auto [a, b] : same_name) {
-      size_t ta = t0 + static_cast<size_t>(a), rb = r0 + static_cast<size_t>(b);
-      for (; t < ta; ++t) unmatched_op(tgt.At(t), true);
-      for (; r < rb; ++r) unmatched_op(ref.At(r), false);
-      shape_change(tgt.At(ta), ref.At(rb));
-      t = ta + 1, r = rb + 1;
-    }
-    for (; t < t1; ++t) unmatched_op(tgt.At(t), true);
-    for (; r < r1; ++r) unmatched_op(ref.At(r), false);
+    report.shape_changes.push_back(
+        ShapeChange{std::move(top.op), std::move(rop.op), std::move(top.outputs), std::move(rop.outputs)});
   };
   size_t next_t = 0, next_r = 0, since_trim = 0;
   const bool replayed_target = report.replay_ok + report.replay_skipped > 0;
+  // Reads the operators between two matched ones and makes their rows, one operator after
+  // another, each dropped from the window once read (a 300k-call dump.json against a small one is
+  // never held whole). With name+shape matching, the operators of such a gap with the same name
+  // and phase on both sides are shape changes: then what the rows need of each (GapOp, no
+  // tensors) is kept until the gap is aligned by name. Rows in execution order: the target's
+  // operators without counterpart before the reference's, up to each shape change.
+  auto read_gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) -> Status {
+    auto trim = [&] {
+      if (++since_trim == 4096) TrimHeap(), since_trim = 0;
+    };
+    if (!(with_shapes && t0 < t1 && r0 < r1)) {
+      for (size_t t = t0; t < t1; ++t) {
+        PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
+        unmatched_op(OpOf(tgt.At(t)), true);
+        tgt.ReleaseBefore(t + 1);
+        trim();
+      }
+      for (size_t r = r0; r < r1; ++r) {
+        PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
+        unmatched_op(OpOf(ref.At(r)), false);
+        if (!replayed_target) ref.ReleaseBefore(r + 1);  // a replayed target may pair with any of them
+        trim();
+      }
+      return Status::Ok();
+    }
+    std::vector<GapOp> tops, rops;
+    std::vector<std::string> tn, rn;
+    for (size_t t = t0; t < t1; ++t) {
+      PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
+      const DumpOp& op = tgt.At(t);
+      tn.push_back(OpMatchKey(op, false, mapped(op)));
+      tops.push_back(gap_op(op));
+      tgt.ReleaseBefore(t + 1);
+      trim();
+    }
+    for (size_t r = r0; r < r1; ++r) {
+      PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
+      const DumpOp& op = ref.At(r);
+      rn.push_back(OpMatchKey(op, false));
+      rops.push_back(gap_op(op));
+      if (!replayed_target) ref.ReleaseBefore(r + 1);
+      trim();
+    }
+    const std::vector<std::pair<long, long>> same_name = AlignKeys(tn, rn);
+    std::vector<std::string>().swap(tn), std::vector<std::string>().swap(rn);
+    size_t t = 0, r = 0;
+    for (auto [a, b] : same_name) {
+      const size_t ta = static_cast<size_t>(a), rb = static_cast<size_t>(b);
+      for (; t < ta; ++t) unmatched_op(std::move(tops[t].op), true);
+      for (; r < rb; ++r) unmatched_op(std::move(rops[r].op), false);
+      shape_change(tops[ta], rops[rb]);
+      t = ta + 1, r = rb + 1;
+    }
+    for (; t < tops.size(); ++t) unmatched_op(std::move(tops[t].op), true);
+    for (; r < rops.size(); ++r) unmatched_op(std::move(rops[r].op), false);
+    return Status::Ok();
+  };
   for (auto [ti, ri] : pairs) {
     const size_t tpos = static_cast<size_t>(ti), rpos = static_cast<size_t>(ri);
+    if (auto st = read_gap(next_t, tpos, next_r, rpos); !st.ok()) return st;
     if (auto st = tgt.ReadTo(tpos); !st.ok()) return st;
     if (auto st = ref.ReadTo(rpos); !st.ok()) return st;
-    gap(next_t, tpos, next_r, rpos);
     next_t = tpos + 1, next_r = rpos + 1;
     const DumpOp& top = tgt.At(tpos);
     const DumpOp& aligned = ref.At(rpos);
@@ -1125,12 +1211,22 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
         } else {
           const TensorInfo* ta = (*tf)->Find(tt.key);
           const TensorInfo* ra = (*rf)->Find(rkey);
+          // The data file's element type against the manifest's: a contradiction is named in the
+          // row and in a warning, never left to an unexplained N/A.
+          const std::string contradiction =
+              ta && ra ? JoinNotes(DTypeContradiction(tt.dtype, *ta, **tf, *tpath, tfiles[tpos]),
+                                   DTypeContradiction(rit->dtype, *ra, **rf, *rpath, rfiles[rop_pos]))
+                       : std::string();
+          if (!contradiction.empty() && dtype_contradictions++ < kMaxDTypeWarnings)
+            report.warnings.push_back(contradiction);
           if (!ta || !ra || ta->numel() != ra->numel()) {
             read_error(row, "tensor data missing or of another size");
           } else if (DTypeSize(ta->dtype) == 0 || DTypeSize(ra->dtype) == 0) {
             row.verdict = Verdict::kNotApplicable;
-            row.message = "not compared: the tensor file's element type is not supported";
+            row.message = contradiction.empty() ? "not compared: the tensor file's element type is not supported"
+                                                : contradiction;  // "FILE: holds ... data, ...; not compared"
           } else {
+            row.message = contradiction;
             PendingPair p;
             p.row = rows.size();
             p.top = static_cast<uint32_t>(tpos), p.rop = static_cast<uint32_t>(rop_pos);
@@ -1161,11 +1257,11 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (!replayed_target) ref.ReleaseBefore(next_r);
     if (++since_trim == 4096) TrimHeap(), since_trim = 0;
   }
-  if (report.target_ops > 0)
-    if (auto st = tgt.ReadTo(report.target_ops - 1); !st.ok()) return st;
-  if (report.reference_ops > 0)
-    if (auto st = ref.ReadTo(report.reference_ops - 1); !st.ok()) return st;
-  gap(next_t, report.target_ops, next_r, report.reference_ops);
+  if (dtype_contradictions > kMaxDTypeWarnings)
+    report.warnings.push_back(std::to_string(dtype_contradictions) +
+                              " tensor pairs in all have a data file whose element type contradicts its manifest "
+                              "(the first " + std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
+  if (auto st = read_gap(next_t, report.target_ops, next_r, report.reference_ops); !st.ok()) return st;
   for (OpWindow* w : {&tgt, &ref})
     if (auto st = w->Finish(); !st.ok()) return st;
   std::map<int64_t, size_t>().swap(ref_position);
@@ -1200,7 +1296,10 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       read_error(row, merged.error);
       return;
     }
+    std::string note = std::move(row.message);  // an element type contradicting the manifest
+    row.message.clear();
     FinishRow(*merged.metrics, merged.ts, merged.rs, merged.facts, p.tdtype, row);
+    if (!note.empty()) row.message = JoinNotes(row.message, note);
     ++compared;
     if (row.identical_nonfinite > 0 && row.message.empty())
       row.message = std::to_string(row.identical_nonfinite) + " identical inf/nan positions left out";
@@ -1214,7 +1313,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
 #else
     const bool avx2 = false;
 #endif
-    std::vector<FileCache> tcaches(static_cast<size_t>(pool.size())), rcaches(static_cast<size_t>(pool.size()));
+    std::vector<FileCache> tcaches, rcaches;
+    for (int w = 0; w < pool.size(); ++w) tcaches.emplace_back(tensor_limits), rcaches.emplace_back(tensor_limits);
     std::vector<std::vector<double>> nbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
     std::vector<std::vector<double>> bbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
     // Progress only for large comparisons, about every tenth of the work.
@@ -1274,16 +1374,22 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (rows[i].read_error) report.read_errors.emplace_back(i, rows[i].message);
   }
   Divergence div = FindDivergence(rows);
+  auto matched_target_op = [&](long position) {
+    auto it = std::lower_bound(target_ops.begin(), target_ops.end(), static_cast<size_t>(position),
+                               [](const std::pair<size_t, CompareOp>& e, size_t p) { return e.first < p; });
+    // Rows judged Yes or No belong to matched operators only.
+    return it != target_ops.end() && it->first == static_cast<size_t>(position) ? it->second : CompareOp{};
+  };
   if (div.first_local >= 0) {
-    report.first_divergence = target_ops[static_cast<size_t>(div.first_local)];
+    report.first_divergence = matched_target_op(div.first_local);
     report.first_divergence_basis = div.basis;
     report.first_divergence_op = div.first_local;
     report.first_divergence_evidence = div.evidence;
   }
-  if (div.first_mismatch >= 0) report.first_mismatching_output = target_ops[static_cast<size_t>(div.first_mismatch)];
+  if (div.first_mismatch >= 0) report.first_mismatching_output = matched_target_op(div.first_mismatch);
   // What is left of the manifests goes now, and its memory back to the system before the caller
   // renders the report.
-  std::vector<CompareOp>().swap(target_ops);
+  std::vector<std::pair<size_t, CompareOp>>().swap(target_ops);
   tfiles.Clear(), rfiles.Clear();
   TrimHeap();
   return report;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 
 namespace portkit::accuracy {
 namespace {
@@ -39,10 +40,8 @@ struct DumpReader::State {
   std::vector<DumpTensor> tensors;  // one operator's, reused
   std::string warning;
   bool complete = false, done = false;
-  // An msprobe dump: parsed whole, handed out one call at a time.
-  bool msprobe = false;
-  std::vector<DumpOp> loaded;
-  size_t next_loaded = 0;
+  // An msprobe dump: read as a stream, one call at a time.
+  std::optional<MsprobeDumpReader> msprobe;
 };
 
 DumpReader::DumpReader(std::unique_ptr<State> state) : s_(std::move(state)) {}
@@ -54,16 +53,13 @@ const std::string& DumpReader::warning() const { return s_->warning; }
 bool DumpReader::complete() const { return s_->complete; }
 size_t DumpReader::count() const { return s_->count; }
 
-Expected<DumpReader> DumpReader::Open(const std::filesystem::path& dir) {
+Expected<DumpReader> DumpReader::Open(const std::filesystem::path& dir, uint64_t max_call_bytes) {
   auto s = std::make_unique<State>();
   s->dir = dir;
   if (IsMsprobeDump(dir)) {
-    auto d = LoadMsprobeDump(dir);
-    if (!d.ok()) return d.status();
-    s->loaded = std::move(d->ops);
-    s->warning = std::move(d->warning);
-    s->complete = d->complete;
-    s->msprobe = s->done = true;
+    auto reader = MsprobeDumpReader::Open(dir, max_call_bytes);
+    if (!reader.ok()) return reader.status();
+    s->msprobe.emplace(std::move(*reader));
     return DumpReader(std::move(s));
   }
   s->manifest = dir / "manifest.jsonl";
@@ -79,13 +75,16 @@ Expected<DumpReader> DumpReader::Open(const std::filesystem::path& dir) {
 Expected<bool> DumpReader::Next(DumpOp& op) {
   State& st = *s_;
   if (st.msprobe) {
-    if (st.next_loaded >= st.loaded.size()) {
-      std::vector<DumpOp>().swap(st.loaded);
-      return false;
+    if (st.done) return false;
+    auto more = st.msprobe->Next(op);
+    if (!more.ok()) return more.status();
+    if (*more) {
+      ++st.count;
+      return true;
     }
-    op = std::move(st.loaded[st.next_loaded++]);
-    ++st.count;
-    return true;
+    st.done = true;
+    st.warning = st.msprobe->warning();
+    return false;
   }
   if (st.done) return false;
   auto& in = st.in;

@@ -55,12 +55,12 @@ struct Dump {
 };
 
 /// A dump's operators one at a time, in execution order, so a reader need not hold them all:
-/// a portkit manifest is parsed line by line; an msprobe dump.json (one JSON document) is parsed
-/// whole and its calls handed out one by one. Once Next() has said there are no more, warning()
+/// a portkit manifest is parsed line by line; an msprobe dump.json (one JSON document) is read as
+/// a stream, one call at a time (MsprobeDumpReader; `max_call_bytes` caps one call, 0: none). Once Next() has said there are no more, warning()
 /// and complete() are those of Dump::Load (the end-of-dump marker checked against the count).
 class DumpReader {
  public:
-  static Expected<DumpReader> Open(const std::filesystem::path& dir);
+  static Expected<DumpReader> Open(const std::filesystem::path& dir, uint64_t max_call_bytes = uint64_t{64} << 20);
   DumpReader(DumpReader&&) noexcept;
   DumpReader& operator=(DumpReader&&) noexcept;
   ~DumpReader();

@@ -10,8 +10,11 @@
 #include "accuracy/msprobe_dump.h"
 
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -141,66 +144,315 @@ bool IsMsprobeDump(const std::filesystem::path& dir) {
   return !std::filesystem::exists(dir / "manifest.jsonl", ec) && std::filesystem::is_regular_file(dir / "dump.json", ec);
 }
 
-Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir) {
+/// The bytes of a file read forward through a 1 MiB buffer, with the JSON scanning the reader
+/// needs: whitespace, one value's extent (objects and arrays by depth, strings by their quotes
+/// and escapes), single characters. Every value captured is checked against a cap as it grows.
+class JsonBytes {
+ public:
+  JsonBytes(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)), buf_(kBufferBytes, '\0') {}
+
+  /// The next byte, -1 at the end of the file (or after a read error, kept in io_error()).
+  int Peek() {
+    if (pos_ == len_ && !Fill()) return -1;
+    return static_cast<unsigned char>(buf_[pos_]);
+  }
+  void Advance() { ++pos_; }
+  uint64_t Offset() const { return base_ + pos_; }
+  const std::string& io_error() const { return io_error_; }
+
+  void SkipSpace() {
+    for (int c = Peek(); c == ' ' || c == '\n' || c == '\r' || c == '\t'; c = Peek()) Advance();
+  }
+  /// Consumes `c` (after whitespace) if it comes next.
+  bool Eat(char c) {
+    SkipSpace();
+    if (Peek() != static_cast<unsigned char>(c)) return false;
+    Advance();
+    return true;
+  }
+
+  /// Consumes one JSON value (after whitespace), appending its text to `out` unless null. Its
+  /// structure is checked only as far as its extent needs (brackets balanced, strings closed):
+  /// the parse of the captured text checks the rest. Errors name the file and the byte; going
+  /// over `max_bytes` names `call_at` (where the call began) when given.
+  Status Value(std::string* out, uint64_t max_bytes, uint64_t call_at = UINT64_MAX) {
+    SkipSpace();
+    const uint64_t at = Offset();
+    const uint64_t limit_at = call_at != UINT64_MAX ? call_at : at;
+    int depth = 0;
+    bool in_string = false, escape = false;
+    std::string stack;  // the open brackets, to match each close
+    for (;;) {
+      int c = Peek();
+      if (c < 0) return Broken(at, "ends inside a value");
+      if (out) {
+        if (max_bytes && out->size() >= max_bytes) return OverTheLimit(limit_at, max_bytes);
+        out->push_back(static_cast<char>(c));
+      }
+      Advance();
+      if (in_string) {
+        if (escape) escape = false;
+        else if (c == '\\') escape = true;
+        else if (c == '"') {
+          in_string = false;
+          if (depth == 0) return Status::Ok();
+        }
+        continue;
+      }
+      if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        if (++depth > 1024) return Broken(at, "nested more than 1024 levels deep");
+        stack.push_back(static_cast<char>(c));
+      } else if (c == '}' || c == ']') {
+        if (depth == 0 || stack.back() != (c == '}' ? '{' : '[')) return Broken(Offset() - 1, "a stray '" + std::string(1, static_cast<char>(c)) + "'");
+        stack.pop_back();
+        if (--depth == 0) return Status::Ok();
+      } else if (depth == 0) {
+        // A scalar (number, true, false, null): up to the next delimiter.
+        for (int n = Peek(); n >= 0 && n != ',' && n != '}' && n != ']' && n != ' ' && n != '\n' && n != '\r' &&
+                             n != '\t';
+             n = Peek()) {
+          if (out) {
+            if (max_bytes && out->size() >= max_bytes) return OverTheLimit(limit_at, max_bytes);
+            out->push_back(static_cast<char>(n));
+          }
+          Advance();
+        }
+        return Status::Ok();
+      }
+    }
+  }
+
+  Status Broken(uint64_t at, const std::string& what) const {
+    if (!io_error_.empty()) return IoError(path_ + ": " + io_error_);
+    return ParseError(path_ + ": not valid JSON: " + what + " at byte " + std::to_string(at) +
+                      (eof_ ? " (the file ends at byte " + std::to_string(Offset()) + ": truncated?)" : ""));
+  }
+
+ private:
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+
+  Status OverTheLimit(uint64_t at, uint64_t max_bytes) const {
+    const std::string cap = max_bytes % (uint64_t{1} << 20) == 0 ? std::to_string(max_bytes >> 20) + " MiB"
+                                                                  : std::to_string(max_bytes) + " bytes";
+    return InvalidArgument(path_ + ": over the limit: the call at byte " + std::to_string(at) + " is larger than " +
+                           cap + " of JSON; not read. --max-call-mb raises the limit");
+  }
+  bool Fill() {
+    if (eof_) return false;
+    base_ += len_;
+    pos_ = len_ = 0;
+    for (;;) {
+      ssize_t n = ::read(fd_.get(), buf_.data(), buf_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) io_error_ = std::string("cannot read: ") + std::strerror(errno);
+      if (n <= 0) {
+        eof_ = true;
+        return false;
+      }
+      len_ = static_cast<size_t>(n);
+      return true;
+    }
+  }
+
+  UniqueFd fd_;
+  std::string path_;
+  std::string buf_;
+  size_t pos_ = 0, len_ = 0;
+  uint64_t base_ = 0;
+  bool eof_ = false;
+  std::string io_error_;
+};
+
+struct MsprobeDumpReader::State {
+  State(JsonBytes b) : bytes(std::move(b)) {}
+  std::filesystem::path dir, file;
+  JsonBytes bytes;
+  uint64_t max_call_bytes = 0;
+  simdjson::dom::parser parser;
+  std::string piece;  // one member's text, wrapped as an object
+  bool data_started = false, data_done = false, done = false;
+  bool data_files = false;  // a tensor named a data file
+  bool data_dir_usable = false, data_dir_link = false;
+  std::string task;
+  std::vector<std::string> odd;  // the first call names that are not API.N.phase
+  size_t odd_count = 0;
+  int64_t index = 0;
+  std::string warning;
+
+  /// One top-level member other than "data" (the reader is at its key): "task" is kept, the
+  /// rest skipped without being held.
+  Status TopLevelMember(bool* is_data) {
+    *is_data = false;
+    piece.clear();
+    if (bytes.Peek() != '"') return bytes.Broken(bytes.Offset(), "a member name expected");
+    if (Status st = bytes.Value(&piece, 4096); !st.ok()) return st;
+    if (!bytes.Eat(':')) return bytes.Broken(bytes.Offset(), "':' expected");
+    if (piece == "\"data\"") {
+      if (!bytes.Eat('{')) return ParseError(file.string() + ": no \"data\" object; not an msprobe dump.json");
+      *is_data = true;
+      return Status::Ok();
+    }
+    const bool is_task = piece == "\"task\"";
+    piece.clear();
+    if (Status st = bytes.Value(is_task ? &piece : nullptr, 4096); !st.ok()) return st;
+    std::string_view t;
+    simdjson::padded_string json(piece);
+    if (is_task && !parser.parse(json).get_string().get(t)) task = t;
+    return Status::Ok();
+  }
+
+  /// After a member: ',' (true: another follows) or the object's '}' (false).
+  Expected<bool> MemberEnd() {
+    if (bytes.Eat(',')) return true;
+    if (bytes.Eat('}')) return false;
+    return bytes.Broken(bytes.Offset(), "',' or '}' expected");
+  }
+
+  /// The members after "data" and the end of the document; then the warnings.
+  Status Finish() {
+    auto more = MemberEnd();
+    if (!more.ok()) return more.status();
+    while (*more) {
+      bytes.SkipSpace();
+      bool is_data = false;
+      if (Status st = TopLevelMember(&is_data); !st.ok()) return st;
+      if (is_data) return ParseError(file.string() + ": two \"data\" objects");
+      more = MemberEnd();
+      if (!more.ok()) return more.status();
+    }
+    bytes.SkipSpace();
+    if (bytes.Peek() >= 0) return bytes.Broken(bytes.Offset(), "text after the end of the document");
+    if (!bytes.io_error().empty()) return IoError(file.string() + ": " + bytes.io_error());
+    if (odd_count > 0)
+      warning = file.string() + ": " + std::to_string(odd_count) +
+                " entries with no API.N.phase name skipped (first: " + odd.front() + ")";
+    if (!data_dir_usable && (data_files || task == "tensor")) {
+      const std::filesystem::path data_dir = dir / kTensorDataFolder.substr(0, kTensorDataFolder.size() - 1);
+      std::string note = data_dir_link ? data_dir.string() + ": is a symbolic link; not followed: compared by the "
+                                                             "statistics in dump.json"
+                                       : file.string() + ": msprobe tensor mode without a " +
+                                             std::string(kTensorDataFolder) +
+                                             " folder beside it: compared by the statistics in dump.json";
+      warning = warning.empty() ? note : warning + "; " + note;
+    }
+    done = true;
+    return Status::Ok();
+  }
+};
+
+MsprobeDumpReader::MsprobeDumpReader(std::unique_ptr<State> state) : s_(std::move(state)) {}
+MsprobeDumpReader::MsprobeDumpReader(MsprobeDumpReader&&) noexcept = default;
+MsprobeDumpReader& MsprobeDumpReader::operator=(MsprobeDumpReader&&) noexcept = default;
+MsprobeDumpReader::~MsprobeDumpReader() = default;
+const std::string& MsprobeDumpReader::warning() const { return s_->warning; }
+
+Expected<MsprobeDumpReader> MsprobeDumpReader::Open(const std::filesystem::path& dir, uint64_t max_call_bytes) {
   const std::filesystem::path file = dir / "dump.json";
   auto fd = OpenInputFile(file, Links::kRefuse);
   if (!fd.ok()) return fd.status();
-  simdjson::padded_string text;
-  if (auto err = simdjson::padded_string::load(file.string()).get(text))
-    return IoError(file.string() + ": cannot read (" + simdjson::error_message(err) + ")");
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (auto err = parser.parse(text).get(root))
-    return ParseError(file.string() + ": not valid JSON (" + simdjson::error_message(err) + ")");
-  simdjson::dom::object data;
-  if (root["data"].get_object().get(data))
-    return ParseError(file.string() + ": no \"data\" object; not an msprobe dump.json");
-  std::string_view task;
-  if (root["task"].get_string().get(task)) task = "";
-  Dump d;
-  d.dir = dir;
-  bool data_files = false;
-  std::vector<std::string> odd;
-  int64_t index = 0;
-  for (auto [key, value] : data) {
-    DumpOp op;
-    std::string k(key);
-    if (!SplitCallName(k, op)) {
-      if (odd.size() < 3) odd.push_back(k);
-      continue;
-    }
-    op.index = index++;
-    op.call = k;
-    simdjson::dom::object call;
-    if (value.get_object().get(call)) continue;
-    for (auto [part, v] : call) {
-      if (part == "input_args" || part == "input") AddTensors(v, "input", op, &data_files);
-      else if (part == "input_kwargs") AddTensors(v, "input", op, &data_files);
-      else if (part == "output") AddTensors(v, "output", op, &data_files);
-    }
-    // msprobe has no overflow flag per call: a non-finite output statistic is one.
-    for (const auto& t : op.tensors)
-      if (t.key.rfind("output", 0) == 0 && t.NonFinite()) op.overflow = true;
-    d.ops.push_back(std::move(op));
-  }
-  if (!odd.empty())
-    d.warning = file.string() + ": " + std::to_string(odd.size()) + "+ entries with no API.N.phase name skipped (first: " +
-                odd.front() + ")";
+  auto s = std::make_unique<State>(JsonBytes(std::move(*fd), file.string()));
+  s->dir = dir, s->file = file, s->max_call_bytes = max_call_bytes;
   std::error_code ec;
   const std::filesystem::path data_dir = dir / kTensorDataFolder.substr(0, kTensorDataFolder.size() - 1);
-  const bool data_link = std::filesystem::is_symlink(std::filesystem::symlink_status(data_dir, ec));
-  if (data_files && !data_link && std::filesystem::is_directory(std::filesystem::symlink_status(data_dir, ec))) {
-    // Tensor mode: each tensor's data is its own file in dump_tensor_data/ (TensorDataPath).
-    for (auto& op : d.ops)
-      if (std::any_of(op.tensors.begin(), op.tensors.end(), [](const DumpTensor& t) { return !t.data_name.empty(); }))
-        op.file = std::string(kTensorDataFolder);
-  } else if (data_files || task == "tensor") {
-    std::string note = data_link ? data_dir.string() + ": is a symbolic link; not followed: compared by the "
-                                   "statistics in dump.json"
-                                 : file.string() + ": msprobe tensor mode without a " + std::string(kTensorDataFolder) +
-                                   " folder beside it: compared by the statistics in dump.json";
-    d.warning = d.warning.empty() ? note : d.warning + "; " + note;
+  s->data_dir_link = std::filesystem::is_symlink(std::filesystem::symlink_status(data_dir, ec));
+  s->data_dir_usable = !s->data_dir_link && std::filesystem::is_directory(std::filesystem::symlink_status(data_dir, ec));
+  JsonBytes& b = s->bytes;
+  if (!b.Eat('{')) {
+    if (!b.io_error().empty()) return IoError(file.string() + ": " + b.io_error());
+    return ParseError(file.string() + ": not valid JSON: not an object; not an msprobe dump.json");
   }
+  // The members before "data" ("task", "level", "dump_data_dir", ...).
+  for (bool first = true;; first = false) {
+    if (!first) {
+      auto more = s->MemberEnd();
+      if (!more.ok()) return more.status();
+      if (!*more) return ParseError(file.string() + ": no \"data\" object; not an msprobe dump.json");
+    } else if (b.Eat('}')) {
+      return ParseError(file.string() + ": no \"data\" object; not an msprobe dump.json");
+    }
+    b.SkipSpace();
+    bool is_data = false;
+    if (Status st = s->TopLevelMember(&is_data); !st.ok()) return st;
+    if (is_data) break;
+  }
+  return MsprobeDumpReader(std::move(s));
+}
+
+Expected<bool> MsprobeDumpReader::Next(DumpOp& op) {
+  State& st = *s_;
+  JsonBytes& b = st.bytes;
+  while (!st.done) {
+    if (st.data_done) {
+      if (Status status = st.Finish(); !status.ok()) return status;
+      return false;
+    }
+    // One member of "data": `"Call.name.N.phase": {...}`, parsed on its own as `{member}`.
+    if (!st.data_started && b.Eat('}')) {  // an empty "data"
+      st.data_done = true;
+      continue;
+    }
+    st.data_started = true;
+    b.SkipSpace();
+    const uint64_t at = b.Offset();
+    st.piece.assign(1, '{');
+    if (b.Peek() != '"') return b.Broken(at, "a call name expected");
+    if (Status status = b.Value(&st.piece, st.max_call_bytes, at); !status.ok()) return status;
+    if (!b.Eat(':')) return b.Broken(b.Offset(), "':' expected");
+    st.piece.push_back(':');
+    if (Status status = b.Value(&st.piece, st.max_call_bytes, at); !status.ok()) return status;
+    st.piece.push_back('}');
+    auto more = st.MemberEnd();
+    if (!more.ok()) return more.status();
+    st.data_done = !*more;
+    simdjson::dom::object member;
+    if (auto err = st.parser.parse(st.piece).get_object().get(member))
+      return ParseError(st.file.string() + ": not valid JSON: the call at byte " + std::to_string(at) + " (" +
+                        simdjson::error_message(err) + ")");
+    for (auto [key, value] : member) {
+      op = DumpOp();
+      std::string k(key);
+      if (!SplitCallName(k, op)) {
+        if (st.odd.size() < 3) st.odd.push_back(k);
+        ++st.odd_count;
+        break;
+      }
+      op.index = st.index++;
+      op.call = k;
+      simdjson::dom::object call;
+      if (value.get_object().get(call)) break;
+      bool data_files = false;
+      for (auto [part, v] : call) {
+        if (part == "input_args" || part == "input") AddTensors(v, "input", op, &data_files);
+        else if (part == "input_kwargs") AddTensors(v, "input", op, &data_files);
+        else if (part == "output") AddTensors(v, "output", op, &data_files);
+      }
+      // msprobe has no overflow flag per call: a non-finite output statistic is one.
+      for (const auto& t : op.tensors)
+        if (t.key.rfind("output", 0) == 0 && t.NonFinite()) op.overflow = true;
+      // Tensor mode: each tensor's data is its own file in dump_tensor_data/ (TensorDataPath).
+      st.data_files = st.data_files || data_files;
+      if (data_files && st.data_dir_usable) op.file = std::string(kTensorDataFolder);
+      op.tensors.shrink_to_fit();
+      return true;
+    }
+  }
+  return false;
+}
+
+Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir, uint64_t max_call_bytes) {
+  auto reader = MsprobeDumpReader::Open(dir, max_call_bytes);
+  if (!reader.ok()) return reader.status();
+  Dump d;
+  d.dir = dir;
+  for (DumpOp op;;) {
+    auto more = reader->Next(op);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    d.ops.push_back(std::move(op));
+  }
+  d.warning = reader->warning();
   d.ops.shrink_to_fit();
   return d;
 }

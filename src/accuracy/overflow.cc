@@ -44,16 +44,28 @@ bool OverflowReport::HasComputedOverflow() const {
 }
 
 Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
-  auto dump = Dump::Load(options.dump);
-  if (!dump.ok()) return dump.status();
+  // Two passes over the dump, one operator at a time (a 300k-call dump.json is never held whole):
+  // whether any input was dumped, then the operators.
   OverflowReport report;
   report.dump = options.dump.string();
-  report.operators = dump->ops.size();
-  if (!dump->warning.empty()) report.warnings.push_back(dump->warning);
   bool any_inputs = false;
-  for (const auto& op : dump->ops)
-    for (const auto& t : op.tensors) any_inputs = any_inputs || IsInput(t);
-  for (const auto& op : dump->ops) {
+  {
+    auto reader = DumpReader::Open(options.dump);
+    if (!reader.ok()) return reader.status();
+    for (DumpOp op;;) {
+      auto more = reader->Next(op);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      for (const auto& t : op.tensors) any_inputs = any_inputs || IsInput(t);
+    }
+  }
+  auto reader = DumpReader::Open(options.dump);
+  if (!reader.ok()) return reader.status();
+  for (DumpOp op;;) {
+    auto more = reader->Next(op);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    ++report.operators;
     std::string reason = op.overflow ? "flagged by the dumper" : "";
     std::string nonfinite_key;
     for (const auto& t : op.tensors) {
@@ -98,6 +110,7 @@ Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
       report.origin = entry, report.origin_basis = "finite inputs";
     }
   }
+  if (!reader->warning().empty()) report.warnings.push_back(reader->warning());
   return report;
 }
 

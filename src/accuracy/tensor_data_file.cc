@@ -21,9 +21,10 @@ namespace {
 
 /// Places a tensor of `t.shape` and element type `t.dtype` at element `offset` of a storage of
 /// `storage_numel` elements whose first byte is at `base`, with element `strides` (empty: C order).
-/// Checks that every element it reaches lies in the storage; contiguous tensors get no strides.
+/// Checks that every element it reaches lies in the storage, and that a view reading storage
+/// elements more than once stays within `limits`; contiguous tensors get no strides.
 Status Place(TensorInfo& t, uint64_t base, uint64_t offset, std::vector<int64_t> strides, uint64_t storage_numel,
-             const std::string& where) {
+             const std::string& where, const TensorLimits& limits) {
   const uint64_t es = DTypeSize(t.dtype);
   unsigned __int128 numel = 1;
   for (int64_t d : t.shape) {
@@ -56,6 +57,20 @@ Status Place(TensorInfo& t, uint64_t base, uint64_t offset, std::vector<int64_t>
     return ParseError(where + ": the tensor (shape " + ShapeText(t.shape) + ", offset " + std::to_string(offset) +
                       ") reaches element " + std::to_string(static_cast<uint64_t>(last)) + " of a storage of " +
                       std::to_string(storage_numel) + " elements: the header lies, or the file is truncated");
+  // Every element read lies in [offset, last]: more elements than that span reads some of them
+  // more than once (a stride of 0, overlapping strides), and the work is no longer bounded by the
+  // file's size.
+  const uint64_t span = static_cast<uint64_t>(last) - offset + 1;
+  if (numel > span && limits.max_view_elements != 0 && numel > limits.max_view_elements) {
+    std::string strides_text;
+    for (int64_t s : strides) strides_text += (strides_text.empty() ? "" : ", ") + std::to_string(s);
+    return InvalidArgument(where + ": over the limit: a view of shape " + ShapeText(t.shape) + " with strides [" +
+                           strides_text + "] reads " + std::to_string(static_cast<uint64_t>(numel)) +
+                           " elements from " + std::to_string(span) +
+                           " elements of its storage (a stride-0 or overlapping view), more than " +
+                           std::to_string(limits.max_view_elements) +
+                           "; not read. --max-view-elements raises the limit");
+  }
   t.begin = base + offset * es;
   if (contiguous) {
     t.end = t.begin + static_cast<uint64_t>(numel) * es;
@@ -76,7 +91,8 @@ const ZipEntry* FindEntry(const std::vector<ZipEntry>& entries, const std::strin
 }
 
 /// The one tensor of a torch.save zip archive `bytes`.
-Status ReadTorchZip(std::string_view bytes, const std::string& p, TensorInfo& t) {
+Status ReadTorchZip(std::string_view bytes, const std::string& p, const TensorLimits& limits, TensorInfo& t,
+                    std::string& type_name) {
   auto entries = ReadZipDirectory(bytes, p);
   if (!entries.ok()) return entries.status();
   const ZipEntry* pkl = nullptr;
@@ -111,6 +127,7 @@ Status ReadTorchZip(std::string_view bytes, const std::string& p, TensorInfo& t)
   if (!pickled.ok()) return pickled.status();
   t.dtype = pickled->dtype;
   t.shape = pickled->shape;
+  type_name = pickled->storage_type;
   if (t.dtype == DType::kUnknown) return Status::Ok();  // "not compared": its data is never read
   const std::string record = prefix + "data/" + pickled->storage_key;
   const ZipEntry* data = FindEntry(*entries, record);
@@ -122,7 +139,7 @@ Status ReadTorchZip(std::string_view bytes, const std::string& p, TensorInfo& t)
                       std::to_string(pickled->storage_numel) + " elements of " + std::string(DTypeName(t.dtype)) +
                       ": the header lies, or the file is truncated");
   return Place(t, data->offset, pickled->storage_offset, pickled->strides, pickled->storage_numel,
-               p + ": " + pickled->storage_type);
+               p + ": " + pickled->storage_type, limits);
 }
 
 /// A tiny reader of the Python literals in a .npy header: a dict of string keys whose values are
@@ -236,7 +253,7 @@ DType NpyDType(const std::string& d, std::string* why) {
   return DType::kUnknown;
 }
 
-Status ReadNpy(std::string_view bytes, const std::string& p, TensorInfo& t) {
+Status ReadNpy(std::string_view bytes, const std::string& p, TensorInfo& t, std::string& type_name) {
   if (bytes.size() < 10) return ParseError(p + ": too short for a .npy header: truncated?");
   const int major = static_cast<uint8_t>(bytes[6]);
   if (major < 1 || major > 3) return ParseError(p + ": .npy format version " + std::to_string(major) + " is not known");
@@ -252,6 +269,7 @@ Status ReadNpy(std::string_view bytes, const std::string& p, TensorInfo& t) {
     return ParseError(p + ": the .npy header is not a dict of descr, fortran_order and shape");
   std::string why;
   t.dtype = NpyDType(h.descr, &why);
+  type_name = "descr '" + h.descr + "'";
   if (!why.empty()) return ParseError(p + ": " + why);
   t.shape = h.shape;
   if (t.dtype == DType::kUnknown) return Status::Ok();  // "not compared": its data is never read
@@ -271,7 +289,7 @@ Status ReadNpy(std::string_view bytes, const std::string& p, TensorInfo& t) {
     int64_t s = 1;
     for (int64_t d : t.shape) strides.push_back(s), s *= std::max<int64_t>(d, 1);
   }
-  return Place(t, data_at, 0, std::move(strides), numel, p);
+  return Place(t, data_at, 0, std::move(strides), numel, p, TensorLimits{});  // a .npy never repeats an element
 }
 
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
@@ -290,7 +308,7 @@ Expected<fs::path> TensorDataPath(const fs::path& dir, std::string_view op_file,
   return dir / op_file / data_name;
 }
 
-Expected<TensorDataFile> TensorDataFile::Open(const fs::path& path) {
+Expected<TensorDataFile> TensorDataFile::Open(const fs::path& path, const TensorLimits& limits) {
   const std::string p = path.string();
   auto view = FileView::Open(path);
   if (!view.ok()) return view.status();
@@ -298,9 +316,9 @@ Expected<TensorDataFile> TensorDataFile::Open(const fs::path& path) {
   TensorDataFile f;
   Status st = Status::Ok();
   if (StartsWith(bytes, std::string_view("PK\x03\x04", 4)) || StartsWith(bytes, std::string_view("PK\x05\x06", 4))) {
-    st = ReadTorchZip(bytes, p, f.single_);
+    st = ReadTorchZip(bytes, p, limits, f.single_, f.type_name_);
   } else if (StartsWith(bytes, "\x93NUMPY")) {
-    st = ReadNpy(bytes, p, f.single_);
+    st = ReadNpy(bytes, p, f.single_, f.type_name_);
   } else if (StartsWith(bytes, std::string_view("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14))) {
     return ParseError(p + ": the legacy torch.save format (torch < 1.6, or _use_new_zipfile_serialization=False) "
                           "is not read: save it again with torch >= 1.6, or convert the dump with "

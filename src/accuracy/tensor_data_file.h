@@ -34,16 +34,34 @@ inline constexpr std::string_view kTensorDataFolder = "dump_tensor_data/";
 Expected<std::filesystem::path> TensorDataPath(const std::filesystem::path& dir, std::string_view op_file,
                                                std::string_view data_name);
 
+/// The default of TensorLimits::max_view_elements: 2^26 elements (a broadcast of 8192 x 8192).
+inline constexpr uint64_t kDefaultMaxViewElements = uint64_t{1} << 26;
+
+/// What a tensor file may make a reader do beyond the bytes it holds. A tensor whose elements are
+/// all distinct elements of its storage costs work in proportion to the file; a view that reads
+/// elements of its storage more than once (a stride of 0, as `expand` makes, or overlapping
+/// strides, as `as_strided` can make) costs work in proportion to its logical shape, which a
+/// header of a few bytes can make 2^50 elements: such a view is read only up to this many
+/// elements, and refused beyond ("over the limit", kInvalidArgument).
+struct TensorLimits {
+  uint64_t max_view_elements = kDefaultMaxViewElements;  ///< 0: no cap
+};
+
 class TensorDataFile {
  public:
   /// Opens a safetensors, torch.save or .npy file. Errors (kParse / kIo / kNotFound) name the file:
   /// a compressed or encrypted zip entry, the legacy (pre-1.6) torch.save format, a pickle that
-  /// refers to anything but a tensor's globals, a big-endian or object .npy, sizes that do not fit.
-  static Expected<TensorDataFile> Open(const std::filesystem::path& path);
+  /// refers to anything but a tensor's globals, a big-endian or object .npy, sizes that do not fit;
+  /// kInvalidArgument ("over the limit") for a view that repeats storage elements beyond `limits`.
+  static Expected<TensorDataFile> Open(const std::filesystem::path& path, const TensorLimits& limits = {});
 
   /// The tensor `key` of a safetensors file; the only tensor of a one-tensor file, whatever the
   /// key. nullptr when there is none.
   const TensorInfo* Find(const std::string& key) const;
+
+  /// How the file names its element type, for messages: a torch storage class ("FloatStorage",
+  /// "ComplexFloatStorage") or a .npy descr ("descr '<c8'"); empty for safetensors files.
+  const std::string& TypeName() const { return type_name_; }
 
   /// `count` elements of `t` from element `first` on (C order), little-endian: a pointer into the
   /// mapped file when `t` is contiguous, else gathered into `scratch` (resized to count elements).
@@ -59,6 +77,7 @@ class TensorDataFile {
   FileView view_;                  ///< one-tensor files
   const uint8_t* base_ = nullptr;  ///< what single_'s begin / end count from
   TensorInfo single_;
+  std::string type_name_;
 };
 
 }  // namespace portkit::accuracy

@@ -12,7 +12,7 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   std::string ref_dir, target_dir, out_dir, mapping, match = "name+shape";
   std::vector<std::string> formats;
   int jobs = 0;
-  bool fail_on_divergence = false;
+  bool fail_on_divergence = false, force = false;
   CLI::App app{"Compare an operator-level dump of a target run against a reference run (dumps written by "
                "portkit.torch.dumper). Exit status: 0 done, 1 with --fail-on-divergence when a tensor is judged "
                "No, 2 bad usage or input or output (also tensor data that cannot be read; the reports are still "
@@ -30,6 +30,19 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   AddFormatOption(app, &formats, {"csv", "json", "html", "msprobe"}, {"csv", "json", "html"});
   app.add_flag("--fail-on-divergence", fail_on_divergence,
                "exit 1 when any tensor is judged No (after the reports are written)");
+  app.add_flag("--force", force,
+               "replace report files in -o that an earlier compare did not write (by default only the files "
+               "listed in -o's .compare.complete are replaced)");
+  uint64_t max_view_elements = accuracy::CompareOptions{}.max_view_elements;
+  uint64_t max_call_mb = accuracy::CompareOptions{}.max_call_bytes >> 20;
+  app.add_option("--max-view-elements", max_view_elements,
+                 "elements a tensor file's view may read when it reads storage elements more than once (a stride "
+                 "of 0, overlapping strides); beyond it the pair is a read error (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--max-call-mb", max_call_mb,
+                 "MiB of JSON one call of an msprobe dump.json may take; a larger one stops the run (0: no limit)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20))
+      ->capture_default_str();
   if (auto rc = Parse(app, argc, argv)) return *rc;
 
   // Every option checked before any work, and nothing created until the reports are written.
@@ -38,6 +51,9 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
                     mapping.empty() ? Status::Ok() : CheckInput(mapping, "--mapping", PathKind::kFile),
                     CheckOutputFolder(out_dir, "-o")})
     if (!st.ok()) return Fail(ctx, st);
+  render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html"),
+                             Wants(formats, "msprobe")};
+  if (Status st = render::CheckCompareOutputs(out_dir, files, force); !st.ok()) return Fail(ctx, st);
 
   accuracy::CompareOptions options;
   options.reference = ref_dir;
@@ -46,12 +62,12 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   options.match = match == "name" ? accuracy::MatchKey::kName : accuracy::MatchKey::kNameAndShape;
   options.jobs = jobs;
   options.msprobe_names = Wants(formats, "msprobe");
+  options.max_view_elements = max_view_elements;
+  options.max_call_bytes = max_call_mb << 20;
   auto report = accuracy::RunCompare(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& w : report->warnings) ctx.logger.Warning(w);
 
-  render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html"),
-                             Wants(formats, "msprobe")};
   if (Status st = render::WriteCompareFiles(*report, out_dir, files); !st.ok()) return Fail(ctx, st);
   for (const auto& line : render::CompareConclusion(*report)) ctx.logger.Info(line);
   std::string table = render::CompareConsoleSummary(*report);

@@ -4,14 +4,37 @@
 #include "accuracy/api.h"
 #include "cli/accuracy_commands.h"
 #include "cli/cli_common.h"
+#include "accuracy/dump.h"
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "render/dump_tools_render.h"
 
 namespace portkit::cli {
 
+namespace {
+
+/// The overwrite policy for `-o FILE` (docs/safety.md, Outputs): a file of the dump itself is
+/// never replaced; any other existing file only with --force (overflow cannot tell its own
+/// report from a user's file of the same name).
+Status CheckReplaceableOutput(const std::string& output, const std::string& dump, bool force) {
+  if (output.empty()) return Status::Ok();
+  const std::filesystem::path out(output);
+  const std::string type = DescribeFileType(out);
+  if (type == "missing") return Status::Ok();
+  std::error_code ec;
+  for (const char* name : {"manifest.jsonl", "dump.json", accuracy::kDumpEndMarker})
+    if (std::filesystem::equivalent(out, std::filesystem::path(dump) / name, ec))
+      return InvalidArgument("-o " + output + " is the dump's own " + name + "; it is never replaced: give another -o");
+  if (force) return Status::Ok();
+  return InvalidArgument("-o " + output + " already exists (" + type +
+                         "); it is not replaced: give a new -o, or --force to replace it");
+}
+
+}  // namespace
+
 int OverflowCommand(int argc, char** argv, Context& ctx) {
   std::string dir, format = "text", output;
-  bool fail_on_overflow = false;
+  bool fail_on_overflow = false, force = false;
   CLI::App app{"List the operators whose outputs overflow (inf/nan, or beyond fp16's range in fp16) in a dump, "
                "in execution order, the first one marked, and name the origin: the first operator whose output "
                "holds inf/nan while its floating inputs are finite (fill and creation operators such as full, "
@@ -21,13 +44,17 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   app.add_option("dump", dir, "a dump folder written by portkit.torch.dumper")->required();
   app.add_option("--format", format, "text (a table) or json")->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  app.add_option("-o,--output", output, "write the table or JSON to this file (atomically) instead of stdout");
+  app.add_option("-o,--output", output,
+                 "write the table or JSON to this file (atomically) instead of stdout; an existing file is replaced "
+                 "only with --force");
+  app.add_flag("--force", force, "replace an existing -o file");
   app.add_flag("--fail-on-overflow", fail_on_overflow,
                "exit 1 when an operator overflows (fill and creation operators, e.g. a -inf attention mask, left out)");
   if (auto rc = Parse(app, argc, argv)) return *rc;
   for (Status st : {CheckInput(dir, "dump", PathKind::kDirectory),
                     output.empty() ? Status::Ok() : CheckOutputFile(output, "-o")})
     if (!st.ok()) return Fail(ctx, st);
+  if (Status st = CheckReplaceableOutput(output, dir, force); !st.ok()) return Fail(ctx, st);
 
   auto report = accuracy::RunOverflow({dir}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());

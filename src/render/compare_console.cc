@@ -1,6 +1,11 @@
+#include <map>
+#include <sstream>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "core/table.h"
 #include "render/compare_render.h"
 
@@ -59,13 +64,75 @@ std::vector<std::string> CompareConclusion(const CompareReport& report) {
   return lines;
 }
 
+namespace {
+constexpr const char* kCompareMarker = ".compare.complete";
+}  // namespace
+
+Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles& files, bool force) {
+  if (force) return Status::Ok();
+  std::vector<std::string> names;
+  if (files.csv) names.push_back("compare_result.csv");
+  if (files.json) names.push_back("compare_result.json");
+  if (files.html) names.push_back("compare_report.html");
+  if (files.msprobe) names.push_back("compare_result_msprobe.csv");
+  // What an earlier compare wrote: `name size` lines of its completion marker.
+  std::map<std::string, uint64_t> written;
+  std::error_code ec;
+  const std::filesystem::path marker = dir / kCompareMarker;
+  const std::string marker_type = DescribeFileType(marker);
+  if (marker_type == "a regular file") {
+    auto text = ReadFile(marker);
+    if (text.ok()) {
+      std::istringstream in(*text);
+      std::string name;
+      uint64_t size = 0;
+      while (in >> name >> size) written[name] = size;
+    }
+  } else if (marker_type != "missing") {
+    return InvalidArgument("-o " + dir.string() + ": " + marker.string() + " is " + marker_type +
+                           ", not compare's completion marker; it is not replaced: give another -o, or --force");
+  }
+  // How each report begins: a file that begins so is a compare report (one a killed run renamed
+  // before it could write the marker, say), whatever the marker says.
+  auto begins_as_report = [](const std::filesystem::path& p, const std::string& name) {
+    const std::string_view head =
+        name == "compare_result.json"   ? std::string_view("{\n  \"reference\": ")
+        : name == "compare_report.html" ? std::string_view("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title>")
+                                        : std::string_view("NPU Name,Bench Name,NPU Dtype,Bench Dtype,");
+    auto fd = OpenInputFile(p, Links::kRefuse);
+    if (!fd.ok()) return false;
+    std::string buf(head.size(), '\0');
+    size_t got = 0;
+    while (got < buf.size()) {
+      const ssize_t n = ::read(fd->get(), buf.data() + got, buf.size() - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    return got == head.size() && buf == head;
+  };
+  for (const auto& name : names) {
+    const std::filesystem::path p = dir / name;
+    const std::string type = DescribeFileType(p);
+    if (type == "missing") continue;
+    auto it = written.find(name);
+    const bool ours = type == "a regular file" &&
+                      ((it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec) ||
+                       begins_as_report(p, name));
+    if (!ours)
+      return InvalidArgument("-o " + dir.string() + ": " + p.string() + " exists (" + type +
+                             ") and is not a compare report (not listed with its size in " + marker.string() +
+                             ", nor beginning as one); it is not replaced: give another -o, or --force to replace it");
+  }
+  return Status::Ok();
+}
+
 Status WriteCompareFiles(const CompareReport& report, const std::filesystem::path& dir, const CompareFiles& files) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return IoError(dir.string() + ": cannot create: " + ec.message());
   // One set (docs/safety.md, Report sets): all staged first, then renamed, then the marker
   // `.compare.complete` written last; a crash in between leaves no marker.
-  ReportSet set(dir, ".compare.complete");
+  ReportSet set(dir, kCompareMarker);
   // The CSV and JSON are written as they are rendered: a 100k-operator report is never held whole.
   if (files.csv)
     PORTKIT_RETURN_IF_ERROR(

@@ -71,4 +71,11 @@ struct CompareFiles {
 Status WriteCompareFiles(const accuracy::CompareReport& report, const std::filesystem::path& dir,
                          const CompareFiles& files);
 
+/// The overwrite policy of compare's reports (docs/safety.md, Outputs), checked before any work:
+/// an existing file of a name the run writes is replaced only when it is a compare report (the
+/// folder's `.compare.complete` lists it with its present size, or it begins as that report
+/// begins: the CSV header, the JSON's first member, the HTML title) or with `force`; otherwise
+/// kInvalidArgument naming the file. A marker that is not a regular file is refused too.
+Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles& files, bool force);
+
 }  // namespace portkit::render

@@ -169,6 +169,89 @@ TEST_F(MsprobeDump, TensorModeIsComparedFromItsDataFilesAndAMissingOneIsAReadErr
   EXPECT_TRUE(missing->rows[0].compared);
 }
 
+TEST_F(MsprobeDump, ADataFileContradictingDumpJsonsDtypeIsNamedNotASilentNA) {
+  const std::string json = R"({"task": "tensor", "level": "L1", "framework": "pytorch", "data": {)"
+      R"("Functional.relu.0.forward": {"input_args": [)" + Tensor("torch.float32", "[4]", 2, -2, 0, 3, R"(, "data_name": "in.npy")") +
+      R"(], "input_kwargs": {}, "output": [)" + Tensor("torch.float32", "[4]", 2, 0, 1, 3, R"(, "data_name": "out.npy")") + R"(]}}})";
+  fs::path ref = Write("ref", json), tgt = Write("tgt", json);
+  for (const fs::path& d : {ref, tgt}) fs::create_directories(d / "dump_tensor_data");
+  WriteNpy(ref / "dump_tensor_data" / "in.npy", {-2, -1, 1, 2});
+  WriteNpy(ref / "dump_tensor_data" / "out.npy", {0, 0, 1, 2});
+  WriteNpy(tgt / "dump_tensor_data" / "out.npy", {0, 0, 1, 2});
+  // The target's input: complex64 where dump.json says float32.
+  std::string header = "{'descr': '<c8', 'fortran_order': False, 'shape': (4,), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes.push_back(static_cast<char>(header.size())), bytes.push_back(0);
+  std::ofstream(tgt / "dump_tensor_data" / "in.npy", std::ios::binary) << bytes + header + std::string(32, '\0');
+  CompareOptions o;
+  o.reference = ref, o.target = tgt;
+  auto report = RunCompare(o, ctx_);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->rows.size(), 2u);
+  const std::string note = (tgt / "dump_tensor_data" / "in.npy").string() +
+                           ": holds descr '<c8' data, dump.json says F32; not compared";
+  EXPECT_EQ(report->rows[0].verdict, Verdict::kNotApplicable);
+  EXPECT_EQ(report->rows[0].message, note);
+  ASSERT_EQ(report->warnings.size(), 1u);
+  EXPECT_EQ(report->warnings[0], note);
+  EXPECT_EQ(report->rows[1].verdict, Verdict::kYes);
+}
+
+TEST_F(MsprobeDump, AnEmptyDumpIsAnErrorOnEitherSide) {
+  CompareOptions o;
+  o.reference = Write("ref", DumpJson("statistics", 0));
+  o.target = Write("empty", R"({"task": "statistics", "level": "L1", "data": {}})");
+  auto r = RunCompare(o, ctx_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kParse);
+  EXPECT_EQ(r.status().message(), o.target.string() + ": the target dump has no operators (dump.json's \"data\" "
+                                                       "holds no API or module call); nothing to compare");
+  std::swap(o.reference, o.target);
+  auto r2 = RunCompare(o, ctx_);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("the reference dump has no operators"), std::string::npos);
+}
+
+TEST_F(MsprobeDump, DumpJsonIsReadAsAStreamOneCallAtATime) {
+  // Members in any order around "data" ("task" after it), nested strings holding brackets, a call
+  // name written with an escape, entries that are no call, a value that is no object.
+  fs::path d = Write("order", R"({"level": "L1", "dump_data_dir": {"x": ["]", "}", "\"{"]}, "data": {)"
+                              R"("Functional.re\u006cu.0.forward": {"output": [)" +
+                              Tensor("torch.float32", "[2]", 1, 0, 0.5, 1) +
+                              R"(]}, "odd name": {}, "Tensor.add.0.forward": 3, "Tensor.mul.0.forward": {}}, )"
+                              R"("task": "statistics"}  )" "\n");
+  auto dump = LoadMsprobeDump(d);
+  ASSERT_TRUE(dump.ok()) << dump.status().message();
+  ASSERT_EQ(dump->ops.size(), 2u);
+  EXPECT_EQ(dump->ops[0].call, "Functional.relu.0.forward");
+  EXPECT_EQ(dump->ops[0].tensors.size(), 1u);
+  EXPECT_EQ(dump->ops[1].call, "Tensor.mul.0.forward");
+  EXPECT_EQ(dump->ops[1].index, 2);  // the call that was no object still took its index
+  EXPECT_EQ(dump->warning, (d / "dump.json").string() + ": 1 entries with no API.N.phase name skipped (first: odd name)");
+  const std::string file = (Write("x", "{}") / "dump.json").string();
+  auto error = [&](const std::string& json, uint64_t cap = kDefaultMaxCallBytes) {
+    auto r = LoadMsprobeDump(Write("x", json), cap);
+    return r.ok() ? std::string("(loaded)") : r.status().message();
+  };
+  EXPECT_EQ(error(R"({"task": "statistics", "data": {"Functional.relu.0.forward": {"input_args": [)"),
+            file + ": not valid JSON: ends inside a value at byte 61 (the file ends at byte 77: truncated?)");
+  EXPECT_EQ(error(R"({"data": {"Functional.relu.0.forward": {}}} garbage)"),
+            file + ": not valid JSON: text after the end of the document at byte 44");
+  EXPECT_EQ(error(R"({"data": {"Functional.relu.0.forward": {"a": [}]}}})"),
+            file + ": not valid JSON: a stray '}' at byte 46");
+  EXPECT_EQ(error(R"({"data": {"Functional.relu.0.forward": {"a": tru}}})").find(file + ": not valid JSON: the call at byte 10 ("), 0u);
+  EXPECT_EQ(error(R"({"data": []})"), file + ": no \"data\" object; not an msprobe dump.json");
+  EXPECT_EQ(error(R"([1, 2])"), file + ": not valid JSON: not an object; not an msprobe dump.json");
+  EXPECT_EQ(error(R"({"data": {}})"), "(loaded)");
+  // One call over the cap: over the limit, naming the flag; the default reads it.
+  const std::string big = R"({"data": {"Functional.relu.0.forward": {"input_args": [)" + std::string(3000, ' ') + "]}}}";
+  EXPECT_EQ(error(big, 1024), file + ": over the limit: the call at byte 10 is larger than 1024 bytes of JSON; not read. "
+                                     "--max-call-mb raises the limit");
+  EXPECT_EQ(error(big), "(loaded)");
+}
+
 TEST_F(MsprobeDump, BrokenDumpJsonIsAParseErrorNamingTheFile) {
   fs::path d = Write("bad", R"({"task": "statistics", "data": [1, 2)");
   auto dump = Dump::Load(d);

@@ -350,6 +350,41 @@ TEST_F(TensorDataFileTest, NpyFilesInCAndFortranOrder) {
   EXPECT_NE(OpenError("bad.npy", cut.substr(0, 30)).find("runs past the end of the file"), std::string::npos);
 }
 
+TEST_F(TensorDataFileTest, ViewsReadingStorageElementsMoreThanOnceAreCapped) {
+  const std::string one = Bytes(std::vector<float>{1.5f});
+  // A stride-0 view of a one-element storage claiming 2^50 elements (the 597-byte bomb): refused
+  // before any element is read, naming the file, the shape, the strides and the flag.
+  const std::string bomb = TorchFile(TensorPickle("FloatStorage", 1, 0, {int64_t{1} << 50}, {0}), one);
+  const std::string p = (dir_ / "bomb.pt").string();
+  EXPECT_EQ(OpenError("bomb.pt", bomb),
+            p + ": FloatStorage: over the limit: a view of shape [1125899906842624] with strides [0] reads "
+                "1125899906842624 elements from 1 elements of its storage (a stride-0 or overlapping view), more "
+                "than 67108864; not read. --max-view-elements raises the limit");
+  auto bomb_file = TensorDataFile::Open(Write("bomb.pt", bomb));
+  EXPECT_EQ(bomb_file.status().code(), ErrorCode::kInvalidArgument);
+  // Overlapping strides: each row the previous one shifted by one element.
+  const std::string overlap =
+      TorchFile(TensorPickle("FloatStorage", 599, 0, {300, 300}, {1, 1}), std::string(4 * 599, '\0'));
+  EXPECT_EQ(OpenError("o.pt", overlap), "(opened)");  // under the default cap
+  auto capped = TensorDataFile::Open(Write("o.pt", overlap), TensorLimits{1000});
+  ASSERT_FALSE(capped.ok());
+  EXPECT_NE(capped.status().message().find("reads 90000 elements from 599 elements of its storage (a stride-0 or "
+                                           "overlapping view), more than 1000"),
+            std::string::npos)
+      << capped.status().message();
+  // A small expand is read (every element the one stored value); 0 lifts the cap.
+  auto expand = TensorDataFile::Open(Write("e.pt", TorchFile(TensorPickle("FloatStorage", 1, 0, {4, 3}, {0, 0}), one)));
+  ASSERT_TRUE(expand.ok()) << expand.status().message();
+  EXPECT_EQ(Read(*expand, *expand->Find(""), 0, 12), std::vector<double>(12, 1.5));
+  EXPECT_TRUE(TensorDataFile::Open(Write("bomb.pt", bomb), TensorLimits{0}).ok());
+  // A view whose elements are distinct is never capped, however large against the cap.
+  std::vector<float> storage(64, 2.0f);
+  auto strided = TensorDataFile::Open(Write("s.pt", TorchFile(TensorPickle("FloatStorage", 64, 0, {8, 4}, {8, 2}), Bytes(storage))),
+                                      TensorLimits{4});
+  EXPECT_TRUE(strided.ok()) << strided.status().message();
+  EXPECT_EQ(strided->TypeName(), "FloatStorage");
+}
+
 TEST(TensorDataPath, DataNamesStayInsideTheDataFolder) {
   const fs::path dir = "/d/step0/rank0";
   EXPECT_EQ(*TensorDataPath(dir, "op_000001.safetensors", "ignored.pt"), dir / "op_000001.safetensors");
