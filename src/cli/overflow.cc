@@ -7,27 +7,25 @@
 #include "accuracy/dump.h"
 #include "core/atomic_file.h"
 #include "core/input_files.h"
+#include "core/output_policy.h"
 #include "render/dump_tools_render.h"
 
 namespace portkit::cli {
 
 namespace {
 
-/// The overwrite policy for `-o FILE` (docs/safety.md, Outputs): a file of the dump itself is
-/// never replaced; any other existing file only with --force (overflow cannot tell its own
-/// report from a user's file of the same name).
+/// The overwrite policy for `-o FILE` (docs/safety.md, Outputs; core/output_policy.h): a file of
+/// the dump itself is never replaced; any other existing file only when portkit's ledger in its
+/// folder lists it (an earlier overflow -o wrote it) or with --force.
 Status CheckReplaceableOutput(const std::string& output, const std::string& dump, bool force) {
   if (output.empty()) return Status::Ok();
   const std::filesystem::path out(output);
-  const std::string type = DescribeFileType(out);
-  if (type == "missing") return Status::Ok();
+  if (DescribeFileType(out) == "missing") return Status::Ok();
   std::error_code ec;
   for (const char* name : {"manifest.jsonl", "dump.json", accuracy::kDumpEndMarker})
     if (std::filesystem::equivalent(out, std::filesystem::path(dump) / name, ec))
       return InvalidArgument("-o " + output + " is the dump's own " + name + "; it is never replaced: give another -o");
-  if (force) return Status::Ok();
-  return InvalidArgument("-o " + output + " already exists (" + type +
-                         "); it is not replaced: give a new -o, or --force to replace it");
+  return CheckReplaceable(out, "-o", force);
 }
 
 }  // namespace
@@ -46,7 +44,7 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
       ->capture_default_str();
   app.add_option("-o,--output", output,
                  "write the table or JSON to this file (atomically) instead of stdout; an existing file is replaced "
-                 "only with --force");
+                 "only when portkit wrote it (listed in its folder's .portkit-files) or with --force");
   app.add_flag("--force", force, "replace an existing -o file");
   app.add_flag("--fail-on-overflow", fail_on_overflow,
                "exit 1 when an operator overflows (fill and creation operators, e.g. a -inf attention mask, left out)");
@@ -62,6 +60,8 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   std::string text = format == "json" ? render::OverflowJson(*report) : render::OverflowText(*report);
   if (!output.empty()) {
     if (Status st = WriteFileAtomic(output, text); !st.ok()) return Fail(ctx, st);
+    // Listed as portkit's, so the next overflow -o may replace it without --force.
+    if (Status st = RecordWrittenFile(output); !st.ok()) ctx.logger.Warning(st.message());
   } else {
     std::fwrite(text.data(), 1, text.size(), stdout);
   }

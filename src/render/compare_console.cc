@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <system_error>
@@ -6,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/input_files.h"
+#include "core/output_policy.h"
 #include "core/table.h"
 #include "render/compare_render.h"
 
@@ -110,17 +112,20 @@ Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles&
     }
     return got == head.size() && buf == head;
   };
+  const std::vector<std::string> ledger = WrittenFiles(dir);  // core/output_policy.h
   for (const auto& name : names) {
     const std::filesystem::path p = dir / name;
     const std::string type = DescribeFileType(p);
     if (type == "missing") continue;
     auto it = written.find(name);
     const bool ours = type == "a regular file" &&
-                      ((it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec) ||
+                      (std::find(ledger.begin(), ledger.end(), name) != ledger.end() ||
+                       (it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec) ||
                        begins_as_report(p, name));
     if (!ours)
       return InvalidArgument("-o " + dir.string() + ": " + p.string() + " exists (" + type +
-                             ") and is not a compare report (not listed with its size in " + marker.string() +
+                             ") and is not a compare report (not in the folder's " + std::string(kWrittenLedger) +
+                             " nor listed with its size in " + marker.string() +
                              ", nor beginning as one); it is not replaced: give another -o, or --force to replace it");
   }
   return Status::Ok();
@@ -146,7 +151,14 @@ Status WriteCompareFiles(const CompareReport& report, const std::filesystem::pat
   if (files.msprobe)
     PORTKIT_RETURN_IF_ERROR(set.AddStreamed(
         "compare_result_msprobe.csv", [&](const ReportSet::Sink& sink) { return CompareMsprobeCsvTo(report, sink); }));
-  return set.Publish();
+  PORTKIT_RETURN_IF_ERROR(set.Publish());
+  // The reports listed as portkit's in the folder's ledger (core/output_policy.h).
+  std::vector<std::string> names;
+  if (files.csv) names.push_back("compare_result.csv");
+  if (files.json) names.push_back("compare_result.json");
+  if (files.html) names.push_back("compare_report.html");
+  if (files.msprobe) names.push_back("compare_result_msprobe.csv");
+  return RecordWritten(dir, names);
 }
 
 }  // namespace portkit::render

@@ -178,6 +178,9 @@ $T "$PORTKIT" overflow "$F/overflow" -o "$a/train.py" --force >"$a/of2.out" 2>&1
 check "overflow -o --force replaces it" "[ $? = 0 ] && ! grep -q precious '$a/train.py'"
 $T "$PORTKIT" overflow "$F/overflow" -o "$a/new_overflow.txt" >/dev/null 2>&1
 check "overflow -o writes a new file" "[ $? = 0 ] && [ -s '$a/new_overflow.txt' ]"
+$T "$PORTKIT" overflow "$F/overflow" -o "$a/new_overflow.txt" --format json >/dev/null 2>&1
+check "  and replaces it on the next run without --force (listed in the folder's .portkit-files)" \
+  "[ $? = 0 ] && grep -q '\"operators\"' '$a/new_overflow.txt' && grep -qx new_overflow.txt '$a/.portkit-files'"
 cp -r "$F/overflow" "$a/of_dump"
 cp "$a/of_dump/manifest.jsonl" "$a/manifest.copy"
 $T "$PORTKIT" overflow "$a/of_dump" -o "$a/of_dump/manifest.jsonl" --force >"$a/of3.out" 2>&1
@@ -193,11 +196,14 @@ $T "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$a/cmp_out" --force >/dev/null 2>&1
 check "compare --force replaces it" "! grep -q 'my own notes' '$a/cmp_out/compare_result.csv'"
 $T "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$a/cmp_out" >/dev/null 2>&1
 check "compare replaces its own reports on a second run (listed in .compare.complete)" "[ $? != 2 ]"
-echo '{"mine": 1}' >"$a/cmp_out/compare_result.json"
-$T "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$a/cmp_out" >"$a/co4.out" 2>&1
-check "  but not a file of the user's put in place of one (not the marker's size, not a report)" \
-  "[ $? = 2 ] && grep -q 'compare_result.json exists' '$a/co4.out' && grep -q mine '$a/cmp_out/compare_result.json'"
-rm -f "$a/cmp_out/.compare.complete"
+check "  and lists them in the folder's ledger .portkit-files" \
+  "grep -qx compare_result.csv '$a/cmp_out/.portkit-files' && grep -qx compare_report.html '$a/cmp_out/.portkit-files'"
+mkdir -p "$a/cmp_out5"
+echo '{"mine": 1}' >"$a/cmp_out5/compare_result.json"
+$T "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$a/cmp_out5" >"$a/co4.out" 2>&1
+check "  a user's compare_result.json (no ledger, no marker, not a report) is refused too" \
+  "[ $? = 2 ] && grep -q 'compare_result.json exists' '$a/co4.out' && grep -q mine '$a/cmp_out5/compare_result.json'"
+rm -f "$a/cmp_out/.compare.complete" "$a/cmp_out/.portkit-files"
 $T "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$a/cmp_out" --format csv,html >/dev/null 2>&1
 check "  reports without their marker (a killed run's) are still compare's: replaced" "[ $? != 2 ]"
 
