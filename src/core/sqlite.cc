@@ -467,15 +467,22 @@ Status CheckSchemaObjects(Database& db, std::string_view what, std::string_view 
       return refuse("it holds a trigger '" + name + "' on '" + o.table + "' (SQL that would run on portkit's own "
                     "writes), which " + a + " never has");
     if (o.is_virtual) return refuse("'" + name + "' is a virtual table, which " + a + " never has");
+    // An older version's indexes (dropped or rebuilt by the migrations) are not foreign; an index
+    // runs no SQL of its own, only deterministic expressions.
+    if (mode == SchemaCheck::kNoForeignObjects && o.type == "index") continue;
     auto it = ref->find(name);
     if (it == ref->end()) return refuse("it holds a " + o.type + " '" + name + "' that " + a + " does not have");
     const SchemaObject& want = it->second;
     if (o.type != want.type)
       return refuse("'" + name + "' is a " + o.type + " where " + a + " has a " + want.type);
     if (mode == SchemaCheck::kNoForeignObjects) continue;
-    if (o.type == "table" && o.columns != want.columns)
-      return refuse("table '" + name + "' has the columns (" + ColumnNames(o.columns) + ") where " + a + " has (" +
-                    ColumnNames(want.columns) + ") of other types or constraints");
+    if (o.type == "table" && o.columns != want.columns) {
+      const std::string have_names = ColumnNames(o.columns), want_names = ColumnNames(want.columns);
+      if (have_names != want_names)
+        return refuse("table '" + name + "' has the columns (" + have_names + ") where " + a + " has (" + want_names +
+                      ")");
+      return refuse("the columns of table '" + name + "' have other types or constraints than " + a + "'s");
+    }
     if ((o.type == "view" || o.type == "index") && (o.sql != want.sql || o.table != want.table))
       return refuse("the " + o.type + " '" + name + "' is not " + a + "'s own (its SQL differs)");
   }
@@ -542,10 +549,11 @@ Status EnsureSchema(Database& db, const Schema& schema) {
     PORTKIT_RETURN_IF_ERROR(snapshot.status());
     PORTKIT_RETURN_IF_ERROR(ReadSchemaState(db, &have, &tables));
     // What the file holds is checked before anything of it is used: exactly portkit's own
-    // schema, or (an older version, about to be migrated; a new file) nothing foreign.
+    // schema, or (an older version, about to be migrated; a new file) nothing foreign. Tables
+    // without a version are refused below whatever they are.
     if (have == schema.version)
       PORTKIT_RETURN_IF_ERROR(CheckOwnSchema(db, schema.what, schema.create_sql, schema.remedy));
-    else if (have >= 0 && have < schema.version)
+    else if (have > 0 ? have < schema.version : !tables)
       PORTKIT_RETURN_IF_ERROR(CheckNoForeignObjects(db, schema.what, schema.create_sql, schema.remedy));
     PORTKIT_RETURN_IF_ERROR(snapshot.Commit());
   }

@@ -206,8 +206,9 @@ Status EnsureSchema(Database& db, const Schema& schema);
 /// whitespace aside), the same indexes, and no trigger. A table's SQL text may differ (ALTER TABLE
 /// rewrites it). Reads only the schema (sqlite_master and table_xinfo), never a row.
 Status CheckOwnSchema(Database& db, std::string_view what, std::string_view reference_sql, std::string_view remedy);
-/// The check before a migration (an older version of the schema has fewer columns): no trigger,
-/// no virtual table, and no table, view or index whose name `reference_sql` does not make.
+/// The check before a migration (an older version of the schema has fewer columns and other
+/// indexes): no trigger, no virtual table, and no table or view whose name `reference_sql` does
+/// not make.
 Status CheckNoForeignObjects(Database& db, std::string_view what, std::string_view reference_sql,
                              std::string_view remedy);
 

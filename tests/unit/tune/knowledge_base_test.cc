@@ -430,7 +430,11 @@ TEST_F(KnowledgeBaseTest, ListLeavesOutTimesOutOfRangeAndStringsOverTheLimit) {
 }
 
 TEST_F(KnowledgeBaseTest, CheckEntryRefusesATimeAboveAnHour) {
-  BankEntry e = Entry("MatMul|float32|ND|[8,8],[8,8]|bias=0", "MC=48", 5.0);
+  BankEntry e{"MatMul|float32|ND|[64,128],[128,96]|bias=1",
+              "cpu=Example CPU;flags=avx2 fma;cores=2;compiler=c++ 12.2.0;cxxflags=-O3;template=0000000000000000",
+              "MatMul", "fc1", "MC=48,NC=768,KC=128,MR=8,NR=48,VW=16,PACK_A=1,ORDER=1,UNROLL=4,THREADS=1", 8.88,
+              42.4, "2026-01-01T00:00:00Z"};
+  EXPECT_EQ(CheckEntry(e, 0), "");
   e.default_us = 1e308;
   EXPECT_NE(CheckEntry(e, 0).find("default_us 1e+308"), std::string::npos) << CheckEntry(e, 0);
 }
