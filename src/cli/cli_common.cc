@@ -177,32 +177,22 @@ Status CheckOutputFile(const fs::path& path, std::string_view option) {
   return CheckOutputFolder(parent.empty() ? fs::path(".") : parent, option);
 }
 
-Status CheckReplaceable(const fs::path& path, std::string_view option, std::string_view command,
-                        const std::vector<std::string_view>& own_heads, bool force) {
-  std::error_code ec;
-  auto st = fs::symlink_status(path, ec);
-  if (ec || !fs::exists(st)) return Status::Ok();
-  const std::string refused = std::string(option) + " " + path.string() + " exists and was not written by `" +
-                              std::string(command) + "`; not replaced. Give --force to replace it, or another file name";
-  if (!fs::is_regular_file(st))
-    return InvalidArgument(std::string(option) + " " + path.string() + " exists and is " + DescribeFileType(path) +
-                           ", not a file portkit writes; not replaced");
-  if (force) return Status::Ok();
+bool StartsWithAny(const fs::path& path, const std::vector<std::string_view>& heads) {
   size_t longest = 0;
-  for (auto head : own_heads) longest = std::max(longest, head.size());
-  std::string first(longest, '\0');
+  for (auto head : heads) longest = std::max(longest, head.size());
   auto fd = OpenInputFile(path, Links::kRefuse);
-  if (!fd.ok()) return InvalidArgument(refused);
-  ssize_t got = 0;
-  while (got < static_cast<ssize_t>(longest)) {
-    ssize_t n = ::read(fd->get(), first.data() + got, longest - static_cast<size_t>(got));
+  if (!fd.ok() || longest == 0) return false;
+  std::string first(longest, '\0');
+  size_t got = 0;
+  while (got < longest) {
+    ssize_t n = ::read(fd->get(), first.data() + got, longest - got);
     if (n <= 0) break;
-    got += n;
+    got += static_cast<size_t>(n);
   }
-  first.resize(got > 0 ? static_cast<size_t>(got) : 0);
-  for (auto head : own_heads)
-    if (!head.empty() && std::string_view(first).substr(0, head.size()) == head) return Status::Ok();
-  return InvalidArgument(refused);
+  first.resize(got);
+  for (auto head : heads)
+    if (!head.empty() && std::string_view(first).substr(0, head.size()) == head) return true;
+  return false;
 }
 
 }  // namespace portkit::cli

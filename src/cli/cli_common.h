@@ -70,13 +70,8 @@ Status CheckOutputFolder(const std::filesystem::path& path, std::string_view opt
 /// An output file whose folder passes CheckOutputFolder and which is not itself a folder.
 Status CheckOutputFile(const std::filesystem::path& path, std::string_view option);
 
-/// The overwrite policy for a single output file (docs/safety.md, "Outputs"): a command never
-/// replaces a file it did not write. A `path` that does not exist passes; an existing regular file
-/// passes when it starts with one of `own_heads` (the first bytes this command writes) or with
-/// `force`; anything else is refused (kInvalidArgument, exit 2): `OPTION PATH exists and was not
-/// written by `COMMAND`; not replaced. Give --force to replace it, or another file name`. Call it
-/// after CheckOutputFile, before any work.
-Status CheckReplaceable(const std::filesystem::path& path, std::string_view option, std::string_view command,
-                        const std::vector<std::string_view>& own_heads, bool force);
+/// Whether the regular file `path` starts with one of `heads` (a file a command knows as its own
+/// output by its first bytes, e.g. one written before the ledger of core/output_policy.h existed).
+bool StartsWithAny(const std::filesystem::path& path, const std::vector<std::string_view>& heads);
 
 }  // namespace portkit::cli

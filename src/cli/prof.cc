@@ -5,6 +5,7 @@
 #include "cli/cli_common.h"
 #include "cli/prof_cluster.h"
 #include "core/atomic_file.h"
+#include "core/output_policy.h"
 #include "core/table.h"
 #include "prof/api.h"
 #include "render/prof_advisor.h"
@@ -80,16 +81,17 @@ int ExportTimeline(const std::string& dir, const std::string& output, bool force
   fs::path out = output.empty() ? prof::ProfileFolder(dir) / "timeline" / "timeline.json" : fs::path(output);
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFile(out, "--output"); !st.ok()) return Fail(ctx, st);
-  // Only a timeline this command wrote is replaced without --force (a user's trace.json or
-  // train.py given as -o is not).
-  if (Status st = CheckReplaceable(out, "--output", "portkit prof export timeline",
-                                   {prof::kTimelineHead, prof::kTimelineHeadBefore}, force);
-      !st.ok())
+  // Only a file portkit wrote is replaced without --force (the folder's ledger, core/output_policy.h;
+  // a timeline written before the ledger is known by its first bytes): a user's trace.json or
+  // train.py given as -o is not.
+  if (Status st = CheckReplaceable(out, "--output", force);
+      !st.ok() && !StartsWithAny(out, {prof::kTimelineHead, prof::kTimelineHeadBefore}))
     return Fail(ctx, st);
   auto report = prof::RunExportTimeline({dir, max_string_bytes}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   fs::path folder = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (Status st = WriteInto(folder, out.filename().string(), report->json); !st.ok()) return Fail(ctx, st);
+  if (Status st = RecordWrittenFile(out); !st.ok()) return Fail(ctx, st);
   const auto& s = report->stats;
   if (s.without_detail)
     ctx.logger.Warning(std::to_string(s.without_detail) +

@@ -12,6 +12,7 @@
 #include "cli/tune_gdat.h"
 #include "cli/tune_pytorch.h"
 #include "core/atomic_file.h"
+#include "core/output_policy.h"
 #include "render/tune_render.h"
 #include "tune/api.h"
 #include "tune/strategies/strategy.h"
@@ -82,13 +83,16 @@ int BankCommand(const BankArgs& a, const std::string& bank_flag, Context& ctx) {
     }
     case BankAction::kExport: {
       if (Status st = CheckOutputFile(a.argument, "export"); !st.ok()) return Fail(ctx, st);
-      if (Status st = CheckReplaceable(a.argument, "export", "portkit tune bank export", {kBankExportHead}, a.force);
-          !st.ok())
+      // Only a file portkit wrote is replaced without --force (the folder's ledger,
+      // core/output_policy.h; an export written before the ledger is known by its first bytes).
+      if (Status st = CheckReplaceable(a.argument, "export", a.force);
+          !st.ok() && !StartsWithAny(a.argument, {kBankExportHead}))
         return Fail(ctx, st);
       auto listing = tune::RunBankExport(bank, max_string_bytes);
       if (!listing.ok()) return Fail(ctx, listing.status());
       WarnLeftOut(*listing, ctx);
       if (Status st = WriteFileAtomic(a.argument, tune::EntriesToJson(listing->entries)); !st.ok()) return Fail(ctx, st);
+      if (Status st = RecordWrittenFile(a.argument); !st.ok()) return Fail(ctx, st);
       ctx.logger.Info("Exported " + std::to_string(listing->entries.size()) + " entries to " + a.argument + ".");
       return kExitOk;
     }

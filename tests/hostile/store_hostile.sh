@@ -132,7 +132,7 @@ printf 'import torch\nprint("my training script")\n' >"$tmp/train.py"
 cp "$tmp/train.py" "$tmp/train.py.orig"
 $T "$PORTKIT" tune bank export "$tmp/train.py" --tune-bank "$good" >"$tmp/bo.out" 2>&1
 check "bank export onto a user's train.py: exit 2, not replaced" \
-  "[ $? = 2 ] && cmp -s '$tmp/train.py' '$tmp/train.py.orig' && grep -q 'was not written by .portkit tune bank export.; not replaced. Give --force' '$tmp/bo.out'"
+  "[ $? = 2 ] && cmp -s '$tmp/train.py' '$tmp/train.py.orig' && grep -q 'export $tmp/train.py already exists and portkit did not write it; give another name, or --force to replace it' '$tmp/bo.out'"
 $T "$PORTKIT" tune bank export "$tmp/train.py" --tune-bank "$good" --force >"$tmp/bo2.out" 2>&1
 check "  with --force: replaced (exit 0)" "[ $? = 0 ] && grep -q portkit_tune_bank '$tmp/train.py'"
 $T "$PORTKIT" tune bank export "$tmp/train.py" --tune-bank "$good" >"$tmp/bo3.out" 2>&1
@@ -230,7 +230,7 @@ check "  over the limit, naming the file and the flag" \
 cp "$tmp/train.py.orig" "$tmp/train2.py"
 $T "$PORTKIT" prof export timeline -dir "$p" -o "$tmp/train2.py" >"$tmp/to.out" 2>&1
 check "export timeline -o onto a user's train.py: exit 2, not replaced" \
-  "[ $? = 2 ] && cmp -s '$tmp/train2.py' '$tmp/train.py.orig' && grep -q 'was not written by .portkit prof export timeline.; not replaced. Give --force' '$tmp/to.out'"
+  "[ $? = 2 ] && cmp -s '$tmp/train2.py' '$tmp/train.py.orig' && grep -q -- '--output $tmp/train2.py already exists and portkit did not write it; give another name, or --force to replace it' '$tmp/to.out'"
 $T "$PORTKIT" prof export timeline -dir "$p" -o "$tmp/train2.py" --force >"$tmp/to2.out" 2>&1
 check "  with --force: replaced" "[ $? = 0 ] && grep -q displayTimeUnit '$tmp/train2.py'"
 $T "$PORTKIT" prof export timeline -dir "$p" -o "$tmp/train2.py" >"$tmp/to3.out" 2>&1
