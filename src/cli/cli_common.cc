@@ -177,4 +177,22 @@ Status CheckOutputFile(const fs::path& path, std::string_view option) {
   return CheckOutputFolder(parent.empty() ? fs::path(".") : parent, option);
 }
 
+bool StartsWithAny(const fs::path& path, const std::vector<std::string_view>& heads) {
+  size_t longest = 0;
+  for (auto head : heads) longest = std::max(longest, head.size());
+  auto fd = OpenInputFile(path, Links::kRefuse);
+  if (!fd.ok() || longest == 0) return false;
+  std::string first(longest, '\0');
+  size_t got = 0;
+  while (got < longest) {
+    ssize_t n = ::read(fd->get(), first.data() + got, longest - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  first.resize(got);
+  for (auto head : heads)
+    if (!head.empty() && std::string_view(first).substr(0, head.size()) == head) return true;
+  return false;
+}
+
 }  // namespace portkit::cli

@@ -70,4 +70,8 @@ Status CheckOutputFolder(const std::filesystem::path& path, std::string_view opt
 /// An output file whose folder passes CheckOutputFolder and which is not itself a folder.
 Status CheckOutputFile(const std::filesystem::path& path, std::string_view option);
 
+/// Whether the regular file `path` starts with one of `heads` (a file a command knows as its own
+/// output by its first bytes, e.g. one written before the ledger of core/output_policy.h existed).
+bool StartsWithAny(const std::filesystem::path& path, const std::vector<std::string_view>& heads);
+
 }  // namespace portkit::cli

@@ -5,6 +5,7 @@
 #include "cli/cli_common.h"
 #include "cli/prof_cluster.h"
 #include "core/atomic_file.h"
+#include "core/output_policy.h"
 #include "core/table.h"
 #include "prof/api.h"
 #include "render/prof_advisor.h"
@@ -47,12 +48,19 @@ int Import(const std::string& dir, const prof::ImportLimits& limits, Context& ct
   return ExitCodeFor(report->FirstFailure());
 }
 
+/// `--max-string-mb` of the commands that read a store (docs/safety.md, Limits).
+void AddMaxStringOption(CLI::App& app, uint64_t* mb) {
+  app.add_option("--max-string-mb", *mb,
+                 "the longest string read from portkit.db (a name, an event's args), in MiB (default 64)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1024}));
+}
+
 int ExportSummary(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
-                  Context& ctx) {
+                  int64_t max_string_bytes, Context& ctx) {
   fs::path out = OutputFolder(output, dir, "summary");
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
-  auto report = prof::RunExportSummary({dir}, ctx);
+  auto report = prof::RunExportSummary({dir, max_string_bytes}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   std::vector<std::vector<std::string>> rows;
   std::string shown = output.empty() ? "summary/" : (out / "").string();
@@ -68,14 +76,22 @@ int ExportSummary(const std::string& dir, const std::string& output, const std::
   return kExitOk;
 }
 
-int ExportTimeline(const std::string& dir, const std::string& output, Context& ctx) {
+int ExportTimeline(const std::string& dir, const std::string& output, bool force, int64_t max_string_bytes,
+                   Context& ctx) {
   fs::path out = output.empty() ? prof::ProfileFolder(dir) / "timeline" / "timeline.json" : fs::path(output);
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFile(out, "--output"); !st.ok()) return Fail(ctx, st);
-  auto report = prof::RunExportTimeline({dir}, ctx);
+  // Only a file portkit wrote is replaced without --force (the folder's ledger, core/output_policy.h;
+  // a timeline written before the ledger is known by its first bytes): a user's trace.json or
+  // train.py given as -o is not.
+  if (Status st = CheckReplaceable(out, "--output", force);
+      !st.ok() && !StartsWithAny(out, {prof::kTimelineHead, prof::kTimelineHeadBefore}))
+    return Fail(ctx, st);
+  auto report = prof::RunExportTimeline({dir, max_string_bytes}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   fs::path folder = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   if (Status st = WriteInto(folder, out.filename().string(), report->json); !st.ok()) return Fail(ctx, st);
+  if (Status st = RecordWrittenFile(out); !st.ok()) return Fail(ctx, st);
   const auto& s = report->stats;
   if (s.without_detail)
     ctx.logger.Warning(std::to_string(s.without_detail) +
@@ -92,11 +108,14 @@ int ExportTimeline(const std::string& dir, const std::string& output, Context& c
 }
 
 int Analyse(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
-            const std::string& fail_on, Context& ctx) {
+            const std::string& fail_on, int64_t max_string_bytes, Context& ctx) {
   fs::path out = OutputFolder(output, dir, "analysis");
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
-  auto report = prof::RunAnalyse({dir}, ctx);
+  prof::AnalyseOptions options;
+  options.dir = dir;
+  options.max_string_bytes = max_string_bytes;
+  auto report = prof::RunAnalyse(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   std::string text = render::ProfAdvisorText(*report);
   std::vector<std::string> written;
@@ -124,12 +143,12 @@ int Analyse(const std::string& dir, const std::string& output, const std::vector
 }
 
 int Diff(const std::string& base, const std::string& compare, std::optional<double> fail_above,
-         const std::string& output, const std::vector<std::string>& formats, Context& ctx) {
+         const std::string& output, const std::vector<std::string>& formats, int64_t max_string_bytes, Context& ctx) {
   fs::path out = OutputFolder(output, compare, "diff");
   if (Status st = CheckInput(base, "base"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckInput(compare, "compare"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
-  auto report = prof::RunDiff({base, compare, fail_above}, ctx);
+  auto report = prof::RunDiff({base, compare, fail_above, max_string_bytes}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   Print(render::ProfDiffText(*report));
   for (const auto& format : formats) {
@@ -227,10 +246,16 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   summary->add_option("-d,--dir", summary_dir, "the profile folder (holding portkit.db); also -dir")->required();
   summary->add_option("-o,--output", summary_output, "folder for the files (default: <dir>/summary)");
   AddFormatOption(*summary, &summary_formats, {"csv", "json"}, {"csv"});
+  uint64_t max_string_mb = static_cast<uint64_t>(prof::kDefaultMaxStoredValueBytes >> 20);
+  AddMaxStringOption(*summary, &max_string_mb);
   std::string timeline_dir, timeline_output;
+  bool timeline_force = false;
   auto* timeline = exp->add_subcommand("timeline", "Chrome-trace JSON (Perfetto) into <dir>/timeline/timeline.json");
   timeline->add_option("-d,--dir", timeline_dir, "the profile folder (holding portkit.db); also -dir")->required();
   timeline->add_option("-o,--output", timeline_output, "the file to write (default: <dir>/timeline/timeline.json)");
+  timeline->add_flag("--force", timeline_force,
+                     "replace the output file even when it is not a timeline portkit wrote (refused otherwise)");
+  AddMaxStringOption(*timeline, &max_string_mb);
 
   std::string analyse_dir, analyse_output, fail_on;
   std::vector<std::string> analyse_formats;
@@ -241,6 +266,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   AddFormatOption(*analyse, &analyse_formats, {"text", "html", "json"}, {"text", "html"});
   analyse->add_option("--fail-on", fail_on, "exit 1 when there is a finding of this severity or higher")
       ->check(CLI::IsMember({"high", "medium", "low", "info"}));
+  AddMaxStringOption(*analyse, &max_string_mb);
 
   std::string base_dir, cmp_dir, diff_output;
   std::vector<std::string> diff_formats;
@@ -253,6 +279,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
                                 "exit 3 when the step time grows by more than this percentage");
   diff->add_option("-o,--output", diff_output, "folder for the files (default: CMP_DIR/diff)");
   AddFormatOption(*diff, &diff_formats, {"csv", "json"}, {"csv"});
+  AddMaxStringOption(*diff, &max_string_mb);
 
   ClusterCommand cluster;
   cluster.Register(app);
@@ -268,12 +295,13 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     import_limits.max_store_growth_bytes = max_growth_mb << 20;
     return Import(import_dir, import_limits, ctx);
   }
-  if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, ctx);
-  if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, ctx);
-  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, ctx);
+  const auto max_string_bytes = static_cast<int64_t>(max_string_mb << 20);
+  if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, max_string_bytes, ctx);
+  if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, timeline_force, max_string_bytes, ctx);
+  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, max_string_bytes, ctx);
   if (diff->parsed())
     return Diff(base_dir, cmp_dir, gate->count() ? std::optional<double>(fail_above) : std::nullopt, diff_output,
-                diff_formats, ctx);
+                diff_formats, max_string_bytes, ctx);
   return kExitUsage;
 }
 

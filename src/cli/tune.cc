@@ -12,6 +12,7 @@
 #include "cli/tune_gdat.h"
 #include "cli/tune_pytorch.h"
 #include "core/atomic_file.h"
+#include "core/output_policy.h"
 #include "render/tune_render.h"
 #include "tune/api.h"
 #include "tune/strategies/strategy.h"
@@ -46,28 +47,52 @@ struct BankArgs {
   BankAction action = BankAction::kList;
   std::string argument;  // the operator of show, the file of export / import
   std::vector<std::string> formats;
+  bool force = false;             // export: replace a file `bank export` did not write
+  uint64_t max_string_mb = tune::kDefaultMaxBankStringBytes >> 20;
 };
+
+/// The first bytes of every file `tune bank export` writes (EntriesToJson).
+constexpr std::string_view kBankExportHead = "{\n  \"portkit_tune_bank\": ";
+
+/// Says which entries a listing left out (a string over the limit, a time out of range).
+void WarnLeftOut(const tune::BankListing& listing, Context& ctx) {
+  for (const auto& line : listing.left_out) ctx.logger.Warning(line);
+  if (!listing.left_out.empty())
+    ctx.logger.Warning(std::to_string(listing.left_out.size()) + " of " +
+                       std::to_string(listing.left_out.size() + listing.entries.size()) + " entries of " +
+                       listing.path.string() + " left out (not shown, not exported)");
+}
 
 int BankCommand(const BankArgs& a, const std::string& bank_flag, Context& ctx) {
   fs::path bank = tune::BankDir(bank_flag);
+  const auto max_string_bytes = static_cast<int64_t>(a.max_string_mb << 20);
   switch (a.action) {
     case BankAction::kList: {
-      auto listing = tune::RunBankList(bank);
+      auto listing = tune::RunBankList(bank, max_string_bytes);
       if (!listing.ok()) return Fail(ctx, listing.status());
+      WarnLeftOut(*listing, ctx);
       Print(Wants(a.formats, "json") ? tune::EntriesToJson(listing->entries) : render::BankListText(*listing));
       return kExitOk;
     }
     case BankAction::kShow: {
-      auto listing = tune::RunBankShow(bank, a.argument);
+      auto listing = tune::RunBankShow(bank, a.argument, max_string_bytes);
       if (!listing.ok()) return Fail(ctx, listing.status());
+      WarnLeftOut(*listing, ctx);
       Print(Wants(a.formats, "json") ? tune::EntriesToJson(listing->entries) : render::BankShowText(*listing));
       return kExitOk;
     }
     case BankAction::kExport: {
       if (Status st = CheckOutputFile(a.argument, "export"); !st.ok()) return Fail(ctx, st);
-      auto listing = tune::RunBankExport(bank);
+      // Only a file portkit wrote is replaced without --force (the folder's ledger,
+      // core/output_policy.h; an export written before the ledger is known by its first bytes).
+      if (Status st = CheckReplaceable(a.argument, "export", a.force);
+          !st.ok() && !StartsWithAny(a.argument, {kBankExportHead}))
+        return Fail(ctx, st);
+      auto listing = tune::RunBankExport(bank, max_string_bytes);
       if (!listing.ok()) return Fail(ctx, listing.status());
+      WarnLeftOut(*listing, ctx);
       if (Status st = WriteFileAtomic(a.argument, tune::EntriesToJson(listing->entries)); !st.ok()) return Fail(ctx, st);
+      if (Status st = RecordWrittenFile(a.argument); !st.ok()) return Fail(ctx, st);
       ctx.logger.Info("Exported " + std::to_string(listing->entries.size()) + " entries to " + a.argument + ".");
       return kExitOk;
     }
@@ -152,6 +177,12 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   bank->add_option("--show", show, "same as `bank show OP`");
   bank->add_option("--export", export_file, "same as `bank export FILE`");
   bank->add_option("--import", import_file, "same as `bank import FILE`");
+  bank->add_flag("--force", bank_args.force,
+                 "export: replace FILE even when `bank export` did not write it (refused otherwise)");
+  bank->add_option("--max-string-mb", bank_args.max_string_mb,
+                   "the longest string read from the bank, in MiB (default 1); an entry with a longer one is left "
+                   "out")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1024}));
   auto* bank_list = bank->add_subcommand("list", "list the entries (the default)");
   auto* bank_show = bank->add_subcommand("show", "every field of the entries of an operator");
   bank_show->add_option("op", show, "signature, op name or op type")->required();
@@ -170,9 +201,9 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   if (bank->parsed()) {
     int actions = (list_flag || bank_list->parsed()) + !show.empty() + !export_file.empty() + !import_file.empty();
     if (actions > 1) return Fail(ctx, InvalidArgument("tune bank: give one of list, show, export, import"));
-    if (!show.empty()) bank_args = {BankAction::kShow, show, bank_args.formats};
-    else if (!export_file.empty()) bank_args = {BankAction::kExport, export_file, bank_args.formats};
-    else if (!import_file.empty()) bank_args = {BankAction::kImport, import_file, bank_args.formats};
+    if (!show.empty()) bank_args.action = BankAction::kShow, bank_args.argument = show;
+    else if (!export_file.empty()) bank_args.action = BankAction::kExport, bank_args.argument = export_file;
+    else if (!import_file.empty()) bank_args.action = BankAction::kImport, bank_args.argument = import_file;
     return BankCommand(bank_args, bank_flag, ctx);
   }
   if (list_strategies) {

@@ -1,11 +1,88 @@
 #include "core/sqlite.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <thread>
 #include <utility>
 
 namespace portkit::sql {
+
+// ---- Result codes ----------------------------------------------------------------------------
+
+std::string DescribeResultCode(int code) {
+  switch (code & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return "not a SQLite database, or a damaged one";
+    case SQLITE_FULL:
+      return "the disk is full (no room for the database or its journal; free some space and run again)";
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return "cannot be written (permission denied, or a read-only file system)";
+    case SQLITE_CANTOPEN:
+      return "cannot be opened (missing, permission denied, or a folder it needs cannot be written)";
+    case SQLITE_IOERR:
+      return "an input/output error of the file system";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return "locked by another process for longer than the wait allows";
+    case SQLITE_NOMEM:
+      return "out of memory";
+    case SQLITE_TOOBIG:
+      return "over the limit: a string or blob longer than the limit";
+    case SQLITE_INTERRUPT:
+      return "interrupted";
+    case SQLITE_CONSTRAINT:
+      return "a constraint failed";
+    case SQLITE_RANGE:
+    case SQLITE_MISMATCH:
+      return "a value of the wrong type";
+    default:
+      return "a database error";
+  }
+}
+
+ErrorCode ErrorCodeForResult(int code) {
+  switch (code & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return ErrorCode::kParse;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+      return ErrorCode::kInvalidArgument;
+    default:
+      return ErrorCode::kIo;
+  }
+}
+
+namespace {
+
+/// For a permission problem: which of the file and its folder cannot be written, or that the
+/// file system is read-only ("" when neither shows; root passes every permission check).
+std::string WhatCannotBeWritten(const std::string& path) {
+  if (path.empty() || path == ":memory:") return "";
+  std::filesystem::path p(path);
+  std::string folder = p.parent_path().empty() ? "." : p.parent_path().string();
+  if (::access(folder.c_str(), W_OK) != 0)
+    return errno == EROFS ? "the file system of " + folder + " is read-only"
+                          : "the folder " + folder + " is not writable (" + std::strerror(errno) + ")";
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0)
+    return errno == EROFS ? "the file system of " + folder + " is read-only"
+                          : std::string("the file is not writable (") + std::strerror(errno) + ")";
+  return "";
+}
+
+}  // namespace
 
 // ---- Statement -------------------------------------------------------------------------------
 
@@ -126,15 +203,24 @@ Expected<Database> Database::Open(const std::filesystem::path& path, const OpenO
   }
   int rc = sqlite3_open_v2(name.c_str(), &db.db_, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = db.db_ ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc);
-    return Status(rc == SQLITE_CANTOPEN ? ErrorCode::kIo : ErrorCode::kIo,
-                  db.path_ + ": cannot open the database: " + msg);
+    int code = db.db_ ? sqlite3_extended_errcode(db.db_) : rc;
+    return db.ErrorFor(code, "cannot open the database", db.db_ ? sqlite3_errmsg(db.db_) : sqlite3_errstr(rc));
   }
   sqlite3_extended_result_codes(db.db_, 1);
   sqlite3_busy_timeout(db.db_, options.busy_timeout_ms);
-  // A file that is not SQLite only shows itself on the first read.
-  if (Status st = db.Exec("SELECT count(*) FROM sqlite_master"); !st.ok())
-    return Status(ErrorCode::kParse, db.path_ + ": not a SQLite database, or a damaged one (" + st.message() + ")");
+  db.limit_remedy_ = std::string(options.limit_remedy);
+  if (options.max_value_bytes > 0)
+    sqlite3_limit(db.db_, SQLITE_LIMIT_LENGTH,
+                  static_cast<int>(std::min<int64_t>(options.max_value_bytes, int64_t{1} << 30)));
+  // Nothing stored in the file may call a function with side effects, and the file cannot be
+  // told to damage itself; views and triggers of a file portkit did not write are not run.
+  sqlite3_db_config(db.db_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db.db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  if (!options.run_stored_views) sqlite3_db_config(db.db_, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+  if (!options.run_stored_triggers) sqlite3_db_config(db.db_, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  // A file that is not SQLite only shows itself on the first read; so does a folder that cannot
+  // be written (the journal of a WAL database) or a full disk.
+  if (Status st = db.Exec("SELECT count(*) FROM sqlite_master"); !st.ok()) return st;
   if (options.read_only) return db;
   if (options.page_size > 0)
     PORTKIT_RETURN_IF_ERROR(db.Exec("PRAGMA page_size = " + std::to_string(options.page_size)));
@@ -153,7 +239,8 @@ Expected<Database> Database::Open(const std::filesystem::path& path, const OpenO
 }
 
 Database::Database(Database&& o) noexcept
-    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)), read_only_(o.read_only_) {}
+    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)), read_only_(o.read_only_),
+      limit_remedy_(std::move(o.limit_remedy_)) {}
 
 Database& Database::operator=(Database&& o) noexcept {
   if (this != &o) {
@@ -161,6 +248,7 @@ Database& Database::operator=(Database&& o) noexcept {
     db_ = std::exchange(o.db_, nullptr);
     path_ = std::move(o.path_);
     read_only_ = o.read_only_;
+    limit_remedy_ = std::move(o.limit_remedy_);
   }
   return *this;
 }
@@ -170,14 +258,37 @@ Database::~Database() {
 }
 
 Status Database::Error(std::string_view what) const {
-  int code = db_ ? sqlite3_errcode(db_) : SQLITE_ERROR;
-  ErrorCode ec = ErrorCode::kIo;
-  int primary = code & 0xff;
-  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) ec = ErrorCode::kParse;
-  if (primary == SQLITE_CONSTRAINT || primary == SQLITE_MISMATCH) ec = ErrorCode::kInvalidArgument;
-  std::string msg = path_ + ": " + std::string(what);
-  if (db_) msg += std::string(": ") + sqlite3_errmsg(db_);
-  return Status(ec, msg);
+  int code = db_ ? sqlite3_extended_errcode(db_) : SQLITE_ERROR;
+  return ErrorFor(code, what, db_ ? sqlite3_errmsg(db_) : "");
+}
+
+Status Database::ErrorFor(int code, std::string_view what, std::string_view sqlite_message) const {
+  const int primary = code & 0xff;
+  std::string msg = path_;
+  if (!what.empty()) msg += ": " + std::string(what);
+  // A plain SQL error (a missing table or column) is SQLite's own words; the others say what the
+  // code means, with SQLite's words after it.
+  if (primary == SQLITE_ERROR) {
+    if (!sqlite_message.empty()) msg += ": " + std::string(sqlite_message);
+    return Status(ErrorCode::kIo, msg);
+  }
+  // A database that cannot be opened for writing because of where it lives says that it cannot
+  // be written, and why (the folder, the file, a read-only file system).
+  std::string which;
+  if (primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH || primary == SQLITE_CANTOPEN)
+    which = WhatCannotBeWritten(path_);
+  if (primary == SQLITE_CANTOPEN && !which.empty() && !read_only_) msg += ": cannot be written";
+  else msg += ": " + DescribeResultCode(code);
+  if (primary == SQLITE_TOOBIG) {
+    const int limit = db_ ? sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1) : 0;
+    msg += " of " + (limit >= (1 << 20) && limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
+                                                                   : std::to_string(limit) + " bytes") + "; not read";
+    if (!limit_remedy_.empty()) msg += ". " + limit_remedy_;
+    return Status(ErrorCode::kInvalidArgument, msg);
+  }
+  if (!which.empty()) msg += ": " + which;
+  if (!sqlite_message.empty()) msg += " (" + std::string(sqlite_message) + ")";
+  return Status(ErrorCodeForResult(code), msg);
 }
 
 Status Database::Exec(std::string_view sql) {
@@ -187,9 +298,9 @@ Status Database::Exec(std::string_view sql) {
   if (rc == SQLITE_OK) return Status::Ok();
   std::string msg = err ? err : sqlite3_errstr(rc);
   sqlite3_free(err);
-  int primary = rc & 0xff;
-  ErrorCode ec = (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) ? ErrorCode::kParse : ErrorCode::kIo;
-  return Status(ec, path_ + ": " + msg);
+  int code = sqlite3_extended_errcode(db_);
+  if ((code & 0xff) != (rc & 0xff)) code = rc;
+  return ErrorFor(code, "", msg);
 }
 
 Expected<Statement> Database::Prepare(std::string_view sql) {
@@ -254,6 +365,135 @@ void Transaction::Rollback() {
 
 namespace {
 
+/// One object of a database's schema as sqlite_master lists it; a table's columns as
+/// table_xinfo gives them ("name type notnull default pk hidden", one string each).
+struct SchemaObject {
+  std::string type, table, sql;
+  bool is_virtual = false;
+  std::vector<std::string> columns;
+};
+using SchemaObjects = std::map<std::string, SchemaObject>;
+
+/// SQL text with every run of white space made one space, for comparing views and indexes.
+std::string NormalizeSql(std::string_view sql) {
+  std::string out;
+  bool space = false;
+  for (char c : sql) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ';') out.pop_back();
+  return out;
+}
+
+/// SQLite's own bookkeeping tables (ANALYZE's statistics, AUTOINCREMENT's counters): not part of
+/// any schema portkit compares.
+bool IsSqliteBookkeeping(const std::string& name, const std::string& type) {
+  return type == "table" && (name == "sqlite_sequence" || name.rfind("sqlite_stat", 0) == 0);
+}
+
+Expected<SchemaObjects> ReadSchemaObjects(Database& db) {
+  SchemaObjects out;
+  auto q = db.Prepare("SELECT type, name, tbl_name, coalesce(sql, '') FROM main.sqlite_master");
+  if (!q.ok()) return q.status();
+  while (true) {
+    auto row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    SchemaObject o{std::string(q->Text(0)), std::string(q->Text(2)), NormalizeSql(q->Text(3)), false, {}};
+    std::string head = o.sql.substr(0, 12);
+    std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::toupper(c); });
+    o.is_virtual = o.type == "table" && head != "CREATE TABLE";
+    out.emplace(std::string(q->Text(1)), std::move(o));
+  }
+  // Only real tables: table_xinfo of a virtual table would call its module.
+  auto info = db.Prepare(
+      "SELECT name, type, \"notnull\", coalesce(dflt_value, ''), pk, hidden FROM pragma_table_xinfo(?1, 'main')");
+  if (!info.ok()) return info.status();
+  for (auto& [name, o] : out) {
+    if (o.type != "table" || o.is_virtual) continue;
+    info->Reset();
+    info->Bind(1, name);
+    while (true) {
+      auto row = info->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      std::string type(info->Text(1));
+      std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::toupper(c); });
+      o.columns.push_back(std::string(info->Text(0)) + " " + type + " " + std::to_string(info->Int(2)) + " " +
+                          std::string(info->Text(3)) + " " + std::to_string(info->Int(4)) + " " +
+                          std::to_string(info->Int(5)));
+    }
+  }
+  return out;
+}
+
+/// The schema `reference_sql` makes in an empty database.
+Expected<SchemaObjects> ReferenceObjects(std::string_view reference_sql) {
+  auto mem = Database::Open(":memory:");
+  if (!mem.ok()) return mem.status();
+  PORTKIT_RETURN_IF_ERROR(mem->Exec(reference_sql));
+  return ReadSchemaObjects(*mem);
+}
+
+std::string ColumnNames(const std::vector<std::string>& columns) {
+  std::string out;
+  for (const auto& c : columns) out += (out.empty() ? "" : ", ") + c.substr(0, c.find(' '));
+  return out;
+}
+
+enum class SchemaCheck { kExact, kNoForeignObjects };
+
+Status CheckSchemaObjects(Database& db, std::string_view what, std::string_view reference_sql, std::string_view remedy,
+                          SchemaCheck mode) {
+  auto ref = ReferenceObjects(reference_sql);
+  if (!ref.ok()) return ref.status();
+  auto have = ReadSchemaObjects(db);
+  if (!have.ok()) return have.status();
+  const std::string a = "a " + std::string(what);
+  auto refuse = [&](const std::string& why) {
+    return Status(ErrorCode::kUnsupported, db.path() + ": not " + a + " as portkit writes it: " + why +
+                                               "; refused, nothing in it was read or run" +
+                                               (remedy.empty() ? "" : "; " + std::string(remedy)));
+  };
+  for (const auto& [name, o] : *have) {
+    if (IsSqliteBookkeeping(name, o.type)) continue;
+    if (o.type == "trigger")
+      return refuse("it holds a trigger '" + name + "' on '" + o.table + "' (SQL that would run on portkit's own "
+                    "writes), which " + a + " never has");
+    if (o.is_virtual) return refuse("'" + name + "' is a virtual table, which " + a + " never has");
+    // An older version's indexes (dropped or rebuilt by the migrations) are not foreign; an index
+    // runs no SQL of its own, only deterministic expressions.
+    if (mode == SchemaCheck::kNoForeignObjects && o.type == "index") continue;
+    auto it = ref->find(name);
+    if (it == ref->end()) return refuse("it holds a " + o.type + " '" + name + "' that " + a + " does not have");
+    const SchemaObject& want = it->second;
+    if (o.type != want.type)
+      return refuse("'" + name + "' is a " + o.type + " where " + a + " has a " + want.type);
+    if (mode == SchemaCheck::kNoForeignObjects) continue;
+    if (o.type == "table" && o.columns != want.columns) {
+      const std::string have_names = ColumnNames(o.columns), want_names = ColumnNames(want.columns);
+      if (have_names != want_names)
+        return refuse("table '" + name + "' has the columns (" + have_names + ") where " + a + " has (" + want_names +
+                      ")");
+      return refuse("the columns of table '" + name + "' have other types or constraints than " + a + "'s");
+    }
+    if ((o.type == "view" || o.type == "index") && (o.sql != want.sql || o.table != want.table))
+      return refuse("the " + o.type + " '" + name + "' is not " + a + "'s own (its SQL differs)");
+  }
+  if (mode == SchemaCheck::kExact) {
+    for (const auto& [name, want] : *ref)
+      if (!have->count(name)) return refuse("it has no " + want.type + " '" + name + "'");
+  }
+  return Status::Ok();
+}
+
+
 /// What to do with a store at `have` (tables present or not): ok, create, migrate, or refuse.
 Status RefuseUnlessUsable(Database& db, const Schema& schema, int have, bool tables) {
   std::string what(schema.what);
@@ -290,6 +530,15 @@ Status ReadSchemaState(Database& db, int* have, bool* tables) {
 
 }  // namespace
 
+Status CheckOwnSchema(Database& db, std::string_view what, std::string_view reference_sql, std::string_view remedy) {
+  return CheckSchemaObjects(db, what, reference_sql, remedy, SchemaCheck::kExact);
+}
+
+Status CheckNoForeignObjects(Database& db, std::string_view what, std::string_view reference_sql,
+                             std::string_view remedy) {
+  return CheckSchemaObjects(db, what, reference_sql, remedy, SchemaCheck::kNoForeignObjects);
+}
+
 Status EnsureSchema(Database& db, const Schema& schema) {
   int have = 0;
   bool tables = false;
@@ -299,6 +548,13 @@ Status EnsureSchema(Database& db, const Schema& schema) {
     Transaction snapshot(db, Transaction::Mode::kDeferred);
     PORTKIT_RETURN_IF_ERROR(snapshot.status());
     PORTKIT_RETURN_IF_ERROR(ReadSchemaState(db, &have, &tables));
+    // What the file holds is checked before anything of it is used: exactly portkit's own
+    // schema, or (an older version, about to be migrated; a new file) nothing foreign. Tables
+    // without a version are refused below whatever they are.
+    if (have == schema.version)
+      PORTKIT_RETURN_IF_ERROR(CheckOwnSchema(db, schema.what, schema.create_sql, schema.remedy));
+    else if (have > 0 ? have < schema.version : !tables)
+      PORTKIT_RETURN_IF_ERROR(CheckNoForeignObjects(db, schema.what, schema.create_sql, schema.remedy));
     PORTKIT_RETURN_IF_ERROR(snapshot.Commit());
   }
   if (have == schema.version) return Status::Ok();

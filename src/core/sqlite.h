@@ -78,7 +78,28 @@ struct OpenOptions {
   /// With read_only: open as an immutable file (SQLite's `immutable=1`): no locks, no -shm.
   /// Lets a WAL database in a read-only folder be read; only for files nobody writes meanwhile.
   bool immutable = false;
+  /// The longest string or blob a statement may read or make, in bytes (SQLITE_LIMIT_LENGTH;
+  /// 0: SQLite's own, about 1 GB). SQLite checks it before it loads a value, so a longer one costs
+  /// no memory: the statement fails with "over the limit" (kInvalidArgument, see Describe).
+  int64_t max_value_bytes = 0;
+  /// What a database portkit did not write could make it run: off, the views and triggers stored
+  /// in the file (SQLITE_DBCONFIG_ENABLE_VIEW / _TRIGGER; views of the TEMP schema still work)
+  /// are never run. Functions with side effects are never allowed in the schema either way
+  /// (trusted_schema off), and the file cannot be made to damage itself (DEFENSIVE).
+  bool run_stored_views = true;
+  bool run_stored_triggers = true;
+  /// Words for the over-the-limit message: what raises max_value_bytes (e.g. "--max-string-mb
+  /// raises the limit"); empty: the limit is fixed.
+  std::string_view limit_remedy;
 };
+
+/// What an SQLite result code (extended or primary) means for the user, without SQLite's own
+/// words: "not a SQLite database, or a damaged one", "the disk is full", "cannot be written
+/// (permission denied, or a read-only file system)", ... For the messages of Database::Error.
+std::string DescribeResultCode(int code);
+/// The ErrorCode of an SQLite result code: kParse for a damaged file or one that is not SQLite,
+/// kInvalidArgument for a constraint or a value over the length limit, kIo otherwise.
+ErrorCode ErrorCodeForResult(int code);
 
 class Database {
  public:
@@ -103,14 +124,19 @@ class Database {
   /// Whether the database holds any table (a fresh file holds none).
   Expected<bool> HasTables();
 
-  /// An error naming this database and SQLite's message: "<path>: <what>: <sqlite message>".
+  /// An error naming this database, what failed, what the result code means (DescribeResultCode,
+  /// the folder named for a permission problem, the limit and its remedy for a value over it) and
+  /// SQLite's own message: "<path>: <what>: <meaning> (<sqlite message>)".
   Status Error(std::string_view what) const;
+  /// The same for the result `code` of a call that has no database handle state to read.
+  Status ErrorFor(int code, std::string_view what, std::string_view sqlite_message) const;
 
  private:
   Database() = default;
   sqlite3* db_ = nullptr;
   std::string path_;
   bool read_only_ = false;
+  std::string limit_remedy_;
 };
 
 /// Prepares `sql` and calls `on_row(statement)` for every row it yields.
@@ -167,6 +193,23 @@ struct Schema {
 /// transaction, and refuses (kUnsupported, naming the file, both versions and the remedy) a newer
 /// version, an older one without a migration path, or tables without a version. A read-only
 /// database is never changed: anything but the current version is refused.
+///
+/// Before anything is read or written, the objects of the file are checked against the schema's
+/// own (CheckOwnSchema when `user_version` is the current version, CheckNoForeignObjects before a
+/// migration, and nothing at all but portkit's tables in a file about to be created): a view,
+/// trigger, table, column or index that `schema.create_sql` does not make is refused.
 Status EnsureSchema(Database& db, const Schema& schema);
+
+/// Refuses (kUnsupported, naming the file, the object and `remedy`) a database whose schema is
+/// not exactly the one `reference_sql` makes in an empty database: the same tables with the same
+/// columns (name, declared type, NOT NULL, default, key; in order), the same views (their SQL,
+/// whitespace aside), the same indexes, and no trigger. A table's SQL text may differ (ALTER TABLE
+/// rewrites it). Reads only the schema (sqlite_master and table_xinfo), never a row.
+Status CheckOwnSchema(Database& db, std::string_view what, std::string_view reference_sql, std::string_view remedy);
+/// The check before a migration (an older version of the schema has fewer columns and other
+/// indexes): no trigger, no virtual table, and no table or view whose name `reference_sql` does
+/// not make.
+Status CheckNoForeignObjects(Database& db, std::string_view what, std::string_view reference_sql,
+                             std::string_view remedy);
 
 }  // namespace portkit::sql

@@ -81,6 +81,8 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx);
 
 struct ExportOptions {
   std::filesystem::path dir;  ///< an imported profile folder (holding portkit.db)
+  /// The longest string read from the store (`--max-string-mb`; docs/safety.md, Limits).
+  int64_t max_string_bytes = kDefaultMaxStoredValueBytes;
 };
 
 struct SummaryReport {
@@ -101,6 +103,7 @@ Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context
 struct AnalyseOptions {
   std::filesystem::path dir;
   size_t top = 10;  ///< rows in the top operators / device tasks lists
+  int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
 };
 
 struct AnalyseReport {
@@ -123,6 +126,7 @@ struct DiffOptions {
   std::filesystem::path base, compare;  ///< profile folders; imported first when not yet
   /// The regression gate: the step time may grow by at most this percentage.
   std::optional<double> fail_above_percent;
+  int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
 };
 
 struct DiffSide {

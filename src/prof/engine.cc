@@ -11,14 +11,20 @@ namespace {
 /// The store of an imported profile folder, read-only.
 /// An import that was killed (or is still running) is said on the console: the profile read is
 /// then not the whole of it (docs/safety.md, Crash markers).
-Expected<Store> OpenImported(const fs::path& dir, Context& ctx) {
+/// Rows out of range (an edited store) are left out of everything read and said here.
+Expected<Store> OpenImported(const fs::path& dir, int64_t max_string_bytes, Context& ctx) {
   fs::path db_path = StorePath(dir);
   std::error_code ec;
   if (!fs::exists(db_path, ec))
     return NotFound("no profile database in " + ProfileFolder(dir).string() + "; run `portkit prof import -dir " +
                     dir.string() + "` first");
   for (const auto& w : UnfinishedImportWarnings(ProfileFolder(dir))) ctx.logger.Warning(w);
-  return Store::OpenForReading(db_path);
+  StoreReadOptions read;
+  read.max_value_bytes = max_string_bytes;
+  auto store = Store::OpenForReading(db_path, read);
+  if (!store.ok()) return store.status();
+  if (std::string w = store->read_notes().Warning(db_path.string()); !w.empty()) ctx.logger.Warning(w);
+  return store;
 }
 
 
@@ -46,7 +52,7 @@ SummaryTable HostOpSummary(const Profile& p) {
 }  // namespace
 
 Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& ctx) {
-  auto store = OpenImported(options.dir, ctx);
+  auto store = OpenImported(options.dir, options.max_string_bytes, ctx);
   if (!store.ok()) return store.status();
   auto tables = BuildSummaries(*store);
   if (!tables.ok()) return tables.status();
@@ -57,7 +63,7 @@ Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& 
 }
 
 Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context& ctx) {
-  auto store = OpenImported(options.dir, ctx);
+  auto store = OpenImported(options.dir, options.max_string_bytes, ctx);
   if (!store.ok()) return store.status();
   TimelineReport report;
   report.folder = ProfileFolder(options.dir);
@@ -75,7 +81,7 @@ size_t AnalyseReport::CountAtLeast(Severity at_least) const {
 }
 
 Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx) {
-  auto store = OpenImported(options.dir, ctx);
+  auto store = OpenImported(options.dir, options.max_string_bytes, ctx);
   if (!store.ok()) return store.status();
   auto profile = Profile::Load(*store, ctx.data_dir);
   if (!profile.ok()) return profile.status();
@@ -107,7 +113,7 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
       if (!imported.ok()) return imported.status();
       PORTKIT_RETURN_IF_ERROR(imported->FirstFailure());
     }
-    auto store = OpenImported(*dirs[i], ctx);
+    auto store = OpenImported(*dirs[i], options.max_string_bytes, ctx);
     if (!store.ok()) return store.status();
     auto totals = ComputeTotals(*store);
     if (!totals.ok()) return totals.status();

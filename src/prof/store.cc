@@ -1,6 +1,8 @@
 #include "prof/store.h"
 
 #include "prof/import_limits.h"
+#include "prof/importers/chrome_trace.h"
+#include "core/input_files.h"
 
 #include <unistd.h>
 
@@ -118,17 +120,98 @@ Expected<std::unique_ptr<sql::Statement>> PrepareOwned(sql::Database& db, std::s
 
 }  // namespace
 
-Expected<sql::Database> OpenStoreForReading(const fs::path& db_path) {
+namespace {
+
+// The bounds of the importers (TimesInRange), as SQL over a row of `events` / `marks`: a value
+// that is not an integer (text, a real, NULL) is out of range too.
+std::string EventInRangeSql() {
+  const std::string ts = std::to_string(kMaxTimestampNs), dur = std::to_string(kMaxDurationNs);
+  return "(typeof(ts) = 'integer' AND typeof(dur) = 'integer' AND ts BETWEEN -" + ts + " AND " + ts +
+         " AND dur BETWEEN 0 AND " + dur + ")";
+}
+std::string MarkInRangeSql() {
+  const std::string ts = std::to_string(kMaxTimestampNs);
+  return "(ts IS NULL OR (typeof(ts) = 'integer' AND ts BETWEEN -" + ts + " AND " + ts + "))";
+}
+
+// Rows out of range are counted, and when there are any, every query of this connection sees only
+// the others: TEMP views named like the tables come first in SQLite's name lookup (TEMP before
+// MAIN), and kernel_launches is made again over the filtered events. A store portkit wrote has no
+// such row, and its queries run on the tables as before.
+Status HideRowsOutOfRange(sql::Database& db, StoreReadNotes* notes) {
+  auto q = db.Prepare("SELECT (SELECT count(*) FROM main.events WHERE NOT " + EventInRangeSql() +
+                      "), (SELECT count(*) FROM main.marks WHERE NOT " + MarkInRangeSql() + ")");
+  if (!q.ok()) return q.status();
+  auto row = q->Step();
+  if (!row.ok()) return row.status();
+  StoreReadNotes found;
+  if (*row) found = {q->Int(0), q->Int(1)};
+  if (notes) *notes = found;
+  if (found.events_left_out == 0 && found.marks_left_out == 0) return Status::Ok();
+  return db.Exec(
+      "CREATE TEMP VIEW events AS SELECT rowid AS rowid, trace, kind, name, category, ts, dur, pid, tid, correlation, "
+      "external_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, shared_memory, occupancy, bytes, "
+      "input_dims, input_types, parent, args, launch FROM main.events WHERE " + EventInRangeSql() + ";"
+      "CREATE TEMP VIEW marks AS SELECT rowid AS rowid, trace, ph, ts, pid, tid, event FROM main.marks WHERE " +
+      MarkInRangeSql() + ";"
+      "CREATE TEMP VIEW kernels AS SELECT e.*, s.value AS name_text FROM temp.events e JOIN main.strings s "
+      "ON s.id = e.name WHERE e.kind = 'kernel';"
+      "CREATE TEMP VIEW kernel_launches AS SELECT k.trace, k.rowid AS kernel, k.launch AS launch, r.parent AS cpu_op "
+      "FROM temp.events k LEFT JOIN temp.events r ON r.rowid = k.launch "
+      "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset');");
+}
+
+bool IsPermissionProblem(const Status& st) {
+  return st.code() == ErrorCode::kIo && (st.message().find("cannot be opened") != std::string::npos ||
+                                         st.message().find("cannot be written") != std::string::npos);
+}
+
+}  // namespace
+
+std::string StoreReadNotes::Warning(const std::string& db_path) const {
+  if (events_left_out == 0 && marks_left_out == 0) return "";
+  std::string what;
+  if (events_left_out) what = std::to_string(events_left_out) + " events";
+  if (marks_left_out) what += (what.empty() ? "" : " and ") + std::to_string(marks_left_out) + " marks";
+  return db_path + ": " + what + " left out: a timestamp or duration out of range (durations 0 to 1e14 ns, "
+         "timestamps up to 4e18 ns; `prof import` never stores such rows: was the store edited?)";
+}
+
+Expected<sql::Database> OpenStoreForReading(const fs::path& db_path, StoreReadNotes* notes,
+                                            const StoreReadOptions& read) {
   std::error_code ec;
   if (!fs::exists(db_path, ec))
     return NotFound(db_path.string() + " does not exist; run `portkit prof import -dir " +
                     db_path.parent_path().string() + "` first");
+  if (auto probe = OpenInputFile(db_path); !probe.ok()) return probe.status();
   sql::OpenOptions options;
   options.read_only = true;
-  auto db = sql::Database::Open(db_path, options);
+  options.max_value_bytes = read.max_value_bytes;
+  options.limit_remedy = read.limit_remedy;
+  // Readers never write, so no trigger could fire; they are off all the same. The store's own two
+  // views are used by the readers and checked to be exactly portkit's (EnsureSchema).
+  options.run_stored_triggers = false;
+  auto open = [&]() -> Expected<sql::Database> {
+    auto db = sql::Database::Open(db_path, options);
+    if (db.ok() || !IsPermissionProblem(db.status())) return db;
+    // A folder this process cannot write (a read-only mount, another user's folder): SQLite cannot
+    // make the -shm file a WAL store needs. With nothing in the write-ahead log the file alone is
+    // the whole store, and it is read as an immutable file; otherwise the first answer stands.
+    fs::path wal = db_path.string() + "-wal";
+    std::error_code size_ec;
+    if (fs::exists(wal, size_ec) && fs::file_size(wal, size_ec) > 0) return db;
+    sql::OpenOptions frozen = options;
+    frozen.immutable = true;
+    auto again = sql::Database::Open(db_path, frozen);
+    return again.ok() ? std::move(again) : std::move(db);
+  };
+  auto db = open();
   if (!db.ok()) return db.status();
   Status st = sql::EnsureSchema(*db, StoreSchema());
-  if (st.ok()) return db;
+  if (st.ok()) {
+    PORTKIT_RETURN_IF_ERROR(HideRowsOutOfRange(*db, notes));
+    return db;
+  }
   // An older schema is migrated when the store can be written (opening it for writing does);
   // otherwise, or for a store that cannot be migrated, the first answer stands.
   auto version = db->UserVersion();
@@ -139,9 +222,10 @@ Expected<sql::Database> OpenStoreForReading(const fs::path& db_path) {
     auto writable = Store::Open(db_path);
     if (!writable.ok()) return st;
   }
-  auto again = sql::Database::Open(db_path, options);
+  auto again = open();
   if (!again.ok()) return again.status();
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*again, StoreSchema()));
+  PORTKIT_RETURN_IF_ERROR(HideRowsOutOfRange(*again, notes));
   return again;
 }
 
@@ -154,6 +238,8 @@ Expected<Store> Store::Open(const fs::path& path) {
   // writes a quarter as many WAL frames and B-tree pages as with 4 KiB ones.
   options.page_size = 65536;
   options.wal = path != ":memory:";
+  // Triggers never run on the store's writes (EnsureSchema refuses a store holding one, too).
+  options.run_stored_triggers = false;
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
   // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
@@ -179,10 +265,12 @@ Expected<Store> Store::Open(const fs::path& path) {
   return s;
 }
 
-Expected<Store> Store::OpenForReading(const fs::path& path) {
-  auto db = OpenStoreForReading(path);
+Expected<Store> Store::OpenForReading(const fs::path& path, const StoreReadOptions& options) {
+  StoreReadNotes notes;
+  auto db = OpenStoreForReading(path, &notes, options);
   if (!db.ok()) return db.status();
   Store s;
+  s.read_notes_ = notes;
   s.db_ = std::make_unique<sql::Database>(std::move(*db));
   return s;
 }

@@ -34,10 +34,40 @@ inline constexpr int kStoreSchemaVersion = 3;
 /// The store's file name inside a profile folder.
 inline constexpr std::string_view kStoreFileName = "portkit.db";
 
-/// Opens the store at `db_path` read-only for another engine (tune reads operator shapes from
-/// it): kNotFound when there is none, kUnsupported (with what to do) when its schema version is
-/// not kStoreSchemaVersion, kParse when it is not a SQLite file.
-Expected<sql::Database> OpenStoreForReading(const std::filesystem::path& db_path);
+/// The longest string a reader of the store reads (a name, an event's `args`, a mark): what
+/// `prof import` stores at most by default (ImportLimits::max_object_bytes, 64 MiB). A longer one
+/// (a store portkit did not write, or imported with a larger --max-object-mb) fails the reading
+/// command with "over the limit" and the flag that raises it; memory stays bounded.
+inline constexpr int64_t kDefaultMaxStoredValueBytes = int64_t{64} << 20;
+
+/// What a reader found out of range in a store and left out (docs/safety.md, "Numbers from
+/// input"): the store portkit writes never holds such rows; an edited one may.
+struct StoreReadNotes {
+  /// Events whose ts or dur is not an integer in the importers' bounds (TimesInRange).
+  int64_t events_left_out = 0;
+  /// Marks (metadata, counters, flows) with a timestamp out of those bounds.
+  int64_t marks_left_out = 0;
+  /// One warning line naming the store ("" when nothing was left out).
+  std::string Warning(const std::string& db_path) const;
+};
+
+/// How a reader opens a store.
+struct StoreReadOptions {
+  int64_t max_value_bytes = kDefaultMaxStoredValueBytes;  ///< see kDefaultMaxStoredValueBytes
+  /// The words after the over-the-limit message (the reading command's flag).
+  std::string_view limit_remedy = "--max-string-mb raises the limit";
+};
+
+/// Opens the store at `db_path` read-only for a reader (the exporters, the advisor, diff; tune
+/// reads operator shapes from it): kNotFound when there is none, kUnsupported (with what to do)
+/// when its schema version is not kStoreSchemaVersion or its schema is not exactly the one portkit
+/// writes (a view, a trigger, a table or column of its own: refused before any row is read),
+/// kParse when it is not a SQLite file, kIo naming the folder when it cannot be read there. A
+/// store in a folder this process cannot write is read as an immutable file when its write-ahead
+/// log is empty. Rows whose numbers are out of the importers' range are hidden from every query
+/// of the connection (TEMP views over `events` and `marks`) and counted in `*notes`.
+Expected<sql::Database> OpenStoreForReading(const std::filesystem::path& db_path, StoreReadNotes* notes = nullptr,
+                                            const StoreReadOptions& options = {});
 
 /// Categories of timed events.
 enum class EventKind : uint8_t {
@@ -143,8 +173,10 @@ class Store {
   /// Opens (creating when absent) the store for writing. An existing store of another schema
   /// version is refused (kUnsupported) with what to do.
   static Expected<Store> Open(const std::filesystem::path& path);
-  /// Opens an existing store read-only (the exporters, the advisor, diff).
-  static Expected<Store> OpenForReading(const std::filesystem::path& path);
+  /// Opens an existing store read-only (the exporters, the advisor, diff): OpenStoreForReading.
+  static Expected<Store> OpenForReading(const std::filesystem::path& path, const StoreReadOptions& options = {});
+  /// What OpenForReading left out (rows out of range).
+  const StoreReadNotes& read_notes() const { return read_notes_; }
   Store(Store&& o) noexcept = default;
   Store& operator=(Store&&) = delete;
   /// Waits for a checkpoint still running (see TraceWriter::Finish).
@@ -191,6 +223,7 @@ class Store {
   /// transaction in hand.
   Expected<std::pair<int64_t, int64_t>> Pages();
   uint64_t max_events_ = 0, max_growth_bytes_ = 0;
+  StoreReadNotes read_notes_;
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
   std::thread checkpoint_;             // StartCheckpoint's thread, while it runs
   std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;

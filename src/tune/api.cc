@@ -193,18 +193,19 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
   return report;
 }
 
-Expected<BankListing> RunBankList(const fs::path& bank) {
-  auto kb = KnowledgeBase::Open(bank, BankAccess::kReadOnly);
+Expected<BankListing> RunBankList(const fs::path& bank, int64_t max_string_bytes) {
+  auto kb = KnowledgeBase::Open(bank, BankAccess::kReadOnly, max_string_bytes);
   if (!kb.ok()) return kb.status();
-  auto entries = kb->List();
+  std::vector<std::string> left_out;
+  auto entries = kb->List(&left_out);
   if (!entries.ok()) return entries.status();
-  return BankListing{kb->path(), kb->schema_version(), std::move(*entries)};
+  return BankListing{kb->path(), kb->schema_version(), std::move(*entries), std::move(left_out)};
 }
 
-Expected<BankListing> RunBankShow(const fs::path& bank, const std::string& op) {
-  auto all = RunBankList(bank);
+Expected<BankListing> RunBankShow(const fs::path& bank, const std::string& op, int64_t max_string_bytes) {
+  auto all = RunBankList(bank, max_string_bytes);
   if (!all.ok()) return all.status();
-  BankListing shown{all->path, all->schema_version, {}};
+  BankListing shown{all->path, all->schema_version, {}, all->left_out};
   for (auto& e : all->entries)
     if (e.op_key == op || e.op_name == op || e.op_type == op) shown.entries.push_back(std::move(e));
   if (shown.entries.empty())
@@ -213,7 +214,9 @@ Expected<BankListing> RunBankShow(const fs::path& bank, const std::string& op) {
   return shown;
 }
 
-Expected<BankListing> RunBankExport(const fs::path& bank) { return RunBankList(bank); }
+Expected<BankListing> RunBankExport(const fs::path& bank, int64_t max_string_bytes) {
+  return RunBankList(bank, max_string_bytes);
+}
 
 Expected<BankImportReport> RunBankImport(const fs::path& bank, const fs::path& file) {
   auto text = ReadFile(file);

@@ -87,15 +87,22 @@ struct BankListing {
   std::filesystem::path path;   ///< the database file
   int schema_version = 0;       ///< 0: written before schema versions (read as it is)
   std::vector<BankEntry> entries;
+  /// Entries left out (a string over the limit, a time out of range): one line each, naming the
+  /// bank, the entry and why (KnowledgeBase::List).
+  std::vector<std::string> left_out;
 };
 
 /// Every entry of the bank at `bank` (folder or file), opened read-only. kNotFound when there is
-/// no bank there.
-Expected<BankListing> RunBankList(const std::filesystem::path& bank);
+/// no bank there. Strings longer than `max_string_bytes` are never loaded (their entry is left
+/// out).
+Expected<BankListing> RunBankList(const std::filesystem::path& bank,
+                                  int64_t max_string_bytes = kDefaultMaxBankStringBytes);
 /// The entries of one operator, given as signature, op name or op type. kNotFound when none.
-Expected<BankListing> RunBankShow(const std::filesystem::path& bank, const std::string& op);
+Expected<BankListing> RunBankShow(const std::filesystem::path& bank, const std::string& op,
+                                  int64_t max_string_bytes = kDefaultMaxBankStringBytes);
 /// The entries to export (the CLI writes them with EntriesToJson); read-only like RunBankList.
-Expected<BankListing> RunBankExport(const std::filesystem::path& bank);
+Expected<BankListing> RunBankExport(const std::filesystem::path& bank,
+                                    int64_t max_string_bytes = kDefaultMaxBankStringBytes);
 
 struct BankImportReport {
   std::filesystem::path path;  ///< the database file written

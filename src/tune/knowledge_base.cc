@@ -3,7 +3,9 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -40,6 +42,21 @@ CREATE TABLE entries (
 );
 )SQL";
 
+// The table of version 1 (and of banks written before schema versions): no measured_here.
+constexpr char kCreateSqlV1[] = R"SQL(
+CREATE TABLE entries (
+  op_key TEXT NOT NULL,
+  validators TEXT NOT NULL,
+  op_type TEXT NOT NULL,
+  op_name TEXT NOT NULL,
+  config TEXT NOT NULL,
+  time_us REAL NOT NULL,
+  default_us REAL NOT NULL,
+  updated TEXT NOT NULL,
+  PRIMARY KEY (op_key, validators)
+);
+)SQL";
+
 // Version 1 -> 2: entries written before the flag were stored by tuning runs or imports alike;
 // they are taken as measured (the import of version 1 already refused to replace faster ones).
 constexpr char kMigrateTo2[] = "ALTER TABLE entries ADD COLUMN measured_here INTEGER NOT NULL DEFAULT 1;";
@@ -59,6 +76,16 @@ constexpr char kEntryColumns[] =
 // A version-1 bank read as it is (read-only): every entry measured.
 constexpr char kEntryColumnsV1[] =
     "SELECT op_key, validators, op_type, op_name, config, time_us, default_us, updated, 1 FROM entries";
+
+/// Why a stored time cannot be shown or used ("" when it can): not a number in
+/// (0, kMaxPlausibleUs] µs. The lower, per-operator bound is CheckEntry's.
+std::string TimeOutOfRange(const char* name, double t) {
+  if (std::isfinite(t) && t > 0 && t <= kMaxPlausibleUs) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s %g is out of range (a time in microseconds, above 0 and at most %g)", name, t,
+                kMaxPlausibleUs);
+  return buf;
+}
 
 std::string UtcNow() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -179,19 +206,29 @@ fs::path BankDatabasePath(const fs::path& location) {
   return location / "tune_bank.db";
 }
 
-Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess access) {
+Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess access, int64_t max_string_bytes) {
   fs::path path = BankDatabasePath(location);
   std::error_code ec;
+  // A bank has no view and no trigger: none stored in the file is ever run, whatever it holds.
+  sql::OpenOptions options;
+  options.max_value_bytes = max_string_bytes;
+  options.limit_remedy = "--max-string-mb raises the limit";
+  options.run_stored_views = false;
+  options.run_stored_triggers = false;
   if (access == BankAccess::kReadOnly) {
     if (!fs::exists(path, ec))
       return NotFound("no tuning bank at " + path.string() + " (it is created by the first `portkit tune` run; "
                       "give the folder with --tune-bank)");
     PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
-    auto db = sql::Database::Open(path, {.read_only = true});
-    if (!db.ok() && db.status().message().find("readonly database") != std::string::npos) {
+    options.read_only = true;
+    auto db = sql::Database::Open(path, options);
+    if (!db.ok() && (db.status().message().find("readonly database") != std::string::npos ||
+                     db.status().message().find("cannot be opened") != std::string::npos)) {
       // A WAL bank in a folder this process cannot write (SQLite cannot create its -shm file):
       // read it as an immutable file.
-      db = sql::Database::Open(path, {.read_only = true, .immutable = true});
+      options.immutable = true;
+      auto frozen = sql::Database::Open(path, options);
+      if (frozen.ok()) db = std::move(frozen);
     }
     if (!db.ok()) return db.status();
     KnowledgeBase kb(std::move(*db), path);
@@ -199,6 +236,7 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
     auto legacy = IsUnversionedBank(kb.db_);
     if (!legacy.ok()) return legacy.status();
     if (*legacy) {
+      PORTKIT_RETURN_IF_ERROR(sql::CheckOwnSchema(kb.db_, "tuning bank", kCreateSqlV1, kRemedy));
       kb.schema_version_ = 0;
       return kb;
     }
@@ -207,6 +245,7 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
     auto version = kb.db_.UserVersion();
     if (!version.ok()) return version.status();
     if (*version == 1) {
+      PORTKIT_RETURN_IF_ERROR(sql::CheckOwnSchema(kb.db_, "tuning bank", kCreateSqlV1, kRemedy));
       kb.schema_version_ = 1;
       return kb;
     }
@@ -216,7 +255,7 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
   fs::create_directories(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec);
   if (ec) return IoError("cannot create the tune bank folder " + path.parent_path().string() + ": " + ec.message());
   PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
-  auto db = sql::Database::Open(path, {.read_only = false, .create = true, .busy_timeout_ms = 30000, .wal = false});
+  auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
   KnowledgeBase kb(std::move(*db), path);
   // WAL keeps readers going during a write and makes a killed writer's partial transaction
@@ -226,7 +265,10 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
   PORTKIT_RETURN_IF_ERROR(Retrying([&] {
     auto legacy = IsUnversionedBank(kb.db_);
     if (!legacy.ok()) return legacy.status();
-    return *legacy ? MigrateUnversioned(kb.db_) : Status::Ok();
+    if (!*legacy) return Status::Ok();
+    // Nothing but a bank's own table is migrated (a trigger on it would run on the re-keying).
+    PORTKIT_RETURN_IF_ERROR(sql::CheckOwnSchema(kb.db_, "tuning bank", kCreateSqlV1, kRemedy));
+    return MigrateUnversioned(kb.db_);
   }));
   // Of two tuners creating one new bank, one creates it and the other finds it made
   // (EnsureSchema looks again under the write lock).
@@ -307,17 +349,51 @@ Expected<bool> KnowledgeBase::RemoveIfStill(const std::string& op_key, const std
   return removed;
 }
 
-Expected<std::vector<BankEntry>> KnowledgeBase::List() {
-  auto st = db_.Prepare(std::string(schema_version_ < 2 ? kEntryColumnsV1 : kEntryColumns) +
-                        " ORDER BY op_type, op_key, validators");
+Expected<std::vector<BankEntry>> KnowledgeBase::List(std::vector<std::string>* left_out) {
+  // The rowids first (numbers only), then each entry on its own: an entry whose string is over
+  // the limit fails only its own read (SQLite refuses it before loading it), and is left out.
+  std::vector<int64_t> rowids;
+  {
+    auto ids = db_.Prepare("SELECT rowid FROM entries");
+    if (!ids.ok()) return ids.status();
+    while (true) {
+      auto row = ids->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      rowids.push_back(ids->Int(0));
+    }
+  }
+  auto st = db_.Prepare(std::string(schema_version_ < 2 ? kEntryColumnsV1 : kEntryColumns) + " WHERE rowid = ?1");
   if (!st.ok()) return st.status();
   std::vector<BankEntry> out;
-  while (true) {
+  auto leave_out = [&](int64_t rowid, const std::string& why) {
+    if (left_out) left_out->push_back(path_.string() + ": entry " + std::to_string(rowid) + " left out: " + why);
+  };
+  for (int64_t rowid : rowids) {
+    st->Reset();
+    st->Bind(1, rowid);
     auto row = st->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(Row(*st));
+    if (!row.ok()) {
+      if (row.status().code() != ErrorCode::kInvalidArgument) return row.status();
+      // Over the limit: the message says which limit and the flag that raises it.
+      const std::string& m = row.status().message();
+      size_t at = m.find("over the limit");
+      leave_out(rowid, at == std::string::npos ? m : m.substr(at));
+      continue;
+    }
+    if (!*row) continue;
+    BankEntry e = Row(*st);
+    std::string why = TimeOutOfRange("time_us", e.time_us);
+    if (why.empty()) why = TimeOutOfRange("default_us", e.default_us);
+    if (!why.empty()) {
+      leave_out(rowid, "op_key '" + e.op_key + "': " + why);
+      continue;
+    }
+    out.push_back(std::move(e));
   }
+  std::sort(out.begin(), out.end(), [](const BankEntry& a, const BankEntry& b) {
+    return std::tie(a.op_type, a.op_key, a.validators) < std::tie(b.op_type, b.op_key, b.validators);
+  });
   return out;
 }
 
@@ -349,6 +425,7 @@ std::string CheckEntry(const BankEntry& e, double flops) {
       std::snprintf(buf, sizeof buf, "%s %g is not a time", name, t);
       return buf;
     }
+    if (std::string why = TimeOutOfRange(name, t); !why.empty()) return why;
     double floor_us = std::max(kMinPlausibleUs, flops > 0 ? flops / (kMaxPlausibleFlopsPerCore * cores) * 1e6 : 0.0);
     if (t < floor_us) {
       std::snprintf(buf, sizeof buf, "%s %g is implausible (below %.3g us for this operator on %d cores)", name, t,
@@ -437,6 +514,11 @@ Expected<std::vector<BankEntry>> EntriesFromJson(std::string_view json, std::str
                              {"updated", &e.updated}}) {
       std::string_view s;
       if (item[name].get_string().get(s)) return ParseError(where + name + ": missing or not a string");
+      // The bank's own read limit: an entry the bank could not list is not imported either.
+      if (s.size() > static_cast<size_t>(kDefaultMaxBankStringBytes))
+        return ParseError(where + name + ": over the limit: a string of " + std::to_string(s.size() >> 20) +
+                          " MiB, longer than a bank entry holds (" + std::to_string(kDefaultMaxBankStringBytes >> 20) +
+                          " MiB); not imported");
       *dst = std::string(s);
     }
     for (auto [name, dst] : {std::pair<const char*, double*>{"time_us", &e.time_us}, {"default_us", &e.default_us}}) {

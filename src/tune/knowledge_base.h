@@ -45,6 +45,12 @@ struct BankEntry {
 /// kMaxPlausibleFlopsPerCore per core, nor below kMinPlausibleUs). `flops` <= 0: not checked.
 constexpr double kMaxPlausibleFlopsPerCore = 1e12;
 constexpr double kMinPlausibleUs = 0.01;
+/// The longest time an entry may hold: one hour per call (no tuned kernel call takes longer; a
+/// bank that says 1e308 was not written by a tuning run).
+constexpr double kMaxPlausibleUs = 3.6e9;
+/// The longest string a bank entry may hold when read (`--max-string-mb`): signatures, validators
+/// and configurations are a few hundred bytes; SQLite refuses a longer value before loading it.
+constexpr int64_t kDefaultMaxBankStringBytes = int64_t{1} << 20;
 std::string CheckEntry(const BankEntry& e, double flops);
 
 enum class StoreOutcome { kAdded, kUpdated, kKept };
@@ -62,8 +68,15 @@ class KnowledgeBase {
   /// before schema versions, whose entries are read as they are). Errors name the path:
   /// kNotFound (no bank, read-only), kParse (not a SQLite database, or damaged), kUnsupported
   /// (another schema, with what to do), kIo.
+  ///
+  /// Before anything is read or written the file's schema must be exactly a bank's (one table
+  /// `entries` with its columns and key; no view, no trigger, nothing else: kUnsupported naming
+  /// the object otherwise). Stored views and triggers are never run. A string longer than
+  /// `max_string_bytes` is never loaded (List leaves its entry out; other reads fail with "over
+  /// the limit").
   static Expected<KnowledgeBase> Open(const std::filesystem::path& location,
-                                      BankAccess access = BankAccess::kReadWrite);
+                                      BankAccess access = BankAccess::kReadWrite,
+                                      int64_t max_string_bytes = kDefaultMaxBankStringBytes);
 
   Expected<std::optional<BankEntry>> Lookup(const std::string& op_key, const std::string& validators);
   /// Stores `e` when there is no entry for its key or when it is faster than the entry; the
@@ -82,8 +95,10 @@ class KnowledgeBase {
   /// Removes the entry of (op_key, validators) if it still holds `config` (an entry found unusable
   /// and not replaced); true when one was removed.
   Expected<bool> RemoveIfStill(const std::string& op_key, const std::string& validators, const std::string& config);
-  /// All entries, sorted by op type, signature and validators.
-  Expected<std::vector<BankEntry>> List();
+  /// All entries, sorted by op type, signature and validators. An entry that cannot be used as
+  /// data is left out, with one line in `*left_out` saying which and why: a string over the
+  /// limit, a time that is not a number in (0, kMaxPlausibleUs] µs. Any other error ends the list.
+  Expected<std::vector<BankEntry>> List(std::vector<std::string>* left_out = nullptr);
   const std::filesystem::path& path() const { return path_; }
   /// The schema version found on open (0: a bank written before schema versions, read-only).
   int schema_version() const { return schema_version_; }

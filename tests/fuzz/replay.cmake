@@ -20,7 +20,8 @@ set(PORTKIT_FUZZ_REPLAYS
   "msprobe_dump_fuzz|portkit_accuracy|400|corpus/msprobe"
   "tensor_data_file_fuzz|portkit_accuracy|400|corpus/tensor_data"
   "cluster_trace_fuzz|portkit_prof|150|corpus/cluster"
-  "ascend_join_fuzz|portkit_prof|150|corpus/ascend_join")
+  "ascend_join_fuzz|portkit_prof|150|corpus/ascend_join"
+  "store_reader_fuzz|portkit_tune|60|corpus/store")
 foreach(spec IN LISTS PORTKIT_FUZZ_REPLAYS)
   string(REPLACE "|" ";" parts "${spec}")
   list(GET parts 0 name)

@@ -31,7 +31,7 @@ fi
 
 ALL_SPECS="python_frontend_fuzz:python trace_import_fuzz:traces tensor_reader_fuzz:tensors tune_input_fuzz:tune
 table_input_fuzz:tables hdf5_reader_fuzz:hdf5 msprobe_dump_fuzz:msprobe tensor_data_file_fuzz:tensor_data
-cluster_trace_fuzz:cluster ascend_join_fuzz:ascend_join"
+cluster_trace_fuzz:cluster ascend_join_fuzz:ascend_join store_reader_fuzz:store"
 specs=()
 targets=()
 for spec in $ALL_SPECS; do

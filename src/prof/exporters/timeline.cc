@@ -239,7 +239,7 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
     return lane == 0 ? track.tid : lane_tid.at({track, lane});
   };
 
-  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  std::string out(kTimelineHead);
   // Processes the trace did not name: "TRACE pid N".
   for (const auto& [key, id] : process) {
     if (named_process.count(key)) continue;

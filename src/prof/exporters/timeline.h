@@ -14,11 +14,19 @@
 /// (runtime call → kernel). Traces imported by a portkit before store schema 2 have no args and
 /// no metadata; they are counted in TimelineStats::without_detail.
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "prof/store.h"
 
 namespace portkit::prof {
+
+/// The first bytes of every timeline portkit writes (the `otherData` member names the writer), so
+/// that `prof export timeline -o FILE` knows a file it wrote from one it did not. Timelines of
+/// portkit before the member started with kTimelineHeadBefore.
+inline constexpr std::string_view kTimelineHead =
+    "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"portkit prof export timeline\"},\"traceEvents\":[";
+inline constexpr std::string_view kTimelineHeadBefore = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
 
 struct TimelineStats {
   uint64_t events = 0;          ///< complete events written

@@ -163,5 +163,102 @@ TEST(SqliteSchema, ConcurrentCreatorsBothSucceed) {
   std::filesystem::remove_all(tmpl);
 }
 
+
+// ---- Hostile databases (docs/safety.md, "SQLite inputs") -------------------------------------
+
+constexpr std::string_view kOwnSql = "CREATE TABLE t (a INTEGER NOT NULL, b TEXT); CREATE VIEW v AS SELECT a FROM t;";
+
+TEST_F(SqliteTest, TheToolsOwnSchemaPasses) {
+  auto db = Database::Open(dir_ / "own.db");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->Exec(kOwnSql).ok());
+  EXPECT_TRUE(CheckOwnSchema(*db, "test store", kOwnSql, "").ok());
+}
+
+TEST_F(SqliteTest, ATriggerAForeignViewTableOrColumnIsRefusedNamingIt) {
+  struct Case {
+    std::string_view edit, message;
+  };
+  const Case cases[] = {
+      {"CREATE TRIGGER spy AFTER INSERT ON t BEGIN DELETE FROM t; END;",
+       "it holds a trigger 'spy' on 't' (SQL that would run on portkit's own writes), which a test store never has"},
+      {"DROP VIEW v; CREATE VIEW v AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS a FROM n;",
+       "the view 'v' is not a test store's own (its SQL differs)"},
+      {"CREATE TABLE extra (x);", "it holds a table 'extra' that a test store does not have"},
+      {"ALTER TABLE t ADD COLUMN c;", "table 't' has the columns (a, b, c) where a test store has (a, b)"},
+      {"ALTER TABLE t RENAME TO t2; DROP VIEW v; CREATE VIEW t AS SELECT 1 AS a, 'x' AS b; CREATE VIEW v AS SELECT a FROM t;",
+       "'t' is a view where a test store has a table"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    fs::path path = dir_ / ("case" + std::to_string(i++) + ".db");
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec(kOwnSql).ok());
+    ASSERT_TRUE(db->Exec(c.edit).ok()) << c.edit;
+    Status st = CheckOwnSchema(*db, "test store", kOwnSql, "delete it");
+    EXPECT_EQ(st.code(), ErrorCode::kUnsupported) << c.edit;
+    EXPECT_EQ(st.message(), path.string() + ": not a test store as portkit writes it: " + std::string(c.message) +
+                                "; refused, nothing in it was read or run; delete it");
+  }
+}
+
+TEST_F(SqliteTest, EnsureSchemaChecksTheObjectsBeforeUse) {
+  {
+    auto db = Database::Open(dir_ / "a.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(EnsureSchema(*db, kV2).ok());
+    ASSERT_TRUE(db->Exec("CREATE TRIGGER spy AFTER INSERT ON t BEGIN DELETE FROM extra; END;").ok());
+  }
+  auto db = Database::Open(dir_ / "a.db", {.read_only = true});
+  ASSERT_TRUE(db.ok());
+  Status st = EnsureSchema(*db, kV2);
+  EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(st.message().find("holds a trigger 'spy'"), std::string::npos) << st.message();
+}
+
+TEST_F(SqliteTest, AValueOverTheLimitIsRefusedBeforeItIsLoaded) {
+  {
+    auto db = Database::Open(dir_ / "big.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("CREATE TABLE t (s TEXT); INSERT INTO t VALUES (hex(zeroblob(1048576)));").ok());
+  }
+  auto db = Database::Open(dir_ / "big.db",
+                           {.read_only = true, .max_value_bytes = 65536, .limit_remedy = "--max-string-mb raises it"});
+  ASSERT_TRUE(db.ok());
+  auto q = db->Prepare("SELECT s FROM t");
+  ASSERT_TRUE(q.ok());
+  auto row = q->Step();
+  ASSERT_FALSE(row.ok());
+  EXPECT_EQ(row.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(row.status().message(),
+            (dir_ / "big.db").string() + ": statement failed: over the limit: a string or blob longer than the limit "
+                                         "of 65536 bytes; not read. --max-string-mb raises it");
+}
+
+TEST_F(SqliteTest, ResultCodesAreSaidHonestly) {
+  EXPECT_EQ(DescribeResultCode(SQLITE_FULL),
+            "the disk is full (no room for the database or its journal; free some space and run again)");
+  EXPECT_EQ(DescribeResultCode(SQLITE_IOERR_WRITE), "an input/output error of the file system");
+  EXPECT_EQ(DescribeResultCode(SQLITE_READONLY_DBMOVED),
+            "cannot be written (permission denied, or a read-only file system)");
+  EXPECT_EQ(DescribeResultCode(SQLITE_NOTADB), "not a SQLite database, or a damaged one");
+  EXPECT_EQ(ErrorCodeForResult(SQLITE_CORRUPT), ErrorCode::kParse);
+  EXPECT_EQ(ErrorCodeForResult(SQLITE_FULL), ErrorCode::kIo);
+  EXPECT_EQ(ErrorCodeForResult(SQLITE_TOOBIG), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(SqliteTest, AFileThatIsNotSqliteIsStillSaidToBeSo) {
+  {
+    std::ofstream f(dir_ / "junk.db", std::ios::binary);
+    f << std::string(4096, 'j');
+  }
+  auto db = Database::Open(dir_ / "junk.db", {.read_only = true});
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), ErrorCode::kParse);
+  EXPECT_EQ(db.status().message(),
+            (dir_ / "junk.db").string() + ": not a SQLite database, or a damaged one (file is not a database)");
+}
+
 }  // namespace
 }  // namespace portkit::sql

@@ -356,5 +356,59 @@ TEST_F(ProfStore, AReadOnlyStoreCannotBeWritten) {
   EXPECT_FALSE(store->BeginTrace("a.json", "kineto").ok());
 }
 
+
+// ---- A store portkit did not write (docs/safety.md, "SQLite inputs") --------------------------
+
+TEST_F(ProfStore, RowsOutOfRangeAreHiddenFromReadersAndCounted) {
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok());
+    auto trace = store->BeginTrace("a.json", "kineto");
+    ASSERT_TRUE(trace.ok());
+    for (int64_t ts : {100, 200, 300}) ASSERT_TRUE(trace->AddEvent(Kernel("k", ts)).ok());
+    ASSERT_TRUE(trace->Finish(3, 0, "").ok());
+  }
+  {
+    auto db = sql::Database::Open(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("UPDATE events SET ts = -9200000000000000000 WHERE ts = 100; "
+                         "UPDATE events SET dur = 9200000000000000000 WHERE ts = 200;")
+                    .ok());
+  }
+  auto store = Store::OpenForReading(path_);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  EXPECT_EQ(store->read_notes().events_left_out, 2);
+  EXPECT_EQ(store->read_notes().Warning("portkit.db"),
+            "portkit.db: 2 events left out: a timestamp or duration out of range (durations 0 to 1e14 ns, timestamps "
+            "up to 4e18 ns; `prof import` never stores such rows: was the store edited?)");
+  auto q = store->db().Prepare("SELECT count(*), min(ts), max(dur) FROM events");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(*q->Step());
+  EXPECT_EQ(q->Int(0), 1);
+  EXPECT_EQ(q->Int(1), 300);
+  EXPECT_EQ(q->Int(2), 10);
+  auto launches = store->db().Prepare("SELECT count(*) FROM kernel_launches");
+  ASSERT_TRUE(launches.ok());
+  ASSERT_TRUE(*launches->Step());
+  EXPECT_EQ(launches->Int(0), 1);
+}
+
+TEST_F(ProfStore, AForeignViewOrTriggerIsRefusedForReadingAndWriting) {
+  { ASSERT_TRUE(Store::Open(path_).ok()); }
+  {
+    auto db = sql::Database::Open(path_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("CREATE TRIGGER spy AFTER INSERT ON events BEGIN DELETE FROM traces; END;").ok());
+  }
+  for (bool reading : {true, false}) {
+    Status st = reading ? Store::OpenForReading(path_).status() : Store::Open(path_).status();
+    EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(st.message().find(path_.string() + ": not a profile store as portkit writes it: it holds a trigger "
+                                                 "'spy' on 'events'"),
+              std::string::npos)
+        << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace portkit::prof

@@ -350,5 +350,94 @@ TEST(BankKeyTest, DependsOnTheKernelNotOnThePortkitVersion) {
   EXPECT_NE(BankValidators(m, h), BankValidators(MachineValidators("c++ 12.2.0", {"-O2", "-march=native"}), h));
 }
 
+
+// ---- A bank portkit did not write (docs/safety.md, "SQLite inputs") ---------------------------
+
+TEST_F(KnowledgeBaseTest, ARecursiveViewAsEntriesIsRefusedAtOnce) {
+  {
+    auto kb = KnowledgeBase::Open(dir_);
+    ASSERT_TRUE(kb.ok());
+    ASSERT_TRUE(kb->StoreIfBetter(Entry("MatMul|a", "MC=48", 5.0)).ok());
+  }
+  {
+    auto db = sql::Database::Open(dir_ / "tune_bank.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("ALTER TABLE entries RENAME TO kept; CREATE VIEW entries AS WITH RECURSIVE n(i) AS "
+                         "(SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT 'k' || i AS op_key, 'v' AS validators, "
+                         "'MatMul' AS op_type, 'x' AS op_name, 'c' AS config, 1.0 AS time_us, 2.0 AS default_us, "
+                         "'u' AS updated, 1 AS measured_here FROM n;")
+                    .ok());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (auto access : {BankAccess::kReadOnly, BankAccess::kReadWrite}) {
+    auto kb = KnowledgeBase::Open(dir_, access);
+    ASSERT_FALSE(kb.ok());
+    EXPECT_EQ(kb.status().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(kb.status().message().find((dir_ / "tune_bank.db").string() +
+                                         ": not a tuning bank as portkit writes it: 'entries' is a view where a "
+                                         "tuning bank has a table"),
+              std::string::npos)
+        << kb.status().message();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(KnowledgeBaseTest, ATriggerIsRefusedBeforeTheToolWrites) {
+  {
+    auto kb = KnowledgeBase::Open(dir_);
+    ASSERT_TRUE(kb.ok());
+    ASSERT_TRUE(kb->StoreIfBetter(Entry("MatMul|a", "MC=48", 5.0)).ok());
+  }
+  {
+    auto db = sql::Database::Open(dir_ / "tune_bank.db");
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Exec("CREATE TRIGGER zap AFTER INSERT ON entries BEGIN UPDATE entries SET config = 'PWNED'; END;").ok());
+  }
+  auto kb = KnowledgeBase::Open(dir_);
+  ASSERT_FALSE(kb.ok());
+  EXPECT_NE(kb.status().message().find("holds a trigger 'zap' on 'entries'"), std::string::npos) << kb.status().message();
+}
+
+TEST_F(KnowledgeBaseTest, ListLeavesOutTimesOutOfRangeAndStringsOverTheLimit) {
+  {
+    auto kb = KnowledgeBase::Open(dir_, BankAccess::kReadWrite, int64_t{8} << 20);
+    ASSERT_TRUE(kb.ok());
+    ASSERT_TRUE(kb->StoreIfBetter(Entry("MatMul|good", "MC=48", 5.0)).ok());
+    BankEntry huge_default = Entry("MatMul|huge", "MC=48", 5.0);
+    huge_default.default_us = 1e308;
+    ASSERT_TRUE(kb->StoreIfBetter(huge_default).ok());
+    ASSERT_TRUE(kb->StoreIfBetter(Entry("MatMul|long", std::string(3 << 20, 'x'), 5.0)).ok());
+  }
+  auto kb = KnowledgeBase::Open(dir_, BankAccess::kReadOnly);
+  ASSERT_TRUE(kb.ok()) << kb.status().message();
+  std::vector<std::string> left_out;
+  auto entries = kb->List(&left_out);
+  ASSERT_TRUE(entries.ok()) << entries.status().message();
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_EQ((*entries)[0].op_key, "MatMul|good");
+  ASSERT_EQ(left_out.size(), 2u);
+  const std::string db = (dir_ / "tune_bank.db").string();
+  EXPECT_EQ(left_out[0], db + ": entry 2 left out: op_key 'MatMul|huge': default_us 1e+308 is out of range (a time "
+                              "in microseconds, above 0 and at most 3.6e+09)");
+  EXPECT_EQ(left_out[1], db + ": entry 3 left out: over the limit: a string or blob longer than the limit of 1 MiB; "
+                              "not read. --max-string-mb raises the limit");
+  // Raised, the long entry is read.
+  auto raised = KnowledgeBase::Open(dir_, BankAccess::kReadOnly, int64_t{4} << 20);
+  ASSERT_TRUE(raised.ok());
+  auto all = raised->List();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 2u);
+}
+
+TEST_F(KnowledgeBaseTest, CheckEntryRefusesATimeAboveAnHour) {
+  BankEntry e{"MatMul|float32|ND|[64,128],[128,96]|bias=1",
+              "cpu=Example CPU;flags=avx2 fma;cores=2;compiler=c++ 12.2.0;cxxflags=-O3;template=0000000000000000",
+              "MatMul", "fc1", "MC=48,NC=768,KC=128,MR=8,NR=48,VW=16,PACK_A=1,ORDER=1,UNROLL=4,THREADS=1", 8.88,
+              42.4, "2026-01-01T00:00:00Z"};
+  EXPECT_EQ(CheckEntry(e, 0), "");
+  e.default_us = 1e308;
+  EXPECT_NE(CheckEntry(e, 0).find("default_us 1e+308"), std::string::npos) << CheckEntry(e, 0);
+}
+
 }  // namespace
 }  // namespace portkit::tune
