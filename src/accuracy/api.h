@@ -294,6 +294,9 @@ struct ConvertOptions {
   std::filesystem::path input;
   std::filesystem::path output;  ///< folder; created when missing
   ConvertType type = ConvertType::kNpy;
+  /// Replace files of the names convert makes that portkit did not write (core/output_policy.h);
+  /// without it such a file is listed in `failed` and kept.
+  bool force = false;
 };
 
 struct ConvertedFile {

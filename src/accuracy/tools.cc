@@ -14,6 +14,7 @@
 #include "accuracy/tensor_files.h"
 #include "core/atomic_file.h"
 #include "core/input_files.h"
+#include "core/output_policy.h"
 #include "core/csv_writer.h"
 #include "core/subprocess.h"
 
@@ -80,7 +81,7 @@ struct Hdf5Conversion {
 /// `{op}.{seqid}.{input|output}.{i}.{npy|txt}` plus `convert_index.csv` mapping each file to its
 /// HDF5 path. Problems with single tensors are recorded in `c->failed`; the rest goes on. A
 /// Status is returned for failures of the file as a whole.
-Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType type, Hdf5Conversion* c) {
+Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType type, bool force, Hdf5Conversion* c) {
   auto h5 = Hdf5File::Open(file);
   if (!h5.ok()) return h5.status();
   auto listing = h5->List();
@@ -91,6 +92,9 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType ty
   fs::create_directories(out, ec);
   if (ec) return IoError(out.string() + ": cannot create: " + ec.message());
   const std::string ext(ConvertTypeName(type));
+  // A file of the same name that portkit did not write is not replaced without --force.
+  FolderOutputs outputs(out, "-out", force);
+  PORTKIT_RETURN_IF_ERROR(outputs.Check("convert_index.csv"));
   CsvWriter index({"File", "HDF5 Path", "DType", "Shape", "Stored As"});
   std::set<std::string> names;
   for (const Hdf5Tensor& t : listing->tensors) {
@@ -100,6 +104,10 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType ty
       c->failed.push_back({file.string() + ": " + PrintableName(t.path) + ": not converted, " + name +
                                " was already written for another tensor",
                            ErrorCode::kInvalidArgument});
+      continue;
+    }
+    if (Status may = outputs.Check(name); !may.ok()) {
+      c->failed.push_back({may.message(), may.code()});
       continue;
     }
     auto f = StreamingFile::Create(out / name);
@@ -121,12 +129,14 @@ Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType ty
       c->failed.push_back({st.message(), st.code()});
       continue;
     }
+    outputs.Written(name);
     index.AddRow({name, PrintableName(t.path), std::string(DTypeName(t.dtype)), ShapeText(t.shape, ","), t.stored});
     c->written.push_back({name, file.string() + ":" + PrintableName(t.path), widened && type == ConvertType::kNpy});
   }
   PORTKIT_RETURN_IF_ERROR(WriteFileAtomic(out / "convert_index.csv", index.str()));
+  outputs.Written("convert_index.csv");
   c->index_file = "convert_index.csv";
-  return Status::Ok();
+  return outputs.Commit();
 }
 
 /// `rel` below `base`'s relative position `dir` (both under the output folder).
@@ -197,11 +207,12 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
   for (const auto& name : RemoveStaleTemporaries(out))
     ctx.logger.Info("Removed " + (out / name).string() + ", left by an earlier run that was killed.");
   report.input_files = h5_files.size() + files.size();
+  FolderOutputs outputs(out, "-out", options.force);
   for (const auto& [path, dir] : h5_files) {
     // In a child process: a corrupt file that crashes the HDF5 library fails that file only.
     auto run = RunIsolated(path, {dir}, [&, p = path, d = dir](int fd) {
       Hdf5Conversion c;
-      Status st = ConvertHdf5File(p, d, options.type, &c);
+      Status st = ConvertHdf5File(p, d, options.type, options.force, &c);
       if (!st.ok()) c.failed.push_back({st.message(), st.code()});
       std::string bytes = c.Encode();
       if (!WriteAllToFd(fd, bytes.data(), bytes.size())) return 2;
@@ -243,6 +254,10 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
       bool widened = false;
       // The key is input data: one sanitised file name, never a path out of `out`.
       std::string name = SafeFileName(stem + "." + key + "." + ext);
+      if (Status may = outputs.Check(name); !may.ok()) {
+        report.failed.push_back({may.message(), may.code()});
+        continue;
+      }
       // Streamed in pieces (docs/safety.md, Limits): memory is one piece, whatever the tensor's
       // size, and the pages of the input already converted are dropped.
       auto file = StreamingFile::Create(out / name);
@@ -267,10 +282,12 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
       }
       if (st.ok()) st = file->Commit();
       if (!st.ok()) return st;  // an output that cannot be written: nothing later could be either
+      outputs.Written(name);
       report.widened += widened;
       report.written.push_back({name, path.string() + ":" + key, widened});
     }
   }
+  PORTKIT_RETURN_IF_ERROR(outputs.Commit());
   ctx.logger.Info("Wrote " + std::to_string(report.written.size()) + " ." + ext + " files to " + out.string() +
                   (report.widened ? "; " + std::to_string(report.widened) + " bf16/fp8 tensors widened to float32"
                                   : ""));

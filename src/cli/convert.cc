@@ -19,6 +19,8 @@ int ConvertCommand(int argc, char** argv, Context& ctx) {
   app.add_option("-d,--dump", input, "a dump folder, one .safetensors file, one .h5 file or a folder of .h5 files")
       ->required();
   app.add_option("--out,-O", out, "output folder; also -out")->required();
+  bool force = false;
+  app.add_flag("--force", force, "replace files of the names convert writes that portkit did not write");
   app.add_option("-t,--type", type, "npy (default) or txt")->check(CLI::IsMember({"npy", "txt"}));
   app.add_option("--format", format, "text (log lines only) or json (also a JSON list of what was written, on stdout)")
       ->check(CLI::IsMember({"text", "json"}))
@@ -27,7 +29,8 @@ int ConvertCommand(int argc, char** argv, Context& ctx) {
   for (Status st : {CheckInput(input, "-d"), CheckOutputFolder(out, "-out")})
     if (!st.ok()) return Fail(ctx, st);
 
-  accuracy::ConvertOptions options{input, out, type == "txt" ? accuracy::ConvertType::kTxt : accuracy::ConvertType::kNpy};
+  accuracy::ConvertOptions options{input, out, type == "txt" ? accuracy::ConvertType::kTxt : accuracy::ConvertType::kNpy,
+                                   force};
   auto report = accuracy::RunConvert(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& s : report->skipped) ctx.logger.Warning("skipped " + s);

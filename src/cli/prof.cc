@@ -26,6 +26,14 @@ Status WriteInto(const fs::path& folder, const std::string& name, const std::str
   return WriteFileAtomic(folder / name, content);
 }
 
+/// The overwrite policy (core/output_policy.h) for the files a report command writes into `folder`:
+/// a folder the user named (`asked` not empty) may hold files portkit did not write, which are
+/// replaced only with --force; the default folder inside the profile folder is portkit's own.
+Status CheckReportFiles(const std::string& asked, const fs::path& folder, const std::vector<std::string>& names,
+                        bool force) {
+  return asked.empty() ? Status::Ok() : CheckReplaceableIn(folder, names, "--output", force);
+}
+
 /// The output folder: the one asked for, or `default_name` inside the profile folder of `dir`.
 fs::path OutputFolder(const std::string& asked, const fs::path& dir, const char* default_name) {
   return asked.empty() ? prof::ProfileFolder(dir) / default_name : fs::path(asked);
@@ -56,7 +64,7 @@ void AddMaxStringOption(CLI::App& app, uint64_t* mb) {
 }
 
 int ExportSummary(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
-                  int64_t max_string_bytes, Context& ctx) {
+                  bool force, int64_t max_string_bytes, Context& ctx) {
   fs::path out = OutputFolder(output, dir, "summary");
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
@@ -64,6 +72,10 @@ int ExportSummary(const std::string& dir, const std::string& output, const std::
   if (!report.ok()) return Fail(ctx, report.status());
   std::vector<std::vector<std::string>> rows;
   std::string shown = output.empty() ? "summary/" : (out / "").string();
+  std::vector<std::string> names;
+  for (const auto& t : report->tables)
+    for (const auto& format : formats) names.push_back(t.name + "." + format);
+  if (Status st = CheckReportFiles(output, out, names, force); !st.ok()) return Fail(ctx, st);
   for (const auto& t : report->tables) {
     for (const auto& format : formats) {
       std::string name = t.name + "." + format;
@@ -72,6 +84,7 @@ int ExportSummary(const std::string& dir, const std::string& output, const std::
       rows.push_back({shown + name, std::to_string(t.rows.size())});
     }
   }
+  if (Status st = RecordWritten(out, names); !st.ok()) return Fail(ctx, st);
   Print(RenderTable({"files", "rows"}, rows));
   return kExitOk;
 }
@@ -108,10 +121,13 @@ int ExportTimeline(const std::string& dir, const std::string& output, bool force
 }
 
 int Analyse(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
-            const std::string& fail_on, int64_t max_string_bytes, Context& ctx) {
+            const std::string& fail_on, bool force, int64_t max_string_bytes, Context& ctx) {
   fs::path out = OutputFolder(output, dir, "analysis");
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
+  std::vector<std::string> names;
+  for (const auto& format : formats) names.push_back("advisor." + std::string(format == "text" ? "txt" : format));
+  if (Status st = CheckReportFiles(output, out, names, force); !st.ok()) return Fail(ctx, st);
   prof::AnalyseOptions options;
   options.dir = dir;
   options.max_string_bytes = max_string_bytes;
@@ -127,6 +143,7 @@ int Analyse(const std::string& dir, const std::string& output, const std::vector
     if (Status st = WriteInto(out, name, content); !st.ok()) return Fail(ctx, st);
     written.push_back(name);
   }
+  if (Status st = RecordWritten(out, written); !st.ok()) return Fail(ctx, st);
   Print(text);
   std::string list;
   for (const auto& w : written) list += (list.empty() ? "" : ", ") + w;
@@ -143,11 +160,18 @@ int Analyse(const std::string& dir, const std::string& output, const std::vector
 }
 
 int Diff(const std::string& base, const std::string& compare, std::optional<double> fail_above,
-         const std::string& output, const std::vector<std::string>& formats, int64_t max_string_bytes, Context& ctx) {
+         const std::string& output, const std::vector<std::string>& formats, bool force, int64_t max_string_bytes,
+         Context& ctx) {
   fs::path out = OutputFolder(output, compare, "diff");
   if (Status st = CheckInput(base, "base"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckInput(compare, "compare"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
+  std::vector<std::string> names;
+  for (const auto& format : formats) {
+    if (format == "csv") names.insert(names.end(), {"diff_operators.csv", "diff_kernels.csv"});
+    else names.push_back("diff.json");
+  }
+  if (Status st = CheckReportFiles(output, out, names, force); !st.ok()) return Fail(ctx, st);
   auto report = prof::RunDiff({base, compare, fail_above, max_string_bytes}, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   Print(render::ProfDiffText(*report));
@@ -161,6 +185,7 @@ int Diff(const std::string& base, const std::string& compare, std::optional<doub
     }
     if (!st.ok()) return Fail(ctx, st);
   }
+  if (Status st = RecordWritten(out, names); !st.ok()) return Fail(ctx, st);
   if (report->regressed) {
     char text[96];
     std::snprintf(text, sizeof text, "step time regressed by %+.2f%%, more than --fail-above %.2f%%",
@@ -246,6 +271,9 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   summary->add_option("-d,--dir", summary_dir, "the profile folder (holding portkit.db); also -dir")->required();
   summary->add_option("-o,--output", summary_output, "folder for the files (default: <dir>/summary)");
   AddFormatOption(*summary, &summary_formats, {"csv", "json"}, {"csv"});
+  bool report_force = false;  // --force of summary, analyse and diff (one subcommand runs)
+  const char* kReportForce = "replace files in -o that portkit did not write (refused otherwise)";
+  summary->add_flag("--force", report_force, kReportForce);
   uint64_t max_string_mb = static_cast<uint64_t>(prof::kDefaultMaxStoredValueBytes >> 20);
   AddMaxStringOption(*summary, &max_string_mb);
   std::string timeline_dir, timeline_output;
@@ -264,6 +292,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   analyse->add_option("-d,--dir", analyse_dir, "the profile folder; also -dir")->required();
   analyse->add_option("-o,--output", analyse_output, "folder for the reports (default: <dir>/analysis)");
   AddFormatOption(*analyse, &analyse_formats, {"text", "html", "json"}, {"text", "html"});
+  analyse->add_flag("--force", report_force, kReportForce);
   analyse->add_option("--fail-on", fail_on, "exit 1 when there is a finding of this severity or higher")
       ->check(CLI::IsMember({"high", "medium", "low", "info"}));
   AddMaxStringOption(*analyse, &max_string_mb);
@@ -279,6 +308,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
                                 "exit 3 when the step time grows by more than this percentage");
   diff->add_option("-o,--output", diff_output, "folder for the files (default: CMP_DIR/diff)");
   AddFormatOption(*diff, &diff_formats, {"csv", "json"}, {"csv"});
+  diff->add_flag("--force", report_force, kReportForce);
   AddMaxStringOption(*diff, &max_string_mb);
 
   ClusterCommand cluster;
@@ -296,12 +326,14 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     return Import(import_dir, import_limits, ctx);
   }
   const auto max_string_bytes = static_cast<int64_t>(max_string_mb << 20);
-  if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, max_string_bytes, ctx);
+  if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, report_force, max_string_bytes,
+                                             ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, timeline_force, max_string_bytes, ctx);
-  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, max_string_bytes, ctx);
+  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, report_force,
+                                         max_string_bytes, ctx);
   if (diff->parsed())
     return Diff(base_dir, cmp_dir, gate->count() ? std::optional<double>(fail_above) : std::nullopt, diff_output,
-                diff_formats, max_string_bytes, ctx);
+                diff_formats, report_force, max_string_bytes, ctx);
   return kExitUsage;
 }
 

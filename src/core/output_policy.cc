@@ -44,7 +44,10 @@ std::vector<std::string> WrittenFiles(const fs::path& folder) {
   return names;
 }
 
-Status CheckReplaceable(const fs::path& file, std::string_view option, bool force) {
+namespace {
+
+// The rule of CheckReplaceable with the ledger's names given (`listed` sorted).
+Status CheckAgainst(const fs::path& file, std::string_view option, bool force, const std::vector<std::string>& listed) {
   struct stat st {};
   if (::lstat(file.c_str(), &st) != 0) return Status::Ok();  // nothing there
   std::string what = std::string(option) + " " + file.string();
@@ -52,10 +55,34 @@ Status CheckReplaceable(const fs::path& file, std::string_view option, bool forc
     return InvalidArgument(what + " is a symbolic link; portkit never writes through a link: give another name");
   if (S_ISDIR(st.st_mode)) return InvalidArgument(what + " is a folder; give a file name");
   if (!S_ISREG(st.st_mode)) return InvalidArgument(what + " is not a regular file; give another name");
-  if (force) return Status::Ok();
-  std::vector<std::string> listed = WrittenFiles(FolderOf(file));
-  if (std::find(listed.begin(), listed.end(), file.filename().string()) != listed.end()) return Status::Ok();
+  if (force || std::binary_search(listed.begin(), listed.end(), file.filename().string())) return Status::Ok();
   return InvalidArgument(what + " already exists and portkit did not write it; give another name, or --force to replace it");
+}
+
+std::vector<std::string> SortedWrittenFiles(const fs::path& folder) {
+  std::vector<std::string> listed = WrittenFiles(folder);
+  std::sort(listed.begin(), listed.end());
+  return listed;
+}
+
+}  // namespace
+
+Status CheckReplaceable(const fs::path& file, std::string_view option, bool force) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) return Status::Ok();
+  return CheckAgainst(file, option, force, force ? std::vector<std::string>{} : SortedWrittenFiles(FolderOf(file)));
+}
+
+FolderOutputs::FolderOutputs(fs::path folder, std::string_view option, bool force)
+    : folder_(std::move(folder)), option_(option), force_(force), listed_(SortedWrittenFiles(folder_)) {}
+
+Status FolderOutputs::Check(const std::string& name) const {
+  return CheckAgainst(folder_ / name, option_, force_, listed_);
+}
+
+Status FolderOutputs::Commit() const {
+  if (written_.empty()) return Status::Ok();
+  return RecordWritten(folder_, written_);
 }
 
 Status CheckReplaceableIn(const fs::path& folder, const std::vector<std::string>& names, std::string_view option,

@@ -37,6 +37,27 @@ Status RecordWritten(const std::filesystem::path& folder, const std::vector<std:
 /// RecordWritten for one file path (its folder's ledger, its name).
 Status RecordWrittenFile(const std::filesystem::path& file);
 
+/// The policy for many files written into one folder (a conversion's thousands of tensors): the
+/// ledger is read once, each name checked with CheckReplaceable's rule, and the names written are
+/// added to the ledger by Commit().
+class FolderOutputs {
+ public:
+  FolderOutputs(std::filesystem::path folder, std::string_view option, bool force);
+  /// Whether `name` (a plain file name inside the folder) may be written.
+  Status Check(const std::string& name) const;
+  /// Remembers `name` as written (for Commit).
+  void Written(const std::string& name) { written_.push_back(name); }
+  /// Adds the names written to the folder's ledger.
+  Status Commit() const;
+
+ private:
+  std::filesystem::path folder_;
+  std::string option_;
+  bool force_;
+  std::vector<std::string> listed_;  // sorted
+  std::vector<std::string> written_;
+};
+
 /// The names `folder`'s ledger lists (plain names only; anything with a folder separator, "." or
 /// ".." is ignored).
 std::vector<std::string> WrittenFiles(const std::filesystem::path& folder);

@@ -64,7 +64,7 @@ def test_convert_writes_every_tensor_exactly(dump, tmp_path, portkit):
                     assert back.dtype == a.dtype, name
                     assert back.shape == a.shape, name
                     assert np.array_equal(back, a, equal_nan=a.dtype.kind == "f"), name
-    assert set(os.listdir(out)) == expected | {"convert_index.csv"}
+    assert set(os.listdir(out)) == expected | {"convert_index.csv", ".portkit-files"}
     with h5py.File(dump, "r") as f:
         for row in load_index(out):
             data = f[row["HDF5 Path"]][()]
