@@ -1,5 +1,7 @@
 #include "analyse/project_loader.h"
 
+#include <malloc.h>
+
 namespace portkit::analyse {
 namespace fs = std::filesystem;
 
@@ -125,6 +127,9 @@ void ReleaseTree(LoadedProject& project, PyFile& f) {
   if (project.keep_trees || !f.parsed.tree) return;
   ts_tree_delete(f.parsed.tree);
   f.parsed.tree = nullptr;
+  // A big tree's memory goes back to the system: the next one may be parsed by another thread,
+  // whose malloc arena would not reuse these pages (measured: twice the peak without this).
+  if (f.parsed.source.size() > kBigTreeSourceBytes) malloc_trim(0);
 }
 
 }  // namespace portkit::analyse

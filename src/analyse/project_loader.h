@@ -53,9 +53,9 @@ struct LoadOptions {
   /// Convert files that declare Latin-1 in a PEP 263 coding line (analyse; migrate skips them).
   bool decode_latin1 = false;
   /// Trees are kept between passes only when the project's Python sources total at most this
-  /// (a tree takes 60-75 times its source: 8 MiB of code, about 500 MB of trees); above it,
+  /// (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); above it,
   /// memory holds the sources, the summaries and one tree per worker.
-  size_t keep_trees_bytes = size_t{8} << 20;
+  size_t keep_trees_bytes = size_t{4} << 20;
 };
 
 /// Holds LoadedProject::big_tree while a big file's tree exists (a no-op for small files).

@@ -193,6 +193,12 @@ std::string Latin1ToUtf8(std::string_view in) {
 
 }  // namespace
 
+// "58.0": one decimal, rounded down, so a file just over the limit never reads as equal to it.
+static std::string MiB(uint64_t bytes) {
+  uint64_t tenths = bytes * 10 / (uint64_t{1} << 20);
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10);
+}
+
 std::string DecodeDeclaredLatin1(std::string text) {
   if (FirstInvalidUtf8(text).first != 0 && IsLatin1Name(DeclaredEncoding(text))) return Latin1ToUtf8(text);
   return text;
@@ -204,7 +210,7 @@ Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes, bo
   if (ec) return IoError(f.display + ": cannot read: " + ec.message());
   // Checked before anything is read: a parse tree takes 60-75 times its source (docs/safety.md).
   if (size > max_bytes)
-    return InvalidArgument(f.display + ": over the limit: " + std::to_string(size >> 20) + " MiB, more than the " +
+    return InvalidArgument(f.display + ": over the limit: " + MiB(size) + " MiB, more than the " +
                            std::to_string(max_bytes >> 20) +
                            " MiB a Python file may have; not analysed. --max-file-mb raises the limit");
   auto text = ReadFile(f.path);

@@ -16,7 +16,7 @@ rss_mb() {  # the peak RSS in MB that /usr/bin/time -v wrote to $1
 if want memory; then
 # ---------------------------------------------------------------------------------------------
 # Memory: a 58 MB Python file (under the old 64 MB cap) peaked at 3.85 GB in analyse. Python
-# files over --max-file-mb (default 4) are skipped with a note; peak RSS stays under 300 MB.
+# files over --max-file-mb (default 2) are skipped with a note; peak RSS stays under 300 MB.
 bomb="$tmp/bomb"
 mkdir -p "$bomb/lines" "$bomb/expr"
 $PY - "$bomb" <<'EOF'
@@ -42,7 +42,7 @@ for kind in lines expr; do
   check "analyse of a 58 MB .py ($kind) exits 0 (not a hang)" "[ $rc = 0 ]"
   check "  peak RSS under 300 MB (${mb} MB)" "[ '$mb' -lt 300 ]"
   check "  says the file is over the limit and names the flag" \
-    "grep -q 'big.py: over the limit: 58 MiB, more than the 4 MiB a Python file may have; not analysed. --max-file-mb raises the limit' '$bomb/out_$kind/${kind}_analysis/pytorch_analysis.txt'"
+    "grep -q 'big.py: over the limit: 58.0 MiB, more than the 2 MiB a Python file may have; not analysed. --max-file-mb raises the limit' '$bomb/out_$kind/${kind}_analysis/pytorch_analysis.txt'"
   check "  and analyses the other file" "grep -q 'small.py' '$bomb/out_$kind/${kind}_analysis/cuda_op_list.csv'"
 done
 /usr/bin/time -v $T "$PORTKIT" migrate -i "$bomb/lines" -o "$bomb/m" -j 2 >"$bomb/m.out" 2>"$bomb/m.err"
@@ -61,15 +61,15 @@ check "dynamic_shape of a 58 MB .py exits 0, the file copied unchanged, peak RSS
 $PY -c "
 import sys
 line = b'x = compute(a, b[1]) + other.attr * 3\n'
-open(sys.argv[1], 'wb').write(b'import torch\ny = torch.randn(2).cuda()\n' + line * (5 * 2**20 // len(line)))" "$bomb/five.py"
+open(sys.argv[1], 'wb').write(b'import torch\ny = torch.randn(2).cuda()\n' + line * (5 * 2**19 // len(line)))" "$bomb/five.py"
 mkdir -p "$bomb/five" && mv "$bomb/five.py" "$bomb/five/"
 /usr/bin/time -v $T "$PORTKIT" analyse -i "$bomb/five" -o "$bomb/n1" -j 2 >/dev/null 2>"$bomb/n1.err"
-check "a 5 MB file is skipped by default" "[ $? = 0 ] && grep -q 'five.py: over the limit: 5 MiB' '$bomb/n1/five_analysis/pytorch_analysis.txt'"
-/usr/bin/time -v $T "$PORTKIT" analyse -i "$bomb/five" -o "$bomb/n2" -j 2 --max-file-mb 6 >/dev/null 2>"$bomb/n2.err"
+check "a 2.5 MiB file is skipped by default" "[ $? = 0 ] && grep -q 'five.py: over the limit: 2.5 MiB, more than the 2 MiB' '$bomb/n1/five_analysis/pytorch_analysis.txt'"
+/usr/bin/time -v $T "$PORTKIT" analyse -i "$bomb/five" -o "$bomb/n2" -j 2 --max-file-mb 3 >/dev/null 2>"$bomb/n2.err"
 rc=$?
 mb=$(rss_mb "$bomb/n2.err")
-echo "     analyse of a 5 MB file with --max-file-mb 6: exit $rc, peak RSS ${mb} MB"
-check "  and analysed with --max-file-mb 6 (peak RSS ${mb} MB, under 600 MB)" "[ $rc = 0 ] && grep -q '^five/five.py,' '$bomb/n2/five_analysis/cuda_op_list.csv' && [ '$mb' -lt 600 ]"
+echo "     analyse of a 2.5 MiB file with --max-file-mb 3: exit $rc, peak RSS ${mb} MB"
+check "  and analysed with --max-file-mb 3 (peak RSS ${mb} MB, under 400 MB)" "[ $rc = 0 ] && grep -q '^five/five.py,' '$bomb/n2/five_analysis/cuda_op_list.csv' && [ '$mb' -lt 400 ]"
 rm -rf "$bomb"
 fi
 
