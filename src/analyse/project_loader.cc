@@ -15,7 +15,7 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
   std::vector<std::unique_ptr<PythonParser>> parsers;
   for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
 
-  // Trees are kept between passes only for a small project: a tree takes 60-75 times its source.
+  // Trees are kept between passes only for a small project: a tree takes 60-150 times its source.
   uint64_t total = 0;
   for (const auto& f : sources.python) {
     auto size = fs::file_size(f.path, ec);
@@ -116,8 +116,7 @@ BigTreeGuard::~BigTreeGuard() {
   if (held_) held_->unlock();
 }
 
-ParsedSource* TreeOf(LoadedProject& project, PyFile& f, PythonParser& parser) {
-  (void)project;
+ParsedSource* TreeOf(LoadedProject& /*project*/, PyFile& f, PythonParser& parser) {
   if (!f.summary) return nullptr;
   if (!f.parsed.tree) f.parsed = parser.Parse(std::move(f.parsed.source));
   return f.parsed.tree ? &f.parsed : nullptr;
