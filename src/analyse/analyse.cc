@@ -67,7 +67,7 @@ void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
   std::vector<ExtensionBuild> builds;
   std::unordered_multimap<std::string, std::pair<int, int>> python_methods;
   for (const auto& f : project.py) {
-    if (f.parsed.tree == nullptr) continue;
+    if (f.file == nullptr || f.parsed.source.empty()) continue;  // skipped (its text is not kept)
     if (!cpp.empty()) {
       auto found = ScanExtensionBuilds(f.parsed.source);
       std::move(found.begin(), found.end(), std::back_inserter(builds));
@@ -209,17 +209,30 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
     return IoError("output " + opt.output.string() + " cannot be created: " + (ec ? ec.message() : "not a folder"));
   report.results_dir = out_root / (report.project + "_analysis");
   // A folder this command did not write is never overwritten without --force (docs/safety.md).
-  if (fs::exists(report.results_dir, ec) && !opt.force && MarkedOutputCommand(report.results_dir) != "analyse" &&
-      !fs::is_empty(report.results_dir, ec))
+  const bool reused = fs::exists(report.results_dir, ec);
+  const OutputMarker marker = reused ? ReadOutputMarker(report.results_dir) : OutputMarker{};
+  if (reused && !opt.force && marker.command != "analyse" && !fs::is_empty(report.results_dir, ec))
     return InvalidArgument("output folder " + report.results_dir.string() +
                            " already exists and was not written by portkit analyse; remove it, choose another "
                            "-o, or give --force to write into it");
+  if (reused && !opt.force && marker.command == "analyse" && marker.running)
+    return InvalidArgument("output folder " + report.results_dir.string() +
+                           " is being written by another portkit analyse (pid " + std::to_string(marker.pid) +
+                           "); wait for it to end, or give --force");
   fs::create_directories(report.results_dir, ec);
   if (ec || !fs::is_directory(report.results_dir))
     return IoError("output folder " + report.results_dir.string() + " cannot be created" +
                    (ec ? ": " + ec.message() : std::string()));
-  // Marked, so that a later analyse or migrate of a folder holding it does not walk into it.
-  PORTKIT_RETURN_IF_ERROR(MarkOutput(report.results_dir, "analyse"));
+  if (reused && marker.command == "analyse" && !marker.finished) {
+    log.Warning(report.results_dir.string() + ": an earlier portkit analyse (pid " + std::to_string(marker.pid) +
+                ") into this folder did not finish (killed?); its output is replaced");
+    for (const auto& name : RemoveStaleTemporariesBelow(report.results_dir))
+      log.Warning(name + ": removed (left by the run that was killed)");
+  }
+  // Marked before anything else is written (docs/safety.md, Crash markers), so that a later
+  // analyse or migrate of a folder holding it does not walk into it, and a run killed on the way
+  // is recognised; the command's last step marks it finished.
+  PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(report.results_dir, "analyse"));
 
   log.Info("PyTorch analysis start working now, please wait for a moment.");
   log.Info("Target " + target->name() +

@@ -116,18 +116,27 @@ std::vector<FileAnalysis> AnalyseFiles(LoadedProject& project, const RuleData& d
   Progress progress(log, project.stats.python_analysed);
   const Target* target = data.target;
   auto known = [target](const std::string& q) { return target && target->Known(q); };
-  pool.ParallelFor(project.py.size(), [&](int, size_t i) {
+  std::vector<std::unique_ptr<PythonParser>> parsers;  // for the trees a large project did not keep
+  for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
+  pool.ParallelFor(project.py.size(), [&](int worker, size_t i) {
     PyFile& f = project.py[i];
     if (!f.summary) return;
     progress.Start("Start analysis " + f.file->display + ".");
-    std::vector<std::unique_ptr<Rule>> rules = make_rules();
-    RuleContext rctx(project.syntax, f.parsed.source, f.file->display, data, results[i].findings);
-    RuleDispatcher dispatcher(rules, rctx, results[i]);
-    FileWalker walker(project.syntax, f.parsed, *f.summary, project.index, known, dispatcher);
-    walker.Run();
-    if (walker.too_deep())
-      log.Warning(f.file->display + ": expressions nested deeper than " + std::to_string(FileWalker::kMaxDepth) +
-                  " levels; their innermost parts were not analysed");
+    {
+      BigTreeGuard one_big_tree(project, f.parsed.source.size());
+      const ParsedSource* parsed = TreeOf(project, f, *parsers[worker]);
+      if (parsed) {
+        std::vector<std::unique_ptr<Rule>> rules = make_rules();
+        RuleContext rctx(project.syntax, parsed->source, f.file->display, data, results[i].findings);
+        RuleDispatcher dispatcher(rules, rctx, results[i]);
+        FileWalker walker(project.syntax, *parsed, *f.summary, project.index, known, dispatcher);
+        walker.Run();
+        if (walker.too_deep())
+          log.Warning(f.file->display + ": expressions nested deeper than " + std::to_string(FileWalker::kMaxDepth) +
+                      " levels; their innermost parts were not analysed");
+      }
+      ReleaseTree(project, f);
+    }
     progress.Done("Analysis " + f.file->display + " complete.");
   });
   return results;

@@ -67,7 +67,7 @@ struct AnalyseOptions {
   std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   std::vector<std::string> env_paths;  ///< extra import roots used to resolve names
   std::vector<std::string> api_files;  ///< full_unsupported_results.csv of earlier third_party runs
-  size_t max_file_bytes = 64u << 20;   ///< larger Python files are skipped
+  size_t max_file_bytes = kDefaultMaxPythonFileBytes;  ///< larger Python files are skipped
   // Worker threads come from Context::jobs.
   /// Write into an existing <output>/<basename>_analysis/ that an earlier `portkit analyse` did
   /// not create (refused otherwise: kInvalidArgument).
@@ -130,7 +130,7 @@ struct MigrateOptions {
   bool transfer_only = false;
   std::vector<std::string> entries;  ///< paths relative to the input folder (with transfer_only)
   std::string python = "python3";    ///< the CPython that checks every migrated file
-  size_t max_file_bytes = 64u << 20;
+  size_t max_file_bytes = kDefaultMaxPythonFileBytes;  ///< larger Python files are copied unchanged
   /// Write into an existing <output>/<basename>_msft/ that an earlier `portkit migrate` did not
   /// create (refused otherwise: kInvalidArgument).
   bool force = false;

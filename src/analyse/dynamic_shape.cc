@@ -122,8 +122,9 @@ std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& 
 std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
                              const std::vector<WrappedLoop>& loops, int depth, std::string* warning) {
   const std::string& text = src.source;
-  // Line starts.
-  std::vector<size_t> line_start{0};
+  // Line starts; the first line starts after a BOM, which stays the file's first bytes.
+  const size_t bom = StartsWithBom(text) ? kUtf8Bom.size() : 0;
+  std::vector<size_t> line_start{bom};
   for (size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\n') line_start.push_back(i + 1);
   size_t lines = line_start.size();
@@ -143,7 +144,7 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
       occupied[a.row] = 1;
       continue;
     }
-    if (a.column == 0 && a.row < lines) {
+    if (a.column == (a.row == 0 ? bom : 0) && a.row < lines) {
       if (!IsCompound(k)) simple_start[a.row] = 1;
       else if (k != NodeKind::kComment) occupied[a.row] = 1;
     }
@@ -251,24 +252,32 @@ Status RunDynamicShapeMode(ModeRun& run) {
     for (const auto& note : size.sparse) log.Warning(note);
     PORTKIT_RETURN_IF_ERROR(CheckFreeSpace(results, size.bytes, "the instrumented copy"));
   }
+  PythonParser parser;  // for the trees a large project did not keep
   for (size_t i = 0; i < sources.python.size(); ++i) {
     PyFile& f = project.py[i];
     fs::path dest = results / f.file->rel;
     ensure_parent(dest);
     progress.Start("Start analysis " + f.file->display + ".");
-    if (!f.summary || !f.parsed.tree) {
-      written(dest, CopyFileAtomic(f.file->path, dest));  // skipped files are copied unchanged
+    // Files without a data loop (and skipped ones) are copied as they are, byte for byte.
+    const ParsedSource* tree = f.summary && !f.parsed.has_error() ? TreeOf(project, f, parser) : nullptr;
+    std::vector<WrappedLoop> loops;
+    if (tree) loops = FindDataLoops(project.syntax, *tree, *f.summary, project.index);
+    if (loops.empty()) {
+      ReleaseTree(project, f);
+      written(dest, CopyFileAtomic(f.file->path, dest));
       ++copy.files_copied;
+      if (f.summary && f.parsed.source.find("__name__") != std::string::npos &&
+          f.parsed.source.find("__main__") != std::string::npos)
+        entries.push_back(f.file->rel);
       progress.Done("Analysis " + f.file->display + " complete.");
       continue;
     }
-    std::vector<WrappedLoop> loops;
-    if (!f.parsed.has_error()) loops = FindDataLoops(project.syntax, f.parsed, *f.summary, project.index);
-    std::string text = f.parsed.source;
-    if (!loops.empty()) {
+    std::string text;
+    {
       int depth = static_cast<int>(std::count(f.file->rel.begin(), f.file->rel.end(), '/'));
       std::string warning;
-      text = InstrumentSource(project.syntax, f.parsed, loops, depth, &warning);
+      text = InstrumentSource(project.syntax, *tree, loops, depth, &warning);
+      ReleaseTree(project, f);
       if (!warning.empty()) log.Warning(f.file->display + ": " + warning);
       for (const auto& l : loops) {
         log.Info("Wrapped the data loop at " + f.file->display + ":" + std::to_string(l.line) +
@@ -277,10 +286,7 @@ Status RunDynamicShapeMode(ModeRun& run) {
       }
       ++copy.python_instrumented;
     }
-    if (!loops.empty() || f.parsed.source.find("__name__") != std::string::npos) {
-      if (f.parsed.source.find("__main__") != std::string::npos || !loops.empty())
-        entries.push_back(f.file->rel);
-    }
+    entries.push_back(f.file->rel);
     written(dest, WriteFileAtomic(dest, text));
     ++copy.files_copied;
     progress.Done("Analysis " + f.file->display + " complete.");

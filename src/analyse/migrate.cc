@@ -524,6 +524,7 @@ InsertPoint FindInsertPoint(const PySyntax& syn, const ParsedSource& src, bool a
       ++pos;
     }
   }
+  if (pos < kUtf8Bom.size() && StartsWithBom(s)) pos = kUtf8Bom.size();  // the BOM stays first
   p.byte = static_cast<uint32_t>(pos);
   p.line = static_cast<uint32_t>(std::count(s.begin(), s.begin() + static_cast<long>(pos), '\n') + 1);
   return p;
@@ -592,11 +593,15 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   report.results_dir = results;
   // A folder this command did not write is never overwritten without --force (docs/safety.md).
   bool reused = fs::exists(results, ec);
-  if (reused && !opt.force && MarkedOutputCommand(results) != "migrate" && !fs::is_empty(results, ec))
+  const OutputMarker marker = reused ? ReadOutputMarker(results) : OutputMarker{};
+  if (reused && !opt.force && marker.command != "migrate" && !fs::is_empty(results, ec))
     return InvalidArgument("output folder " + results.string() +
                            " already exists and was not written by portkit migrate; remove it, choose another "
                            "-o, or give --force to write into it");
-  const std::vector<std::string> earlier_files = reused ? MarkedOutputFiles(results) : std::vector<std::string>{};
+  if (reused && !opt.force && marker.command == "migrate" && marker.running)
+    return InvalidArgument("output folder " + results.string() + " is being written by another portkit migrate (pid " +
+                           std::to_string(marker.pid) + "); wait for it to end, or give --force");
+  const std::vector<std::string>& earlier_files = marker.files;
   fs::create_directories(results, ec);
   if (ec || !fs::is_directory(results, ec))
     return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
@@ -621,6 +626,25 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       return room;
     }
   }
+  // Marked before the first file is written (docs/safety.md, Crash markers): a run killed from here
+  // on leaves a marker that the next run recognises; it lists what this run may write and what
+  // the earlier run wrote, so the next run still removes the files of neither.
+  if (reused && marker.command == "migrate" && !marker.finished) {
+    log.Warning(results.string() + ": an earlier portkit migrate (pid " + std::to_string(marker.pid) +
+                ") into this folder did not finish (killed?); its output is replaced");
+    for (const auto& name : RemoveStaleTemporariesBelow(results))
+      log.Warning(name + ": removed (left by the run that was killed)");
+  }
+  {
+    std::vector<std::string> planned = earlier_files;
+    for (const auto& f : project.sources.python) planned.push_back(f.rel);
+    for (const auto* group : {&project.sources.cpp, &project.sources.others, &project.sources.links})
+      for (const auto& f : *group) planned.push_back(f.rel);
+    planned.push_back("migration.patch");
+    std::sort(planned.begin(), planned.end());
+    planned.erase(std::unique(planned.begin(), planned.end()), planned.end());
+    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(results, "migrate", planned));
+  }
 
   struct FileResult {
     std::string text;
@@ -634,13 +658,20 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
   Progress progress(log, project.py.size());
   pool.ParallelFor(project.py.size(), [&](int worker, size_t i) {
-    PyFile& f = project.py[i];
+    PyFile& py_file = project.py[i];
     FileResult& r = out[i];
-    if (!f.summary || !f.parsed.tree || f.parsed.has_error()) {
+    BigTreeGuard one_big_tree(project, py_file.parsed.source.size());
+    const ParsedSource* tree = py_file.parsed.has_error() ? nullptr : TreeOf(project, py_file, *parsers[worker]);
+    if (!py_file.summary || !tree) {
       r.text.clear();  // copied unchanged
-      progress.Done("Skipped " + f.file->display + " (not migrated: see the warnings above).");
+      progress.Done("Skipped " + py_file.file->display + " (not migrated: see the warnings above).");
       return;
     }
+    struct {
+      const SourceFile* file;
+      const ParsedSource& parsed;
+      ModuleSummary* summary;
+    } f{py_file.file, *tree, py_file.summary};
     std::string_view eol = LineEnding(f.parsed.source);
     if (opt.transfer_only) {
       bool entry = std::any_of(opt.entries.begin(), opt.entries.end(), [&](const std::string& e) {
@@ -667,11 +698,12 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
                                            "InsertImport"));
     }
     r.text = ApplyEdits(f.parsed.source, r.edits);
+    ReleaseTree(project, py_file);  // before the check below parses the edited text
     for (auto& w : r.warnings) w.file = f.file->display;
     // Every migrated file must parse; a rewrite that breaks it is undone (CPython checks below).
     if (!r.edits.empty()) {
       ParsedSource check = parsers[worker]->Parse(r.text);
-      if (check.has_error()) {
+      if (!check.tree || check.has_error()) {
         r.reverted = true;
         r.revert_reason = "the migrated file would not parse";
       }

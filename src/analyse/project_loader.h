@@ -3,6 +3,7 @@
 /// files, parsing each Python file once (in parallel), pass-1 summaries and the project index.
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,10 @@ namespace portkit::analyse {
 
 struct PyFile {
   const SourceFile* file = nullptr;
-  ParsedSource parsed;              ///< empty when the file was skipped
+  /// The file's text (empty when it was skipped) and, while some pass needs it, its tree: a
+  /// large project keeps no trees between passes (see LoadOptions::keep_trees_bytes); TreeOf
+  /// parses the file again.
+  ParsedSource parsed;
   ModuleSummary* summary = nullptr; ///< null when the file is not analysed (skipped or empty)
 };
 
@@ -28,19 +32,49 @@ struct LoadedProject {
   ProjectIndex index;
   FileStats stats;
   std::vector<FileProblem> problems;
+  /// Whether each file's tree is kept from pass 1 to the end of the run (small projects) or
+  /// parsed again by every pass that needs it (TreeOf) and dropped after (ReleaseTree).
+  bool keep_trees = true;
+  /// Held while a file over kBigTreeSourceBytes is parsed and used: one big tree at a time.
+  std::mutex big_tree;
 };
+
+/// A file whose tree takes some 70 MB or more is parsed by one worker at a time.
+inline constexpr size_t kBigTreeSourceBytes = size_t{1} << 20;
 
 struct LoadOptions {
   std::filesystem::path input;
   std::string display_prefix;       ///< basename(input)
   std::vector<std::filesystem::path> exclude;  ///< e.g. the results folder
   std::vector<std::string> env_paths;
-  size_t max_file_bytes = 64u << 20;
+  size_t max_file_bytes = kDefaultMaxPythonFileBytes;
   /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
   std::vector<std::string> module_self_methods = {};
   /// Convert files that declare Latin-1 in a PEP 263 coding line (analyse; migrate skips them).
   bool decode_latin1 = false;
+  /// Trees are kept between passes only when the project's Python sources total at most this
+  /// (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); above it,
+  /// memory holds the sources, the summaries and one tree per worker.
+  size_t keep_trees_bytes = size_t{4} << 20;
 };
+
+/// Holds LoadedProject::big_tree while a big file's tree exists (a no-op for small files).
+class BigTreeGuard {
+ public:
+  BigTreeGuard(LoadedProject& project, size_t source_bytes);
+  ~BigTreeGuard();
+  BigTreeGuard(const BigTreeGuard&) = delete;
+  BigTreeGuard& operator=(const BigTreeGuard&) = delete;
+
+ private:
+  std::mutex* held_ = nullptr;
+};
+
+/// The parsed file `f` with its tree: parsed again with `parser` when the project keeps no trees.
+/// Null when the file was not loaded (skipped). Call ReleaseTree when done with it.
+ParsedSource* TreeOf(LoadedProject& project, PyFile& f, PythonParser& parser);
+/// Drops the tree of `f` when the project keeps no trees (its text stays).
+void ReleaseTree(LoadedProject& project, PyFile& f);
 
 /// Loads the project; problems are logged as they are found and kept in `out.problems`.
 void LoadProject(const LoadOptions& options, Logger& log, ThreadPool& pool, LoadedProject& out);

@@ -101,7 +101,8 @@ ParsedSource::ParsedSource(ParsedSource&& o) noexcept
       tree(o.tree),
       error_line(o.error_line),
       error_col(o.error_col),
-      error_what(std::move(o.error_what)) {
+      error_what(std::move(o.error_what)),
+      refused(std::move(o.refused)) {
   o.tree = nullptr;
 }
 
@@ -114,6 +115,7 @@ ParsedSource& ParsedSource::operator=(ParsedSource&& o) noexcept {
     error_line = o.error_line;
     error_col = o.error_col;
     error_what = std::move(o.error_what);
+    refused = std::move(o.refused);
   }
   return *this;
 }
@@ -167,9 +169,148 @@ bool FindFirstError(TSNode n, TSNode* out) {
 
 }  // namespace
 
+namespace {
+
+// The end of the string literal that starts with the quote at `i` (one past its closing quote,
+// or the line end of an unterminated one-line string). `newline(at)` is told of each line end
+// inside it.
+template <typename OnNewline>
+size_t SkipString(std::string_view s, size_t i, OnNewline newline) {
+  const char q = s[i];
+  const size_t n = s.size();
+  const bool triple = i + 2 < n && s[i + 1] == q && s[i + 2] == q;
+  size_t j = i + (triple ? 3 : 1);
+  while (j < n) {
+    char c = s[j];
+    if (c == '\\') {
+      // An escaped line end continues the string on the next line (also in raw strings).
+      size_t k = j + 1;
+      if (k < n && s[k] == '\r') {
+        k += k + 1 < n && s[k + 1] == '\n' ? 2 : 1;
+        newline(k);
+      } else if (k < n && s[k] == '\n') {
+        ++k;
+        newline(k);
+      } else {
+        ++k;
+      }
+      j = k;
+      continue;
+    }
+    if (c == q && (!triple || (j + 2 < n && s[j + 1] == q && s[j + 2] == q))) return j + (triple ? 3 : 1);
+    if (c == '\n' || c == '\r') {
+      if (!triple) return j;  // unterminated: the line end is the caller's
+      j += c == '\r' && j + 1 < n && s[j + 1] == '\n' ? 2 : 1;
+      newline(j);
+      continue;
+    }
+    ++j;
+  }
+  return n;
+}
+
+}  // namespace
+
+NestingProblem CheckNesting(std::string_view s) {
+  NestingProblem problem;
+  const size_t n = s.size();
+  uint32_t depth = 0, line = 1;
+  size_t line_start = 0;
+  std::vector<uint32_t> indents{0};
+  auto newline = [&](size_t next) {
+    ++line;
+    line_start = next;
+  };
+  auto fail = [&](size_t at, std::string what) {
+    problem.line = line;
+    problem.col = static_cast<uint32_t>(at - line_start + 1);
+    problem.what = std::move(what);
+    return problem;
+  };
+  size_t i = StartsWithBom(s) ? kUtf8Bom.size() : 0;
+  bool line_begins = true;
+  while (i < n) {
+    if (line_begins) {
+      line_begins = false;
+      if (depth == 0) {
+        // The indentation of a logical line, as CPython's tokenizer measures it.
+        uint32_t col = 0;
+        size_t j = i;
+        for (; j < n; ++j) {
+          if (s[j] == ' ') ++col;
+          else if (s[j] == '\t') col = (col / 8 + 1) * 8;
+          else if (s[j] == '\f') col = 0;
+          else break;
+        }
+        bool blank = j == n || s[j] == '\n' || s[j] == '\r' || s[j] == '#';
+        if (!blank && col > indents.back()) {
+          indents.push_back(col);
+          if (indents.size() - 1 > kMaxIndentLevels)
+            return fail(j, "more than " + std::to_string(kMaxIndentLevels) +
+                               " levels of indentation (CPython refuses this too)");
+        }
+        while (!blank && col < indents.back()) indents.pop_back();
+        i = j;
+        continue;
+      }
+    }
+    switch (s[i]) {
+      case '#':
+        while (i < n && s[i] != '\n' && s[i] != '\r') ++i;
+        break;
+      case '\\':
+        // A backslash at a line end joins the lines: the next one is no new logical line.
+        if (i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r')) {
+          i += s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n' ? 3 : 2;
+          newline(i);
+        } else {
+          ++i;
+        }
+        break;
+      case '\n': case '\r':
+        i += s[i] == '\r' && i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
+        newline(i);
+        line_begins = true;
+        break;
+      case '(': case '[': case '{':
+        if (++depth > kMaxBracketDepth)
+          return fail(i, "brackets nested more than " + std::to_string(kMaxBracketDepth) +
+                             " deep (CPython refuses this too)");
+        ++i;
+        break;
+      case ')': case ']': case '}':
+        if (depth > 0) --depth;
+        ++i;
+        break;
+      case '\'': case '"':
+        i = SkipString(s, i, newline);
+        break;
+      default:
+        ++i;
+    }
+  }
+  return problem;
+}
+
 ParsedSource PythonParser::Parse(std::string source) {
   ParsedSource out;
   out.source = std::move(source);
+  // Refused before tree-sitter sees it: its error recovery is what breaks on absurd nesting.
+  if (NestingProblem nesting = CheckNesting(out.source); nesting.line != 0) {
+    out.error_line = nesting.line;
+    out.error_col = nesting.col;
+    out.refused = std::move(nesting.what);
+    return out;
+  }
+  // A BOM stays in the text (a copy writes the file's own bytes) and is left out of the parse:
+  // the tree's byte offsets are the file's, and its first row starts after the BOM.
+  if (StartsWithBom(out.source)) {
+    TSRange range{{0, static_cast<uint32_t>(kUtf8Bom.size())}, {UINT32_MAX, UINT32_MAX},
+                  static_cast<uint32_t>(kUtf8Bom.size()), UINT32_MAX};
+    ts_parser_set_included_ranges(parser_, &range, 1);
+  } else {
+    ts_parser_set_included_ranges(parser_, nullptr, 0);
+  }
   out.tree = ts_parser_parse_string(parser_, nullptr, out.source.data(),
                                     static_cast<uint32_t>(out.source.size()));
   if (!out.tree) {

@@ -53,13 +53,39 @@ class PySyntax {
   std::vector<NodeKind> kinds_;
 };
 
-/// A parsed file: owns the source bytes and the tree.
+/// CPython's own limits on nesting (its tokenizer's MAXLEVEL and MAXINDENT): no valid Python goes
+/// past them, and tree-sitter's error recovery on input far past them is where it breaks (an
+/// ASan invalid free inside libtree-sitter on 80,000 nested brackets), so such a file is refused
+/// before it is parsed.
+inline constexpr uint32_t kMaxBracketDepth = 200;
+inline constexpr uint32_t kMaxIndentLevels = 100;
+
+/// Where a source first goes past kMaxBracketDepth or kMaxIndentLevels.
+struct NestingProblem {
+  uint32_t line = 0, col = 0;  ///< 1-based, column in bytes; line 0: none
+  std::string what;            ///< "brackets nested more than 200 deep (CPython refuses this too)"
+};
+
+/// Scans `source` as CPython's tokenizer counts nesting (strings and comments skipped, a
+/// backslash-newline or an open bracket continues a line, a tab advances to the next multiple of
+/// 8, a form feed resets the column); one linear pass, no allocation but the indentation stack.
+NestingProblem CheckNesting(std::string_view source);
+
+/// The UTF-8 byte order mark CPython accepts at the start of a source file.
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+inline bool StartsWithBom(std::string_view s) { return s.substr(0, 3) == kUtf8Bom; }
+
+/// A parsed file: owns the source bytes (exactly the file's: a BOM is kept, and left out of the
+/// parse) and the tree.
 struct ParsedSource {
   std::string source;
   TSTree* tree = nullptr;
   /// 1-based location of the first syntax error (ERROR or MISSING node), 0 when none.
   uint32_t error_line = 0, error_col = 0;
   std::string error_what;
+  /// Why the file was not parsed at all (no tree): "brackets nested more than 200 deep ..." at
+  /// error_line:error_col. Empty when it was parsed (or tree-sitter gave up).
+  std::string refused;
 
   ParsedSource() = default;
   ParsedSource(ParsedSource&& o) noexcept;
@@ -77,8 +103,10 @@ class PythonParser {
   ~PythonParser();
   PythonParser(const PythonParser&) = delete;
   PythonParser& operator=(const PythonParser&) = delete;
-  /// Parses `source` (UTF-8). Never fails on bad syntax: the tree then holds ERROR nodes and the
-  /// first one is recorded. Returns a tree-less result only if tree-sitter gives up (timeout).
+  /// Parses `source` (UTF-8; a leading BOM is kept in the text and excluded from the parse, so
+  /// byte offsets are the file's own). Never fails on bad syntax: the tree then holds ERROR nodes
+  /// and the first one is recorded. Returns a tree-less result when CheckNesting refuses the
+  /// source (`refused` says why) or tree-sitter gives up.
   ParsedSource Parse(std::string source);
 
  private:

@@ -9,6 +9,7 @@
 #include "analyse/rule_docs.h"
 #include "analyse/target.h"
 #include "cli/cli_common.h"
+#include "core/input_files.h"
 #include "target/target_facts.h"
 #include "render/analyse_report.h"
 
@@ -97,7 +98,7 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
   analyse::AnalyseOptions opt;
   std::string input, output, mode_name = std::string(analyse::ModeInfo(opt.mode).name);
   std::vector<std::string> formats, fail_on;
-  size_t max_mb = 64;
+  size_t max_mb = analyse::kDefaultMaxPythonFileBytes >> 20;
 
   std::string mode_help = "analysis mode:";
   std::vector<std::string> mode_names;
@@ -125,7 +126,9 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
   auto* format_opt = AddFormatOption(app, &formats, {"csv", "json", "sarif"}, {"csv", "json"});
   format_opt->description(format_opt->get_description() +
                           "; -m dynamic_shape writes only its instrumented copy unless --format is given");
-  app.add_option("--max-file-mb", max_mb, "skip Python files larger than this (default 64)")
+  app.add_option("--max-file-mb", max_mb,
+                 "skip Python files larger than this (default " + std::to_string(max_mb) +
+                     "; a file's parse tree takes 60-75 times its size)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   const std::string choices = FailOnChoices();
   app.add_option_function<std::string>(
@@ -189,6 +192,8 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
   if (filtered) ctx.logger.Info(std::to_string(filtered) + " finding(s) left out by --select/--ignore.");
   auto table = render::WriteAnalyseReports(*report, formats, ctx.logger);
   if (!table.ok()) return Fail(ctx, table.status());
+  // The run is complete, its reports written: the marker no longer says it is in progress.
+  if (Status st = MarkOutput(report->results_dir, "analyse", report->copy.files); !st.ok()) return Fail(ctx, st);
   std::fwrite(table->data(), 1, table->size(), stdout);
   std::fflush(stdout);
   if (size_t n = fail_on.empty() ? 0 : GateCount(*report, fail_on); n > 0) {

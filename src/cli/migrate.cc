@@ -37,11 +37,17 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
                  "with --transfer-only: an entry script, relative to the input folder (repeatable); "
                  "replaces the `__main__` detection")
       ->needs(transfer);
+  size_t max_mb = analyse::kDefaultMaxPythonFileBytes >> 20;
+  app.add_option("--max-file-mb", max_mb,
+                 "Python files larger than this are copied unchanged, not migrated (default " +
+                     std::to_string(max_mb) + "; a file's parse tree takes 60-75 times its size)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   AddJobsOption(app, &ctx.jobs);
   AddFormatOption(app, &formats, {"csv", "json"}, {"csv"});
   if (auto code = Parse(app, argc, argv)) return *code;
   opt.input = input;
   opt.output = output;
+  opt.max_file_bytes = max_mb << 20;
 
   // Everything is checked before any work or any file is created (--target while parsing).
   if (Status st = CheckInput(opt.input, "input", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);

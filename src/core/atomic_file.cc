@@ -103,6 +103,20 @@ std::vector<std::string> RemoveStaleTemporaries(const std::filesystem::path& dir
   return removed;
 }
 
+std::vector<std::string> RemoveStaleTemporariesBelow(const std::filesystem::path& root) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  std::vector<std::filesystem::path> folders{root};
+  for (std::filesystem::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec) && !it->is_symlink(ec)) folders.push_back(it->path());
+  for (const auto& dir : folders) {
+    std::string rel = dir == root ? "" : dir.lexically_relative(root).generic_string() + "/";
+    for (auto& name : RemoveStaleTemporaries(dir)) removed.push_back(rel + name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 ReportSet::ReportSet(std::filesystem::path dir, std::string marker) : dir_(std::move(dir)), marker_(std::move(marker)) {
   RemoveStaleTemporaries(dir_);
 }

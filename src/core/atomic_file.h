@@ -25,6 +25,10 @@ Status CopyFileAtomic(const std::filesystem::path& from, const std::filesystem::
 /// names removed (sorted).
 std::vector<std::string> RemoveStaleTemporaries(const std::filesystem::path& dir);
 
+/// RemoveStaleTemporaries in `root` and every folder below it (links not followed): what a
+/// killed copy of a project left. Returns the paths removed, relative to `root` (sorted).
+std::vector<std::string> RemoveStaleTemporariesBelow(const std::filesystem::path& root);
+
 /// A set of output files that appear together or not at all (docs/safety.md, Report sets). Add()
 /// writes each file to `<name>.tmp.<pid>` in `dir` (synced); Publish() removes the set's
 /// completion marker, renames every file into place, then writes the marker (`marker`, one

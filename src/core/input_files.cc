@@ -1,6 +1,7 @@
 #include "core/input_files.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -200,12 +201,50 @@ std::vector<std::string> MarkerLines(const fs::path& folder) {
 }
 }  // namespace
 
-std::string MarkedOutputCommand(const fs::path& folder) {
+std::string MarkedOutputCommand(const fs::path& folder) { return ReadOutputMarker(folder).command; }
+
+namespace {
+
+constexpr std::string_view kInProgress = "\tin progress: pid ";
+
+// The name of process `pid` (/proc/PID/comm), "" when it cannot be read.
+std::string ProcessName(const std::string& pid) {
+  auto text = ReadFile("/proc/" + pid + "/comm");
+  if (!text.ok()) return {};
+  std::string name = *text;
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.pop_back();
+  return name;
+}
+
+}  // namespace
+
+OutputMarker ReadOutputMarker(const fs::path& folder) {
+  OutputMarker marker;
   auto lines = MarkerLines(folder);
-  if (lines.empty()) return {};
+  if (lines.empty()) return marker;
   std::string first = lines.front();
+  if (size_t at = first.find(kInProgress); at != std::string::npos) {
+    marker.finished = false;
+    marker.pid = std::strtol(first.c_str() + at + kInProgress.size(), nullptr, 10);
+    first.resize(at);
+    if (marker.pid > 0 && marker.pid != static_cast<long>(::getpid()) &&
+        (::kill(static_cast<pid_t>(marker.pid), 0) == 0 || errno == EPERM)) {
+      std::string name = ProcessName(std::to_string(marker.pid));
+      marker.running = !name.empty() && name == ProcessName("self");
+    }
+  }
   const std::string prefix = "portkit ";
-  return first.rfind(prefix, 0) == 0 ? first.substr(prefix.size()) : first;
+  marker.command = first.rfind(prefix, 0) == 0 ? first.substr(prefix.size()) : first;
+  for (size_t i = 1; i < lines.size(); ++i)
+    if (IsContainedRelativePath(lines[i]) && lines[i] != kOutputMarker) marker.files.push_back(lines[i]);
+  return marker;
+}
+
+Status MarkOutputStarted(const fs::path& folder, std::string_view command, const std::vector<std::string>& files) {
+  std::string text = "portkit " + std::string(command) + std::string(kInProgress) + std::to_string(::getpid()) + "\n";
+  for (const auto& f : files)
+    if (f.find('\n') == std::string::npos) text += f + "\n";
+  return WriteFileAtomic(folder / kOutputMarker, text);
 }
 
 Status MarkOutput(const fs::path& folder, std::string_view command, const std::vector<std::string>& files) {
@@ -215,13 +254,7 @@ Status MarkOutput(const fs::path& folder, std::string_view command, const std::v
   return WriteFileAtomic(folder / kOutputMarker, text);
 }
 
-std::vector<std::string> MarkedOutputFiles(const fs::path& folder) {
-  auto lines = MarkerLines(folder);
-  std::vector<std::string> files;
-  for (size_t i = 1; i < lines.size(); ++i)
-    if (IsContainedRelativePath(lines[i]) && lines[i] != kOutputMarker) files.push_back(lines[i]);
-  return files;
-}
+std::vector<std::string> MarkedOutputFiles(const fs::path& folder) { return ReadOutputMarker(folder).files; }
 
 bool IsContainedRelativePath(std::string_view rel) {
   if (rel.empty() || rel.front() == '/' || rel.find('\0') != std::string_view::npos) return false;

@@ -116,6 +116,25 @@ Status MarkOutput(const std::filesystem::path& folder, std::string_view command,
 /// The files listed in `folder`'s marker, keeping only relative paths that stay inside the folder.
 std::vector<std::string> MarkedOutputFiles(const std::filesystem::path& folder);
 
+/// Marks `folder` as being written by `command` in this process, before its first file
+/// (docs/safety.md, Crash markers): the marker's first line is `portkit COMMAND<TAB>in progress:
+/// pid N`, then `files`. A run that is killed leaves it, so the next run knows the folder as its
+/// command's own (no --force needed) and as unfinished. MarkOutput replaces it when the run ends.
+Status MarkOutputStarted(const std::filesystem::path& folder, std::string_view command,
+                         const std::vector<std::string>& files = {});
+
+/// What `folder`'s marker says.
+struct OutputMarker {
+  std::string command;   ///< "" when the folder carries no marker
+  bool finished = true;  ///< false: written by MarkOutputStarted and not replaced since
+  long pid = 0;          ///< the process of an unfinished run
+  /// That process is alive and is a portkit (its name is this program's): another run is writing
+  /// the folder now. False for a run that was killed, or whose pid now names another program.
+  bool running = false;
+  std::vector<std::string> files;  ///< as MarkedOutputFiles
+};
+OutputMarker ReadOutputMarker(const std::filesystem::path& folder);
+
 /// One path component made from input data (a tensor key, an operator name): '/', '\\', NUL and
 /// control characters become '_', a leading '.' becomes '_' (no "..", no hidden files), an empty
 /// name becomes "_", and the result is at most 200 bytes (cut on a UTF-8 boundary). Never
