@@ -144,7 +144,14 @@ def main(argv=None):
                    help="shape of a positional float32 input, e.g. 8x3x224x224 (repeatable)")
     p.add_argument("--name", help="model name in the list (default: the module's name)")
     p.add_argument("-o", "--output", required=True, help="op list JSON to write")
+    p.add_argument("--force", action="store_true",
+                   help="replace --output even when portkit did not write it (refused otherwise)")
     args = p.parse_args(argv)
+    from .outputs import OutputExistsError, check_replaceable, record_written
+    try:  # before the model is built: a user's file is never replaced (docs/safety.md, Outputs)
+        check_replaceable(args.output, force=args.force, option="--output")
+    except OutputExistsError as e:
+        p.exit(2, "%s\n" % e)
     if ":" not in args.model:
         p.error("--model %r: expected module:callable" % args.model)
     mod_name, attr = args.model.split(":", 1)
@@ -162,6 +169,7 @@ def main(argv=None):
     inputs = tuple(torch.randn(*shape) for shape in args.input)
     ops = export_ops(model, inputs, name=args.name or mod_name.rsplit(".", 1)[-1])
     write_op_list(args.output, ops)
+    record_written(args.output)
     tunable = sum(1 for o in ops["ops"] if o["op_type"] in ("MatMul", "Conv2D"))
     print("wrote %s: %d operators (%d MatMul/Conv2D)" % (args.output, len(ops["ops"]), tunable), file=sys.stderr)
     return 0

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/atomic_file.h"
+#include "core/output_policy.h"
 #include "render/prof_cluster.h"
 
 namespace portkit::cli {
@@ -21,6 +22,7 @@ void ClusterCommand::Register(CLI::App& prof) {
   AddFormatOption(*command, &formats, {"text", "json", "html"}, {"text", "json", "html"});
   AddJobsOption(*command, &jobs);
   command->add_flag("--no-timeline", no_timeline, "do not write the merged timeline (cluster_timeline.json)");
+  command->add_flag("--force", force, "replace files in -o that portkit did not write (refused otherwise)");
   command->add_flag("--include-last-step", include_last_step,
                     "keep device work launched in the last profiler step (HTA leaves it out as incomplete)");
 }
@@ -34,6 +36,15 @@ int RunAndWrite(const ClusterCommand& c, prof::cluster::Exchange& exchange, Cont
   auto fail = [&](const Status& st) { return root ? Fail(ctx, st) : ExitCodeFor(st); };
   if (Status st = CheckInput(c.dir, "--dir", PathKind::kDirectory); !st.ok()) return fail(st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return fail(st);
+  // A folder the user named may hold files portkit did not write (docs/safety.md, Outputs); the
+  // default folder is portkit's own.
+  std::vector<std::string> names = {"cluster_step_trace_time.csv", "cluster_communication.json",
+                                    "cluster_communication_matrix.json"};
+  for (const auto& f : c.formats)
+    names.push_back(f == "text" ? "cluster_report.txt" : f == "json" ? "cluster_report.json" : "cluster_report.html");
+  if (!c.no_timeline) names.push_back("cluster_timeline.json");
+  if (!c.output.empty())
+    if (Status st = CheckReplaceableIn(out, names, "--output", c.force); !st.ok()) return fail(st);
   prof::cluster::ClusterOptions options;
   options.dir = c.dir;
   options.timeline = !c.no_timeline;
@@ -62,6 +73,7 @@ int RunAndWrite(const ClusterCommand& c, prof::cluster::Exchange& exchange, Cont
     if (Status st = WriteFileAtomic(out / name, content); !st.ok()) return Fail(ctx, st);
     list += (list.empty() ? "" : ", ") + name;
   }
+  if (Status st = RecordWritten(out, names); !st.ok()) return Fail(ctx, st);
   std::fwrite(text.data(), 1, text.size(), stdout);
   for (const auto& [file, why] : report->skipped) ctx.logger.Info("skipped " + file + ": " + why);
   ctx.logger.Info("Cluster reports in " + out.string() + ": " + list);

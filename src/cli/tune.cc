@@ -147,6 +147,8 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   app.add_flag("--repeat-tune", opt.repeat_tune, "re-tune operators found in the bank; replace only if better (also REPEAT_TUNE=True)");
   app.add_option("--output", output, "folder for the result file, tuned_plan.json and the landscape")->default_val(".");
   app.add_option("--record", record, "landscape file of every measurement (default OUTPUT/tune_landscape.jsonl)");
+  bool force = false;
+  app.add_flag("--force", force, "replace tuned_plan.json / tune_report.json in --output that portkit did not write");
   app.add_option("--fix", opt.fixes, "restrict a knob: NAME=V1[,V2...] (repeatable)");
   app.add_option("--repeats", opt.repeats, "timed repeats per candidate (median reported)")->default_val(7)->check(CLI::Range(5, 1000));
   app.add_option("--compiler", opt.compiler, "C++ compiler for candidates")->default_val("c++");
@@ -243,6 +245,11 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
       return Fail(ctx, Status(st.code(), st.message() + "; tuning stores its results in the bank: give --lookup-only to "
                                                         "only use its entries, or another --tune-bank"));
 
+  // The fixed-name files (the result file's name is new each run) follow the overwrite policy.
+  std::vector<std::string> fixed_names = {"tuned_plan.json"};
+  if (Wants(formats, "json")) fixed_names.push_back("tune_report.json");
+  if (Status st = CheckReplaceableIn(output, fixed_names, "--output", force); !st.ok()) return Fail(ctx, st);
+
   std::error_code ec;
   fs::create_directories(output, ec);
   if (ec) return Fail(ctx, IoError("cannot create --output " + output + ": " + ec.message()));
@@ -281,6 +288,7 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
     if (Status st = WriteFileAtomic(json_path, render::TuneReportJson(*report)); !st.ok()) return Fail(ctx, st);
     ctx.logger.Info("Report: " + json_path.string());
   }
+  if (Status st = RecordWritten(output, fixed_names); !st.ok()) return Fail(ctx, st);
   if (Wants(formats, "text")) Print(render::TuneTable(*report));
   ctx.logger.Info("Result: " + result_path.string() + "; plan: " + plan_path.string() + ".");
   ctx.logger.Info(render::TuneSummaryLine(*report));

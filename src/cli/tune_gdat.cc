@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "core/output_policy.h"
 #include "core/subprocess.h"
 
 namespace portkit::cli {
@@ -37,6 +38,7 @@ struct GdatArgs {
   int nproc = 2, warmup = 2, measure = 5, max_trials = 0, seed = 0;
   double lr = 0.01, timeout = 600;
   bool allow_lossy = false, exhaustive = false;
+  bool force = false;  // replace gdat_settings.json / the --describe file that portkit did not write
   std::string bucket_caps, first_buckets, bucket_views, static_graphs, powersgd_ranks;
 };
 
@@ -118,6 +120,7 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--max-trials", a.max_trials, "points measured at most (0 = until the search converges)")
       ->default_val(0)->check(CLI::NonNegativeNumber);
   app.add_flag("--allow-lossy", a.allow_lossy, "also try the fp16 and PowerSGD hooks (they change the gradients)");
+  app.add_flag("--force", a.force, "replace OUTPUT/gdat_settings.json or the --describe file when portkit did not write it");
   app.add_flag("--exhaustive", a.exhaustive, "--simulate: also evaluate every point and say whether the search found the optimum");
   app.add_option("--bucket-caps", a.bucket_caps, "bucket_cap_mb values, MiB (default 1,2,5,10,25,50,100)");
   app.add_option("--first-buckets", a.first_buckets, "first bucket caps, MiB (default 0.25,1,4,16)");
@@ -140,6 +143,10 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   } else if (Status st = CheckOutputFolder(a.output, "--output"); !st.ok()) {
     return Fail(ctx, st);
   }
+  // The one fixed-name file each mode writes (the result file's name is new each run).
+  const fs::path written = a.describe.empty() ? fs::path(a.output) / "gdat_settings.json" : fs::path(a.describe);
+  if (Status st = CheckReplaceable(written, a.describe.empty() ? "--output" : "--describe", a.force); !st.ok())
+    return Fail(ctx, st);
   if (a.python.empty()) {
     const char* env = std::getenv("PORTKIT_PYTHON");
     a.python = env && *env ? env : "python3";
@@ -182,7 +189,10 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   if (!result.ok())
     return Fail(ctx, Status(ErrorCode::kInternal, "cannot start " + a.python + " for GDAT: " + result.status().message() +
                                                       " (give an interpreter with torch: --python or PORTKIT_PYTHON)"));
-  if (result->ok()) return kExitOk;
+  if (result->ok()) {
+    if (Status st = RecordWrittenFile(written); !st.ok()) return Fail(ctx, st);
+    return kExitOk;
+  }
   if (result->end == ProcessResult::End::kExited && result->exit_code == kExitUsage) return kExitUsage;
   ctx.logger.Error("GDAT (" + a.python + " -m portkit.gdat) " + result->Describe());
   return kExitFailure;

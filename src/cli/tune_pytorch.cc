@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/cli_common.h"
+#include "core/output_policy.h"
 #include "core/subprocess.h"
 
 namespace portkit::cli {
@@ -81,7 +82,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   std::string framework, model, output, bank, python;
   std::vector<std::string> inputs;
   int job_type = 1, rounds = 15, threads = 0, max_evals = 0;
-  bool lookup_only = false, repeat_tune = false, no_compile = false;
+  bool lookup_only = false, repeat_tune = false, no_compile = false, force = false;
   app.add_option("--framework", framework, "pytorch")->required()->check(CLI::IsMember({"pytorch"}));
   app.add_option("--model", model, "Python factory pkg.module:make_model returning an nn.Module")->required();
   app.add_option("--input", inputs, "example inputs, comma list of [DTYPE:]D0xD1x... (float32 default; repeatable)")
@@ -102,6 +103,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--threads", threads, "pin the intra-op thread count (default: tuned among 1, torch's default, the cores)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--python", python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
+  app.add_flag("--force", force, "replace optimized.pt / optimized.json / optimized_module.pt in --output that portkit did not write");
   if (auto code = Parse(app, argc, argv)) return *code;
 
   if (job_type != 1 && job_type != 2)
@@ -113,6 +115,9 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   for (const auto& i : inputs) input_spec += (input_spec.empty() ? "" : ",") + i;
   if (Status st = CheckInputSpec(input_spec); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(output, "--output"); !st.ok()) return Fail(ctx, st);
+  // The artifact's fixed names (docs/safety.md, Outputs); its result file's name is new each run.
+  const std::vector<std::string> artifact = {"optimized.pt", "optimized.json", "optimized_module.pt"};
+  if (Status st = CheckReplaceableIn(output, artifact, "--output", force); !st.ok()) return Fail(ctx, st);
   if (!bank.empty())
     if (Status st = CheckOutputFolder(bank, "--bank"); !st.ok()) return Fail(ctx, st);
   if (python.empty()) {
@@ -146,6 +151,10 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
     return Fail(ctx, InvalidArgument("cannot start the Python companion with '" + python + "': " +
                                      result.status().message() + " (give --python or set PORTKIT_PYTHON)"));
   if (result->ok()) {
+    std::vector<std::string> present;
+    for (const auto& name : artifact)
+      if (std::filesystem::exists(std::filesystem::path(output) / name)) present.push_back(name);
+    if (Status st = RecordWritten(output, present); !st.ok()) return Fail(ctx, st);
     ctx.logger.Info("Aoe process finished");
     return kExitOk;
   }
