@@ -300,7 +300,7 @@ check "one configuration's compile error is a property: recorded, run succeeds" 
 ( trap '' XFSZ; ulimit -f 40; exec "$PORTKIT" tune --model "$model" --tune-bank "$tmp/bank_full" --output "$tmp/full" \
     --max-evals 2 --repeats 5 "${pin[@]}" ) >"$tmp/df" 2>&1; rc=$?
 check "disk full (file-size limit) mid-run exits 4 and records no compile_error" \
-  "[ $rc = 4 ] && grep -q 'run failed: .*File size limit exceeded' '$tmp/df' && ! grep -q compile_error '$tmp/full/tune_landscape.jsonl' 2>/dev/null"
+  "[ $rc = 4 ] && grep -q 'run failed: ' '$tmp/df' && grep -q 'File size limit exceeded' '$tmp/df' && ! grep -q compile_error '$tmp/full/tune_landscape.jsonl' 2>/dev/null"
 
 # Bank trust, on the recorded landscape (replay: both operators are added, deterministically). An
 # imported entry never replaces a measured one (a valid configuration with a tiny time is kept out;
