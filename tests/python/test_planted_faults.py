@@ -285,8 +285,23 @@ def test_zoo_identical_runs_name_no_culprit(tmp_path, portkit, name):
         assert any(t["numel"] == 0 for o in ops for t in o["tensors"])
 
 
+def _bf16_step_runs_here(name):
+    """Whether this CPU's torch runs a bf16-autocast step of zoo model `name` at all (oneDNN's
+    bf16 LSTM needs instructions some CPUs lack: "could not create a primitive descriptor")."""
+    model, x = build(name)
+    try:
+        step(model, x, autocast=True)
+    except RuntimeError as e:
+        if "primitive descriptor" in str(e):
+            return False
+        raise
+    return True
+
+
 @pytest.mark.parametrize("name", ["cnn_bn_train", "transformer", "lstm_gru"])
 def test_zoo_identical_bf16_runs_name_no_culprit(tmp_path, portkit, name):
+    if not _bf16_step_runs_here(name):
+        pytest.skip("this CPU's torch cannot run %s under bf16 autocast (oneDNN has no kernel for it here)" % name)
     ref = dump(tmp_path / "ref", name, autocast=True)
     tgt = dump(tmp_path / "tgt", name, autocast=True)
     rep = dump(tmp_path / "rep", name, reference=ref, autocast=True)
