@@ -929,10 +929,12 @@ class BatchComputer {
   /// Pairs compared (with metrics) by the last Run.
   size_t compared() const { return compared_; }
 
-  /// `whole_run`: the batch holds every row of the run (the log says so).
-  Status Run(std::vector<CompareRow>& rows, const std::vector<PendingPair>& pending, bool whole_run) {
+  /// `last`: the run's last batch. When no batch before it had pairs to compare, it holds every
+  /// pair of the run, and the log says so as for a run of one batch.
+  Status Run(std::vector<CompareRow>& rows, const std::vector<PendingPair>& pending, bool last) {
     compared_ = 0;
-    if (pending.empty()) return Status::Ok();
+    const bool whole_run = last && batches_ == 0;
+    if (pending.empty() && !whole_run) return Status::Ok();
     if (tcaches_.empty()) {
       for (int w = 0; w < pool_.size(); ++w) {
         tcaches_.emplace_back(limits_), rcaches_.emplace_back(limits_);
@@ -984,11 +986,12 @@ class BatchComputer {
     if (whole_run) {
       log_.Info("Comparing " + what);
     } else {
-      if (batches_++ == 0)
+      if (batches_ == 0)
         log_.Info("Comparing tensor pairs a batch of " + std::to_string(kBatchRows) + " rows at a time on " +
                   std::to_string(pool_.size()) + " threads.");
       log_.Debug("Comparing a batch of " + what);
     }
+    ++batches_;
     pool_.ParallelFor(work.size(), [&](int w, size_t i) {
       auto wi = static_cast<size_t>(w);
       const Job& job = work[i];
@@ -1412,7 +1415,6 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   } else {
     report.rows.reserve(report.target_ops + report.reference_ops + target_tensors + reference_tensors);
   }
-  (void)target_tensors, (void)reference_tensors;
   std::vector<CompareRow> rows;
   std::vector<PendingPair> pending;
   size_t rows_before = 0;  // rows of the batches handed on
@@ -1420,7 +1422,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   BatchComputer computer(options, ctx, tfiles, rfiles);
   // Computes, judges and hands on the rows made so far.
   auto flush = [&](bool last) -> Status {
-    PORTKIT_RETURN_IF_ERROR(computer.Run(rows, pending, last && rows_before == 0));
+    PORTKIT_RETURN_IF_ERROR(computer.Run(rows, pending, last));
     report.tensor_pairs_compared += computer.compared();
     JudgeInContext(rows);
     divergence.Feed(rows);
