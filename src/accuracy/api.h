@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +61,12 @@ struct CompareOptions {
   /// Bytes one call of an msprobe dump.json may take (it is read one call at a time); a larger
   /// one is an error ("over the limit"). 0: no cap.
   uint64_t max_call_bytes = uint64_t{64} << 20;
+  /// A folder for the rows while the run goes on: when set, each batch of finished rows is written
+  /// to an unnamed temporary file there (gone when the report is, or when the process dies) and
+  /// CompareReport::rows stays empty; CompareReport::ForEachRow reads them back. Memory is then that
+  /// of one batch (a few thousand rows), not of every row (~0.8 KB each: 900k rows of a 300k-call
+  /// dump compared against itself). Empty: every row is kept in CompareReport::rows.
+  std::filesystem::path spill_dir;
 };
 
 /// A row's judgement (the CSV's `Accuracy Reached or Not`).
@@ -185,6 +193,8 @@ struct ShapeChange {
   std::vector<std::vector<int64_t>> target_shapes, reference_shapes;  ///< output shapes
 };
 
+class RowSpill;
+
 struct CompareReport {
   std::string reference, target;  ///< the dump folders as given
   MatchKey match = MatchKey::kNameAndShape;
@@ -192,7 +202,11 @@ struct CompareReport {
   /// no counterpart (a row each, `*` for the key) where they ran: a target-only operator before
   /// the next matched one of the target, a reference-only one before the next matched one of the
   /// reference. An operator whose output shapes changed is one row naming both.
+  /// Empty when the rows were spilled (CompareOptions::spill_dir): read them with ForEachRow.
   std::vector<CompareRow> rows;
+  size_t row_count = 0;  ///< rows in all, kept or spilled
+  /// The spilled rows (null when they are in `rows`); shared by copies of the report.
+  std::shared_ptr<const RowSpill> spill;
   /// The earliest target operator whose own error crosses the threshold, and the basis of that
   /// judgement: "replay" (a replayed output, computed from the reference's inputs, is No, or under
   /// 60 % of its elements are within one rounding's relative tolerance: the 1‰ ratio, 5‰ for
@@ -216,8 +230,11 @@ struct CompareReport {
   /// Operators left unmatched because aligning them exactly exceeded the work bound (0 unless the
   /// runs differ in hundreds of thousands of operators); a warning says so too.
   size_t unaligned_target_ops = 0, unaligned_reference_ops = 0;
-  /// Rows whose tensor data could not be read: index into `rows` and the message.
+  /// Rows whose tensor data could not be read: index into the rows (ForEachRow's order) and the
+  /// message.
   std::vector<std::pair<size_t, std::string>> read_errors;
+  /// The name of the first of them (its target's, or its reference's when it has no target).
+  std::string first_read_error_name;
   std::vector<std::string> warnings;  ///< about the dumps (e.g. an incomplete last manifest line)
   size_t target_ops = 0, reference_ops = 0, matched_ops = 0, renames = 0;
   size_t tensor_pairs_compared = 0;           ///< rows whose metrics were computed from data
@@ -231,6 +248,9 @@ struct CompareReport {
 
   /// Whether any row is judged No.
   bool HasMismatch() const;
+  /// Calls `fn` with every row in order (those of `rows`, or the spilled ones read back one at a
+  /// time); stops at the first error of `fn`, or of reading the spill file (kIo), and returns it.
+  Status ForEachRow(const std::function<Status(const CompareRow&)>& fn) const;
 };
 
 /// Loads both dumps, pairs operators and tensors, computes the metrics on `jobs` threads (results

@@ -15,6 +15,13 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -507,22 +514,39 @@ bool ErrorGrows(const ErrorSummary& in, const ErrorSummary& out, std::string& ev
 /// compared input is Yes ("inputs matched"), when its outputs' error jumps against its inputs'
 /// (ErrorGrows), or when an output is No and no input was compared ("outputs only"). Discrete and
 /// negligible outputs are not used.
-Divergence FindDivergence(const std::vector<CompareRow>& rows) {
+/// Fed the rows in order, a batch at a time (a batch ends where an operator's rows end).
+class DivergenceFinder {
+ public:
+  void Feed(const std::vector<CompareRow>& rows);
+  Divergence Finish() {
+    if (!done_ && current_ >= 0) Judge(current_, v_);
+    done_ = true;
+    return d_;
+  }
+
+ private:
   struct OpVerdicts {
     bool replayed = false, replay_bad = false, output_bad = false, inputs_seen = false, inputs_ok = true;
     std::string replay_key, bad_key;
     ErrorSummary in, out;
   };
-  auto key_of = [](const CompareRow& r) {
+  static std::string KeyOf(const CompareRow& r) {
     const std::string& n = r.target.name;
     size_t dot = n.find(".input."), dot2 = n.find(".output."), dot3 = n.find(".replay.");
     size_t at = std::min({dot, dot2, dot3});
     return at == std::string::npos ? n : n.substr(at + 1);
-  };
-  Divergence d;
-  // The rows of one target operator are consecutive, in the target's execution order (RunCompare
-  // builds them so): each operator is judged when its rows end, nothing kept for the others.
-  auto judge = [&](long index, const OpVerdicts& v) {
+  }
+  void Judge(long index, const OpVerdicts& v);
+  Divergence d_;
+  long current_ = -1;
+  OpVerdicts v_;
+  bool done_ = false;
+};
+
+// The rows of one target operator are consecutive, in the target's execution order (RunCompare
+// builds them so): each operator is judged when its rows end, nothing kept for the others.
+void DivergenceFinder::Judge(long index, const OpVerdicts& v) {
+  Divergence& d = d_;
     if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
     if (d.first_local >= 0) return;
     std::string evidence, basis;
@@ -536,14 +560,21 @@ Divergence FindDivergence(const std::vector<CompareRow>& rows) {
     } else if (v.output_bad && !v.inputs_seen) {
       d.first_local = index, d.basis = "outputs only", d.evidence = v.bad_key + " is No (no inputs dumped)";
     }
-  };
-  long current = -1;
-  OpVerdicts v;
+}
+
+void DivergenceFinder::Feed(const std::vector<CompareRow>& rows) {
+  auto key_of = &DivergenceFinder::KeyOf;
+  long& current = current_;
+  OpVerdicts& v = v_;
   for (const auto& r : rows) {
+    if (done_) return;
     if (r.target_op < 0 || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
     if (r.target_op != current) {
-      if (current >= 0) judge(current, v);
-      if (d.first_local >= 0 && d.first_mismatch >= 0) return d;
+      if (current >= 0) Judge(current, v);
+      if (d_.first_local >= 0 && d_.first_mismatch >= 0) {
+        done_ = true;
+        return;
+      }
       current = r.target_op, v = OpVerdicts();
     }
     bool bad = r.verdict == Verdict::kNo;
@@ -569,8 +600,6 @@ Divergence FindDivergence(const std::vector<CompareRow>& rows) {
       if (IsFloating(RowDType(r.target))) v.in.Add(r, key_of(r));
     }
   }
-  if (current >= 0) judge(current, v);
-  return d;
 }
 
 CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
@@ -882,6 +911,153 @@ void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, CompareRow& row) {
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
 
+/// Rows made, computed and judged at a time: enough for the thread pool to be busy, few enough to
+/// keep the memory of a 900k-row comparison to a few tens of megabytes.
+constexpr size_t kBatchRows = 16384;
+
+/// Computes the metrics of a batch's pending pairs: each split into element ranges, computed in
+/// parallel, merged in order (so the sums, and the results, do not depend on the number of
+/// threads), and the rows finished. The pool, the open files and the buffers serve every batch.
+class BatchComputer {
+ public:
+  BatchComputer(const CompareOptions& options, Context& ctx, const FileNames& tfiles, const FileNames& rfiles)
+      : options_(options), log_(ctx.logger), tfiles_(tfiles), rfiles_(rfiles),
+        limits_{options.max_view_elements},
+        pool_([&] {
+          int jobs = options.jobs > 0 ? options.jobs : ctx.jobs;
+          return jobs > 0 ? jobs : ThreadPool::DefaultThreads();
+        }()) {
+#ifdef PORTKIT_ACCURACY_AVX2
+    avx2_ = simd::CpuHasAvx2();
+#endif
+  }
+  /// Pairs compared (with metrics) by the last Run.
+  size_t compared() const { return compared_; }
+
+  /// `last`: the run's last batch. When no batch before it had pairs to compare, it holds every
+  /// pair of the run, and the log says so as for a run of one batch.
+  Status Run(std::vector<CompareRow>& rows, const std::vector<PendingPair>& pending, bool last) {
+    compared_ = 0;
+    const bool whole_run = last && batches_ == 0;
+    if (pending.empty() && !whole_run) return Status::Ok();
+    if (tcaches_.empty()) {
+      for (int w = 0; w < pool_.size(); ++w) {
+        tcaches_.emplace_back(limits_), rcaches_.emplace_back(limits_);
+        nbufs_.emplace_back(MetricSet::kChunk), bbufs_.emplace_back(MetricSet::kChunk);
+      }
+    }
+    struct Job {
+      size_t pair;
+      uint64_t begin, end;
+    };
+    std::vector<Job> work;
+    uint64_t total_bytes = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const auto& p = pending[i];
+      total_bytes += p.numel * (DTypeSize(p.tdtype) + DTypeSize(p.rdtype));
+      for (uint64_t b = 0; b < p.numel || b == 0; b += kRangeElements) {
+        work.push_back({i, b, std::min(p.numel, b + kRangeElements)});
+        if (p.numel == 0) break;
+      }
+    }
+    // A pair of one range (nearly all of them) is finished by the worker that computed it, with
+    // that worker's buffers: only pairs split into several ranges keep their partial sums until the
+    // merge.
+    std::vector<std::unique_ptr<Partial>> partials(work.size());
+    std::atomic<size_t> compared{0};
+    auto finish = [&](const PendingPair& p, Partial& merged) {
+      CompareRow& row = rows[p.row];
+      if (!merged.error.empty()) {
+        row.read_error = true;
+        row.message = merged.error;
+        return;
+      }
+      std::string note = std::move(row.message);  // an element type contradicting the manifest
+      row.message.clear();
+      FinishRow(*merged.metrics, merged.ts, merged.rs, merged.facts, p.tdtype, row);
+      if (!note.empty()) row.message = JoinNotes(row.message, note);
+      ++compared;
+      if (row.identical_nonfinite > 0 && row.message.empty())
+        row.message = std::to_string(row.identical_nonfinite) + " identical inf/nan positions left out";
+      if (row.message.empty()) row.ulp_threshold = ToleranceFor(p.tdtype).ulp;
+    };
+    // Progress only for large comparisons, about every tenth of the work.
+    bool show_progress = total_bytes >= (uint64_t{256} << 20) && work.size() >= 10;
+    size_t report_every = std::max<size_t>(1, work.size() / 10);
+    std::atomic<size_t> done{0};
+    const std::string what = std::to_string(pending.size()) + " tensor pairs (" +
+                             std::to_string(total_bytes / 1'000'000) + " MB) on " + std::to_string(pool_.size()) +
+                             " threads.";
+    if (whole_run) {
+      log_.Info("Comparing " + what);
+    } else {
+      if (batches_ == 0)
+        log_.Info("Comparing tensor pairs a batch of " + std::to_string(kBatchRows) + " rows at a time on " +
+                  std::to_string(pool_.size()) + " threads.");
+      log_.Debug("Comparing a batch of " + what);
+    }
+    ++batches_;
+    pool_.ParallelFor(work.size(), [&](int w, size_t i) {
+      auto wi = static_cast<size_t>(w);
+      const Job& job = work[i];
+      const PendingPair& p = pending[job.pair];
+      const bool whole = job.begin == 0 && job.end == p.numel;
+      Partial local;
+      Partial& out = whole ? local : *(partials[i] = std::make_unique<Partial>());
+      const std::string& tname = rows[p.row].target.name;
+      const std::string& rname = rows[p.row].reference.name;
+      // Checked when the pair was set up (a data_name that is no file name never gets here).
+      const auto tpath = TensorDataPath(options_.target, tfiles_[p.top], rows[p.row].target.data_name);
+      const auto rpath = TensorDataPath(options_.reference, rfiles_[p.rop], rows[p.row].reference.data_name);
+      ComputeRange(p, tname.substr(tname.size() - p.tkey_len), rname.substr(rname.size() - p.rkey_len),
+                   tpath.ok() ? *tpath : fs::path(), rpath.ok() ? *rpath : fs::path(), job.begin, job.end,
+                   tcaches_[wi], rcaches_[wi], nbufs_[wi], bbufs_[wi], avx2_, out);
+      if (whole) finish(p, local);
+      size_t d = ++done;
+      if (show_progress && d % report_every == 0 && d < work.size())
+        log_.Info(Progress::Percent(d, work.size()) + "comparing tensors");
+    });
+    for (size_t i = 0; i < work.size();) {
+      const PendingPair& p = pending[work[i].pair];
+      if (!partials[i]) {  // finished by its worker
+        ++i;
+        continue;
+      }
+      Partial merged = std::move(*partials[i]);
+      partials[i].reset();
+      for (++i; i < work.size() && &pending[work[i].pair] == &p; ++i) {
+        Partial& next = *partials[i];
+        if (!next.error.empty() && merged.error.empty()) merged.error = next.error;
+        if (merged.error.empty()) {
+          merged.metrics->Merge(*next.metrics);
+          merged.ts.Merge(next.ts), merged.rs.Merge(next.rs);
+          merged.facts.identical_nonfinite += next.facts.identical_nonfinite;
+          merged.facts.differing_nonfinite = merged.facts.differing_nonfinite || next.facts.differing_nonfinite;
+          merged.facts.int_mismatch += next.facts.int_mismatch;
+          merged.facts.int_max_diff = std::max(merged.facts.int_max_diff, next.facts.int_max_diff);
+        }
+        partials[i].reset();
+      }
+      finish(p, merged);
+    }
+    compared_ = compared;
+    return Status::Ok();
+  }
+
+ private:
+  const CompareOptions& options_;
+  Logger& log_;
+  const FileNames& tfiles_;
+  const FileNames& rfiles_;
+  TensorLimits limits_;
+  ThreadPool pool_;
+  bool avx2_ = false;
+  std::vector<FileCache> tcaches_, rcaches_;
+  std::vector<std::vector<double>> nbufs_, bbufs_;
+  size_t compared_ = 0;
+  size_t batches_ = 0;
+};
+
 }  // namespace
 
 std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* name) {
@@ -911,6 +1087,206 @@ std::string_view VerdictName(Verdict verdict) {
 bool CompareReport::HasMismatch() const {
   auto it = verdict_counts.find(std::string(VerdictName(Verdict::kNo)));
   return it != verdict_counts.end() && it->second > 0;
+}
+
+/// Rows written to an unnamed temporary file (O_TMPFILE, or a file unlinked at once where the file
+/// system has none), each as its byte length and its fields; read back in order as often as asked.
+class RowSpill {
+ public:
+  static Expected<std::shared_ptr<RowSpill>> Create(const fs::path& dir) {
+    int fd = -1;
+#ifdef O_TMPFILE
+    fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (fd < 0) {
+      std::string name = (dir / ".portkit-compare-rows.XXXXXX").string();
+      fd = ::mkstemp(name.data());
+      if (fd >= 0) ::unlink(name.c_str());
+    }
+    if (fd < 0)
+      return IoError(dir.string() + ": cannot create a temporary file for compare's rows (" + std::strerror(errno) +
+                     "); make the folder writable, or choose another -o");
+    return std::shared_ptr<RowSpill>(new RowSpill(fd, dir));
+  }
+  ~RowSpill() { ::close(fd_); }
+  RowSpill(const RowSpill&) = delete;
+  RowSpill& operator=(const RowSpill&) = delete;
+
+  Status Append(const CompareRow& r) {
+    const size_t at = buf_.size();
+    Put<uint32_t>(0);
+    PutSide(r.target), PutSide(r.reference);
+    Put<uint8_t>(static_cast<uint8_t>(r.verdict));
+    PutString(r.message);
+    uint8_t flags = static_cast<uint8_t>(r.compared | r.from_statistics << 1 | r.discrete << 2 | r.negligible << 3 |
+                                         r.output << 4 | r.replay << 5 | r.read_error << 6 |
+                                         r.ulp_threshold.has_value() << 7);
+    Put<uint8_t>(flags);
+    uint32_t present = 0;
+    double values[MetricValues::kCount];
+    for (int i = 0; i < MetricValues::kCount; ++i) {
+      auto it = r.metrics.find(MetricValues::kNames[i]);
+      if (it != r.metrics.end()) present |= 1u << i, values[i] = it->second;
+    }
+    Put<uint32_t>(present);
+    for (int i = 0; i < MetricValues::kCount; ++i)
+      if (present & (1u << i)) Put<double>(values[i]);
+    Put<uint64_t>(r.identical_nonfinite);
+    if (r.ulp_threshold) Put<double>(*r.ulp_threshold);
+    Put<uint64_t>(r.elements), Put<uint64_t>(r.mismatched_elements);
+    Put<int64_t>(r.target_op), Put<int64_t>(r.reference_op);
+    const auto length = static_cast<uint32_t>(buf_.size() - at - sizeof(uint32_t));
+    std::memcpy(buf_.data() + at, &length, sizeof length);
+    return buf_.size() >= kBufferBytes ? Flush() : Status::Ok();
+  }
+  /// Writes what is buffered.
+  Status Flush() {
+    for (size_t done = 0; done < buf_.size();) {
+      ssize_t n = ::pwrite(fd_, buf_.data() + done, buf_.size() - done, static_cast<off_t>(size_ + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return WriteError();
+      done += static_cast<size_t>(n);
+    }
+    size_ += buf_.size();
+    buf_.clear();
+    return Status::Ok();
+  }
+
+  Status ForEach(const std::function<Status(const CompareRow&)>& fn) const {
+    std::string buf;
+    size_t pos = 0;     // of the next row in buf
+    uint64_t read = 0;  // bytes of the file in buf so far
+    CompareRow row;
+    for (;;) {
+      uint32_t length = 0;
+      if (buf.size() - pos >= sizeof length) std::memcpy(&length, buf.data() + pos, sizeof length);
+      if (buf.size() - pos < sizeof length || buf.size() - pos - sizeof length < length) {
+        if (read == size_) {
+          if (pos == buf.size()) return Status::Ok();
+          return ReadError("cut short");
+        }
+        buf.erase(0, pos), pos = 0;
+        const size_t want = std::max<size_t>(kBufferBytes, sizeof length + length);
+        const size_t old = buf.size();
+        const size_t n_want = static_cast<size_t>(std::min<uint64_t>(want, size_ - read));
+        buf.resize(old + n_want);
+        for (size_t got = 0; got < n_want;) {
+          ssize_t n = ::pread(fd_, buf.data() + old + got, n_want - got, static_cast<off_t>(read + got));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) return ReadError(n < 0 ? std::strerror(errno) : "cut short");
+          got += static_cast<size_t>(n);
+        }
+        read += n_want;
+        continue;
+      }
+      const char* p = buf.data() + pos + sizeof length;
+      const char* end = p + length;
+      row = CompareRow();
+      if (!GetRow(p, end, row) || p != end) return ReadError("damaged");
+      pos += sizeof length + length;
+      PORTKIT_RETURN_IF_ERROR(fn(row));
+    }
+  }
+
+ private:
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
+  RowSpill(int fd, fs::path dir) : fd_(fd), dir_(std::move(dir)) {}
+  Status WriteError() const {
+    return IoError(dir_.string() + ": cannot write compare's rows to a temporary file there (" +
+                   std::strerror(errno) + "); free some space, or choose another -o");
+  }
+  Status ReadError(const std::string& why) const {
+    return IoError(dir_.string() + ": cannot read compare's rows back from their temporary file (" + why + ")");
+  }
+  template <typename T>
+  void Put(T v) {
+    buf_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void PutString(const std::string& s) {
+    Put<uint32_t>(static_cast<uint32_t>(s.size()));
+    buf_ += s;
+  }
+  void PutSide(const CompareSide& side) {
+    PutString(side.name);
+    Put<uint8_t>(static_cast<uint8_t>(side.dtype.has_value() | side.shape.has_value() << 1 |
+                                      side.stats.has_value() << 2));
+    if (side.dtype) PutString(*side.dtype);
+    if (side.shape) {
+      Put<uint32_t>(static_cast<uint32_t>(side.shape->size()));
+      for (int64_t d : *side.shape) Put<int64_t>(d);
+    }
+    if (side.stats) Put(side.stats->max), Put(side.stats->min), Put(side.stats->mean), Put(side.stats->norm);
+    Put<int8_t>(side.requires_grad);
+    PutString(side.data_name);
+  }
+  template <typename T>
+  static bool Get(const char*& p, const char* end, T& v) {
+    if (static_cast<size_t>(end - p) < sizeof v) return false;
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return true;
+  }
+  static bool GetString(const char*& p, const char* end, std::string& s) {
+    uint32_t n = 0;
+    if (!Get(p, end, n) || static_cast<size_t>(end - p) < n) return false;
+    s.assign(p, n);
+    p += n;
+    return true;
+  }
+  static bool GetSide(const char*& p, const char* end, CompareSide& side) {
+    uint8_t has = 0;
+    if (!GetString(p, end, side.name) || !Get(p, end, has)) return false;
+    if (has & 1 && !GetString(p, end, side.dtype.emplace())) return false;
+    if (has & 2) {
+      uint32_t n = 0;
+      if (!Get(p, end, n) || static_cast<size_t>(end - p) / sizeof(int64_t) < n) return false;
+      auto& shape = side.shape.emplace(n);
+      for (auto& d : shape) Get(p, end, d);
+    }
+    if (has & 4) {
+      auto& st = side.stats.emplace();
+      if (!Get(p, end, st.max) || !Get(p, end, st.min) || !Get(p, end, st.mean) || !Get(p, end, st.norm)) return false;
+    }
+    return Get(p, end, side.requires_grad) && GetString(p, end, side.data_name);
+  }
+  static bool GetRow(const char*& p, const char* end, CompareRow& r) {
+    uint8_t verdict = 0, flags = 0;
+    uint32_t present = 0;
+    if (!GetSide(p, end, r.target) || !GetSide(p, end, r.reference) || !Get(p, end, verdict) ||
+        !GetString(p, end, r.message) || !Get(p, end, flags) || !Get(p, end, present))
+      return false;
+    r.verdict = static_cast<Verdict>(verdict);
+    r.compared = flags & 1, r.from_statistics = flags & 2, r.discrete = flags & 4, r.negligible = flags & 8;
+    r.output = flags & 16, r.replay = flags & 32, r.read_error = flags & 64;
+    for (int i = 0; i < MetricValues::kCount; ++i) {
+      if (!(present & (1u << i))) continue;
+      double v = 0;
+      if (!Get(p, end, v)) return false;
+      r.metrics[MetricValues::kNames[i]] = v;
+    }
+    if (!Get(p, end, r.identical_nonfinite)) return false;
+    if (flags & 128) {
+      double u = 0;
+      if (!Get(p, end, u)) return false;
+      r.ulp_threshold = u;
+    }
+    int64_t top = 0, rop = 0;
+    if (!Get(p, end, r.elements) || !Get(p, end, r.mismatched_elements) || !Get(p, end, top) || !Get(p, end, rop))
+      return false;
+    r.target_op = static_cast<long>(top), r.reference_op = static_cast<long>(rop);
+    return true;
+  }
+
+  int fd_;
+  fs::path dir_;
+  std::string buf_;
+  uint64_t size_ = 0;  // bytes written to the file
+};
+
+Status CompareReport::ForEachRow(const std::function<Status(const CompareRow&)>& fn) const {
+  if (spill) return spill->ForEach(fn);
+  for (const auto& r : rows) PORTKIT_RETURN_IF_ERROR(fn(r));
+  return Status::Ok();
 }
 
 Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) {
@@ -1002,6 +1378,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   // Unmatched): its names are kept by position, the others' not at all.
   std::vector<std::pair<size_t, CompareOp>> target_ops;  // (position, operator), by position
   target_ops.reserve(pairs.size());
+  report.unmatched_target_ops.reserve(report.target_ops - pairs.size());
+  report.unmatched_reference_ops.reserve(report.reference_ops - pairs.size());
   size_t target_read = 0, next_pair = 0;
   if (options.msprobe_names) {
     report.target_calls.reserve(report.target_ops), report.reference_calls.reserve(report.reference_ops);
@@ -1030,12 +1408,48 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     rfiles.Add(op.file);
     if (options.msprobe_names) report.reference_calls.push_back(call_of(op, rseen));
   });
-  // Room for every row and pending pair at once (upper bounds: untouched capacity costs address
-  // space, not memory), so 200k rows are not copied while the vectors grow.
-  std::vector<CompareRow>& rows = report.rows;
-  rows.reserve(report.target_ops + report.reference_ops + target_tensors + reference_tensors);
+  // The rows are made, computed, judged and handed on a batch at a time (kBatchRows, ending where
+  // an operator's rows end): to the spill file when there is one, else to report.rows. Room for
+  // every row at once when they are all kept (an upper bound: untouched capacity costs address
+  // space, not memory), so 200k rows are not copied while the vector grows.
+  std::shared_ptr<RowSpill> spill;
+  if (!options.spill_dir.empty()) {
+    auto created = RowSpill::Create(options.spill_dir);
+    if (!created.ok()) return created.status();
+    spill = std::move(*created);
+  } else {
+    report.rows.reserve(report.target_ops + report.reference_ops + target_tensors + reference_tensors);
+  }
+  std::vector<CompareRow> rows;
   std::vector<PendingPair> pending;
-  pending.reserve(target_tensors);
+  size_t rows_before = 0;  // rows of the batches handed on
+  DivergenceFinder divergence;
+  BatchComputer computer(options, ctx, tfiles, rfiles);
+  // Computes, judges and hands on the rows made so far.
+  auto flush = [&](bool last) -> Status {
+    PORTKIT_RETURN_IF_ERROR(computer.Run(rows, pending, last));
+    report.tensor_pairs_compared += computer.compared();
+    JudgeInContext(rows);
+    divergence.Feed(rows);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ++report.verdict_counts[std::string(VerdictName(rows[i].verdict))];
+      if (!rows[i].read_error) continue;
+      if (report.read_errors.empty())
+        report.first_read_error_name = rows[i].target.name.empty() ? rows[i].reference.name : rows[i].target.name;
+      report.read_errors.emplace_back(rows_before + i, rows[i].message);
+    }
+    rows_before += rows.size();
+    if (spill) {
+      for (const auto& r : rows) PORTKIT_RETURN_IF_ERROR(spill->Append(r));
+      rows.clear();
+    } else {
+      std::move(rows.begin(), rows.end(), std::back_inserter(report.rows));
+      std::vector<CompareRow>().swap(rows);
+    }
+    pending.clear();
+    return Status::Ok();
+  };
+  auto maybe_flush = [&]() -> Status { return rows.size() >= kBatchRows ? flush(false) : Status::Ok(); };
   auto label = [](const DumpOp& op, const std::string& key) {
     return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
   };
@@ -1047,13 +1461,14 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     row.message = std::move(message);
   };
   // An operator of one run with no counterpart in the other: one row.
-  auto unmatched_op = [&](CompareOp op, bool target) {
+  auto unmatched_op = [&](CompareOp op, bool target) -> Status {
     CompareRow row;
     (target ? row.target : row.reference).name = op.name + "." + op.phase + "." + std::to_string(op.index) + ".*";
     row.verdict = Verdict::kUnmatched;
     row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
     rows.push_back(std::move(row));
     (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(std::move(op));
+    return maybe_flush();
   };
   // What the rows of an operator without a counterpart need of it: no tensors, no statistics.
   struct GapOp {
@@ -1072,7 +1487,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     return s.empty() ? std::string("no outputs") : s;
   };
   // The same operator (name and phase) with other output shapes: one row naming both.
-  auto shape_change = [&](GapOp& top, GapOp& rop) {
+  auto shape_change = [&](GapOp& top, GapOp& rop) -> Status {
     CompareRow row;
     row.target.name = top.op.name + "." + top.op.phase + "." + std::to_string(top.op.index) + ".*";
     row.reference.name = rop.op.name + "." + rop.op.phase + "." + std::to_string(rop.op.index) + ".*";
@@ -1084,6 +1499,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     rows.push_back(std::move(row));
     report.shape_changes.push_back(
         ShapeChange{std::move(top.op), std::move(rop.op), std::move(top.outputs), std::move(rop.outputs)});
+    return maybe_flush();
   };
   size_t next_t = 0, next_r = 0, since_trim = 0;
   const bool replayed_target = report.replay_ok + report.replay_skipped > 0;
@@ -1100,13 +1516,13 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     if (!(with_shapes && t0 < t1 && r0 < r1)) {
       for (size_t t = t0; t < t1; ++t) {
         PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
-        unmatched_op(OpOf(tgt.At(t)), true);
+        PORTKIT_RETURN_IF_ERROR(unmatched_op(OpOf(tgt.At(t)), true));
         tgt.ReleaseBefore(t + 1);
         trim();
       }
       for (size_t r = r0; r < r1; ++r) {
         PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
-        unmatched_op(OpOf(ref.At(r)), false);
+        PORTKIT_RETURN_IF_ERROR(unmatched_op(OpOf(ref.At(r)), false));
         if (!replayed_target) ref.ReleaseBefore(r + 1);  // a replayed target may pair with any of them
         trim();
       }
@@ -1114,6 +1530,8 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     }
     std::vector<GapOp> tops, rops;
     std::vector<std::string> tn, rn;
+    // Sized once: a gap of 300k operators grown by doubling would hold half again as much.
+    tops.reserve(t1 - t0), tn.reserve(t1 - t0), rops.reserve(r1 - r0), rn.reserve(r1 - r0);
     for (size_t t = t0; t < t1; ++t) {
       PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
       const DumpOp& op = tgt.At(t);
@@ -1135,13 +1553,13 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     size_t t = 0, r = 0;
     for (auto [a, b] : same_name) {
       const size_t ta = static_cast<size_t>(a), rb = static_cast<size_t>(b);
-      for (; t < ta; ++t) unmatched_op(std::move(tops[t].op), true);
-      for (; r < rb; ++r) unmatched_op(std::move(rops[r].op), false);
-      shape_change(tops[ta], rops[rb]);
+      for (; t < ta; ++t) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(tops[t].op), true));
+      for (; r < rb; ++r) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(rops[r].op), false));
+      PORTKIT_RETURN_IF_ERROR(shape_change(tops[ta], rops[rb]));
       t = ta + 1, r = rb + 1;
     }
-    for (; t < tops.size(); ++t) unmatched_op(std::move(tops[t].op), true);
-    for (; r < rops.size(); ++r) unmatched_op(std::move(rops[r].op), false);
+    for (; t < tops.size(); ++t) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(tops[t].op), true));
+    for (; r < rops.size(); ++r) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(rops[r].op), false));
     return Status::Ok();
   };
   for (auto [ti, ri] : pairs) {
@@ -1261,6 +1679,7 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
     tgt.ReleaseBefore(next_t);
     if (!replayed_target) ref.ReleaseBefore(next_r);
     if (++since_trim == 4096) TrimHeap(), since_trim = 0;
+    if (auto st = maybe_flush(); !st.ok()) return st;
   }
   if (dtype_contradictions > kMaxDTypeWarnings)
     report.warnings.push_back(std::to_string(dtype_contradictions) +
@@ -1275,110 +1694,13 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
   if (report.replay_ok + report.replay_skipped > 0)
     log.Info("Replayed operators in the target: " + std::to_string(report.replay_ok) + " (skipped: " +
              std::to_string(report.replay_skipped) + ", reasons in its manifest).");
-  // Metrics: every pending pair split into element ranges, computed in parallel, merged in order
-  // (so the sums, and the results, do not depend on the number of threads).
-  struct Job {
-    size_t pair;
-    uint64_t begin, end;
-  };
-  std::vector<Job> work;
-  uint64_t total_bytes = 0;
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const auto& p = pending[i];
-    total_bytes += p.numel * (DTypeSize(p.tdtype) + DTypeSize(p.rdtype));
-    for (uint64_t b = 0; b < p.numel || b == 0; b += kRangeElements) {
-      work.push_back({i, b, std::min(p.numel, b + kRangeElements)});
-      if (p.numel == 0) break;
-    }
+  if (auto st = flush(true); !st.ok()) return st;
+  if (spill) {
+    if (auto st = spill->Flush(); !st.ok()) return st;
+    report.spill = std::move(spill);
   }
-  // A pair of one range (nearly all of them) is finished by the worker that computed it, with that
-  // worker's buffers: only pairs split into several ranges keep their partial sums until the merge.
-  std::vector<std::unique_ptr<Partial>> partials(work.size());
-  std::atomic<size_t> compared{0};
-  auto finish = [&](const PendingPair& p, Partial& merged) {
-    CompareRow& row = rows[p.row];
-    if (!merged.error.empty()) {
-      read_error(row, merged.error);
-      return;
-    }
-    std::string note = std::move(row.message);  // an element type contradicting the manifest
-    row.message.clear();
-    FinishRow(*merged.metrics, merged.ts, merged.rs, merged.facts, p.tdtype, row);
-    if (!note.empty()) row.message = JoinNotes(row.message, note);
-    ++compared;
-    if (row.identical_nonfinite > 0 && row.message.empty())
-      row.message = std::to_string(row.identical_nonfinite) + " identical inf/nan positions left out";
-    if (row.message.empty()) row.ulp_threshold = ToleranceFor(p.tdtype).ulp;
-  };
-  {
-    int jobs = options.jobs > 0 ? options.jobs : ctx.jobs;
-    ThreadPool pool(jobs > 0 ? jobs : ThreadPool::DefaultThreads());
-#ifdef PORTKIT_ACCURACY_AVX2
-    const bool avx2 = simd::CpuHasAvx2();
-#else
-    const bool avx2 = false;
-#endif
-    std::vector<FileCache> tcaches, rcaches;
-    for (int w = 0; w < pool.size(); ++w) tcaches.emplace_back(tensor_limits), rcaches.emplace_back(tensor_limits);
-    std::vector<std::vector<double>> nbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
-    std::vector<std::vector<double>> bbufs(static_cast<size_t>(pool.size()), std::vector<double>(MetricSet::kChunk));
-    // Progress only for large comparisons, about every tenth of the work.
-    bool show_progress = total_bytes >= (uint64_t{256} << 20) && work.size() >= 10;
-    size_t report_every = std::max<size_t>(1, work.size() / 10);
-    std::atomic<size_t> done{0};
-    log.Info("Comparing " + std::to_string(pending.size()) + " tensor pairs (" +
-             std::to_string(total_bytes / 1'000'000) + " MB) on " + std::to_string(pool.size()) + " threads.");
-    pool.ParallelFor(work.size(), [&](int w, size_t i) {
-      auto wi = static_cast<size_t>(w);
-      const Job& job = work[i];
-      const PendingPair& p = pending[job.pair];
-      const bool whole = job.begin == 0 && job.end == p.numel;
-      Partial local;
-      Partial& out = whole ? local : *(partials[i] = std::make_unique<Partial>());
-      const std::string& tname = rows[p.row].target.name;
-      const std::string& rname = rows[p.row].reference.name;
-      // Checked when the pair was set up (a data_name that is no file name never gets here).
-      const auto tpath = TensorDataPath(options.target, tfiles[p.top], rows[p.row].target.data_name);
-      const auto rpath = TensorDataPath(options.reference, rfiles[p.rop], rows[p.row].reference.data_name);
-      ComputeRange(p, tname.substr(tname.size() - p.tkey_len), rname.substr(rname.size() - p.rkey_len),
-                   tpath.ok() ? *tpath : fs::path(), rpath.ok() ? *rpath : fs::path(), job.begin, job.end,
-                   tcaches[wi], rcaches[wi], nbufs[wi], bbufs[wi], avx2, out);
-      if (whole) finish(p, local);
-      size_t d = ++done;
-      if (show_progress && d % report_every == 0 && d < work.size())
-        log.Info(Progress::Percent(d, work.size()) + "comparing tensors");
-    });
-  }
-  for (size_t i = 0; i < work.size();) {
-    const PendingPair& p = pending[work[i].pair];
-    if (!partials[i]) {  // finished by its worker
-      ++i;
-      continue;
-    }
-    Partial merged = std::move(*partials[i]);
-    partials[i].reset();
-    for (++i; i < work.size() && &pending[work[i].pair] == &p; ++i) {
-      Partial& next = *partials[i];
-      if (!next.error.empty() && merged.error.empty()) merged.error = next.error;
-      if (merged.error.empty()) {
-        merged.metrics->Merge(*next.metrics);
-        merged.ts.Merge(next.ts), merged.rs.Merge(next.rs);
-        merged.facts.identical_nonfinite += next.facts.identical_nonfinite;
-        merged.facts.differing_nonfinite = merged.facts.differing_nonfinite || next.facts.differing_nonfinite;
-        merged.facts.int_mismatch += next.facts.int_mismatch;
-        merged.facts.int_max_diff = std::max(merged.facts.int_max_diff, next.facts.int_max_diff);
-      }
-      partials[i].reset();
-    }
-    finish(p, merged);
-  }
-  report.tensor_pairs_compared = compared;
-  JudgeInContext(rows);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    ++report.verdict_counts[std::string(VerdictName(rows[i].verdict))];
-    if (rows[i].read_error) report.read_errors.emplace_back(i, rows[i].message);
-  }
-  Divergence div = FindDivergence(rows);
+  report.row_count = rows_before;
+  Divergence div = divergence.Finish();
   auto matched_target_op = [&](long position) {
     auto it = std::lower_bound(target_ops.begin(), target_ops.end(), static_cast<size_t>(position),
                                [](const std::pair<size_t, CompareOp>& e, size_t p) { return e.first < p; });

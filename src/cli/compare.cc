@@ -1,5 +1,6 @@
 // `portkit compare REF TARGET -o DIR`: argv → CompareOptions → RunCompare → reports.
 #include <cstdio>
+#include <filesystem>
 
 #include "accuracy/api.h"
 #include "cli/accuracy_commands.h"
@@ -64,6 +65,14 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   options.msprobe_names = Wants(formats, "msprobe");
   options.max_view_elements = max_view_elements;
   options.max_call_bytes = max_call_mb << 20;
+  // The rows wait for the reports in an unnamed temporary file in -o (or the nearest folder above it
+  // that exists: nothing is created before the reports), not in memory.
+  {
+    std::error_code ec;
+    std::filesystem::path dir = std::filesystem::absolute(out_dir, ec);
+    while (!ec && dir.parent_path() != dir && !std::filesystem::is_directory(dir, ec)) dir = dir.parent_path(), ec.clear();
+    if (std::filesystem::is_directory(dir, ec)) options.spill_dir = dir;
+  }
   auto report = accuracy::RunCompare(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& w : report->warnings) ctx.logger.Warning(w);
@@ -74,10 +83,9 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   std::fwrite(table.data(), 1, table.size(), stdout);
   // Tensor data that could not be read is corrupt input: the reports say which rows.
   if (!report->read_errors.empty()) {
-    const auto& [row, message] = report->read_errors.front();
-    const auto& r = report->rows[row];
+    const std::string& message = report->read_errors.front().second;
     return Fail(ctx, ParseError(std::to_string(report->read_errors.size()) + " tensor pairs could not be read (" +
-                                (r.target.name.empty() ? r.reference.name : r.target.name) + ": " + message +
+                                report->first_read_error_name + ": " + message +
                                 "); the reports list them"));
   }
   if (fail_on_divergence && report->HasMismatch()) {

@@ -29,11 +29,13 @@ std::vector<std::string> CompareConclusion(const CompareReport& report) {
   } else if (report.HasMismatch()) {
     size_t no = report.verdict_counts.at(std::string(accuracy::VerdictName(Verdict::kNo)));
     size_t discrete = 0, inputs = 0;
-    for (const auto& r : report.rows) {
-      if (r.verdict != Verdict::kNo) continue;
+    // A spill file that cannot be read back leaves the counts short; the reports say so first.
+    (void)report.ForEachRow([&](const accuracy::CompareRow& r) {
+      if (r.verdict != Verdict::kNo) return Status::Ok();
       discrete += r.output && r.discrete;
       inputs += !r.output && !r.replay;
-    }
+      return Status::Ok();
+    });
     std::string line = "No operator's own error found, but " + std::to_string(no) + " tensors are judged No";
     if (report.first_mismatching_output) {
       const auto& op = *report.first_mismatching_output;
@@ -50,11 +52,12 @@ std::vector<std::string> CompareConclusion(const CompareReport& report) {
   if (!report.shape_changes.empty()) {
     const auto& sc = report.shape_changes.front();
     std::string shapes;
-    for (const auto& r : report.rows)
-      if (!r.target.name.empty() && !r.reference.name.empty() && r.target_op < 0) {
-        shapes = r.message;
-        break;
-      }
+    // The first shape change's row (a cancelled walk: shapes set).
+    (void)report.ForEachRow([&](const accuracy::CompareRow& r) {
+      if (r.target.name.empty() || r.reference.name.empty() || r.target_op >= 0) return Status::Ok();
+      shapes = r.message;
+      return Status(ErrorCode::kInternal, "found");
+    });
     lines.push_back(std::to_string(report.shape_changes.size()) + " operators changed their output shapes; the first is " +
                     sc.target.name + " (#" + std::to_string(sc.target.index) + ")" +
                     (shapes.empty() ? "" : ": " + shapes) + ".");

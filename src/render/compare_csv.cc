@@ -67,7 +67,7 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
   static const char* const kMetricColumns[] = {"Cosine",         "EucDist",
                                                "MaxAbsErr",      "MaxRelativeErr",
                                                "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
-  for (const auto& r : report.rows) {
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
     std::vector<std::string> cells;
     cells.reserve(22);
     const CompareSide* sides[] = {&r.target, &r.reference};
@@ -79,8 +79,8 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
     cells.emplace_back(accuracy::VerdictName(r.verdict));
     cells.push_back(r.message);
     csv.AddRow(cells);
-    PORTKIT_RETURN_IF_ERROR(FlushPiece(csv, sink));
-  }
+    return FlushPiece(csv, sink);
+  }));
   return FlushPiece(csv, sink, true);
 }
 
@@ -113,7 +113,10 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
   // msprobe 26's columns (msprobe/core/common/const.py): real-data mode, or summary mode when no
   // row was compared from tensor data but some from statistics.
   bool any_data = false, any_stats = false;
-  for (const auto& r : report.rows) any_data = any_data || r.compared, any_stats = any_stats || r.from_statistics;
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
+    any_data = any_data || r.compared, any_stats = any_stats || r.from_statistics;
+    return Status::Ok();
+  }));
   const bool summary = !any_data && any_stats;
   std::vector<std::string> header = {"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
                                      "Bench Tensor Shape", "NPU Requires_grad", "Bench Requires_grad"};
@@ -129,7 +132,7 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
   if (!summary) header.emplace_back("Data_name");
   CsvWriter csv(header);
   csv.Reserve(kPieceBytes + 4096);
-  for (const auto& r : report.rows) {
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
     std::vector<std::string> cells;
     cells.reserve(header.size());
     cells.push_back(MsprobeName(r.target, r.target_op, report.target_calls));
@@ -171,8 +174,8 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
                            (r.reference.data_name.empty() ? "-1" : r.reference.data_name) + "']");
     }
     csv.AddRow(cells);
-    PORTKIT_RETURN_IF_ERROR(FlushPiece(csv, sink));
-  }
+    return FlushPiece(csv, sink);
+  }));
   return FlushPiece(csv, sink, true);
 }
 

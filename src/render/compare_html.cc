@@ -70,19 +70,27 @@ std::string CompareHtml(const CompareReport& report) {
 }
 
 Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
+  // The chart's points are the judged outputs; their names are read on a second walk over the
+  // rows, as the marks are written (a 300k-output chart keeps no names).
   struct Point {
-    const std::string* name;  // into report.rows (a 100k-output chart copies no names)
     double err;
     long op;
   };
+  auto charted = [](const accuracy::CompareRow& r) {
+    return r.output && !r.replay && (r.verdict == Verdict::kYes || r.verdict == Verdict::kNo);
+  };
+  static const std::string kNa = "N/A";
+  auto name_of = [](const accuracy::CompareRow& r) -> const std::string& {
+    return r.target.name.empty() ? kNa : r.target.name;
+  };
   std::vector<Point> series;  // 1 - cosine of each output, in execution order
-  for (const auto& r : report.rows) {
-    if (!r.output || r.replay || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
+    if (!charted(r)) return Status::Ok();
     auto it = r.metrics.find("Cosine");
     double cos = it == r.metrics.end() || std::isnan(it->second) ? -1 : it->second;
-    static const std::string kNa = "N/A";
-    series.push_back({r.target.name.empty() ? &kNa : &r.target.name, 1.0 - cos, r.target_op});
-  }
+    series.push_back({1.0 - cos, r.target_op});
+    return Status::Ok();
+  }));
   std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
                   "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
                   "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
@@ -103,8 +111,8 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
     // against replayed outputs (computed from the reference's inputs: its own error).
     h += "<table><tr><th>tensor</th><th>role</th><th>verdict</th><th>Cosine</th><th>MaxAbsErr</th>"
          "<th>One Thousandth Err Ratio</th><th>Five Thousandths Err Ratio</th></tr>";
-    for (const auto& r : report.rows) {
-      if (r.target_op != report.first_divergence_op || report.first_divergence_op < 0) continue;
+    PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
+      if (r.target_op != report.first_divergence_op || report.first_divergence_op < 0) return Status::Ok();
       std::string key = TensorKey(r.target.name.empty() ? r.reference.name : r.target.name);
       const char* role = r.replay ? "replayed output (reference inputs: its own error)"
                          : r.output ? "live output"
@@ -113,7 +121,8 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
            role + "</td><td>" + std::string(accuracy::VerdictName(r.verdict)) + "</td><td>" + Metric(r, "Cosine") +
            "</td><td>" + Metric(r, "MaxAbsErr") + "</td><td>" + Metric(r, "One Thousandth Err Ratio") + "</td><td>" +
            Metric(r, "Five Thousandths Err Ratio") + "</td></tr>";
-    }
+      return Status::Ok();
+    }));
     h += "</table></div>";
   } else {
     h += "<div id=\"culprit\" class=\"ok\"><h2>No culprit</h2><p>No operator's own error crosses the threshold.</p></div>";
@@ -138,12 +147,16 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
   const size_t max_labels = 40;
   for (size_t k = 0; k < std::min(series.size(), max_labels / 2); ++k)
     labelled[series.size() <= max_labels / 2 ? k : k * (series.size() - 1) / (max_labels / 2 - 1)] = true;
+  // The worst outputs, worst first (ties in execution order): labelled, and listed below the chart.
+  std::vector<size_t> worst;
   {
     std::vector<size_t> order(series.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return series[a].err > series[b].err; });
     for (size_t k = 0; k < std::min<size_t>(order.size(), max_labels / 4); ++k) labelled[order[k]] = true;
+    worst.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(order.size(), 15)));
   }
+  std::vector<std::string> worst_names(worst.size());
   auto point = [&](size_t i, double& x, double& y) {
     double v = std::max(series[i].err, 1e-12);
     y = std::clamp(ht - (std::log10(v) + 12.0) / 12.5 * ht, 2.0, ht - 2.0);
@@ -164,18 +177,23 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
   std::string().swap(pts);
   h += "\"/>";
   std::string& marks = h;
-  for (size_t i = 0; i < series.size(); ++i) {
+  size_t i = 0;
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) -> Status {
+    if (!charted(r) || i >= series.size()) return Status::Ok();
+    const std::string& name = name_of(r);
+    for (size_t k = 0; k < worst.size(); ++k)
+      if (worst[k] == i) worst_names[k] = name;
     double x, y;
     point(i, x, y);
     char buf[64];
     const bool culprit = report.first_divergence_op >= 0 && series[i].op == report.first_divergence_op;
-    std::string label = OpLabel(*series[i].name);
+    std::string label = OpLabel(name);
     std::snprintf(buf, sizeof buf, "%.1f", x);
     std::string xs = buf;
     std::snprintf(buf, sizeof buf, "%.1f", y);
     std::string ys = buf;
     marks += "<circle cx=\"" + xs + "\" cy=\"" + ys + "\" r=\"" + (culprit ? "5" : "2") + "\" fill=\"" +
-             (culprit ? "#b00" : "#4a7bd0") + "\"><title>" + Html(*series[i].name) + ": 1 - cosine " +
+             (culprit ? "#b00" : "#4a7bd0") + "\"><title>" + Html(name) + ": 1 - cosine " +
              FormatNumber(series[i].err) + "</title></circle>";
     if (culprit) {
       marks += "<text class=\"culprit-label\" x=\"" + xs + "\" y=\"" + std::to_string(static_cast<int>(y) - 8) +
@@ -186,15 +204,14 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
                "\" transform=\"translate(" + xs + "," + std::to_string(ht + 6) + ") rotate(60)\">" + Html(label) +
                "</text>";
     }
-    PORTKIT_RETURN_IF_ERROR(FlushPiece(marks, sink));
-  }
+    ++i;
+    return FlushPiece(marks, sink);
+  }));
   h += "</svg><p>" + std::to_string(series.size()) +
        " operator outputs, first to last; hover a point for its operator and error.</p>";
-  std::vector<Point> worst = std::move(series);
-  std::stable_sort(worst.begin(), worst.end(), [](const Point& a, const Point& b) { return a.err > b.err; });
-  if (worst.size() > 15) worst.resize(15);
   h += "<h2>Worst outputs</h2><table><tr><th>output (target)</th><th>1 &minus; cosine</th></tr>";
-  for (const auto& p : worst) h += "<tr><td>" + Html(*p.name) + "</td><td>" + FormatNumber(p.err) + "</td></tr>";
+  for (size_t k = 0; k < worst.size(); ++k)
+    h += "<tr><td>" + Html(worst_names[k]) + "</td><td>" + FormatNumber(series[worst[k]].err) + "</td></tr>";
   h += "</table></body></html>\n";
   return FlushPiece(h, sink, true);
 }

@@ -67,7 +67,7 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
   // The metrics beyond the CSV's, and the count of identical inf/nan positions left out.
   static const char* const kExtra[] = {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr",
                                        "SmallValueErrRatio"};
-  for (const auto& r : report.rows) {
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
     j.BeginObject();
     j.Key("npu_name").String(r.target.name.empty() ? "N/A" : r.target.name);
     j.Key("bench_name").String(r.reference.name.empty() ? "N/A" : r.reference.name);
@@ -97,8 +97,8 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
     }
     j.Key("err_message").String(r.message);
     j.EndObject();
-    PORTKIT_RETURN_IF_ERROR(FlushPiece(j, sink));
-  }
+    return FlushPiece(j, sink);
+  }));
   j.EndArray();
   j.EndObject();
   return FlushPiece(j, sink, true);

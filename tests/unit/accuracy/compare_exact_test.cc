@@ -360,5 +360,65 @@ TEST_F(CompareExactTest, RowsOfSeparatedMatchesAndReplaysAreInExecutionOrder) {
   EXPECT_EQ(report.rows.size() - first_matched, 3u);
 }
 
+// Rows spilled to an unnamed temporary file (CompareOptions::spill_dir, as the CLI runs compare)
+// render exactly as rows kept in memory, over several batches of rows, with the first divergence
+// in a later batch than the first; nothing is left in the folder.
+TEST_F(CompareExactTest, SpilledRowsRenderAsRowsKeptInMemory) {
+  std::vector<TestOp> ref, tgt;
+  for (int i = 0; i < 6000; ++i) {
+    const char* name = i % 3 == 0 ? "aten::mm" : i % 3 == 1 ? "aten::add" : "aten::relu";
+    const float x = static_cast<float>(i % 17) + 0.5f;
+    TestOp op{name, "forward",
+              {F32("input.0", {x, 2 * x, 3 * x, 4 * x}), F32("input.1", {1, 2, 3, 4}),
+               F32("output.0", {x, x + 1, x + 2, x + 3})},
+              i % 500 != 0};  // tensor data every 500th operator, statistics only otherwise
+    ref.push_back(op);
+    if (i == 5000) op.tensors[2] = F32("output.0", {x, -x, 7 * x, 0});  // its own error
+    if (i == 3000) tgt.push_back(TestOp{"aten::extra", "forward", {F32("output.0", {1, 2})}, true});
+    tgt.push_back(op);
+  }
+  WriteDump(tmp_ / "ref", ref);
+  WriteDump(tmp_ / "tgt", tgt);
+  CompareOptions o;
+  o.reference = tmp_ / "ref";
+  o.target = tmp_ / "tgt";
+  o.msprobe_names = true;
+  auto kept = RunCompare(o, ctx_);
+  o.spill_dir = tmp_;
+  auto spilled = RunCompare(o, ctx_);
+  ASSERT_TRUE(kept.ok() && spilled.ok());
+  EXPECT_EQ(kept->rows.size(), 18001u);
+  EXPECT_EQ(kept->row_count, 18001u);
+  EXPECT_TRUE(spilled->rows.empty());
+  EXPECT_EQ(spilled->row_count, 18001u);
+  ASSERT_TRUE(spilled->first_divergence.has_value());
+  EXPECT_EQ(spilled->first_divergence->index, 5001);
+  EXPECT_EQ(spilled->first_divergence_basis, "inputs matched");
+  EXPECT_EQ(spilled->verdict_counts, kept->verdict_counts);
+  EXPECT_EQ(spilled->verdict_counts.at("No"), 1u);
+  EXPECT_EQ(spilled->tensor_pairs_compared, kept->tensor_pairs_compared);
+  EXPECT_EQ(render::CompareCsv(*spilled), render::CompareCsv(*kept));
+  EXPECT_EQ(render::CompareMsprobeCsv(*spilled), render::CompareMsprobeCsv(*kept));
+  EXPECT_EQ(render::CompareJson(*spilled), render::CompareJson(*kept));
+  EXPECT_EQ(render::CompareHtml(*spilled), render::CompareHtml(*kept));
+  EXPECT_EQ(render::CompareConclusion(*spilled), render::CompareConclusion(*kept));
+  size_t n = 0;
+  ASSERT_TRUE(spilled->ForEachRow([&](const CompareRow& r) {
+    const CompareRow& k = kept->rows[n++];
+    EXPECT_EQ(r.target.name, k.target.name);
+    EXPECT_EQ(r.reference.stats.has_value(), k.reference.stats.has_value());
+    EXPECT_EQ(r.metrics.count("Cosine"), k.metrics.count("Cosine"));
+    return Status::Ok();
+  }).ok());
+  EXPECT_EQ(n, 18001u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp_), fs::directory_iterator()), 2);  // ref and tgt only
+
+  o.spill_dir = tmp_ / "missing";
+  auto nowhere = RunCompare(o, ctx_);
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_EQ(nowhere.status().code(), ErrorCode::kIo);
+  EXPECT_NE(nowhere.status().message().find("cannot create a temporary file for compare's rows"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace portkit::accuracy
