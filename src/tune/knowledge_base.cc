@@ -173,7 +173,14 @@ Status MigrateUnversioned(sql::Database& db) {
 }
 
 // A bank written before schema versions, read as it is (read-only listing): the same table.
+// Whether the file is a bank written before schema versions (a table `entries`, user_version 0);
+// such a bank must be exactly that layout (kCreateSqlV1), or it is refused. The version, the
+// table and the layout are read in one snapshot: read in separate statements they can straddle
+// another tuner's commit that creates a new bank (version 0 from before it, the current table
+// from after), which made a bank being created look like a foreign one.
 Expected<bool> IsUnversionedBank(sql::Database& db) {
+  sql::Transaction snapshot(db, sql::Transaction::Mode::kDeferred);
+  PORTKIT_RETURN_IF_ERROR(snapshot.status());
   auto version = db.UserVersion();
   if (!version.ok()) return version.status();
   if (*version != 0) return false;
@@ -181,7 +188,11 @@ Expected<bool> IsUnversionedBank(sql::Database& db) {
   if (!st.ok()) return st.status();
   auto row = st->Step();
   if (!row.ok()) return row.status();
-  return *row && st->Int(0) > 0;
+  const bool legacy = *row && st->Int(0) > 0;
+  // Nothing but a bank's own table is read or migrated (a trigger on it would run on the re-keying).
+  if (legacy) PORTKIT_RETURN_IF_ERROR(sql::CheckOwnSchema(db, "tuning bank", kCreateSqlV1, kRemedy));
+  PORTKIT_RETURN_IF_ERROR(snapshot.Commit());
+  return legacy;
 }
 
 // A file that exists but does not start with SQLite's header is refused before SQLite sees it:
@@ -236,7 +247,6 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
     auto legacy = IsUnversionedBank(kb.db_);
     if (!legacy.ok()) return legacy.status();
     if (*legacy) {
-      PORTKIT_RETURN_IF_ERROR(sql::CheckOwnSchema(kb.db_, "tuning bank", kCreateSqlV1, kRemedy));
       kb.schema_version_ = 0;
       return kb;
     }
@@ -266,8 +276,6 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
     auto legacy = IsUnversionedBank(kb.db_);
     if (!legacy.ok()) return legacy.status();
     if (!*legacy) return Status::Ok();
-    // Nothing but a bank's own table is migrated (a trigger on it would run on the re-keying).
-    PORTKIT_RETURN_IF_ERROR(sql::CheckOwnSchema(kb.db_, "tuning bank", kCreateSqlV1, kRemedy));
     return MigrateUnversioned(kb.db_);
   }));
   // Of two tuners creating one new bank, one creates it and the other finds it made

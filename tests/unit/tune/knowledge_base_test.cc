@@ -1,6 +1,8 @@
 #include "tune/knowledge_base.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -151,8 +153,14 @@ TEST_F(KnowledgeBaseTest, ConcurrentCreationOfANewBank) {
       char c;
       (void)!read(go[0], &c, 1);  // all start together when the parent closes the pipe
       auto kb = KnowledgeBase::Open(dir_);
-      if (!kb.ok()) _exit(3);
-      if (!kb->StoreIfBetter(Entry("op" + std::to_string(p), "A=1", 1)).ok()) _exit(4);
+      if (!kb.ok()) {
+        std::fprintf(stderr, "process %d: %s\n", p, kb.status().message().c_str());
+        _exit(3);
+      }
+      if (auto stored = kb->StoreIfBetter(Entry("op" + std::to_string(p), "A=1", 1)); !stored.ok()) {
+        std::fprintf(stderr, "process %d: %s\n", p, stored.status().message().c_str());
+        _exit(4);
+      }
       _exit(0);
     }
   }
