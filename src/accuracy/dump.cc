@@ -245,15 +245,8 @@ Expected<Dump> Dump::Load(const std::filesystem::path& dir) {
   if (!reader.ok()) return reader.status();
   Dump d;
   d.dir = dir;
-  for (DumpOp op;;) {
-    auto more = reader->Next(op);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    d.ops.push_back(std::move(op));
-  }
-  d.warning = reader->warning();
+  PORTKIT_RETURN_IF_ERROR(ReadAllOps(*reader, d));
   d.complete = reader->complete();
-  d.ops.shrink_to_fit();
   return d;
 }
 

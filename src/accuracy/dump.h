@@ -79,4 +79,19 @@ class DumpReader {
   std::unique_ptr<State> s_;
 };
 
+/// Reads the rest of `reader` (a DumpReader or an MsprobeDumpReader) into `d.ops`, then takes the
+/// reader's warning: what Dump::Load and LoadMsprobeDump share.
+template <class Reader>
+Status ReadAllOps(Reader& reader, Dump& d) {
+  for (DumpOp op;;) {
+    auto more = reader.Next(op);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    d.ops.push_back(std::move(op));
+  }
+  d.warning = reader.warning();
+  d.ops.shrink_to_fit();
+  return Status::Ok();
+}
+
 }  // namespace portkit::accuracy

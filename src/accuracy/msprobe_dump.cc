@@ -446,14 +446,7 @@ Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir, uint64_t max_ca
   if (!reader.ok()) return reader.status();
   Dump d;
   d.dir = dir;
-  for (DumpOp op;;) {
-    auto more = reader->Next(op);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    d.ops.push_back(std::move(op));
-  }
-  d.warning = reader->warning();
-  d.ops.shrink_to_fit();
+  PORTKIT_RETURN_IF_ERROR(ReadAllOps(*reader, d));
   return d;
 }
 

@@ -47,27 +47,24 @@ prof="$tmp/prof"
 mkdir -p "$prof" && cp "$trace" "$prof/"
 "$PORTKIT" prof import -dir "$prof" >/dev/null 2>&1
 
-case_analyse() {
-  mkdir -p "$tmp/an/p" "$tmp/an/o/p_analysis" && printf 'import torch\nx = torch.randn(2).cuda()\n' >"$tmp/an/p/t.py"
-  plant "$tmp/an/o/p_analysis/notes.txt"
-  $T "$PORTKIT" analyse -i "$tmp/an/p" -o "$tmp/an/o" >"$tmp/an.1" 2>&1
-  check "analyse: a folder <name>_analysis it did not write is refused (exit 2)" "[ $? = 2 ] && untouched '$tmp/an/o/p_analysis/notes.txt'"
-  $T "$PORTKIT" analyse -i "$tmp/an/p" -o "$tmp/an/o" --force >/dev/null 2>&1
-  check "analyse: --force writes into it, the user's file kept" "[ $? = 0 ] && untouched '$tmp/an/o/p_analysis/notes.txt'"
-  $T "$PORTKIT" analyse -i "$tmp/an/p" -o "$tmp/an/o" >/dev/null 2>&1
-  check "analyse: a second run writes into its own folder" "[ $? = 0 ]"
+# folder_case ID COMMAND FOLDER: the command (-i P -o OUT) makes OUT/p_FOLDER; a folder of that
+# name it did not write is refused, --force writes into it (`expect_user_file`: whether the user's
+# t.py there is kept or is replaced by the copy), and a second run writes into its own folder.
+folder_case() {
+  local id=$1 command=$2 folder=$3 expect_user_file=$4
+  mkdir -p "$tmp/$id/p" "$tmp/$id/o/p_$folder" && printf 'import torch\nx = torch.randn(2).cuda()\n' >"$tmp/$id/p/t.py"
+  plant "$tmp/$id/o/p_$folder/t.py"
+  $T "$PORTKIT" "$command" -i "$tmp/$id/p" -o "$tmp/$id/o" >"$tmp/$id.1" 2>&1
+  check "$id: a folder p_$folder it did not write is refused (exit 2)" "[ $? = 2 ] && untouched '$tmp/$id/o/p_$folder/t.py'"
+  $T "$PORTKIT" "$command" -i "$tmp/$id/p" -o "$tmp/$id/o" --force >/dev/null 2>&1
+  check "$id: --force writes into it (the user's file $expect_user_file)" "[ $? = 0 ] && $expect_user_file '$tmp/$id/o/p_$folder/t.py'"
+  $T "$PORTKIT" "$command" -i "$tmp/$id/p" -o "$tmp/$id/o" >/dev/null 2>&1
+  check "$id: a second run writes into its own folder" "[ $? = 0 ]"
 }
 
-case_migrate() {
-  mkdir -p "$tmp/mi/p" "$tmp/mi/o/p_msft" && printf 'import torch\nx = torch.randn(2).cuda()\n' >"$tmp/mi/p/t.py"
-  plant "$tmp/mi/o/p_msft/t.py"
-  $T "$PORTKIT" migrate -i "$tmp/mi/p" -o "$tmp/mi/o" >"$tmp/mi.1" 2>&1
-  check "migrate: a folder <name>_msft it did not write is refused (exit 2)" "[ $? = 2 ] && untouched '$tmp/mi/o/p_msft/t.py'"
-  $T "$PORTKIT" migrate -i "$tmp/mi/p" -o "$tmp/mi/o" --force >/dev/null 2>&1
-  check "migrate: --force writes the copy into it" "[ $? = 0 ] && replaced '$tmp/mi/o/p_msft/t.py'"
-  $T "$PORTKIT" migrate -i "$tmp/mi/p" -o "$tmp/mi/o" >/dev/null 2>&1
-  check "migrate: a second run writes into its own folder" "[ $? = 0 ]"
-}
+case_analyse() { folder_case analyse analyse analysis untouched; }
+
+case_migrate() { folder_case migrate migrate msft replaced; }
 
 case_compare() {
   file_case compare "$tmp/cmp/compare_result.csv" "$PORTKIT" compare "$F/ref" "$F/tgt" -o "$tmp/cmp" --format csv,json
