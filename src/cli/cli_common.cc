@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -41,7 +42,54 @@ std::span<const Alias> CommonAliases() {
   return kAliases;
 }
 
+#ifndef PORTKIT_VERSION_STRING
+#define PORTKIT_VERSION_STRING "0.0.0"
+#endif
+
+namespace {
+
+/// Whether argv (before `--`) holds `--version` with no value after it: the program's version is
+/// asked for. analyse and migrate read `-v, --version VERSION` as the torch version of the code;
+/// given a value there, it stays that.
+bool AsksForVersion(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") return false;
+    if (a == "--version" && (i + 1 == argc || argv[i + 1][0] == '-')) return true;
+  }
+  return false;
+}
+
+/// A mistyped subcommand, where one is required (CLI11 would say only "A subcommand is
+/// required"): "portkit prof: unknown subcommand 'nosuch'; use one of collect, import, ...".
+/// Empty when the words that name subcommands are all known.
+std::string UnknownSubcommand(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* level = &app;
+  for (size_t i = 1; i < args.size() && level->get_require_subcommand_min() > 0; ++i) {
+    const std::string& word = args[i];
+    if (word.empty() || word[0] == '-') break;
+    auto subs = level->get_subcommands([](const CLI::App*) { return true; });
+    auto found = std::find_if(subs.begin(), subs.end(), [&](const CLI::App* sub) { return sub->check_name(word); });
+    if (found != subs.end()) {
+      level = *found;
+      continue;
+    }
+    std::string names;
+    for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+    std::string path = app.get_name();
+    for (size_t k = 1; k < i; ++k) path += " " + args[k];
+    return path + ": unknown subcommand '" + word + "'; use one of " + names + " (" + path + " --help)";
+  }
+  return {};
+}
+
+}  // namespace
+
 std::optional<int> Parse(CLI::App& app, int argc, char** argv, std::span<const Alias> aliases) {
+  if (AsksForVersion(argc, argv)) {
+    std::printf("portkit %s\n", PORTKIT_VERSION_STRING);
+    return kExitOk;
+  }
   std::vector<std::string> args;
   args.reserve(static_cast<size_t>(argc));
   for (int i = 0; i < argc; ++i) {
@@ -60,6 +108,10 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, std::span<const A
       }
     }
     args.push_back(std::move(a));
+  }
+  if (std::string unknown = UnknownSubcommand(app, args); !unknown.empty()) {
+    std::fprintf(stderr, "%s\n", unknown.c_str());
+    return kExitUsage;
   }
   std::vector<const char*> cargv;
   for (const auto& a : args) cargv.push_back(a.c_str());

@@ -18,8 +18,12 @@ const Command kCommands[] = {
     {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &OverflowCommand},
     {"convert", "dump tensors to .npy or .txt", &ConvertCommand},
     {"extract", "copy the named operators of a dump into a new dump", &ExtractCommand},
-    {"prof", "profiles: collect, import, export summary|timeline, analyse (advisor), diff", &ProfCommand},
-    {"tune", "operator auto-tuning (AOE OPAT): MatMul/Conv2D kernels compiled, measured, kept in a knowledge base;\n"
+    {"prof", "profiles: collect, import, export summary|timeline, analyse (advisor), diff, cluster (multi-rank)",
+     &ProfCommand},
+    {"tune", "auto-tuning, results kept in a knowledge base:\n"
+             "             --job-type=2 (OPAT): MatMul/Conv2D kernels of an operator list, compiled and measured;\n"
+             "             --job-type=1 --framework=pytorch (SGAT): how each subgraph of a PyTorch model runs;\n"
+             "             --job-type=4 (GDAT): DDP gradient buckets and communication of a PyTorch model;\n"
              "             tune bank list | show OP | export FILE | import FILE: the knowledge base",
      &TuneCommand},
 };

@@ -213,6 +213,12 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
     return kExitOk;
   }
 
+  // SGAT and GDAT are reached through --framework=pytorch (tune_pytorch.cc) and --job-type=4
+  // (tune_gdat.cc); --job-type=1 without --framework lands here.
+  if (opt.job_type == 1)
+    return Fail(ctx, InvalidArgument("--job-type=1 (subgraph tuning, SGAT) tunes a PyTorch model: give "
+                                     "--framework=pytorch with --model=pkg.module:make_model and --input SHAPE "
+                                     "(portkit tune --framework=pytorch --help)"));
   // Every option and path is checked here, before the op list is read, the bank opened or any
   // output created.
   opt.repeat_tune = opt.repeat_tune || EnvTrue("REPEAT_TUNE");
