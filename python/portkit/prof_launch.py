@@ -2,6 +2,7 @@
 
     python -m portkit.prof_launch SCRIPT.py [ARGS...]
     python -m portkit.prof_launch -m MODULE [ARGS...]
+    python -m portkit.prof_launch -c CODE [ARGS...]
 
 Settings come from the environment (set by `portkit prof collect`):
 PORTKIT_PROF_OUT (folder for the trace), PORTKIT_PROF_STEPS (window of steps; 0 = whole run),
@@ -27,12 +28,27 @@ import os
 import runpy
 import sys
 
-import torch
-import torch.profiler as tp
+USAGE = ("usage: python -m portkit.prof_launch SCRIPT.py [ARGS...] | -m MODULE [ARGS...] | -c CODE [ARGS...]\n"
+         "Runs the program under the PyTorch profiler; the trace goes to $PORTKIT_PROF_OUT (default: the\n"
+         "current folder). Normally started by `portkit prof collect --output DIR -- python ...`.\n")
+
+# Imported on first use (_load_torch), so that --help and usage errors need no torch.
+torch = None
+tp = None
+
+
+def _load_torch():
+    global torch, tp
+    if torch is None:
+        import torch as torch_module
+        import torch.profiler as profiler_module
+
+        torch, tp = torch_module, profiler_module
 
 
 class _Collector:
     def __init__(self):
+        _load_torch()
         self.out = os.environ.get("PORTKIT_PROF_OUT") or os.getcwd()
         self.window = int(os.environ.get("PORTKIT_PROF_STEPS", "0") or 0)
         self.shapes = os.environ.get("PORTKIT_PROF_RECORD_SHAPES") == "1"
@@ -232,19 +248,41 @@ def _wrap(fn, collector):
     return step
 
 
-def main(argv):
+def _usage_error(argv):
+    """The message for a command line that names no program to run, or None when it does."""
     if not argv:
-        sys.stderr.write("usage: python -m portkit.prof_launch SCRIPT.py [ARGS...] | -m MODULE [ARGS...]\n")
+        return USAGE
+    if argv[0] in ("-m", "-c") and len(argv) < 2:
+        return "portkit prof: %s needs %s\n" % (argv[0], "a module name" if argv[0] == "-m" else "the code to run")
+    if argv[0] not in ("-m", "-c") and not os.path.isfile(argv[0]):
+        return "portkit prof: %s: no such file (give a Python script, -m MODULE or -c CODE)\n" % argv[0]
+    return None
+
+
+def main(argv):
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
+    error = _usage_error(argv)
+    if error:
+        sys.stderr.write(error)
+        return 2
+    try:
+        _load_torch()
+    except ImportError as e:
+        sys.stderr.write("portkit prof: this interpreter (%s) cannot import torch: %s\n" % (sys.executable, e))
         return 2
     collector = _Collector()
     collector.begin()
     _patch_spawn(collector)
     if argv[0] == "-m":
-        if len(argv) < 2:
-            sys.stderr.write("portkit prof: -m needs a module name\n")
-            return 2
         sys.argv = argv[1:]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":
+        # As `python -c CODE ARGS`: sys.argv[0] is "-c" and the current folder is first on the path.
+        sys.argv = ["-c"] + argv[2:]
+        sys.path.insert(0, "")
+        exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
     else:
         sys.argv = argv
         sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))

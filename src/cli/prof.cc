@@ -202,8 +202,11 @@ int Collect(const prof::CollectOptions& options, Context& ctx) {
   auto report = prof::RunCollect(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   if (report->traces == 0)
-    return Fail(ctx, Status(ErrorCode::kInternal, "no trace was written to " + report->prof_dir.string() +
-                                                      " (the program " + report->program.Describe() + ")"));
+    return Fail(ctx, Status(ErrorCode::kInternal, "no trace was written (the program " +
+                                                      report->program.Describe() + "); " +
+                                                      (fs::exists(report->prof_dir)
+                                                           ? "what it left is in " + report->prof_dir.string()
+                                                           : "no PROF_* folder was kept")));
   ctx.logger.Info("Raw trace(s) in " + report->prof_dir.string() + "; next: portkit prof import -dir " +
                   report->prof_dir.string());
   Print(report->prof_dir.string() + "\n");

@@ -137,12 +137,14 @@ Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options) {
   // Interpreter options before the script (-u, -X ...) stay in front of the launcher.
   std::vector<std::string> argv = {command[0]};
   size_t i = 1;
-  while (i < command.size() && command[i].size() > 1 && command[i][0] == '-' && command[i] != "-m") {
+  while (i < command.size() && command[i].size() > 1 && command[i][0] == '-' && command[i] != "-m" &&
+         command[i] != "-c") {
     argv.push_back(command[i]);
     if ((command[i] == "-X" || command[i] == "-W") && i + 1 < command.size()) argv.push_back(command[++i]);
     ++i;
   }
-  if (i >= command.size()) return InvalidArgument("no script or -m module in the command");
+  if (i >= command.size()) return InvalidArgument("no script, -m module or -c command in the command");
+  if (command[i] == "-c" && i + 1 >= command.size()) return InvalidArgument("-c needs the code to run");
   argv.push_back("-m");
   argv.push_back("portkit.prof_launch");
   for (; i < command.size(); ++i) argv.push_back(command[i]);
@@ -184,11 +186,16 @@ Expected<CollectReport> RunCollect(const CollectOptions& options, Context& ctx) 
   for (const auto& a : report.argv) shown += (shown.empty() ? "" : " ") + a;
   ctx.logger.Info("Profiling: " + shown);
   auto result = Spawn(spawn);
-  if (!result.ok()) return result.status();
+  if (!result.ok()) {
+    fs::remove(report.prof_dir, ec);  // only when empty
+    return result.status();
+  }
   report.program = std::move(*result);
   const auto importers = MakeImporters();
   for (const auto& e : fs::directory_iterator(report.prof_dir, ec))
     if (e.is_regular_file(ec) && DetectImporter(importers, ReadFirstBytes(e.path()))) ++report.traces;
+  // A run that wrote nothing leaves no empty PROF_* folder behind (remove() takes only an empty one).
+  if (report.traces == 0 && fs::is_empty(report.prof_dir, ec)) fs::remove(report.prof_dir, ec);
   return report;
 }
 
