@@ -11,7 +11,8 @@ Command line::
     python -m portkit.export_ops --model mypkg.models:make_model --input 8x3x224x224 -o ops.json
 
 ``--model`` names a callable (``module:attr``) that returns an ``nn.Module``; ``--input`` gives
-the shape of each positional float32 input (repeatable). From Python::
+each positional input as ``[DTYPE:]D0xD1x...`` (float32 by default, e.g. ``int64:8x128`` for token
+ids; repeatable or comma-separated), as ``portkit tune --framework=pytorch`` reads it. From Python::
 
     from portkit.export_ops import export_ops
     ops = export_ops(model, (torch.randn(8, 3, 224, 224),), name="resnet")
@@ -126,22 +127,23 @@ def write_op_list(path, ops):
         raise
 
 
-def _parse_shape(text):
+def _parse_inputs(text):
+    """One --input value: ``[DTYPE:]D0xD1x...``, or several comma-separated (tune's syntax)."""
+    from .tune.__main__ import UsageError, parse_inputs
+
     try:
-        dims = [int(d) for d in text.lower().replace(",", "x").split("x")]
-    except ValueError:
-        raise argparse.ArgumentTypeError("--input %r: expected a shape like 8x3x224x224" % text)
-    if not dims or any(d <= 0 for d in dims):
-        raise argparse.ArgumentTypeError("--input %r: dimensions must be positive" % text)
-    return dims
+        return parse_inputs(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m portkit.export_ops",
                                 description="Write the operator list of a PyTorch model for portkit tune.")
     p.add_argument("--model", required=True, help="module:callable returning an nn.Module")
-    p.add_argument("--input", action="append", type=_parse_shape, required=True,
-                   help="shape of a positional float32 input, e.g. 8x3x224x224 (repeatable)")
+    p.add_argument("--input", action="append", type=_parse_inputs, required=True,
+                   help="a positional input [DTYPE:]D0xD1x..., float32 by default, e.g. 8x3x224x224 or "
+                        "int64:8x128 (repeatable, or comma-separated)")
     p.add_argument("--name", help="model name in the list (default: the module's name)")
     p.add_argument("-o", "--output", required=True, help="op list JSON to write")
     p.add_argument("--force", action="store_true",
@@ -166,7 +168,9 @@ def main(argv=None):
     model = factory()
     if not isinstance(model, torch.nn.Module):
         p.error("--model %s: returned %s, not a torch.nn.Module" % (args.model, type(model).__name__))
-    inputs = tuple(torch.randn(*shape) for shape in args.input)
+    from .tune.__main__ import make_inputs
+
+    inputs = make_inputs([spec for value in args.input for spec in value])
     ops = export_ops(model, inputs, name=args.name or mod_name.rsplit(".", 1)[-1])
     write_op_list(args.output, ops)
     record_written(args.output)

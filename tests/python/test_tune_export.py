@@ -67,7 +67,41 @@ def test_export_ops_errors_name_the_argument(tmp_path, python):
     assert res.returncode == 2 and "expected module:callable" in res.stderr
     res = run([python, "-m", "portkit.export_ops", "--model", "a:b", "--input", "2xq", "-o",
                str(tmp_path / "x.json")], cwd=tmp_path, env=env)
-    assert res.returncode == 2 and "expected a shape like" in res.stderr
+    assert res.returncode == 2 and "--input '2xq': expected dimensions like 8x3x224x224" in res.stderr
+    res = run([python, "-m", "portkit.export_ops", "--model", "a:b", "--input", "int65:2x3", "-o",
+               str(tmp_path / "x.json")], cwd=tmp_path, env=env)
+    assert res.returncode == 2 and "--input 'int65:2x3': unknown dtype 'int65'" in res.stderr
+
+
+EMBED_SRC = '''
+import torch.nn as nn
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 16)
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, ids, scale):
+        return self.head(self.embed(ids)) * scale
+
+def make():
+    return Tagger()
+'''
+
+
+def test_export_ops_takes_int64_inputs_as_tune_does(tmp_path, python):
+    # Token ids are int64: the same [DTYPE:]SHAPE syntax as `portkit tune --framework=pytorch --input`.
+    (tmp_path / "tagger.py").write_text(EMBED_SRC)
+    out = tmp_path / "ops.json"
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    res = run([python, "-m", "portkit.export_ops", "--model", "tagger:make", "--input", "int64:2x5,1",
+               "-o", str(out)], cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr
+    by_name = {o["op_name"]: o for o in json.loads(out.read_text())["ops"]}
+    assert by_name["embed"]["op_type"] == "Embedding"
+    assert by_name["embed"]["inputs"] == [[2, 5]] and by_name["embed"]["dtype"] == "int64"
+    assert by_name["head"]["op_type"] == "MatMul" and by_name["head"]["inputs"] == [[10, 16], [16, 4]]
 
 
 def test_tune_accepts_the_exported_list(tmp_path, python, portkit):
