@@ -1,7 +1,8 @@
 # portkit — the two commands of the README:
 #   make demo   set-up + build + run the migration analysis on the bundled example
 #   make test   set-up + build + every test (the Python tests under torch 1.13 and torch 2.x)
-# and: make pytest (only the Python tests), make install PREFIX=DIR (cmake --install)
+# and: make pytest (only the Python tests), make install PREFIX=DIR (cmake --install),
+#      make lint (ruff + clang-format, scripts/lint.sh), make format (scripts/format.sh)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 EXAMPLE ?= examples/cifar_cuda
@@ -16,7 +17,7 @@ export CCACHE_NOHASHDIR ?= 1
 CMAKE_LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
 endif
 
-.PHONY: all setup setup-build build build-cli demo test test-sanitize pytest install fuzz bench clean
+.PHONY: all setup setup-build build build-cli demo test test-sanitize pytest install fuzz bench lint format clean
 
 all: build
 
@@ -79,6 +80,12 @@ fuzz: setup
 
 bench: build
 	@$(BUILD)/bench/analyse_bench
+
+lint: setup
+	@bash scripts/lint.sh
+
+format:
+	@bash scripts/format.sh
 
 clean:
 	rm -rf $(BUILD) out

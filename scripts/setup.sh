@@ -3,7 +3,8 @@
 # the pinned tree-sitter Python grammar (npm package, integrity-checked), and the torch 2.x test
 # environment .venv-torch2/ (pinned wheels from PyPI, scripts/requirements-torch2.txt; the Python
 # tests run under Debian's torch 1.13 and under it). PORTKIT_SKIP_TORCH2=1 leaves the latter out
-# (its tests are then reported as skipped).
+# (its tests are then reported as skipped). The linters of scripts/lint.sh: clang-format from
+# Debian, ruff pinned in a small tools environment .venv-tools/ (scripts/requirements-tools.txt).
 # Idempotent: a second run with everything present does nothing.
 #
 #   scripts/setup.sh           everything `make test` needs
@@ -18,10 +19,12 @@ MODE=all
 # it configures the tree, though the demo builds neither tests nor benchmarks).
 PACKAGES=(g++ cmake ninja-build make pkg-config
           libtree-sitter-dev libsimdjson-dev libcli11-dev libfmt-dev
-          libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libsqlite3-dev zlib1g-dev libhdf5-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libtomlplusplus-dev)          # analyse's [tool.portkit] configuration file
 if [ "$MODE" = all ]; then
   PACKAGES+=(clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
              python3-h5py python3-venv python3-jsonschema libopenblas-dev
+             clang-format                 # scripts/lint.sh, scripts/format.sh
              libopenmpi-dev openmpi-bin   # optional: prof cluster under mpirun; the build works without
              chromium)                     # optional: compare_report.html rendered in headless Chromium (test skips without)
 fi
@@ -42,6 +45,21 @@ fi
 
 bash scripts/fetch_grammar.sh
 [ "$MODE" = build ] && exit 0
+
+# The linters' environment (ruff, a few MB): recreated only when the pinned list changes.
+TOOLS=.venv-tools
+TOOLS_REQ=scripts/requirements-tools.txt
+if ! { [ -x "$TOOLS/bin/ruff" ] && cmp -s "$TOOLS_REQ" "$TOOLS/portkit-requirements.txt"; }; then
+  echo "setup: creating $TOOLS with $(cat "$TOOLS_REQ") from PyPI"
+  rm -rf "$TOOLS"
+  if ! /usr/bin/python3 -m venv "$TOOLS" ||
+     ! "$TOOLS/bin/python" -m pip install --quiet --disable-pip-version-check -r "$TOOLS_REQ"; then
+    echo "setup: could not install the linters' environment $TOOLS (is PyPI reachable?)" >&2
+    rm -rf "$TOOLS"
+    exit 1
+  fi
+  cp "$TOOLS_REQ" "$TOOLS/portkit-requirements.txt"
+fi
 
 # torch 2.x test environment. PyPI's Linux x86_64 torch wheels depend on NVIDIA's CUDA wheels
 # (about 3 GB; torch does not import without them), which are installed too although no GPU is

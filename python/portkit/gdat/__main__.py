@@ -299,7 +299,7 @@ def run_describe(args):
     write_json_atomic(args.output, doc)
     _print("GDAT description of %s: %d layers, forward %.3f ms, backward %.3f ms, optimizer %.3f ms, comm alpha %g ms "
            "beta %g ms/MiB%s -> %s" % (args.model, len(doc["layers"]), doc["forward_ms"],
-                                         sum(l["backward_ms"] for l in doc["layers"]), doc["optimizer_ms"],
+                                         sum(layer["backward_ms"] for layer in doc["layers"]), doc["optimizer_ms"],
                                          doc["comm"]["alpha_ms"], doc["comm"]["beta_ms_per_mb"],
                                          "" if comm else " (not given: set comm before --simulate)", args.output))
     return 0

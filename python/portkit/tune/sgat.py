@@ -19,7 +19,7 @@ from .. import safe_load
 from . import candidates as cands
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
-from .measure import Timing, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
+from .measure import measure_interleaved, paired_ratio, significantly_faster, thread_switcher
 from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
