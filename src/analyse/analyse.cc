@@ -241,10 +241,11 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
 
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
-  LoadProject({input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
-               target->facts().DeviceMethods(),
-               /*decode_latin1=*/opt.mode != AnalyseMode::kDynamicShape},  // dynamic_shape writes files back
-              log, pool, *project);
+  LoadOptions load{input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
+                   target->facts().DeviceMethods(),
+                   /*decode_latin1=*/opt.mode != AnalyseMode::kDynamicShape};  // dynamic_shape writes files back
+  load.exclude_globs = opt.exclude;
+  LoadProject(load, log, pool, *project);
   run.project = project.get();
   run.pool = &pool;
   Status st = mode.run(run);

@@ -67,6 +67,9 @@ struct AnalyseOptions {
   std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
   std::vector<std::string> env_paths;  ///< extra import roots used to resolve names
   std::vector<std::string> api_files;  ///< full_unsupported_results.csv of earlier third_party runs
+  /// Files left out of the analysis: shell globs on paths relative to `input` (a glob matching a
+  /// folder leaves out everything below it; one without '/' also matches file names).
+  std::vector<std::string> exclude;
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;  ///< larger Python files are skipped
   // Worker threads come from Context::jobs.
   /// Write into an existing <output>/<basename>_analysis/ that an earlier `portkit analyse` did

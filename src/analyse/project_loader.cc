@@ -1,15 +1,53 @@
 #include "analyse/project_loader.h"
 
+#include <fnmatch.h>
 #include <malloc.h>
+
+#include <algorithm>
 
 namespace portkit::analyse {
 namespace fs = std::filesystem;
+
+bool ExcludedByGlobs(std::string_view rel, const std::vector<std::string>& globs) {
+  std::string path(rel);
+  for (const auto& glob : globs) {
+    bool by_name = glob.find('/') == std::string::npos;
+    // The path itself, then each folder above it ("a/b/c.py": "a/b", "a").
+    for (size_t end = path.size(); end != std::string::npos && end > 0; end = path.rfind('/', end - 1)) {
+      std::string part = path.substr(0, end);
+      if (fnmatch(glob.c_str(), part.c_str(), 0) == 0) return true;
+      if (by_name) {
+        size_t slash = part.rfind('/');
+        std::string name = slash == std::string::npos ? part : part.substr(slash + 1);
+        if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
+      }
+      if (end == 0) break;
+    }
+  }
+  return false;
+}
 
 void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedProject& out) {
   std::error_code ec;
   out.index.SetModuleSelfMethods(opt.module_self_methods);
   SourceSet& sources = out.sources;
   sources = DiscoverSources(opt.input, opt.display_prefix, opt.exclude, opt.max_file_bytes);
+  if (!opt.exclude_globs.empty()) {
+    size_t left_out = 0;
+    for (auto* group : {&sources.python, &sources.cpp, &sources.others, &sources.links}) {
+      size_t before = group->size();
+      std::erase_if(*group, [&](const SourceFile& f) { return ExcludedByGlobs(f.rel, opt.exclude_globs); });
+      left_out += before - group->size();
+    }
+    std::erase_if(sources.problems, [&](const FileProblem& p) {
+      std::string_view rel = p.file;
+      if (rel.size() > opt.display_prefix.size() && rel.substr(0, opt.display_prefix.size()) == opt.display_prefix &&
+          rel[opt.display_prefix.size()] == '/')
+        rel.remove_prefix(opt.display_prefix.size() + 1);
+      return ExcludedByGlobs(rel, opt.exclude_globs);
+    });
+    if (left_out) log.Info(std::to_string(left_out) + " file(s) left out by --exclude.");
+  }
   for (const auto& p : sources.problems) log.Warning(p.file + ": " + p.message);
   const PySyntax& syntax = out.syntax;
   std::vector<std::unique_ptr<PythonParser>> parsers;

@@ -56,7 +56,14 @@ struct LoadOptions {
   /// (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); above it,
   /// memory holds the sources, the summaries and one tree per worker.
   size_t keep_trees_bytes = size_t{4} << 20;
+  /// Files left out of the project (ExcludedByGlobs): shell globs on paths relative to the input.
+  std::vector<std::string> exclude_globs = {};
 };
+
+/// Whether `rel` (a '/'-separated path relative to the project folder) is left out by one of
+/// `globs`: a glob (fnmatch, `*` also crossing '/') that matches the path, one of its folders
+/// (`build`, `tests/*`), or, for a glob without '/', its last component (`*_pb2.py`).
+bool ExcludedByGlobs(std::string_view rel, const std::vector<std::string>& globs);
 
 /// Holds LoadedProject::big_tree while a big file's tree exists (a no-op for small files).
 class BigTreeGuard {

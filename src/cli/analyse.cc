@@ -8,6 +8,7 @@
 #include "analyse/api.h"
 #include "analyse/rule_docs.h"
 #include "analyse/target.h"
+#include "cli/analyse_config.h"
 #include "cli/cli_common.h"
 #include "core/input_files.h"
 #include "target/target_facts.h"
@@ -33,6 +34,41 @@ std::string FailOnChoices() {
   std::string list;
   for (analyse::Category c : analyse::kAllCategories) list += std::string(analyse::CategoryName(c)) + ", ";
   return list + "any";
+}
+
+/// What is wrong with a --fail-on list (empty when nothing).
+std::string FailOnError(const std::vector<std::string>& names) {
+  const std::string choices = FailOnChoices();
+  if (names.empty()) return "give at least one of " + choices;
+  for (const auto& n : names) {
+    bool known = n == "any";
+    for (analyse::Category c : analyse::kAllCategories) known |= n == analyse::CategoryName(c);
+    if (!known) return "unknown category '" + n + "'; use " + choices;
+  }
+  return {};
+}
+
+std::string JoinCommas(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+/// The `[tool.portkit]` settings of --config FILE, else of INPUT/pyproject.toml when there is one
+/// (none with --no-config). Unknown keys are warned about.
+Expected<AnalyseConfig> LoadConfig(const std::string& input, const std::string& config_file, bool no_config,
+                                   Context& ctx) {
+  namespace fs = std::filesystem;
+  if (no_config) return AnalyseConfig{};
+  fs::path file = config_file.empty() ? fs::path(input) / "pyproject.toml" : fs::path(config_file);
+  std::error_code ec;
+  if (config_file.empty() && (fs::is_symlink(file, ec) || !fs::is_regular_file(file, ec))) return AnalyseConfig{};
+  if (Status st = CheckInput(file, config_file.empty() ? "config file" : "--config", PathKind::kFile); !st.ok())
+    return st;
+  auto config = ReadAnalyseConfig(file);
+  if (!config.ok()) return config.status();
+  for (const auto& w : config->warnings) ctx.logger.Warning(w);
+  return config;
 }
 
 /// Findings of the categories named by --fail-on.
@@ -135,18 +171,8 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
          "--fail-on", [&fail_on](const std::string& v) { fail_on = SplitCommas(v); },
          "exit 1 when the run has findings of these categories, comma-separated: " + choices +
              " (reports are written first)")
-      ->check(CLI::Validator(
-          [choices](std::string& value) -> std::string {
-            std::vector<std::string> names = SplitCommas(value);
-            if (names.empty()) return "give at least one of " + choices;
-            for (const auto& n : names) {
-              bool known = n == "any";
-              for (analyse::Category c : analyse::kAllCategories) known |= n == analyse::CategoryName(c);
-              if (!known) return "unknown category '" + n + "'; use " + choices;
-            }
-            return {};
-          },
-          "CATEGORY[,CATEGORY...]"));
+      ->check(CLI::Validator([](std::string& value) { return FailOnError(SplitCommas(value)); },
+                             "CATEGORY[,CATEGORY...]"));
   std::vector<std::string> select, ignore;
   app.add_option_function<std::string>(
          "--select", [&select](const std::string& v) { select = SplitCommas(v); },
@@ -161,16 +187,73 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
                               "instead), or list the rules when no RULE is given; needs no other option")
       ->expected(0, 1)
       ->type_name("[RULE]");
+  app.add_option("--exclude", opt.exclude,
+                 "leave out files matching this glob, relative to the input folder; a glob matching a folder "
+                 "leaves out what is below it, one without '/' also matches file names (repeatable; replaces "
+                 "`exclude` of the configuration file)")
+      ->type_name("GLOB");
+  std::string config_file;
+  bool no_config = false;
+  app.add_option("--config", config_file,
+                 "read the settings of [tool.portkit] from this TOML file instead of INPUT/pyproject.toml "
+                 "(flags given here win over the file; docs/analyse.md)")
+      ->type_name("FILE");
+  app.add_flag("--no-config", no_config, "ignore INPUT/pyproject.toml")->excludes("--config");
   bool fail_on_findings = false;
   app.add_flag("--force", opt.force,
                "write into an existing <output>/<name>_analysis folder that portkit analyse did not create");
   app.add_flag("--fail-on-findings", fail_on_findings, "exit 1 when the run has any finding (--fail-on any)");
   if (auto code = Parse(app, argc, argv)) return *code;
+
+  // The configuration file fills what the command line left unsaid, checked as the flags are.
+  auto config = LoadConfig(input, config_file, no_config, ctx);
+  if (!config.ok()) return Fail(ctx, config.status());
+  auto bad = [&](const char* key, const std::string& why) {
+    return Fail(ctx, InvalidArgument(config->places[key] + ": tool.portkit." + key + ": " + why));
+  };
+  if (config->select && app.count("--select") == 0) {
+    std::string list = JoinCommas(*config->select);
+    if (std::string why = RuleListValidator()(list); !why.empty()) return bad("select", why);
+    select = *config->select;
+  }
+  if (config->ignore && app.count("--ignore") == 0) {
+    std::string list = JoinCommas(*config->ignore);
+    if (std::string why = RuleListValidator()(list); !why.empty()) return bad("ignore", why);
+    ignore = *config->ignore;
+  }
+  if (config->exclude && app.count("--exclude") == 0) opt.exclude = *config->exclude;
+  if (config->target && app.count("--target") == 0) {
+    if (std::string why = target::CheckTargetChoice(ctx.data_dir, *config->target, false); !why.empty())
+      return bad("target", why);
+    opt.target = *config->target;
+  }
+  if (config->version && app.count("--version") == 0) opt.version = *config->version;
+  if (config->mode && app.count("--mode") == 0) {
+    if (!analyse::AnalyseModeByName(*config->mode))
+      return bad("mode", "unknown mode '" + *config->mode + "'; use " + JoinCommas(mode_names));
+    mode_name = *config->mode;
+  }
+  if (config->format && format_opt->count() == 0) {
+    std::string list = JoinCommas(*config->format);
+    if (list.empty()) return bad("format", "give at least one of csv, json, sarif");
+    if (std::string why = format_opt->get_validator()->operator()(list); !why.empty())
+      return bad("format", why);
+    formats.clear();
+    for (const auto& f : *config->format)
+      if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+  }
+  if (config->fail_on && app.count("--fail-on") == 0) {
+    if (std::string why = FailOnError(*config->fail_on); !why.empty()) return bad("fail-on", why);
+    fail_on = *config->fail_on;
+  }
+  if (config->env_path && app.count("--env-path") == 0) opt.env_paths = *config->env_path;
+  if (config->max_file_mb && app.count("--max-file-mb") == 0) max_mb = static_cast<size_t>(*config->max_file_mb);
+
   if (fail_on_findings && std::find(fail_on.begin(), fail_on.end(), "any") == fail_on.end()) fail_on.push_back("any");
 
-  opt.mode = *analyse::AnalyseModeByName(mode_name);  // IsMember checked the name
+  opt.mode = *analyse::AnalyseModeByName(mode_name);  // IsMember (or the check above) checked the name
   const analyse::AnalyseModeInfo& mode = analyse::ModeInfo(opt.mode);
-  if (format_opt->count() == 0) formats = SplitCommas(mode.default_formats);
+  if (format_opt->count() == 0 && !config->format) formats = SplitCommas(mode.default_formats);
   opt.input = input;
   opt.output = output;
   opt.max_file_bytes = max_mb << 20;
