@@ -265,8 +265,9 @@ def migrate_and_check(portkit, target, work, labels, out):
     mig = os.path.join(work, "migrate")
     run([portkit, "migrate", "-i", target, "-o", mig], os.path.join(work, "migrate.log"))
     copy = os.path.join(mig, os.path.basename(os.path.normpath(target)) + "_msft")
+    reports = copy + "_report"  # beside the copy
     changes = []
-    for r in read_csv(os.path.join(copy, "change_list.csv")):
+    for r in read_csv(os.path.join(reports, "change_list.csv")):
         changes.append((strip_root(r["File"]), int(r["Start Line"]), int(r["End Line"]),
                         r["Operation Type"] + " " + r["Message"]))
     result = {}

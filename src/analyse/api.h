@@ -150,7 +150,10 @@ struct MigrateChange {
 struct MigrateReport {
   std::string target;
   std::string project;                ///< basename(input)
-  std::filesystem::path results_dir;  ///< <output>/<project>_msft, holds the copy
+  std::filesystem::path results_dir;  ///< <output>/<project>_msft, holds the copy (and nothing else)
+  /// <output>/<project>_msft_report, beside the copy: migration.patch, and the change lists and
+  /// log that render/migrate_report.h writes.
+  std::filesystem::path reports_dir;
   bool unsafe = false;
   bool transfer_only = false;
   std::string list_version;            ///< torch version of the support list used, may be empty
@@ -162,11 +165,15 @@ struct MigrateReport {
   /// also "unsupported_api" (an API the target does not support, left unchanged at that line) and
   /// "not_compiled" (python3 cannot compile the original either).
   std::vector<FileProblem> warnings;
-  /// Files written by the run (the copy and migration.patch), relative to results_dir, sorted.
+  /// Files of the copy written by the run, relative to results_dir, sorted.
   std::vector<std::string> files_written;
 };
 
-/// Writes the migrated copy and migration.patch into <output>/<basename>_msft/ and returns the
+/// The name of the folder beside the copy that holds migrate's reports.
+inline std::string MigrateReportsFolderName(const std::string& project) { return project + "_msft_report"; }
+
+/// Writes the migrated copy into <output>/<basename>_msft/ and migration.patch beside it into
+/// <output>/<basename>_msft_report/ (both folders follow the same overwrite rule) and returns the
 /// changes. Every edited file must parse (tree-sitter) and compile (python3, all files in one
 /// process; skipped with a log warning when python3 cannot run); one that does not is copied
 /// unchanged and reported. Errors before any file is written: input not a folder, unknown target

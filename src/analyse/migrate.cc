@@ -590,28 +590,35 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   report.project = input.filename().string();
   const std::string& base = report.project;
   fs::path results = fs::absolute(opt.output) / (base + "_msft");
+  fs::path reports = fs::absolute(opt.output) / MigrateReportsFolderName(base);
   report.results_dir = results;
+  report.reports_dir = reports;
   // A folder this command did not write is never overwritten without --force (docs/safety.md).
   bool reused = fs::exists(results, ec);
   const OutputMarker marker = reused ? ReadOutputMarker(results) : OutputMarker{};
-  if (reused && !opt.force && marker.command != "migrate" && !fs::is_empty(results, ec))
-    return InvalidArgument("output folder " + results.string() +
-                           " already exists and was not written by portkit migrate; remove it, choose another "
-                           "-o, or give --force to write into it");
-  if (reused && !opt.force && marker.command == "migrate" && marker.running)
-    return InvalidArgument("output folder " + results.string() + " is being written by another portkit migrate (pid " +
-                           std::to_string(marker.pid) + "); wait for it to end, or give --force");
+  for (const fs::path& folder : {results, reports}) {
+    const OutputMarker m = folder == results ? marker : ReadOutputMarker(folder);
+    if (!opt.force && m.command != "migrate" && fs::exists(folder, ec) && !fs::is_empty(folder, ec))
+      return InvalidArgument("output folder " + folder.string() +
+                             " already exists and was not written by portkit migrate; remove it, choose another "
+                             "-o, or give --force to write into it");
+    if (!opt.force && m.command == "migrate" && m.running)
+      return InvalidArgument("output folder " + folder.string() + " is being written by another portkit migrate (pid " +
+                             std::to_string(m.pid) + "); wait for it to end, or give --force");
+  }
   const std::vector<std::string>& earlier_files = marker.files;
-  fs::create_directories(results, ec);
-  if (ec || !fs::is_directory(results, ec))
-    return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
+  for (const fs::path& folder : {results, reports}) {
+    fs::create_directories(folder, ec);
+    if (ec || !fs::is_directory(folder, ec))
+      return IoError("output folder " + folder.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
+  }
   if (!version_warning.empty()) log.Warning(version_warning);
   log.Info("Migration to " + target->name() + " start" +
            (opt.transfer_only ? " (--transfer-only: `" + facts.transfer_import + "` at the entry points)"
                               : opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
-  LoadProject({input, base, {results}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
+  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
   // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
   // half-way, and a sparse file is never written out in full silently (docs/safety.md).
   {
@@ -622,7 +629,8 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     CopySize size = MeasureCopy(copied);
     for (const auto& note : size.sparse) log.Warning(note);
     if (Status room = CheckFreeSpace(results, size.bytes, "the migrated copy"); !room.ok()) {
-      if (!reused) fs::remove(results, ec);  // only the empty folder this run created
+      if (!reused) fs::remove(results, ec);  // only the empty folders this run created
+      fs::remove(reports, ec);
       return room;
     }
   }
@@ -640,10 +648,10 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     for (const auto& f : project.sources.python) planned.push_back(f.rel);
     for (const auto* group : {&project.sources.cpp, &project.sources.others, &project.sources.links})
       for (const auto& f : *group) planned.push_back(f.rel);
-    planned.push_back("migration.patch");
     std::sort(planned.begin(), planned.end());
     planned.erase(std::unique(planned.begin(), planned.end()), planned.end());
     PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(results, "migrate", planned));
+    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(reports, "migrate", {"migration.patch"}));
   }
 
   struct FileResult {
@@ -794,12 +802,10 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   }
   // Files the loader could not analyse were copied unchanged.
   report.warnings.insert(report.warnings.end(), project.problems.begin(), project.problems.end());
-  Status st = WriteFileAtomic(results / "migration.patch", patch);
+  Status st = WriteFileAtomic(reports / "migration.patch", patch);
   if (!st.ok()) {
     log.Error(st.message());
     if (first_error.ok()) first_error = st;
-  } else {
-    report.files_written.push_back("migration.patch");
   }
   std::sort(report.files_written.begin(), report.files_written.end());
   // Files an earlier run wrote that this run did not (deleted from the project since) are removed,
@@ -812,11 +818,13 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   }
   if (Status marked = MarkOutput(results, "migrate", report.files_written); !marked.ok() && first_error.ok())
     first_error = marked;
+  if (Status marked = MarkOutput(reports, "migrate", {"migration.patch"}); !marked.ok() && first_error.ok())
+    first_error = marked;
   if (!first_error.ok()) return first_error;
   log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(report.files_changed) +
            " files changed, " + std::to_string(report.changes.size()) + " changes.");
-  log.Info("The migrated copy is " + results.string() + "; `patch -p1 < migration.patch` applies the same "
-           "changes to the original.");
+  log.Info("The migrated copy is " + results.string() + "; the reports are beside it in " + reports.string() +
+           " (`patch -p1 < " + (reports / "migration.patch").string() + "` applies the same changes to the original).");
   if (!opt.transfer_only && !facts.transfer_import.empty())
     log.Info("To run CUDA code unchanged instead, `portkit migrate --transfer-only` adds only `" +
              facts.transfer_import + "` to the entry scripts; it maps most CUDA calls to " + target->name() +

@@ -1,10 +1,12 @@
 #include "cli/migrate.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "analyse/api.h"
 #include "cli/cli_common.h"
+#include "core/input_files.h"
 #include "target/target_facts.h"
 #include "render/migrate_report.h"
 
@@ -14,15 +16,17 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   analyse::MigrateOptions opt;
   std::string input, output;
   std::vector<std::string> formats;
-  CLI::App app{"Migrated copy of a PyTorch project for the target: <output>/<basename(input)>_msft/ with "
-               "migration.patch and the change list (change_list.csv, change_list.json).",
+  CLI::App app{"Migrated copy of a PyTorch project for the target: <output>/<basename(input)>_msft/, and beside "
+               "it <output>/<basename(input)>_msft_report/ with migration.patch, the change list (change_list.csv, "
+               "change_list.json) and migration_log.txt.",
                "portkit migrate"};
   app.add_option("-i,--input", input, "folder of the project to migrate")->required();
   app.add_option("-o,--output", output, "folder for the migrated copy (created if missing)")->required();
   app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, true))
       ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, true); });
   app.add_flag("--force", opt.force,
-               "write into an existing <output>/<name>_msft folder that portkit migrate did not create");
+               "write into an existing <output>/<name>_msft or <name>_msft_report folder that portkit migrate did "
+               "not create");
   app.add_option("-v,--version", opt.version,
                  "torch version of the code (as for analyse; default: newest list): APIs its support list "
                  "marks unsupported are left unchanged with a warning");
@@ -57,6 +61,10 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   if (!report.ok()) return Fail(ctx, report.status());
   auto table = render::WriteMigrateReports(*report, formats, ctx.logger);
   if (!table.ok()) return Fail(ctx, table.status());
+  std::vector<std::string> reports = {"migration.patch", "migration_log.txt"};
+  for (const auto& f : formats) reports.push_back("change_list." + f);
+  std::sort(reports.begin(), reports.end());
+  if (Status st = MarkOutput(report->reports_dir, "migrate", reports); !st.ok()) return Fail(ctx, st);
   std::fwrite(table->data(), 1, table->size(), stdout);
   std::fflush(stdout);
   return kExitOk;

@@ -72,7 +72,7 @@ Expected<std::string> WriteMigrateReports(const MigrateReport& report, const std
   Status first_error;
   std::vector<std::string> written;
   for (const auto& [name, content] : files) {
-    Status st = WriteFileAtomic(report.results_dir / name, content);
+    Status st = WriteFileAtomic(report.reports_dir / name, content);
     if (!st.ok()) {
       log.Error(st.message());
       if (first_error.ok()) first_error = st;
@@ -81,7 +81,7 @@ Expected<std::string> WriteMigrateReports(const MigrateReport& report, const std
     written.push_back(name);
   }
   std::string table = MigrateSummaryTable(report, written);
-  Status st = WriteFileAtomic(report.results_dir / "migration_log.txt", log.Contents() + table);
+  Status st = WriteFileAtomic(report.reports_dir / "migration_log.txt", log.Contents() + table);
   if (!st.ok()) {
     log.Error(st.message());
     if (first_error.ok()) first_error = st;

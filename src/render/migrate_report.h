@@ -19,7 +19,7 @@ std::string ChangeListJson(const analyse::MigrateReport& report);
 std::string MigrateSummaryTable(const analyse::MigrateReport& report, const std::vector<std::string>& written);
 
 /// Writes the change lists of `formats` ("csv", "json") and migration_log.txt (the log so far and
-/// the table) into the report's results folder, atomically. Returns the table for the console.
+/// the table) into the report's reports folder beside the copy, atomically. Returns the table for the console.
 /// Every file is attempted; the first write error is returned.
 Expected<std::string> WriteMigrateReports(const analyse::MigrateReport& report,
                                           const std::vector<std::string>& formats, Logger& log);

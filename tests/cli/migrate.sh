@@ -8,19 +8,28 @@ golden=tests/golden/migrate_cifar
 copy="$tmp/out/cifar_cuda_msft"
 check "migrate exits 0" "[ $rc = 0 ]"
 if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
-  mkdir -p "$golden" && cp "$copy/change_list.csv" "$copy/migration.patch" "$golden/"
+  mkdir -p "$golden" && cp "${copy}_report/change_list.csv" "${copy}_report/migration.patch" "$golden/"
 fi
-check "change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '$copy/change_list.csv'"
-check "migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '$copy/migration.patch'"
-check "change_list.csv has the exact header" "head -1 '$copy/change_list.csv' | grep -qx 'File,Start Line,End Line,Operation Type,Message'"
+check "change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '${copy}_report/change_list.csv'"
+check "migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '${copy}_report/migration.patch'"
+check "change_list.csv has the exact header" "head -1 '${copy}_report/change_list.csv' | grep -qx 'File,Start Line,End Line,Operation Type,Message'"
 cp -r examples/cifar_cuda "$tmp/orig"
-check "the patch applies with patch -p1" "(cd '$tmp/orig' && patch -p1 -s < '$copy/migration.patch')"
-check "patched original equals the migrated copy" "diff -r -x change_list.csv -x migration.patch -x migration_log.txt -x .portkit-output '$tmp/orig' '$copy'"
+check "the patch applies with patch -p1" "(cd '$tmp/orig' && patch -p1 -s < '${copy}_report/migration.patch')"
+check "patched original equals the migrated copy" "diff -r -x .portkit-output '$tmp/orig' '$copy'"
+check "the reports are beside the copy, not inside it" \
+  "[ \"\$(ls '${copy}_report')\" = \"\$(printf 'change_list.csv\nmigration.patch\nmigration_log.txt')\" ] && [ \"\$(ls '$tmp/out')\" = \"\$(printf 'cifar_cuda_msft\ncifar_cuda_msft_report')\" ]"
+check "the console names the reports folder" "grep -q 'the reports are beside it in .*cifar_cuda_msft_report' '$tmp/stderr'"
+"$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/out" >/dev/null 2>&1; rc=$?
+check "a second run into the same -o replaces its own reports" "[ $rc = 0 ] && diff -u '$golden/change_list.csv' '${copy}_report/change_list.csv'"
+mkdir -p "$tmp/mine/cifar_cuda_msft_report" && echo notes >"$tmp/mine/cifar_cuda_msft_report/notes.txt"
+"$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/mine" >/dev/null 2>"$tmp/mine.err"; rc=$?
+check "a reports folder portkit did not write is refused without --force" \
+  "[ $rc = 2 ] && grep -q 'cifar_cuda_msft_report already exists and was not written by portkit migrate' '$tmp/mine.err' && [ ! -e '$tmp/mine/cifar_cuda_msft' ]"
 check "no cuda device strings or torch.cuda calls remain" "! grep -rn --include=*.py -e '\"cuda' -e 'torch\\.cuda\\.' -e '\\.cuda()' '$copy'"
 "$PORTKIT" analyse -i "$copy" -o "$tmp/parse" --format json >/dev/null 2>"$tmp/parse.err"
 check "every migrated file parses" "! grep -q 'syntax error:' '$tmp/parse.err' && grep -q '(0 with syntax errors)' '$tmp/parse.err'"
 "$PORTKIT" migrate -i "$copy" -o "$tmp/again" >/dev/null 2>&1; rc=$?
-check "migrating the output again changes nothing" "[ $rc = 0 ] && [ \$(wc -l < '$tmp/again/cifar_cuda_msft_msft/change_list.csv') = 1 ] && [ ! -s '$tmp/again/cifar_cuda_msft_msft/migration.patch' ]"
+check "migrating the output again changes nothing" "[ $rc = 0 ] && [ \$(wc -l < '$tmp/again/cifar_cuda_msft_msft_report/change_list.csv') = 1 ] && [ ! -s '$tmp/again/cifar_cuda_msft_msft_report/migration.patch' ]"
 "$PORTKIT" migrate -i "$tmp/missing" -o "$tmp/x" >/dev/null 2>"$tmp/m.err"; rc=$?
 check "missing input exits 2" "[ $rc = 2 ] && grep -q 'does not exist' '$tmp/m.err'"
 # --unsafe applies affinity replacements.
@@ -33,15 +42,15 @@ check "--unsafe applies affinity replacements" "grep -q 'z = torch_npu.contrib.f
 check "--unsafe keeps an in-place write the caller can see (a parameter) and says so" "grep -q '    x\[cond\] = 0.0' '$tmp/u2/unsafe_msft/m.py' && grep -q 'returns a new tensor and x may be relied on as changed in place' '$tmp/u2.out'"
 # --format json: change_list.json (readable by json.load) with the same changes as the CSV.
 "$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/json" --format json >"$tmp/json.out" 2>/dev/null; rc=$?
-check "--format json writes change_list.json and no CSV" "[ $rc = 0 ] && [ -f '$tmp/json/cifar_cuda_msft/change_list.json' ] && [ ! -e '$tmp/json/cifar_cuda_msft/change_list.csv' ] && grep -q 'change_list.json' '$tmp/json.out'"
+check "--format json writes change_list.json and no CSV" "[ $rc = 0 ] && [ -f '$tmp/json/cifar_cuda_msft_report/change_list.json' ] && [ ! -e '$tmp/json/cifar_cuda_msft_report/change_list.csv' ] && grep -q 'change_list.json' '$tmp/json.out'"
 check "change_list.json loads with json.load and matches change_list.csv" "python3 -c '
 import csv, json, sys
 d = json.load(open(sys.argv[1]))
 rows = list(csv.DictReader(open(sys.argv[2], encoding=\"utf-8\")))
 assert d[\"files\"] == {\"changed\": 3, \"copied\": 12}, d[\"files\"]
 assert [(c[\"file\"], str(c[\"start_line\"]), c[\"operation\"], c[\"message\"]) for c in d[\"changes\"]] == [(r[\"File\"], r[\"Start Line\"], r[\"Operation Type\"], r[\"Message\"]) for r in rows]
-' '$tmp/json/cifar_cuda_msft/change_list.json' '$golden/change_list.csv'"
-check "the default writes no change_list.json" "[ ! -e '$copy/change_list.json' ]"
+' '$tmp/json/cifar_cuda_msft_report/change_list.json' '$golden/change_list.csv'"
+check "the default writes no change_list.json" "[ ! -e '${copy}_report/change_list.json' ]"
 "$PORTKIT" migrate -i examples/cifar_cuda -o "$tmp/early" --target nosuchtarget >/dev/null 2>"$tmp/early.err"; rc=$?
 check "an unknown target exits 2 and creates nothing" "[ $rc = 2 ] && grep -q \"unknown target 'nosuchtarget'\" '$tmp/early.err' && [ ! -e '$tmp/early' ]"
 "$PORTKIT" migrate -i examples/cifar_cuda -o /proc/portkit-unwritable >/dev/null 2>"$tmp/unw.err"; rc=$?
@@ -56,10 +65,10 @@ golden=tests/golden/migrate_port
 pcopy="$tmp/port/port_msft"
 check "migrate of the port fixture exits 0" "[ $rc = 0 ]"
 if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
-  mkdir -p "$golden" && cp "$pcopy/change_list.csv" "$pcopy/migration.patch" "$golden/"
+  mkdir -p "$golden" && cp "${pcopy}_report/change_list.csv" "${pcopy}_report/migration.patch" "$golden/"
 fi
-check "port: change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '$pcopy/change_list.csv'"
-check "port: migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '$pcopy/migration.patch'"
+check "port: change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '${pcopy}_report/change_list.csv'"
+check "port: migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '${pcopy}_report/migration.patch'"
 check "port: every migrated file compiles with python3" "python3 -c '
 import pathlib, sys
 for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
@@ -70,11 +79,11 @@ check "port: the unsupported API is left unchanged with a warning" "grep -q 'ret
 import json, sys
 w = [x for x in json.load(open(sys.argv[1]))[\"warnings\"] if x[\"kind\"] == \"unsupported_api\"]
 assert [(x[\"file\"], x[\"line\"]) for x in w] == [(\"port/train.py\", 61)], w
-' '$pcopy/change_list.json'"
+' '${pcopy}_report/change_list.json'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/port28" >/dev/null 2>&1
 check "port: with the newest list (supported there) the API is renamed" "grep -q 'return torch.npu.get_device_capability()' '$tmp/port28/port_msft/train.py'"
 "$PORTKIT" migrate -i "$pcopy" -o "$tmp/port_again" -v 2.1.0 >/dev/null 2>&1
-check "port: migrating the output again changes nothing" "[ \$(wc -l < '$tmp/port_again/port_msft_msft/change_list.csv') = 1 ]"
+check "port: migrating the output again changes nothing" "[ \$(wc -l < '$tmp/port_again/port_msft_msft_report/change_list.csv') = 1 ]"
 
 # CRLF files keep CRLF line ends, the inserted import included.
 mkdir -p "$tmp/crlf"
@@ -96,18 +105,18 @@ if python3 -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
   mkdir -p "$tmp/fstr"
   printf "import torch\n\n\ndef f(x, rank):\n    return f'{x.to(rank)}'\n" > "$tmp/fstr/m.py"
   "$PORTKIT" migrate -i "$tmp/fstr" -o "$tmp/fstr_out" --format json >/dev/null 2>"$tmp/fstr.err"; rc=$?
-  check "CPython check: a file the edits break is left unchanged and reported" "[ $rc = 0 ] && cmp -s '$tmp/fstr/m.py' '$tmp/fstr_out/fstr_msft/m.py' && grep -q 'does not compile with python3' '$tmp/fstr.err' && grep -q '\"not_migrated\"' '$tmp/fstr_out/fstr_msft/change_list.json'"
+  check "CPython check: a file the edits break is left unchanged and reported" "[ $rc = 0 ] && cmp -s '$tmp/fstr/m.py' '$tmp/fstr_out/fstr_msft/m.py' && grep -q 'does not compile with python3' '$tmp/fstr.err' && grep -q '\"not_migrated\"' '$tmp/fstr_out/fstr_msft_report/change_list.json'"
 fi
 
 # --transfer-only: only the transfer import, after the torch imports of the entry scripts.
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr" --transfer-only >/dev/null 2>&1; rc=$?
 tcopy="$tmp/tr/port_msft"
-check "--transfer-only changes only the entry script, by one line" "[ $rc = 0 ] && [ \$(grep -c '^+[^+]' '$tcopy/migration.patch') = 1 ] && grep -qx '+from torch_npu.contrib import transfer_to_npu' '$tcopy/migration.patch' && grep -q '^+++ b/train.py' '$tcopy/migration.patch'"
+check "--transfer-only changes only the entry script, by one line" "[ $rc = 0 ] && [ \$(grep -c '^+[^+]' '${tcopy}_report/migration.patch') = 1 ] && grep -qx '+from torch_npu.contrib import transfer_to_npu' '${tcopy}_report/migration.patch' && grep -q '^+++ b/train.py' '${tcopy}_report/migration.patch'"
 check "--transfer-only puts the line right after import torch" "sed -n 8,9p '$tcopy/train.py' | tr '\n' '|' | grep -qx 'import torch|from torch_npu.contrib import transfer_to_npu|'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr5" --transfer-to-npu >/dev/null 2>&1; rc=$?
-check "--transfer-to-npu (the issue's spelling) is --transfer-only" "[ $rc = 0 ] && cmp -s '$tcopy/migration.patch' '$tmp/tr5/port_msft/migration.patch'"
+check "--transfer-to-npu (the issue's spelling) is --transfer-only" "[ $rc = 0 ] && cmp -s '${tcopy}_report/migration.patch' '$tmp/tr5/port_msft_report/migration.patch'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr2" --transfer-only --entry pkg/model.py >/dev/null 2>&1; rc=$?
-check "--entry names the entry scripts instead" "[ $rc = 0 ] && grep -q '^+++ b/pkg/model.py' '$tmp/tr2/port_msft/migration.patch' && ! grep -q '^+++ b/train.py' '$tmp/tr2/port_msft/migration.patch'"
+check "--entry names the entry scripts instead" "[ $rc = 0 ] && grep -q '^+++ b/pkg/model.py' '$tmp/tr2/port_msft_report/migration.patch' && ! grep -q '^+++ b/train.py' '$tmp/tr2/port_msft_report/migration.patch'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr3" --transfer-only --entry ../x.py >/dev/null 2>"$tmp/tr3.err"; rc=$?
 check "--entry outside the input exits 2" "[ $rc = 2 ] && grep -q 'not a file inside the input folder' '$tmp/tr3.err'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr4" --entry train.py >/dev/null 2>"$tmp/tr4.err"; rc=$?

@@ -172,12 +172,12 @@ for f in bom_top.py bom_noimport.py bom_crlf_main.py crlf.py crlf_noimport.py ff
 done
 check "  migrate keeps the Latin-1 file byte for byte" "cmp -s '$fp/proj/latin1.py' '$mc/latin1.py'"
 check "  no file reported as not migrated or not compiling" \
-  "! grep -q 'not_migrated\\|not_compiled' '$mc/change_list.json' && ! grep -q 'cannot compile the original' '$fp/m.out'"
+  "! grep -q 'not_migrated\\|not_compiled' '${mc}_report/change_list.json' && ! grep -q 'cannot compile the original' '$fp/m.out'"
 check "  the BOM file's import goes after the BOM" "head -c 20 '$mc/bom_noimport.py' | grep -q \$'^\\xef\\xbb\\xbfimport torch_npu'"
 cp -r "$fp/proj" "$fp/patched"
-(cd "$fp/patched" && patch -s -p1 --binary <"$mc/migration.patch") >"$fp/patch.out" 2>&1
+(cd "$fp/patched" && patch -s -p1 --binary <"${mc}_report/migration.patch") >"$fp/patch.out" 2>&1
 check "  migration.patch applied to the original gives the copy, byte for byte" \
-  "diff -r -x change_list.csv -x change_list.json -x migration.patch -x migration_log.txt -x .portkit-output '$fp/patched' '$mc'"
+  "diff -r -x .portkit-output '$fp/patched' '$mc'"
 
 $T "$PORTKIT" migrate -i "$fp/proj" -o "$fp/t" --transfer-only >"$fp/t.out" 2>&1
 check "migrate --transfer-only of the encoding fixture exits 0" "[ $? = 0 ]"
@@ -236,7 +236,7 @@ check "  says the earlier run did not finish" "grep -q 'an earlier portkit migra
 check "  removes the killed run's temporaries" "[ -z \"\$(find '$km/state' -name '*.tmp.*')\" ]"
 check "  and the marker says the run finished" "[ \"\$(head -1 '$km/state/proj_msft/.portkit-output')\" = 'portkit migrate' ]"
 $T "$PORTKIT" migrate -i "$km/proj" -o "$km/fresh" -j 2 >/dev/null 2>&1
-check "  the copy equals a fresh run's" "diff -r -x migration_log.txt -x .portkit-output '$km/fresh/proj_msft' '$km/state/proj_msft' | head -5; [ \${PIPESTATUS[0]} = 0 ]"
+check "  the copy equals a fresh run's" "diff -r -x .portkit-output '$km/fresh/proj_msft' '$km/state/proj_msft' | head -5; [ \${PIPESTATUS[0]} = 0 ]"
 # A folder marked by a run that is still going is not written into (without --force).
 mkdir -p "$km/live/proj_msft"
 printf 'portkit migrate\tin progress: pid %d\n' "$$" >"$km/live/proj_msft/.portkit-output"
@@ -265,7 +265,7 @@ if [ "$rc" = 137 ]; then
     "head -1 '$km/mk/proj_msft/.portkit-output' | grep -q \$'^portkit migrate\\tin progress: pid '"
   $T "$PORTKIT" migrate -i "$km/proj" -o "$km/mk" -j 2 >"$km/mk2.out" 2>&1
   check "  the next run replaces it without --force (exit 0)" "[ $? = 0 ] && grep -q 'did not finish (killed?)' '$km/mk2.out'"
-  check "  and its copy equals a fresh run's" "diff -r -x migration_log.txt -x .portkit-output '$km/fresh/proj_msft' '$km/mk/proj_msft' | head -5; [ \${PIPESTATUS[0]} = 0 ]"
+  check "  and its copy equals a fresh run's" "diff -r -x .portkit-output '$km/fresh/proj_msft' '$km/mk/proj_msft' | head -5; [ \${PIPESTATUS[0]} = 0 ]"
 else
   echo "skip migrate kill mid-copy: the run ended (exit $rc) before it could be killed"
 fi

@@ -197,9 +197,9 @@ printf 'import torch\ny = torch.cuda.is_available()\n' >"$pp/p/q\"uote.py"
 $T "$PORTKIT" migrate -i "$pp/p" -o "$pp/o" >/dev/null 2>&1
 check "migrate of names with a space and a quote exits 0" "[ $? = 0 ]"
 cp -r "$pp/p" "$pp/by_patch" && cp -r "$pp/p" "$pp/by_git"
-(cd "$pp/by_patch" && patch -p1 --quiet <"$pp/o/p_msft/migration.patch") >"$pp/patch.out" 2>&1
+(cd "$pp/by_patch" && patch -p1 --quiet <"$pp/o/p_msft_report/migration.patch") >"$pp/patch.out" 2>&1
 check "patch -p1 applies migration.patch" "[ $? = 0 ] && cmp -s '$pp/by_patch/my pkg/my file.py' '$pp/o/p_msft/my pkg/my file.py' && cmp -s '$pp/by_patch/q\"uote.py' '$pp/o/p_msft/q\"uote.py'"
-(cd "$pp/by_git" && git apply -p1 "$pp/o/p_msft/migration.patch") >"$pp/git.out" 2>&1
+(cd "$pp/by_git" && git apply -p1 "$pp/o/p_msft_report/migration.patch") >"$pp/git.out" 2>&1
 check "git apply applies migration.patch" "[ $? = 0 ] && cmp -s '$pp/by_git/my pkg/my file.py' '$pp/o/p_msft/my pkg/my file.py'"
 
 # ---------------------------------------------------------------------------------------------

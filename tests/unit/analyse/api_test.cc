@@ -177,7 +177,10 @@ TEST_F(EngineApi, RunMigrateReturnsTheChangesAndWritesTheCopy) {
   EXPECT_EQ(report->warnings[0].kind, "unsupported_api");
   EXPECT_EQ(report->warnings[0].file, "cifar_cuda/models/resnet.py");
   // The copy and the patch are the engine's; the change lists are rendered.
-  EXPECT_TRUE(std::count(report->files_written.begin(), report->files_written.end(), "migration.patch"));
+  EXPECT_FALSE(std::count(report->files_written.begin(), report->files_written.end(), "migration.patch"));
+  EXPECT_EQ(report->reports_dir, fs::absolute(out_) / "cifar_cuda_msft_report");
+  EXPECT_TRUE(fs::is_regular_file(report->reports_dir / "migration.patch"));
+  EXPECT_FALSE(fs::exists(report->results_dir / "migration.patch"));
   EXPECT_TRUE(std::count(report->files_written.begin(), report->files_written.end(), "train.py"));
   EXPECT_FALSE(fs::exists(report->results_dir / "change_list.csv"));
   auto patched = ReadFile(report->results_dir / "train.py");
