@@ -1,5 +1,6 @@
 #include "core/sqlite.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,6 +81,19 @@ std::string WhatCannotBeWritten(const std::string& path) {
     return errno == EROFS ? "the file system of " + folder + " is read-only"
                           : std::string("the file is not writable (") + std::strerror(errno) + ")";
   return "";
+}
+
+/// Whether an I/O error is a full disk: the failed system call's errno (ENOSPC, EDQUOT), or, when
+/// SQLite kept none, a folder with no free block left (SQLite reports a write or a shared-memory
+/// file it cannot grow as SQLITE_IOERR, not SQLITE_FULL).
+bool IsDiskFull(sqlite3* db, const std::string& path) {
+  const int err = db ? sqlite3_system_errno(db) : 0;
+  if (err == ENOSPC || err == EDQUOT) return true;
+  if (err != 0 || path.empty() || path == ":memory:") return false;
+  std::filesystem::path p(path);
+  struct statvfs fs {};
+  std::string folder = p.parent_path().empty() ? "." : p.parent_path().string();
+  return ::statvfs(folder.c_str(), &fs) == 0 && fs.f_bavail == 0;
 }
 
 }  // namespace
@@ -278,6 +292,7 @@ Status Database::ErrorFor(int code, std::string_view what, std::string_view sqli
   if (primary == SQLITE_READONLY || primary == SQLITE_PERM || primary == SQLITE_AUTH || primary == SQLITE_CANTOPEN)
     which = WhatCannotBeWritten(path_);
   if (primary == SQLITE_CANTOPEN && !which.empty() && !read_only_) msg += ": cannot be written";
+  else if (primary == SQLITE_IOERR && IsDiskFull(db_, path_)) msg += ": " + DescribeResultCode(SQLITE_FULL);
   else msg += ": " + DescribeResultCode(code);
   if (primary == SQLITE_TOOBIG) {
     const int limit = db_ ? sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1) : 0;

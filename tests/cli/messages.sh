@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The messages and help texts a new user meets first, matched to their exact text: the top-level
 # help lists every command and mode, every command's --version prints the version, a mistyped
-# subcommand is named with the valid ones, tune says what a job type needs, and report.json stays
-# valid JSON for a file name that is not UTF-8.
+# subcommand is named with the valid ones, tune says what a job type needs, report.json stays
+# valid JSON for a file name that is not UTF-8, and a bank on a full disk says the disk is full.
 source "$(dirname "$0")/harness.sh"
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
@@ -59,6 +59,32 @@ assert os.fsencode(files[0]) == b\"l1/caf\\xe9.py\", files
 assert os.path.exists(os.path.join(sys.argv[2], os.path.basename(files[0])))
 ' '$tmp/l1out/l1_analysis/report.json' '$tmp/l1'"
 check "and report.sarif too" "$py -c 'import json, sys; json.loads(open(sys.argv[1], \"rb\").read().decode(\"utf-8\"))' '$tmp/l1out/l1_analysis/report.sarif'"
+
+# A tune bank written on a full disk says the disk is full (SQLite reports the write it cannot do
+# as an I/O error): a 1 MiB tmpfs in a mount namespace of our own, filled; skipped without one.
+if unshare -m true 2>/dev/null; then
+  mnt="$tmp/full"
+  mkdir -p "$mnt"
+  abs_portkit=$(cd "$(dirname "$PORTKIT")" && pwd)/$(basename "$PORTKIT")
+  unshare -m bash -c "
+    mount -t tmpfs -o size=1m portkit-full '$mnt' || exit 77
+    mkdir -p '$mnt/bank'
+    # 8 KiB left: room for the database's first page, none for its WAL index (an I/O error to SQLite).
+    head -c \$(( \$(df -k --output=avail '$mnt' | tail -1) * 1024 - 8192 )) /dev/zero >'$mnt/filler'
+    '$abs_portkit' tune bank import tests/data/tune/bank_entries.json --tune-bank '$mnt/bank' >'$tmp/full1.out' 2>&1; echo \$? >'$tmp/full1.rc'
+    '$abs_portkit' tune bank list --tune-bank '$mnt/bank' >'$tmp/full2.out' 2>&1; echo \$? >'$tmp/full2.rc'
+  "
+  if [ $? = 77 ]; then
+    echo "skip full disk (no tmpfs mount here)"
+  else
+    check "tune bank import onto a full disk: exit 2, says the disk is full" \
+      "[ \"\$(cat '$tmp/full1.rc')\" = 2 ] && grep -qF 'tune_bank.db: statement failed: the disk is full (no room for the database or its journal; free some space and run again)' '$tmp/full1.out' && ! grep -q 'damaged\|input/output error' '$tmp/full1.out'"
+    check "  and reading the bank left there says the same, not 'damaged'" \
+      "[ \"\$(cat '$tmp/full2.rc')\" = 2 ] && grep -qF 'tune_bank.db: the disk is full (no room' '$tmp/full2.out' && ! grep -q 'damaged\|not a SQLite\|input/output error' '$tmp/full2.out'"
+  fi
+else
+  echo "skip full disk (no mount namespace here)"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
