@@ -127,6 +127,66 @@ CLI::Validator RuleListValidator() {
       "RULE[,RULE...]");
 }
 
+/// What a configuration file may set: the variables the flags parse into.
+struct ConfigurableSettings {
+  analyse::AnalyseOptions& opt;
+  std::string& mode_name;
+  std::vector<std::string>& formats;
+  std::vector<std::string>& fail_on;
+  std::vector<std::string>& select;
+  std::vector<std::string>& ignore;
+  size_t& max_mb;
+};
+
+/// Fills `out` from `config` where the command line gave no flag, checking each value as the flag's
+/// own check would; a bad one is kInvalidArgument naming the file, line and key.
+Status ApplyConfig(const AnalyseConfig& config, const CLI::App& app, CLI::Option& format_opt,
+                   const std::vector<std::string>& mode_names, ConfigurableSettings out, Context& ctx) {
+  auto bad = [&](const char* key, const std::string& why) {
+    auto at = config.places.find(key);
+    return InvalidArgument((at == config.places.end() ? config.file.string() : at->second) + ": tool.portkit." +
+                           key + ": " + why);
+  };
+  auto unset = [&](const char* flag) { return app.count(flag) == 0; };
+  if (config.select && unset("--select")) {
+    std::string list = JoinCommas(*config.select);
+    if (std::string why = RuleListValidator()(list); !why.empty()) return bad("select", why);
+    out.select = *config.select;
+  }
+  if (config.ignore && unset("--ignore")) {
+    std::string list = JoinCommas(*config.ignore);
+    if (std::string why = RuleListValidator()(list); !why.empty()) return bad("ignore", why);
+    out.ignore = *config.ignore;
+  }
+  if (config.exclude && unset("--exclude")) out.opt.exclude = *config.exclude;
+  if (config.target && unset("--target")) {
+    if (std::string why = target::CheckTargetChoice(ctx.data_dir, *config.target, false); !why.empty())
+      return bad("target", why);
+    out.opt.target = *config.target;
+  }
+  if (config.version && unset("--version")) out.opt.version = *config.version;
+  if (config.mode && unset("--mode")) {
+    if (!analyse::AnalyseModeByName(*config.mode))
+      return bad("mode", "unknown mode '" + *config.mode + "'; use " + JoinCommas(mode_names));
+    out.mode_name = *config.mode;
+  }
+  if (config.format && format_opt.count() == 0) {
+    std::string list = JoinCommas(*config.format);
+    if (list.empty()) return bad("format", "give at least one of csv, json, sarif");
+    if (std::string why = (*format_opt.get_validator())(list); !why.empty()) return bad("format", why);
+    out.formats.clear();
+    for (const auto& f : *config.format)
+      if (std::find(out.formats.begin(), out.formats.end(), f) == out.formats.end()) out.formats.push_back(f);
+  }
+  if (config.fail_on && unset("--fail-on")) {
+    if (std::string why = FailOnError(*config.fail_on); !why.empty()) return bad("fail-on", why);
+    out.fail_on = *config.fail_on;
+  }
+  if (config.env_path && unset("--env-path")) out.opt.env_paths = *config.env_path;
+  if (config.max_file_mb && unset("--max-file-mb")) out.max_mb = static_cast<size_t>(*config.max_file_mb);
+  return Status::Ok();
+}
+
 }  // namespace
 
 int AnalyseCommand(int argc, char** argv, Context& ctx) {
@@ -208,46 +268,10 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
   // The configuration file fills what the command line left unsaid, checked as the flags are.
   auto config = LoadConfig(input, config_file, no_config, ctx);
   if (!config.ok()) return Fail(ctx, config.status());
-  auto bad = [&](const char* key, const std::string& why) {
-    return Fail(ctx, InvalidArgument(config->places[key] + ": tool.portkit." + key + ": " + why));
-  };
-  if (config->select && app.count("--select") == 0) {
-    std::string list = JoinCommas(*config->select);
-    if (std::string why = RuleListValidator()(list); !why.empty()) return bad("select", why);
-    select = *config->select;
-  }
-  if (config->ignore && app.count("--ignore") == 0) {
-    std::string list = JoinCommas(*config->ignore);
-    if (std::string why = RuleListValidator()(list); !why.empty()) return bad("ignore", why);
-    ignore = *config->ignore;
-  }
-  if (config->exclude && app.count("--exclude") == 0) opt.exclude = *config->exclude;
-  if (config->target && app.count("--target") == 0) {
-    if (std::string why = target::CheckTargetChoice(ctx.data_dir, *config->target, false); !why.empty())
-      return bad("target", why);
-    opt.target = *config->target;
-  }
-  if (config->version && app.count("--version") == 0) opt.version = *config->version;
-  if (config->mode && app.count("--mode") == 0) {
-    if (!analyse::AnalyseModeByName(*config->mode))
-      return bad("mode", "unknown mode '" + *config->mode + "'; use " + JoinCommas(mode_names));
-    mode_name = *config->mode;
-  }
-  if (config->format && format_opt->count() == 0) {
-    std::string list = JoinCommas(*config->format);
-    if (list.empty()) return bad("format", "give at least one of csv, json, sarif");
-    if (std::string why = format_opt->get_validator()->operator()(list); !why.empty())
-      return bad("format", why);
-    formats.clear();
-    for (const auto& f : *config->format)
-      if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
-  }
-  if (config->fail_on && app.count("--fail-on") == 0) {
-    if (std::string why = FailOnError(*config->fail_on); !why.empty()) return bad("fail-on", why);
-    fail_on = *config->fail_on;
-  }
-  if (config->env_path && app.count("--env-path") == 0) opt.env_paths = *config->env_path;
-  if (config->max_file_mb && app.count("--max-file-mb") == 0) max_mb = static_cast<size_t>(*config->max_file_mb);
+  if (Status st = ApplyConfig(*config, app, *format_opt, mode_names,
+                              {opt, mode_name, formats, fail_on, select, ignore, max_mb}, ctx);
+      !st.ok())
+    return Fail(ctx, st);
 
   if (fail_on_findings && std::find(fail_on.begin(), fail_on.end(), "any") == fail_on.end()) fail_on.push_back("any");
 

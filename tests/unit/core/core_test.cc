@@ -49,6 +49,26 @@ TEST(JsonWriter, NestedAndEscaped) {
   EXPECT_EQ(j.str(), "{\n  \"a\": 1,\n  \"s\": \"q\\\"\\n\",\n  \"l\": [\n    true,\n    null\n  ]\n}\n");
 }
 
+TEST(JsonWriter, BytesOutsideUtf8AreSurrogateEscaped) {
+  auto escaped = [](std::string_view s) {
+    std::string out;
+    JsonWriter::AppendEscaped(out, s);
+    return out;
+  };
+  // Well-formed UTF-8 (2, 3 and 4 bytes) passes unchanged.
+  EXPECT_EQ(escaped("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  // Latin-1, a stray continuation byte, a cut sequence, an overlong form, an encoded surrogate and
+  // a code point past U+10FFFF: each byte that is not part of well-formed UTF-8 is \udcXX.
+  EXPECT_EQ(escaped("caf\xe9.py"), "\"caf\\udce9.py\"");
+  EXPECT_EQ(escaped("\x80" "a"), "\"\\udc80a\"");
+  EXPECT_EQ(escaped("a\xe2\x82"), "\"a\\udce2\\udc82\"");
+  EXPECT_EQ(escaped("\xc0\xaf"), "\"\\udcc0\\udcaf\"");
+  EXPECT_EQ(escaped("\xed\xa0\x80"), "\"\\udced\\udca0\\udc80\"");
+  EXPECT_EQ(escaped("\xf4\x90\x80\x80"), "\"\\udcf4\\udc90\\udc80\\udc80\"");
+  // After an escaped byte, a valid sequence and control characters are handled as usual.
+  EXPECT_EQ(escaped("\xff\xc3\xa9\n"), "\"\\udcff\xc3\xa9\\n\"");
+}
+
 TEST(AtomicFile, WritesAndReplaces) {
   auto dir = std::filesystem::temp_directory_path() / "portkit_atomic_test";
   std::filesystem::create_directories(dir);
