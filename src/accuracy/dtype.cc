@@ -1,6 +1,9 @@
 #include "accuracy/dtype.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <limits>
 
 namespace portkit::accuracy {
@@ -197,6 +200,48 @@ void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
       for (size_t i = 0; i < count; ++i) out[i] = std::numeric_limits<double>::quiet_NaN();
       return;
   }
+}
+
+std::string TorchDTypeName(std::string_view safetensors_name) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"F64", "torch.float64"},        {"F32", "torch.float32"},        {"F16", "torch.float16"},
+      {"BF16", "torch.bfloat16"},      {"F8_E4M3", "torch.float8_e4m3fn"}, {"F8_E5M2", "torch.float8_e5m2"},
+      {"I64", "torch.int64"},          {"I32", "torch.int32"},          {"I16", "torch.int16"},
+      {"I8", "torch.int8"},            {"U64", "torch.uint64"},         {"U32", "torch.uint32"},
+      {"U16", "torch.uint16"},         {"U8", "torch.uint8"},           {"BOOL", "torch.bool"}};
+  for (const auto& [st, torch_name] : kNames)
+    if (st == safetensors_name) return std::string(torch_name);
+  return std::string(safetensors_name);
+}
+
+std::string PythonFloatRepr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // The shortest round-trip digits, d.ddd e±X, then laid out as Python's repr does.
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string sci(buf, r.ptr);
+  const bool negative = sci[0] == '-';
+  if (negative) sci.erase(0, 1);
+  const size_t e_at = sci.find('e');
+  std::string digits = sci.substr(0, 1) + (e_at > 2 ? sci.substr(2, e_at - 2) : "");
+  const int exponent = std::stoi(sci.substr(e_at + 1));
+  std::string out = negative ? "-" : "";
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      out += digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char exp[16];
+  std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', exponent < 0 ? -exponent : exponent);
+  return out + exp;
 }
 
 }  // namespace portkit::accuracy
