@@ -100,25 +100,28 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20))
       ->capture_default_str();
   if (auto rc = Parse(app, argc, argv)) return *rc;
+  // Under mpirun every process checks the same things; process 0 alone says what is wrong.
+  auto exchange = prof::cluster::MakeExchange();
+  auto fail = [&](const Status& st) { return exchange->process() == 0 ? Fail(ctx, st) : ExitCodeFor(st); };
 
   // Every option checked before any work, and nothing created until the reports are written.
   for (Status st : {CheckInput(ref_dir, "reference dump", PathKind::kDirectory),
                     CheckInput(target_dir, "target dump", PathKind::kDirectory),
                     mapping.empty() ? Status::Ok() : CheckInput(mapping, "--mapping", PathKind::kFile),
                     CheckOutputFolder(out_dir, "-o")})
-    if (!st.ok()) return Fail(ctx, st);
+    if (!st.ok()) return fail(st);
   render::CompareFiles files{Wants(formats, "csv"), Wants(formats, "json"), Wants(formats, "html"),
                              Wants(formats, "msprobe")};
   // Dumps of many ranks (a folder per rank on each side): each rank's reports go to -o/<rank>/.
   auto ranks = FindRankDumps(ref_dir, target_dir);
-  if (!ranks.ok()) return Fail(ctx, ranks.status());
+  if (!ranks.ok()) return fail(ranks.status());
   if (ranks->empty()) {
-    if (Status st = render::CheckCompareOutputs(out_dir, files, force); !st.ok()) return Fail(ctx, st);
+    if (Status st = render::CheckCompareOutputs(out_dir, files, force); !st.ok()) return fail(st);
   } else {
     for (const auto& rank : *ranks)
       if (Status st = render::CheckCompareOutputs(fs::path(out_dir) / rank.name, files, force); !st.ok())
-        return Fail(ctx, st);
-    if (Status st = CheckReplaceableIn(out_dir, {kRankSummaryFile}, "-o", force); !st.ok()) return Fail(ctx, st);
+        return fail(st);
+    if (Status st = CheckReplaceableIn(out_dir, {kRankSummaryFile}, "-o", force); !st.ok()) return fail(st);
   }
 
   accuracy::CompareOptions options;
@@ -131,7 +134,7 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   options.max_view_elements = max_view_elements;
   options.max_call_bytes = max_call_mb << 20;
   if (!ranks->empty()) {
-    return CompareRanks(*ranks, out_dir, [&](const RankDumps& rank, const fs::path& out, Context& rank_ctx) {
+    return CompareRanks(*ranks, out_dir, *exchange, [&](const RankDumps& rank, const fs::path& out, Context& rank_ctx) {
       accuracy::CompareOptions one = options;
       one.reference = rank.reference, one.target = rank.target;
       return ComparePair(one, out, files, fail_on_divergence, rank_ctx);
@@ -139,7 +142,6 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   }
   // Under mpirun with a single pair of dumps, process 0 does the work and the others wait for its
   // exit code.
-  auto exchange = prof::cluster::MakeExchange();
   int code = kExitOk;
   if (exchange->process() == 0) {
     RankOutcome outcome = ComparePair(options, out_dir, files, fail_on_divergence, ctx);

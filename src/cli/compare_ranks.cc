@@ -138,10 +138,9 @@ Expected<std::vector<RankDumps>> FindRankDumps(const fs::path& reference, const 
   return pairs;
 }
 
-int CompareRanks(const std::vector<RankDumps>& ranks, const fs::path& out, const CompareOneRank& compare_one,
-                 Context& ctx) {
-  auto exchange = prof::cluster::MakeExchange();
-  const int process = exchange->process(), processes = exchange->processes();
+int CompareRanks(const std::vector<RankDumps>& ranks, const fs::path& out, prof::cluster::Exchange& exchange,
+                 const CompareOneRank& compare_one, Context& ctx) {
+  const int process = exchange.process(), processes = exchange.processes();
   std::string mine;
   for (size_t i = static_cast<size_t>(process); i < ranks.size(); i += static_cast<size_t>(processes)) {
     // Each rank logs into its own quiet log: process 0 prints them all, in rank order.
@@ -151,7 +150,7 @@ int CompareRanks(const std::vector<RankDumps>& ranks, const fs::path& out, const
     outcome.log = log.Contents();
     mine += Encode(i, outcome);
   }
-  auto gathered = exchange->GatherToRoot(mine);
+  auto gathered = exchange.GatherToRoot(mine);
   int code = kExitOk;
   if (process == 0) {
     std::map<size_t, RankOutcome> outcomes;
@@ -190,7 +189,7 @@ int CompareRanks(const std::vector<RankDumps>& ranks, const fs::path& out, const
                         "/<rank>/, summary in " + (out / kRankSummaryFile).string());
     }
   }
-  return processes > 1 ? exchange->Broadcast(code) : code;
+  return processes > 1 ? exchange.Broadcast(code) : code;
 }
 
 }  // namespace portkit::cli

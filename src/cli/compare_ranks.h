@@ -14,6 +14,10 @@
 #include "core/context.h"
 #include "core/status.h"
 
+namespace portkit::prof::cluster {
+class Exchange;
+}
+
 namespace portkit::cli {
 
 /// One rank's pair of dump folders.
@@ -45,11 +49,12 @@ using CompareOneRank = std::function<RankOutcome(const RankDumps& rank, const st
 /// The file compare writes beside the rank folders.
 inline constexpr const char* kRankSummaryFile = "compare_ranks.csv";
 
-/// Runs `compare_one` for this process's share of `ranks` (all of them without mpirun), gathers
+/// Runs `compare_one` for this process's share of `ranks` (all of them in one process; `exchange`
+/// is prof cluster's: MPI's processes under mpirun), gathers
 /// the outcomes on process 0, which prints them in rank order and writes `out/compare_ranks.csv`
 /// (`Rank,Yes,No,N/A,Unmatched,First divergence,Exit code`), and returns the run's exit code on
 /// every process: the highest of the ranks' codes.
 int CompareRanks(const std::vector<RankDumps>& ranks, const std::filesystem::path& out,
-                 const CompareOneRank& compare_one, Context& ctx);
+                 prof::cluster::Exchange& exchange, const CompareOneRank& compare_one, Context& ctx);
 
 }  // namespace portkit::cli
