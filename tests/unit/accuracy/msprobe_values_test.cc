@@ -3,6 +3,7 @@
 // and torch spell them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -55,8 +56,8 @@ TEST_F(MsprobeValues, NonTensorArgumentsAndNoneResultsAreKeptInCallOrder) {
 }
 
 TEST_F(MsprobeValues, StackJsonOfBothLayouts) {
-  Write("stack.json", R"({"0": [["Functional.linear.0.forward", "Functional.linear.1.forward"], )"
-                      R"(["File a.py, line 1, in f, \n y = g(x)"]], "Tensor.add.0.forward": ["File b.py, line 2"]})");
+  Write("stack.json", R"json({"0": [["Functional.linear.0.forward", "Functional.linear.1.forward"], )json"
+                      R"json(["File a.py, line 1, in f, \n y = g(x)"]], "Tensor.add.0.forward": ["File b.py, line 2"]})json");
   auto stacks = LoadMsprobeStacks(dir_);
   ASSERT_TRUE(stacks.ok()) << stacks.status().message();
   ASSERT_EQ(stacks->size(), 3u);
