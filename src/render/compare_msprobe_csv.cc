@@ -69,20 +69,32 @@ class OpCursor {
   size_t position_ = 0;
 };
 
-/// (manifest index, tensor key) of a row side named `name.phase.index.key`.
+/// (manifest index, tensor key) of a row side named `name.phase.index.key`: the key starts at the
+/// first `.input`, `.output`, `.replay.` or `.*` that follows a component of digits (an operator's
+/// name may itself hold `.input_layer`).
 std::optional<std::pair<int64_t, std::string>> IndexAndKey(const std::string& side_name) {
-  size_t at = std::string::npos;
-  for (const char* part : {".replay.", ".input", ".output"}) {
-    at = side_name.find(part);
-    if (at != std::string::npos) break;
+  for (size_t at = side_name.find('.'); at != std::string::npos; at = side_name.find('.', at + 1)) {
+    const std::string_view rest = std::string_view(side_name).substr(at);
+    if (!(rest.starts_with(".input") || rest.starts_with(".output") || rest.starts_with(".replay.") || rest == ".*"))
+      continue;
+    const size_t dot = at == 0 ? std::string::npos : side_name.rfind('.', at - 1);
+    const size_t begin = dot == std::string::npos ? 0 : dot + 1;
+    const std::string digits = side_name.substr(begin, at - begin);
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    return std::make_pair(static_cast<int64_t>(std::stoll(digits)), side_name.substr(at + 1));
   }
-  if (at == std::string::npos) at = side_name.rfind('.');  // `*`: a whole operator
-  if (at == std::string::npos || at == 0) return std::nullopt;
-  size_t dot = side_name.rfind('.', at - 1);
-  std::string digits = side_name.substr(dot == std::string::npos ? 0 : dot + 1, at - (dot == std::string::npos ? 0 : dot + 1));
-  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::make_pair(static_cast<int64_t>(std::stoll(digits)), side_name.substr(at + 1));
+  return std::nullopt;
+}
+
+/// A row side as a dump tensor, for a row whose operator cannot be read again.
+DumpTensor FromSide(const accuracy::CompareSide& side, const std::string& key) {
+  DumpTensor t;
+  t.key = key;
+  t.dtype = side.dtype.value_or(kNa);
+  if (side.shape) t.shape = *side.shape;
+  t.requires_grad = side.requires_grad;
+  t.data_name = side.data_name;
+  return t;
 }
 
 /// A Python str's repr: single quotes unless the text holds one and no double quote.
@@ -193,9 +205,14 @@ class MsprobeCsv {
     // The current call's remaining arguments first: reading on replaces the operator they are of.
     if (current_ && (!where || current_index_ != where->first)) Flush();
     const DumpOp* top = where ? target_.At(where->first) : nullptr;
-    if (!top) {
+    if (!top) {  // not found again (a dump changed since): the row as the report has it
       Flush();
-      return Status::Ok();
+      const std::string key = where ? where->second : r.target.name;
+      tcall_ = r.target.name.substr(0, r.target.name.size() - key.size() - (key.size() < r.target.name.size()));
+      rcall_ = tcall_;
+      DumpTensor t = FromSide(r.target, key), b = FromSide(r.reference, key);
+      Tensor(t, r.reference.name.empty() ? nullptr : &b, &r);
+      return FlushPiece(csv_, sink);
     }
     if (!current_ || current_index_ != top->index) {
       Flush();
@@ -251,7 +268,7 @@ class MsprobeCsv {
   }
 
   std::string StackCell() {
-    if (stack_written_) return kNa;
+    if (!current_ || stack_written_) return kNa;
     stack_written_ = true;
     auto it = stacks_.find(current_->call);
     if (it != stacks_.end()) return PyList(it->second);
