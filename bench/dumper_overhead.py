@@ -5,7 +5,8 @@
 A training step (forward, backward) of a small model on the CPU, timed without the dumper, with
 stats_only=True (statistics on the tensor's device, nothing copied to the host), with
 stats_only=True and checksum=True (crc32 of every tensor: a host copy, like msprobe's md5 mode),
-and with a full dump (every tensor written). Prints the median step time of each and its ratio to
+and with a full dump (every tensor written); with mindstudio-probe importable (torch 2), also msprobe's
+own statistics dump (PrecisionDebugger, task statistics, level L1) of the same step. Prints the median step time of each and its ratio to
 the plain step. A benchmark, not a test: nothing is asserted; timings on a shared machine are noisy,
 so the load average is printed with them.
 """
@@ -60,12 +61,36 @@ def timed(net, x, steps, options):
         t0 = time.perf_counter()
         if options is None:
             step(net, x)
+        elif callable(options):  # msprobe: its debugger around the same step
+            options(lambda: step(net, x))
         else:
             with dumper(dump_path=folder, **options):
                 step(net, x)
         times.append(time.perf_counter() - t0)
         shutil.rmtree(folder, ignore_errors=True)
     return statistics.median(times)
+
+
+def _msprobe_case(folder):
+    """msprobe's PrecisionDebugger in statistics mode at level L1 (its API dump), when mindstudio-probe
+    is importable (it needs torch 2): a function running one step under it; None otherwise."""
+    try:
+        from msprobe.pytorch import PrecisionDebugger
+    except Exception:  # noqa: BLE001  (not installed, or not for this torch)
+        return None
+    import json
+    config = os.path.join(folder, "config.json")
+    with open(config, "w") as f:
+        json.dump({"task": "statistics", "dump_path": os.path.join(folder, "dump"), "rank": [], "step": [],
+                   "level": "L1", "statistics": {"scope": [], "list": [], "data_mode": ["all"]}}, f)
+    debugger = PrecisionDebugger(config_path=config)  # one per process (msprobe keeps a single instance)
+
+    def run(one_step):
+        debugger.start()
+        one_step()
+        debugger.stop()
+        debugger.step()
+    return run
 
 
 def main():
@@ -79,6 +104,9 @@ def main():
         step(net, x)  # warm-up
     cases = [("no dump", None), ("stats_only", {"stats_only": True}),
              ("stats_only + checksum", {"stats_only": True, "checksum": True}), ("full dump", {})]
+    msprobe = _msprobe_case(tempfile.mkdtemp(prefix="pk_msprobe_"))
+    if msprobe:
+        cases.insert(2, ("msprobe statistics (L1)", msprobe))
     print("torch %s, model %s, 1 thread, median of %d steps, load %s" % (
         torch.__version__, args.model, args.steps, " ".join("%.2f" % v for v in os.getloadavg())))
     base = None

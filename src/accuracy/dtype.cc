@@ -1,6 +1,11 @@
 #include "accuracy/dtype.h"
 
+#include "accuracy/metrics/simd.h"
+
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <utility>
 #include <limits>
 
 namespace portkit::accuracy {
@@ -120,12 +125,39 @@ __int128 IntegerAt(DType t, const uint8_t* src, size_t i) {
   }
 }
 
+#ifdef PORTKIT_ACCURACY_AVX2
+namespace {
+/// fp32 → double eight at a time (the widening every fp32 compare pays first).
+PORTKIT_AVX2_FN void F32ToDoubleAvx2(const uint8_t* src, size_t count, double* out) {
+  using V8f = float __attribute__((vector_size(32)));
+  using V4f = float __attribute__((vector_size(16)));
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    V8f v;
+    std::memcpy(&v, src + 4 * i, sizeof v);
+    const V4f lo = {v[0], v[1], v[2], v[3]}, hi = {v[4], v[5], v[6], v[7]};
+    const simd::V4d a = __builtin_convertvector(lo, simd::V4d), b = __builtin_convertvector(hi, simd::V4d);
+    simd::Store(out + i, a);
+    simd::Store(out + i + 4, b);
+  }
+  for (; i < count; ++i) {
+    float f;
+    std::memcpy(&f, src + 4 * i, 4);
+    out[i] = f;
+  }
+}
+}  // namespace
+#endif
+
 void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
   switch (t) {
     case DType::kF64:
       std::memcpy(out, src, count * 8);
       return;
     case DType::kF32:
+#ifdef PORTKIT_ACCURACY_AVX2
+      if (static const bool avx2 = simd::CpuHasAvx2(); avx2) return F32ToDoubleAvx2(src, count, out);
+#endif
       for (size_t i = 0; i < count; ++i) {
         float f;
         std::memcpy(&f, src + 4 * i, 4);
@@ -197,6 +229,48 @@ void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
       for (size_t i = 0; i < count; ++i) out[i] = std::numeric_limits<double>::quiet_NaN();
       return;
   }
+}
+
+std::string TorchDTypeName(std::string_view safetensors_name) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"F64", "torch.float64"},        {"F32", "torch.float32"},        {"F16", "torch.float16"},
+      {"BF16", "torch.bfloat16"},      {"F8_E4M3", "torch.float8_e4m3fn"}, {"F8_E5M2", "torch.float8_e5m2"},
+      {"I64", "torch.int64"},          {"I32", "torch.int32"},          {"I16", "torch.int16"},
+      {"I8", "torch.int8"},            {"U64", "torch.uint64"},         {"U32", "torch.uint32"},
+      {"U16", "torch.uint16"},         {"U8", "torch.uint8"},           {"BOOL", "torch.bool"}};
+  for (const auto& [st, torch_name] : kNames)
+    if (st == safetensors_name) return std::string(torch_name);
+  return std::string(safetensors_name);
+}
+
+std::string PythonFloatRepr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // The shortest round-trip digits, d.ddd e±X, then laid out as Python's repr does.
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string sci(buf, r.ptr);
+  const bool negative = sci[0] == '-';
+  if (negative) sci.erase(0, 1);
+  const size_t e_at = sci.find('e');
+  std::string digits = sci.substr(0, 1) + (e_at > 2 ? sci.substr(2, e_at - 2) : "");
+  const int exponent = std::stoi(sci.substr(e_at + 1));
+  std::string out = negative ? "-" : "";
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      out += digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char exp[16];
+  std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', exponent < 0 ? -exponent : exponent);
+  return out + exp;
 }
 
 }  // namespace portkit::accuracy

@@ -21,6 +21,13 @@ bool IsFloating(DType t);
 /// A tensor shape as reports and messages write it: "[2, 3]" (or with another separator).
 std::string ShapeText(const std::vector<int64_t>& shape, std::string_view separator = ", ");
 
+/// torch's name of an element type (`torch.float32` for F32, `torch.bfloat16` for BF16, ...), as
+/// msprobe writes dtypes; the safetensors name itself for a type torch has no name for.
+std::string TorchDTypeName(std::string_view safetensors_name);
+/// A double as Python's repr() writes it (`1.0`, `0.1`, `1e-05`, `1e+16`, `inf`, `nan`): the
+/// shortest digits that read back as the same double, fixed notation for exponents -4 to 15.
+std::string PythonFloatRepr(double v);
+
 double HalfToDouble(uint16_t h);
 double BFloat16ToDouble(uint16_t b);
 double Fp8E4M3ToDouble(uint8_t v);

@@ -23,11 +23,21 @@ struct DumpTensor {
   /// Why the dumper kept no data for it (e.g. an element type safetensors cannot store).
   std::string note;
   int8_t requires_grad = -1;  ///< msprobe's requires_grad: 1 / 0, -1 when the dump does not say
+  bool integral_stats = false;  ///< msprobe wrote the statistics as integers (integer tensors)
   std::string data_name;      ///< msprobe's tensor data file (tensor mode), empty otherwise
 
   /// Whether the tensor holds inf or nan, from the counts or else the statistics; false when the
   /// manifest says nothing about it.
   bool NonFinite() const;
+};
+
+/// An argument of an msprobe call that is not a tensor (a bool flag, a number, a dtype, a None):
+/// msprobe's compare lists it as a row of its own; portkit compares tensors only.
+struct DumpScalar {
+  std::string key;    ///< `input.1`, `input.inplace`, `output.1`
+  std::string type;   ///< msprobe's type name (`bool`, `int`, `float`, ...); empty for a None
+  std::string value;  ///< as Python prints it: `False`, `1`, `0.5`, `None`
+  size_t before = 0;  ///< the number of the call's tensors listed before it
 };
 
 struct DumpOp {
@@ -38,6 +48,7 @@ struct DumpOp {
   int64_t replay_reference = -1;  ///< manifest index of the reference op it was replayed from
   std::string call;  ///< msprobe's name of the call (`Functional.linear.0.forward`); empty for portkit dumps
   std::vector<DumpTensor> tensors;
+  std::vector<DumpScalar> scalars;  ///< msprobe dumps: the non-tensor arguments, in call order
 };
 
 /// The end-of-dump marker the dumper writes last, `{"records": N}`: without it (or with another

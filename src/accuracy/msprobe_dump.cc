@@ -19,6 +19,7 @@
 #include <cmath>
 #include <map>
 
+#include "accuracy/dtype.h"
 #include "accuracy/tensor_data_file.h"
 #include "core/input_files.h"
 
@@ -52,11 +53,35 @@ bool Stat(simdjson::dom::element e, double* out) {
   return false;
 }
 
+/// A non-tensor value as Python prints it: True / False, 3, 0.5, a string as it is, None;
+/// anything else (a slice's list) as its JSON text.
+std::string ScalarText(simdjson::simdjson_result<simdjson::dom::element> value) {
+  simdjson::dom::element v;
+  if (value.get(v)) return "None";
+  bool b;
+  int64_t i;
+  uint64_t u;
+  double d;
+  std::string_view s;
+  if (!v.get_bool().get(b)) return b ? "True" : "False";
+  if (!v.get_int64().get(i)) return std::to_string(i);
+  if (!v.get_uint64().get(u)) return std::to_string(u);
+  if (!v.get_double().get(d)) return PythonFloatRepr(d);
+  if (!v.get_string().get(s)) return std::string(s);
+  if (v.is_null()) return "None";
+  return simdjson::minify(v);
+}
+
 /// Adds the tensors under `e` (a tensor record, or a list/tuple/dict of them) with keys
-/// `prefix`, `prefix.0`, `prefix.name` ...; other values (ints, None, strings) are not tensors.
+/// `prefix`, `prefix.0`, `prefix.name` ...; other values (ints, None, strings) are not tensors:
+/// they go to op.scalars, for msprobe's compare layout.
 void AddTensors(simdjson::dom::element e, const std::string& prefix, DumpOp& op, bool* has_data_files,
                 int depth = 0) {
   if (depth > 16) return;
+  if (e.is_null()) {  // an argument or result that was None
+    op.scalars.push_back({prefix, "", "None", op.tensors.size()});
+    return;
+  }
   simdjson::dom::array items;
   if (!e.get_array().get(items)) {
     size_t i = 0;
@@ -67,7 +92,10 @@ void AddTensors(simdjson::dom::element e, const std::string& prefix, DumpOp& op,
   if (e.get_object().get(o)) return;
   std::string_view type;
   if (o["type"].get_string().get(type) || type != "torch.Tensor") {
-    if (!o["type"].error()) return;  // an int, a slice, a dtype ...: not a tensor
+    if (!o["type"].error()) {  // an int, a slice, a dtype ...: not a tensor, listed as msprobe lists it
+      op.scalars.push_back({prefix, std::string(type), ScalarText(o["value"]), op.tensors.size()});
+      return;
+    }
     for (auto [k, v] : o) AddTensors(v, prefix + "." + std::string(k), op, has_data_files, depth + 1);  // a kwargs dict
     return;
   }
@@ -87,6 +115,7 @@ void AddTensors(simdjson::dom::element e, const std::string& prefix, DumpOp& op,
   double x;
   simdjson::dom::element v;
   if (!o["Max"].get(v) && Stat(v, &x)) {
+    t.integral_stats = v.is_int64() || v.is_uint64();
     t.max = x;
     t.has_stats = true;
     if (!o["Min"].get(v) && Stat(v, &x)) t.min = x;
@@ -439,6 +468,56 @@ Expected<bool> MsprobeDumpReader::Next(DumpOp& op) {
     }
   }
   return false;
+}
+
+Expected<std::map<std::string, std::vector<std::string>>> LoadMsprobeStacks(const std::filesystem::path& dir,
+                                                                             uint64_t max_bytes) {
+  std::map<std::string, std::vector<std::string>> stacks;
+  const std::filesystem::path file = dir / "stack.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec))) return stacks;
+  auto fd = OpenInputFile(file, Links::kRefuse);
+  if (!fd.ok()) return fd.status();
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd->get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError(file.string() + ": cannot read: " + std::strerror(errno));
+    if (n == 0) break;
+    if (max_bytes && text.size() + static_cast<size_t>(n) > max_bytes)
+      return InvalidArgument(file.string() + ": over the limit: larger than " + std::to_string(max_bytes >> 20) +
+                             " MiB; not read");
+    text.append(buf, static_cast<size_t>(n));
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::object doc;
+  if (auto err = parser.parse(text).get_object().get(doc))
+    return ParseError(file.string() + ": not valid JSON: " + simdjson::error_message(err));
+  // msprobe 26: {"<id>": [[call names], [stack lines]]}; older ones: {"<call name>": [stack lines]}.
+  auto lines_of = [](simdjson::dom::array a) {
+    std::vector<std::string> lines;
+    for (auto l : a) {
+      std::string_view s;
+      if (!l.get_string().get(s)) lines.emplace_back(s);
+    }
+    return lines;
+  };
+  for (auto [key, value] : doc) {
+    simdjson::dom::array entry;
+    if (value.get_array().get(entry)) continue;
+    simdjson::dom::array calls, lines;
+    if (entry.size() == 2 && !entry.at(0).get_array().get(calls) && !entry.at(1).get_array().get(lines)) {
+      std::vector<std::string> text_lines = lines_of(lines);
+      for (auto c : calls) {
+        std::string_view call;
+        if (!c.get_string().get(call)) stacks[std::string(call)] = text_lines;
+      }
+    } else {
+      stacks[std::string(key)] = lines_of(entry);
+    }
+  }
+  return stacks;
 }
 
 Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir, uint64_t max_call_bytes) {

@@ -3,8 +3,10 @@
 /// dump.json (statistics, md5 or tensor mode). See msprobe_dump.cc.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "accuracy/dump.h"
 #include "core/status.h"
@@ -49,6 +51,12 @@ class MsprobeDumpReader {
   explicit MsprobeDumpReader(std::unique_ptr<State> state);
   std::unique_ptr<State> s_;
 };
+
+/// msprobe's stack.json beside dump.json: {call name: stack lines} (empty when there is none).
+/// kParse naming the file when it is not msprobe's layout of JSON; a file over `max_bytes` (0:
+/// no cap) is refused, "over the limit".
+Expected<std::map<std::string, std::vector<std::string>>> LoadMsprobeStacks(const std::filesystem::path& dir,
+                                                                             uint64_t max_bytes = uint64_t{256} << 20);
 
 /// Every call at once (MsprobeDumpReader read to the end).
 Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir, uint64_t max_call_bytes = kDefaultMaxCallBytes);

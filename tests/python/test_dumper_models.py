@@ -4,6 +4,7 @@ torch.autograd.grad was imported. Every test runs under torch 1.13 and torch 2.x
 import json
 import os
 import sys
+import zlib
 
 import pytest
 import torch
@@ -106,6 +107,100 @@ def test_batchnorm_fp32_vs_bf16_compares_end_to_end(tmp_path, portkit):
         y.float().sum().backward()
     report = compare_json(portkit, tmp_path / "ref", tmp_path / "tgt", tmp_path / "cmp")
     assert report["verdicts"].get("Yes", 0) > 20
+
+
+# -- inputs the kernel changes -----------------------------------------------------------------------
+
+def _batch_norm_record(ops):
+    found = [o for o in ops if o["name"] == "aten::native_batch_norm"]
+    assert len(found) == 1, [o["name"] for o in ops]
+    return found[0], {t["key"]: t for t in found[0]["tensors"]}
+
+
+@pytest.mark.parametrize("mode", ["all", "stats_only", "check_overflow", "mix", "checksum"])
+def test_batchnorm_training_records_the_running_stats_it_was_given(tmp_path, mode):
+    """native_batch_norm's schema does not mark running_mean/var as written, yet training updates
+    them in place: the dump holds the values the kernel read (inputs 3 and 4), not the updated ones."""
+    options = dict(MODES.get(mode, {}))
+    if mode == "checksum":
+        options = {"stats_only": True, "checksum": True}
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(4).train()
+    with torch.no_grad():
+        bn.running_mean.copy_(torch.tensor([0.5, -1.0, 2.0, 0.25]))
+        bn.running_var.copy_(torch.tensor([2.0, 0.5, 1.5, 3.0]))
+    given_mean, given_var = bn.running_mean.clone(), bn.running_var.clone()
+    x = torch.randn(3, 4, 5, 5) * 3 + 1
+    with dumper(dump_path=str(tmp_path / "d"), **options):
+        bn(x)
+    assert not torch.equal(bn.running_mean, given_mean)  # the kernel did update them
+    op, tensors = _batch_norm_record(manifest(tmp_path / "d"))
+    for key, given in (("input.3", given_mean), ("input.4", given_var)):
+        t = tensors[key]
+        assert t["max"] == pytest.approx(float(given.max()), rel=1e-6), key
+        assert t["min"] == pytest.approx(float(given.min()), rel=1e-6), key
+        assert t["mean"] == pytest.approx(float(given.mean()), rel=1e-6), key
+        if mode == "checksum":
+            assert t["crc32"] == zlib.crc32(given.numpy().tobytes())
+    if op["file"]:
+        data = safetensors_io.read_torch(str(tmp_path / "d" / op["file"]))
+        assert torch.equal(data["input.3"], given_mean) and torch.equal(data["input.4"], given_var)
+        assert torch.equal(data["input.0"], x)
+
+
+def test_check_overflow_keeps_the_running_stats_given_to_an_overflowing_batch_norm(tmp_path):
+    """With check_overflow the data is kept only once the operator overflowed: the running statistics
+    it was given are taken from a copy made before the call."""
+    bn = torch.nn.BatchNorm1d(2).train()
+    given_mean, given_var = bn.running_mean.clone(), bn.running_var.clone()
+    x = torch.tensor([[3e38, 1.0], [3e38, 2.0], [-3e38, 1.0]])  # its variance overflows float32
+    with dumper(dump_path=str(tmp_path / "d"), check_overflow=True):
+        bn(x)
+    op, tensors = _batch_norm_record(manifest(tmp_path / "d"))
+    assert op["overflow"] and op["file"]
+    data = safetensors_io.read_torch(str(tmp_path / "d" / op["file"]))
+    assert torch.equal(data["input.3"], given_mean) and torch.equal(data["input.4"], given_var)
+    assert not torch.equal(bn.running_var, given_var)
+
+
+_SNEAKY = None
+
+
+def test_an_input_changed_against_its_schema_is_recorded_as_given(tmp_path):
+    """A kernel the dumper knows nothing about writes to an input its schema declares read-only: the
+    recorded input is still the value it was given, in tensor and in statistics mode."""
+    global _SNEAKY
+    if _SNEAKY is None:  # registered once per process: a library namespace cannot be defined twice
+        _SNEAKY = torch.library.Library("portkit_test_sneaky", "DEF")
+        _SNEAKY.define("bump(Tensor x, Tensor state) -> Tensor")
+
+        def bump(x, state):
+            state.add_(1)
+            return x + state
+        _SNEAKY.impl("bump", bump, "CPU")
+    for options in ({}, {"stats_only": True}):
+        path = tmp_path / ("stats" if options else "tensor")
+        state = torch.zeros(3)
+        with dumper(dump_path=str(path), **options):
+            torch.ops.portkit_test_sneaky.bump(torch.ones(3), state)
+        assert torch.equal(state, torch.ones(3))
+        (rec,) = [o for o in manifest(path) if "bump" in o["name"]]
+        tensors = {t["key"]: t for t in rec["tensors"]}
+        assert tensors["input.1"]["max"] == 0.0 and tensors["output.0"]["max"] == 2.0
+        if rec["file"]:
+            assert torch.equal(safetensors_io.read_torch(str(path / rec["file"]))["input.1"], torch.zeros(3))
+
+
+def test_in_place_module_inputs_are_recorded_before_the_module_runs(tmp_path):
+    """ReLU(inplace=True) as a module (level=module) changes its own input: the module's input is
+    what it was given."""
+    x = torch.tensor([-1.0, 2.0, -3.0])
+    given = x.clone()
+    with dumper(dump_path=str(tmp_path / "d"), level="module"):
+        torch.nn.ReLU(inplace=True)(x)
+    (rec,) = manifest(tmp_path / "d")
+    data = safetensors_io.read_torch(str(tmp_path / "d" / rec["file"]))
+    assert torch.equal(data["input.0"], given) and torch.equal(data["output.0"], torch.relu(given))
 
 
 # -- views and replay --------------------------------------------------------------------------------

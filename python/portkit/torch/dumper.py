@@ -31,6 +31,10 @@ buffers, and the previous contents of such a fresh buffer when an in-place opera
 (`empty_like(x).bernoulli_(p)` in dropout) are listed under `uninitialised` ([{key, dtype, shape}])
 instead of `tensors`: no statistics, no data, never an overflow, never compared.
 
+Inputs are the values an operator was given: each is described (statistics, and its bytes when
+they are kept) before the call, so a kernel that changes an input in place, declared in its schema
+or not (native_batch_norm's running_mean/var in training), is recorded with what it read.
+
 View operators (outputs that alias an input: `_reshape_alias`, `as_strided`, `split`, ...) carry
 `view: true`.
 
@@ -78,6 +82,14 @@ _FRESH_LIMIT = 4096  # uninitialised storages tracked at most
 # by argument name.
 _WORKSPACE_OUTPUTS = {"mkldnn_rnn_layer": (3,), "_cudnn_rnn": (3,), "cudnn_batch_norm": (3,)}
 _WORKSPACE_ARGS = ("workspace", "reserve", "reserveSpace", "reserve_space")
+# Arguments kernels update in place although their schemas do not mark them written (`Tensor?`,
+# not `Tensor(a!)?`): batch norm's running statistics. Every input is described before the call
+# anyway; this list says which ones need a copy when their bytes are wanted only afterwards.
+_RUNNING_STATS = ("running_mean", "running_var")
+_UNDECLARED_WRITES = {"native_batch_norm": _RUNNING_STATS, "cudnn_batch_norm": _RUNNING_STATS,
+                      "miopen_batch_norm": _RUNNING_STATS, "batch_norm_update_stats": _RUNNING_STATS,
+                      "batch_norm_gather_stats": _RUNNING_STATS,
+                      "batch_norm_gather_stats_with_counts": _RUNNING_STATS}
 
 
 def _num(value):
@@ -196,6 +208,9 @@ class _OpInfo:
                 if getattr(arg, "is_out", False) or arg.kwarg_only:
                     self.out_args.add(arg.name)
         self.mutates = bool(self.write_args)
+        # Arguments the kernel changes although the schema does not mark them written.
+        changed = _UNDECLARED_WRITES.get(base, ())
+        self.changed_args = [(i, n, k) for i, n, k in self.arg_names if n in changed]
         self.workspace_args = [(i, n, k) for i, n, k in self.arg_names if n in _WORKSPACE_ARGS]
         self.workspace_outputs = _WORKSPACE_OUTPUTS.get(base, ())
         returns_alias = any(r.alias_info is not None and not getattr(r.alias_info, "is_write", False)
@@ -259,6 +274,13 @@ def _peak(t):
     if x.element_size() == 1:  # fp8: no abs/max kernels; its values fit float32
         x = x.float()
     return float(x.abs().max())  # one reduction: nan and inf propagate into it
+
+
+def _input_peak(t, captured):
+    """_peak(t), from the statistics capture_inputs took when there are some."""
+    if captured is not None and t.is_floating_point() and "max" in captured[0]:
+        return _Stats.peak(captured[0])
+    return _peak(t)
 
 
 def _finite(peak):
@@ -452,6 +474,7 @@ class _Dumper(TorchDispatchMode):
         self.index = 0
         self.modules = []
         self.module_inputs_finite = []
+        self.module_before = []  # capture_inputs of the modules running, innermost last
         self.busy = threading.local()
         os.makedirs(self.path, exist_ok=True)
         manifest = os.path.join(self.path, "manifest.jsonl")
@@ -599,8 +622,52 @@ class _Dumper(TorchDispatchMode):
             return False  # the inf/nan came in: not where it started
         return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
 
+    def _describe(self, key, t, keep_data):
+        """(manifest entry, raw bytes or None) of a tensor of a dtype safetensors stores: layout,
+        statistics, and the bytes (and their crc32) when the data is kept or a checksum asked for."""
+        info = {"key": key, "dtype": safetensors_io.st_dtype(t.dtype), "shape": list(t.shape)}
+        if not _plain_layout(t):
+            info.update(stride=list(t.stride()), storage_offset=t.storage_offset())
+        info.update(self._stats(t))
+        raw = None
+        want_crc = self.checksum is True or (self.checksum is None and keep_data)
+        if keep_data or want_crc:  # the bytes on the host: only when stored or asked for
+            raw = safetensors_io.tensor_bytes(t)
+            if want_crc:
+                info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes
+        return info, (raw if keep_data else None)
+
+    def capture_inputs(self, inputs, unread, clone=()):
+        """The recorded inputs, described before the operator (or module) runs: {key: (entry, bytes
+        or None, tensor to take the bytes from later)}.
+
+        A kernel may change an input whatever its schema says (native_batch_norm updates
+        running_mean/var in place, and its schema marks neither as written), so every input is
+        described before the call. This costs what describing it afterwards would: its statistics
+        (and, when the data is kept, its bytes) are taken once either way, only earlier. When
+        whether the data is kept is known only afterwards (check_overflow keeps it for overflowing
+        operators only), the bytes are taken later, from a copy for the inputs in `clone`
+        (positions of the inputs the operator is known to change) and from the input itself for the
+        rest."""
+        if self.mode not in ("input", "all"):
+            return {}
+        keep_now = not self.stats_only and not self.check_overflow
+        captured = {}
+        for i, t in enumerate(inputs):
+            if i in unread or safetensors_io.st_dtype(t.dtype) is None:
+                continue
+            key = "input.%d" % i
+            info, raw = self._describe(key, t, keep_now)
+            late = t.detach().clone() if (i in clone and not keep_now and not self.stats_only) else t
+            captured[key] = (info, raw, late)
+        self._stat_cache.clear()  # the operator may change these tensors: its outputs are measured anew
+        return captured
+
     def record(self, name, kind, phase, inputs, outputs, replayed=None, replay_note=None, unread=(),
-               uninitialised_outputs=False, overflow=False, view=False, opaque_outputs=()):
+               uninitialised_outputs=False, overflow=False, view=False, opaque_outputs=(), before=None):
+        """Writes one manifest entry (and its tensor file). `before`: capture_inputs's descriptions
+        of the inputs, taken before the call."""
+        before = before or {}
         if kind == "module" and not self._wanted(name, phase):  # operators were checked before they ran
             return
         tensors, uninitialised = [], []
@@ -635,17 +702,17 @@ class _Dumper(TorchDispatchMode):
                 entry["tensors"].append({"key": key, "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
                                          "note": "not saved: safetensors has no element type for %s" % t.dtype})
                 continue
-            info = {"key": key, "dtype": dtype, "shape": list(t.shape)}
-            if not _plain_layout(t):
-                info.update(stride=list(t.stride()), storage_offset=t.storage_offset())
-            info.update(self._stats(t))
-            want_crc = self.checksum is True or (self.checksum is None and keep_data)
-            if keep_data or want_crc:  # the bytes on the host: only when stored or asked for
-                raw = safetensors_io.tensor_bytes(t)
-                if want_crc:
-                    info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes
-                if keep_data:
-                    records.append((key, dtype, tuple(t.shape), raw))
+            captured = before.get(key)
+            if captured is not None:  # described before the operator ran (it may have changed since)
+                info, raw, late = captured
+                if keep_data and raw is None:
+                    raw = safetensors_io.tensor_bytes(late)
+                    if "crc32" not in info and self.checksum is not False:
+                        info["crc32"] = zlib.crc32(raw)
+            else:
+                info, raw = self._describe(key, t, keep_data)
+            if keep_data:
+                records.append((key, dtype, tuple(t.shape), raw))
             entry["tensors"].append(info)
         self._stat_cache.clear()
         if keep_data and records:
@@ -715,14 +782,20 @@ class _Dumper(TorchDispatchMode):
             if self.reference is not None:  # before the op runs: an in-place op changes its inputs
                 replayed, note = self.replay(func, op, args, kwargs, name, phase, inputs, unread, opaque)
             numbers_nonfinite = _nonfinite_number((args, kwargs))
-            read = [t for i, t in enumerate(inputs) if i not in unread]
-            if op.mutates:  # the values the op was given, taken before it changes them
-                input_peaks = [_peak(t) for t in read]
-                if self.mode in ("input", "all"):
-                    inputs = [t if i in unread else t.detach().clone() for i, t in enumerate(inputs)]
+            before = {}
+            changes = op.mutates or op.changed_args
+            if not op.uninitialised:
+                changed = set()
+                if changes:
+                    ids = {id(t) for t in op.arguments(args, kwargs, op.write_args + op.changed_args)}
+                    changed = {i for i, t in enumerate(inputs) if id(t) in ids}
+                before = self.capture_inputs(inputs, unread, changed)
+            read = [(i, t) for i, t in enumerate(inputs) if i not in unread]
+            if changes:  # the values the op was given, taken before it changes them
+                input_peaks = [_input_peak(t, before.get("input.%d" % i)) for i, t in read]
             else:
                 def input_peaks():
-                    return [_peak(t) for t in read]
+                    return [_input_peak(t, before.get("input.%d" % i)) for i, t in read]
             out = func(*args, **kwargs)
             outputs = _flatten(out, [])
             if self.fresh:
@@ -734,7 +807,7 @@ class _Dumper(TorchDispatchMode):
                 overflow = self._overflow(outputs, input_peaks, numbers_nonfinite)
             self.record(name, "op", phase, inputs, outputs, replayed, note, unread=unread,
                         uninitialised_outputs=op.uninitialised, overflow=overflow, view=op.view,
-                        opaque_outputs=op.workspace_outputs)
+                        opaque_outputs=op.workspace_outputs, before=before)
         finally:
             self.busy.on = False
         return out
@@ -753,7 +826,13 @@ class _Dumper(TorchDispatchMode):
             if self.level in ("module", "mix"):  # before the module runs: in-place modules change their inputs
                 self.busy.on = True
                 try:
-                    self.module_inputs_finite.append(all(_finite(_peak(t)) for t in _flatten(inputs, [])))
+                    flat = _flatten(inputs, [])
+                    before = {}
+                    if not self.names or any(n in path for n in self.names):
+                        before = self.capture_inputs(flat, ())
+                    self.module_before.append(before)
+                    self.module_inputs_finite.append(all(_finite(_input_peak(t, before.get("input.%d" % i)))
+                                                         for i, t in enumerate(flat)))
                 finally:
                     self.busy.on = False
 
@@ -765,9 +844,11 @@ class _Dumper(TorchDispatchMode):
                 self.busy.on = True
                 try:
                     finite_in = self.module_inputs_finite.pop() if self.module_inputs_finite else True
+                    before = self.module_before.pop() if self.module_before else {}
                     outputs = _flatten(output, [])
                     overflow = self._overflow(outputs, [] if finite_in else [float("inf")], False)
-                    self.record(name, "module", _phase(), _flatten(inputs, []), outputs, overflow=overflow)
+                    self.record(name, "module", _phase(), _flatten(inputs, []), outputs, overflow=overflow,
+                                before=before)
                 finally:
                     self.busy.on = False
 
