@@ -3,7 +3,8 @@
 
 Per rank: idle, compute and non-compute time (HTA's get_temporal_breakdown), communication time
 (the sum of communication kernels, HTA's get_gpu_kernel_breakdown) and the comm/compute overlap
-(get_comm_comp_overlap) must agree within 1 %. Exits 77 (skipped) when HTA cannot be imported:
+(get_comm_comp_overlap) must agree within 1 %, on two real 2-rank sets, the first again in
+PyTorch 1.8-1.9's categories, and a trace without distributedInfo (rank 0 for both). Exits 77 (skipped) when HTA cannot be imported:
 the project does not depend on it (install it with `pip install HolisticTraceAnalysis` in a venv
 and point PORTKIT_HTA_PYTHON at its python, or run this script with that python).
 
