@@ -11,6 +11,7 @@
 #include "render/prof_advisor.h"
 #include "render/prof_diff.h"
 #include "render/prof_summary.h"
+#include "target/target_facts.h"
 
 namespace portkit::cli {
 namespace fs = std::filesystem;
@@ -121,7 +122,8 @@ int ExportTimeline(const std::string& dir, const std::string& output, bool force
 }
 
 int Analyse(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
-            const std::string& fail_on, bool force, int64_t max_string_bytes, Context& ctx) {
+            const std::string& fail_on, const std::string& target, bool force, int64_t max_string_bytes,
+            Context& ctx) {
   fs::path out = OutputFolder(output, dir, "analysis");
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
@@ -131,6 +133,7 @@ int Analyse(const std::string& dir, const std::string& output, const std::vector
   prof::AnalyseOptions options;
   options.dir = dir;
   options.max_string_bytes = max_string_bytes;
+  options.target = target;
   auto report = prof::RunAnalyse(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   std::string text = render::ProfAdvisorText(*report);
@@ -288,7 +291,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
                      "replace the output file even when it is not a timeline portkit wrote (refused otherwise)");
   AddMaxStringOption(*timeline, &max_string_mb);
 
-  std::string analyse_dir, analyse_output, fail_on;
+  std::string analyse_dir, analyse_output, fail_on, analyse_target;
   std::vector<std::string> analyse_formats;
   auto* analyse = app.add_subcommand("analyse", "advisor: time split, host operators (calls, self and total time), top kernels, and findings with "
                                                 "severity, evidence and advice (into <dir>/analysis/)");
@@ -298,6 +301,8 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   analyse->add_flag("--force", report_force, kReportForce);
   analyse->add_option("--fail-on", fail_on, "exit 1 when there is a finding of this severity or higher")
       ->check(CLI::IsMember({"high", "medium", "low", "info"}));
+  analyse->add_option("--target", analyse_target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   AddMaxStringOption(*analyse, &max_string_mb);
 
   std::string base_dir, cmp_dir, diff_output;
@@ -332,8 +337,8 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, report_force, max_string_bytes,
                                              ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, timeline_force, max_string_bytes, ctx);
-  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, report_force,
-                                         max_string_bytes, ctx);
+  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, analyse_target,
+                                         report_force, max_string_bytes, ctx);
   if (diff->parsed())
     return Diff(base_dir, cmp_dir, gate->count() ? std::optional<double>(fail_above) : std::nullopt, diff_output,
                 diff_formats, report_force, max_string_bytes, ctx);

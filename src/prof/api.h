@@ -104,6 +104,9 @@ struct AnalyseOptions {
   std::filesystem::path dir;
   size_t top = 10;  ///< rows in the top operators / device tasks lists
   int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
+  /// The target whose facts the rules read (non-native operators, communication kernels, fused
+  /// APIs): a name of data/targets or a folder holding a target.json; empty: the default target.
+  std::string target;
 };
 
 struct AnalyseReport {

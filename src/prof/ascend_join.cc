@@ -54,7 +54,11 @@ Status JoinPair(sql::Database& db, AscendJoin& join) {
       "UPDATE events SET "
       "grid_x = COALESCE(events.grid_x, r.grid_x), grid_y = COALESCE(events.grid_y, r.grid_y), "
       "grid_z = COALESCE(events.grid_z, r.grid_z), input_dims = COALESCE(events.input_dims, r.input_dims), "
-      "input_types = COALESCE(events.input_types, r.input_types) "
+      "input_types = COALESCE(events.input_types, r.input_types), "
+      // The row's op type, core, formats and outputs (op_summary, op_statistic); the task's own
+      // args win where both have a key.
+      "args = CASE WHEN r.args IS NULL OR NOT json_valid(r.args) THEN events.args "
+      "WHEN events.args IS NULL OR NOT json_valid(events.args) THEN r.args ELSE json_patch(r.args, events.args) END "
       "FROM ascend_pairs p JOIN events r ON r.rowid = p.k WHERE events.rowid = p.v"));
   PORTKIT_RETURN_IF_ERROR(db.Exec("DELETE FROM events WHERE rowid IN (SELECT k FROM ascend_pairs)"));
   // The rows with no task there (trace_view may hold fewer tasks) join its timeline and steps too.

@@ -83,7 +83,7 @@ size_t AnalyseReport::CountAtLeast(Severity at_least) const {
 Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx) {
   auto store = OpenImported(options.dir, options.max_string_bytes, ctx);
   if (!store.ok()) return store.status();
-  auto profile = Profile::Load(*store, ctx.data_dir);
+  auto profile = Profile::Load(*store, ctx.data_dir, options.target);
   if (!profile.ok()) return profile.status();
   AnalyseReport report;
   report.folder = ProfileFolder(options.dir);

@@ -17,16 +17,11 @@
 #include "prof/api.h"
 #include "prof/ascend_join.h"
 #include "prof/json_stream.h"
+#include "prof/own_outputs.h"
 
 namespace portkit::prof {
 namespace fs = std::filesystem;
 namespace {
-
-/// Folders holding portkit's own outputs inside a profile folder (never imported again).
-bool IsOutputFolder(const fs::path& p) {
-  std::string name = p.filename().string();
-  return name == "timeline" || name == "summary" || name == "analysis" || name == "diff";
-}
 
 bool IsStoreFile(const fs::path& p) {
   std::string name = p.filename().string();
@@ -42,25 +37,29 @@ bool HasTraceLikeName(const fs::path& p) {
   return ends(".json") || ends(".gz") || ends(".csv");
 }
 
-/// Regular files under `path` (itself when it is a file), sorted; portkit's outputs skipped.
-/// Links are never followed and FIFOs or devices never opened (docs/safety.md): those with a
-/// trace-like name are listed in `notes` (relative path, why).
-std::vector<fs::path> CandidateFiles(const fs::path& path, std::vector<std::pair<fs::path, std::string>>* notes) {
-  std::vector<fs::path> out;
+/// Regular files under `path` (itself when it is a file), sorted. portkit's own outputs by their
+/// place (own_outputs.h) go to `own` instead, each reported once. Links are never followed and
+/// FIFOs or devices never opened (docs/safety.md): those with a trace-like name are listed in
+/// `notes` (relative path, why).
+std::vector<InputEntry> CandidateFiles(const fs::path& path, std::vector<std::pair<fs::path, std::string>>* notes,
+                                       std::map<std::string, std::string>* own) {
+  std::vector<InputEntry> out;
   std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return {path};
+  if (fs::is_regular_file(path, ec)) return {InputEntry{path, path.filename().string(), InputEntry::Kind::kFile, {}}};
   WalkOptions walk;
   for (const auto& e : WalkInputTree(path, walk)) {
     if (e.kind == InputEntry::Kind::kFile) {
-      bool in_output = false;
-      for (fs::path dir = fs::path(e.rel).parent_path(); !dir.empty(); dir = dir.parent_path())
-        in_output |= IsOutputFolder(dir);
-      if (!in_output && !IsStoreFile(e.path)) out.push_back(e.path);
+      if (IsStoreFile(e.path)) continue;
+      if (auto o = OwnOutputByPlace(e)) own->emplace(o->what, o->why);
+      else out.push_back(e);
+    } else if (e.kind == InputEntry::Kind::kOutput) {
+      auto o = OwnOutputFolder(e);
+      own->emplace(o.what, o.why);
     } else if ((e.kind == InputEntry::Kind::kLink || e.kind == InputEntry::Kind::kSpecial) && HasTraceLikeName(e.path)) {
       notes->emplace_back(e.path, e.note);
     }
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), [](const InputEntry& x, const InputEntry& y) { return x.path < y.path; });
   return out;
 }
 
@@ -190,8 +189,14 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   const Importer* kineto = nullptr;
   for (const auto& i : importers)
     if (i->name() == "kineto") kineto = i.get();
-  for (const auto& file : CandidateFiles(options.input, &not_read)) {
+  std::map<std::string, std::string> own;
+  for (const auto& entry : CandidateFiles(options.input, &not_read, &own)) {
+    const fs::path& file = entry.path;
     std::string head = ReadFirstBytes(file);
+    if (auto o = OwnOutputByContent(entry, head); o && !single_file) {
+      own.emplace(o->what, o->why);
+      continue;
+    }
     const Importer* importer = DetectImporter(importers, head);
     // A JSON object whose first kSniffBytes hold none of a trace's keys may still have its
     // traceEvents further on (after a long first member): look for it at the top level.
@@ -208,6 +213,14 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
       report.skipped.emplace_back(Relative(file, report.folder), "not a trace portkit reads");
     }
   }
+  // Never read back: importing them would count every event a second time.
+  // (`own` is empty for a single file: a file named on the command line is imported as asked.)
+  for (const auto& [what, why] : own) report.skipped.emplace_back(what, why);
+  auto is_own = [&](const std::string& stored) {
+    for (const auto& [what, why] : own)
+      if (stored == what || (what.back() == '/' && stored.rfind(what, 0) == 0)) return true;
+    return false;
+  };
   // lexically: fs::relative would resolve the very link being reported.
   for (const auto& [file, why] : not_read)
     report.skipped.emplace_back(file.lexically_relative(report.folder).generic_string(), why);
@@ -271,15 +284,22 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   }
   // A folder import is the folder's profile: traces imported earlier whose files are gone leave it.
   if (!single_file) {
+    std::vector<std::string> own_dropped;
     auto stored = store->TracePaths();
     if (!stored.ok()) return stored.status();
     for (const auto& p : *stored) {
       std::error_code gone_ec;
       if (!fs::exists(report.folder / p, gone_ec) && !gone_ec) report.dropped.push_back(p);
+      else if (is_own(p)) own_dropped.push_back(p);
     }
     PORTKIT_RETURN_IF_ERROR(store->DropTraces(report.dropped));
+    PORTKIT_RETURN_IF_ERROR(store->DropTraces(own_dropped));
     for (const auto& p : report.dropped)
       log.Info("Dropped " + p + " from the profile: imported earlier, its file is gone.");
+    for (const auto& p : own_dropped)
+      log.Info("Dropped " + p + " from the profile: portkit's own output, imported by an earlier portkit.");
+    report.dropped.insert(report.dropped.end(), own_dropped.begin(), own_dropped.end());
+    std::sort(report.dropped.begin(), report.dropped.end());
   }
   {
     auto stored = store->TracePaths();

@@ -38,7 +38,7 @@ constexpr std::string_view kCreateSchema = R"SQL(
 CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
 CREATE TABLE traces (
   id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, format TEXT NOT NULL,
-  events INTEGER, skipped INTEGER, warning TEXT, marks INTEGER);
+  events INTEGER, skipped INTEGER, warning TEXT, marks INTEGER, base_ns INTEGER);
 CREATE TABLE devices (
   trace INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, properties TEXT);
 CREATE TABLE events (
@@ -98,6 +98,11 @@ DROP INDEX IF EXISTS events_external;
 DROP VIEW IF EXISTS kernel_launches;
 )SQL";
 
+// Schema 3 → 4: the trace's clock (Kineto's baseTimeNanoseconds), so that `export timeline` puts
+// the traces of several ranks on absolute time; traces imported before have it NULL (their own
+// clock, as before) until imported again.
+constexpr std::string_view kMigrate3To4 = "ALTER TABLE traces ADD COLUMN base_ns INTEGER;";
+
 sql::Schema StoreSchema() {
   sql::Schema s;
   s.what = "profile store";
@@ -107,7 +112,7 @@ sql::Schema StoreSchema() {
   static const std::string to3 = std::string(kMigrate2To3) + std::string(kRelinkLaunches) +
                                  "; DROP INDEX events_relink;" + std::string(kKernelLaunchesView);
   s.create_sql = create;
-  s.migrations = {kMigrate1To2, to3};
+  s.migrations = {kMigrate1To2, to3, kMigrate3To4};
   s.remedy = "delete it and run `portkit prof import` on the traces again";
   return s;
 }
@@ -639,13 +644,16 @@ Expected<int64_t> TraceWriter::SetKindOfProcess(int64_t pid, EventKind from, Eve
 Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view warning) {
   if (!tx_) return Status(ErrorCode::kInternal, "trace already finished or aborted");
   sql::Database& db = *store_->db_;
-  auto q = db.Prepare("UPDATE traces SET events = ?, skipped = ?, warning = ?, marks = ? WHERE id = ?");
+  auto q = db.Prepare("UPDATE traces SET events = ?, skipped = ?, warning = ?, marks = ?, base_ns = ? WHERE id = ?");
   Status st = q.status();
   if (st.ok()) {
     q->Bind(1, static_cast<int64_t>(events)).Bind(2, static_cast<int64_t>(skipped));
     if (warning.empty()) q->BindNull(3);
     else q->Bind(3, warning);
-    st = q->Bind(4, marks_).Bind(5, id_).Run();
+    q->Bind(4, marks_);
+    if (base_ns_) q->Bind(5, *base_ns_);
+    else q->BindNull(5);
+    st = q->Bind(6, id_).Run();
   }
   if (st.ok()) st = LinkByExternalId();
   if (st.ok()) st = LinkLaunches();

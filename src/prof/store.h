@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,7 +31,7 @@
 namespace portkit::prof {
 
 /// The schema version of `portkit.db` this portkit writes and reads.
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
 /// The store's file name inside a profile folder.
 inline constexpr std::string_view kStoreFileName = "portkit.db";
 
@@ -124,6 +125,10 @@ class TraceWriter {
   Status AddEvent(const Event& e);
   Status AddMark(const Mark& m);
   Status AddDevice(int64_t id, std::string_view name, std::string_view properties);
+  /// The trace's clock: its timestamps count from `base_ns` nanoseconds since the epoch (Kineto's
+  /// baseTimeNanoseconds). Stored by Finish (`traces.base_ns`); unset: the timestamps are the
+  /// trace's own (absolute for older Kineto, from the profiler's start for the legacy profiler).
+  void SetBaseTime(int64_t base_ns) { base_ns_ = base_ns; }
   /// Re-kinds this trace's events of process `pid` stored as `from` (a process whose name came
   /// after its events); returns how many changed.
   Expected<int64_t> SetKindOfProcess(int64_t pid, EventKind from, EventKind to);
@@ -163,6 +168,7 @@ class TraceWriter {
   bool relink_launches_ = false;
   std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
   uint64_t events_ = 0;          // added so far, for Store::SetTraceLimits
+  std::optional<int64_t> base_ns_;
   int64_t start_pages_ = -1;     // the store's page count when the trace began (-1: not measured)
   /// Checks the caps of Store::SetTraceLimits before the next event is stored.
   Status CheckLimits();

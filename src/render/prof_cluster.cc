@@ -112,6 +112,9 @@ std::string ProfClusterText(const ClusterReport& r) {
   out += RenderTable({"rank", "file", "backend", "world size", "starts at", "device tasks", "comm tasks"}, ranks);
   for (const auto& s : r.ranks)
     if (!s.warning.empty()) out += "note: rank " + std::to_string(s.rank) + ": " + s.warning + "\n";
+  for (const auto& [file, why] : r.skipped)
+    if (why.rfind("not read: ", 0) == 0) out += "note: skipped " + file + ": " + why + "\n";
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
   out += "\nTemporal breakdown per rank (HTA's definitions):\n";
   out += RenderTable(kBreakdownHeader, BreakdownRows(r));
   size_t slow = 0;
@@ -146,7 +149,8 @@ std::string ProfClusterJson(const ClusterReport& r) {
     w.Key("file").String(s.file);
     w.Key("backend").String(s.backend);
     w.Key("world_size").Int(s.world_size);
-    w.Key("rank_from_file_name").Bool(s.rank_from_file_name);
+    w.Key("rank_from_file_name").Bool(s.rank_source == RankSource::kFileName);
+    w.Key("rank_assumed").Bool(s.rank_source == RankSource::kAssumedZero);
     w.Key("offset_us"), UsNumber(w, s.offset_ns);
     w.Key("events").Int(static_cast<int64_t>(s.events));
     w.Key("device_tasks").Int(static_cast<int64_t>(s.device_tasks));
@@ -192,6 +196,9 @@ std::string ProfClusterJson(const ClusterReport& r) {
   w.Key("collectives").Int(static_cast<int64_t>(r.communication.collectives.size()));
   w.Key("links").Int(static_cast<int64_t>(r.communication.matrix.size()));
   w.Key("slow_links").Int(static_cast<int64_t>(r.communication.slow_links));
+  w.Key("notes").BeginArray();
+  for (const auto& n : r.notes) w.String(n);
+  w.EndArray();
   w.Key("skipped").BeginArray();
   for (const auto& [file, why] : r.skipped) {
     w.BeginObject();

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 
 namespace portkit::target {
@@ -74,6 +75,8 @@ class FactsReader {
   }
 
   Status Profile(simdjson::dom::element v, ProfileFacts* out) const {
+    std::map<std::string, std::vector<std::string>> activations;
+    std::map<std::string, std::pair<std::string, std::string>> replacements;
     simdjson::dom::object obj;
     if (v.get_object().get(obj)) return Error("\"profile\" must be an object");
     for (auto field : obj) {
@@ -92,12 +95,80 @@ class FactsReader {
           PORTKIT_RETURN_IF_ERROR(NonNative(item, &op));
           out->non_native_ops.push_back(std::move(op));
         }
+      } else if (key == "native_ops") {
+        PORTKIT_RETURN_IF_ERROR(NativeOps(field.value, &activations, &replacements));
       } else {
         return Error("unknown key \"profile." + key +
-                     "\" (known: communication_kernels, fusion_apis, native_activations, non_native_ops)");
+                     "\" (known: communication_kernels, fusion_apis, native_activations, native_ops, non_native_ops)");
+      }
+    }
+    ExpandNativeOps(activations, replacements, out);
+    return Status::Ok();
+  }
+
+  /// profile.native_ops: {"activations": {Name: [aten ops]}, "replacements": {Name: {"replacement",
+  /// "accuracy"}}}.
+  Status NativeOps(simdjson::dom::element v, std::map<std::string, std::vector<std::string>>* activations,
+                   std::map<std::string, std::pair<std::string, std::string>>* replacements) const {
+    simdjson::dom::object obj;
+    if (v.get_object().get(obj)) return Error("\"profile.native_ops\" must be an object");
+    for (auto field : obj) {
+      std::string key(field.key), where = "profile.native_ops." + key;
+      simdjson::dom::object inner;
+      if (field.value.get_object().get(inner)) return Error("\"" + where + "\" must be an object");
+      if (key == "activations") {
+        for (auto a : inner)
+          PORTKIT_RETURN_IF_ERROR(Strings(a.value, where + "." + std::string(a.key), &(*activations)[std::string(a.key)]));
+      } else if (key == "replacements") {
+        for (auto r : inner) {
+          std::string name(r.key), at = where + "." + name;
+          simdjson::dom::object fix;
+          if (r.value.get_object().get(fix)) return Error("\"" + at + "\" must be an object");
+          auto& [replacement, accuracy] = (*replacements)[name];
+          for (auto f : fix) {
+            std::string k(f.key);
+            if (k == "replacement") PORTKIT_RETURN_IF_ERROR(String(f.value, at + "." + k, &replacement));
+            else if (k == "accuracy") PORTKIT_RETURN_IF_ERROR(String(f.value, at + "." + k, &accuracy));
+            else return Error("unknown key \"" + at + "." + k + "\" (known: replacement, accuracy)");
+          }
+          if (replacement.empty()) return Error("\"" + at + "\" needs a \"replacement\"");
+        }
+      } else {
+        return Error("unknown key \"" + where + "\" (known: activations, replacements)");
       }
     }
     return Status::Ok();
+  }
+
+  /// Every activation of native_ops.activations that native_activations does not list becomes a
+  /// non-native op (unless non_native_ops already describes it), with its replacement and
+  /// accuracy note from native_ops.replacements.
+  static void ExpandNativeOps(const std::map<std::string, std::vector<std::string>>& activations,
+                              const std::map<std::string, std::pair<std::string, std::string>>& replacements,
+                              ProfileFacts* out) {
+    auto lower = [](std::string s) {
+      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+      return s;
+    };
+    std::set<std::string> native, described;
+    for (const auto& n : out->native_activations) native.insert(lower(n));
+    for (const auto& op : out->non_native_ops) described.insert(lower(op.name));
+    std::string native_list;
+    for (const auto& n : out->native_activations) native_list += (native_list.empty() ? "" : ", ") + n;
+    for (const auto& [name, ops] : activations) {
+      if (native.count(lower(name)) || described.count(lower(name)) || ops.empty()) continue;
+      NonNativeOp op;
+      op.name = name;
+      op.why = "not a native activation on the target (native: " + native_list + ")";
+      op.ops = ops;
+      auto r = replacements.find(name);
+      op.replacement = r != replacements.end() ? r->second.first
+                                               : "a native activation (" + native_list + ")";
+      op.caveat = r != replacements.end() && !r->second.second.empty()
+                      ? r->second.second
+                      : "a different activation changes the model: fine-tune or retrain with it and check the accuracy";
+      out->non_native_ops.push_back(std::move(op));
+    }
   }
 
   Status NonNative(simdjson::dom::element v, NonNativeOp* out) const {

@@ -3,7 +3,8 @@
 
 Per rank: idle, compute and non-compute time (HTA's get_temporal_breakdown), communication time
 (the sum of communication kernels, HTA's get_gpu_kernel_breakdown) and the comm/compute overlap
-(get_comm_comp_overlap) must agree within 1 %. Exits 77 (skipped) when HTA cannot be imported:
+(get_comm_comp_overlap) must agree within 1 %, on two real 2-rank sets, the first again in
+PyTorch 1.8-1.9's categories, and a trace without distributedInfo (rank 0 for both). Exits 77 (skipped) when HTA cannot be imported:
 the project does not depend on it (install it with `pip install HolisticTraceAnalysis` in a venv
 and point PORTKIT_HTA_PYTHON at its python, or run this script with that python).
 
@@ -17,10 +18,36 @@ import sys
 import tempfile
 
 SETS = {
-    # name: trace files from tests/data/traces/kineto (one per rank)
-    "sampled_pair": ["timeline_analysis__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"],
-    "trace_diff_pair": ["trace_diff__control__control.json.gz", "trace_diff__test__test.json.gz"],
+    # name: (trace files from tests/data/traces/kineto, one per rank; how each is rewritten)
+    "sampled_pair": (["timeline_analysis__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"], None),
+    "trace_diff_pair": (["trace_diff__control__control.json.gz", "trace_diff__test__test.json.gz"], None),
+    # The same pair in PyTorch 1.8-1.9's categories (ProfilerStep as cat Operator, Kernel, Runtime).
+    "pt19_pair": (["timeline_analysis__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"], "pt19"),
+    # A trace without distributedInfo (HTA and portkit both take it as rank 0).
+    "rankless": (["trace_filter__sampled_rank-1.json.gz"], "rankless"),
 }
+PT19 = {"cpu_op": "Operator", "kernel": "Kernel", "cuda_runtime": "Runtime", "gpu_memcpy": "Memcpy",
+        "gpu_memset": "Memset"}
+
+
+def rewrite(src, dst, how):
+    """Copies trace `src` to folder `dst`, rewritten as `how` says."""
+    if how is None:
+        shutil.copy(src, dst)
+        return
+    import gzip
+    d = json.load(gzip.open(src))
+    if how == "pt19":
+        for e in d["traceEvents"]:
+            if e.get("cat") in PT19:
+                e["cat"] = PT19[e["cat"]]
+            if str(e.get("name", "")).startswith("ProfilerStep#"):
+                e["cat"] = "Operator"
+    elif how == "rankless":
+        d.pop("distributedInfo", None)
+    name = os.path.basename(src).replace("rank-", "r")  # no rank left in the name either
+    with gzip.open(os.path.join(dst, name), "wt") as f:
+        json.dump(d, f)
 
 
 def within(ours, theirs, what, failures, tol=0.01):
@@ -43,11 +70,11 @@ def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "traces", "kineto")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, files in SETS.items():
+        for name, (files, how) in SETS.items():
             d = os.path.join(tmp, name)
             os.makedirs(d)
             for f in files:
-                shutil.copy(os.path.join(root, f), d)
+                rewrite(os.path.join(root, f), d, how)
             out = os.path.join(tmp, name + "_out")
             subprocess.run([portkit, "prof", "cluster", "-dir", d, "-o", out, "--format", "json", "--no-timeline"],
                            check=True, stdout=subprocess.DEVNULL)

@@ -34,6 +34,23 @@ check "export summary --format json exits 0" "[ $? = 0 ]"
 for f in op_summary op_statistic api_statistic kernel_statistic step_trace; do
   check "summary/$f.json loads" "$py -c 'import json,sys; assert isinstance(json.load(open(sys.argv[1])), list)' '$tmp/npu/summary/$f.json'"
 done
+# Ascend: msprof's op_statistic (op type and accelerator core from kernel_details.csv) and
+# op_summary's formats and output shapes.
+check "op_statistic: Ascend op types on their cores (MatMul on AI_CORE, HCCL broadcast)" \
+  "$py -c '
+import json,sys
+rows={(r[\"OP Type\"], r[\"Core Type\"]): r for r in json.load(open(sys.argv[1]))}
+assert rows[(\"MatMul\", \"AI_CORE\")][\"Count\"] == 9, rows.keys()
+assert rows[(\"hcom_broadcast_\", \"HCCL\")][\"Count\"] == 2
+assert (\"ZerosLike\", \"AI_VECTOR_CORE\") in rows
+' '$tmp/npu/summary/op_statistic.json'"
+check "op_summary: formats, output shapes and types of kernel_details rows" \
+  "$py -c '
+import json,sys
+r=[r for r in json.load(open(sys.argv[1])) if r[\"Op Name\"]==\"MatMul91\"][0]
+assert r[\"OP Type\"]==\"MatMul\" and r[\"Task Type\"]==\"AI_CORE\", r
+assert r[\"Input Formats\"]==\"FORMAT_ND;FORMAT_ND\" and r[\"Output Shapes\"]==\"\\\"4096,4608\\\"\" and r[\"Output Data Types\"]==\"FLOAT16\" and r[\"Output Formats\"]==\"FORMAT_ND\", r
+' '$tmp/npu/summary/op_summary.json'"
 "$PORTKIT" prof analyse -dir "$tmp/npu" --format json >"$tmp/analyse.out" 2>"$tmp/err"
 check "analyse --format json exits 0" "[ $? = 0 ]"
 check "analysis/advisor.json loads and holds findings" \

@@ -19,7 +19,7 @@ for f in cluster_report.txt cluster_report.json cluster_report.html cluster_step
          cluster_communication.json cluster_communication_matrix.json cluster_timeline.json; do
   check "writes $f" "[ -s '$out/$f' ]"
 done
-check "a .json that is no trace is skipped with a note" "grep -q 'skipped config.json: not a Kineto or torch_npu trace' '$tmp/pair.err'"
+check "a .json that is no trace is skipped with a note" "grep -q 'skipped config.json: not a Kineto, legacy torch or torch_npu trace' '$tmp/pair.err'"
 check "text report names both ranks and the slow-rank rule" \
   "grep -q 'Cluster of 2 rank(s)' '$tmp/pair.out' && grep -q '(max-min)/mean > 0.05' '$tmp/pair.out'"
 # Absolute time: rank 1's first event is 553 us after rank 0's (1682725897227300 vs ...226747 us).
@@ -105,8 +105,9 @@ mkdir -p "$tmp/norank"
 cp "$k/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz" "$tmp/norank/"
 "$PORTKIT" prof cluster -dir "$tmp/norank" >/dev/null 2>"$tmp/err"
 rc=$?
-check "no distributedInfo and no rank in the name: exit 2 naming the file" \
-  "[ $rc = 2 ] && grep -q 'amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz: no distributedInfo.rank' '$tmp/err'"
+check "no distributedInfo and no rank in the name: rank 0, with a note (as HTA)" \
+  "[ $rc = 0 ] && grep -q 'note: rank 0: no rank in the trace nor in its file name: taken as rank 0' '$tmp/norank/cluster_analysis_output/cluster_report.txt'"
+rm -rf "$tmp/norank/cluster_analysis_output"
 cp "$k/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz" "$tmp/norank/job_rank-5.json.gz"
 rm "$tmp/norank/amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 "$PORTKIT" prof cluster -dir "$tmp/norank" >"$tmp/out" 2>"$tmp/err"
@@ -148,6 +149,111 @@ b=json.load(open(sys.argv[1]))[\"temporal_breakdown\"][0][\"total\"]
 assert abs(b[\"compute_us\"]-ov[\"Computing\"]) <= 0.01*ov[\"Computing\"], (b, ov)
 assert abs(b[\"free_us\"]-ov[\"Free\"]) <= 0.01*ov[\"Free\"], (b, ov)
 ' '$tmp/npu/cluster_analysis_output/cluster_report.json' tests/data/traces/ascend/trace_view.json"
+
+# ---- own outputs: prof import after prof cluster on the same folder gives the same store ------
+dump() {  # the store's content, sorted; ids and rowids (new on every import) as what they name
+  $py -c '
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+q = {
+    "strings": "SELECT value FROM strings",
+    "traces": "SELECT path, format, events, skipped, warning, marks, base_ns FROM traces",
+    "devices": "SELECT t.path, d.id, d.name, d.properties FROM devices d JOIN traces t ON t.id = d.trace",
+    "marks": "SELECT t.path, m.ph, m.ts, m.pid, m.tid, m.event FROM marks m JOIN traces t ON t.id = m.trace",
+    "events": "SELECT t.path, e.kind, n.value, c.value, e.ts, e.dur, e.pid, e.tid, e.correlation, e.external_id, "
+              "e.input_dims, e.input_types, e.args, p.ts, l.ts FROM events e JOIN traces t ON t.id = e.trace "
+              "JOIN strings n ON n.id = e.name LEFT JOIN strings c ON c.id = e.category "
+              "LEFT JOIN events p ON p.rowid = e.parent LEFT JOIN events l ON l.rowid = e.launch",
+}
+for t, sql in q.items():
+    for row in sorted(map(repr, db.execute(sql))): print(t, row)' "$1/portkit.db"
+}
+mkdir -p "$tmp/own"
+cp "$k/timeline_analysis__sampled_rank-0.json.gz" "$k/trace_filter__sampled_rank-1.json.gz" "$tmp/own/"
+"$PORTKIT" prof import -dir "$tmp/own" >/dev/null 2>&1
+dump "$tmp/own" > "$tmp/own_before.txt"
+"$PORTKIT" prof cluster -dir "$tmp/own" >/dev/null 2>&1
+"$PORTKIT" prof export timeline -dir "$tmp/own" -o "$tmp/own/aligned.json" >/dev/null 2>&1
+mkdir -p "$tmp/own/elsewhere" && cp "$tmp/own/cluster_analysis_output/cluster_timeline.json" "$tmp/own/elsewhere/merged.json"
+"$PORTKIT" prof import -dir "$tmp/own" >/dev/null 2>"$tmp/own.err"
+dump "$tmp/own" > "$tmp/own_after.txt"
+check "import after cluster and export: the same store as before" "cmp -s '$tmp/own_before.txt' '$tmp/own_after.txt'"
+check "import says what it skipped as portkit's own output" \
+  "grep -q 'Skipped cluster_analysis_output/: portkit.s own output' '$tmp/own.err' && grep -q 'Skipped aligned.json: portkit.s own output' '$tmp/own.err' && grep -q 'Skipped elsewhere/merged.json: portkit.s own output (a merged timeline written by prof cluster)' '$tmp/own.err'"
+"$PORTKIT" prof cluster -dir "$tmp/own" --format json >/dev/null 2>"$tmp/own_cluster.err"
+check "cluster does not read an exported timeline as a rank" \
+  "[ $? = 0 ] && grep -q 'skipped aligned.json: portkit.s own output' '$tmp/own_cluster.err'"
+
+# ---- export timeline over a folder of ranks: every rank on absolute time ----------------------
+check "export timeline of two ranks: the ranks' steps 551 as far apart as on absolute time" \
+  "$py -c '
+import gzip,json,sys
+t=json.load(open(sys.argv[1]))[\"traceEvents\"]
+names={e[\"pid\"]: e[\"args\"][\"name\"] for e in t if e.get(\"ph\")==\"M\" and e[\"name\"]==\"process_name\"}
+def step(events, pick): return [e for e in events if e.get(\"name\")==\"ProfilerStep#551\" and pick(e)][0]
+r0=float(step(t, lambda e: \"sampled_rank-0\" in names[e[\"pid\"]])[\"ts\"])
+r1=float(step(t, lambda e: \"sampled_rank-1\" in names[e[\"pid\"]])[\"ts\"])
+def absolute(path):  # baseTimeNanoseconds + ts, in us (ts alone when there is no base)
+    d=json.load(gzip.open(path)); return d.get(\"baseTimeNanoseconds\", 0)/1000 + float(step(d[\"traceEvents\"], lambda e: True)[\"ts\"])
+a0=absolute(sys.argv[2]); a1=absolute(sys.argv[3])
+assert abs((r1 - r0) - (a1 - a0)) < 1e-6 and abs(a1 - a0) > 100, (r0, r1, a0, a1)
+' '$tmp/own/aligned.json' '$k/timeline_analysis__sampled_rank-0.json.gz' '$k/trace_filter__sampled_rank-1.json.gz'"
+
+# ---- trace eras --------------------------------------------------------------------------------
+g=tests/data/traces/gloo
+# torch 2.8, 4 gloo ranks on CPU: no device task, explained.
+mkdir -p "$tmp/gloo28" && cp "$g"/torch2.8_4ranks/*.gz "$tmp/gloo28/"
+"$PORTKIT" prof cluster -dir "$tmp/gloo28" >"$tmp/gloo28.out" 2>&1
+check "CPU-only 4-rank run: 4 ranks, gloo, and the report says why the device split is empty" \
+  "[ $? = 0 ] && grep -q 'Cluster of 4 rank(s)' '$tmp/gloo28.out' && grep -q 'gloo' '$tmp/gloo28.out' && grep -q 'note: No rank has device tasks' '$tmp/gloo28.out'"
+# An empty rank file and a broken one beside them: skipped with a note, the others analysed.
+: > "$tmp/gloo28/rank4.pt.trace.json"
+printf '{"traceEvents": [{"ph": "X", "na' > "$tmp/gloo28/rank5.pt.trace.json"
+"$PORTKIT" prof cluster -dir "$tmp/gloo28" >"$tmp/gloo28b.out" 2>&1
+check "empty and broken rank files are skipped with a note, never aborting" \
+  "[ $? = 0 ] && grep -q 'Cluster of 4 rank(s)' '$tmp/gloo28b.out' && grep -q 'note: skipped rank4.pt.trace.json: not read' '$tmp/gloo28b.out' && grep -q 'note: skipped rank5.pt.trace.json: not read' '$tmp/gloo28b.out'"
+rm "$tmp/gloo28/rank4.pt.trace.json" "$tmp/gloo28/rank5.pt.trace.json"
+# A rank at or above the world size is noted.
+$py -c '
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1])); d["distributedInfo"]["rank"] = 7
+json.dump(d, gzip.open(sys.argv[2], "wt"))' "$g/torch2.8_4ranks/rank3.pt.trace.json.gz" "$tmp/gloo28/rank3.pt.trace.json.gz"
+"$PORTKIT" prof cluster -dir "$tmp/gloo28" >"$tmp/gloo28c.out" 2>&1
+check "rank 7 of a world of 4 is noted" "grep -q 'note: rank 7: rank 7 is not below the world size 4' '$tmp/gloo28c.out'"
+# torch 1.13 without Kineto: the legacy profiler's per-rank traces (event arrays), accepted.
+mkdir -p "$tmp/gloo113" && cp "$g"/torch1.13_2ranks/*.gz "$tmp/gloo113/"
+"$PORTKIT" prof cluster -dir "$tmp/gloo113" --format text,json >"$tmp/gloo113.out" 2>&1
+check "torch 1.13 legacy per-rank traces: 2 ranks from the file names, 4 steps each, clocks noted" \
+  "[ $? = 0 ] && grep -q 'Cluster of 2 rank(s)' '$tmp/gloo113.out' && grep -q 'legacy profiler trace' '$tmp/gloo113.out' && [ \$(grep -c '^[0-9],rank,' '$tmp/gloo113/cluster_analysis_output/cluster_step_trace_time.csv') = 0 ]"
+# PyTorch 1.8-1.9 categories (ProfilerStep as cat Operator, Kernel, Runtime): steps kept, same
+# breakdown as the same traces in today's categories.
+mkdir -p "$tmp/pt19"
+for f in timeline_analysis__sampled_rank-0 trace_filter__sampled_rank-1; do
+  $py -c '
+import gzip, json, sys
+old = {"cpu_op": "Operator", "kernel": "Kernel", "cuda_runtime": "Runtime", "gpu_memcpy": "Memcpy", "gpu_memset": "Memset"}
+d = json.load(gzip.open(sys.argv[1]))
+for e in d["traceEvents"]:
+    if e.get("cat") in old: e["cat"] = old[e["cat"]]
+    if str(e.get("name", "")).startswith("ProfilerStep#"): e["cat"] = "Operator"
+json.dump(d, gzip.open(sys.argv[2], "wt"))' "$k/$f.json.gz" "$tmp/pt19/$f.json.gz"
+done
+"$PORTKIT" prof cluster -dir "$tmp/pt19" --format json --no-timeline >/dev/null 2>&1
+check "PyTorch 1.8-1.9 categories: the same steps and breakdown as today's" \
+  "$py -c '
+import json,sys
+a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2]))
+assert a[\"temporal_breakdown\"] == b[\"temporal_breakdown\"] and len(a[\"temporal_breakdown\"][0][\"steps\"]) > 0
+' '$tmp/pt19/cluster_analysis_output/cluster_report.json' '$tmp/own/cluster_analysis_output/cluster_report.json'"
+# Triton: the launcher (a cpu_op with a stream field, 95.8 us) is not device time; the kernel is.
+mkdir -p "$tmp/triton" && cp "$k/triton_example__triton_example.json.gz" "$tmp/triton/"
+"$PORTKIT" prof cluster -dir "$tmp/triton" --format text,json --no-timeline >"$tmp/triton.out" 2>&1
+check "Triton launcher with a stream field is not device compute" \
+  "$py -c '
+import json,sys
+d=json.load(open(sys.argv[1])); t=d[\"temporal_breakdown\"][0][\"total\"]
+assert d[\"ranks\"][0][\"device_tasks\"] == 1 and t[\"compute_us\"] < 2, (d[\"ranks\"], t)
+' '$tmp/triton/cluster_analysis_output/cluster_report.json' && grep -q '1 host event(s) with a stream field' '$tmp/triton.out'"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -38,8 +38,9 @@ struct Profile {
   /// communication kernel names and fused replacements.
   target::TargetFacts target;
 
-  /// Loads the events of `store` and the default target of `data_dir`.
-  static Expected<Profile> Load(Store& store, const std::filesystem::path& data_dir);
+  /// Loads the events of `store` and the facts of `target` (a name of `data_dir`/targets or a
+  /// folder holding a target.json; empty: the default target).
+  static Expected<Profile> Load(Store& store, const std::filesystem::path& data_dir, const std::string& target = "");
   /// Whether device kernel `name` is collective communication (nccl, rccl, AllReduce, or a name
   /// the target lists in profile.communication_kernels).
   bool IsCommunication(const std::string& name) const;

@@ -16,10 +16,10 @@ const char* SeverityName(Severity s) {
   return "info";
 }
 
-Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_dir) {
+Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_dir, const std::string& target) {
   Profile p;
   p.data_dir = data_dir;
-  auto facts = target::LoadTarget(data_dir, "");
+  auto facts = target::LoadTarget(data_dir, target);
   if (!facts.ok()) return facts.status();
   p.target = std::move(*facts);
   auto q = store.db().Prepare(

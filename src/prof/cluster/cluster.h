@@ -66,14 +66,25 @@ struct RankStep {
   int64_t cpu_start = 0, cpu_end = 0;  ///< absolute ns
 };
 
+/// Where a rank's number came from.
+enum class RankSource : uint8_t {
+  kDistributedInfo,  ///< the trace's distributedInfo.rank
+  kFileName,         ///< torch_npu's profiler_info_N.json, or the file name (rank-3, rank_3, rank3)
+  kAssumedZero,      ///< neither: taken as rank 0, as HTA does
+};
+
 /// What the analysis keeps of one rank's trace.
 struct RankTrace {
   std::string file;     ///< relative to the input folder
   int64_t rank = -1;
   int64_t world_size = -1;
   std::string backend;
-  bool rank_from_file_name = false;  ///< no distributedInfo.rank: taken from the file name
+  RankSource rank_source = RankSource::kDistributedInfo;
   bool has_base_time = false;        ///< baseTimeNanoseconds present (ts relative to it)
+  /// An event array (the legacy profiler of torch builds without Kineto): its timestamps count
+  /// from its own profiler's start, so it cannot be aligned with other ranks on absolute time.
+  bool relative_clock = false;
+  uint64_t host_with_stream = 0;     ///< host events with a stream field, not counted as device time
   int64_t base_ns = 0;
   int64_t first_ns = 0, last_ns = 0;  ///< absolute span of the trace's timed events
   uint64_t events = 0, bytes = 0;
@@ -91,8 +102,11 @@ struct RankTrace {
 /// file name (-1: none), used when the trace has no distributedInfo.rank. Errors name the file.
 /// With `include_last_step`, tasks launched during the last step are kept (HTA's
 /// include_last_profiler_step).
+/// `communication_kernels`: substrings of device task names that mark communication, besides
+/// HTA's `nccl...Kernel` / `rccl...Kernel` (the target's profile.communication_kernels).
 Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::string& display,
-                                  int64_t rank_hint, bool include_last_step = false);
+                                  int64_t rank_hint, bool include_last_step = false,
+                                  const std::vector<std::string>& communication_kernels = {});
 
 /// The rank in a file name ("rank-3", "rank_3", "rank3", case-insensitive), or -1.
 int64_t RankFromFileName(const std::string& name);
@@ -264,13 +278,16 @@ struct ClusterOptions {
   bool timeline = true;        ///< build the merged timeline
   bool include_last_step = false;  ///< keep the last (often incomplete) step, see ReadRankTrace
   Exchange* exchange = nullptr;    ///< null: one process
+  /// Substrings of device task names that are communication (besides NCCL's and RCCL's kernels);
+  /// empty: profile.communication_kernels of the default target of the Context's data folder.
+  std::vector<std::string> communication_kernels;
 };
 
 struct RankSummary {
   std::string file;
   int64_t rank = 0, world_size = -1;
   std::string backend;
-  bool rank_from_file_name = false;
+  RankSource rank_source = RankSource::kDistributedInfo;
   int64_t offset_ns = 0;  ///< its first event after the earliest rank's first event
   uint64_t events = 0, device_tasks = 0, comm_tasks = 0, bytes = 0;
   std::string warning;
@@ -284,7 +301,10 @@ struct ClusterReport {
   std::vector<SlowRankCheck> slow_ranks;
   CommunicationReport communication;
   std::vector<StepTraceRow> step_trace;    ///< by step, then rank
-  std::vector<std::pair<std::string, std::string>> skipped;  ///< files that are no trace
+  std::vector<std::pair<std::string, std::string>> skipped;  ///< files that are no trace, or unreadable
+  /// Notes about the whole run, printed before the tables: a run without device tasks (CPU only),
+  /// ranks on their own clocks.
+  std::vector<std::string> notes;
   std::string timeline_json;               ///< empty when not asked for
   uint64_t timeline_events = 0;
   double seconds_reading = 0, seconds_analysing = 0;

@@ -103,8 +103,9 @@ std::string SerializeDigests(const std::vector<RankDigest>& digests) {
     if (!d.status.ok()) continue;
     const RankTrace& t = d.trace;
     w.S(t.file);
-    for (int64_t v : {t.rank, t.world_size, static_cast<int64_t>(t.rank_from_file_name),
-                      static_cast<int64_t>(t.has_base_time), t.base_ns, t.first_ns, t.last_ns,
+    for (int64_t v : {t.rank, t.world_size, static_cast<int64_t>(t.rank_source),
+                      static_cast<int64_t>(t.has_base_time), static_cast<int64_t>(t.relative_clock),
+                      static_cast<int64_t>(t.host_with_stream), t.base_ns, t.first_ns, t.last_ns,
                       static_cast<int64_t>(t.events), static_cast<int64_t>(t.bytes), static_cast<int64_t>(t.truncated),
                       static_cast<int64_t>(t.excluded_tasks), static_cast<int64_t>(d.device_tasks)})
       w.I(v);
@@ -152,7 +153,12 @@ Status DeserializeDigests(std::string_view bytes, std::vector<RankDigest>* out) 
     RankTrace& t = d.trace;
     t.file = r.S();
     t.rank = r.I(), t.world_size = r.I();
-    t.rank_from_file_name = r.I() != 0, t.has_base_time = r.I() != 0;
+    int64_t source = r.I();
+    if (source < 0 || source > static_cast<int64_t>(RankSource::kAssumedZero)) r.ok = false;
+    t.rank_source = static_cast<RankSource>(source);
+    t.has_base_time = r.I() != 0;
+    t.relative_clock = r.I() != 0;
+    t.host_with_stream = static_cast<uint64_t>(r.I());
     t.base_ns = r.I(), t.first_ns = r.I(), t.last_ns = r.I();
     t.events = static_cast<uint64_t>(r.I()), t.bytes = static_cast<uint64_t>(r.I());
     t.truncated = r.I() != 0;

@@ -1,14 +1,25 @@
 // Finding the per-rank traces of a folder: every regular file whose content starts like a Kineto
 // trace object (plain or gzip); links are never followed and portkit's own outputs are skipped.
 #include <algorithm>
+#include <map>
 
 #include "core/input_files.h"
 #include "prof/cluster/cluster.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/importers/importer.h"
+#include "prof/own_outputs.h"
 
 namespace portkit::prof::cluster {
 namespace fs = std::filesystem;
+
+namespace {
+
+bool LooksLikeRankFileName(const std::string& rel) {
+  auto ends = [&](std::string_view s) { return rel.size() >= s.size() && rel.compare(rel.size() - s.size(), s.size(), s) == 0; };
+  return ends(".json") || ends(".json.gz");
+}
+
+}  // namespace
 
 Expected<std::vector<fs::path>> FindRankFiles(const fs::path& dir,
                                               std::vector<std::pair<std::string, std::string>>* skipped) {
@@ -17,20 +28,34 @@ Expected<std::vector<fs::path>> FindRankFiles(const fs::path& dir,
   if (!fs::is_directory(dir, ec))
     return InvalidArgument(dir.string() + " is not a folder; give the folder that holds one trace per rank");
   std::vector<fs::path> out;
+  std::map<std::string, std::string> own;  // portkit's outputs, each folder reported once
   for (const auto& e : WalkInputTree(dir)) {
     if (e.kind == InputEntry::Kind::kFile) {
-      bool in_output = false;
-      for (fs::path d = fs::path(e.rel).parent_path(); !d.empty(); d = d.parent_path())
-        in_output |= d.filename() == kClusterOutputFolder;
-      if (in_output) continue;
+      if (auto o = OwnOutputByPlace(e)) {
+        // The default output folder is this command's own: expected there, not worth a note.
+        if (o->what != std::string(kClusterOutputFolder) + "/") own.emplace(o->what, o->why);
+        continue;
+      }
       std::string head = ReadFirstBytes(e.path);
-      // Kineto trace objects, and torch_npu's trace_view.json (an event array with string ts).
-      if (LooksLikeTraceObject(head) || (LooksLikeEventArray(head) && HasStringTimestamp(head))) out.push_back(e.path);
-      else if (skipped) skipped->emplace_back(e.rel, "not a Kineto or torch_npu trace");
-    } else if (skipped && e.kind != InputEntry::Kind::kOutput) {
+      if (auto o = OwnOutputByContent(e, head)) {
+        own.emplace(o->what, o->why);
+        continue;
+      }
+      // Kineto trace objects; event arrays: torch_npu's trace_view.json (string ts) and the
+      // legacy profiler's per-rank traces (torch builds without Kineto). An empty file is a rank
+      // file that is broken: it is read, and reported as such, rather than ignored.
+      if (LooksLikeTraceObject(head) || LooksLikeEventArray(head) || (head.empty() && LooksLikeRankFileName(e.rel)))
+        out.push_back(e.path);
+      else if (skipped) skipped->emplace_back(e.rel, "not a Kineto, legacy torch or torch_npu trace");
+    } else if (e.kind == InputEntry::Kind::kOutput) {
+      auto o = OwnOutputFolder(e);
+      own.emplace(o.what, o.why);
+    } else if (skipped) {
       skipped->emplace_back(e.rel, e.note.empty() ? "not a regular file" : e.note);
     }
   }
+  if (skipped)
+    for (const auto& [what, why] : own) skipped->emplace_back(what, why);
   std::sort(out.begin(), out.end());
   return out;
 }

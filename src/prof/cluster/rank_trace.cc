@@ -8,6 +8,7 @@
 
 #include "prof/cluster/cluster.h"
 #include "prof/importers/chrome_trace.h"
+#include "prof/importers/importer.h"
 #include "prof/json_stream.h"
 
 namespace portkit::prof::cluster {
@@ -15,15 +16,35 @@ namespace {
 
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-/// HTA's `^nccl.*Kernel`, plus ROCm's rccl and HCCL's names.
-bool IsCommName(std::string_view name) {
+/// HTA's `^nccl.*Kernel`, plus ROCm's rccl, plus the names the target's data marks as
+/// communication (profile.communication_kernels: HCCL's `hcom_` tasks on the NPU).
+bool IsCommName(std::string_view name, const std::vector<std::string>& markers) {
   if (StartsWith(name, "nccl") || StartsWith(name, "rccl"))
     return name.find("Kernel", 4) != std::string_view::npos;
-  return StartsWith(name, "hcom_") || StartsWith(name, "Hccl") || StartsWith(name, "hccl");
+  for (const auto& m : markers)
+    if (!m.empty() && name.find(m) != std::string_view::npos) return true;
+  return false;
 }
 
-TaskClass ClassOf(std::string_view name, bool has_collective_args) {
-  if (has_collective_args || IsCommName(name)) return TaskClass::kCommunication;
+/// Whether an event with a stream field is device time: Kineto's kernel / gpu_memcpy / gpu_memset
+/// (Kernel / Memcpy / Memset in PyTorch 1.8-1.9), or an event without a category (torch_npu's
+/// "Ascend Hardware" tasks). Host events that carry a stream (Triton and torch.compile launchers
+/// are cpu_op or python_function events with args.stream) are not.
+bool IsDeviceCategory(std::string_view cat) {
+  if (cat.empty()) return true;
+  std::string lower(cat);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower == "kernel" || lower == "gpu_memcpy" || lower == "gpu_memset" || lower == "memcpy" || lower == "memset";
+}
+
+/// ProfilerStep#N ranges: cpu_op or user_annotation (torch 1.10+), Operator (torch 1.8-1.9),
+/// none (the legacy profiler, torch_npu).
+bool IsStepCategory(std::string_view cat) {
+  return cat == "cpu_op" || cat == "user_annotation" || cat == "Operator" || cat.empty();
+}
+
+TaskClass ClassOf(std::string_view name, bool has_collective_args, const std::vector<std::string>& markers) {
+  if (has_collective_args || IsCommName(name, markers)) return TaskClass::kCommunication;
   if (StartsWith(name, "Memcpy") || StartsWith(name, "Memset") || StartsWith(name, "dma")) return TaskClass::kMemory;
   // HTA leaves names holding Memcpy or Sync out of computation (stream and event syncs).
   if (name.find("Memcpy") != std::string_view::npos || name.find("Sync") != std::string_view::npos)
@@ -87,6 +108,8 @@ class RankReader {
   std::vector<RankStep> steps;              // relative times until Finish
   int64_t first = INT64_MAX, last = INT64_MIN;
   uint64_t events = 0;
+  uint64_t host_with_stream = 0;  // host events carrying a stream field (launchers): not device time
+  const std::vector<std::string>* communication_kernels = nullptr;
 
   void Parse(std::string_view text) {
     buffer_.assign(text);
@@ -97,6 +120,8 @@ class RankReader {
     std::string_view ph, cat, name;
     int64_t ts = 0, dur = 0, stream = -1, correlation = -1;
     bool has_ts = false;
+    // An event without a member must not see the previous event's (torch_npu's tasks have no cat).
+    ph_.clear(), cat_.clear(), name_.clear();
     CollectiveArgs args;
     bool comm_args = false;
     for (auto field : obj) {
@@ -140,7 +165,7 @@ class RankReader {
     ++events;
     first = std::min(first, ts);
     last = std::max(last, ts + dur);
-    if (StartsWith(name_, "ProfilerStep#") && (cat_ == "cpu_op" || cat_ == "user_annotation" || cat_.empty())) {
+    if (StartsWith(name_, "ProfilerStep#") && IsStepCategory(cat_)) {
       RankStep s;
       s.number = IntFromDigits(std::string_view(name_).substr(13));
       s.cpu_start = ts;
@@ -148,12 +173,12 @@ class RankReader {
       steps.push_back(s);
       return;
     }
-    if (stream >= 0 && cat_ != "gpu_user_annotation") {
+    if (stream >= 0 && IsDeviceCategory(cat_)) {
       PendingTask p;
       p.task.stream = stream;
       p.task.correlation = correlation;
       p.task.name = NameId(name_);
-      p.task.cls = ClassOf(name_, comm_args);
+      p.task.cls = ClassOf(name_, comm_args, *communication_kernels);
       p.ts_rel = ts;
       p.dur = dur;
       p.comm_args = comm_args;
@@ -167,6 +192,8 @@ class RankReader {
       task_args.push_back(p.task.cls == TaskClass::kCommunication ? std::move(args) : CollectiveArgs{});
     } else if (correlation >= 0) {
       launches.emplace_back(correlation, ts);
+    } else if (stream >= 0) {
+      ++host_with_stream;
     }
   }
 
@@ -240,10 +267,12 @@ int64_t RankFromFileName(const std::string& name) {
 }
 
 Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::string& display,
-                                  int64_t rank_hint, bool include_last_step) {
+                                  int64_t rank_hint, bool include_last_step,
+                                  const std::vector<std::string>& communication_kernels) {
   RankTrace out;
   out.file = display;
   RankReader reader;
+  reader.communication_kernels = &communication_kernels;
   bool has_rank = false;
   std::string base_text;
   StreamCallbacks cb;
@@ -260,12 +289,14 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
   out.bytes = stats.bytes_read;
   out.events = reader.events;
   if (!has_rank) {
-    if (rank_hint < 0)
-      return InvalidArgument(display + ": no distributedInfo.rank in the trace and no rank in the file name "
-                                       "(name the file like rank-3.json, keep torch_npu's profiler_info_N.json beside it, or "
-                                       "profile with torch.distributed initialised)");
-    out.rank = rank_hint;
-    out.rank_from_file_name = true;
+    // As HTA: a trace that names no rank is rank 0 (noted in the report).
+    out.rank = rank_hint < 0 ? 0 : rank_hint;
+    out.rank_source = rank_hint < 0 ? RankSource::kAssumedZero : RankSource::kFileName;
+  }
+  out.host_with_stream = reader.host_with_stream;
+  {
+    std::string head = ReadFirstBytes(path);
+    out.relative_clock = LooksLikeEventArray(head) && !HasStringTimestamp(head);
   }
   if (!base_text.empty()) {
     int64_t base = 0;

@@ -37,6 +37,21 @@ std::string Text(const sql::Statement& q, int col) { return std::string(q.Text(c
 
 // Statistics over durations grouped by a key: count, total, avg, min, max and variance (ns²,
 // from sums computed in SQLite's 64-bit integers and a double for the squares).
+/// SQL for the value of `key` in the args of the Ascend event `e` (kernel_details' columns, kept as
+/// args by its importer; trace_view's `Task Type`), NULL elsewhere or when absent. `t` is the
+/// event's row of `traces`.
+std::string AscendArg(const std::string& e, const std::string& t, const std::string& key) {
+  return "(CASE WHEN " + t + ".format LIKE 'ascend_pt%' AND json_valid(" + e + ".args) THEN json_extract(" + e +
+         ".args, '$.\"" + key + "\"') END)";
+}
+
+/// SQL for msprof's Core Type / Task Type of device task `e`: the accelerator core of an Ascend
+/// task (AI_CORE, AI_VECTOR_CORE, AI_CPU, HCCL, ...), else KERNEL, MEMCPY or MEMSET.
+std::string CoreTypeSql(const std::string& e, const std::string& t) {
+  return "COALESCE(" + AscendArg(e, t, "Accelerator Core") + ", " + AscendArg(e, t, "Task Type") + ", CASE " + e +
+         ".kind WHEN 'kernel' THEN 'KERNEL' WHEN 'gpu_memcpy' THEN 'MEMCPY' ELSE 'MEMSET' END)";
+}
+
 constexpr const char* kStatColumns =
     "COUNT(*), SUM(e.dur), MIN(e.dur), MAX(e.dur), SUM(CAST(e.dur AS REAL) * e.dur)";
 
@@ -67,9 +82,12 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
   std::string prev_key;
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
-      "SELECT t.path, k.pid, k.tid, ks.value, COALESCE(cs.value, ''), k.kind, k.ts, k.dur, "
+      "SELECT t.path, k.pid, k.tid, ks.value, COALESCE(" + AscendArg("k", "t", "Type") + ", cs.value, ''), " +
+          CoreTypeSql("k", "t") + ", k.ts, k.dur, "
       "k.grid_x * k.grid_y * k.grid_z, COALESCE(c.input_dims, k.input_dims, ''), "
-      "COALESCE(c.input_types, k.input_types, '') "
+      "COALESCE(c.input_types, k.input_types, ''), COALESCE(" + AscendArg("k", "t", "Input Formats") + ", ''), "
+      "COALESCE(" + AscendArg("k", "t", "Output Shapes") + ", ''), COALESCE(" + AscendArg("k", "t", "Output Data Types") +
+          ", ''), COALESCE(" + AscendArg("k", "t", "Output Formats") + ", '') "
       "FROM events k JOIN traces t ON t.id = k.trace JOIN strings ks ON ks.id = k.name "
       "LEFT JOIN kernel_launches l ON l.kernel = k.rowid "
       "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
@@ -80,12 +98,10 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
         int64_t wait = key == prev_key && prev_end >= 0 && ts > prev_end ? ts - prev_end : 0;
         prev_key = key;
         prev_end = ts + dur;
-        std::string kind = Text(q, 5);
-        op_summary.rows.push_back({Text(q, 0), Text(q, 1), Text(q, 2), Text(q, 3), Text(q, 4),
-                                   kind == "kernel" ? "KERNEL" : kind == "gpu_memcpy" ? "MEMCPY" : "MEMSET",
+        op_summary.rows.push_back({Text(q, 0), Text(q, 1), Text(q, 2), Text(q, 3), Text(q, 4), Text(q, 5),
                                    Micros(ts), Micros(dur), Micros(wait),
                                    q.IsNull(8) ? "" : Text(q, 8), Text(q, 9),
-                                   Text(q, 10), "", "", "", ""});
+                                   Text(q, 10), Text(q, 11), Text(q, 12), Text(q, 13), Text(q, 14)});
       }));
 
   auto stats_row = [&](const sql::Statement& q, int first, bool with_ratio) {
@@ -107,11 +123,11 @@ Expected<std::vector<SummaryTable>> BuildSummaries(Store& store) {
                        {}, {false, false, true, true, true, true, true, true}};
   PORTKIT_RETURN_IF_ERROR(Query(
       store,
-      (std::string("SELECT COALESCE(cs.value, '(no CPU op)'), CASE e.kind WHEN 'kernel' THEN 'KERNEL' "
-                   "WHEN 'gpu_memcpy' THEN 'MEMCPY' ELSE 'MEMSET' END, ") + kStatColumns +
-          " FROM events e LEFT JOIN kernel_launches l ON l.kernel = e.rowid "
+      "SELECT COALESCE(" + AscendArg("e", "t", "Type") + ", cs.value, '(no CPU op)'), " + CoreTypeSql("e", "t") +
+          ", " + kStatColumns +
+          " FROM events e JOIN traces t ON t.id = e.trace LEFT JOIN kernel_launches l ON l.kernel = e.rowid "
           "LEFT JOIN events c ON c.rowid = l.cpu_op LEFT JOIN strings cs ON cs.id = c.name "
-          "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1, 2 ORDER BY SUM(e.dur) DESC, 1, 2"),
+          "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1, 2 ORDER BY SUM(e.dur) DESC, 1, 2",
       [&](const sql::Statement& q) {
         std::vector<std::string> r = {Text(q, 0), Text(q, 1)};
         auto s = stats_row(q, 2, true);

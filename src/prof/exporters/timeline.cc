@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
 
 #include "core/json_writer.h"
 #include "prof/exporters/summary.h"
+#include "prof/importers/chrome_trace.h"
 
 namespace portkit::prof {
 namespace {
@@ -138,29 +140,53 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
   }
   std::map<int64_t, std::string> trace_names;
   std::set<int64_t> with_detail;  // traces imported with schema 2 (args and marks kept)
+  std::map<int64_t, int64_t> clock;  // trace → baseTimeNanoseconds (traces that have one)
   {
-    auto q = db.Prepare("SELECT id, path, marks FROM traces");
+    auto q = db.Prepare("SELECT id, path, marks, base_ns FROM traces");
     if (!q.ok()) return q.status();
     while (true) {
       auto row = q->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
       trace_names[q->Int(0)] = std::string(q->Text(1));
+      if (!q->IsNull(3) && q->Int(3) >= 0 && q->Int(3) <= kMaxTimestampNs) clock[q->Int(0)] = q->Int(3);
       if (!q->IsNull(2)) with_detail.insert(q->Int(0));
       else ++stats->without_detail;
     }
   }
   const bool several_traces = trace_names.size() > 1;
 
-  // Per trace: the earliest timestamp of a timed event (the timeline's zero).
-  std::map<int64_t, int64_t> base;
+  // Per trace: the earliest timestamp of a timed event.
+  std::map<int64_t, int64_t> first;
   auto see = [&](int64_t trace, int64_t ts) {
-    auto it = base.find(trace);
-    if (it == base.end() || ts < it->second) base[trace] = ts;
+    auto it = first.find(trace);
+    if (it == first.end() || ts < it->second) first[trace] = ts;
   };
   for (const auto& r : rows) see(r.trace, r.ts);
   for (const auto& m : marks)
     if (m.has_ts && m.ph != "M") see(m.trace, m.ts);
+  // What each trace's timestamps lose on the timeline (`base`): the traces on absolute time
+  // (baseTimeNanoseconds + ts, or ts itself when it counts from the epoch as in older Kineto)
+  // share one zero, the earliest of their first events, so the ranks of a job line up as in
+  // prof cluster's merged timeline; a trace on its own clock (the legacy profiler counts from its
+  // start) starts at its first event.
+  std::map<int64_t, int64_t> base;
+  {
+    constexpr int64_t kEpochLike = 100'000'000'000'000'000;  // 1973 in ns: below it, a clock of its own
+    std::optional<int64_t> origin;
+    auto absolute_first = [&](int64_t trace, int64_t ts) -> std::optional<int64_t> {
+      if (auto c = clock.find(trace); c != clock.end()) return c->second + ts;
+      if (ts >= kEpochLike) return ts;
+      return std::nullopt;
+    };
+    for (const auto& [trace, ts] : first)
+      if (auto a = absolute_first(trace, ts)) origin = origin ? std::min(*origin, *a) : *a;
+    for (const auto& [trace, ts] : first) {
+      auto a = absolute_first(trace, ts);
+      if (!a) base[trace] = ts;
+      else base[trace] = *origin - (*a - ts);  // ts - base = absolute - origin
+    }
+  }
 
   // One process per (trace, pid), numbered in order of first appearance; the tids each uses.
   std::map<std::pair<int64_t, int64_t>, int64_t> process;

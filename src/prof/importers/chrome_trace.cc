@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <cstdlib>
 #include <cstring>
@@ -528,7 +529,21 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
   std::vector<Device> devices;
   cb.on_event = [&](std::string_view text) { parser.Parse(text); };
   cb.stop = [&] { return queue.stopped(); };
+  std::optional<int64_t> base_ns;
   cb.on_member = [&](std::string_view key, std::string_view value) {
+    if (key == "baseTimeNanoseconds") {
+      // An integer of nanoseconds, parsed from its digits (never through a double).
+      int64_t v = 0;
+      bool any = false;
+      for (char c : value) {
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+        if (c < '0' || c > '9' || v > kMaxTimestampNs / 10) return;
+        v = v * 10 + (c - '0');
+        any = true;
+      }
+      if (any && v <= kMaxTimestampNs) base_ns = v;
+      return;
+    }
     if (key != "deviceProperties") return;
     simdjson::padded_string json(value);
     simdjson::ondemand::parser p;
@@ -578,6 +593,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
   PORTKIT_RETURN_IF_ERROR(stored);
   PORTKIT_RETURN_IF_ERROR(split);
   for (const auto& d : devices) PORTKIT_RETURN_IF_ERROR(writer->AddDevice(d.id, d.name, d.properties));
+  if (base_ns) writer->SetBaseTime(*base_ns);
   parser.CountKinds();
   PORTKIT_RETURN_IF_ERROR(parser.FinishKinds(*writer));
   result.bytes = stats.bytes_read;

@@ -1,7 +1,8 @@
 /// The Ascend PyTorch profiler's `kernel_details.csv` (device tasks of an Ascend profile): one kernel event per
 /// row, columns found by name (`Name`, `Type`, `Start Time(us)`, `Duration(us)`, `Stream ID`,
-/// `Device_id`, `Block Dim`, `Input Shapes`, `Input Data Types`). Detected by its header, whatever
-/// the file is called; plain or gzip.
+/// `Device_id`, `Block Dim`, `Input Shapes`, `Input Data Types`; `Type`, `Accelerator Core`,
+/// `Input Formats`, `Output Shapes`, `Output Data Types`, `Output Formats` as the event's args).
+/// Detected by its header, whatever the file is called; plain or gzip.
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -12,6 +13,7 @@
 
 #include "core/input_files.h"
 #include "core/csv_reader.h"
+#include "core/json_writer.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/importers/importer.h"
 
@@ -88,6 +90,12 @@ class KernelDetailsImporter final : public Importer {
     // Rows are stored as they are parsed: the header comes first, then one row at a time.
     std::vector<std::string> header;
     long name = -1, type = -1, start = -1, dur = -1, stream = -1, device = -1, block = -1, shapes = -1, types = -1;
+    // Columns kept in the event's args (op_summary and op_statistic read them): msprof's op type,
+    // the accelerator core (AI_CORE, AI_VECTOR_CORE, AI_CPU, HCCL, ...), formats and outputs.
+    static constexpr const char* kArgColumns[] = {"Type", "Accelerator Core", "Input Formats", "Output Shapes",
+                                                  "Output Data Types", "Output Formats"};
+    std::vector<std::pair<const char*, long>> arg_columns;
+    std::string args;
     std::optional<TraceWriter> writer;
     bool out_of_range = false;  // the row in hand has a number out of range (docs/safety.md)
     auto number = [&](const std::string& s) -> int64_t {
@@ -108,6 +116,8 @@ class KernelDetailsImporter final : public Importer {
         name = col("Name"), type = col("Type"), start = col("Start Time(us)"), dur = col("Duration(us)"),
         stream = col("Stream ID"), device = col("Device_id"), block = col("Block Dim"),
         shapes = col("Input Shapes"), types = col("Input Data Types");
+        for (const char* c : kArgColumns)
+          if (long at = col(c); at >= 0) arg_columns.emplace_back(c, at);
         if (name < 0 || start < 0 || dur < 0)
           return ParseError(path + ":1: not a kernel_details.csv (needs Name, Start Time(us), Duration(us))");
         auto w = store.BeginTrace(display, result.format);
@@ -139,6 +149,18 @@ class KernelDetailsImporter final : public Importer {
       std::string dims = shapes >= 0 ? row[static_cast<size_t>(shapes)] : "";
       if (dims != "N/A") e.input_dims = dims;
       if (types >= 0 && row[static_cast<size_t>(types)] != "N/A") e.input_types = row[static_cast<size_t>(types)];
+      {
+        JsonWriter w;
+        w.BeginObject();
+        for (const auto& [key, at] : arg_columns) {
+          const std::string& v = row[static_cast<size_t>(at)];
+          if (v.empty() || v == "N/A") continue;
+          w.Key(key).String(v);
+        }
+        w.EndObject();
+        args = w.str();
+        if (args != "{}") e.args = args;
+      }
       if (out_of_range || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum) {
         ++result.skipped;
         ++result.invalid;

@@ -192,17 +192,28 @@ TEST_F(Cluster, ClearErrors) {
 
   fs::create_directories(dir_ / "norank");
   std::ofstream(dir_ / "norank" / "trace.json") << RankTraceText(2, false);
+  // As HTA: a trace naming no rank is rank 0, with a note.
   auto norank = RunCluster({dir_ / "norank", false}, ctx_);
-  ASSERT_FALSE(norank.ok());
-  EXPECT_EQ(norank.status().message(),
-            "trace.json: no distributedInfo.rank in the trace and no rank in the file name (name the file like "
-            "rank-3.json, keep torch_npu's profiler_info_N.json beside it, or profile with torch.distributed "
-            "initialised)");
+  ASSERT_TRUE(norank.ok()) << norank.status().message();
+  EXPECT_EQ(norank->ranks[0].rank, 0);
+  EXPECT_EQ(norank->ranks[0].rank_source, RankSource::kAssumedZero);
+  EXPECT_EQ(norank->ranks[0].warning.rfind("no rank in the trace nor in its file name: taken as rank 0;", 0), 0u)
+      << norank->ranks[0].warning;
+  // Two such traces both claim rank 0: an error that says why.
+  std::ofstream(dir_ / "norank" / "other.json") << RankTraceText(3, false);
+  auto two = RunCluster({dir_ / "norank", false}, ctx_);
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().message(),
+            (dir_ / "norank").string() +
+                ": rank 0 appears twice: other.json and trace.json (a trace without distributedInfo.rank nor a rank in "
+                "its file name is taken as rank 0; name the files like rank-3.json); keep one trace per rank in the "
+                "folder");
+  fs::remove(dir_ / "norank" / "other.json");
   fs::rename(dir_ / "norank" / "trace.json", dir_ / "norank" / "trace_rank_7.json");
   auto named = RunCluster({dir_ / "norank", false}, ctx_);
   ASSERT_TRUE(named.ok()) << named.status().message();
   EXPECT_EQ(named->ranks[0].rank, 7);
-  EXPECT_TRUE(named->ranks[0].rank_from_file_name);
+  EXPECT_EQ(named->ranks[0].rank_source, RankSource::kFileName);
 
   fs::create_directories(dir_ / "none");
   auto none = RunCluster({dir_ / "none", false}, ctx_);

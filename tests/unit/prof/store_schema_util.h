@@ -4,10 +4,10 @@
 
 namespace portkit::prof::testing {
 
-/// SQL that removes schema 3's `events.launch` and puts back schema 1/2's kernel_launches view,
-/// which found a task's launch through the correlation ids.
+/// SQL that removes schema 4's `traces.base_ns` and schema 3's `events.launch` and puts back schema
+/// 1/2's kernel_launches view, which found a task's launch through the correlation ids.
 inline constexpr const char* kUndoSchemaThreeLaunch =
-    "DROP VIEW kernel_launches; ALTER TABLE events DROP COLUMN launch; "
+    "ALTER TABLE traces DROP COLUMN base_ns; DROP VIEW kernel_launches; ALTER TABLE events DROP COLUMN launch; "
     "CREATE VIEW kernel_launches AS SELECT k.trace, k.rowid AS kernel, r.rowid AS launch, "
     "r.parent AS cpu_op FROM events k LEFT JOIN events r ON r.trace = k.trace AND "
     "r.correlation = k.correlation AND r.kind IN ('runtime', 'driver') "

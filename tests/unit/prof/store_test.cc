@@ -68,7 +68,7 @@ TEST_F(ProfStore, AStoreWithoutAVersionIsRefusedWithWhatToDo) {
     EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
     EXPECT_EQ(st.message(), path_.string() +
                                 ": a profile store without a schema version (written by an older portkit, or not by "
-                                "portkit); this portkit reads schema 3; delete it and run `portkit prof import` on "
+                                "portkit); this portkit reads schema 4; delete it and run `portkit prof import` on "
                                 "the traces again");
   }
 }
@@ -82,6 +82,26 @@ TEST_F(ProfStore, ANewerSchemaIsRefused) {
   Status st = Store::Open(path_).status();
   EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
   EXPECT_NE(st.message().find("is newer than this portkit reads"), std::string::npos) << st.message();
+}
+
+// Schema 3 had no traces.base_ns: such a store gains it (NULL: the trace's own clock) when opened.
+TEST_F(ProfStore, SchemaThreeGainsTheTraceClock) {
+  {
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE(store->db().Exec("ALTER TABLE traces DROP COLUMN base_ns; PRAGMA user_version = 3;").ok());
+  }
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  EXPECT_EQ(*store->db().UserVersion(), kStoreSchemaVersion);
+  auto writer = store->BeginTrace("t.json", "kineto");
+  ASSERT_TRUE(writer.ok());
+  writer->SetBaseTime(1'700'000'000'000'000'000);
+  ASSERT_TRUE(writer->Finish(0, 0, "").ok());
+  auto q = store->db().Prepare("SELECT base_ns FROM traces WHERE path = 't.json'");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(*q->Step());
+  EXPECT_EQ(q->Int(0), 1'700'000'000'000'000'000);
 }
 
 TEST_F(ProfStore, NoStoreIsNotFound) {

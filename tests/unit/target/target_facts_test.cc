@@ -51,11 +51,20 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   // torchvision's CUDA-backed ops: replaced through the Torchvision Adapter, except ps_roi_*.
   EXPECT_NE(npu->library_ops.count("torchvision.ops.nms"), 0u);
   EXPECT_EQ(npu->library_ops.count("torchvision.ops.ps_roi_align"), 0u);
-  EXPECT_EQ(npu->profile.communication_kernels, (std::vector<std::string>{"hccl", "HCCL", "hcom_"}));
+  EXPECT_EQ(npu->profile.communication_kernels, (std::vector<std::string>{"hccl", "HCCL", "Hccl", "hcom_"}));
   // Mish is not a native activation on the NPU: the advisor's non_native_ops rule reads this.
   EXPECT_EQ(npu->profile.native_activations,
             (std::vector<std::string>{"Relu", "LeakyRelu", "PRelu", "Elu", "SRelu"}));
-  ASSERT_EQ(npu->profile.non_native_ops.size(), 1u);
+  // Mish first (profile.non_native_ops), then every activation of profile.native_ops that
+  // native_activations does not list, by name, with its replacement and accuracy note.
+  std::vector<std::string> non_native;
+  for (const auto& op : npu->profile.non_native_ops) non_native.push_back(op.name);
+  EXPECT_EQ(non_native, (std::vector<std::string>{"Mish", "CELU", "GELU", "Hardsigmoid", "Hardswish", "SELU", "SiLU"}));
+  const auto& silu = npu->profile.non_native_ops.back();
+  EXPECT_EQ(silu.ops, (std::vector<std::string>{"aten::silu", "aten::silu_", "aten::silu_backward"}));
+  EXPECT_EQ(silu.replacement.rfind("torch_npu.contrib.module.SiLU", 0), 0u);
+  EXPECT_NE(silu.caveat.find("accuracy"), std::string::npos);
+  EXPECT_EQ(silu.why, "not a native activation on the target (native: Relu, LeakyRelu, PRelu, Elu, SRelu)");
   const auto& mish = npu->profile.non_native_ops[0];
   EXPECT_EQ(mish.name, "Mish");
   EXPECT_NE(std::find(mish.ops.begin(), mish.ops.end(), "aten::mish_backward"), mish.ops.end());
