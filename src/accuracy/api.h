@@ -317,6 +317,9 @@ struct ConvertOptions {
   /// Replace files of the names convert makes that portkit did not write (core/output_policy.h);
   /// without it such a file is listed in `failed` and kept.
   bool force = false;
+  /// An HDF5 dataset whose elements its file does not hold (chunks never written, more than
+  /// kMaxHdf5Expansion times its stored bytes) is refused past this many elements (0: no cap).
+  uint64_t max_view_elements = uint64_t{1} << 26;
 };
 
 struct ConvertedFile {

@@ -241,6 +241,7 @@ struct DatasetPlan {
   DType dtype = DType::kUnknown;
   std::vector<int64_t> shape;
   std::string stored;   ///< stored type when it differs from dtype
+  uint64_t stored_bytes = 0;  ///< H5Dget_storage_size
   bool widen = false;   ///< read through HDF5's integer conversion to dtype
   std::string skip;     ///< non-empty: not a tensor, why
 };
@@ -260,6 +261,15 @@ Expected<DatasetPlan> PlanDataset(hid_t ds, const std::string& where) {
     return p;
   }
   if (sc != H5S_SCALAR && sc != H5S_SIMPLE) return ParseError(where + ": unreadable dataspace");
+  // Data kept in other files is never read: an external raw-data file or a virtual dataset's
+  // sources are names inside the dump that could point anywhere (docs/safety.md).
+  Handle dcpl(H5Dget_create_plist(ds), H5Pclose);
+  if (!dcpl.ok()) return ParseError(where + ": cannot read the dataset's creation properties");
+  if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL)
+    return Status(ErrorCode::kUnsupported, where + ": a virtual dataset (its data lives in other files); not read");
+  if (H5Pget_external_count(dcpl.get()) > 0)
+    return Status(ErrorCode::kUnsupported, where + ": its data is stored in an external file; not read");
+  p.stored_bytes = H5Dget_storage_size(ds);
   if (sc == H5S_SIMPLE) {
     int rank = H5Sget_simple_extent_ndims(space.get());
     if (rank < 0) return ParseError(where + ": unreadable dataspace");
@@ -425,6 +435,7 @@ void ListSeqid(hid_t file, const fs::path& path, hid_t sg, const std::string& op
       t.dtype = plan->dtype;
       t.shape = plan->shape;
       t.stored = plan->stored;
+      t.stored_bytes = plan->stored_bytes;
       out->tensors.push_back(std::move(t));
     }
   }
@@ -528,7 +539,7 @@ bool HasHdf5Extension(const fs::path& path) {
   return ext == ".h5" || ext == ".hdf5" || ext == ".he5";
 }
 
-Expected<Hdf5File> Hdf5File::Open(const fs::path& path) {
+Expected<Hdf5File> Hdf5File::Open(const fs::path& path, uint64_t max_view_elements) {
   ErrorCapture cap;
   std::error_code ec;
   if (!fs::exists(path, ec)) return NotFound(path.string() + ": does not exist");
@@ -545,7 +556,9 @@ Expected<Hdf5File> Hdf5File::Open(const fs::path& path) {
   H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);  // closing the file closes what is left open in it
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id < 0) return ParseError(path.string() + ": cannot open the HDF5 file, truncated or corrupt?" + cap.Detail());
-  return Hdf5File(path, id);
+  Hdf5File file(path, id);
+  file.max_view_elements_ = max_view_elements;
+  return file;
 }
 
 Hdf5File::~Hdf5File() {
@@ -606,6 +619,17 @@ Status Hdf5File::Read(const Hdf5Tensor& t, size_t max_bytes,
   auto plan = PlanDataset(ds.get(), where);
   if (!plan.ok()) return plan.status();
   if (plan->dtype != t.dtype || plan->shape != t.shape) return ParseError(where + ": changed while reading");
+  // Checked before anything is allocated or read: elements the file does not hold (chunks never
+  // written read as the fill value) cost work without bytes to bound it.
+  const uint64_t numel = t.shape.empty() ? 1 : t.numel();
+  const unsigned __int128 bytes = static_cast<unsigned __int128>(numel) * DTypeSize(t.dtype);
+  if (max_view_elements_ != 0 && numel > max_view_elements_ &&
+      bytes > static_cast<unsigned __int128>(plan->stored_bytes) * kMaxHdf5Expansion)
+    return InvalidArgument(where + ": over the limit: a dataset of shape " + ShapeText(t.shape) + " (" +
+                           std::to_string(numel) + " elements of " + std::to_string(DTypeSize(t.dtype)) + " bytes) stored in " +
+                           std::to_string(plan->stored_bytes) +
+                           " bytes of the file (chunks never written read as the fill value), more than " +
+                           std::to_string(max_view_elements_) + "; not read. --max-view-elements raises the limit");
   Handle ftype(H5Dget_type(ds.get()), H5Tclose);
   if (!ftype.ok()) return ParseError(where + ": cannot read the datatype" + cap.Detail());
   Handle mem = MemoryType(ftype.get(), *plan);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "accuracy/dtype.h"
+#include "accuracy/tensor_data_file.h"
 #include "core/status.h"
 
 namespace portkit::accuracy {
@@ -41,6 +42,7 @@ struct Hdf5Tensor {
   DType dtype = DType::kUnknown;  ///< element type as read and written by convert
   std::vector<int64_t> shape;     ///< empty for a scalar dataset
   std::string stored;             ///< the stored HDF5 type when it differs from dtype's, else empty
+  uint64_t stored_bytes = 0;      ///< bytes the file holds for it (H5Dget_storage_size; compressed, or 0 when no chunk was written)
   uint64_t numel() const {
     uint64_t n = 1;
     for (int64_t d : shape) n *= static_cast<uint64_t>(d);
@@ -63,8 +65,15 @@ bool HasHdf5Extension(const std::filesystem::path& path);
 class Hdf5File {
  public:
   /// Opens read-only. A file that is not HDF5, or is truncated or corrupt, is an error naming it.
-  static Expected<Hdf5File> Open(const std::filesystem::path& path);
-  Hdf5File(Hdf5File&& o) noexcept : path_(std::move(o.path_)), id_(o.id_) { o.id_ = -1; }
+  /// `max_view_elements` (0: no cap) bounds the elements of a dataset that its stored bytes do not
+  /// hold: one whose elements take more than kMaxHdf5Expansion times the bytes the file stores for
+  /// it (chunks never written read as the fill value, so a few bytes of header can declare 2^60
+  /// elements) is read only up to this many elements; Read refuses it beyond ("over the limit").
+  static Expected<Hdf5File> Open(const std::filesystem::path& path,
+                                 uint64_t max_view_elements = kDefaultMaxViewElements);
+  Hdf5File(Hdf5File&& o) noexcept : path_(std::move(o.path_)), id_(o.id_), max_view_elements_(o.max_view_elements_) {
+    o.id_ = -1;
+  }
   Hdf5File& operator=(Hdf5File&&) = delete;
   Hdf5File(const Hdf5File&) = delete;
   ~Hdf5File();
@@ -76,6 +85,7 @@ class Hdf5File {
 
   /// Streams a tensor's elements (C order, little-endian, `t.dtype`) to `sink` in pieces of at
   /// most `max_bytes` (at least one element), read as hyperslabs: the file is never read whole.
+  /// Its element count is checked against Open's `max_view_elements` before anything is read.
   Status Read(const Hdf5Tensor& t, size_t max_bytes,
               const std::function<Status(const uint8_t* data, size_t count)>& sink) const;
 
@@ -86,7 +96,14 @@ class Hdf5File {
                                                         const std::vector<std::string>&, bool);
   std::filesystem::path path_;
   int64_t id_ = -1;  ///< hid_t
+  uint64_t max_view_elements_ = kDefaultMaxViewElements;
 };
+
+/// How many times its stored bytes a dataset's elements may take before they count as not held by
+/// the file (the expansion bound of compressed traces, docs/safety.md): real compressed tensors
+/// take 1-10 times their stored bytes, a dataset whose chunks were never written takes infinitely
+/// many.
+inline constexpr uint64_t kMaxHdf5Expansion = 100;
 
 /// How an isolated run ended normally: `work`'s return value and the bytes it wrote to its
 /// report descriptor.

@@ -1,6 +1,7 @@
 // RunOverflow (api.h): the overflowing operators of one dump, and where the first inf/nan arises.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string_view>
 
 #include "accuracy/api.h"
@@ -44,21 +45,13 @@ bool OverflowReport::HasComputedOverflow() const {
 }
 
 Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
-  // Two passes over the dump, one operator at a time (a 300k-call dump.json is never held whole):
-  // whether any input was dumped, then the operators.
+  // One pass over the dump, one operator at a time (a 300k-call dump.json is never held whole).
+  // Which rule finds the origin depends on whether the dump holds any input at all, known only at
+  // its end: the first operator each rule picks is kept, and the rule is chosen after the pass.
   OverflowReport report;
   report.dump = options.dump.string();
   bool any_inputs = false;
-  {
-    auto reader = DumpReader::Open(options.dump);
-    if (!reader.ok()) return reader.status();
-    for (DumpOp op;;) {
-      auto more = reader->Next(op);
-      if (!more.ok()) return more.status();
-      if (!*more) break;
-      for (const auto& t : op.tensors) any_inputs = any_inputs || IsInput(t);
-    }
-  }
+  std::optional<OverflowOp> origin_finite_inputs, origin_no_inputs;
   auto reader = DumpReader::Open(options.dump);
   if (!reader.ok()) return reader.status();
   for (DumpOp op;;) {
@@ -68,48 +61,45 @@ Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
     ++report.operators;
     std::string reason = op.overflow ? "flagged by the dumper" : "";
     std::string nonfinite_key;
+    // Whether every non-finite output holds -inf only; whether an input does (a mask carrier).
+    bool outputs_minus_inf_only = true, input_mask = false;
+    bool has_input = false, inputs_finite = true;
     for (const auto& t : op.tensors) {
+      if (IsInput(t)) {
+        has_input = true;
+        if (OnlyMinusInf(t)) input_mask = true;
+        if (FloatingName(t.dtype) && t.NonFinite()) inputs_finite = false;
+      }
       if (!IsOutput(t)) continue;
       if (t.NonFinite()) {
         if (nonfinite_key.empty()) nonfinite_key = t.key;
         if (reason.empty()) reason = t.key + ": inf or nan";
+        if (!OnlyMinusInf(t)) outputs_minus_inf_only = false;
       } else if (reason.empty() && t.has_stats && t.dtype == "F16" &&
                  std::max(std::fabs(t.max), std::fabs(t.min)) > 65504) {
         reason = t.key + ": beyond the fp16 range";
       }
     }
+    any_inputs = any_inputs || has_input;
     if (reason.empty()) continue;
     OverflowOp entry{op.index, op.name, op.phase, op.module, op.stack, reason, WritesValuesOnPurpose(op.name)};
-    bool outputs_mask = !nonfinite_key.empty(), input_mask = false;
-    for (const auto& t : op.tensors) {
-      if (IsOutput(t) && t.NonFinite() && !OnlyMinusInf(t)) outputs_mask = false;
-      if (IsInput(t) && OnlyMinusInf(t)) input_mask = true;
-    }
-    entry.mask = outputs_mask && input_mask && reason.find("fp16") == std::string::npos;
+    entry.mask = !nonfinite_key.empty() && outputs_minus_inf_only && input_mask &&
+                 reason.find("fp16") == std::string::npos;
     report.overflowing.push_back(entry);
-    if (report.origin || nonfinite_key.empty() || entry.deliberate) continue;
-    if (!any_inputs) {
-      // Without inputs a mask carrier cannot be told apart by its inputs; outputs whose only
-      // non-finite value is -inf are taken for masks.
-      bool only_minus_inf = true;
-      for (const auto& t : op.tensors)
-        if (IsOutput(t) && t.NonFinite() && !OnlyMinusInf(t)) only_minus_inf = false;
-      if (only_minus_inf) continue;
-      entry.reason = nonfinite_key + ": inf or nan (inputs not dumped)";
-      report.origin = entry, report.origin_basis = "inputs not dumped";
-      continue;
+    if (nonfinite_key.empty() || entry.deliberate) continue;
+    // Without inputs a mask carrier cannot be told apart by its inputs; outputs whose only
+    // non-finite value is -inf are taken for masks.
+    if (!origin_no_inputs && !outputs_minus_inf_only) {
+      origin_no_inputs = entry;
+      origin_no_inputs->reason = nonfinite_key + ": inf or nan (inputs not dumped)";
     }
-    bool has_input = false, inputs_finite = true;
-    for (const auto& t : op.tensors) {
-      if (!IsInput(t)) continue;
-      has_input = true;
-      if (FloatingName(t.dtype) && t.NonFinite()) inputs_finite = false;
-    }
-    if (has_input && inputs_finite) {
-      entry.reason = nonfinite_key + ": inf or nan while every floating input is finite";
-      report.origin = entry, report.origin_basis = "finite inputs";
+    if (!origin_finite_inputs && has_input && inputs_finite) {
+      origin_finite_inputs = entry;
+      origin_finite_inputs->reason = nonfinite_key + ": inf or nan while every floating input is finite";
     }
   }
+  if (any_inputs && origin_finite_inputs) report.origin = origin_finite_inputs, report.origin_basis = "finite inputs";
+  if (!any_inputs && origin_no_inputs) report.origin = origin_no_inputs, report.origin_basis = "inputs not dumped";
   if (!reader->warning().empty()) report.warnings.push_back(reader->warning());
   return report;
 }

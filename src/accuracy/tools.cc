@@ -81,8 +81,9 @@ struct Hdf5Conversion {
 /// `{op}.{seqid}.{input|output}.{i}.{npy|txt}` plus `convert_index.csv` mapping each file to its
 /// HDF5 path. Problems with single tensors are recorded in `c->failed`; the rest goes on. A
 /// Status is returned for failures of the file as a whole.
-Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType type, bool force, Hdf5Conversion* c) {
-  auto h5 = Hdf5File::Open(file);
+Status ConvertHdf5File(const fs::path& file, const fs::path& out, ConvertType type, bool force,
+                       uint64_t max_view_elements, Hdf5Conversion* c) {
+  auto h5 = Hdf5File::Open(file, max_view_elements);
   if (!h5.ok()) return h5.status();
   auto listing = h5->List();
   if (!listing.ok()) return listing.status();
@@ -212,7 +213,7 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
     // In a child process: a corrupt file that crashes the HDF5 library fails that file only.
     auto run = RunIsolated(path, {dir}, [&, p = path, d = dir](int fd) {
       Hdf5Conversion c;
-      Status st = ConvertHdf5File(p, d, options.type, options.force, &c);
+      Status st = ConvertHdf5File(p, d, options.type, options.force, options.max_view_elements, &c);
       if (!st.ok()) c.failed.push_back({st.message(), st.code()});
       std::string bytes = c.Encode();
       if (!WriteAllToFd(fd, bytes.data(), bytes.size())) return 2;

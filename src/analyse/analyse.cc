@@ -243,7 +243,7 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   auto project = std::make_unique<LoadedProject>();
   LoadOptions load{input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
                    target->facts().DeviceMethods(),
-                   /*decode_latin1=*/opt.mode != AnalyseMode::kDynamicShape};  // dynamic_shape writes files back
+                   /*decode_latin1=*/true};  // dynamic_shape writes such files back in their own encoding
   load.exclude_globs = opt.exclude;
   LoadProject(load, log, pool, *project);
   run.project = project.get();

@@ -124,9 +124,11 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
   const std::string& text = src.source;
   // Line starts; the first line starts after a BOM, which stays the file's first bytes.
   const size_t bom = StartsWithBom(text) ? kUtf8Bom.size() : 0;
+  // Line ends as CPython reads them: "\n", "\r\n" and a lone "\r".
   std::vector<size_t> line_start{bom};
   for (size_t i = 0; i < text.size(); ++i)
-    if (text[i] == '\n') line_start.push_back(i + 1);
+    if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')))
+      line_start.push_back(i + 1);
   size_t lines = line_start.size();
   // Rows covered by a top-level statement other than its first row, and top-level starts.
   std::vector<char> occupied(lines, 0);
@@ -166,6 +168,8 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
     bool blank = first == std::string_view::npos;
     bool comment = !blank && line[first] == '#';
     if (r == 0 && line.rfind("#!", 0) == 0) continue;  // keep the shebang working
+    // A PEP 263 coding line must stay a comment of its own on line 1 or 2.
+    if (r < 2 && comment && !DeclaredEncoding(line).empty()) continue;
     if (blank || comment) {
       insert_row = r;
       break;
@@ -182,8 +186,12 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
   if (insert_row < 0) {
     // No free line: put the import at the end of the last line (functions run after import).
     if (warning) *warning = "no free line before the code for the DETECTOR import; appended to the last line";
-    if (!out.empty() && out.back() == '\n') out.insert(out.size() - 1, "; " + prefix);
-    else out += "\n" + prefix;  // cannot happen without a trailing line; adds one line at the end
+    if (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+      size_t eol = out.size() - (out.size() >= 2 && out.compare(out.size() - 2, 2, "\r\n") == 0 ? 2 : 1);
+      out.insert(eol, "; " + prefix);  // before the whole line end, "\r\n" included
+    } else {
+      out += "\n" + prefix;  // cannot happen without a trailing line; adds one line at the end
+    }
     return out;
   }
   size_t row_byte = line_start[static_cast<size_t>(insert_row)];
@@ -196,7 +204,7 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
                               " runs before the DETECTOR import (line " + std::to_string(insert_row + 1) + ")";
     }
   }
-  size_t line_end = out.find('\n', row_byte);
+  size_t line_end = out.find_first_of("\r\n", row_byte);
   std::string_view line(out.data() + row_byte, (line_end == std::string::npos ? out.size() : line_end) - row_byte);
   size_t first = line.find_first_not_of(" \t\r");
   if (as_statement) {
@@ -278,6 +286,19 @@ Status RunDynamicShapeMode(ModeRun& run) {
       std::string warning;
       text = InstrumentSource(project.syntax, *tree, loops, depth, &warning);
       ReleaseTree(project, f);
+      if (!f.codec.empty()) {
+        // Read as Latin-1 or cp1252: written back in that encoding, its own bytes where not edited.
+        auto encoded = EncodeSource(text, f.codec);
+        if (!encoded.ok()) {
+          log.Warning(f.file->display + ": the instrumented text cannot be written in " + f.codec + " (" +
+                      encoded.status().message() + "); copied unchanged");
+          written(dest, CopyFileAtomic(f.file->path, dest));
+          ++copy.files_copied;
+          progress.Done("Analysis " + f.file->display + " complete.");
+          continue;
+        }
+        text = std::move(*encoded);
+      }
       if (!warning.empty()) log.Warning(f.file->display + ": " + warning);
       for (const auto& l : loops) {
         log.Info("Wrapped the data loop at " + f.file->display + ":" + std::to_string(l.line) +

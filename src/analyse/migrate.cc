@@ -45,8 +45,23 @@ std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
 }
 
 std::string_view LineEnding(std::string_view text) {
-  size_t nl = text.find('\n');
-  return nl != std::string_view::npos && nl > 0 && text[nl - 1] == '\r' ? "\r\n" : "\n";
+  size_t e = text.find_first_of("\r\n");
+  if (e == std::string_view::npos || text[e] == '\n') return "\n";
+  return e + 1 < text.size() && text[e + 1] == '\n' ? "\r\n" : "\r";
+}
+
+uint32_t LineOfByte(std::string_view text, size_t pos) {
+  pos = std::min(pos, text.size());
+  uint32_t line = 1;
+  for (size_t i = 0; i < pos; ++i)
+    if (text[i] == '\n' || (text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n'))) ++line;
+  return line;
+}
+
+size_t AfterLineEnd(std::string_view text, size_t from) {
+  size_t e = text.find_first_of("\r\n", from);
+  if (e == std::string_view::npos) return e;
+  return e + (text[e] == '\r' && e + 1 < text.size() && text[e + 1] == '\n' ? 2 : 1);
 }
 
 namespace {
@@ -516,17 +531,15 @@ InsertPoint FindInsertPoint(const PySyntax& syn, const ParsedSource& src, bool a
   const std::string& s = src.source;
   size_t pos = 0;
   if (after >= 0) {
-    pos = s.find('\n', static_cast<size_t>(after));
+    pos = AfterLineEnd(s, static_cast<size_t>(after));
     if (pos == std::string::npos) {
       pos = s.size();
       p.newline_before = true;
-    } else {
-      ++pos;
     }
   }
   if (pos < kUtf8Bom.size() && StartsWithBom(s)) pos = kUtf8Bom.size();  // the BOM stays first
   p.byte = static_cast<uint32_t>(pos);
-  p.line = static_cast<uint32_t>(std::count(s.begin(), s.begin() + static_cast<long>(pos), '\n') + 1);
+  p.line = LineOfByte(s, pos);
   return p;
 }
 
@@ -618,7 +631,9 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
                               : opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
-  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
+  // Latin-1 and cp1252 sources are rewritten as text and written back in their own encoding.
+  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods(), /*decode_latin1=*/true},
+              log, pool, project);
   // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
   // half-way, and a sparse file is never written out in full silently (docs/safety.md).
   {
@@ -719,6 +734,28 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     progress.Done("Migrated " + f.file->display + " (" + std::to_string(r.edits.size()) + " changes).");
   });
 
+  // A file read as Latin-1 or cp1252 is written back in that encoding: its own bytes where it was
+  // not edited. `original` holds those bytes for the compile check and the patch.
+  std::vector<std::string> original(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string& codec = project.py[i].codec;
+    FileResult& r = out[i];
+    if (codec.empty() || r.edits.empty() || r.reverted) continue;
+    auto encoded = EncodeSource(r.text, codec);
+    auto source = EncodeSource(project.py[i].parsed.source, codec);
+    if (!encoded.ok() || !source.ok()) {
+      r.reverted = true;
+      r.revert_reason = "the migrated text cannot be written in " + codec + " (" +
+                        (encoded.ok() ? source.status() : encoded.status()).message() + ")";
+      continue;
+    }
+    r.text = std::move(*encoded);
+    original[i] = std::move(*source);
+  }
+  auto source_bytes = [&](size_t i) -> const std::string& {
+    return project.py[i].codec.empty() ? project.py[i].parsed.source : original[i];
+  };
+
   // Every edited file is compiled by CPython, all in one process; a file whose edits break it is
   // left unchanged (an original that does not compile either keeps its edits, with a warning).
   {
@@ -727,7 +764,7 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     for (size_t i = 0; i < out.size(); ++i) {
       if (out[i].edits.empty() || out[i].reverted) continue;
       which.push_back(i);
-      inputs.push_back({out[i].text, project.py[i].parsed.source});
+      inputs.push_back({out[i].text, source_bytes(i)});
     }
     if (!inputs.empty()) {
       auto verdicts = CompileWithPython(inputs, opt.python.empty() ? "python3" : opt.python);
@@ -786,7 +823,7 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       return std::tie(a.start_line, a.start_byte) < std::tie(b.start_line, b.start_byte);
     });
     for (const auto& e : r.edits) report.changes.push_back({sf.display, e.start_line, e.end_line, e.operation, e.message});
-    patch += UnifiedDiff(project.py[i].parsed.source, r.text, sf.rel);
+    patch += UnifiedDiff(source_bytes(i), r.text, sf.rel);
     ++report.files_changed;
     write(dest, [&] { return WriteFileAtomic(dest, r.text); });
   }

@@ -22,7 +22,13 @@ struct Edit {
 /// keeps the applied ones.
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits);
 
-/// The line ending of `text`: "\r\n" when its first line ends so, else "\n".
+/// The line ending of `text`: that of its first line ("\r\n", "\r" or "\n"), "\n" when it has none.
 std::string_view LineEnding(std::string_view text);
+
+/// The 1-based line of byte `pos`, line ends being "\n", "\r\n" and a lone "\r" (as CPython reads).
+uint32_t LineOfByte(std::string_view text, size_t pos);
+
+/// One past the line end at or after `from` ("\r\n" counts as one), or npos when none follows.
+size_t AfterLineEnd(std::string_view text, size_t from);
 
 }  // namespace portkit::analyse

@@ -23,6 +23,9 @@ struct PyFile {
   /// parses the file again.
   ParsedSource parsed;
   ModuleSummary* summary = nullptr; ///< null when the file is not analysed (skipped or empty)
+  /// The single-byte encoding the text was decoded from ("latin-1", "cp1252"; see
+  /// LoadPythonSource), empty for UTF-8: a copy that rewrites the file encodes it back.
+  std::string codec;
 };
 
 struct LoadedProject {
@@ -50,7 +53,8 @@ struct LoadOptions {
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;
   /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
   std::vector<std::string> module_self_methods = {};
-  /// Convert files that declare Latin-1 in a PEP 263 coding line (analyse; migrate skips them).
+  /// Convert files that declare Latin-1 or cp1252 in a PEP 263 coding line to UTF-8 (PyFile::codec
+  /// says which; migrate and the dynamic-shape copy encode their rewrites back).
   bool decode_latin1 = false;
   /// Trees are kept between passes only when the project's Python sources total at most this
   /// (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); above it,

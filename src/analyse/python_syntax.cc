@@ -1,5 +1,6 @@
 #include "analyse/python_syntax.h"
 
+#include <cctype>
 #include <cstring>
 #include <unordered_map>
 
@@ -209,6 +210,107 @@ size_t SkipString(std::string_view s, size_t i, OnNewline newline) {
   return n;
 }
 
+/// Operators nested without brackets (`- - - x`, `not not x`, `lambda: lambda: x`, `a if b else c
+/// if d else ...`, `a ** b ** c`): each builds one more level of tree, as a bracket does, and
+/// tree-sitter and the walkers recurse on them. Held to the bracket limit: no real code nests
+/// operators more than a few deep (CPython 3.11 itself gives up near 3,000: RecursionError).
+/// CheckNesting refuses a source past it, as it does past kMaxBracketDepth.
+constexpr uint32_t kMaxOperatorNesting = 200;
+
+/// How deep operators without brackets nest, as the parser would build them: a prefix operator
+/// (`-`, `+`, `~`, `*`, `**` unpacking, `not`, `await`), a right-associative `**`, `lambda` and a
+/// conditional expression's `else` each open a level that lasts until something ends its operand:
+/// a binary operator ends a unary operator's and `**`'s, `and` / `or` / `if` also end `not`'s,
+/// and only a separator (`,` `;` `:` `=`, a keyword starting a clause, a logical line end, a
+/// closing bracket) ends `lambda`'s and `else`'s. Each bracket level starts from the depth of the
+/// level around it, so `-f(-g(-x))` counts 3. Counts per level; no allocation.
+class OperatorNesting {
+ public:
+  /// Depth reached, counting this level's open operators on top of the levels around it.
+  uint32_t depth() const { return level().base + level().unary + level().negation + level().tail; }
+  bool after_operand() const { return after_operand_; }
+
+  void Operand() { after_operand_ = true; }
+  /// `-x`, `~x`, `*x`, `**x`, `await x`, and `a ** b` (right-associative: `a ** b ** c` nests).
+  void Unary() { ++level().unary, after_operand_ = false; }
+  void Not() { ++level().negation, after_operand_ = false; }
+  /// `lambda` (its parameters up to the `:` are no separators) and a conditional's `else`.
+  void Tail(bool lambda) {
+    if (!lambda) level().unary = level().negation = 0;
+    ++level().tail;
+    level().lambda_params += lambda;
+    after_operand_ = false;
+  }
+  /// A binary operator of lower precedence than the unary ones (`+`, `*`, comparisons, `in`, ...).
+  void Binary() { level().unary = 0, after_operand_ = false; }
+  /// `and`, `or`, a conditional's `if`.
+  void BooleanOperator() { level().unary = level().negation = 0, after_operand_ = false; }
+  /// `,` `=` in lambda parameters are part of them; elsewhere they end every open operator.
+  void Separator(bool inside_lambda_params_too) {
+    Level& l = level();
+    if (l.lambda_params > 0 && !inside_lambda_params_too) {
+      after_operand_ = false;
+      return;
+    }
+    l.unary = l.negation = l.tail = l.lambda_params = 0;
+    after_operand_ = false;
+  }
+  /// `:` ends a lambda's parameters, else it separates.
+  void Colon() {
+    if (level().lambda_params > 0) {
+      --level().lambda_params;
+      after_operand_ = false;
+      return;
+    }
+    Separator(true);
+  }
+  /// Brackets beyond the tracked levels (refused by the bracket check anyway) share the last one.
+  void Open() {
+    uint32_t d = depth();
+    if (top_ + 1 < kLevels) levels_[++top_] = Level{d, 0, 0, 0, 0};
+    else ++overflow_;
+    after_operand_ = false;
+  }
+  void Close() {
+    if (overflow_ > 0) --overflow_;
+    else if (top_ > 0) --top_;
+    after_operand_ = true;
+  }
+  void LineEnd() {
+    top_ = 0, overflow_ = 0;
+    levels_[0] = Level{};
+    after_operand_ = false;
+  }
+
+ private:
+  struct Level {
+    uint32_t base = 0, unary = 0, negation = 0, tail = 0, lambda_params = 0;
+  };
+  static constexpr size_t kLevels = kMaxBracketDepth + 2;
+  Level& level() { return levels_[top_]; }
+  const Level& level() const { return levels_[top_]; }
+  Level levels_[kLevels];
+  size_t top_ = 0;
+  uint32_t overflow_ = 0;
+  bool after_operand_ = false;
+};
+
+bool IsWordByte(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  return u >= 0x80 || std::isalnum(u) || c == '_';
+}
+
+/// Keywords that start or separate clauses: every open operator of the level ends there.
+bool IsClauseKeyword(std::string_view w) {
+  static constexpr std::string_view kWords[] = {"for", "return", "yield", "del", "assert", "raise", "import",
+                                                "from", "as", "with", "while", "elif", "def", "class",
+                                                "global", "nonlocal", "pass", "break", "continue", "try",
+                                                "except", "finally", "async"};
+  for (std::string_view k : kWords)
+    if (w == k) return true;
+  return false;
+}
+
 }  // namespace
 
 NestingProblem CheckNesting(std::string_view s) {
@@ -229,6 +331,12 @@ NestingProblem CheckNesting(std::string_view s) {
   };
   size_t i = StartsWithBom(s) ? kUtf8Bom.size() : 0;
   bool line_begins = true;
+  OperatorNesting ops;
+  auto nested_too_deep = [&](size_t at) {
+    return fail(at, "operators nested more than " + std::to_string(kMaxOperatorNesting) +
+                        " deep without brackets (unary -, +, ~, not, await, lambda, ** or conditional "
+                        "expressions; no real code comes near)");
+  };
   while (i < n) {
     if (line_begins) {
       line_begins = false;
@@ -271,22 +379,137 @@ NestingProblem CheckNesting(std::string_view s) {
         i += s[i] == '\r' && i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
         newline(i);
         line_begins = true;
+        if (depth == 0) ops.LineEnd();
         break;
       case '(': case '[': case '{':
         if (++depth > kMaxBracketDepth)
           return fail(i, "brackets nested more than " + std::to_string(kMaxBracketDepth) +
                              " deep (CPython refuses this too)");
+        ops.Open();
         ++i;
         break;
       case ')': case ']': case '}':
         if (depth > 0) --depth;
+        ops.Close();
         ++i;
         break;
       case '\'': case '"':
         i = SkipString(s, i, newline);
+        ops.Operand();
         break;
-      default:
+      case ' ': case '\t': case '\f':
         ++i;
+        break;
+      default: {
+        const size_t at = i;
+        const char c = s[i];
+        const char next = i + 1 < n ? s[i + 1] : '\0';
+        if (IsWordByte(c)) {
+          size_t e = i;
+          if (std::isdigit(static_cast<unsigned char>(c))) {  // a number: 1e-5 is one operand
+            while (e < n && (IsWordByte(s[e]) || s[e] == '.' ||
+                             ((s[e] == '-' || s[e] == '+') && (s[e - 1] == 'e' || s[e - 1] == 'E'))))
+              ++e;
+            ops.Operand();
+            i = e;
+            break;
+          }
+          while (e < n && IsWordByte(s[e])) ++e;
+          std::string_view w = s.substr(i, e - i);
+          i = e;
+          if (w == "not") {
+            if (ops.after_operand()) ops.Binary();  // `not in`
+            else ops.Not();
+          } else if (w == "and" || w == "or") {
+            ops.BooleanOperator();
+          } else if (w == "if") {
+            if (ops.after_operand()) ops.BooleanOperator();  // a conditional expression
+            else ops.Separator(true);                         // an if statement
+          } else if (w == "else") {
+            if (ops.after_operand()) ops.Tail(false);  // a conditional expression
+            else ops.Separator(true);
+          } else if (w == "lambda") {
+            ops.Tail(true);
+          } else if (w == "await") {
+            ops.Unary();
+          } else if (w == "in" || w == "is") {
+            ops.Binary();
+          } else if (IsClauseKeyword(w)) {
+            ops.Separator(true);
+          } else {
+            ops.Operand();
+          }
+          if (ops.depth() > kMaxOperatorNesting) return nested_too_deep(at);
+          break;
+        }
+        ++i;
+        switch (c) {
+          case '-': case '+': case '~':
+            if (next == '=' || (c == '-' && next == '>')) {  // -= += ->
+              ops.Separator(true);
+              ++i;
+            } else if (c != '~' && ops.after_operand()) {
+              ops.Binary();
+            } else {
+              ops.Unary();
+            }
+            break;
+          case '*':
+            if (next == '*') ++i;
+            if (i < n && s[i] == '=') {  // *= **=
+              ops.Separator(true);
+              ++i;
+            } else if (next == '*' || !ops.after_operand()) {
+              ops.Unary();  // a ** b nests to the right; *x and **x unpack
+            } else {
+              ops.Binary();
+            }
+            break;
+          case '=':
+            if (next == '=') {
+              ops.Binary();
+              ++i;
+            } else {
+              ops.Separator(false);
+            }
+            break;
+          case ',':
+            ops.Separator(false);
+            break;
+          case ';':
+            ops.Separator(true);
+            break;
+          case ':':
+            if (next == '=') {  // :=
+              ops.Separator(true);
+              ++i;
+            } else {
+              ops.Colon();
+            }
+            break;
+          case '.':
+            if (std::isdigit(static_cast<unsigned char>(next))) {  // .5
+              while (i < n && (IsWordByte(s[i]) || s[i] == '.')) ++i;
+              ops.Operand();
+            }
+            break;
+          case '@':
+            if (ops.after_operand()) ops.Binary();
+            else ops.Separator(true);  // a decorator
+            break;
+          case '<': case '>': case '!': case '/': case '%': case '&': case '|': case '^':
+            // Binary operators; their augmented forms (<<= //= ...) are assignments.
+            while (i < n && (s[i] == '<' || s[i] == '>' || s[i] == '/' || s[i] == '=')) ++i;
+            if (s[i - 1] == '=' && i - at >= 2 && !(i - at == 2 && (c == '<' || c == '>' || c == '!')))
+              ops.Separator(true);
+            else
+              ops.Binary();
+            break;
+          default:
+            break;
+        }
+        if (ops.depth() > kMaxOperatorNesting) return nested_too_deep(at);
+      }
     }
   }
   return problem;
@@ -311,8 +534,19 @@ ParsedSource PythonParser::Parse(std::string source) {
   } else {
     ts_parser_set_included_ranges(parser_, nullptr, 0);
   }
-  out.tree = ts_parser_parse_string(parser_, nullptr, out.source.data(),
-                                    static_cast<uint32_t>(out.source.size()));
+  // A lone CR ends a line for CPython but not for tree-sitter's scanner: the tree is built from a
+  // copy in which each becomes "\n" (one byte for one, so every offset is the file's) while the
+  // text keeps the file's own bytes.
+  std::string lf_copy;
+  const std::string* parsed_text = &out.source;
+  for (size_t cr = out.source.find('\r'); cr != std::string::npos; cr = out.source.find('\r', cr + 1)) {
+    if (cr + 1 < out.source.size() && out.source[cr + 1] == '\n') continue;
+    if (lf_copy.empty()) lf_copy = out.source;
+    lf_copy[cr] = '\n';
+    parsed_text = &lf_copy;
+  }
+  out.tree = ts_parser_parse_string(parser_, nullptr, parsed_text->data(),
+                                    static_cast<uint32_t>(parsed_text->size()));
   if (!out.tree) {
     ts_parser_reset(parser_);
     return out;

@@ -5,6 +5,7 @@
 /// inside the project are reported, never fatal.
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -54,13 +55,22 @@ SourceSet DiscoverSources(const std::filesystem::path& root, const std::string& 
 /// Python file may have; not analysed. --max-file-mb raises the limit"); an empty file is returned
 /// as empty text. The text is the file's bytes exactly (a UTF-8 BOM included). The error says
 /// which and names the file.
-/// `decode_latin1`: a file that is not UTF-8 but declares a Latin-1 encoding in a PEP 263 coding
-/// line (`# -*- coding: latin-1 -*-` on line 1 or 2) is returned converted to UTF-8 (for analysis
-/// only: migrate, which writes the file back, keeps skipping it).
-Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes, bool decode_latin1 = false);
+/// `decode_latin1`: a file that is not UTF-8 but declares Latin-1 or cp1252 in a PEP 263 coding
+/// line (`# -*- coding: latin-1 -*-` on line 1 or 2) is returned converted to UTF-8, and
+/// `*codec` (when given) says from which ("latin-1" or "cp1252"; empty for UTF-8): a command that
+/// writes the file back encodes its text again with EncodeSource. A file declaring another
+/// encoding is refused naming it.
+Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes, bool decode_latin1 = false,
+                                       std::string* codec = nullptr);
+/// `utf8`, text LoadPythonSource decoded from `codec` ("latin-1" or "cp1252"), in that codec again:
+/// every character it decoded comes back as the same byte. kInvalidArgument ("line N: U+20AC cannot
+/// be written in latin-1") when an edit added a character the codec does not have.
+Expected<std::string> EncodeSource(std::string_view utf8, std::string_view codec);
+/// "latin-1" or "cp1252" when `declared` (DeclaredEncoding) names one of them, else empty.
+std::string_view SingleByteCodec(const std::string& declared);
 /// The encoding a PEP 263 coding line on line 1 or 2 of `text` declares, lower-cased, or empty.
 std::string DeclaredEncoding(std::string_view text);
-/// `text` converted to UTF-8 when it is not valid UTF-8 and declares Latin-1 (as LoadPythonSource
+/// `text` converted to UTF-8 when it is not valid UTF-8 and declares Latin-1 or cp1252 (as LoadPythonSource
 /// with decode_latin1 does); otherwise `text` unchanged. Report columns are counted on this text.
 std::string DecodeDeclaredLatin1(std::string text);
 

@@ -25,12 +25,17 @@ int ConvertCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--format", format, "text (log lines only) or json (also a JSON list of what was written, on stdout)")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
+  uint64_t max_view_elements = accuracy::ConvertOptions{}.max_view_elements;
+  app.add_option("--max-view-elements", max_view_elements,
+                 "an HDF5 dataset whose elements its file does not hold (chunks never written read as the fill "
+                 "value) is refused past this many elements; 0 = no cap")
+      ->capture_default_str();
   if (auto rc = Parse(app, argc, argv)) return *rc;
   for (Status st : {CheckInput(input, "-d"), CheckOutputFolder(out, "-out")})
     if (!st.ok()) return Fail(ctx, st);
 
   accuracy::ConvertOptions options{input, out, type == "txt" ? accuracy::ConvertType::kTxt : accuracy::ConvertType::kNpy,
-                                   force};
+                                   force, max_view_elements};
   auto report = accuracy::RunConvert(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& s : report->skipped) ctx.logger.Warning("skipped " + s);

@@ -12,6 +12,9 @@ std::string TuneReportJson(const tune::TuneReport& r) {
   w.Key("name").String(s.name);
   w.Key("input").String(r.input);
   w.Key("replay").Bool(r.replay);
+  w.Key("input_left_out").BeginArray();
+  for (const auto& note : r.input_left_out) w.String(note);
+  w.EndArray();
   w.Key("strategy").String(s.strategy);
   w.Key("bank").BeginObject().Key("path").String(s.bank_path).Key("validators").String(s.validators).EndObject();
   w.Key("accounting").BeginObject()

@@ -94,6 +94,8 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
     if (!parsed.ok()) return parsed.status();
     list = std::move(*parsed);
   }
+  for (const auto& note : list.left_out) log.Warning(note);
+  report.input_left_out = list.left_out;
   for (const auto& u : list.untuned) log.Warning(u.op.name + " (" + u.op.type + ") is not tuned: " + u.reason);
   if (list.ops.empty() && list.untuned.empty()) log.Warning(report.input + ": no operators to tune");
 

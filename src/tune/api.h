@@ -61,6 +61,8 @@ struct TuneReport {
   RepoAccounting accounting;
   ModelTotals totals;         ///< model time before and after, from counts x per-call times
   std::string input;          ///< the op list, profile folder or landscape read
+  /// Rows of the input left out before any operator was made of them, and why (OpList::left_out).
+  std::vector<std::string> input_left_out;
   bool replay = false;
   std::filesystem::path landscape;  ///< written by a measuring run ("" when none)
   /// Files this run wrote, in order (the landscape; the CLI adds what it renders).

@@ -45,6 +45,9 @@ struct OpList {
   std::string name;
   std::vector<OpDesc> ops;       ///< supported operators, in file order
   std::vector<UntunedOp> untuned;
+  /// Rows of the input that were left out before any operator was made of them, and why (one line
+  /// each, naming the input): a profile store's events out of the importers' range.
+  std::vector<std::string> left_out;
 };
 
 /// Parses an op list (JSON). `file` names the input in errors, which read

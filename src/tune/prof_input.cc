@@ -16,9 +16,12 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
   if (!std::filesystem::exists(db_path, ec))
     return NotFound(folder.string() + ": no portkit.db; run `portkit prof import -dir " + folder.string() +
                     "` first (the profile must be collected with --record-shapes)");
-  // Read-only, and a store of another schema version is refused with what to do.
-  auto db = prof::OpenStoreForReading(db_path);
+  // Read-only, and a store of another schema version is refused with what to do. Rows out of the
+  // importers' range are hidden from the query below; how many is said, never dropped silently.
+  prof::StoreReadNotes notes;
+  auto db = prof::OpenStoreForReading(db_path, &notes);
   if (!db.ok()) return db.status();
+  std::string left_out = notes.Warning(db_path.string());
   // Every call of the listed ops in thread and time order (outer calls before the calls they
   // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op
   // nested in another listed op on the same thread is the same work, skipped below.
@@ -67,6 +70,7 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
 
   OpList list;
   list.name = folder.filename().string();
+  if (!left_out.empty()) list.left_out.push_back(std::move(left_out));
   simdjson::dom::parser parser;
   int index = 0;
   for (const Group* g : ordered) {

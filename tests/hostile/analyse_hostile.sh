@@ -100,6 +100,14 @@ files = {
     "ff_tabs.py": b"import torch\n\x0c\ndef f(a, loader):\n\tfor b in loader:\n\t\tb.cuda()\n"
                   b"\treturn torch.randn(3).cuda()\n\x0c\nclass A:\n\tdef g(self):\n\t\treturn 'cuda:0'  # \x0c\t\n",
     "pkg/__init__.py": BOM + b"# -*- coding: utf-8 -*-\r\nimport torch\r\nDEV = torch.device('cuda')\r\n",
+    "cp1252.py": b"# -*- coding: cp1252 -*-\nimport torch\nname = '\x80 \x93quoted\x94 \xe9'\nx = torch.randn(3).cuda()\n"
+                 b"for b in loader:\n    pass\n",
+    "latin1_cr.py": b"# coding: iso-8859-1\rimport torch\rs = '\xe9\xff'\rx = torch.randn(3).cuda()\r"
+                    b"for b in loader:\r    pass\r",
+    "cr_main.py": b"import torch\rif __name__ == '__main__':\r    print(torch.randn(2).cuda())\r",
+    "latin1_main.py": b"# -*- coding: latin-1 -*-\nimport torch\nif __name__ == '__main__':\n"
+                      b"    print('\xe0', torch.randn(2).cuda())\n",
+    "shift_jis.py": b"# -*- coding: shift_jis -*-\nimport torch\ns = '\x82\xa0'\nx = torch.randn(3).cuda()\n",
 }
 for name, data in files.items():
     with open(os.path.join(root, name), "wb") as f:
@@ -134,6 +142,7 @@ for dirpath, _, names in os.walk(orig_root):
         if a.startswith(BOM) != b.startswith(BOM):
             print("FAIL %s: the BOM was %s" % (rel, "lost" if a.startswith(BOM) else "added")); bad += 1
         crlf = a.count(b"\r\n") > 0 and a.count(b"\r\n") == a.count(b"\n")
+        cr_only = b"\r" in a and b"\n" not in a
         sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag == "equal":
@@ -141,7 +150,7 @@ for dirpath, _, names in os.walk(orig_root):
             removed, added = a[i1:i2], b[j1:j2]
             if special(removed):
                 print("FAIL %s: an edit removed %r (byte %d)" % (rel, removed, i1)); bad += 1
-            body = added.replace(b"\r\n", b"\n") if crlf else added
+            body = added.replace(b"\r\n", b"\n") if crlf else added.replace(b"\r", b"\n") if cr_only else added
             if special(body):
                 print("FAIL %s: an edit added %r (byte %d)" % (rel, added, j1)); bad += 1
             if b"\n" in added and not crlf and b"\n" not in a:
@@ -170,7 +179,17 @@ faithful "migrate" "$fp/proj" "$mc"
 for f in bom_top.py bom_noimport.py bom_crlf_main.py crlf.py crlf_noimport.py ff_tabs.py pkg/__init__.py; do
   check "  migrate rewrote $f" "changed '$mc' $f"
 done
-check "  migrate keeps the Latin-1 file byte for byte" "cmp -s '$fp/proj/latin1.py' '$mc/latin1.py'"
+for f in cr.py mixed.py latin1.py cp1252.py latin1_cr.py; do
+  check "  migrate rewrote $f" "changed '$mc' $f && grep -q 'torch_npu' '$mc/$f'"
+done
+# Latin-1 and cp1252 files are rewritten in their own encoding (their non-ASCII bytes kept, never
+# UTF-8); a lone-CR file keeps its CRs and gets CR line ends; another encoding is copied as it is.
+check "  the Latin-1 and cp1252 files keep their own bytes for non-ASCII text" \
+  "LC_ALL=C grep -q \$'\\xe9t\\xe9' '$mc/latin1.py' && LC_ALL=C grep -q \$'\\x80 \\x93quoted\\x94 \\xe9' '$mc/cp1252.py' && ! LC_ALL=C grep -q \$'\\xc3' '$mc/latin1.py' '$mc/cp1252.py'"
+check "  the lone-CR files keep CR line ends only, one more for the import line" \
+  "$PY -c \"import sys; a, b = (open(f, 'rb').read() for f in sys.argv[1:3]); sys.exit(0 if b'\\\\n' not in b + open(sys.argv[3], 'rb').read() and b.count(b'\\\\r') == a.count(b'\\\\r') + 1 else 1)\" '$fp/proj/cr.py' '$mc/cr.py' '$mc/latin1_cr.py'"
+check "  a file in another declared encoding is copied unchanged, and the log says why" \
+  "cmp -s '$fp/proj/shift_jis.py' '$mc/shift_jis.py' && grep -q 'shift_jis.py:3:.*its coding line declares shift-jis, which portkit does not read (UTF-8, Latin-1 and cp1252 only)' '$fp/m.out'"
 check "  no file reported as not migrated or not compiling" \
   "! grep -q 'not_migrated\\|not_compiled' '${mc}_report/change_list.json' && ! grep -q 'cannot compile the original' '$fp/m.out'"
 check "  the BOM file's import goes after the BOM" "head -c 20 '$mc/bom_noimport.py' | grep -q \$'^\\xef\\xbb\\xbfimport torch_npu'"
@@ -182,7 +201,7 @@ check "  migration.patch applied to the original gives the copy, byte for byte" 
 $T "$PORTKIT" migrate -i "$fp/proj" -o "$fp/t" --transfer-only >"$fp/t.out" 2>&1
 check "migrate --transfer-only of the encoding fixture exits 0" "[ $? = 0 ]"
 faithful "migrate --transfer-only" "$fp/proj" "$fp/t/proj_msft"
-for f in bom_main.py bom_crlf_main.py crlf.py; do
+for f in bom_main.py bom_crlf_main.py crlf.py cr_main.py latin1_main.py; do
   check "  --transfer-only rewrote $f" "changed '$fp/t/proj_msft' $f"
 done
 
@@ -194,10 +213,12 @@ $T "$PORTKIT" analyse -m dynamic_shape -i "$fp/proj" -o "$fp/d" >"$fp/d.out" 2>&
 check "analyse -m dynamic_shape of the encoding fixture exits 0" "[ $? = 0 ]"
 dc="$fp/d/proj_analysis"
 faithful "dynamic_shape" "$fp/proj" "$dc"
-for f in bom_comment.py bom_blank_loop.py crlf.py ff_tabs.py; do
+for f in bom_comment.py bom_blank_loop.py crlf.py ff_tabs.py cr.py mixed.py latin1.py cp1252.py latin1_cr.py; do
   check "  dynamic_shape instrumented $f" "changed '$dc' $f && grep -q 'DETECTOR.start(' '$dc/$f'"
 done
-check "  dynamic_shape keeps the Latin-1 file byte for byte" "cmp -s '$fp/proj/latin1.py' '$dc/latin1.py'"
+check "  dynamic_shape writes the Latin-1 and cp1252 files in their own encoding" \
+  "LC_ALL=C grep -q \$'\\xe9t\\xe9' '$dc/latin1.py' && LC_ALL=C grep -q \$'\\x80 \\x93quoted\\x94' '$dc/cp1252.py' && ! LC_ALL=C grep -q \$'\\xc3' '$dc/latin1.py' '$dc/cp1252.py'"
+check "  dynamic_shape copies the file in another declared encoding unchanged" "cmp -s '$fp/proj/shift_jis.py' '$dc/shift_jis.py'"
 
 # The compile check names the original only when it does not compile either (tree-sitter accepts a
 # `from __future__` import after other code; CPython does not).
@@ -307,6 +328,54 @@ check "  accepts 200 levels (valid Python)" "! grep -q 'ok200.py.*nested' '$log'
 check "  and analyses the rest" "grep -q '^proj/fine.py,' '$nest/a/proj_analysis/cuda_op_list.csv'"
 $T "$PORTKIT" migrate -i "$nest/proj" -o "$nest/m" -j 2 >"$nest/m.out" 2>&1
 check "migrate copies the deeply nested file unchanged" "[ $? = 0 ] && cmp -s '$nest/proj/parens.py' '$nest/m/proj_msft/parens.py'"
+
+# Deep nesting without brackets (unary chains, not, ~, await, lambda, conditional expressions, **,
+# star unpacking): the forms of the regression seeds in tests/fuzz/crashes/deep_*.py, 20 times as
+# deep, each alone in a project beside a file that is fine: refused before parsing, in linear time,
+# each run bounded in time and memory.
+ops="$tmp/ops"
+$PY - "$ops" <<'EOF'
+import os, sys
+root = sys.argv[1]
+forms = {
+    "unary_minus": "x = " + "-" * 1000000 + "x\n",
+    "tilde": "x = " + "~" * 1000000 + "x\n",
+    "not": "x = " + "not " * 400000 + "x\n",
+    "await": "async def f():\n    return " + "await " * 300000 + "x\n",
+    "lambda": "f = " + "lambda: " * 200000 + "x\n",
+    "conditional": "x = " + "a if b else " * 160000 + "c\n",
+    "power": "x = " + "a ** " * 300000 + "b\n",
+    "star_unpack": "f(" + "*-" * 600000 + "x)\n",
+}
+for name, text in forms.items():
+    os.makedirs(os.path.join(root, name))
+    with open(os.path.join(root, name, "deep.py"), "w") as f:
+        f.write("import torch\n" + text)
+    with open(os.path.join(root, name, "fine.py"), "w") as f:
+        f.write("import torch\ny = torch.randn(2).cuda()\n")
+ok = ["x = " + "- " * 200 + "a", "x = " + "not " * 200 + "a", "x = " + "~" * 200 + "a",
+      "f = " + "lambda: " * 200 + "a", "x = " + "a if b else " * 200 + "c", "x = " + "a ** " * 200 + "b"]
+os.makedirs(os.path.join(root, "ok"))
+with open(os.path.join(root, "ok", "ok200.py"), "w") as f:
+    f.write("".join(line + "\n" for line in ok))
+EOF
+for name in unary_minus tilde not await lambda conditional power star_unpack; do
+  /usr/bin/time -v $T "$PORTKIT" analyse -i "$ops/$name" -o "$ops/$name.out" -j 2 --max-file-mb 8 \
+    >"$ops/$name.log" 2>"$ops/$name.time"
+  rc=$?
+  mb=$(rss_mb "$ops/$name.time")
+  secs=$(awk '/Elapsed \(wall clock\)/ {n = split($NF, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; printf "%d", s}' "$ops/$name.time")
+  check "deep $name without brackets: exit 0 in ${secs} s (under 30), peak RSS ${mb} MB (under 200)" \
+    "[ $rc = 0 ] && [ '$secs' -lt 30 ] && [ '$mb' -lt 200 ]"
+  check "  refused before parsing, the file and position named" \
+    "grep -q '$name/deep.py:[0-9]*:[0-9]*: operators nested more than 200 deep without brackets (unary -, +, ~, not, await, lambda, \*\* or conditional expressions; no real code comes near); not analysed' '$ops/$name.out/${name}_analysis/pytorch_analysis.txt'"
+  check "  and the other file analysed" "grep -q '^$name/fine.py,' '$ops/$name.out/${name}_analysis/cuda_op_list.csv'"
+done
+$T "$PORTKIT" analyse -i "$ops/ok" -o "$ops/ok.out" -j 2 >"$ops/ok.log" 2>&1
+check "200 nested operators of each form are accepted (CPython compiles them)" \
+  "[ $? = 0 ] && ! grep -q 'nested more than' '$ops/ok.out/ok_analysis/pytorch_analysis.txt' && PYTHONPYCACHEPREFIX='$tmp/pycache' $PY -m py_compile '$ops/ok/ok200.py'"
+$T "$PORTKIT" migrate -i "$ops/not" -o "$ops/m" -j 2 --max-file-mb 8 >"$ops/m.log" 2>&1
+check "migrate copies the refused file unchanged" "[ $? = 0 ] && cmp -s '$ops/not/deep.py' '$ops/m/not_msft/deep.py'"
 fi
 
 echo "analyse_hostile: $pass passed, $fail failed"

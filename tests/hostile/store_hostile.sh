@@ -205,6 +205,33 @@ $T "$PORTKIT" prof analyse -dir "$s" -o "$tmp/sn_an" >"$tmp/sna.out" 2>&1
 check "analyse of it: exit 0, the rows left out said" "[ $? = 0 ] && grep -q 'left out' '$tmp/sna.out'"
 $T "$PORTKIT" prof diff "$p" "$s" -o "$tmp/sn_diff" >"$tmp/snd.out" 2>&1
 check "diff with it: exit 0, the rows left out said" "[ $? = 0 ] && grep -q 'left out' '$tmp/snd.out'"
+# tune --model reads operator shapes from a store through the same bounds: the rows it leaves out
+# are counted and said, on stderr and in tune_report.json, never dropped silently.
+tp="$tmp/tune_prof"
+mkdir -p "$tp"
+cat >"$tp/trace.json" <<'JSON'
+{"traceEvents": [
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+  "args": {"Input Dims": [[10, 4], [4, 32]], "Input type": ["float", "float"]}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+  "args": {"Input Dims": [[6, 8], [8, 3]], "Input type": ["float", "float"]}},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": 30, "dur": 5,
+  "args": {"Input Dims": [[10], [4, 32], [32, 10], [], []], "Input type": ["float", "float", "float", "Scalar", "Scalar"]}}
+]}
+JSON
+$T "$PORTKIT" prof import -dir "$tp" >/dev/null 2>&1
+sql "$tp/portkit.db" "UPDATE events SET dur = 9200000000000000000 WHERE rowid = (SELECT e.rowid FROM events e JOIN strings s ON s.id = e.name WHERE s.value = 'aten::addmm');
+UPDATE events SET ts = 'soon' WHERE rowid = (SELECT max(e.rowid) FROM events e JOIN strings s ON s.id = e.name WHERE s.value = 'aten::mm');"
+$T "$PORTKIT" tune --model "$tp" --tune-bank "$good" --lookup-only --output "$tmp/tune_prof_out" \
+  --format json >"$tmp/tpo.out" 2>"$tmp/tpo.err"
+check "tune --model of a store with 2 out-of-range rows: exit 0, says on stderr how many and why" \
+  "[ $? = 0 ] && grep -q 'tune_prof/portkit.db: 2 events left out: a timestamp or duration out of range' '$tmp/tpo.err'"
+check "  tune_report.json lists them in input_left_out; the one row in range is the only operator" \
+  "$py -c \"import json, sys
+r = json.load(open(sys.argv[1]))
+notes = r['input_left_out']
+ops = [o['op_name'] for o in r['operators']] + [u['op_name'] for u in r['untuned']]
+sys.exit(0 if len(notes) == 1 and '2 events left out' in notes[0] and ops == ['mm_0'] else 1)\" '$tmp/tune_prof_out/tune_report.json'"
 
 # A 100 MB string in the store: never loaded; the reading command ends "over the limit".
 s=$(newstore store_big)

@@ -96,6 +96,8 @@ def main(argv=None):
     ap.add_argument("--output", required=True)
     ap.add_argument("--bank", default=None, help="knowledge-base folder (default $TUNE_BANK_PATH, else ~/.cache/portkit)")
     ap.add_argument("--lookup-only", action="store_true")
+    ap.add_argument("--max-string-mb", type=int, default=1,
+                    help="a bank entry holding a longer string is ignored, never loaded (0: no cap)")
     ap.add_argument("--repeat-tune", action="store_true")
     ap.add_argument("--job-type", type=int, default=1,
                     help="1 = SGAT; 2 = OPAT kernels for the model's Linear layers, then SGAT with them as a candidate")
@@ -123,6 +125,8 @@ def main(argv=None):
             raise UsageError("--max-evals must be at least 1")
         if args.rounds < 3 or args.warmup < 0:
             raise UsageError("--rounds must be at least 3 and --warmup at least 0")
+        if args.max_string_mb < 0:
+            raise UsageError("--max-string-mb must be 0 (no cap) or more")
         if args.threads is not None and args.threads < 1:
             raise UsageError("--threads must be at least 1")
         parsed = parse_inputs(",".join(args.input))
@@ -149,7 +153,8 @@ def main(argv=None):
                              warmup=args.warmup, min_sample_s=args.min_sample_ms / 1e3,
                              tuning_name=args.model, threads=args.threads,
                              job_types=("sgat", "opat") if args.job_type == 2 else ("sgat",),
-                             portkit=args.portkit, opat_max_evals=args.max_evals)
+                             portkit=args.portkit, opat_max_evals=args.max_evals,
+                             max_bank_string_mb=args.max_string_mb)
     except TuneError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 1

@@ -6,7 +6,9 @@ strategy chosen for a subgraph, kind ``model`` the whole-model plan (which whole
 the per-subgraph composite won, and the thread count). Validators are the torch version, the CPU
 model, the thread count and the strategy-set version; a change in any of them is a miss.
 Every entry read is checked (known strategy, finite positive times) before it is trusted; a
-malformed row is reported and treated as absent.
+malformed row is reported and treated as absent. A string longer than ``max_string_mb`` (1 MiB by
+default, as the C++ bank reader's ``--max-string-mb``) is never loaded: its entry is left out with
+"over the limit" (SQLite's own length limit on the connection, so a 100 MB string costs no memory).
 """
 import json
 import math
@@ -16,6 +18,7 @@ import time
 
 SCHEMA_VERSION = 1
 FILE_NAME = "sgat_bank.db"
+DEFAULT_MAX_STRING_MB = 1
 
 
 class BankError(Exception):
@@ -37,10 +40,22 @@ def bank_file(location):
     return os.path.join(location, FILE_NAME)
 
 
+def _too_big(error):
+    """Whether a sqlite3 error is SQLite's length limit (SQLITE_TOOBIG)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    too_big = getattr(sqlite3, "SQLITE_TOOBIG", 18)
+    return code == too_big or (code is None and "too big" in str(error))
+
+
 class Bank:
-    def __init__(self, location, read_only=False):
+    def __init__(self, location, read_only=False, max_string_mb=DEFAULT_MAX_STRING_MB):
+        """``max_string_mb``: the longest string an entry may hold when read (0: no cap); an entry
+        with a longer one is left out with "over the limit"."""
+        if not isinstance(max_string_mb, int) or isinstance(max_string_mb, bool) or max_string_mb < 0:
+            raise BankError("max_string_mb=%r: give a whole number of MiB, 0 for no cap" % (max_string_mb,))
         self.path = bank_file(location)
         self.read_only = read_only
+        self.max_string_mb = max_string_mb
         if read_only:
             if not os.path.exists(self.path):
                 self.conn = None
@@ -56,7 +71,25 @@ class Bank:
                 self.conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             except sqlite3.Error as e:
                 raise BankError("cannot open %s: %s" % (self.path, e))
+        self._limit_strings()
         self._init()
+
+    def _limit_strings(self):
+        # SQLite refuses to load a value over the limit before it allocates it (Python >= 3.11 has
+        # setlimit; older ones check each string after it is read, see _check_lengths).
+        if self.max_string_mb and hasattr(self.conn, "setlimit"):
+            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(self.max_string_mb << 20, 2**31 - 1))
+
+    def _over_the_limit(self, what):
+        return ("%s: %s left out: over the limit: a string longer than the limit of %d MiB; not read. "
+                "max_string_mb (Bank) or --max-string-mb raises the limit" % (self.path, what, self.max_string_mb))
+
+    def _check_lengths(self, row, what):
+        """Without setlimit: the same limit, checked once the row is read."""
+        cap = self.max_string_mb << 20
+        if cap and any(isinstance(v, str) and len(v.encode("utf-8", "surrogatepass")) > cap for v in row):
+            return self._over_the_limit(what)
+        return ""
 
     def _init(self):
         try:
@@ -89,9 +122,14 @@ class Bank:
                 "SELECT name, strategy, detail, eager_us, best_us FROM sgat_entries WHERE kind=? AND hash=? AND "
                 "inputs=? AND validators=?", (kind, hash_, inputs, validators)).fetchone()
         except sqlite3.Error as e:
+            if _too_big(e):
+                return None, self._over_the_limit("entry %s" % hash_[:12])
             raise BankError("%s: %s" % (self.path, e))
         if row is None:
             return None, ""
+        too_long = self._check_lengths(row, "entry %s" % hash_[:12])
+        if too_long:
+            return None, too_long
         name, strategy, detail, eager_us, best_us = row
         try:
             detail = json.loads(detail)
@@ -122,11 +160,33 @@ class Bank:
                 pass
             raise BankError("cannot write %s: %s" % (self.path, e))
 
-    def entries(self):
+    def entries(self, left_out=None):
+        """Every entry as (kind, hash, name, strategy, eager_us, best_us), sorted; an entry holding
+        a string over the limit is left out, and why appended to ``left_out`` (a list) when given."""
         if self.conn is None:
             return []
-        return self.conn.execute("SELECT kind, hash, name, strategy, eager_us, best_us FROM sgat_entries "
-                                 "ORDER BY kind, name, hash").fetchall()
+        rows = []
+        try:
+            rowids = [r for (r,) in self.conn.execute("SELECT rowid FROM sgat_entries ORDER BY rowid")]
+            for rowid in rowids:
+                try:
+                    row = self.conn.execute("SELECT kind, hash, name, strategy, eager_us, best_us FROM sgat_entries "
+                                            "WHERE rowid=?", (rowid,)).fetchone()
+                except sqlite3.Error as e:
+                    if not _too_big(e):
+                        raise
+                    row, why = None, self._over_the_limit("entry %d" % rowid)
+                else:
+                    why = self._check_lengths(row, "entry %d" % rowid) if row else ""
+                if why:
+                    if left_out is not None:
+                        left_out.append(why)
+                    continue
+                if row is not None:
+                    rows.append(row)
+        except sqlite3.Error as e:
+            raise BankError("%s: %s" % (self.path, e))
+        return sorted(rows, key=lambda r: (str(r[0]), str(r[2]), str(r[1])))
 
     def close(self):
         if self.conn is not None:

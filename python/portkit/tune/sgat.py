@@ -446,7 +446,8 @@ class Report(dict):
 
 def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=False, repeat_tune=None,
              output=None, use_compile=None, compile_mode=None, rounds=15, warmup=2, min_sample_s=0.002,
-             final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None):
+             final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None,
+             max_bank_string_mb=1):
     """Tunes ``model`` for ``example_inputs`` on this machine; returns (optimized module, Report).
 
     ``bank``: knowledge-base folder (None: $TUNE_BANK_PATH, else ~/.cache/portkit; False: none).
@@ -461,7 +462,10 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     ``job_types`` with "opat" (or 2): the model's Linear shapes are tuned first by ``portkit tune
     --job-type=2`` (``portkit``: the binary; ``opat_max_evals``: its --max-evals) into the same
     bank, each kernel is routed only when it beats torch's linear beyond the noise, and the "opat"
-    strategy (Linear layers on the routed kernels) competes per subgraph like any other."""
+    strategy (Linear layers on the routed kernels) competes per subgraph like any other.
+
+    ``max_bank_string_mb``: a bank entry holding a longer string is never loaded and is ignored
+    with "over the limit" (0: no cap)."""
     say = _progress if progress else (lambda msg: None)
     job_types = tuple(job_types)
     if not set(job_types) <= {"sgat", 1, "opat", 2}:
@@ -492,7 +496,7 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     if bank is not False:
         location = bank or default_bank_dir()
         try:
-            store = Bank(location, read_only=lookup_only)
+            store = Bank(location, read_only=lookup_only, max_string_mb=max_bank_string_mb)
         except BankError as e:
             raise TuneError(str(e))
 

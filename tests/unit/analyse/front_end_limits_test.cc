@@ -70,6 +70,69 @@ TEST(CheckNesting, IndentationInsideBracketsContinuationsAndBlankLinesIsNoLevel)
   EXPECT_EQ(CheckNesting(blanks).line, 0u);
 }
 
+// Operators nested without brackets reach the same depth in tree-sitter's tree and the walkers as
+// brackets do: refused past kMaxOperatorNesting, at the token that goes past it.
+TEST(CheckNesting, OperatorChainsWithoutBracketsAreRefusedPastTwoHundred) {
+  const std::string what =
+      "operators nested more than 200 deep without brackets (unary -, +, ~, not, await, lambda, ** or conditional "
+      "expressions; no real code comes near)";
+  struct Form {
+    std::string name, unit, tail;
+    uint32_t col_of_201st;  // column of the 201st operator on line 2 ("x = " first)
+  };
+  std::string cond;
+  for (int i = 0; i < 201; ++i) cond += "a" + std::to_string(i % 10) + " if c else ";
+  const std::vector<Form> forms = {
+      {"unary minus", "- ", "x", 5 + 2 * 200},
+      {"unary plus", "+ ", "x", 5 + 2 * 200},
+      {"not", "not ", "x", 5 + 4 * 200},
+      {"tilde", "~", "x", 5 + 200},
+      {"await", "await ", "x", 5 + 6 * 200},
+      {"lambda", "lambda: ", "x", 5 + 8 * 200},
+      {"lambda with parameters", "lambda a, b=1: ", "x", 5 + 15 * 200},
+      {"power", "a ** ", "b", 5 + 5 * 200 + 2},
+      {"star", "* ", "x", 5 + 2 * 200},
+  };
+  for (const Form& f : forms) {
+    std::string body;
+    for (int i = 0; i < 200; ++i) body += f.unit;
+    EXPECT_EQ(CheckNesting("import torch\nx = " + body + f.tail + "\n").line, 0u) << f.name << ": 200 are accepted";
+    NestingProblem p = CheckNesting("import torch\nx = " + body + f.unit + f.tail + "\n");
+    EXPECT_EQ(p.line, 2u) << f.name;
+    EXPECT_EQ(p.col, f.col_of_201st) << f.name;
+    EXPECT_EQ(p.what, what) << f.name;
+  }
+  NestingProblem p = CheckNesting("x = " + cond + "z\n");
+  EXPECT_EQ(p.line, 1u);
+  EXPECT_EQ(p.what, what);
+  // Mixed forms count together; a bracket level starts from the depth around it.
+  EXPECT_EQ(CheckNesting("x = " + Repeat("- not ~", 67) + "x\n").line, 1u);
+  EXPECT_EQ(CheckNesting("x = " + Repeat("- -f(", 101) + "1" + Repeat(")", 101) + "\n").line, 1u);
+  EXPECT_EQ(CheckNesting("x = " + Repeat("- -f(", 100) + "1" + Repeat(")", 100) + "\n").line, 0u);
+}
+
+TEST(CheckNesting, OperatorsThatEndTheirOperandDoNotNest) {
+  // Thousands of operators in one logical line, as generated code and data tables hold them.
+  std::string terms = "x = 0", table = "t = [", poly = "p = 0", compare = "ok = 0", cond = "v = (";
+  for (int i = 0; i < 3000; ++i) {
+    terms += " + -a" + std::to_string(i) + " * ~b - +c ** -2 / not_d";
+    table += "-" + std::to_string(i) + ", not x, *y, lambda q=-1, r=-2: -q, ";
+    poly += " - x**2*y**3 + -z**-1";
+    compare += " or not a < -b and not c in d and e is not -f";
+    cond += "a if b else c, ";
+  }
+  for (const std::string& src : {terms + "\n", table + "]\n", poly + "\n", compare + "\n", cond + ")\n"})
+    EXPECT_EQ(CheckNesting(src).line, 0u) << src.substr(0, 60);
+  // Line ends, `;`, `=` and augmented assignments end every open operator.
+  std::string lines;
+  for (int i = 0; i < 1000; ++i) lines += "x = -y; z -= -1; w **= -2\nif not a: b = -c if d else -e\nelse: pass\n";
+  EXPECT_EQ(CheckNesting(lines).line, 0u);
+  // Strings, comments and numbers with exponents are no operators.
+  EXPECT_EQ(CheckNesting("s = '" + Repeat("- ", 500) + "'\n# " + Repeat("not ", 500) + "\nn = " +
+                         Repeat("1e-5 + ", 500) + "1\n").line,
+            0u);
+}
+
 TEST(PythonParser, RefusesAbsurdNestingWithoutATree) {
   PythonParser parser;
   ParsedSource parsed = parser.Parse(Repeat("(", 80000) + Repeat("\n", 20000));

@@ -12,6 +12,7 @@
 #include "analyse/api.h"
 #include "analyse/migrate.h"
 #include "analyse/python_check.h"
+#include "analyse/source_files.h"
 #include "core/atomic_file.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -58,6 +59,32 @@ TEST(LineEnding, FollowsTheFirstLine) {
   EXPECT_EQ(LineEnding("a\r\nb\n"), "\r\n");
   EXPECT_EQ(LineEnding("a\nb\r\n"), "\n");
   EXPECT_EQ(LineEnding("no line end"), "\n");
+  EXPECT_EQ(LineEnding("a\rb\r"), "\r");
+  EXPECT_EQ(LineOfByte("a\rb\r\nc\nd", 7), 4u);
+  EXPECT_EQ(AfterLineEnd("a\r\nb", 0), 3u);
+  EXPECT_EQ(AfterLineEnd("a\rb", 0), 2u);
+}
+
+// Latin-1 and cp1252 text decoded for the rewrite comes back as the file's own bytes.
+TEST(EncodeSource, GivesBackEveryByteItDecoded) {
+  std::string latin1, cp1252;
+  for (int b = 1; b < 256; ++b) {
+    latin1 += static_cast<char>(b);
+    if (b != 0x81 && b != 0x8D && b != 0x8F && b != 0x90 && b != 0x9D) cp1252 += static_cast<char>(b);
+  }
+  for (auto [codec, bytes] : {std::pair<std::string, std::string>{"latin-1", latin1}, {"cp1252", cp1252}}) {
+    std::string file = "# -*- coding: " + codec + " -*-\n" + bytes;
+    std::string text = DecodeDeclaredLatin1(file);
+    ASSERT_NE(text, file) << codec;
+    EXPECT_EQ(FirstInvalidUtf8(text).first, 0u) << codec;
+    auto back = EncodeSource(text + "import torch_npu\n", codec);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, file + "import torch_npu\n") << codec;
+  }
+  auto euro = EncodeSource("x = '\xe2\x82\xac'\n", "latin-1");  // U+20AC: cp1252 has it, Latin-1 not
+  ASSERT_FALSE(euro.ok());
+  EXPECT_EQ(euro.status().message(), "line 1: U+20AC cannot be written in latin-1");
+  EXPECT_EQ(*EncodeSource("x = '\xe2\x82\xac'\n", "cp1252"), "x = '\x80'\n");
 }
 
 TEST(CompileWithPython, TellsABrokenEditFromABrokenOriginal) {
