@@ -1,5 +1,7 @@
 #include "analyse/walker.h"
 
+#include <algorithm>
+
 namespace portkit::analyse {
 
 namespace {
@@ -232,10 +234,12 @@ void FileWalker::Import(TSNode n) {
     TSNode c = kids[i];
     if (syn_.Kind(c) == NodeKind::kAliasedImport) {
       std::string module = Text(ts_node_child_by_field_id(c, syn_.f_name));
+      sink_.OnImport({n, module, {}, false, false});
       BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)),
                index_.ImportValue(summary_, module, 0, ""));
     } else if (syn_.Kind(c) == NodeKind::kDottedName) {
       std::string full = Text(c);
+      sink_.OnImport({n, full, {}, false, false});
       std::string head = full.substr(0, full.find('.'));
       BindName(head, index_.ImportValue(summary_, head, 0, ""));
     }
@@ -256,6 +260,7 @@ void FileWalker::ImportFrom(TSNode n) {
     }
   } else {
     module = Text(mod);
+    sink_.OnImport({n, module, {}, false, false});
   }
   Kids kids(*this, n);
   for (size_t i = 0; i < kids.size(); ++i) {
@@ -272,12 +277,14 @@ void FileWalker::ImportFrom(TSNode n) {
         break;
       }
       case NodeKind::kAliasedImport:
+        if (level == 0) sink_.OnImport({c, module + "." + Text(ts_node_child_by_field_id(c, syn_.f_name)), {}, false, false});
         BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)),
                  index_.ImportValue(summary_, module, level,
                                     Text(ts_node_child_by_field_id(c, syn_.f_name))));
         break;
       case NodeKind::kDottedName: {
         std::string name = Text(c);
+        if (level == 0) sink_.OnImport({c, module + "." + name, {}, false, false});
         BindName(name, index_.ImportValue(summary_, module, level, name));
         break;
       }
@@ -865,6 +872,21 @@ Value FileWalker::EvalCall(TSNode n) {
       StringLiteralValue(syn_, ev.args[0].value, src_.source, &imported) && !imported.empty() &&
       imported.front() != '.')
     return index_.IsProjectModule(imported) ? Value::UserModule(imported) : Value::External(imported);
+  // `x = self.conv(x)` in a torch module, where `self.conv` is a submodule whose class the
+  // analyser does not know (built by a registry or a config): calling a module returns a tensor.
+  if (is_method && ev.callee.is_unknown() && !ev.args.empty()) {
+    TSNode obj = ts_node_child_by_field_id(fn, syn_.f_object);
+    if (syn_.Kind(obj) == NodeKind::kIdentifier && NodeText(obj, src_.source) == "self") {
+      Value self = Lookup("self");
+      // Only attributes the class stores (`self.conv = build_conv(...)`), never a method it may
+      // inherit from a base outside the project (`self.loss(x, y)` returns a dict).
+      if (self.kind == ValueKind::kUserInstance && self.cls && self.cls->is_torch_module() &&
+          !self.cls->methods.count(std::string(ev.method)) &&
+          std::any_of(self.cls->attr_exprs.begin(), self.cls->attr_exprs.end(),
+                      [&](const auto& a) { return a.first == ev.method; }))
+        return Value::Tensor();
+    }
+  }
   return CallResult(ev.callee, &index_);
 }
 

@@ -7,6 +7,8 @@
 //   `attn = attn.softmax(dim=-1)`; `attn = self.attn_drop(attn)`; `x = (attn @ v)`, the names
 //   followed through their last plain assignment (scores) and their next use (probabilities).
 // Example: `attn = torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1) @ v`.
+// Not reported: the fallback branch of code that already takes a fused path
+//   (`if hasattr(F, "scaled_dot_product_attention"): ... else: <by hand>`, `if self.fused_attn:`).
 // Use instead: the target's fused attention (target.json fused_apis "attention", e.g.
 //   npu_fusion_attention on npu), or F.scaled_dot_product_attention.
 #include "analyse/rules/affinity_apis/rules.h"
@@ -141,6 +143,11 @@ class AttentionRule : public Rule {
     if (!ComputesScores(syn, ev.node, ctx.source, 0)) return;
     TSNode out = OutputMatmul(syn, ev.node, ctx.source);
     if (ts_node_is_null(out)) return;
+    // The hand-written path of code that already calls a fused kernel when it can.
+    if (affinity::InFallbackOfFused(syn, ctx.source, out,
+                                    {"scaled_dot_product_attention", "sdpa", "flash", "fused",
+                                     "fusion_attention", "memory_efficient_attention", "xformers"}))
+      return;
     affinity::Report(ctx, out, "attention (matmul-softmax-matmul)", "special", *api, name());
   }
 };

@@ -1,8 +1,8 @@
 // Rule: mask_index_put (Api Type `special`)
 // What it finds: an item assignment of a scalar through a boolean mask, `x[cond] = 0.`, where x
 //   is a tensor and cond a comparison (`x < 0.5`, `~m`, `m1 & m2`, isnan, or a name bound to one).
-//   Not reported: numpy arrays or receivers of unknown type, integer or slice indexes, tensor
-//   values (`x[m] = y[m]`).
+//   Not reported: numpy arrays or receivers of unknown type, masks made by numpy
+//   (`x[np.asarray(s) > 0.5] = 0`), integer or slice indexes, tensor values (`x[m] = y[m]`).
 // Why it matters: index_put with a mask is slow on the target; a fused op does it in one kernel.
 // Example: `cond = x < 0.5; x[cond] = 0.`.
 // Use instead: `x = <fused>(x, cond, value)`, the target's fused_apis "mask_index_put" in
@@ -33,6 +33,36 @@ class MaskIndexPutRule : public Rule {
 }  // namespace
 
 namespace affinity {
+namespace {
+
+// A mask made by numpy (`np.asarray(s) > 0.5`, `np.isnan(a)`, `t.numpy() > 0`, or a name bound to
+// one): indexing a tensor with it is a host-side index, not the masked index_put the fused op does.
+bool IsNumpyMask(const PySyntax& syn, TSNode n, std::string_view src, const Value& index, int depth = 0) {
+  if (depth == 0 && (index.kind == ValueKind::kInstance || index.kind == ValueKind::kExternal) &&
+      (index.name.rfind("numpy.", 0) == 0))
+    return true;
+  if (ts_node_is_null(n) || depth > 4) return false;
+  bool numpy = false;
+  ForEachNamedNode(n, [&](TSNode c) {
+    if (numpy) return false;
+    NodeKind k = syn.Kind(c);
+    if (k == NodeKind::kAttribute) {
+      std::string_view text = NodeText(c, src);
+      TSNode obj = ts_node_child_by_field_id(c, syn.f_object);
+      std::string_view obj_text = NodeText(obj, src);
+      if (obj_text == "np" || obj_text == "numpy" || text.ends_with(".numpy")) numpy = true;
+      return !numpy;
+    }
+    if (k == NodeKind::kIdentifier) {
+      TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, c), NodeText(c, src), ts_node_start_byte(c));
+      if (!ts_node_is_null(bound)) numpy = IsNumpyMask(syn, bound, src, index, depth + 1);
+    }
+    return !numpy;
+  });
+  return numpy;
+}
+
+}  // namespace
 
 bool IsMaskIndexPut(const PySyntax& syn, std::string_view src, TSNode assignment, TSNode target, const Value& base,
                     const Value& index) {
@@ -40,7 +70,8 @@ bool IsMaskIndexPut(const PySyntax& syn, std::string_view src, TSNode assignment
   if (base.kind != ValueKind::kTensor || index.kind == ValueKind::kTensorSeq) return false;
   if (ts_node_named_child_count(target) != 2) return false;  // one index: x[cond]
   TSNode right = ts_node_child_by_field_id(assignment, syn.f_right);
-  return IsBoolMask(syn, ts_node_named_child(target, 1), src) && IsScalar(syn, right, src);
+  TSNode mask = ts_node_named_child(target, 1);
+  return IsBoolMask(syn, mask, src) && IsScalar(syn, right, src) && !IsNumpyMask(syn, mask, src, index);
 }
 
 }  // namespace affinity
