@@ -35,31 +35,49 @@ class MaskIndexPutRule : public Rule {
 namespace affinity {
 namespace {
 
-// A mask made by numpy (`np.asarray(s) > 0.5`, `np.isnan(a)`, `t.numpy() > 0`, or a name bound to
-// one): indexing a tensor with it is a host-side index, not the masked index_put the fused op does.
-bool IsNumpyMask(const PySyntax& syn, TSNode n, std::string_view src, const Value& index, int depth = 0) {
-  if (depth == 0 && (index.kind == ValueKind::kInstance || index.kind == ValueKind::kExternal) &&
-      (index.name.rfind("numpy.", 0) == 0))
-    return true;
+// A mask made by numpy (`np.asarray(s) > 0.5`, `np.isnan(a)`, `t.numpy() > 0`, `arr.astype(bool)`
+// with `arr` bound to one, or a name bound to any of these): indexing a tensor with it is a
+// host-side index, not the masked index_put the fused op does. Only the value's producers are
+// followed (operands, receivers of methods, names' bindings), not the arguments of calls
+// (`torch.sum(torch.FloatTensor(a.astype(np.int32)))` is a tensor).
+bool IsNumpyExpression(const PySyntax& syn, TSNode n, std::string_view src, int depth) {
+  while (!ts_node_is_null(n) && syn.Kind(n) == NodeKind::kParenthesizedExpression && ts_node_named_child_count(n) == 1)
+    n = ts_node_named_child(n, 0);
   if (ts_node_is_null(n) || depth > 4) return false;
-  bool numpy = false;
-  ForEachNamedNode(n, [&](TSNode c) {
-    if (numpy) return false;
-    NodeKind k = syn.Kind(c);
-    if (k == NodeKind::kAttribute) {
-      std::string_view text = NodeText(c, src);
-      TSNode obj = ts_node_child_by_field_id(c, syn.f_object);
+  switch (syn.Kind(n)) {
+    case NodeKind::kComparisonOperator: case NodeKind::kBinaryOperator: case NodeKind::kBooleanOperator:
+    case NodeKind::kUnaryOperator: case NodeKind::kNotOperator: {
+      bool numpy = false;
+      for (TSNode c : NamedChildren(n)) numpy = numpy || IsNumpyExpression(syn, c, src, depth);
+      return numpy;
+    }
+    case NodeKind::kCall: {
+      TSNode fn = ts_node_child_by_field_id(n, syn.f_function);
+      if (syn.Kind(fn) != NodeKind::kAttribute) return false;
+      return IsNumpyExpression(syn, fn, src, depth);
+    }
+    case NodeKind::kAttribute: {
+      TSNode obj = ts_node_child_by_field_id(n, syn.f_object);
       std::string_view obj_text = NodeText(obj, src);
-      if (obj_text == "np" || obj_text == "numpy" || text.ends_with(".numpy")) numpy = true;
-      return !numpy;
+      if (obj_text == "np" || obj_text == "numpy") return true;
+      if (NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src) == "numpy") return true;
+      return IsNumpyExpression(syn, obj, src, depth);
     }
-    if (k == NodeKind::kIdentifier) {
-      TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, c), NodeText(c, src), ts_node_start_byte(c));
-      if (!ts_node_is_null(bound)) numpy = IsNumpyMask(syn, bound, src, index, depth + 1);
+    case NodeKind::kSubscript:
+      return IsNumpyExpression(syn, ts_node_child_by_field_id(n, syn.f_value), src, depth);
+    case NodeKind::kIdentifier: {
+      TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, n), NodeText(n, src), ts_node_start_byte(n));
+      return IsNumpyExpression(syn, bound, src, depth + 1);
     }
-    return !numpy;
-  });
-  return numpy;
+    default:
+      return false;
+  }
+}
+
+bool IsNumpyMask(const PySyntax& syn, TSNode n, std::string_view src, const Value& index) {
+  if ((index.kind == ValueKind::kInstance || index.kind == ValueKind::kExternal) && index.name.rfind("numpy.", 0) == 0)
+    return true;
+  return IsNumpyExpression(syn, n, src, 0);
 }
 
 }  // namespace
