@@ -166,6 +166,17 @@ TEST(DynamicShape, LoopsInDataPipelineClassesAreRejectedWithTheReason) {
   EXPECT_EQ(rejected[2].reason, "`batches` is not bound in its function to a loader or a wrapper of one");
 }
 
+TEST(DynamicShape, ATestClassNamedAfterALoaderIsNoDataPipelineClass) {
+  auto r = Instrument(
+      "import unittest\n"                                               // 1
+      "class TestCombinedLoader(unittest.TestCase):\n"                  // 2
+      "    def test_all(self):\n"                                       // 3
+      "        for b in self.train_loader:\n"                           // 4
+      "            pass\n");                                            // 5
+  ASSERT_EQ(r.loops.size(), 1u);
+  EXPECT_EQ(Line(r.text, 4), "        for b in DETECTOR.start(self.train_loader):");
+}
+
 TEST(DynamicShape, ImportGoesAfterFutureImportsAndNotBeforeAShebang) {
   auto r = Instrument(
       "#!/usr/bin/env python\n"                                          // 1
