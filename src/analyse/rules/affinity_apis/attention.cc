@@ -1,14 +1,14 @@
 // Rule: attention (Api Type `special`)
 // What it finds: scaled dot-product attention written by hand:
 //   `softmax(q @ k.transpose(-2, -1) * scale) @ v` (also torch.matmul, an optional dropout) —
-//   aten matmul-(add)-(mul)-softmax-(dropout)-matmul in timeline_fusion_ops.yaml.
+//   aten matmul-(add)-(mul)-softmax-(dropout)-matmul in timeline_fusion_ops.yaml. Not in the
+//   fallback branch of code that already takes a fused path
+//   (`if hasattr(F, "scaled_dot_product_attention"): ... else: <by hand>`, `if self.fused_attn:`).
 // Why it matters: the score matrix is materialised; the fused kernel never writes it out.
 //   Also the multi-statement form of one function: `attn = q @ k.transpose(-2, -1) * scale`;
 //   `attn = attn.softmax(dim=-1)`; `attn = self.attn_drop(attn)`; `x = (attn @ v)`, the names
 //   followed through their last plain assignment (scores) and their next use (probabilities).
 // Example: `attn = torch.softmax(q @ k.transpose(-2, -1) / d ** 0.5, dim=-1) @ v`.
-// Not reported: the fallback branch of code that already takes a fused path
-//   (`if hasattr(F, "scaled_dot_product_attention"): ... else: <by hand>`, `if self.fused_attn:`).
 // Use instead: the target's fused attention (target.json fused_apis "attention", e.g.
 //   npu_fusion_attention on npu), or F.scaled_dot_product_attention.
 #include "analyse/rules/affinity_apis/rules.h"
