@@ -1,7 +1,5 @@
 #include "analyse/walker.h"
 
-#include <algorithm>
-
 namespace portkit::analyse {
 
 namespace {
@@ -872,21 +870,6 @@ Value FileWalker::EvalCall(TSNode n) {
       StringLiteralValue(syn_, ev.args[0].value, src_.source, &imported) && !imported.empty() &&
       imported.front() != '.')
     return index_.IsProjectModule(imported) ? Value::UserModule(imported) : Value::External(imported);
-  // `x = self.conv(x)` in a torch module, where `self.conv` is a submodule whose class the
-  // analyser does not know (built by a registry or a config): calling a module returns a tensor.
-  if (is_method && ev.callee.is_unknown() && !ev.args.empty()) {
-    TSNode obj = ts_node_child_by_field_id(fn, syn_.f_object);
-    if (syn_.Kind(obj) == NodeKind::kIdentifier && NodeText(obj, src_.source) == "self") {
-      Value self = Lookup("self");
-      // Only attributes the class stores (`self.conv = build_conv(...)`), never a method it may
-      // inherit from a base outside the project (`self.loss(x, y)` returns a dict).
-      if (self.kind == ValueKind::kUserInstance && self.cls && self.cls->is_torch_module() &&
-          !self.cls->methods.count(std::string(ev.method)) &&
-          std::any_of(self.cls->attr_exprs.begin(), self.cls->attr_exprs.end(),
-                      [&](const auto& a) { return a.first == ev.method; }))
-        return Value::Tensor();
-    }
-  }
   return CallResult(ev.callee, &index_);
 }
 
