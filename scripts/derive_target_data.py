@@ -904,7 +904,16 @@ TORCH_NEVER_UNKNOWN = [
     ("torch.utils._pytree", "host", "container flattening on the host"),
     ("torch.version", "host", "build information strings (torch.version.cuda is CUDA-specific code)"),
     ("torch.xpu", "other_device", "another vendor's device module"),
-]
+    ("torch.autograd.Variable", "host", "a deprecated tensor wrapper: its device is the tensor's"),
+    ("torch.autograd.profiler.record_function", "host", "a profiler range annotation on the host"),
+    ("torch.autograd.variable.Variable", "host", "a deprecated tensor wrapper: its device is the tensor's"),
+    ("torch.nn.modules.utils", "host", "argument normalisation on the host (_pair, _single, _triple: tuples of ints)"),
+    ("torch.onnx._internal", "host", "ONNX export: graph building on the host"),
+    ("torch.onnx.symbolic_helper", "host", "ONNX export: graph building on the host"),
+    ("torch.onnx.symbolic_registry", "host", "ONNX export: graph building on the host"),
+    ("torch.onnx.utils", "host", "ONNX export: graph building on the host"),
+    ("torch.profiler.record_function", "host", "a profiler range annotation on the host"),
+] + [("torch.onnx.symbolic_opset%d" % v, "host", "ONNX export: graph building on the host") for v in range(7, 21)]
 
 
 def write_torch_never_unknown(out, written):

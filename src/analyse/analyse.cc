@@ -52,6 +52,46 @@ struct RulePass {
   std::set<std::string> seen;
 };
 
+/// Headers (.h, .hpp, .hxx) are scanned only when a binding names a function that no C++/CUDA
+/// source defines, and only those whose text names one: a binding of a function defined in a
+/// header (inline, or a template) is then linked to that definition, and through it to CUDA.
+void ScanHeadersDefiningBoundFunctions(const std::vector<SourceFile>& others, ThreadPool& pool,
+                                       std::vector<CppScan>& scans) {
+  std::unordered_set<std::string> defined;
+  for (const auto& s : scans) {
+    for (const auto& [name, range] : s.function_ranges) defined.insert(name);
+    for (const auto& c : s.classes) defined.insert("class:" + c);
+  }
+  std::vector<std::string> missing;
+  for (const auto& s : scans)
+    for (const auto& symbol : s.symbols) {
+      if (symbol.empty() || symbol.rfind("class:", 0) == 0) continue;
+      std::string last = symbol.substr(symbol.rfind(':') == std::string::npos ? 0 : symbol.rfind(':') + 1);
+      if (!defined.count(symbol) && !defined.count(last)) missing.push_back(last);
+    }
+  if (missing.empty()) return;
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  std::vector<const SourceFile*> headers;
+  for (const auto& f : others) {
+    std::string ext = f.path.extension().string();
+    if (ext == ".h" || ext == ".hpp" || ext == ".hxx") headers.push_back(&f);
+  }
+  std::vector<CppScan> found(headers.size());
+  std::vector<char> used(headers.size(), 0);
+  pool.ParallelFor(headers.size(), [&](int, size_t i) {
+    auto text = ReadFile(headers[i]->path);
+    if (!text.ok()) return;
+    bool names_one = std::any_of(missing.begin(), missing.end(),
+                                 [&](const std::string& m) { return text->find(m) != std::string::npos; });
+    if (!names_one) return;
+    found[i] = ScanCppSource(*text, headers[i]->display);
+    used[i] = 1;
+  });
+  for (size_t i = 0; i < found.size(); ++i)
+    if (used[i]) scans.push_back(std::move(found[i]));
+}
+
 void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
   LoadedProject& project = *run.project;
   ThreadPool& pool = *run.pool;
@@ -62,20 +102,25 @@ void RunRules(ModeRun& run, const RuleFactory& factory, RulePass& out) {
     auto text = ReadFile(cpp[i].path);
     if (text.ok()) scans[i] = ScanCppSource(*text, cpp[i].display);
   });
+  ScanHeadersDefiningBoundFunctions(project.sources.others, pool, scans);
   // Extension builds declared by Python scripts (which module each C++ file becomes, CUDA or
   // CPU) and the project's Python methods (a call on an unknown receiver may be one of them).
   std::vector<ExtensionBuild> builds;
   std::unordered_multimap<std::string, std::pair<int, int>> python_methods;
   for (const auto& f : project.py) {
     if (f.file == nullptr || f.parsed.source.empty()) continue;  // skipped (its text is not kept)
-    if (!cpp.empty()) {
+    if (!cpp.empty() || f.parsed.source.find("load_inline") != std::string::npos) {
       auto found = ScanExtensionBuilds(f.parsed.source);
-      std::move(found.begin(), found.end(), std::back_inserter(builds));
+      for (auto& b : found) {
+        b.file = f.file->display;
+        builds.push_back(std::move(b));
+      }
     }
     if (f.summary == nullptr) continue;
     for (const auto& cls : f.summary->classes)
       for (const auto& [method, arity] : cls->method_arity) python_methods.emplace(method, arity);
   }
+  out.custom_ops.target_device = run.target.facts().device_type;
   out.custom_ops.Link(std::move(scans), builds);
   out.custom_ops.python_methods = std::move(python_methods);
 

@@ -90,6 +90,9 @@ class RuleDispatcher : public EventSink {
   void OnFormattedString(const StringEvent& ev) override {
     for (const auto& r : rules_) r->OnString(ev, ctx_);
   }
+  void OnImport(const AttributeEvent& ev) override {
+    for (const auto& r : rules_) r->OnImport(ev, ctx_);
+  }
   void OnFunction(const std::string& qualname, TSNode def) override {
     ctx_.function = qualname;
     if (!qualname.empty())

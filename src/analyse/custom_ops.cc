@@ -150,6 +150,69 @@ void MemberDefinitionClasses(std::string_view text, std::unordered_set<std::stri
   }
 }
 
+// A function definition `name(params) [const] [noexcept] {` found by scanning back from the `{`
+// (parameters may hold one level of nested parentheses). Calls `found(qualified, params)`.
+template <typename Found>
+void ForEachDefinition(std::string_view t, Found found) {
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t brace = t.find('{'); brace != std::string_view::npos; brace = t.find('{', brace + 1)) {
+    size_t i = brace;
+    auto skip_space = [&] { while (i > 0 && space(t[i - 1])) --i; };
+    auto drop_word = [&](std::string_view w) {
+      if (i >= w.size() && t.substr(i - w.size(), w.size()) == w) {
+        i -= w.size();
+        skip_space();
+      }
+    };
+    skip_space();
+    size_t before_words = i;
+    drop_word("noexcept");
+    drop_word("const");
+    if (i == 0 || t[i - 1] != ')') {
+      i = before_words;  // "const"/"noexcept" may end an identifier: no definition then either
+      continue;
+    }
+    size_t close = i - 1;
+    int depth = 0;
+    size_t open = std::string_view::npos;
+    for (size_t j = close; j-- > 0;) {
+      char c = t[j];
+      if (c == ')') {
+        if (++depth > 1) break;
+      } else if (c == '(') {
+        if (depth == 0) { open = j; break; }
+        --depth;
+      }
+    }
+    if (open == std::string_view::npos) continue;
+    size_t e = open;
+    while (e > 0 && space(t[e - 1])) --e;
+    size_t b = e;
+    for (;;) {
+      size_t s = b;
+      while (s > 0 && ident(t[s - 1])) --s;
+      while (s < b && std::isdigit(static_cast<unsigned char>(t[s]))) ++s;  // names start with a letter or _
+      if (s == b) break;
+      b = s;
+      if (b >= 3 && t[b - 1] == ':' && t[b - 2] == ':' && ident(t[b - 3]) &&
+          !std::isdigit(static_cast<unsigned char>(t[b - 3]))) {
+        // keep going only when an identifier precedes the `::`
+        size_t k = b - 2;
+        size_t s2 = k;
+        while (s2 > 0 && ident(t[s2 - 1])) --s2;
+        while (s2 < k && std::isdigit(static_cast<unsigned char>(t[s2]))) ++s2;
+        if (s2 == k) break;
+        b = k;
+        continue;
+      }
+      break;
+    }
+    if (b == e) continue;
+    found(t.substr(b, e - b), t.substr(open + 1, close - open - 1));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string_view> SplitTopLevel(std::string_view text) {
@@ -206,15 +269,16 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
     }
   }
   // Function definitions: `name(params) {` or `name(params) const {` — enough to count arguments.
-  static const std::regex kDef(R"(((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{)");
-  for (auto it = std::sregex_iterator(owned.begin(), owned.end(), kDef); it != std::sregex_iterator(); ++it) {
-    std::string qualified = (*it)[1];
+  // A scan back from each `{` (a regular expression over the whole file took most of the time of
+  // a library with many kernels).
+  ForEachDefinition(text, [&](std::string_view qualified_view, std::string_view params) {
+    std::string qualified(qualified_view);
     size_t colon = qualified.rfind("::");
     std::string name = colon == std::string::npos ? qualified : qualified.substr(colon + 2);
     if (name == "if" || name == "for" || name == "while" || name == "switch" || name == "catch" ||
         name == "PYBIND11_MODULE" || name.rfind("TORCH_LIBRARY", 0) == 0)
-      continue;
-    int count = CountParameters((*it)[2].str());
+      return;
+    int count = CountParameters(params);
     scan.functions.emplace(name, count);
     for (const std::string* key : {&name, &qualified}) {
       if (key == &qualified && colon == std::string::npos) break;
@@ -227,7 +291,7 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
       size_t c2 = owner.rfind("::");
       scan.classes.insert(c2 == std::string::npos ? owner : owner.substr(c2 + 2));
     }
-  }
+  });
   MemberDefinitionClasses(text, &scan.classes);
   struct Macro {
     const char* name;
@@ -467,7 +531,55 @@ void CustomOpTable::Link(std::vector<CppScan> scans, const std::vector<Extension
     // Nothing says: a binding next to CUDA sources is taken for a CUDA extension.
     return cuda_dirs.count(DirOf(scans[si].path)) == 0;
   };
+  // Ops with a kernel for the target: `<op>_<device>` functions and sources, and
+  // TORCH_LIBRARY_IMPL registrations under the target's dispatch keys.
+  std::unordered_set<std::string> target_kernels;
+  auto lower = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const std::string device_suffix = target_device.empty() ? std::string() : "_" + lower(target_device);
+  auto add_target_kernel = [&](std::string name) {
+    name = lower(std::move(name));
+    if (device_suffix.empty() || name.size() <= device_suffix.size() ||
+        name.compare(name.size() - device_suffix.size(), device_suffix.size(), device_suffix) != 0)
+      return;
+    target_kernels.insert(name.substr(0, name.size() - device_suffix.size()));
+  };
+  for (const auto& s : scans) {
+    for (const auto& [name, range] : s.function_ranges) add_target_kernel(name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1));
+    std::string base = s.path.substr(s.path.rfind('/') + 1);
+    add_target_kernel(base.substr(0, base.find('.')));
+  }
+  auto is_target_key = [&](const std::string& key) {
+    return !target_device.empty() && (key == "PrivateUse1" || key == "AutogradPrivateUse1" ||
+                                      lower(key) == lower(target_device) || lower(key) == "autograd" + lower(target_device));
+  };
+  auto has_target_kernel = [&](const CustomOp& op) {
+    if (target_device.empty()) return false;
+    std::string name = lower(op.name);
+    if (target_kernels.count(name)) return true;
+    for (const char* suffix : {"_cuda", "_gpu"}) {
+      std::string_view sv(suffix);
+      if (name.size() > sv.size() && name.compare(name.size() - sv.size(), sv.size(), sv) == 0 &&
+          target_kernels.count(name.substr(0, name.size() - sv.size())))
+        return true;
+    }
+    auto it = keys.find(op.ns + "::" + op.name);
+    return !op.ns.empty() && it != keys.end() && std::any_of(it->second.begin(), it->second.end(), is_target_key);
+  };
   std::vector<CustomOp> merged;
+  for (const auto& b : builds) {
+    for (const auto& fn : b.inline_functions) {
+      CustomOp op;
+      op.name = fn;
+      op.modules.push_back(b.module);
+      op.file = b.file;
+      op.line = b.line;
+      op.how = "load_inline";
+      (b.kind == ExtensionBuild::Kind::kCuda ? merged : cpu_ops).push_back(std::move(op));
+    }
+  }
   for (size_t si = 0; si < scans.size(); ++si) {
     auto& s = scans[si];
     for (size_t i = 0; i < s.ops.size(); ++i) {
@@ -491,6 +603,10 @@ void CustomOpTable::Link(std::vector<CppScan> scans, const std::vector<Extension
           op.modules.push_back(b->module);
       if (cpu_only(si, op, symbol)) {
         cpu_ops.push_back(std::move(op));
+        continue;
+      }
+      if (has_target_kernel(op)) {
+        target_ops.push_back(std::move(op));
         continue;
       }
       merged.push_back(std::move(op));
@@ -598,7 +714,8 @@ std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view text) {
   static constexpr Builder kBuilders[] = {{"CUDAExtension", ExtensionBuild::Kind::kCuda},
                                           {"CppExtension", ExtensionBuild::Kind::kCpu},
                                           {"Extension", ExtensionBuild::Kind::kUnknown},
-                                          {"load", ExtensionBuild::Kind::kUnknown}};
+                                          {"load", ExtensionBuild::Kind::kUnknown},
+                                          {"load_inline", ExtensionBuild::Kind::kCpu}};
   auto is_source = [](std::string_view lit) {
     size_t dot = lit.rfind('.');
     if (dot == std::string_view::npos) return false;
@@ -645,6 +762,32 @@ std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view text) {
       if (is_source(lit)) build.sources.emplace_back(lit);
       i = end - 1;
     }
+    if (callee == "load_inline") {
+      // functions=["f", "g"] (or "f"): the bound functions; cuda_sources makes it a CUDA build.
+      for (std::string_view item : items) {
+        std::string_view key = item.substr(0, item.find('='));
+        key = Trim(key);
+        if (key == "cuda_sources") build.kind = ExtensionBuild::Kind::kCuda;
+        if (key != "functions" || item.find('=') == std::string_view::npos) continue;
+        std::string_view value = Trim(item.substr(item.find('=') + 1));
+        for (size_t i = 0; i < value.size(); ++i) {
+          if (value[i] != '"' && value[i] != '\'') continue;
+          size_t end = SkipLiteral(value, i);
+          if (end >= i + 2) build.inline_functions.emplace_back(value.substr(i + 1, end - i - 2));
+          i = end - 1;
+        }
+      }
+      build.sources.clear();
+      if (build.module.empty() || build.inline_functions.empty()) continue;
+      build.line = 1 + static_cast<uint32_t>(std::count(text.begin(), text.begin() + static_cast<long>(b), '\n'));
+      out.push_back(std::move(build));
+      continue;
+    }
+    // A CppExtension that compiles .cu files is a CUDA extension in all but name.
+    if (build.kind == ExtensionBuild::Kind::kCpu &&
+        std::any_of(build.sources.begin(), build.sources.end(),
+                    [](const std::string& f) { return f.size() > 3 && f.compare(f.size() - 3, 3, ".cu") == 0; }))
+      build.kind = ExtensionBuild::Kind::kCuda;
     if (build.kind == ExtensionBuild::Kind::kUnknown && build.module.empty()) continue;
     if (!build.sources.empty()) out.push_back(std::move(build));
   }

@@ -36,10 +36,15 @@ struct ExtensionBuild {
   enum class Kind : uint8_t { kUnknown, kCuda, kCpu } kind = Kind::kUnknown;
   std::string module;                ///< last component of the extension's name
   std::vector<std::string> sources;  ///< source paths as written (literal strings)
+  /// `load_inline(name=..., functions=[...])`: the functions it binds (string literals), each an
+  /// op of `module`; kind kCuda when it has `cuda_sources`, else kCpu.
+  std::vector<std::string> inline_functions;
+  std::string file;   ///< display path of the build script (set by the caller)
+  uint32_t line = 0;  ///< 1-based line of the build call
 };
 
 /// The extension builds a Python file's text declares (cheap: only texts with "Extension(" or
-/// "sources" are looked at).
+/// "sources" are looked at). A `CppExtension` that lists `.cu` sources is a CUDA build.
 std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view python_text);
 
 /// What one C++/CUDA source contributes; merged with the others by CustomOpTable::Link.
@@ -78,13 +83,21 @@ struct CustomOpTable {
   /// Ops with CPU kernels only (registered only under CPU dispatch keys, or in a project whose
   /// C++ sources never mention CUDA): not CUDA operators, not matched.
   std::vector<CustomOp> cpu_ops;
+  /// Ops that already have a kernel for the target (registered for its dispatch key, or with a
+  /// `<op>_<device>` function or source such as `roi_align_forward_npu` / `nms_npu.cpp`): they run
+  /// on the target as they are, so they are not CUDA operators either; not matched.
+  std::vector<CustomOp> target_ops;
   std::unordered_map<std::string, std::vector<size_t>> by_name;
+  /// The target's device type ("npu"; empty for none), set before Link: names the `_npu`
+  /// kernels and the dispatch keys (`PrivateUse1`, `NPU`) that give an op a target kernel.
+  std::string target_device;
 
   /// Merges scans; an op's arg count comes from its function's definition in any source. An op
   /// is a CUDA operator when its build says so (`CUDAExtension` / `CppExtension` in `builds`),
   /// else when its registering source or the source defining its function (or class) mentions
   /// CUDA; a binding file that mentions no CUDA and whose functions are defined in sources that
   /// mention none is a CPU extension (`cpu_ops`) even in a project with `.cu` files.
+  /// `load_inline` builds add their `functions` as ops of their module (CUDA ones to `ops`).
   void Link(std::vector<CppScan> scans, const std::vector<ExtensionBuild>& builds = {});
   void Add(CustomOp op);
   /// The op a Python call `name(args)` matches, or null: every argument counts (keywords too),

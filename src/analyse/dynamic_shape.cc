@@ -22,19 +22,120 @@ bool LoaderLikeName(const std::string& dotted) {
   return last.find("loader") != std::string::npos || last.find("prefetch") != std::string::npos;
 }
 
+// Names a candidate loop that is not wrapped is logged for, when no loop is found at all.
+bool DataLikeText(std::string_view text) {
+  std::string t = Lower(std::string(text));
+  for (const char* w : {"loader", "prefetch", "data", "batch", "sampler", "pbar", "iter"})
+    if (t.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// Builtins that take an iterable (or its length) but return no data to loop over.
+bool ReturnsNoData(std::string_view callee) {
+  for (const char* n : {"len", "range", "print", "str", "repr", "int", "float", "bool", "isinstance",
+                        "hasattr", "getattr", "setattr", "type", "id", "sum", "min", "max", "any", "all"})
+    if (callee == n) return true;
+  return false;
+}
+
+/// The data-pipeline class (a Dataset, Sampler or loader/prefetcher class, by its name or a base's)
+/// that encloses `n`, or "" when none does: loops in such classes fetch samples, they are not
+/// the training loop.
+std::string DataPipelineClass(const PySyntax& syn, TSNode n, std::string_view src) {
+  auto pipeline_name = [](std::string_view dotted) {
+    std::string last = Lower(std::string(dotted.substr(dotted.rfind('.') + 1)));
+    auto ends = [&](std::string_view suffix) {
+      return last.size() >= suffix.size() && last.compare(last.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    return ends("dataset") || ends("sampler") || LoaderLikeName(last);
+  };
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+    if (syn.Kind(p) != NodeKind::kClassDefinition) continue;
+    std::string name(NodeText(ts_node_child_by_field_id(p, syn.f_name), src));
+    // `class TestCombinedDataLoader(unittest.TestCase)` tests a loader; it is none.
+    if (pipeline_name(name) && Lower(name).rfind("test", 0) != 0) return name;
+    TSNode bases = ts_node_child_by_field_id(p, syn.f_superclasses);
+    if (!ts_node_is_null(bases))
+      for (TSNode b : NamedChildren(bases))
+        if (syn.Kind(b) != NodeKind::kKeywordArgument && pipeline_name(NodeText(b, src))) return name;
+  }
+  return {};
+}
+
 class LoopFinder : public EventSink {
  public:
-  LoopFinder(const PySyntax& syn, std::string_view src, std::vector<WrappedLoop>& out)
-      : syn_(syn), src_(src), out_(out) {}
+  LoopFinder(const PySyntax& syn, std::string_view src, std::vector<WrappedLoop>& out,
+             std::vector<RejectedLoop>* rejected)
+      : syn_(syn), src_(src), out_(out), rejected_(rejected) {}
   void OnCall(const CallEvent&) override {}
   void OnAttribute(const AttributeEvent&) override {}
   void OnString(const StringEvent&) override {}
+
+  /// Iterators made from a loader and kept for `next()` (`self._data_loader_iter =
+  /// iter(self.data_loader)` in a trainer; `it = iter(loader)` with `next(it)` in its function):
+  /// the loader is wrapped where the iterator is made, since the loop is a `next()` per step.
+  void FindIteratorsForNext(TSNode root) {
+    ForEachNamedNode(root, [&](TSNode c) {
+      if (syn_.Kind(c) != NodeKind::kAssignment) return true;
+      TSNode left = ts_node_child_by_field_id(c, syn_.f_left);
+      TSNode right = ts_node_child_by_field_id(c, syn_.f_right);
+      if (ts_node_is_null(right) || syn_.Kind(right) != NodeKind::kCall) return true;
+      if (NodeText(ts_node_child_by_field_id(right, syn_.f_function), src_) != "iter") return true;
+      std::vector<TSNode> args = NamedChildren(ts_node_child_by_field_id(right, syn_.f_arguments));
+      if (args.size() != 1 || syn_.Kind(args[0]) == NodeKind::kKeywordArgument) return true;
+      std::string_view arg_text = NodeText(args[0], src_);
+      if (arg_text.find("DETECTOR.start") != std::string_view::npos || !IsDataExpression(args[0], 0)) return true;
+      NodeKind lk = syn_.Kind(left);
+      bool kept_for_next = false;
+      if (lk == NodeKind::kAttribute) {
+        kept_for_next = true;  // stored on an object: read by next() in another method
+      } else if (lk == NodeKind::kIdentifier) {
+        TSNode scope = affinity::EnclosingScope(syn_, c);
+        std::string needle = "next(" + std::string(NodeText(left, src_));
+        std::string_view scope_text = ts_node_is_null(scope) ? src_ : NodeText(scope, src_);
+        for (size_t at = scope_text.find(needle); at != std::string_view::npos && !kept_for_next;
+             at = scope_text.find(needle, at + 1)) {
+          char after = at + needle.size() < scope_text.size() ? scope_text[at + needle.size()] : ')';
+          kept_for_next = !(std::isalnum(static_cast<unsigned char>(after)) || after == '_');
+        }
+      }
+      if (!kept_for_next) return true;
+      std::string pipeline = DataPipelineClass(syn_, c, src_);
+      if (!pipeline.empty()) {
+        Reject(c, arg_text, "inside the data-pipeline class " + pipeline + " (it fetches samples; it is not the training loop)");
+        return true;
+      }
+      WrappedLoop loop;
+      loop.line = StartLine(c);
+      loop.start_byte = ts_node_start_byte(args[0]);
+      loop.end_byte = ts_node_end_byte(args[0]);
+      loop.iterable = std::string(arg_text);
+      loop.module_level = false;
+      loop.at_iterator = true;
+      wrapped_iters_.push_back(ts_node_start_byte(right));
+      out_.push_back(std::move(loop));
+      return true;
+    });
+  }
+
   void OnFor(TSNode for_node, TSNode iterable, const Value& value) override {
     TSNode right = ts_node_child_by_field_id(for_node, syn_.f_right);
     if (ts_node_is_null(right)) return;
     std::string_view text = NodeText(right, src_);
     if (text.find("DETECTOR.start") != std::string_view::npos) return;  // already wrapped
-    if (!IsDataLoop(iterable, value)) return;
+    reached_wrapped_iter_ = false;
+    bool data = IsDataLoop(right, iterable, value);
+    if (reached_wrapped_iter_) return;  // wrapped where its iterator is made
+    if (data) {
+      std::string pipeline = DataPipelineClass(syn_, for_node, src_);
+      if (!pipeline.empty()) {
+        Reject(for_node, text, "inside the data-pipeline class " + pipeline + " (it fetches samples; it is not the training loop)");
+        return;
+      }
+    } else {
+      if (DataLikeText(text)) Reject(for_node, text, WhyNotData(right));
+      return;
+    }
     WrappedLoop loop;
     loop.line = StartLine(for_node);
     loop.start_byte = ts_node_start_byte(right);
@@ -46,20 +147,40 @@ class LoopFinder : public EventSink {
   }
 
  private:
-  bool IsDataLoop(TSNode iterable, const Value& value) const {
+  void Reject(TSNode n, std::string_view iterable, std::string reason) {
+    if (rejected_) rejected_->push_back({StartLine(n), std::string(iterable), std::move(reason)});
+  }
+
+  std::string WhyNotData(TSNode right) const {
+    TSNode n = right;
+    if (syn_.Kind(n) == NodeKind::kIdentifier) {
+      TSNode bound = affinity::PreviousBinding(syn_, src_, affinity::EnclosingScope(syn_, n), NodeText(n, src_),
+                                               ts_node_start_byte(n));
+      if (ts_node_is_null(bound))
+        return "`" + std::string(NodeText(n, src_)) + "` is not bound in its function to a loader or a wrapper of one";
+      return "`" + std::string(NodeText(n, src_)) + "` is bound to `" + std::string(NodeText(bound, src_)) +
+             "`, which is not a loader or a wrapper of one";
+    }
+    return "neither a DataLoader, a loader-like name, nor a call that takes one as its first argument";
+  }
+
+  bool IsDataLoop(TSNode right, TSNode iterable, const Value& value) {
+    // The whole iterable first: it may reach an iterator already wrapped where it was made.
+    if (IsDataExpression(right, 0) || IsDataExpression(iterable, 0)) return true;
     if (value.kind == ValueKind::kInstance && value.name.size() >= 10 &&
         value.name.compare(value.name.size() - 10, 10, "DataLoader") == 0)
       return true;
     if (value.kind == ValueKind::kUserInstance && value.cls && LoaderLikeName(value.cls->name))
       return true;
-    return IsDataExpression(iterable, 0);
+    return false;
   }
 
-  // By syntax: a loader-like name, a call of one, a wrapper (enumerate, tqdm, iter, zip) of one,
-  // or a name last bound in its function to any of these (`pbar = enumerate(train_loader)`;
-  // `for i, batch in pbar:`).
-  bool IsDataExpression(TSNode n, int depth) const {
-    if (ts_node_is_null(n) || depth > 4) return false;
+  // By syntax: a loader-like name, a call of one, a call that takes one as its first positional
+  // argument (enumerate, tqdm, iter, a project's own progress bar; any argument of zip), or a
+  // name last bound in its function to any of these, through any chain of re-bindings
+  // (`pbar = enumerate(train_loader)`; `pbar = ProgressBar(pbar, total=nb)`; `for ... in pbar:`).
+  bool IsDataExpression(TSNode n, int depth) {
+    if (ts_node_is_null(n) || depth > 8) return false;
     NodeKind k = syn_.Kind(n);
     if (k == NodeKind::kParenthesizedExpression && ts_node_named_child_count(n) == 1)
       return IsDataExpression(ts_node_named_child(n, 0), depth);
@@ -71,19 +192,34 @@ class LoopFinder : public EventSink {
       return IsDataExpression(bound, depth + 1);
     }
     if (k != NodeKind::kCall) return false;
+    if (std::find(wrapped_iters_.begin(), wrapped_iters_.end(), ts_node_start_byte(n)) != wrapped_iters_.end()) {
+      reached_wrapped_iter_ = true;
+      return true;
+    }
     std::string callee = DottedText(syn_, ts_node_child_by_field_id(n, syn_.f_function), src_);
     if (LoaderLikeName(callee)) return true;
     std::string last = callee.substr(callee.rfind('.') + 1);
-    if (last != "enumerate" && last != "tqdm" && last != "iter" && last != "zip") return false;
+    if (ReturnsNoData(callee)) return false;
     TSNode args = ts_node_child_by_field_id(n, syn_.f_arguments);
-    if (ts_node_is_null(args) || ts_node_named_child_count(args) == 0) return false;
-    TSNode first = ts_node_named_child(args, 0);
-    return syn_.Kind(first) != NodeKind::kKeywordArgument && IsDataExpression(first, depth + 1);
+    if (ts_node_is_null(args) || syn_.Kind(args) != NodeKind::kArgumentList) return false;
+    std::vector<TSNode> positional;
+    for (TSNode a : NamedChildren(args))
+      if (syn_.Kind(a) != NodeKind::kKeywordArgument && syn_.Kind(a) != NodeKind::kComment) positional.push_back(a);
+    if (positional.empty()) return false;
+    if (last == "zip") {
+      for (TSNode a : positional)
+        if (IsDataExpression(a, depth + 1)) return true;
+      return false;
+    }
+    return IsDataExpression(positional[0], depth + 1);
   }
 
   const PySyntax& syn_;
   std::string_view src_;
   std::vector<WrappedLoop>& out_;
+  std::vector<RejectedLoop>* rejected_;
+  std::vector<uint32_t> wrapped_iters_;  // start bytes of the iter() calls wrapped
+  bool reached_wrapped_iter_ = false;
 };
 
 bool IsCompound(NodeKind k) {
@@ -110,9 +246,11 @@ std::string ImportPrefix(int depth) {
 }  // namespace
 
 std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src,
-                                       const ModuleSummary& summary, ProjectIndex& index) {
+                                       const ModuleSummary& summary, ProjectIndex& index,
+                                       std::vector<RejectedLoop>* rejected) {
   std::vector<WrappedLoop> loops;
-  LoopFinder finder(syn, src.source, loops);
+  LoopFinder finder(syn, src.source, loops, rejected);
+  finder.FindIteratorsForNext(src.root());
   FileWalker(syn, src, summary, index, [](const std::string&) { return false; }, finder).Run();
   std::sort(loops.begin(), loops.end(),
             [](const WrappedLoop& a, const WrappedLoop& b) { return a.start_byte < b.start_byte; });
@@ -261,6 +399,7 @@ Status RunDynamicShapeMode(ModeRun& run) {
     PORTKIT_RETURN_IF_ERROR(CheckFreeSpace(results, size.bytes, "the instrumented copy"));
   }
   PythonParser parser;  // for the trees a large project did not keep
+  std::vector<std::string> rejected_lines;  // logged when no loop is wrapped anywhere
   for (size_t i = 0; i < sources.python.size(); ++i) {
     PyFile& f = project.py[i];
     fs::path dest = results / f.file->rel;
@@ -269,7 +408,10 @@ Status RunDynamicShapeMode(ModeRun& run) {
     // Files without a data loop (and skipped ones) are copied as they are, byte for byte.
     const ParsedSource* tree = f.summary && !f.parsed.has_error() ? TreeOf(project, f, parser) : nullptr;
     std::vector<WrappedLoop> loops;
-    if (tree) loops = FindDataLoops(project.syntax, *tree, *f.summary, project.index);
+    std::vector<RejectedLoop> rejected;
+    if (tree) loops = FindDataLoops(project.syntax, *tree, *f.summary, project.index, &rejected);
+    for (const auto& r : rejected)
+      rejected_lines.push_back(f.file->display + ":" + std::to_string(r.line) + ": `" + r.iterable + "`: " + r.reason);
     if (loops.empty()) {
       ReleaseTree(project, f);
       written(dest, CopyFileAtomic(f.file->path, dest));
@@ -301,8 +443,10 @@ Status RunDynamicShapeMode(ModeRun& run) {
       }
       if (!warning.empty()) log.Warning(f.file->display + ": " + warning);
       for (const auto& l : loops) {
-        log.Info("Wrapped the data loop at " + f.file->display + ":" + std::to_string(l.line) +
-                 ": for ... in DETECTOR.start(" + l.iterable + ")");
+        log.Info((l.at_iterator ? "Wrapped the loader of the iterator made at " : "Wrapped the data loop at ") +
+                 f.file->display + ":" + std::to_string(l.line) +
+                 (l.at_iterator ? ": iter(DETECTOR.start(" : ": for ... in DETECTOR.start(") + l.iterable + ")" +
+                 (l.at_iterator ? ")" : ""));
         copy.loops.push_back({f.file->display, l.line, l.iterable});
       }
       ++copy.python_instrumented;
@@ -340,7 +484,9 @@ Status RunDynamicShapeMode(ModeRun& run) {
   if (!first_error.ok()) return first_error;
   if (copy.loops.empty()) {
     log.Warning("No training data loop was recognised. Wrap it by hand in the copy: "
-                "`from msft_dynamic_analysis import DETECTOR` and `for batch in DETECTOR.start(loader):`");
+                "`from msft_dynamic_analysis import DETECTOR` and `for batch in DETECTOR.start(loader):`" +
+                std::string(rejected_lines.empty() ? " (no candidate loop was seen)" : "; the candidate loops seen:"));
+    for (const auto& r : rejected_lines) log.Warning("  not wrapped: " + r);
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());

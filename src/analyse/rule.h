@@ -133,6 +133,9 @@ class Rule {
   virtual void OnCall(const CallEvent&, RuleContext&) {}
   virtual void OnAttribute(const AttributeEvent&, RuleContext&) {}
   virtual void OnString(const StringEvent&, RuleContext&) {}
+  /// An absolute import (EventSink::OnImport): the statement or one imported name, and the
+  /// module or `module.name` it imports.
+  virtual void OnImport(const AttributeEvent&, RuleContext&) {}
   /// `target[index] = value`; `base`/`index` are the values of the subscripted object and index.
   virtual void OnSubscriptAssign(TSNode /*assignment*/, TSNode /*target*/, const Value& /*base*/,
                                  const Value& /*index*/, RuleContext&) {}

@@ -44,6 +44,8 @@ const std::string* ThirdPartyApis::Evidence(const std::string& qname) const {
   return it == apis_.end() ? nullptr : &it->second;
 }
 
+bool IsRealOffence(Bucket b) { return b == Bucket::kFrameworkUnsupported || b == Bucket::kCudaOp; }
+
 bool OffenceOf(const Finding& f, Offence* out) {
   if (f.function.empty()) return false;
   out->api = f.op;
@@ -164,14 +166,15 @@ std::vector<AffectedFunction> PropagateAffected(
     }
   }
   // Witness paths: breadth-first over callers from the functions with a direct offence; once
-  // from the real offences (unsupported, CUDA-only, custom op), once from any (unknown only), so
-  // that a function reaching a real offence shows the path to one.
+  // from the real offences (unsupported, custom op without a target kernel), once from any (CUDA
+  // calls that migrate rewrites, unknown APIs), so that a function reaching a real offence shows
+  // the path to one.
   auto witness = [&](bool real_only) {
     std::vector<long> next_hop(n, -2);  // -1: has a direct offence; -2: not reached
     std::deque<size_t> queue;
     for (size_t v = 0; v < n; ++v)
       for (const auto& o : direct[v])
-        if (!real_only || o.bucket != Bucket::kUnknown) {
+        if (!real_only || IsRealOffence(o.bucket)) {
           next_hop[v] = -1;
           queue.push_back(v);
           break;
@@ -194,7 +197,7 @@ std::vector<AffectedFunction> PropagateAffected(
     a.file = node[v]->file;
     a.line = node[v]->line;
     a.apis.assign(apis.begin(), apis.end());
-    a.real = std::any_of(apis.begin(), apis.end(), [](const auto& p) { return p.first != Bucket::kUnknown; });
+    a.real = std::any_of(apis.begin(), apis.end(), [](const auto& p) { return IsRealOffence(p.first); });
     const std::vector<long>& next_hop = a.real ? next_real : next_any;
     long end = static_cast<long>(v);
     for (long h = end; h >= 0 && a.path.size() <= n; h = next_hop[static_cast<size_t>(h)]) {
@@ -202,7 +205,7 @@ std::vector<AffectedFunction> PropagateAffected(
       end = h;
     }
     for (const auto& o : direct[static_cast<size_t>(end)])
-      if (!a.real || o.bucket != Bucket::kUnknown) a.offences.push_back(o);
+      if (!a.real || IsRealOffence(o.bucket)) a.offences.push_back(o);
     a.spellings.push_back(a.qualname);
     auto [b, e] = spellings_by_qualname.equal_range(a.qualname);
     for (auto it = b; it != e; ++it)

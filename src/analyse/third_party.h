@@ -51,10 +51,17 @@ struct AffectedFunction {
   /// Every (bucket, API) the function reaches, transitively.
   std::vector<std::pair<Bucket, std::string>> apis;
   std::vector<std::string> path;       ///< witness: this function → ... → a function with a direct offence
-  /// Reaches an unsupported API, a custom op or CUDA-only code (not only unknown APIs): only
-  /// these are rows of full_unsupported_results.csv; the path and offences then lead to one.
+  /// Reaches an unsupported API or a custom op without a target kernel (not only CUDA calls
+  /// that migrate rewrites, nor only unknown APIs): only these are rows of
+  /// full_unsupported_results.csv; the path and offences then lead to one. The others are listed
+  /// in migration_needed_op.csv and unknown_op.csv.
   bool real = false;
 };
+
+/// Whether a bucket makes a library function unusable on the target as it is: an unsupported
+/// framework API or a custom CUDA op. CUDA-specific calls (migration_needed_op.csv) and unknown
+/// APIs do not.
+bool IsRealOffence(Bucket b);
 
 /// Classifies a finding of the torch_apis rules as an offence; false if it is not one.
 bool OffenceOf(const Finding& f, Offence* out);

@@ -232,10 +232,12 @@ void FileWalker::Import(TSNode n) {
     TSNode c = kids[i];
     if (syn_.Kind(c) == NodeKind::kAliasedImport) {
       std::string module = Text(ts_node_child_by_field_id(c, syn_.f_name));
+      sink_.OnImport({n, module, {}, false, false});
       BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)),
                index_.ImportValue(summary_, module, 0, ""));
     } else if (syn_.Kind(c) == NodeKind::kDottedName) {
       std::string full = Text(c);
+      sink_.OnImport({n, full, {}, false, false});
       std::string head = full.substr(0, full.find('.'));
       BindName(head, index_.ImportValue(summary_, head, 0, ""));
     }
@@ -256,6 +258,7 @@ void FileWalker::ImportFrom(TSNode n) {
     }
   } else {
     module = Text(mod);
+    sink_.OnImport({n, module, {}, false, false});
   }
   Kids kids(*this, n);
   for (size_t i = 0; i < kids.size(); ++i) {
@@ -272,12 +275,14 @@ void FileWalker::ImportFrom(TSNode n) {
         break;
       }
       case NodeKind::kAliasedImport:
+        if (level == 0) sink_.OnImport({c, module + "." + Text(ts_node_child_by_field_id(c, syn_.f_name)), {}, false, false});
         BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)),
                  index_.ImportValue(summary_, module, level,
                                     Text(ts_node_child_by_field_id(c, syn_.f_name))));
         break;
       case NodeKind::kDottedName: {
         std::string name = Text(c);
+        if (level == 0) sink_.OnImport({c, module + "." + name, {}, false, false});
         BindName(name, index_.ImportValue(summary_, module, level, name));
         break;
       }

@@ -29,6 +29,10 @@ class EventSink {
   /// rewrite code (migrate) keep to OnAttribute/OnString.
   virtual void OnReference(const AttributeEvent&) {}
   virtual void OnFormattedString(const StringEvent&) {}
+  /// An absolute import: `node` is the statement (`import torch.cuda.nvtx as nvtx`, `from
+  /// torch.cuda.amp import autocast`) or, for a from-import, one imported name; `qname` the module
+  /// imported or `module.name`. Only for rules that report import lines (CUDA-only modules).
+  virtual void OnImport(const AttributeEvent&) {}
   /// A `for` statement; `iterable` is its iterable once enumerate()/tqdm()/iter()/zip() wrappers
   /// are peeled off, and `iterable_value` what that evaluates to.
   virtual void OnFor(TSNode /*for_node*/, TSNode /*iterable*/, const Value& /*iterable_value*/) {}

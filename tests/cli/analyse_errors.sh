@@ -102,7 +102,7 @@ check "output inside input is skipped" "[ $rc = 0 ] && ! grep -q 'selfin_analysi
 # --format json: report.json alone, readable by python's json module.
 "$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/jout" -v 2.1.0 --format json >/dev/null 2>&1; rc=$?
 check "--format json exits 0 and writes only report.json" "[ $rc = 0 ] && [ \"\$(ls '$tmp/jout/cifar_cuda_analysis' | grep -v pytorch_analysis.txt)\" = report.json ]"
-check "report.json loads with json.load" "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"mode\"] == \"torch_apis\" and len(d[\"findings\"]) == 40, d[\"mode\"]' '$tmp/jout/cifar_cuda_analysis/report.json'"
+check "report.json loads with json.load" "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"mode\"] == \"torch_apis\" and len(d[\"findings\"]) == 41, d[\"mode\"]' '$tmp/jout/cifar_cuda_analysis/report.json'"
 # -m dynamic_shape writes only its copy, and with --format json a report of what it instrumented.
 "$PORTKIT" analyse -i examples/cifar_cuda -o "$tmp/dyn" -m dynamic_shape >/dev/null 2>&1; rc=$?
 check "dynamic_shape writes no report files by default" "[ $rc = 0 ] && [ ! -e '$tmp/dyn/cifar_cuda_analysis/report.json' ] && [ -f '$tmp/dyn/cifar_cuda_analysis/msft_dynamic_analysis/hook.py' ]"

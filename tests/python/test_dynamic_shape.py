@@ -124,3 +124,62 @@ def test_no_loop_found_is_said(tmp_path, portkit):
     assert res.returncode == 0, res.stderr
     assert "No training data loop was recognised" in res.stderr
     assert (tmp_path / "out" / "noloop_analysis" / "a.py").read_text() == "import torch\nx = torch.zeros(2)\n"
+
+
+STYLES = os.path.join(HERE, "..", "fixtures", "dynamic_shape", "styles")
+STYLE_SCRIPTS = sorted(n for n in os.listdir(STYLES) if n.endswith(".py"))
+
+
+@pytest.fixture(scope="module")
+def styles_copy(tmp_path_factory, portkit):
+    out = tmp_path_factory.mktemp("styles")
+    res = run([portkit, "analyse", "-i", STYLES, "-o", str(out), "-m", "dynamic_shape"])
+    assert res.returncode == 0, res.stderr
+    return out / "styles_analysis", res
+
+
+@pytest.mark.parametrize("script", STYLE_SCRIPTS)
+def test_training_loop_of_each_style_is_wrapped_and_no_dataset_loop(styles_copy, script):
+    copy, res = styles_copy
+    original = open(os.path.join(STYLES, script)).read().split("\n")
+    copied = (copy / script).read_text().split("\n")
+    assert len(copied) == len(original)
+    marked = [i for i, line in enumerate(original) if line.endswith("# training loop")]
+    assert marked, "the fixture marks its training loop"
+    for i, (before, after) in enumerate(zip(original, copied)):
+        if i in marked:
+            assert "DETECTOR.start(" in after, (script, i + 1, after)
+            assert "styles/%s:%d" % (script, i + 1) in res.stderr
+        elif i > 0:  # line 1 carries the import
+            assert after == before, (script, i + 1, after)
+
+
+@pytest.mark.parametrize("script", ["progress_bar.py", "trainer_next.py"])
+def test_detector_sees_the_steps_of_the_wrapped_loop(styles_copy, python, script):
+    # Both scripts change input shapes from step to step, so only a detector that is active
+    # around the training steps reports sites.
+    copy, _ = styles_copy
+    res = run([python, script, "--steps", "4"], cwd=copy)
+    assert res.returncode == 0, res.stderr
+    rows = read_report(copy)
+    assert any(r["File Path"].endswith(script) for r in rows), rows
+    os.remove(copy / "msft_dynamic_shape_analysis_report.csv")
+
+
+def test_no_loop_found_names_the_rejected_candidates(tmp_path, portkit):
+    proj = tmp_path / "pipeline"
+    proj.mkdir()
+    (proj / "data.py").write_text(
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "class Stats(Dataset):\n"
+        "    def mean(self):\n"
+        "        for x in DataLoader(self):\n"
+        "            pass\n"
+        "def show(batches):\n"
+        "    for b in batches:\n"
+        "        pass\n")
+    res = run([portkit, "analyse", "-i", str(proj), "-o", str(tmp_path / "out"), "-m", "dynamic_shape"])
+    assert res.returncode == 0, res.stderr
+    assert "No training data loop was recognised" in res.stderr
+    assert "pipeline/data.py:4: `DataLoader(self)`: inside the data-pipeline class Stats" in res.stderr
+    assert "pipeline/data.py:7: `batches`: `batches` is not bound in its function" in res.stderr

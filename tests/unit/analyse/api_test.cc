@@ -73,7 +73,7 @@ TEST_F(EngineApi, RunAnalyseReturnsTheFindingsAndWritesNoReportFiles) {
   EXPECT_EQ(report->files.syntax_errors, 0u);
   EXPECT_TRUE(report->problems.empty());
   // The same findings as the golden report (tests/golden/analyse_cifar_npu_2.1).
-  EXPECT_EQ(report->findings.size(), 40u);
+  EXPECT_EQ(report->findings.size(), 41u);
   EXPECT_EQ(report->Count(Category::kUnsupported), 7u);
   EXPECT_EQ(report->Count(Category::kPrecision), 2u);
   EXPECT_EQ(report->Count(Category::kAffinity), 0u);
@@ -99,7 +99,7 @@ TEST_F(EngineApi, RunAnalyseReturnsTheFindingsAndWritesNoReportFiles) {
   simdjson::dom::element json;
   ASSERT_EQ(parser.load((report->results_dir / "report.json").string()).get(json), simdjson::SUCCESS);
   EXPECT_EQ(std::string_view(json["mode"].get_string().value()), "torch_apis");
-  EXPECT_EQ(json["findings"].get_array().size(), 40u);
+  EXPECT_EQ(json["findings"].get_array().size(), 41u);
   EXPECT_TRUE(fs::exists(report->results_dir / "pytorch_analysis.txt"));
   EXPECT_FALSE(fs::exists(report->results_dir / "report.sarif"));
 }

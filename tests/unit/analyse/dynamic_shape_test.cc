@@ -92,6 +92,91 @@ TEST(DynamicShape, FollowsNamesBoundToLoadersAndLoaderWrappers) {
   EXPECT_EQ(Line(r.text, 16), "    for s in steps:");       // tqdm of a range
 }
 
+TEST(DynamicShape, FollowsReBindingsThroughWrappersOfAnyName) {
+  auto r = Instrument(
+      "def train(train_loader, nb, other):\n"                          // 1
+      "    pbar = enumerate(train_loader)\n"                            // 2
+      "    pbar = ProgressBar(pbar, total=nb)\n"                        // 3
+      "    for i, (imgs, targets, paths, _) in pbar:\n"                 // 4
+      "        pass\n"                                                  // 5
+      "    for a, b in zip(other, train_loader):\n"                     // 6
+      "        pass\n"                                                  // 7
+      "    for i in range(len(train_loader)):\n"                        // 8
+      "        pass\n"                                                  // 9
+      "    n = len(train_loader)\n"                                     // 10
+      "    for i in Bar(n):\n"                                          // 11
+      "        pass\n");                                                // 12
+  ASSERT_EQ(r.loops.size(), 2u);
+  EXPECT_EQ(Line(r.text, 4), "    for i, (imgs, targets, paths, _) in DETECTOR.start(pbar):");
+  EXPECT_EQ(Line(r.text, 6), "    for a, b in DETECTOR.start(zip(other, train_loader)):");
+  EXPECT_EQ(Line(r.text, 8), "    for i in range(len(train_loader)):");  // a count, not the data
+  EXPECT_EQ(Line(r.text, 11), "    for i in Bar(n):");
+}
+
+TEST(DynamicShape, WrapsTheLoaderOfAnIteratorKeptForNext) {
+  auto r = Instrument(
+      "class Trainer:\n"                                                // 1
+      "    def __init__(self, data_loader):\n"                          // 2
+      "        self.data_loader = data_loader\n"                        // 3
+      "        self._it = iter(self.data_loader)\n"                     // 4
+      "    def run_step(self):\n"                                       // 5
+      "        return next(self._it)\n"                                 // 6
+      "def loop(train_loader, val_loader):\n"                           // 7
+      "    it = iter(train_loader)\n"                                   // 8
+      "    while True:\n"                                               // 9
+      "        batch = next(it)\n"                                      // 10
+      "    sample = next(iter(val_loader))\n");                         // 11
+  ASSERT_EQ(r.loops.size(), 2u);
+  EXPECT_TRUE(r.loops[0].at_iterator);
+  EXPECT_EQ(Line(r.text, 4), "        self._it = iter(DETECTOR.start(self.data_loader))");
+  EXPECT_EQ(Line(r.text, 8), "    it = iter(DETECTOR.start(train_loader))");
+  EXPECT_EQ(Line(r.text, 11), "    sample = next(iter(val_loader))");  // one batch, no loop
+}
+
+TEST(DynamicShape, LoopsInDataPipelineClassesAreRejectedWithTheReason) {
+  PySyntax syn;
+  PythonParser parser;
+  ParsedSource parsed = parser.Parse(
+      "from torch.utils.data import DataLoader, Dataset, Sampler\n"      // 1
+      "class Stats(Dataset):\n"                                          // 2
+      "    def mean(self):\n"                                            // 3
+      "        for x in DataLoader(self):\n"                             // 4
+      "            pass\n"                                               // 5
+      "class GroupSampler(Sampler):\n"                                   // 6
+      "    def __iter__(self):\n"                                        // 7
+      "        for idx in iter(self.loader):\n"                          // 8
+      "            yield idx\n"                                          // 9
+      "def show(batches):\n"                                             // 10
+      "    for b in batches:\n"                                          // 11
+      "        pass\n");                                                 // 12
+  auto summary = std::make_unique<ModuleSummary>(SummariseModule(syn, parsed, "m", false));
+  ModuleSummary* s = summary.get();
+  ProjectIndex index;
+  index.Add(std::move(summary));
+  index.Freeze();
+  std::vector<RejectedLoop> rejected;
+  auto loops = FindDataLoops(syn, parsed, *s, index, &rejected);
+  EXPECT_TRUE(loops.empty());
+  ASSERT_EQ(rejected.size(), 3u);
+  EXPECT_EQ(rejected[0].line, 4u);
+  EXPECT_EQ(rejected[0].reason, "inside the data-pipeline class Stats (it fetches samples; it is not the training loop)");
+  EXPECT_EQ(rejected[1].line, 8u);
+  EXPECT_EQ(rejected[1].reason, "inside the data-pipeline class GroupSampler (it fetches samples; it is not the training loop)");
+  EXPECT_EQ(rejected[2].line, 11u);
+  EXPECT_EQ(rejected[2].reason, "`batches` is not bound in its function to a loader or a wrapper of one");
+}
+
+TEST(DynamicShape, ATestClassNamedAfterALoaderIsNoDataPipelineClass) {
+  auto r = Instrument(
+      "import unittest\n"                                               // 1
+      "class TestCombinedLoader(unittest.TestCase):\n"                  // 2
+      "    def test_all(self):\n"                                       // 3
+      "        for b in self.train_loader:\n"                           // 4
+      "            pass\n");                                            // 5
+  ASSERT_EQ(r.loops.size(), 1u);
+  EXPECT_EQ(Line(r.text, 4), "        for b in DETECTOR.start(self.train_loader):");
+}
+
 TEST(DynamicShape, ImportGoesAfterFutureImportsAndNotBeforeAShebang) {
   auto r = Instrument(
       "#!/usr/bin/env python\n"                                          // 1

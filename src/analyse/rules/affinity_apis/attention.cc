@@ -1,7 +1,9 @@
 // Rule: attention (Api Type `special`)
 // What it finds: scaled dot-product attention written by hand:
 //   `softmax(q @ k.transpose(-2, -1) * scale) @ v` (also torch.matmul, an optional dropout) —
-//   aten matmul-(add)-(mul)-softmax-(dropout)-matmul in timeline_fusion_ops.yaml.
+//   aten matmul-(add)-(mul)-softmax-(dropout)-matmul in timeline_fusion_ops.yaml. Not in the
+//   fallback branch of code that already takes a fused path
+//   (`if hasattr(F, "scaled_dot_product_attention"): ... else: <by hand>`, `if self.fused_attn:`).
 // Why it matters: the score matrix is materialised; the fused kernel never writes it out.
 //   Also the multi-statement form of one function: `attn = q @ k.transpose(-2, -1) * scale`;
 //   `attn = attn.softmax(dim=-1)`; `attn = self.attn_drop(attn)`; `x = (attn @ v)`, the names
@@ -141,6 +143,11 @@ class AttentionRule : public Rule {
     if (!ComputesScores(syn, ev.node, ctx.source, 0)) return;
     TSNode out = OutputMatmul(syn, ev.node, ctx.source);
     if (ts_node_is_null(out)) return;
+    // The hand-written path of code that already calls a fused kernel when it can.
+    if (affinity::InFallbackOfFused(syn, ctx.source, out,
+                                    {"scaled_dot_product_attention", "sdpa", "flash", "fused",
+                                     "fusion_attention", "memory_efficient_attention", "xformers"}))
+      return;
     affinity::Report(ctx, out, "attention (matmul-softmax-matmul)", "special", *api, name());
   }
 };

@@ -2,6 +2,7 @@
 // function, whether an expression is a bool mask, a scalar or a transposed operand, and whether
 // rebinding a name instead of mutating its object in place keeps a function's meaning.
 #include <array>
+#include <cctype>
 
 #include "analyse/rules/affinity_apis/rules.h"
 
@@ -265,6 +266,56 @@ bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statem
     return false;
   });
   return safe;
+}
+
+namespace {
+// Code text only: a comment ("# the fused path is slower here") names no path.
+bool MentionsAny(std::string_view text, std::initializer_list<std::string_view> tokens) {
+  std::string lower;
+  lower.reserve(text.size());
+  char quote = 0;
+  bool comment = false;
+  for (char c : text) {
+    if (c == '\n') comment = false, quote = 0;
+    else if (comment) continue;
+    else if (quote) quote = c == quote ? 0 : quote;
+    else if (c == '"' || c == '\'') quote = c;
+    else if (c == '#') { comment = true; continue; }
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  for (std::string_view t : tokens)
+    if (lower.find(t) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+bool InFallbackOfFused(const PySyntax& syn, std::string_view src, TSNode n,
+                       std::initializer_list<std::string_view> fused_tokens) {
+  TSNode child = n;
+  for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    NodeKind k = syn.Kind(p);
+    if (k == NodeKind::kFunctionDefinition || k == NodeKind::kClassDefinition || k == NodeKind::kLambda) break;
+    if (k == NodeKind::kElseClause || k == NodeKind::kElifClause) {
+      // The owning `if` from its start up to this branch: its condition and the branches before.
+      TSNode owner = ts_node_parent(p);
+      if (ts_node_is_null(owner)) continue;
+      std::string_view before(src.data() + ts_node_start_byte(owner), ts_node_start_byte(p) - ts_node_start_byte(owner));
+      if (MentionsAny(before, fused_tokens)) return true;
+    } else if (k == NodeKind::kIfStatement) {
+      TSNode consequence = ts_node_child_by_field_id(p, syn.f_consequence);
+      TSNode condition = ts_node_child_by_field_id(p, syn.f_condition);
+      if (ts_node_eq(child, consequence) && syn.Kind(condition) == NodeKind::kNotOperator &&
+          MentionsAny(NodeText(condition, src), fused_tokens))
+        return true;
+    } else if (k == NodeKind::kConditionalExpression) {
+      // `a if cond else b`: named children a, cond, b.
+      if (ts_node_named_child_count(p) == 3 && ts_node_eq(child, ts_node_named_child(p, 2))) {
+        std::string_view before(src.data() + ts_node_start_byte(p), ts_node_start_byte(child) - ts_node_start_byte(p));
+        if (MentionsAny(before, fused_tokens)) return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace portkit::analyse::affinity

@@ -61,6 +61,13 @@ bool IsFreshTensor(const PySyntax& syn, TSNode n, std::string_view src);
 /// closure, and before the statement (or anywhere in a loop around it) used only in ways that
 /// keep no reference to the object (arithmetic, comparisons, shape queries, other item writes).
 bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statement, std::string_view name);
+/// Whether `n` lies in the branch that runs when a fused path is not taken, within its function:
+/// the `else`/`elif` of an `if` whose condition or earlier branch mentions one of `fused_tokens`
+/// (`if hasattr(F, "scaled_dot_product_attention"): ... else: <n>`, `if self.fused_attn:`), the
+/// branch of `if not <fused>:`, or the `else` part of `<fused call> if <cond> else <n>`.
+/// Tokens are matched case-insensitively as substrings.
+bool InFallbackOfFused(const PySyntax& syn, std::string_view src, TSNode n,
+                       std::initializer_list<std::string_view> fused_tokens);
 }  // namespace affinity
 
 }  // namespace portkit::analyse

@@ -1,7 +1,8 @@
 // Rule: cuda_specific
 // What it finds: CUDA-only code (data/cuda/cuda_only.json) — torch.cuda.* and
-//   torch.backends.cudnn/cuda APIs, called, referenced or assigned
-//   (`torch.backends.cudnn.benchmark = True`); `.cuda()` calls and `.is_cuda` reads; CUDA device
+//   torch.backends.cudnn/cuda APIs, called, referenced, assigned
+//   (`torch.backends.cudnn.benchmark = True`) or imported (`from torch.cuda.amp import autocast`,
+//   `from torch.utils.cpp_extension import CUDA_HOME`: the import line itself); `.cuda()` calls and `.is_cuda` reads; CUDA device
 //   strings ("cuda", "cuda:1", "cuda:{}".format(i), f"cuda:{k}", "cuda:" + str(i), also inside
 //   torch.device(...)); distributed backend names in any case ("nccl", "NCCL"); environment
 //   variables only CUDA reads (`os.environ["CUDA_VISIBLE_DEVICES"]`, any upper-case `NCCL_*`,
@@ -71,6 +72,24 @@ class CudaSpecificRule : public Rule {
       Report(ev.node, "." + a, "CUDA-only attribute ." + a, renamed ? "." + *renamed : "", ctx);
       return;
     }
+  }
+
+  // `from torch.cuda.amp import autocast`, `import torch.cuda.nvtx as nvtx` (the statement: the
+  // module is CUDA-only), `from torch.utils.cpp_extension import CUDA_HOME` (the name).
+  void OnImport(const AttributeEvent& ev, RuleContext& ctx) override {
+    if (!IsCudaApi(ctx.target, ev.qname)) return;
+    // A name imported from a CUDA-only module: the statement is reported already.
+    if (ctx.syntax.Kind(ev.node) != NodeKind::kImportStatement &&
+        ctx.syntax.Kind(ev.node) != NodeKind::kImportFromStatement) {
+      size_t dot = ev.qname.rfind('.');
+      if (dot != std::string::npos && IsCudaApi(ctx.target, ev.qname.substr(0, dot))) return;
+    }
+    const std::string& device_module = ctx.target.facts().device_module;
+    std::string use;
+    if (const std::string* replacement = ctx.target.Rewrite(ev.qname)) use = *replacement;
+    else if (!device_module.empty() && ev.qname.rfind("torch.cuda.", 0) == 0) use = device_module + "." + ev.qname.substr(11);
+    else if (!device_module.empty() && ev.qname == "torch.cuda") use = device_module;
+    Report(ev.node, ev.qname, "Imports CUDA-specific " + ev.qname, use, ctx, false);
   }
 
   void OnString(const StringEvent& ev, RuleContext& ctx) override {

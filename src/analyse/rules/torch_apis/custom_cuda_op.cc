@@ -22,6 +22,8 @@
 //   re-implemented (e.g. as an Ascend C operator) or replaced by torch ops.
 // Example: `_ext.nms_cuda(boxes, scores, 0.5)` with `m.def("nms_cuda", &nms_cuda)` in bindings.cpp.
 // Use instead: a torch implementation or a target-native custom op.
+#include <algorithm>
+
 #include "analyse/custom_ops.h"
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/target.h"
@@ -39,7 +41,10 @@ class CustomCudaOpRule : public Rule {
     const std::string* q = ev.lookup.empty() ? nullptr : &ev.lookup.front();
     if (q && q->rfind("torch.utils.cpp_extension.", 0) == 0) {
       std::string fn = q->substr(26);
-      if (fn == "CUDAExtension" || fn == "load" || fn == "load_inline") {
+      // load_inline without cuda_sources compiles C++ only: a CPU extension.
+      bool cpu_inline = fn == "load_inline" &&
+                        std::none_of(ev.args.begin(), ev.args.end(), [](const auto& a) { return a.keyword == "cuda_sources"; });
+      if (fn == "CUDAExtension" || fn == "load" || (fn == "load_inline" && !cpu_inline)) {
         ctx.Report(ev.node, *q, "Builds a CUDA extension: its operators are user-defined CUDA operators.",
                    Category::kCuda, Confidence::kHigh, name());
         ctx.Report(ev.node, *q, kTip, Category::kUnsupported, Confidence::kHigh, name());
