@@ -24,7 +24,10 @@ Scoring each related port edit against the migrate diff:
 
 Scoring each migrate edit that no related port edit accounts for (an "extra" edit):
     reversed    the port keeps every upstream line migrate changed (they are in an `equal` block of
-                the port diff) -- the port's authors kept what migrate would change
+                the port diff) in a file where the port made CUDA/NPU-related edits -- the port's
+                authors kept what migrate would change
+    unported    the same, in a file where the port made no CUDA/NPU-related edit (a script the port
+                did not need: inference, export, other tasks)
     extra       anything else (the port changed the span in another way, or migrate inserted lines
                 the port does not have)
 
@@ -49,6 +52,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -82,9 +86,10 @@ CLASSES = [
                 r"output_device", re.IGNORECASE)),
     ("pin_memory/non_blocking",
      re.compile(r"pin_memory|non_blocking", re.IGNORECASE)),
-    ("env vars",
-     re.compile(r"os\.environ|getenv|CUDA_VISIBLE_DEVICES|ASCEND_|MASTER_ADDR|MASTER_PORT|"
-                r"RANK_SIZE|WORLD_SIZE|RANK_ID|HCCL_|NPU_", re.IGNORECASE)),
+    ("env vars",  # case-sensitive: `NPU_` must not catch torch_npu.npu_format_cast
+     re.compile(r"os\.environ|getenv|\b(CUDA_VISIBLE_DEVICES|ASCEND_\w+|MASTER_ADDR|MASTER_PORT|"
+                r"RANK_SIZE|WORLD_SIZE|RANK_ID|LOCAL_RANK|HCCL_\w+|NPU_\w+|CUDA_HOME|"
+                r"CUDA_LAUNCH_BLOCKING)\b")),
     ("custom ops",
      re.compile(r"torch_npu\.npu_\w+|torch\.npu_\w+|\.npu_\w+\(|torch\.ops\.|cpp_extension|"
                 r"\.cu\b|_C\.\w+|_ext\b|load_inline", re.IGNORECASE)),
@@ -179,12 +184,12 @@ def score_file(up, port, mig):
         near = [k for k, me in enumerate(mig_edits) if pe.overlaps(me)]
         verdict = "missed"
         if pe.i1 == pe.i2 and not pe.old:  # pure insertion: compared by content
+            same = [k for k, me in enumerate(mig_edits) if set(norm(me.new)) & set(norm(pe.new))]
             if norm(pe.new) and all(l in mig_added for l in norm(pe.new)):
                 verdict = "identical"
-                explained.update(k for k, me in enumerate(mig_edits)
-                                 if set(norm(me.new)) & set(norm(pe.new)))
-            elif near:
+            elif near or same:  # near the anchor, or some of the same lines added elsewhere
                 verdict = "touched"
+            explained.update(same)
         elif near:
             lo = min([pe.i1] + [mig_edits[k].i1 for k in near])
             hi = max([pe.i2] + [mig_edits[k].i2 for k in near])
@@ -206,7 +211,9 @@ def score_file(up, port, mig):
         cls = me.cls or "other"
         span = range(me.i1, me.i2)
         if me.i1 < me.i2 and all(i in kept for i in span):
-            mig_rows.append(("reversed", cls, me))
+            # the port keeps the upstream lines: a choice where it ported this file, else a file
+            # the port never touched for the NPU
+            mig_rows.append(("reversed" if port_edits else "unported", cls, me))
         else:
             mig_rows.append(("extra", cls, me))
     return port_rows, mig_rows
@@ -231,7 +238,8 @@ def py_files(root):
 
 def compiles(path):
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb") as f, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning of upstream code is not our concern
             compile(f.read(), path, "exec", dont_inherit=True)
         return True
     except (SyntaxError, ValueError):
@@ -241,8 +249,12 @@ def compiles(path):
 def extract(git_dir, commit, subdir, dest):
     """The .py files of commit:subdir into dest (git archive; no work tree)."""
     tree = commit + (":" + subdir if subdir else "")
-    data = subprocess.run(["git", "--git-dir=" + git_dir, "archive", "--format=tar", tree],
-                          check=True, capture_output=True).stdout
+    # only the .py blobs: a fetched snapshot may lack its largest (non-source) files
+    proc = subprocess.run(["git", "--git-dir=" + git_dir, "archive", "--format=tar", tree, "--", "*.py"],
+                          capture_output=True)
+    if proc.returncode != 0:
+        raise RuntimeError("%s: cannot read %s: %s" % (git_dir, tree, proc.stderr.decode(errors="replace").strip()))
+    data = proc.stdout
     os.makedirs(dest, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".py")
@@ -272,7 +284,9 @@ def score_trees(up_dir, port_dir, mig_dir):
     shared = sorted(up_files & port_files)
     result = {"files_shared": len(shared), "files_port_only": len(port_files - up_files),
               "files_upstream_only": len(up_files - port_files), "port": [], "migrate": [],
-              "compile_fail": [], "compile_fail_upstream_too": 0, "files_migrated": 0}
+              "compile_fail": [], "compile_fail_upstream_too": 0, "files_migrated": 0,
+              "transfer_to_npu_files": sum(1 for rel in port_files if "transfer_to_npu" in
+                                           "\n".join(read_lines(os.path.join(port_dir, rel))))}
     for rel in shared:
         up, port = read_lines(os.path.join(up_dir, rel)), read_lines(os.path.join(port_dir, rel))
         mig_path = os.path.join(mig_dir, rel)
@@ -301,7 +315,7 @@ def score_trees(up_dir, port_dir, mig_dir):
 # Report
 # ---------------------------------------------------------------------------------------------
 def tally(results):
-    t = {c: {"edits": 0, "identical": 0, "touched": 0, "missed": 0, "extra": 0, "reversed": 0}
+    t = {c: {"edits": 0, "identical": 0, "touched": 0, "missed": 0, "extra": 0, "reversed": 0, "unported": 0}
          for c in CLASS_NAMES}
     for r in results:
         for _, verdict, cls, *_ in r["port"]:
@@ -318,18 +332,21 @@ def pct(a, b):
 
 def table(t, out):
     out.write("| class | port edits | identical | touched | missed | reproduced | migrate-only edits | "
-              "of which the port reverses |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-    tot = {k: 0 for k in ("edits", "identical", "touched", "missed", "extra", "reversed")}
+              "port reverses | in files the port did not port |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    tot = {k: 0 for k in ("edits", "identical", "touched", "missed", "extra", "reversed", "unported")}
     for c in CLASS_NAMES:
         row = t[c]
         for k in tot:
             tot[k] += row[k]
-        out.write("| %s | %d | %d | %d | %d | %s | %d | %d |\n" % (
+        out.write("| %s | %d | %d | %d | %d | %s | %d | %d | %d |\n" % (
             c, row["edits"], row["identical"], row["touched"], row["missed"],
-            pct(row["identical"], row["edits"]), row["extra"] + row["reversed"], row["reversed"]))
-    out.write("| **total** | %d | %d | %d | %d | **%s** | %d | %d |\n" % (
+            pct(row["identical"], row["edits"]), row["extra"] + row["reversed"] + row["unported"],
+            row["reversed"], row["unported"]))
+    out.write("| **total** | %d | %d | %d | %d | **%s** | %d | %d | %d |\n" % (
         tot["edits"], tot["identical"], tot["touched"], tot["missed"],
-        pct(tot["identical"], tot["edits"]), tot["extra"] + tot["reversed"], tot["reversed"]))
+        pct(tot["identical"], tot["edits"]), tot["extra"] + tot["reversed"] + tot["unported"],
+        tot["reversed"], tot["unported"]))
     return tot
 
 
@@ -345,12 +362,17 @@ def report(named_results, out, details):
             tot["edits"] += 1
             tot["identical"] += v == "identical"
         rev = sum(1 for m in r["migrate"] if m[1] == "reversed")
+        unported = sum(1 for m in r["migrate"] if m[1] == "unported")
         out.write("%s: %d shared .py files (%d port-only, not scored); related port edits %d, "
-                  "identical %d (%s); migrate-only edits %d, reversed by the port %d; "
+                  "identical %d (%s); migrate-only edits %d, reversed by the port %d (+%d in files "
+                  "it did not port); "
                   "migrated files %d, compile failures %d (+%d that fail upstream too)\n" % (
                       name, r["files_shared"], r["files_port_only"], tot["edits"], tot["identical"],
-                      pct(tot["identical"], tot["edits"]), len(r["migrate"]), rev,
+                      pct(tot["identical"], tot["edits"]), len(r["migrate"]), rev, unported,
                       r["files_migrated"], len(r["compile_fail"]), r["compile_fail_upstream_too"]))
+        if r["transfer_to_npu_files"]:
+            out.write("  %s: %d port files import transfer_to_npu (CUDA calls kept on purpose, rerouted at "
+                      "run time)\n" % (name, r["transfer_to_npu_files"]))
     out.write("\n")
     tot = table(tally([r for _, r in named_results]), out)
     fails = sum(len(r["compile_fail"]) for _, r in named_results)
@@ -366,6 +388,8 @@ def report(named_results, out, details):
             for rel, verdict, cls, line, old, new in r["migrate"]:
                 details.write("%s\tmigrate\t%s\t%s\t%s:%d\t-%s\t+%s\n" % (
                     name, verdict, cls, rel, line, one_line(old, 200), one_line(new, 200)))
+    out.write("migrate-only edits %d, reversed by a port %d (+%d in files the port did not port)\n" % (
+        tot["extra"] + tot["reversed"] + tot["unported"], tot["reversed"], tot["unported"]))
     out.write("reproduced %d of %d (%s)\n" % (tot["identical"], tot["edits"],
                                                pct(tot["identical"], tot["edits"])))
     return tot
