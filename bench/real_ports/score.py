@@ -96,7 +96,20 @@ CLASSES = [
     ("device strings/calls",
      re.compile(r"cuda|\bnpu\b|\.npu\(|torch\.npu|device|cudnn|\bgpu", re.IGNORECASE)),
 ]
-CLASS_NAMES = [name for name, _ in CLASSES] + ["other"]
+RENAMES = "gpu->npu renames"
+CLASS_NAMES = [RENAMES] + [name for name, _ in CLASSES] + ["other"]
+IDENT = re.compile(r"[A-Za-z_]\w*$")
+
+
+def is_rename(removed, added):
+    """True when the edit only renames identifiers that say gpu into ones that say npu
+    (`n_gpu` -> `n_npu`, `gpu_count` -> `npu_count`): cosmetic, nothing for the target."""
+    a, b = TOKEN.findall("\n".join(removed)), TOKEN.findall("\n".join(added))
+    if len(a) != len(b):
+        return False
+    pairs = [(x, y) for x, y in zip(a, b) if x != y]
+    return bool(pairs) and all(IDENT.match(x) and "gpu" in x.lower() and
+                               y == re.sub("gpu", "npu", re.sub("GPU", "NPU", x)) for x, y in pairs)
 
 NEAR = 2  # an insertion counts as touched when migrate edits within this many lines of it
 
@@ -123,6 +136,8 @@ def classify(removed, added):
     text = "\n".join(removed + added)
     if not RELATED.search(changed_text(removed, added)):
         return None
+    if is_rename(removed, added):
+        return RENAMES
     for name, pattern in CLASSES:
         if pattern.search(text):
             return name
