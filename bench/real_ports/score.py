@@ -144,6 +144,15 @@ def classify(removed, added):
     return "other"
 
 
+ALIAS = re.compile(r"\btorch_npu\.npu\.")
+
+
+def alias_norm(lines):
+    """norm() with `torch_npu.npu.` spelled `torch.npu.` (the same module once torch_npu is
+    imported): a touched edit equal under it differs from the port in spelling only."""
+    return [ALIAS.sub("torch.npu.", l) for l in norm(lines)]
+
+
 def norm(lines):
     """Whitespace-insensitive form of a block: stripped lines, blank lines dropped, inner runs of
     blanks collapsed."""
@@ -194,7 +203,7 @@ def score_file(up, port, mig):
     port_edits = [e for e in edits_of(up, port) if e.cls]
     mig_edits = edits_of(up, mig)
     mig_added = {l for e in mig_edits for l in norm(e.new)}
-    port_rows, explained = [], set()
+    port_rows, explained, aliased = [], set(), []
     for pe in port_edits:
         near = [k for k, me in enumerate(mig_edits) if pe.overlaps(me)]
         verdict = "missed"
@@ -216,6 +225,9 @@ def score_file(up, port, mig):
                 cursor = max(cursor, me.i2)
             mig_text += up[cursor:hi]
             verdict = "identical" if norm(mig_text) == norm(port_text) else "touched"
+            if verdict == "touched" and alias_norm(mig_text) == alias_norm(port_text):
+                verdict = "touched"  # still counted as touched; the spelling is reported apart
+                aliased.append(pe)
         explained.update(near)
         port_rows.append((verdict, pe.cls, pe))
     kept = equal_lines(up, port)
@@ -231,7 +243,7 @@ def score_file(up, port, mig):
             mig_rows.append(("reversed" if port_edits else "unported", cls, me))
         else:
             mig_rows.append(("extra", cls, me))
-    return port_rows, mig_rows
+    return port_rows, mig_rows, aliased
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,6 +312,7 @@ def score_trees(up_dir, port_dir, mig_dir):
     result = {"files_shared": len(shared), "files_port_only": len(port_files - up_files),
               "files_upstream_only": len(up_files - port_files), "port": [], "migrate": [],
               "compile_fail": [], "compile_fail_upstream_too": 0, "files_migrated": 0,
+              "touched_alias_only": 0,
               "transfer_to_npu_files": sum(1 for rel in port_files if "transfer_to_npu" in
                                            "\n".join(read_lines(os.path.join(port_dir, rel))))}
     for rel in shared:
@@ -308,7 +321,8 @@ def score_trees(up_dir, port_dir, mig_dir):
         mig = read_lines(mig_path) if os.path.exists(mig_path) else up
         if up == port and up == mig:
             continue
-        prow, mrow = score_file(up, port, mig)
+        prow, mrow, aliased = score_file(up, port, mig)
+        result["touched_alias_only"] += len(aliased)
         for verdict, cls, e in prow:
             result["port"].append((rel, verdict, cls, e.i1 + 1, e.old, e.new))
         for verdict, cls, e in mrow:
@@ -403,6 +417,8 @@ def report(named_results, out, details):
             for rel, verdict, cls, line, old, new in r["migrate"]:
                 details.write("%s\tmigrate\t%s\t%s\t%s:%d\t-%s\t+%s\n" % (
                     name, verdict, cls, rel, line, one_line(old, 200), one_line(new, 200)))
+    out.write("touched edits equal to the port's up to torch_npu.npu. = torch.npu.: %d\n" %
+              sum(r["touched_alias_only"] for _, r in named_results))
     out.write("migrate-only edits %d, reversed by a port %d (+%d in files the port did not port)\n" % (
         tot["extra"] + tot["reversed"] + tot["unported"], tot["reversed"], tot["unported"]))
     out.write("reproduced %d of %d (%s)\n" % (tot["identical"], tot["edits"],
@@ -428,6 +444,10 @@ def self_test():
         ok = False
         sys.stderr.write("self-test: compile failures %s, expected %s\n" % (
             r["compile_fail"], expected["compile_fail"]))
+    if r["touched_alias_only"] != expected["touched_alias_only"]:
+        ok = False
+        sys.stderr.write("self-test: %d touched edits equal up to the torch_npu.npu alias, expected %d\n" % (
+            r["touched_alias_only"], expected["touched_alias_only"]))
     out = io.StringIO()
     report([("fixture", r)], out, None)
     last = out.getvalue().strip().splitlines()[-1]
