@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
   // By position; at one position an insertion (empty range) first, then the outer edit.
-  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
     bool a_range = a.end_byte > a.start_byte, b_range = b.end_byte > b.start_byte;
     return std::tie(a.start_byte, a_range, b.end_byte) < std::tie(b.start_byte, b_range, a.end_byte);
   });
@@ -123,6 +123,12 @@ class MigrationCollector : public EventSink {
 
   void OnCall(const CallEvent& ev) override {
     TSNode fn = ts_node_child_by_field_id(ev.node, syn_.f_function);
+    // A call of another runtime (TensorRT, ONNX Runtime, OpenCV CUDA, cupy): its arguments are its own.
+    if (!ev.lookup.empty() && target_.OtherRuntime(ev.lookup.front())) {
+      foreign_.emplace_back(ts_node_start_byte(ev.node), ts_node_end_byte(ev.node));
+      return;
+    }
+    if (!ev.lookup.empty() && CudaLibraryCall(ev, fn)) return;
     bool qualified = !ev.lookup.empty() && ev.callee.kind == ValueKind::kExternal;
     bool typed_method = !ev.lookup.empty() && !ev.method.empty() && !ev.receiver_unknown;
     if ((qualified || typed_method) && Unsupported(ev.node, ev.lookup.front())) return;
@@ -140,7 +146,7 @@ class MigrationCollector : public EventSink {
     ArgumentEdits(ev);
     if (unsafe_ && !ev.lookup.empty()) {
       if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
-        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)");
+        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
         NeedModuleOf(*fused);
       }
     }
@@ -171,8 +177,87 @@ class MigrationCollector : public EventSink {
       return;
     }
     Add(assignment, x + " = " + *fused + "(" + x + ", " + cond + ", " + std::string(NodeText(right, src_)) + ")",
-        "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)");
+        "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)", "fused_api");
     NeedModuleOf(*fused);
+  }
+
+  /// Edits the migration is not sure of: listed for review in change_list.csv, not made.
+  std::vector<Edit> reviews;
+
+  /// Drops the edits inside calls of other runtimes, and edits that change nothing
+  /// (`x.to(other_tensor)` rewritten to itself).
+  void DropForeignAndUnchanged() {
+    std::vector<Edit> kept;
+    for (auto& e : out_) {
+      bool foreign = std::any_of(foreign_.begin(), foreign_.end(), [&](const auto& r) {
+        return e.start_byte >= r.first && e.end_byte <= r.second;
+      });
+      bool unchanged = e.end_byte > e.start_byte && src_.substr(e.start_byte, e.end_byte - e.start_byte) == e.replacement;
+      if (!foreign && !unchanged) kept.push_back(std::move(e));
+    }
+    out_ = std::move(kept);
+  }
+
+  /// Imports of CUDA-only library classes (`from apex.normalization import FusedLayerNorm`)
+  /// become imports of the target's fused API or the plain torch equivalent under the same local
+  /// name (`from torch.nn import LayerNorm as FusedLayerNorm`), unless a call of one needs review.
+  void CudaLibraryImports(TSNode root) {
+    if (target_.cuda_libraries().empty()) return;
+    ForEachNamedNode(root, [&](TSNode n) {
+      NodeKind k = syn_.Kind(n);
+      if (k != NodeKind::kImportFromStatement) return k != NodeKind::kImportStatement;
+      TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+      if (ts_node_is_null(module)) return false;
+      std::string from(NodeText(module, src_));
+      std::string replacement, message;
+      uint32_t count = ts_node_named_child_count(n);
+      bool all = true, any = false, unsure = false;
+      for (uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_named_child(n, i);
+        if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
+        TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+        TSNode alias = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_alias) : c;
+        std::string qname = from + "." + std::string(NodeText(name, src_));
+        const CudaLibraryClass* lib = FindLibrary(qname);
+        if (!lib) {
+          all = false;
+          continue;
+        }
+        any = true;
+        unsure |= unsure_.count(qname) > 0;
+        std::string use = LibraryReplacement(*lib);
+        size_t dot = use.rfind('.');
+        replacement += (replacement.empty() ? "" : "; ") + std::string("from ") + use.substr(0, dot) + " import " +
+                       use.substr(dot + 1) + " as " + std::string(NodeText(alias, src_));
+        message += (message.empty() ? "" : ", ") + qname + " → " + use;
+      }
+      if (!any) return false;
+      if (!all || unsure) {
+        reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
+                           std::string(NodeText(n, src_)) + ": kept; " +
+                               (unsure ? "a call needs review (see its row)"
+                                       : "it also imports names without a known counterpart") +
+                               ", port it by hand (" + message + ")",
+                           "review"});
+        return false;
+      }
+      out_.push_back({ts_node_start_byte(n), ts_node_end_byte(n), replacement, StartLine(n), EndLine(n),
+                      "ModuleReplace", message, "cuda_library"});
+      return false;
+    });
+  }
+
+  /// One warning for the file when it keeps calls of CUDA's device module (torch.cuda.X) because
+  /// the target names no device_module to move them to: the migrated code would run on the CPU.
+  void AddCudaLeftWarning() {
+    if (cuda_left_.empty()) return;
+    auto [line, col] = *cuda_left_.begin();
+    std::string n = std::to_string(cuda_left_.size());
+    warnings_.push_back({{}, line, col, "cuda_left",
+                         n + " use" + (cuda_left_.size() == 1 ? "" : "s") + " of " + target_.cuda().device_module +
+                             " left in place (first here): target " + target_.name() +
+                             " names no device_module in " + facts_.file().string() +
+                             ", so the migrated code keeps calling CUDA"});
   }
 
   /// Submodules of the target module that the applied replacements name
@@ -243,6 +328,7 @@ class MigrationCollector : public EventSink {
   /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
     std::string renamed = target_.RewriteByPrefix(qname);
+    if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
     std::string replacement = renamed;
     size_t common = 0;  // bytes of the shared leading components, with their dot
@@ -257,7 +343,9 @@ class MigrationCollector : public EventSink {
       if (text.size() > tail.size() && text.substr(text.size() - tail.size()) == tail)
         replacement = std::string(text.substr(0, text.size() - tail.size())) + "." + renamed.substr(common);
     }
-    Add(node, replacement, operation, qname + " → " + renamed);
+    const std::string& cuda = target_.cuda().device_module;
+    bool amp = !cuda.empty() && qname.rfind(cuda + ".amp.", 0) == 0;
+    Add(node, replacement, operation, qname + " → " + renamed, amp ? "amp" : "device_api");
     return true;
   }
 
@@ -283,7 +371,7 @@ class MigrationCollector : public EventSink {
     uint32_t start = ts_node_start_byte(arg), end = ts_node_end_byte(arg);
     if (!ts_node_is_null(next)) end = ts_node_start_byte(next);
     else if (!ts_node_is_null(prev)) start = ts_node_end_byte(prev);
-    out_.push_back({start, end, "", StartLine(arg), EndLine(arg), "ArgsModify", std::move(message)});
+    out_.push_back({start, end, "", StartLine(arg), EndLine(arg), "ArgsModify", std::move(message), "arguments"});
   }
 
   /// True when `arg` is known not to be a device number, so a device-number rewrite does not
@@ -323,12 +411,12 @@ class MigrationCollector : public EventSink {
       if (syn_.Kind(arg->value) == NodeKind::kInteger && !facts_.device_type.empty() &&
           std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
         std::string device = "\"" + facts_.device_type + ":" + text + "\"";
-        Add(arg->value, device, "ArgsModify", which + " of " + where + ": " + text + " → " + device);
+        Add(arg->value, device, "ArgsModify", which + " of " + where + ": " + text + " → " + device, "arguments");
         continue;
       }
       uint32_t s = ts_node_start_byte(arg->value), e = ts_node_end_byte(arg->value);
       templates_.push_back({out_.size(), s, e, r.replacement, "$arg"});
-      Add(arg->value, "", "ArgsModify", which + " of " + where);
+      Add(arg->value, "", "ArgsModify", which + " of " + where, "arguments");
     }
     for (const auto& r : rules_.rules->keywords) {
       if (!Matches(ev, r.api, false)) continue;
@@ -337,13 +425,13 @@ class MigrationCollector : public EventSink {
       TSNode node = ArgumentNode(*arg);
       std::string_view value = NodeText(arg->value, src_);
       if (value == "True") {
-        Add(node, r.if_true, "ArgsModify", std::string(NodeText(node, src_)) + " → " + r.if_true);
+        Add(node, r.if_true, "ArgsModify", std::string(NodeText(node, src_)) + " → " + r.if_true, "arguments");
       } else if (value == "False") {
         DeleteArgument(node, "removed " + std::string(NodeText(node, src_)) + " of " + where);
       } else {
         templates_.push_back({out_.size(), ts_node_start_byte(arg->value), ts_node_end_byte(arg->value),
                               r.expression, "$value"});
-        Add(node, "", "ArgsModify", r.keyword + "= of " + where);
+        Add(node, "", "ArgsModify", r.keyword + "= of " + where, "arguments");
       }
     }
     for (const auto& r : rules_.rules->additions) {
@@ -353,18 +441,20 @@ class MigrationCollector : public EventSink {
       TSNode last = ArgumentNode(ev.args.back());
       uint32_t at = ts_node_end_byte(last);
       std::string added = r.keyword + "=" + r.value;
-      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify", "added " + added + " to " + where});
+      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify", "added " + added + " to " + where,
+                      "arguments"});
     }
   }
 
   void StringEdit(const StringEvent& ev) {
     const std::string& v = ev.value;
     std::string replacement;
+    const char* edit_class = "device_string";
     size_t prefix = v.size();  // bytes of the content replaced (from its start)
     if (!ev.formatted) {
       for (const auto& [cuda, backend] : facts_.renames.distributed_backends)
-        if (IEquals(v, cuda)) replacement = MatchCase(v, backend);
-      if (const std::string* env = Find(facts_.renames.env_vars, v)) replacement = *env;
+        if (IEquals(v, cuda)) replacement = MatchCase(v, backend), edit_class = "distributed_backend";
+      if (const std::string* env = Find(facts_.renames.env_vars, v)) replacement = *env, edit_class = "env_var";
     }
     if (replacement.empty() && !facts_.device_type.empty()) {
       for (const auto& type : target_.cuda().device_types) {
@@ -388,7 +478,7 @@ class MigrationCollector : public EventSink {
         uint32_t start = ts_node_start_byte(c);
         std::string old(content.substr(0, prefix));
         out_.push_back({start, start + static_cast<uint32_t>(prefix), replacement, StartLine(c), StartLine(c),
-                        "ReplaceString", "\"" + v + "\" → \"" + replacement + v.substr(prefix) + "\""});
+                        "ReplaceString", "\"" + v + "\" → \"" + replacement + v.substr(prefix) + "\"", edit_class});
         return;
       }
       if (std::string_view(ts_node_type(c)) != "string_start") return;  // an interpolation first
@@ -400,9 +490,10 @@ class MigrationCollector : public EventSink {
     return it == renames.end() ? nullptr : &it->second;
   }
 
-  void Add(TSNode node, std::string replacement, const char* operation, std::string message) {
+  void Add(TSNode node, std::string replacement, const char* operation, std::string message,
+           std::string edit_class = "device_api") {
     out_.push_back({ts_node_start_byte(node), ts_node_end_byte(node), std::move(replacement), StartLine(node),
-                    EndLine(node), operation, std::move(message)});
+                    EndLine(node), operation, std::move(message), std::move(edit_class)});
   }
 
   const PySyntax& syn_;
@@ -423,6 +514,58 @@ class MigrationCollector : public EventSink {
   std::vector<FileProblem>& warnings_;
   std::vector<TemplateEdit> templates_;
   std::set<std::pair<uint32_t, std::string>> warned_;
+  std::set<std::pair<uint32_t, uint32_t>> cuda_left_;  ///< line, column of torch.cuda uses left
+  std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
+  std::set<std::string> unsure_;  ///< CUDA library classes with a call that needs review
+
+  const CudaLibraryClass* FindLibrary(const std::string& qname) const {
+    for (const auto& lib : target_.cuda_libraries())
+      if (lib.name == qname) return &lib;
+    return nullptr;
+  }
+
+  /// The target's fused API for a CUDA library class, else (with --unsafe) the target's fused
+  /// optimizer for its plain equivalent, else the plain equivalent.
+  std::string LibraryReplacement(const CudaLibraryClass& lib) {
+    if (const std::string* fused = Find(facts_.fused_modules, lib.name)) return *fused;
+    if (const std::string* fused = unsafe_ ? Find(facts_.fused_optimizers, lib.plain) : nullptr) return *fused;
+    return lib.plain;
+  }
+
+  /// A call of a CUDA-only library class: one using a keyword its equivalent lacks is listed for
+  /// review; one spelled in full (`apex.optimizers.FusedAdam(...)`) is renamed here, one through
+  /// an imported name by its import (CudaLibraryImports).
+  bool CudaLibraryCall(const CallEvent& ev, TSNode fn) {
+    const CudaLibraryClass* lib = FindLibrary(ev.lookup.front());
+    if (!lib) return false;
+    std::string use = LibraryReplacement(*lib);
+    std::string why;
+    for (const auto& a : ev.args) {
+      if (a.splat && why.empty()) why = "**kwargs may hold keywords " + use + " lacks";
+      for (const auto& k : lib->unsure_keywords)
+        if (a.keyword == k) why = "keyword " + k + " has no counterpart in " + use;
+    }
+    if (!why.empty()) {
+      unsure_.insert(lib->name);
+      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
+                         EndLine(ev.node), "Review", lib->name + " → " + use + " not made: " + why + "; port it by hand",
+                         "review"});
+      return true;
+    }
+    if (NodeText(fn, src_) == lib->name) {
+      Add(fn, use, "ModuleReplace", lib->name + " → " + use, "cuda_library");
+      NeedModuleOf(use);
+    }
+    return true;
+  }
+
+  void NoteCudaLeft(TSNode node, const std::string& qname) {
+    const std::string& cuda = target_.cuda().device_module;
+    if (cuda.empty() || !facts_.device_module.empty() || qname.size() <= cuda.size() ||
+        qname.compare(0, cuda.size(), cuda) != 0 || qname[cuda.size()] != '.')
+      return;
+    cuda_left_.insert({StartLine(node), ts_node_start_point(node).column + 1});
+  }
 };
 
 // The target's attribute renames (`x.is_cuda` → `x.is_npu`) wherever they appear (an attribute of
@@ -436,7 +579,7 @@ void AttributeRenameEdits(const PySyntax& syn, TSNode root, std::string_view src
       auto it = renames.find(std::string(NodeText(attr, src)));
       if (it != renames.end())
         out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), it->second, StartLine(attr),
-                       EndLine(attr), "AttributeModify", "." + it->first + " → ." + it->second});
+                       EndLine(attr), "AttributeModify", "." + it->first + " → ." + it->second, "device_api"});
     }
     return true;
   });
@@ -533,7 +676,7 @@ InsertPoint FindInsertPoint(const PySyntax& syn, const ParsedSource& src, bool a
 /// An edit inserting `line` (with the file's line ending) at `p`.
 Edit InsertLineEdit(const InsertPoint& p, const std::string& line, std::string_view eol, const char* operation) {
   std::string text = (p.newline_before ? std::string(eol) : "") + line + std::string(eol);
-  return {p.byte, p.byte, std::move(text), p.line, p.line, operation, line};
+  return {p.byte, p.byte, std::move(text), p.line, p.line, operation, line, "import"};
 }
 
 /// A script entry point: a top-level `if __name__ == "__main__":`.
@@ -550,109 +693,85 @@ bool IsEntryFile(const PySyntax& syn, const ParsedSource& src) {
   return false;
 }
 
-}  // namespace
+/// A shell launch script (`*.sh`, `*.bash`): its environment variables are renamed.
+bool IsLaunchScript(const fs::path& path) {
+  std::string ext = path.extension().string();
+  return ext == ".sh" || ext == ".bash";
+}
 
-Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
-  Logger& log = ctx.logger;
-  std::error_code ec;
-  fs::path input(opt.input);
-  if (!fs::is_directory(input, ec)) {
-    std::string what = "input " + opt.input.string() +
-                       (fs::exists(input, ec) ? " is not a folder" : " does not exist") +
-                       "; give the folder of the project to migrate (-i DIR)";
-    return fs::exists(input, ec) ? InvalidArgument(what) : NotFound(what);
-  }
-  input = fs::weakly_canonical(fs::absolute(input), ec);
-  std::string version_warning;
-  auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &version_warning);
-  if (!target.ok()) return target.status();
-  if (!target->facts().migratable())
-    return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
-  const target::TargetFacts& facts = target->facts();
-  if (opt.transfer_only && facts.transfer_import.empty())
-    return InvalidArgument("target " + target->name() + " names no transfer_import in its target.json; "
-                           "--transfer-only needs one");
-  if (!opt.entries.empty() && !opt.transfer_only)
-    return InvalidArgument("--entry is used with --transfer-only");
-  for (const auto& e : opt.entries) {
-    fs::path p = fs::path(e).lexically_normal();
-    if (p.is_absolute() || p.empty() || *p.begin() == ".." || !fs::is_regular_file(input / p, ec))
-      return InvalidArgument("--entry " + e + ": not a file inside the input folder (give its path relative to it)");
-  }
-  auto rules = target::LoadMigrateRules(facts.dir);
-  if (!rules.ok()) return rules.status();
-  CompiledRules compiled(*rules);
-  MigrateReport report;
-  report.target = target->name();
-  report.unsafe = opt.unsafe;
-  report.transfer_only = opt.transfer_only;
-  report.list_version = target->list_version();
-  report.project = input.filename().string();
-  const std::string& base = report.project;
-  fs::path results = fs::absolute(opt.output) / (base + "_msft");
-  report.results_dir = results;
-  // A folder this command did not write is never overwritten without --force (docs/safety.md).
-  bool reused = fs::exists(results, ec);
-  const OutputMarker marker = reused ? ReadOutputMarker(results) : OutputMarker{};
-  if (reused && !opt.force && marker.command != "migrate" && !fs::is_empty(results, ec))
-    return InvalidArgument("output folder " + results.string() +
-                           " already exists and was not written by portkit migrate; remove it, choose another "
-                           "-o, or give --force to write into it");
-  if (reused && !opt.force && marker.command == "migrate" && marker.running)
-    return InvalidArgument("output folder " + results.string() + " is being written by another portkit migrate (pid " +
-                           std::to_string(marker.pid) + "); wait for it to end, or give --force");
-  const std::vector<std::string>& earlier_files = marker.files;
-  fs::create_directories(results, ec);
-  if (ec || !fs::is_directory(results, ec))
-    return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
-  if (!version_warning.empty()) log.Warning(version_warning);
-  log.Info("Migration to " + target->name() + " start" +
-           (opt.transfer_only ? " (--transfer-only: `" + facts.transfer_import + "` at the entry points)"
-                              : opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
-  ThreadPool pool(ctx.jobs);
-  LoadedProject project;
-  LoadProject({input, base, {results}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
-  // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
-  // half-way, and a sparse file is never written out in full silently (docs/safety.md).
-  {
-    std::vector<fs::path> copied;
-    for (const auto& f : project.py) copied.push_back(f.file->path);
-    for (const auto* group : {&project.sources.cpp, &project.sources.others})
-      for (const auto& f : *group) copied.push_back(f.path);
-    CopySize size = MeasureCopy(copied);
-    for (const auto& note : size.sparse) log.Warning(note);
-    if (Status room = CheckFreeSpace(results, size.bytes, "the migrated copy"); !room.ok()) {
-      if (!reused) fs::remove(results, ec);  // only the empty folder this run created
-      return room;
+/// Renames of environment variables in a shell launch script, by the target's renames.env_vars:
+/// whole names only (`export CUDA_VISIBLE_DEVICES=0`, `CUDA_VISIBLE_DEVICES=0,1 python train.py`,
+/// `$CUDA_VISIBLE_DEVICES`, `${CUDA_VISIBLE_DEVICES}`), never inside a longer name or a comment.
+std::vector<Edit> LaunchScriptEdits(std::string_view text, const std::map<std::string, std::string>& env_vars) {
+  std::vector<Edit> edits;
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  uint32_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+      continue;
     }
+    if (text[i] == '#' && (i == line_start || std::isspace(static_cast<unsigned char>(text[i - 1])))) {
+      size_t nl = text.find('\n', i);  // a comment runs to the line's end
+      i = (nl == std::string_view::npos ? text.size() : nl) - 1;
+      continue;
+    }
+    if (!name_char(text[i]) || (i > 0 && name_char(text[i - 1]))) continue;
+    size_t end = i;
+    while (end < text.size() && name_char(text[end])) ++end;
+    auto it = env_vars.find(std::string(text.substr(i, end - i)));
+    if (it != env_vars.end())
+      edits.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end), it->second, line, line, "ReplaceString",
+                       it->first + " → " + it->second + " (launch script)", "launch_script"});
+    i = end - 1;
   }
-  // Marked before the first file is written (docs/safety.md, Crash markers): a run killed from here
-  // on leaves a marker that the next run recognises; it lists what this run may write and what
-  // the earlier run wrote, so the next run still removes the files of neither.
-  if (reused && marker.command == "migrate" && !marker.finished) {
-    log.Warning(results.string() + ": an earlier portkit migrate (pid " + std::to_string(marker.pid) +
-                ") into this folder did not finish (killed?); its output is replaced");
-    for (const auto& name : RemoveStaleTemporariesBelow(results))
-      log.Warning(name + ": removed (left by the run that was killed)");
-  }
-  {
-    std::vector<std::string> planned = earlier_files;
-    for (const auto& f : project.sources.python) planned.push_back(f.rel);
-    for (const auto* group : {&project.sources.cpp, &project.sources.others, &project.sources.links})
-      for (const auto& f : *group) planned.push_back(f.rel);
-    planned.push_back("migration.patch");
-    std::sort(planned.begin(), planned.end());
-    planned.erase(std::unique(planned.begin(), planned.end()), planned.end());
-    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(results, "migrate", planned));
-  }
+  return edits;
+}
 
-  struct FileResult {
-    std::string text;
-    std::vector<Edit> edits;
-    std::vector<FileProblem> warnings;
-    bool reverted = false;
-    std::string revert_reason;
-  };
+/// The launch scripts of the project with their edits, in the order of project.sources.others.
+struct ScriptResult {
+  const SourceFile* file;
+  std::string original, text;
+  std::vector<Edit> edits;
+};
+
+std::vector<ScriptResult> MigrateLaunchScripts(const LoadedProject& project, const target::TargetFacts& facts,
+                                               Logger& log) {
+  std::vector<ScriptResult> out;
+  if (facts.renames.env_vars.empty()) return out;
+  for (const auto& f : project.sources.others) {
+    if (!IsLaunchScript(f.path)) continue;
+    auto text = ReadFile(f.path);
+    if (!text.ok()) {
+      log.Warning(f.display + ": not read (" + text.status().message() + "); copied unchanged");
+      continue;
+    }
+    ScriptResult r{&f, std::move(*text), {}, {}};
+    r.edits = LaunchScriptEdits(r.original, facts.renames.env_vars);
+    if (r.edits.empty()) continue;
+    r.text = ApplyEdits(r.original, r.edits);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// The migration of one Python file: its edited text and what was done or left for review.
+struct FileResult {
+  std::string text;
+  std::vector<Edit> edits;
+  std::vector<Edit> reviews;  ///< listed in change_list.csv, not made
+  std::vector<FileProblem> warnings;
+  bool reverted = false;
+  std::string revert_reason;
+};
+
+/// Collects the edits of every Python file of `project` (in parallel) and checks that every
+/// edited file parses and compiles with CPython; a file whose edits break it is marked reverted.
+std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProject& project, const Target& target,
+                                           const CompiledRules& compiled, ThreadPool& pool, Logger& log) {
+  const target::TargetFacts& facts = target.facts();
   std::vector<FileResult> out(project.py.size());
   std::vector<std::unique_ptr<PythonParser>> parsers;
   for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
@@ -683,11 +802,15 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
                                          "InsertImport"));
       }
     } else {
-      MigrationCollector collector(project.syntax, f.parsed.source, *target, compiled, opt.unsafe, r.edits, r.warnings);
+      MigrationCollector collector(project.syntax, f.parsed.source, target, compiled, opt.unsafe, r.edits, r.warnings);
       FileWalker(project.syntax, f.parsed, *f.summary, project.index,
-                 [&](const std::string& q) { return target->Known(q); }, collector).Run();
+                 [&](const std::string& q) { return target.Known(q); }, collector).Run();
       AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
       collector.ComposeTemplates();
+      collector.DropForeignAndUnchanged();
+      collector.CudaLibraryImports(f.parsed.root());
+      collector.AddCudaLeftWarning();
+      r.reviews = std::move(collector.reviews);
       if (!r.edits.empty() && !facts.import_line.empty() &&
           !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
         r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol,
@@ -744,6 +867,149 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       }
     }
   }
+  return out;
+}
+
+/// Adds one file's edits and review rows to the report's changes, by line.
+void AppendChanges(MigrateReport& report, const std::string& display, std::vector<Edit> edits,
+                   const std::vector<Edit>& reviews) {
+  edits.insert(edits.end(), reviews.begin(), reviews.end());
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+    return std::tie(a.start_line, a.start_byte) < std::tie(b.start_line, b.start_byte);
+  });
+  for (const auto& e : edits)
+    report.changes.push_back({display, e.start_line, e.end_line, e.operation, e.message, e.edit_class});
+}
+
+/// `migrate --dry-run`: the changes and warnings of a migration, with nothing written.
+Expected<MigrateReport> DryRunMigrate(const MigrateOptions& opt, Context& ctx, const Target& target,
+                                      const CompiledRules& compiled, const fs::path& input, MigrateReport report) {
+  ThreadPool pool(ctx.jobs);
+  LoadedProject project;
+  LoadProject({input, report.project, {report.results_dir}, {}, opt.max_file_bytes, target.facts().DeviceMethods()},
+              ctx.logger, pool, project);
+  std::vector<FileResult> out = MigratePythonFiles(opt, project, target, compiled, pool, ctx.logger);
+  for (size_t i = 0; i < project.py.size(); ++i) {
+    FileResult& r = out[i];
+    for (auto& w : r.warnings) {
+      ctx.logger.Warning(w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": " + w.message);
+      report.warnings.push_back(std::move(w));
+    }
+    if (r.reverted) {
+      report.warnings.push_back({project.py[i].file->display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
+      r.edits.clear();
+    }
+    if (!r.edits.empty()) ++report.files_changed;
+    AppendChanges(report, project.py[i].file->display, std::move(r.edits), r.reviews);
+  }
+  if (!opt.transfer_only)
+    for (auto& script : MigrateLaunchScripts(project, target.facts(), ctx.logger)) {
+      ++report.files_changed;
+      AppendChanges(report, script.file->display, std::move(script.edits), {});
+    }
+  report.warnings.insert(report.warnings.end(), project.problems.begin(), project.problems.end());
+  ctx.logger.Info("Dry run: " + std::to_string(report.files_changed) + " files would change; nothing was written.");
+  return report;
+}
+
+}  // namespace
+
+Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
+  Logger& log = ctx.logger;
+  std::error_code ec;
+  fs::path input(opt.input);
+  if (!fs::is_directory(input, ec)) {
+    std::string what = "input " + opt.input.string() +
+                       (fs::exists(input, ec) ? " is not a folder" : " does not exist") +
+                       "; give the folder of the project to migrate (-i DIR)";
+    return fs::exists(input, ec) ? InvalidArgument(what) : NotFound(what);
+  }
+  input = fs::weakly_canonical(fs::absolute(input), ec);
+  std::string version_warning;
+  auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &version_warning);
+  if (!target.ok()) return target.status();
+  if (!target->facts().migratable())
+    return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
+  const target::TargetFacts& facts = target->facts();
+  if (opt.transfer_only && facts.transfer_import.empty())
+    return InvalidArgument("target " + target->name() + " names no transfer_import in its target.json; "
+                           "--transfer-only needs one");
+  if (!opt.entries.empty() && !opt.transfer_only)
+    return InvalidArgument("--entry is used with --transfer-only");
+  for (const auto& e : opt.entries) {
+    fs::path p = fs::path(e).lexically_normal();
+    if (p.is_absolute() || p.empty() || *p.begin() == ".." || !fs::is_regular_file(input / p, ec))
+      return InvalidArgument("--entry " + e + ": not a file inside the input folder (give its path relative to it)");
+  }
+  auto rules = target::LoadMigrateRules(facts.dir);
+  if (!rules.ok()) return rules.status();
+  CompiledRules compiled(*rules);
+  MigrateReport report;
+  report.target = target->name();
+  report.unsafe = opt.unsafe;
+  report.transfer_only = opt.transfer_only;
+  report.list_version = target->list_version();
+  report.project = input.filename().string();
+  const std::string& base = report.project;
+  fs::path results = fs::absolute(opt.output) / (base + "_msft");
+  report.results_dir = results;
+  if (opt.dry_run) return DryRunMigrate(opt, ctx, *target, compiled, input, std::move(report));
+  // A folder this command did not write is never overwritten without --force (docs/safety.md).
+  bool reused = fs::exists(results, ec);
+  const OutputMarker marker = reused ? ReadOutputMarker(results) : OutputMarker{};
+  if (reused && !opt.force && marker.command != "migrate" && !fs::is_empty(results, ec))
+    return InvalidArgument("output folder " + results.string() +
+                           " already exists and was not written by portkit migrate; remove it, choose another "
+                           "-o, or give --force to write into it");
+  if (reused && !opt.force && marker.command == "migrate" && marker.running)
+    return InvalidArgument("output folder " + results.string() + " is being written by another portkit migrate (pid " +
+                           std::to_string(marker.pid) + "); wait for it to end, or give --force");
+  const std::vector<std::string>& earlier_files = marker.files;
+  fs::create_directories(results, ec);
+  if (ec || !fs::is_directory(results, ec))
+    return IoError("output folder " + results.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
+  if (!version_warning.empty()) log.Warning(version_warning);
+  log.Info("Migration to " + target->name() + " start" +
+           (opt.transfer_only ? " (--transfer-only: `" + facts.transfer_import + "` at the entry points)"
+                              : opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
+  ThreadPool pool(ctx.jobs);
+  LoadedProject project;
+  LoadProject({input, base, {results}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
+  // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
+  // half-way, and a sparse file is never written out in full silently (docs/safety.md).
+  {
+    std::vector<fs::path> copied;
+    for (const auto& f : project.py) copied.push_back(f.file->path);
+    for (const auto* group : {&project.sources.cpp, &project.sources.others})
+      for (const auto& f : *group) copied.push_back(f.path);
+    CopySize size = MeasureCopy(copied);
+    for (const auto& note : size.sparse) log.Warning(note);
+    if (Status room = CheckFreeSpace(results, size.bytes, "the migrated copy"); !room.ok()) {
+      if (!reused) fs::remove(results, ec);  // only the empty folder this run created
+      return room;
+    }
+  }
+  // Marked before the first file is written (docs/safety.md, Crash markers): a run killed from here
+  // on leaves a marker that the next run recognises; it lists what this run may write and what
+  // the earlier run wrote, so the next run still removes the files of neither.
+  if (reused && marker.command == "migrate" && !marker.finished) {
+    log.Warning(results.string() + ": an earlier portkit migrate (pid " + std::to_string(marker.pid) +
+                ") into this folder did not finish (killed?); its output is replaced");
+    for (const auto& name : RemoveStaleTemporariesBelow(results))
+      log.Warning(name + ": removed (left by the run that was killed)");
+  }
+  {
+    std::vector<std::string> planned = earlier_files;
+    for (const auto& f : project.sources.python) planned.push_back(f.rel);
+    for (const auto* group : {&project.sources.cpp, &project.sources.others, &project.sources.links})
+      for (const auto& f : *group) planned.push_back(f.rel);
+    planned.push_back("migration.patch");
+    std::sort(planned.begin(), planned.end());
+    planned.erase(std::unique(planned.begin(), planned.end()), planned.end());
+    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(results, "migrate", planned));
+  }
+
+  std::vector<FileResult> out = MigratePythonFiles(opt, project, *target, compiled, pool, log);
 
   std::string patch;
   Status first_error;
@@ -771,19 +1037,27 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       report.warnings.push_back({sf.display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
     }
     if (r.text.empty() || r.edits.empty() || r.reverted) {
+      AppendChanges(report, sf.display, {}, r.reviews);
       write(dest, [&] { return CopyFileAtomic(sf.path, dest); });
       continue;
     }
-    std::sort(r.edits.begin(), r.edits.end(), [](const Edit& a, const Edit& b) {
-      return std::tie(a.start_line, a.start_byte) < std::tie(b.start_line, b.start_byte);
-    });
-    for (const auto& e : r.edits) report.changes.push_back({sf.display, e.start_line, e.end_line, e.operation, e.message});
+    AppendChanges(report, sf.display, std::move(r.edits), r.reviews);
     patch += UnifiedDiff(project.py[i].parsed.source, r.text, sf.rel);
     ++report.files_changed;
     write(dest, [&] { return WriteFileAtomic(dest, r.text); });
   }
+  std::vector<ScriptResult> scripts;
+  if (!opt.transfer_only) scripts = MigrateLaunchScripts(project, facts, log);
+  for (auto& script : scripts) {
+    fs::path dest = results / script.file->rel;
+    AppendChanges(report, script.file->display, std::move(script.edits), {});
+    patch += UnifiedDiff(script.original, script.text, script.file->rel);
+    ++report.files_changed;
+    write(dest, [&] { return WriteFileAtomic(dest, script.text); });
+  }
   for (const auto* group : {&project.sources.cpp, &project.sources.others})
     for (const auto& f : *group) {
+      if (std::any_of(scripts.begin(), scripts.end(), [&](const ScriptResult& r) { return r.file == &f; })) continue;
       fs::path dest = results / f.rel;
       write(dest, [&] { return CopyFileAtomic(f.path, dest); });
     }
