@@ -1136,10 +1136,12 @@ target's.
 ```
 
 Beside `target.json`, all optional: `torch-<v>/supported.tsv` and `torch-<v>/unsupported.tsv`
-(without them every torch API counts as supported except CUDA-only code, as for `cpu`),
+(without them every torch API counts as supported and only CUDA-only code is reported: as code
+to migrate on an accelerator, as unavailable on a `"kind": "cpu"` target),
 `advice.json`, `rewrites.tsv`, `migrate_rules.json` and `affinity.json` (formats below). `targets/npu/target.json` and
 `targets/cpu/target.json` are written literally by the script. `tests/fixtures/targets/xpu/` is
-a complete example of a target defined only by these files.
+a complete example of a target defined only by these files; `tests/fixtures/targets/only_json/`
+one defined by its `target.json` alone.
 
 **Version selection** (`-v X.Y.Z`): use `targets/<target>/torch-X.Y/` if it exists; otherwise use
 the nearest listed version by numeric distance of (major, minor), computed as
