@@ -247,6 +247,50 @@ class MigrationCollector : public EventSink {
     });
   }
 
+  /// `from torch.cuda.amp import GradScaler, autocast` → `from torch_npu.npu.amp import ...`:
+  /// imports from CUDA's device module follow the target's names (RewriteByPrefix); names that
+  /// land in different modules get one import each, on the same line.
+  void CudaModuleImports(TSNode root) {
+    const std::string& cuda = target_.cuda().device_module;
+    if (cuda.empty()) return;
+    ForEachNamedNode(root, [&](TSNode n) {
+      NodeKind k = syn_.Kind(n);
+      if (k != NodeKind::kImportFromStatement) return k != NodeKind::kImportStatement;
+      TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+      if (ts_node_is_null(module) || syn_.Kind(module) != NodeKind::kDottedName) return false;
+      std::string from(NodeText(module, src_));
+      if (from != cuda && from.rfind(cuda + ".", 0) != 0) return false;
+      std::vector<std::pair<std::string, std::string>> groups;  // new module, imported names
+      std::string message;
+      uint32_t count = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_named_child(n, i);
+        if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
+        TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+        std::string qname = from + "." + std::string(NodeText(name, src_));
+        std::string renamed = target_.RewriteByPrefix(qname);
+        if (renamed.empty() || target_.Unsupported(qname)) return false;  // left as is (warned elsewhere)
+        size_t dot = renamed.rfind('.');
+        std::string new_module = renamed.substr(0, dot), imported = std::string(NodeText(c, src_));
+        if (renamed.substr(dot + 1) != NodeText(name, src_)) return false;  // a renamed class: by hand
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == new_module; });
+        if (it == groups.end()) groups.emplace_back(new_module, imported);
+        else it->second += ", " + imported;
+        message += (message.empty() ? "" : ", ") + qname + " → " + renamed;
+      }
+      if (groups.empty()) return false;
+      std::string cls = from.rfind(cuda + ".amp", 0) == 0 ? "amp" : "device_api";
+      if (groups.size() == 1) {
+        Add(module, groups.front().first, "ModuleNameModify", message, cls);
+        return false;
+      }
+      std::string text;
+      for (const auto& [m, names] : groups) text += (text.empty() ? "" : "; ") + ("from " + m + " import " + names);
+      Add(n, text, "ModuleNameModify", message, cls);
+      return false;
+    });
+  }
+
   /// One warning for the file when it keeps calls of CUDA's device module (torch.cuda.X) because
   /// the target names no device_module to move them to: the migrated code would run on the CPU.
   void AddCudaLeftWarning() {
@@ -809,6 +853,7 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       collector.ComposeTemplates();
       collector.DropForeignAndUnchanged();
       collector.CudaLibraryImports(f.parsed.root());
+      collector.CudaModuleImports(f.parsed.root());
       collector.AddCudaLeftWarning();
       r.reviews = std::move(collector.reviews);
       if (!r.edits.empty() && !facts.import_line.empty() &&
