@@ -852,6 +852,11 @@ CUDA_ONLY = collections.OrderedDict([
     # A keyword argument whose name has one of these `_`-separated tokens configures CUDA-only
     # machinery (`env_cfg = dict(cudnn_benchmark=False)`, `nccl_timeout=...`).
     ("keyword_tokens", ["cudnn", "nccl"]),
+    # `_`-separated tokens of a name that holds a device number (`local_rank`, `args.gpu`,
+    # `gpu_id`): only such a name, a call or an expression gets the reference's device-number
+    # rewrite of `.to(x)` / `device=x`; `.to(boxes)` (another tensor) is left alone.
+    ("device_number_tokens", ["card", "cuda", "dev", "gpu", "gpus", "id", "ids", "idx", "local",
+                              "rank"]),
     # Modules of other runtimes: the arguments of their calls ("cuda:0", device numbers,
     # providers) belong to them and are never migrated.
     ("other_runtimes", ["cupy", "cv2.cuda", "numba.cuda", "onnxruntime", "pycuda", "tensorrt",
@@ -1218,6 +1223,9 @@ ops of libraries whose device kernels are CUDA kernels (`torchvision.ops.nms`; a
 same package with the same last component, `torchvision.ops.boxes.nms`, is the same op); the
 target's `library_ops` names what replaces them. `env_var_prefixes`: an upper-case string with
 one of these prefixes is a CUDA/cuDNN/NCCL environment variable (`"NCCL_ASYNC_ERROR_HANDLING"`);
+`device_number_tokens`: `_`-separated tokens of a name holding a device number (`local_rank`,
+`gpu_id`): an argument named by nothing but other tokens (`.to(boxes)`, another tensor) does not
+get the device-number rewrite of `migrate_rules.json`;
 `device_module`: CUDA's device module (`torch.cuda`), whose `X` becomes the target's
 `<device_module>.X` where its `rewrites.tsv` has no entry; `other_runtimes`: modules of other
 runtimes (`tensorrt`, `onnxruntime`, `cv2.cuda`, `cupy`, ...) whose calls' arguments migrate

@@ -434,6 +434,25 @@ class MigrationCollector : public EventSink {
     return id == "dev" || id == "device" || ends("_device") || ends("_dev");
   }
 
+  /// False for a plain name whose `_`-separated tokens include none of the CUDA data's
+  /// device_number_tokens (`.to(boxes)`: another tensor, where the device-number rewrite would
+  /// change nothing); calls and other expressions may be device numbers.
+  bool MayBeDeviceNumber(const Argument& arg) const {
+    const auto& tokens = target_.cuda().device_number_tokens;
+    TSNode name = arg.value;
+    if (syn_.Kind(name) == NodeKind::kAttribute) name = ts_node_child_by_field_id(name, syn_.f_attribute);
+    if (tokens.empty() || syn_.Kind(name) != NodeKind::kIdentifier) return true;
+    std::string_view id = NodeText(name, src_);
+    for (size_t b = 0; b <= id.size();) {
+      size_t e = std::min(id.find('_', b), id.size());
+      std::string token(id.substr(b, e - b));
+      for (char& c : token) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (std::find(tokens.begin(), tokens.end(), token) != tokens.end()) return true;
+      b = e + 1;
+    }
+    return false;
+  }
+
   void ArgumentEdits(const CallEvent& ev) {
     const std::string where = ev.method.empty() && !ev.lookup.empty() ? ev.lookup.front() + "()"
                                                                       : "." + std::string(ev.method) + "()";
@@ -458,6 +477,7 @@ class MigrationCollector : public EventSink {
         Add(arg->value, device, "ArgsModify", which + " of " + where + ": " + text + " → " + device, "arguments");
         continue;
       }
+      if (!MayBeDeviceNumber(*arg)) continue;
       uint32_t s = ts_node_start_byte(arg->value), e = ts_node_end_byte(arg->value);
       templates_.push_back({out_.size(), s, e, r.replacement, "$arg"});
       Add(arg->value, "", "ArgsModify", which + " of " + where, "arguments");

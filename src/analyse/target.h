@@ -61,6 +61,8 @@ struct CudaOnly {
   /// Modules of other runtimes (tensorrt, onnxruntime, cv2.cuda, cupy): their calls' arguments
   /// ("cuda:0", device numbers) belong to them and are never migrated.
   std::vector<std::string> other_runtimes;
+  /// `_`-separated tokens of a name holding a device number (local_rank, gpu_id).
+  std::vector<std::string> device_number_tokens;
 };
 
 /// A class of a CUDA-only library and its plain torch equivalent (data/cuda/cuda_libraries.tsv).

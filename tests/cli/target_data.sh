@@ -46,15 +46,15 @@ sed -i -e 's/"name": "npu"/"name": "npu_copy"/' -e '/"default": true,/d' "$tmp/f
 PORTKIT_DATA_DIR="$tmp/full" "$PORTKIT" migrate -i "$project" -o "$tmp/fc" --target npu_copy >/dev/null 2>&1; rc1=$?
 "$PORTKIT" migrate -i "$project" -o "$tmp/fn" --target npu >/dev/null 2>&1; rc2=$?
 check "migrate with the full copy equals migrate with npu" "[ $rc1 = 0 ] && [ $rc2 = 0 ] && diff -r '$tmp/fc/cuda_project_msft' '$tmp/fn/cuda_project_msft' -x migration_log.txt -x .portkit-output"
-PORTKIT_DATA_DIR="$tmp/full" "$PORTKIT" analyse -i "$project" -o "$tmp/ac" --target npu_copy --format csv >/dev/null 2>&1; rc=$?
+PORTKIT_DATA_DIR="$tmp/full" "$PORTKIT" analyse -i "$project" -o "$tmp/ac" --target npu_copy -v 2.1.0 --format csv >/dev/null 2>&1; rc=$?
 check "analyse with the full copy reads its support lists" "[ $rc = 0 ] && grep -rq 'torch.cdist' '$tmp/ac/cuda_project_analysis'"
 
 # tune GDAT: the backend choices come from the target data.
-PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate tests/data/tune/small_model.json --target tdev --backend hccl --output "$tmp/g" >/dev/null 2>"$tmp/g.err"; rc=$?
+PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate examples/gdat/mlp_comm_bound.json --target tdev --backend hccl --output "$tmp/g" >/dev/null 2>"$tmp/g.err"; rc=$?
 check "GDAT refuses a backend the target does not have, naming the choices" "[ $rc = 2 ] && grep -qF -- '--backend hccl: not a process-group backend of target tdev ($only/targets/tdev/target.json); choose one of gloo, nccl, tccl' '$tmp/g.err'"
-PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate tests/data/tune/small_model.json --target npu --backend tccl --output "$tmp/g2" >/dev/null 2>"$tmp/g2.err"; rc=$?
+PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate examples/gdat/mlp_comm_bound.json --target npu --backend tccl --output "$tmp/g2" >/dev/null 2>"$tmp/g2.err"; rc=$?
 check "GDAT with npu refuses tccl and offers hccl" "[ $rc = 2 ] && grep -q 'choose one of gloo, hccl, nccl' '$tmp/g2.err'"
-PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate tests/data/tune/small_model.json --target tdev --backend tccl --output "$tmp/g3" >"$tmp/g3.out" 2>&1; rc=$?
+PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate examples/gdat/mlp_comm_bound.json --target tdev --backend tccl --output "$tmp/g3" >"$tmp/g3.out" 2>&1; rc=$?
 check "GDAT --simulate with the tdev target and its backend runs" "[ $rc = 0 ] && [ -f '$tmp/g3/gdat_settings.json' ]"
 
 # Exactly one default: two are an error naming both files.
