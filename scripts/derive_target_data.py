@@ -827,6 +827,9 @@ CUDA_ONLY = collections.OrderedDict([
     # torch.version.cuda: the CUDA version string (None without CUDA), read to pick CUDA paths.
     ("api_prefixes", ["torch.cuda", "torch.backends.cudnn", "torch.backends.cuda",
                       "torch.version.cuda"]),
+    # CUDA's device module: torch.cuda.X becomes <device_module>.X of the target where its
+    # rewrites.tsv has no entry.
+    ("device_module", "torch.cuda"),
     # _share_cuda_: a storage's CUDA IPC handle (torch.multiprocessing's CUDA sharing).
     ("methods", ["cuda", "_share_cuda_"]),
     ("attributes", ["is_cuda"]),
@@ -849,6 +852,15 @@ CUDA_ONLY = collections.OrderedDict([
     # A keyword argument whose name has one of these `_`-separated tokens configures CUDA-only
     # machinery (`env_cfg = dict(cudnn_benchmark=False)`, `nccl_timeout=...`).
     ("keyword_tokens", ["cudnn", "nccl"]),
+    # `_`-separated tokens of a name that holds a device number (`local_rank`, `args.gpu`,
+    # `gpu_id`): only such a name, a call or an expression gets the reference's device-number
+    # rewrite of `.to(x)` / `device=x`; `.to(boxes)` (another tensor) is left alone.
+    ("device_number_tokens", ["card", "cuda", "dev", "gpu", "gpus", "id", "ids", "idx", "local",
+                              "rank"]),
+    # Modules of other runtimes: the arguments of their calls ("cuda:0", device numbers,
+    # providers) belong to them and are never migrated.
+    ("other_runtimes", ["cupy", "cv2.cuda", "numba.cuda", "onnxruntime", "pycuda", "tensorrt",
+                        "torch2trt"]),
     # Ops of libraries whose device kernels are CUDA kernels (torchvision's C++ ops).
     ("library_ops", ["torchvision.ops." + o for o in [
         "DeformConv2d", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool",
@@ -916,6 +928,28 @@ TORCH_NEVER_UNKNOWN = [
 ] + [("torch.onnx.symbolic_opset%d" % v, "host", "ONNX export: graph building on the host") for v in range(7, 21)]
 
 
+# Classes of CUDA-only libraries (apex) and their plain torch equivalents: `portkit migrate`
+# rewrites their imports to the target's fused API (fused_modules of its target.json) or to the
+# plain equivalent. Keywords the equivalent lacks or reads differently: a call using one is listed
+# for review instead. FusedAdam defaults to adam_w_mode=True (decoupled weight decay: AdamW).
+CUDA_LIBRARIES = [
+    ("apex.normalization.FusedLayerNorm", "torch.nn.LayerNorm", []),
+    ("apex.normalization.MixedFusedLayerNorm", "torch.nn.LayerNorm", []),
+    ("apex.optimizers.FusedAdam", "torch.optim.AdamW",
+     ["adam_w_mode", "bias_correction", "set_grad_none", "capturable", "master_weights"]),
+    ("apex.optimizers.FusedSGD", "torch.optim.SGD",
+     ["wd_after_momentum", "materialize_master_grads", "set_grad_none"]),
+]
+
+
+def write_cuda_libraries(out, written):
+    comments = ["Classes of CUDA-only libraries and their plain torch equivalents (portkit migrate).",
+                "Hand-written (CUDA_LIBRARIES in scripts/derive_target_data.py). See data/README.md.",
+                "Columns: name<TAB>plain torch equivalent<TAB>keywords needing review (comma-separated)"]
+    rows = [[n, p, ",".join(k)] for n, p, k in sorted(CUDA_LIBRARIES)]
+    write_tsv(os.path.join(out, "cuda", "cuda_libraries.tsv"), comments, rows, written)
+
+
 def write_torch_never_unknown(out, written):
     comments = ["torch APIs never reported in unknown_api.csv: a call of one cannot behave differently",
                 "on an accelerator target (kind host) or runs only on another vendor's device",
@@ -937,14 +971,18 @@ CPU_TARGET = collections.OrderedDict([
     ("name", "cpu"),
     ("description", "CPU-only deployment: every torch API is supported except CUDA-only code "
                     "(data/cuda/cuda_only.json)"),
+    ("kind", "cpu"),
     ("versions", []),
     ("device_type", "cpu"),
+    # torch's own CPU process-group backend.
+    ("distributed_backends", ["gloo"]),
 ])
 
 # Everything Ascend-specific that portkit's code uses (see data/README.md for the schema).
 NPU_TARGET = collections.OrderedDict([
     ("name", "npu"),
     ("description", "Ascend NPU via torch_npu"),
+    ("kind", "accelerator"),
     ("default", True),
     ("versions", list(VERSIONS)),
     ("device_type", "npu"),
@@ -952,6 +990,11 @@ NPU_TARGET = collections.OrderedDict([
     ("import_line", "import torch_npu"),
     ("device_module", "torch_npu.npu"),
     ("transfer_import", "from torch_npu.contrib import transfer_to_npu"),
+    # torch_npu registers its kernels for PrivateUse1 (renamed "npu").
+    ("dispatch_key", "PrivateUse1"),
+    ("distributed_backends", ["hccl"]),
+    # torch_npu's autocast and GradScaler (torch.npu.amp once torch_npu is imported).
+    ("amp_module", "torch_npu.npu.amp"),
     # fp64_usage rule: float64 on the target (Ascend AI Cores compute fp16/bf16/fp32, not fp64).
     ("fp64", "float64 has no AI Core kernels on Ascend NPUs: float64 operators run on the AI CPU (far slower) or are not supported; keep float32 unless the precision is needed, and cast on the host"),
     ("renames", collections.OrderedDict([
@@ -1043,17 +1086,20 @@ separated by a single TAB; no cell contains a TAB or a newline; a trailing empty
 ### `targets/<name>/target.json`
 
 Everything target-specific that portkit's code uses; the code never spells a target's names.
-`--target NAME` of `analyse` and `migrate` accepts every folder of `targets/` that holds a
-`target.json` (`migrate`: those with `renames`); `--target PATH` accepts any folder holding a
-`target.json` (your own target, beside its own lists), and a folder dropped into `targets/` (or
-into the `targets/` of a data folder named by `$PORTKIT_DATA_DIR`) becomes a choice by name.
-The target with `"default": true` is used when none is named (`npu`); `prof analyse` uses it for
-its advisor facts. Unknown keys are errors (they are usually typos). All keys but `name` are
-optional; a map's keys are the CUDA spellings, its values the target's.
+`docs/targets.md` describes every key, the defaults derived from them and the data search path
+(`$PORTKIT_DATA_DIR`, colon-separated, laid over this folder); `target.schema.json` is the same
+schema as JSON Schema (hand-written, not by the script). `--target NAME` of `analyse`, `migrate`
+and `tune --job-type=4` accepts every folder `targets/NAME/` holding a `target.json` in any data
+folder (`migrate`: accelerators); `--target PATH` accepts any folder holding a `target.json`.
+Exactly one target says `"default": true` (`npu`); it is used when none is named, and two are an
+error. Unknown keys are errors (they are usually typos). Required: `name`, `kind`
+(`accelerator` or `cpu`), `device_type`; a map's keys are the CUDA spellings, its values the
+target's.
 
 ```
 {"name": "npu",                    // the folder name
  "description": "...",
+ "kind": "accelerator",            // or "cpu": a CPU-only deployment (nothing to migrate to)
  "default": true,                  // the target used when none is named
  "versions": ["2.1", ...],         // torch versions with torch-<v>/ support lists (informative)
  "device_type": "npu",             // replaces "cuda" in device strings ("cuda:1" -> "npu:1")
@@ -1063,6 +1109,9 @@ optional; a map's keys are the CUDA spellings, its values the target's.
  "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative:
                                    // `migrate --transfer-only` adds only this line (after the
                                    // torch imports) to the entry scripts
+ "dispatch_key": "PrivateUse1",    // the dispatch key its kernels are registered for
+ "distributed_backends": ["hccl"], // its process-group backends, preferred first
+ "amp_module": "torch_npu.npu.amp",  // counterpart of torch.cuda.amp (autocast, GradScaler)
  "fp64": "float64 has no AI Core kernels ...",  // fp64_usage: float64 dtypes and .double()
                                    // calls are advice (performance) with this text;
                                    // no key: the target runs float64 natively
@@ -1076,6 +1125,9 @@ optional; a map's keys are the CUDA spellings, its values the target's.
                                    // (attention, mask_index_put, rms_norm, rotary, swiglu) -> the
                                    // fused API, fully qualified; a rule without an entry is silent
  "fused_optimizers": {"torch.optim.AdamW": "torch_npu.optim.NpuFusedAdamW", ...},
+ "fused_modules": {"apex.normalization.FusedLayerNorm": "...", ...},  // CUDA library class ->
+                                   // the target's fused API (else cuda/cuda_libraries.tsv's
+                                   // plain torch equivalent)
  "library_ops": {"torchvision.ops.nms": "...", ...},  // CUDA-backed library op (cuda_only.json
                                    // library_ops) -> what makes it run on the target; an op
                                    // without an entry is reported with no replacement
@@ -1098,10 +1150,12 @@ optional; a map's keys are the CUDA spellings, its values the target's.
 ```
 
 Beside `target.json`, all optional: `torch-<v>/supported.tsv` and `torch-<v>/unsupported.tsv`
-(without them every torch API counts as supported except CUDA-only code, as for `cpu`),
+(without them every torch API counts as supported and only CUDA-only code is reported: as code
+to migrate on an accelerator, as unavailable on a `"kind": "cpu"` target),
 `advice.json`, `rewrites.tsv`, `migrate_rules.json` and `affinity.json` (formats below). `targets/npu/target.json` and
 `targets/cpu/target.json` are written literally by the script. `tests/fixtures/targets/xpu/` is
-a complete example of a target defined only by these files.
+a complete example of a target defined only by these files; `tests/fixtures/targets/only_json/`
+one defined by its `target.json` alone.
 
 **Version selection** (`-v X.Y.Z`): use `targets/<target>/torch-X.Y/` if it exists; otherwise use
 the nearest listed version by numeric distance of (major, minor), computed as
@@ -1178,10 +1232,26 @@ ops of libraries whose device kernels are CUDA kernels (`torchvision.ops.nms`; a
 same package with the same last component, `torchvision.ops.boxes.nms`, is the same op); the
 target's `library_ops` names what replaces them. `env_var_prefixes`: an upper-case string with
 one of these prefixes is a CUDA/cuDNN/NCCL environment variable (`"NCCL_ASYNC_ERROR_HANDLING"`);
-`build_strings`: string literals naming the CUDA compiler in build settings
+`device_number_tokens`: `_`-separated tokens of a name holding a device number (`local_rank`,
+`gpu_id`): an argument named by nothing but other tokens (`.to(boxes)`, another tensor) does not
+get the device-number rewrite of `migrate_rules.json`;
+`device_module`: CUDA's device module (`torch.cuda`), whose `X` becomes the target's
+`<device_module>.X` where its `rewrites.tsv` has no entry; `other_runtimes`: modules of other
+runtimes (`tensorrt`, `onnxruntime`, `cv2.cuda`, `cupy`, ...) whose calls' arguments migrate
+leaves alone; `build_strings`: string literals naming the CUDA compiler in build settings
 (`extra_compile_args["nvcc"]`); `keyword_tokens`: a keyword argument whose name has one of these
 `_`-separated tokens configures CUDA-only machinery (`dict(cudnn_benchmark=False)`). On a target without support lists (`cpu`)
 library ops are not reported: they have CPU kernels.
+
+### `cuda/cuda_libraries.tsv`
+
+Hand-written (literal `CUDA_LIBRARIES` in the script). Columns: `name<TAB>plain<TAB>keywords`:
+a class of a CUDA-only library (`apex.normalization.FusedLayerNorm`), its plain torch equivalent
+(`torch.nn.LayerNorm`), and the keywords (comma-separated) the equivalent lacks or reads
+differently. `portkit migrate` rewrites an import of the class to the target's `fused_modules`
+entry, else (with `--unsafe`) the target's fused optimizer for the equivalent, else the
+equivalent, under the same local name; a call using one of the keywords is listed for review in
+change_list.csv instead.
 
 ### `targets/npu/migrate_rules.json`
 
@@ -1390,6 +1460,7 @@ def main():
     surface = derive_api_surface(ref, out, affinity, written)
     check_replacements_real(NPU_TARGET, affinity, surface)
     write_json(os.path.join(out, "cuda", "cuda_only.json"), CUDA_ONLY, written)
+    write_cuda_libraries(out, written)
     write_torch_never_unknown(out, written)
     write_json(os.path.join(out, "targets", "cpu", "target.json"), CPU_TARGET, written)
     write_json(os.path.join(out, "targets", "npu", "target.json"), NPU_TARGET, written)

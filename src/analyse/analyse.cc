@@ -12,6 +12,7 @@
 #include "analyse/rules/affinity_apis/rules.h"
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/source_files.h"
+#include "analyse/rule_docs.h"
 #include "analyse/target.h"
 #include "analyse/third_party.h"
 #include "core/input_files.h"
@@ -232,6 +233,11 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   report.input = input;
 
   // Everything the run needs is loaded before any file or folder is created.
+  for (const auto* list : {&opt.select, &opt.ignore})
+    for (const auto& rule : *list)
+      if (!FindRuleDoc(rule))
+        return InvalidArgument(std::string(list == &opt.select ? "--select" : "--ignore") + ": unknown rule '" + rule +
+                               "' (`portkit analyse --explain` lists them)");
   std::string warning;
   auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &warning);
   if (!target.ok()) return target.status();
@@ -305,6 +311,12 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
              std::to_string(stats.syntax_errors) + " with syntax errors), scanned " +
              std::to_string(stats.cpp_scanned) + " C++/CUDA files, skipped " + std::to_string(stats.skipped) + ".");
   }
+  // Inline `# portkit: ignore[...]` comments, then --select/--ignore: every caller gets the
+  // filtered findings.
+  size_t suppressed = ApplyInlineSuppressions(report.findings, report.project, report.input.string());
+  size_t filtered = FilterFindingsByRule(report.findings, opt.select, opt.ignore);
+  if (suppressed) log.Info(std::to_string(suppressed) + " finding(s) suppressed by `# portkit: ignore` comments.");
+  if (filtered) log.Info(std::to_string(filtered) + " finding(s) left out by --select/--ignore.");
   return report;
 }
 

@@ -70,6 +70,11 @@ struct AnalyseOptions {
   /// Files left out of the analysis: shell globs on paths relative to `input` (a glob matching a
   /// folder leaves out everything below it; one without '/' also matches file names).
   std::vector<std::string> exclude;
+  /// Rule names: report only these rules' findings (empty: all) ...
+  std::vector<std::string> select;
+  /// ... and drop these rules' findings. Inline `# portkit: ignore[RULE]` comments are always
+  /// applied first.
+  std::vector<std::string> ignore;
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;  ///< larger Python files are skipped
   // Worker threads come from Context::jobs.
   /// Write into an existing <output>/<basename>_analysis/ that an earlier `portkit analyse` did
@@ -137,14 +142,18 @@ struct MigrateOptions {
   /// Write into an existing <output>/<basename>_msft/ that an earlier `portkit migrate` did not
   /// create (refused otherwise: kInvalidArgument).
   bool force = false;
+  /// Compute the changes only: no folder is created and nothing is written.
+  bool dry_run = false;
 };
 
-/// One edit of the migration, as change_list.csv lists it.
+/// One edit of the migration, as change_list.csv lists it. Operation "Review" is an edit the
+/// migration is not sure of: listed, not made.
 struct MigrateChange {
   std::string file;  ///< display path
   uint32_t start_line = 0, end_line = 0;
-  std::string operation;  ///< FuncNameModify, AttributeModify, ReplaceString, InsertImport, ...
+  std::string operation;  ///< FuncNameModify, AttributeModify, ReplaceString, InsertImport, Review, ...
   std::string message;
+  std::string edit_class;  ///< see Edit::edit_class; "review" for Review rows
 };
 
 struct MigrateReport {

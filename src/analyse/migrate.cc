@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
   // By position; at one position an insertion (empty range) first, then the outer edit.
-  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
     bool a_range = a.end_byte > a.start_byte, b_range = b.end_byte > b.start_byte;
     return std::tie(a.start_byte, a_range, b.end_byte) < std::tie(b.start_byte, b_range, a.end_byte);
   });
@@ -138,6 +138,12 @@ class MigrationCollector : public EventSink {
 
   void OnCall(const CallEvent& ev) override {
     TSNode fn = ts_node_child_by_field_id(ev.node, syn_.f_function);
+    // A call of another runtime (TensorRT, ONNX Runtime, OpenCV CUDA, cupy): its arguments are its own.
+    if (!ev.lookup.empty() && target_.OtherRuntime(ev.lookup.front())) {
+      foreign_.emplace_back(ts_node_start_byte(ev.node), ts_node_end_byte(ev.node));
+      return;
+    }
+    if (!ev.lookup.empty() && CudaLibraryCall(ev, fn)) return;
     bool qualified = !ev.lookup.empty() && ev.callee.kind == ValueKind::kExternal;
     bool typed_method = !ev.lookup.empty() && !ev.method.empty() && !ev.receiver_unknown;
     if ((qualified || typed_method) && Unsupported(ev.node, ev.lookup.front())) return;
@@ -155,7 +161,7 @@ class MigrationCollector : public EventSink {
     ArgumentEdits(ev);
     if (unsafe_ && !ev.lookup.empty()) {
       if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
-        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)");
+        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
         NeedModuleOf(*fused);
       }
     }
@@ -186,8 +192,131 @@ class MigrationCollector : public EventSink {
       return;
     }
     Add(assignment, x + " = " + *fused + "(" + x + ", " + cond + ", " + std::string(NodeText(right, src_)) + ")",
-        "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)");
+        "AffinityReplace", "masked assignment → " + *fused + " (--unsafe)", "fused_api");
     NeedModuleOf(*fused);
+  }
+
+  /// Edits the migration is not sure of: listed for review in change_list.csv, not made.
+  std::vector<Edit> reviews;
+
+  /// Drops the edits inside calls of other runtimes, and edits that change nothing
+  /// (`x.to(other_tensor)` rewritten to itself).
+  void DropForeignAndUnchanged() {
+    std::vector<Edit> kept;
+    for (auto& e : out_) {
+      bool foreign = std::any_of(foreign_.begin(), foreign_.end(), [&](const auto& r) {
+        return e.start_byte >= r.first && e.end_byte <= r.second;
+      });
+      bool unchanged = e.end_byte > e.start_byte && src_.substr(e.start_byte, e.end_byte - e.start_byte) == e.replacement;
+      if (!foreign && !unchanged) kept.push_back(std::move(e));
+    }
+    out_ = std::move(kept);
+  }
+
+  /// Imports of CUDA-only library classes (`from apex.normalization import FusedLayerNorm`)
+  /// become imports of the target's fused API or the plain torch equivalent under the same local
+  /// name (`from torch.nn import LayerNorm as FusedLayerNorm`), unless a call of one needs review.
+  void CudaLibraryImports(TSNode root) {
+    if (target_.cuda_libraries().empty()) return;
+    ForEachNamedNode(root, [&](TSNode n) {
+      NodeKind k = syn_.Kind(n);
+      if (k != NodeKind::kImportFromStatement) return k != NodeKind::kImportStatement;
+      TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+      if (ts_node_is_null(module)) return false;
+      std::string from(NodeText(module, src_));
+      std::string replacement, message;
+      uint32_t count = ts_node_named_child_count(n);
+      bool all = true, any = false, unsure = false;
+      for (uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_named_child(n, i);
+        if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
+        TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+        TSNode alias = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_alias) : c;
+        std::string qname = from + "." + std::string(NodeText(name, src_));
+        const CudaLibraryClass* lib = FindLibrary(qname);
+        if (!lib) {
+          all = false;
+          continue;
+        }
+        any = true;
+        unsure |= unsure_.count(qname) > 0;
+        std::string use = LibraryReplacement(*lib);
+        size_t dot = use.rfind('.');
+        replacement += (replacement.empty() ? "" : "; ") + std::string("from ") + use.substr(0, dot) + " import " +
+                       use.substr(dot + 1) + " as " + std::string(NodeText(alias, src_));
+        message += (message.empty() ? "" : ", ") + qname + " → " + use;
+      }
+      if (!any) return false;
+      if (!all || unsure) {
+        reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
+                           std::string(NodeText(n, src_)) + ": kept; " +
+                               (unsure ? "a call needs review (see its row)"
+                                       : "it also imports names without a known counterpart") +
+                               ", port it by hand (" + message + ")",
+                           "review"});
+        return false;
+      }
+      out_.push_back({ts_node_start_byte(n), ts_node_end_byte(n), replacement, StartLine(n), EndLine(n),
+                      "ModuleReplace", message, "cuda_library"});
+      return false;
+    });
+  }
+
+  /// `from torch.cuda.amp import GradScaler, autocast` → `from torch_npu.npu.amp import ...`:
+  /// imports from CUDA's device module follow the target's names (RewriteByPrefix); names that
+  /// land in different modules get one import each, on the same line.
+  void CudaModuleImports(TSNode root) {
+    const std::string& cuda = target_.cuda().device_module;
+    if (cuda.empty()) return;
+    ForEachNamedNode(root, [&](TSNode n) {
+      NodeKind k = syn_.Kind(n);
+      if (k != NodeKind::kImportFromStatement) return k != NodeKind::kImportStatement;
+      TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+      if (ts_node_is_null(module) || syn_.Kind(module) != NodeKind::kDottedName) return false;
+      std::string from(NodeText(module, src_));
+      if (from != cuda && from.rfind(cuda + ".", 0) != 0) return false;
+      std::vector<std::pair<std::string, std::string>> groups;  // new module, imported names
+      std::string message;
+      uint32_t count = ts_node_named_child_count(n);
+      for (uint32_t i = 0; i < count; ++i) {
+        TSNode c = ts_node_named_child(n, i);
+        if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
+        TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+        std::string qname = from + "." + std::string(NodeText(name, src_));
+        std::string renamed = target_.RewriteByPrefix(qname);
+        if (renamed.empty() || target_.Unsupported(qname)) return false;  // left as is (warned elsewhere)
+        size_t dot = renamed.rfind('.');
+        std::string new_module = renamed.substr(0, dot), imported = std::string(NodeText(c, src_));
+        if (renamed.substr(dot + 1) != NodeText(name, src_)) return false;  // a renamed class: by hand
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == new_module; });
+        if (it == groups.end()) groups.emplace_back(new_module, imported);
+        else it->second += ", " + imported;
+        message += (message.empty() ? "" : ", ") + qname + " → " + renamed;
+      }
+      if (groups.empty()) return false;
+      std::string cls = from.rfind(cuda + ".amp", 0) == 0 ? "amp" : "device_api";
+      if (groups.size() == 1) {
+        Add(module, groups.front().first, "ModuleNameModify", message, cls);
+        return false;
+      }
+      std::string text;
+      for (const auto& [m, names] : groups) text += (text.empty() ? "" : "; ") + ("from " + m + " import " + names);
+      Add(n, text, "ModuleNameModify", message, cls);
+      return false;
+    });
+  }
+
+  /// One warning for the file when it keeps calls of CUDA's device module (torch.cuda.X) because
+  /// the target names no device_module to move them to: the migrated code would run on the CPU.
+  void AddCudaLeftWarning() {
+    if (cuda_left_.empty()) return;
+    auto [line, col] = *cuda_left_.begin();
+    std::string n = std::to_string(cuda_left_.size());
+    warnings_.push_back({{}, line, col, "cuda_left",
+                         n + " use" + (cuda_left_.size() == 1 ? "" : "s") + " of " + target_.cuda().device_module +
+                             " left in place (first here): target " + target_.name() +
+                             " names no device_module in " + facts_.file().string() +
+                             ", so the migrated code keeps calling CUDA"});
   }
 
   /// Submodules of the target module that the applied replacements name
@@ -258,6 +387,7 @@ class MigrationCollector : public EventSink {
   /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
     std::string renamed = target_.RewriteByPrefix(qname);
+    if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
     std::string replacement = renamed;
     size_t common = 0;  // bytes of the shared leading components, with their dot
@@ -272,7 +402,9 @@ class MigrationCollector : public EventSink {
       if (text.size() > tail.size() && text.substr(text.size() - tail.size()) == tail)
         replacement = std::string(text.substr(0, text.size() - tail.size())) + "." + renamed.substr(common);
     }
-    Add(node, replacement, operation, qname + " → " + renamed);
+    const std::string& cuda = target_.cuda().device_module;
+    bool amp = !cuda.empty() && qname.rfind(cuda + ".amp.", 0) == 0;
+    Add(node, replacement, operation, qname + " → " + renamed, amp ? "amp" : "device_api");
     return true;
   }
 
@@ -298,7 +430,7 @@ class MigrationCollector : public EventSink {
     uint32_t start = ts_node_start_byte(arg), end = ts_node_end_byte(arg);
     if (!ts_node_is_null(next)) end = ts_node_start_byte(next);
     else if (!ts_node_is_null(prev)) start = ts_node_end_byte(prev);
-    out_.push_back({start, end, "", StartLine(arg), EndLine(arg), "ArgsModify", std::move(message)});
+    out_.push_back({start, end, "", StartLine(arg), EndLine(arg), "ArgsModify", std::move(message), "arguments"});
   }
 
   /// True when `arg` is known not to be a device number, so a device-number rewrite does not
@@ -315,6 +447,25 @@ class MigrationCollector : public EventSink {
     std::string_view id = NodeText(name, src_);
     auto ends = [&](std::string_view s) { return id.size() >= s.size() && id.substr(id.size() - s.size()) == s; };
     return id == "dev" || id == "device" || ends("_device") || ends("_dev");
+  }
+
+  /// False for a plain name whose `_`-separated tokens include none of the CUDA data's
+  /// device_number_tokens (`.to(boxes)`: another tensor, where the device-number rewrite would
+  /// change nothing); calls and other expressions may be device numbers.
+  bool MayBeDeviceNumber(const Argument& arg) const {
+    const auto& tokens = target_.cuda().device_number_tokens;
+    TSNode name = arg.value;
+    if (syn_.Kind(name) == NodeKind::kAttribute) name = ts_node_child_by_field_id(name, syn_.f_attribute);
+    if (tokens.empty() || syn_.Kind(name) != NodeKind::kIdentifier) return true;
+    std::string_view id = NodeText(name, src_);
+    for (size_t b = 0; b <= id.size();) {
+      size_t e = std::min(id.find('_', b), id.size());
+      std::string token(id.substr(b, e - b));
+      for (char& c : token) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (std::find(tokens.begin(), tokens.end(), token) != tokens.end()) return true;
+      b = e + 1;
+    }
+    return false;
   }
 
   void ArgumentEdits(const CallEvent& ev) {
@@ -338,12 +489,13 @@ class MigrationCollector : public EventSink {
       if (syn_.Kind(arg->value) == NodeKind::kInteger && !facts_.device_type.empty() &&
           std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
         std::string device = "\"" + facts_.device_type + ":" + text + "\"";
-        Add(arg->value, device, "ArgsModify", which + " of " + where + ": " + text + " → " + device);
+        Add(arg->value, device, "ArgsModify", which + " of " + where + ": " + text + " → " + device, "arguments");
         continue;
       }
+      if (!MayBeDeviceNumber(*arg)) continue;
       uint32_t s = ts_node_start_byte(arg->value), e = ts_node_end_byte(arg->value);
       templates_.push_back({out_.size(), s, e, r.replacement, "$arg"});
-      Add(arg->value, "", "ArgsModify", which + " of " + where);
+      Add(arg->value, "", "ArgsModify", which + " of " + where, "arguments");
     }
     for (const auto& r : rules_.rules->keywords) {
       if (!Matches(ev, r.api, false)) continue;
@@ -352,13 +504,13 @@ class MigrationCollector : public EventSink {
       TSNode node = ArgumentNode(*arg);
       std::string_view value = NodeText(arg->value, src_);
       if (value == "True") {
-        Add(node, r.if_true, "ArgsModify", std::string(NodeText(node, src_)) + " → " + r.if_true);
+        Add(node, r.if_true, "ArgsModify", std::string(NodeText(node, src_)) + " → " + r.if_true, "arguments");
       } else if (value == "False") {
         DeleteArgument(node, "removed " + std::string(NodeText(node, src_)) + " of " + where);
       } else {
         templates_.push_back({out_.size(), ts_node_start_byte(arg->value), ts_node_end_byte(arg->value),
                               r.expression, "$value"});
-        Add(node, "", "ArgsModify", r.keyword + "= of " + where);
+        Add(node, "", "ArgsModify", r.keyword + "= of " + where, "arguments");
       }
     }
     for (const auto& r : rules_.rules->additions) {
@@ -368,18 +520,20 @@ class MigrationCollector : public EventSink {
       TSNode last = ArgumentNode(ev.args.back());
       uint32_t at = ts_node_end_byte(last);
       std::string added = r.keyword + "=" + r.value;
-      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify", "added " + added + " to " + where});
+      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify", "added " + added + " to " + where,
+                      "arguments"});
     }
   }
 
   void StringEdit(const StringEvent& ev) {
     const std::string& v = ev.value;
     std::string replacement;
+    const char* edit_class = "device_string";
     size_t prefix = v.size();  // bytes of the content replaced (from its start)
     if (!ev.formatted) {
       for (const auto& [cuda, backend] : facts_.renames.distributed_backends)
-        if (IEquals(v, cuda)) replacement = MatchCase(v, backend);
-      if (const std::string* env = Find(facts_.renames.env_vars, v)) replacement = *env;
+        if (IEquals(v, cuda)) replacement = MatchCase(v, backend), edit_class = "distributed_backend";
+      if (const std::string* env = Find(facts_.renames.env_vars, v)) replacement = *env, edit_class = "env_var";
     }
     if (replacement.empty() && !facts_.device_type.empty()) {
       for (const auto& type : target_.cuda().device_types) {
@@ -403,7 +557,7 @@ class MigrationCollector : public EventSink {
         uint32_t start = ts_node_start_byte(c);
         std::string old(content.substr(0, prefix));
         out_.push_back({start, start + static_cast<uint32_t>(prefix), replacement, StartLine(c), StartLine(c),
-                        "ReplaceString", "\"" + v + "\" → \"" + replacement + v.substr(prefix) + "\""});
+                        "ReplaceString", "\"" + v + "\" → \"" + replacement + v.substr(prefix) + "\"", edit_class});
         return;
       }
       if (std::string_view(ts_node_type(c)) != "string_start") return;  // an interpolation first
@@ -415,9 +569,10 @@ class MigrationCollector : public EventSink {
     return it == renames.end() ? nullptr : &it->second;
   }
 
-  void Add(TSNode node, std::string replacement, const char* operation, std::string message) {
+  void Add(TSNode node, std::string replacement, const char* operation, std::string message,
+           std::string edit_class = "device_api") {
     out_.push_back({ts_node_start_byte(node), ts_node_end_byte(node), std::move(replacement), StartLine(node),
-                    EndLine(node), operation, std::move(message)});
+                    EndLine(node), operation, std::move(message), std::move(edit_class)});
   }
 
   const PySyntax& syn_;
@@ -438,6 +593,58 @@ class MigrationCollector : public EventSink {
   std::vector<FileProblem>& warnings_;
   std::vector<TemplateEdit> templates_;
   std::set<std::pair<uint32_t, std::string>> warned_;
+  std::set<std::pair<uint32_t, uint32_t>> cuda_left_;  ///< line, column of torch.cuda uses left
+  std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
+  std::set<std::string> unsure_;  ///< CUDA library classes with a call that needs review
+
+  const CudaLibraryClass* FindLibrary(const std::string& qname) const {
+    for (const auto& lib : target_.cuda_libraries())
+      if (lib.name == qname) return &lib;
+    return nullptr;
+  }
+
+  /// The target's fused API for a CUDA library class, else (with --unsafe) the target's fused
+  /// optimizer for its plain equivalent, else the plain equivalent.
+  std::string LibraryReplacement(const CudaLibraryClass& lib) {
+    if (const std::string* fused = Find(facts_.fused_modules, lib.name)) return *fused;
+    if (const std::string* fused = unsafe_ ? Find(facts_.fused_optimizers, lib.plain) : nullptr) return *fused;
+    return lib.plain;
+  }
+
+  /// A call of a CUDA-only library class: one using a keyword its equivalent lacks is listed for
+  /// review; one spelled in full (`apex.optimizers.FusedAdam(...)`) is renamed here, one through
+  /// an imported name by its import (CudaLibraryImports).
+  bool CudaLibraryCall(const CallEvent& ev, TSNode fn) {
+    const CudaLibraryClass* lib = FindLibrary(ev.lookup.front());
+    if (!lib) return false;
+    std::string use = LibraryReplacement(*lib);
+    std::string why;
+    for (const auto& a : ev.args) {
+      if (a.splat && why.empty()) why = "**kwargs may hold keywords " + use + " lacks";
+      for (const auto& k : lib->unsure_keywords)
+        if (a.keyword == k) why = "keyword " + k + " has no counterpart in " + use;
+    }
+    if (!why.empty()) {
+      unsure_.insert(lib->name);
+      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
+                         EndLine(ev.node), "Review", lib->name + " → " + use + " not made: " + why + "; port it by hand",
+                         "review"});
+      return true;
+    }
+    if (NodeText(fn, src_) == lib->name) {
+      Add(fn, use, "ModuleReplace", lib->name + " → " + use, "cuda_library");
+      NeedModuleOf(use);
+    }
+    return true;
+  }
+
+  void NoteCudaLeft(TSNode node, const std::string& qname) {
+    const std::string& cuda = target_.cuda().device_module;
+    if (cuda.empty() || !facts_.device_module.empty() || qname.size() <= cuda.size() ||
+        qname.compare(0, cuda.size(), cuda) != 0 || qname[cuda.size()] != '.')
+      return;
+    cuda_left_.insert({StartLine(node), ts_node_start_point(node).column + 1});
+  }
 };
 
 // The target's attribute renames (`x.is_cuda` → `x.is_npu`) wherever they appear (an attribute of
@@ -451,7 +658,7 @@ void AttributeRenameEdits(const PySyntax& syn, TSNode root, std::string_view src
       auto it = renames.find(std::string(NodeText(attr, src)));
       if (it != renames.end())
         out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), it->second, StartLine(attr),
-                       EndLine(attr), "AttributeModify", "." + it->first + " → ." + it->second});
+                       EndLine(attr), "AttributeModify", "." + it->first + " → ." + it->second, "device_api"});
     }
     return true;
   });
@@ -546,7 +753,7 @@ InsertPoint FindInsertPoint(const PySyntax& syn, const ParsedSource& src, bool a
 /// An edit inserting `line` (with the file's line ending) at `p`.
 Edit InsertLineEdit(const InsertPoint& p, const std::string& line, std::string_view eol, const char* operation) {
   std::string text = (p.newline_before ? std::string(eol) : "") + line + std::string(eol);
-  return {p.byte, p.byte, std::move(text), p.line, p.line, operation, line};
+  return {p.byte, p.byte, std::move(text), p.line, p.line, operation, line, "import"};
 }
 
 /// A script entry point: a top-level `if __name__ == "__main__":`.
@@ -561,6 +768,253 @@ bool IsEntryFile(const PySyntax& syn, const ParsedSource& src) {
       return true;
   }
   return false;
+}
+
+/// A shell launch script (`*.sh`, `*.bash`): its environment variables are renamed.
+bool IsLaunchScript(const fs::path& path) {
+  std::string ext = path.extension().string();
+  return ext == ".sh" || ext == ".bash";
+}
+
+/// Renames of environment variables in a shell launch script, by the target's renames.env_vars:
+/// whole names only (`export CUDA_VISIBLE_DEVICES=0`, `CUDA_VISIBLE_DEVICES=0,1 python train.py`,
+/// `$CUDA_VISIBLE_DEVICES`, `${CUDA_VISIBLE_DEVICES}`), never inside a longer name or a comment.
+std::vector<Edit> LaunchScriptEdits(std::string_view text, const std::map<std::string, std::string>& env_vars) {
+  std::vector<Edit> edits;
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  uint32_t line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+      continue;
+    }
+    if (text[i] == '#' && (i == line_start || std::isspace(static_cast<unsigned char>(text[i - 1])))) {
+      size_t nl = text.find('\n', i);  // a comment runs to the line's end
+      i = (nl == std::string_view::npos ? text.size() : nl) - 1;
+      continue;
+    }
+    if (!name_char(text[i]) || (i > 0 && name_char(text[i - 1]))) continue;
+    size_t end = i;
+    while (end < text.size() && name_char(text[end])) ++end;
+    auto it = env_vars.find(std::string(text.substr(i, end - i)));
+    if (it != env_vars.end())
+      edits.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end), it->second, line, line, "ReplaceString",
+                       it->first + " → " + it->second + " (launch script)", "launch_script"});
+    i = end - 1;
+  }
+  return edits;
+}
+
+/// The launch scripts of the project with their edits, in the order of project.sources.others.
+struct ScriptResult {
+  const SourceFile* file;
+  std::string original, text;
+  std::vector<Edit> edits;
+};
+
+std::vector<ScriptResult> MigrateLaunchScripts(const LoadedProject& project, const target::TargetFacts& facts,
+                                               Logger& log) {
+  std::vector<ScriptResult> out;
+  if (facts.renames.env_vars.empty()) return out;
+  for (const auto& f : project.sources.others) {
+    if (!IsLaunchScript(f.path)) continue;
+    auto text = ReadFile(f.path);
+    if (!text.ok()) {
+      log.Warning(f.display + ": not read (" + text.status().message() + "); copied unchanged");
+      continue;
+    }
+    ScriptResult r{&f, std::move(*text), {}, {}};
+    r.edits = LaunchScriptEdits(r.original, facts.renames.env_vars);
+    if (r.edits.empty()) continue;
+    r.text = ApplyEdits(r.original, r.edits);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// The migration of one Python file: its edited text and what was done or left for review.
+struct FileResult {
+  std::string text;
+  std::vector<Edit> edits;
+  std::vector<Edit> reviews;  ///< listed in change_list.csv, not made
+  std::vector<FileProblem> warnings;
+  bool reverted = false;
+  std::string revert_reason;
+  /// For a file read as Latin-1 or cp1252 and edited: its own bytes (`text` is then encoded the
+  /// same way); empty otherwise, the parsed source being those bytes.
+  std::string original;
+};
+
+/// The bytes of the file as it is on disk (what the migrated text is compared and diffed with).
+const std::string& SourceBytes(const PyFile& py, const FileResult& r) {
+  return r.original.empty() ? py.parsed.source : r.original;
+}
+
+/// Collects the edits of every Python file of `project` (in parallel) and checks that every
+/// edited file parses and compiles with CPython; a file whose edits break it is marked reverted.
+std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProject& project, const Target& target,
+                                           const CompiledRules& compiled, ThreadPool& pool, Logger& log) {
+  const target::TargetFacts& facts = target.facts();
+  std::vector<FileResult> out(project.py.size());
+  std::vector<std::unique_ptr<PythonParser>> parsers;
+  for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
+  Progress progress(log, project.py.size());
+  pool.ParallelFor(project.py.size(), [&](int worker, size_t i) {
+    PyFile& py_file = project.py[i];
+    FileResult& r = out[i];
+    BigTreeGuard one_big_tree(project, py_file.parsed.source.size());
+    const ParsedSource* tree = py_file.parsed.has_error() ? nullptr : TreeOf(project, py_file, *parsers[worker]);
+    if (!py_file.summary || !tree) {
+      r.text.clear();  // copied unchanged
+      progress.Done("Skipped " + py_file.file->display + " (not migrated: see the warnings above).");
+      return;
+    }
+    struct {
+      const SourceFile* file;
+      const ParsedSource& parsed;
+      ModuleSummary* summary;
+    } f{py_file.file, *tree, py_file.summary};
+    std::string_view eol = LineEnding(f.parsed.source);
+    if (opt.transfer_only) {
+      bool entry = std::any_of(opt.entries.begin(), opt.entries.end(), [&](const std::string& e) {
+        return fs::path(e).lexically_normal().generic_string() == f.file->rel;
+      });
+      if ((entry || (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed))) &&
+          f.parsed.source.find(facts.transfer_import) == std::string::npos) {
+        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.transfer_import, eol,
+                                         "InsertImport"));
+      }
+    } else {
+      MigrationCollector collector(project.syntax, f.parsed.source, target, compiled, opt.unsafe, r.edits, r.warnings);
+      FileWalker(project.syntax, f.parsed, *f.summary, project.index,
+                 [&](const std::string& q) { return target.Known(q); }, collector).Run();
+      AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
+      collector.ComposeTemplates();
+      collector.DropForeignAndUnchanged();
+      collector.CudaLibraryImports(f.parsed.root());
+      collector.CudaModuleImports(f.parsed.root());
+      collector.AddCudaLeftWarning();
+      r.reviews = std::move(collector.reviews);
+      if (!r.edits.empty() && !facts.import_line.empty() &&
+          !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
+        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol,
+                                         "InsertImport"));
+      for (const auto& module : collector.extra_imports)
+        if (!ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, module))
+          r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), "import " + module, eol,
+                                           "InsertImport"));
+    }
+    r.text = ApplyEdits(f.parsed.source, r.edits);
+    ReleaseTree(project, py_file);  // before the check below parses the edited text
+    for (auto& w : r.warnings) w.file = f.file->display;
+    // Every migrated file must parse; a rewrite that breaks it is undone (CPython checks below).
+    if (!r.edits.empty()) {
+      ParsedSource check = parsers[worker]->Parse(r.text);
+      if (!check.tree || check.has_error()) {
+        r.reverted = true;
+        r.revert_reason = "the migrated file would not parse";
+      }
+    }
+    progress.Done("Migrated " + f.file->display + " (" + std::to_string(r.edits.size()) + " changes).");
+  });
+
+  // A file read as Latin-1 or cp1252 is written back in that encoding: its own bytes where it was
+  // not edited. `original` holds those bytes for the compile check and the patch.
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string& codec = project.py[i].codec;
+    FileResult& r = out[i];
+    if (codec.empty() || r.edits.empty() || r.reverted) continue;
+    auto encoded = EncodeSource(r.text, codec);
+    auto source = EncodeSource(project.py[i].parsed.source, codec);
+    if (!encoded.ok() || !source.ok()) {
+      r.reverted = true;
+      r.revert_reason = "the migrated text cannot be written in " + codec + " (" +
+                        (encoded.ok() ? source.status() : encoded.status()).message() + ")";
+      continue;
+    }
+    r.text = std::move(*encoded);
+    r.original = std::move(*source);
+  }
+
+  // Every edited file is compiled by CPython, all in one process; a file whose edits break it is
+  // left unchanged (an original that does not compile either keeps its edits, with a warning).
+  {
+    std::vector<size_t> which;
+    std::vector<PythonCheckInput> inputs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].edits.empty() || out[i].reverted) continue;
+      which.push_back(i);
+      inputs.push_back({out[i].text, SourceBytes(project.py[i], out[i])});
+    }
+    if (!inputs.empty()) {
+      auto verdicts = CompileWithPython(inputs, opt.python.empty() ? "python3" : opt.python);
+      if (!verdicts.ok()) {
+        log.Warning("the migrated files were not compiled with CPython (" + verdicts.status().message() +
+                 "); they were checked with the tree-sitter parser only");
+      } else {
+        for (size_t k = 0; k < which.size(); ++k) {
+          const PythonCheckVerdict& v = (*verdicts)[k];
+          FileResult& r = out[which[k]];
+          if (v.compiles) continue;
+          std::string where = v.line ? " (line " + std::to_string(v.line) + ")" : "";
+          if (v.original_compiles) {
+            r.reverted = true;
+            r.revert_reason = "the migrated file does not compile with python3: " + v.message + where;
+          } else {
+            r.warnings.push_back({project.py[which[k]].file->display, v.line, 0, "not_compiled",
+                                  "python3 cannot compile the original either (" + v.message + where +
+                                      "); migrated all the same"});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// Adds one file's edits and review rows to the report's changes, by line.
+void AppendChanges(MigrateReport& report, const std::string& display, std::vector<Edit> edits,
+                   const std::vector<Edit>& reviews) {
+  edits.insert(edits.end(), reviews.begin(), reviews.end());
+  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+    return std::tie(a.start_line, a.start_byte) < std::tie(b.start_line, b.start_byte);
+  });
+  for (const auto& e : edits)
+    report.changes.push_back({display, e.start_line, e.end_line, e.operation, e.message, e.edit_class});
+}
+
+/// `migrate --dry-run`: the changes and warnings of a migration, with nothing written.
+Expected<MigrateReport> DryRunMigrate(const MigrateOptions& opt, Context& ctx, const Target& target,
+                                      const CompiledRules& compiled, const fs::path& input, MigrateReport report) {
+  ThreadPool pool(ctx.jobs);
+  LoadedProject project;
+  LoadProject({input, report.project, {report.results_dir, report.reports_dir}, {}, opt.max_file_bytes,
+               target.facts().DeviceMethods(), /*decode_latin1=*/true},
+              ctx.logger, pool, project);
+  std::vector<FileResult> out = MigratePythonFiles(opt, project, target, compiled, pool, ctx.logger);
+  for (size_t i = 0; i < project.py.size(); ++i) {
+    FileResult& r = out[i];
+    for (auto& w : r.warnings) {
+      ctx.logger.Warning(w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": " + w.message);
+      report.warnings.push_back(std::move(w));
+    }
+    if (r.reverted) {
+      report.warnings.push_back({project.py[i].file->display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
+      r.edits.clear();
+    }
+    if (!r.edits.empty()) ++report.files_changed;
+    AppendChanges(report, project.py[i].file->display, std::move(r.edits), r.reviews);
+  }
+  if (!opt.transfer_only)
+    for (auto& script : MigrateLaunchScripts(project, target.facts(), ctx.logger)) {
+      ++report.files_changed;
+      AppendChanges(report, script.file->display, std::move(script.edits), {});
+    }
+  report.warnings.insert(report.warnings.end(), project.problems.begin(), project.problems.end());
+  ctx.logger.Info("Dry run: " + std::to_string(report.files_changed) + " files would change; nothing was written.");
+  return report;
 }
 
 }  // namespace
@@ -606,6 +1060,7 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   fs::path reports = fs::absolute(opt.output) / MigrateReportsFolderName(base);
   report.results_dir = results;
   report.reports_dir = reports;
+  if (opt.dry_run) return DryRunMigrate(opt, ctx, *target, compiled, input, std::move(report));
   // A folder this command did not write is never overwritten without --force (docs/safety.md).
   bool reused = fs::exists(results, ec);
   const OutputMarker marker = reused ? ReadOutputMarker(results) : OutputMarker{};
@@ -669,126 +1124,7 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(reports, "migrate", {"migration.patch"}));
   }
 
-  struct FileResult {
-    std::string text;
-    std::vector<Edit> edits;
-    std::vector<FileProblem> warnings;
-    bool reverted = false;
-    std::string revert_reason;
-  };
-  std::vector<FileResult> out(project.py.size());
-  std::vector<std::unique_ptr<PythonParser>> parsers;
-  for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
-  Progress progress(log, project.py.size());
-  pool.ParallelFor(project.py.size(), [&](int worker, size_t i) {
-    PyFile& py_file = project.py[i];
-    FileResult& r = out[i];
-    BigTreeGuard one_big_tree(project, py_file.parsed.source.size());
-    const ParsedSource* tree = py_file.parsed.has_error() ? nullptr : TreeOf(project, py_file, *parsers[worker]);
-    if (!py_file.summary || !tree) {
-      r.text.clear();  // copied unchanged
-      progress.Done("Skipped " + py_file.file->display + " (not migrated: see the warnings above).");
-      return;
-    }
-    struct {
-      const SourceFile* file;
-      const ParsedSource& parsed;
-      ModuleSummary* summary;
-    } f{py_file.file, *tree, py_file.summary};
-    std::string_view eol = LineEnding(f.parsed.source);
-    if (opt.transfer_only) {
-      bool entry = std::any_of(opt.entries.begin(), opt.entries.end(), [&](const std::string& e) {
-        return fs::path(e).lexically_normal().generic_string() == f.file->rel;
-      });
-      if ((entry || (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed))) &&
-          f.parsed.source.find(facts.transfer_import) == std::string::npos) {
-        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.transfer_import, eol,
-                                         "InsertImport"));
-      }
-    } else {
-      MigrationCollector collector(project.syntax, f.parsed.source, *target, compiled, opt.unsafe, r.edits, r.warnings);
-      FileWalker(project.syntax, f.parsed, *f.summary, project.index,
-                 [&](const std::string& q) { return target->Known(q); }, collector).Run();
-      AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
-      collector.ComposeTemplates();
-      if (!r.edits.empty() && !facts.import_line.empty() &&
-          !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
-        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol,
-                                         "InsertImport"));
-      for (const auto& module : collector.extra_imports)
-        if (!ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, module))
-          r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), "import " + module, eol,
-                                           "InsertImport"));
-    }
-    r.text = ApplyEdits(f.parsed.source, r.edits);
-    ReleaseTree(project, py_file);  // before the check below parses the edited text
-    for (auto& w : r.warnings) w.file = f.file->display;
-    // Every migrated file must parse; a rewrite that breaks it is undone (CPython checks below).
-    if (!r.edits.empty()) {
-      ParsedSource check = parsers[worker]->Parse(r.text);
-      if (!check.tree || check.has_error()) {
-        r.reverted = true;
-        r.revert_reason = "the migrated file would not parse";
-      }
-    }
-    progress.Done("Migrated " + f.file->display + " (" + std::to_string(r.edits.size()) + " changes).");
-  });
-
-  // A file read as Latin-1 or cp1252 is written back in that encoding: its own bytes where it was
-  // not edited. `original` holds those bytes for the compile check and the patch.
-  std::vector<std::string> original(out.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    const std::string& codec = project.py[i].codec;
-    FileResult& r = out[i];
-    if (codec.empty() || r.edits.empty() || r.reverted) continue;
-    auto encoded = EncodeSource(r.text, codec);
-    auto source = EncodeSource(project.py[i].parsed.source, codec);
-    if (!encoded.ok() || !source.ok()) {
-      r.reverted = true;
-      r.revert_reason = "the migrated text cannot be written in " + codec + " (" +
-                        (encoded.ok() ? source.status() : encoded.status()).message() + ")";
-      continue;
-    }
-    r.text = std::move(*encoded);
-    original[i] = std::move(*source);
-  }
-  auto source_bytes = [&](size_t i) -> const std::string& {
-    return project.py[i].codec.empty() ? project.py[i].parsed.source : original[i];
-  };
-
-  // Every edited file is compiled by CPython, all in one process; a file whose edits break it is
-  // left unchanged (an original that does not compile either keeps its edits, with a warning).
-  {
-    std::vector<size_t> which;
-    std::vector<PythonCheckInput> inputs;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].edits.empty() || out[i].reverted) continue;
-      which.push_back(i);
-      inputs.push_back({out[i].text, source_bytes(i)});
-    }
-    if (!inputs.empty()) {
-      auto verdicts = CompileWithPython(inputs, opt.python.empty() ? "python3" : opt.python);
-      if (!verdicts.ok()) {
-        log.Warning("the migrated files were not compiled with CPython (" + verdicts.status().message() +
-                 "); they were checked with the tree-sitter parser only");
-      } else {
-        for (size_t k = 0; k < which.size(); ++k) {
-          const PythonCheckVerdict& v = (*verdicts)[k];
-          FileResult& r = out[which[k]];
-          if (v.compiles) continue;
-          std::string where = v.line ? " (line " + std::to_string(v.line) + ")" : "";
-          if (v.original_compiles) {
-            r.reverted = true;
-            r.revert_reason = "the migrated file does not compile with python3: " + v.message + where;
-          } else {
-            r.warnings.push_back({project.py[which[k]].file->display, v.line, 0, "not_compiled",
-                                  "python3 cannot compile the original either (" + v.message + where +
-                                      "); migrated all the same"});
-          }
-        }
-      }
-    }
-  }
+  std::vector<FileResult> out = MigratePythonFiles(opt, project, *target, compiled, pool, log);
 
   std::string patch;
   Status first_error;
@@ -816,19 +1152,27 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
       report.warnings.push_back({sf.display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
     }
     if (r.text.empty() || r.edits.empty() || r.reverted) {
+      AppendChanges(report, sf.display, {}, r.reviews);
       write(dest, [&] { return CopyFileAtomic(sf.path, dest); });
       continue;
     }
-    std::sort(r.edits.begin(), r.edits.end(), [](const Edit& a, const Edit& b) {
-      return std::tie(a.start_line, a.start_byte) < std::tie(b.start_line, b.start_byte);
-    });
-    for (const auto& e : r.edits) report.changes.push_back({sf.display, e.start_line, e.end_line, e.operation, e.message});
-    patch += UnifiedDiff(source_bytes(i), r.text, sf.rel);
+    AppendChanges(report, sf.display, std::move(r.edits), r.reviews);
+    patch += UnifiedDiff(SourceBytes(project.py[i], r), r.text, sf.rel);
     ++report.files_changed;
     write(dest, [&] { return WriteFileAtomic(dest, r.text); });
   }
+  std::vector<ScriptResult> scripts;
+  if (!opt.transfer_only) scripts = MigrateLaunchScripts(project, facts, log);
+  for (auto& script : scripts) {
+    fs::path dest = results / script.file->rel;
+    AppendChanges(report, script.file->display, std::move(script.edits), {});
+    patch += UnifiedDiff(script.original, script.text, script.file->rel);
+    ++report.files_changed;
+    write(dest, [&] { return WriteFileAtomic(dest, script.text); });
+  }
   for (const auto* group : {&project.sources.cpp, &project.sources.others})
     for (const auto& f : *group) {
+      if (std::any_of(scripts.begin(), scripts.end(), [&](const ScriptResult& r) { return r.file == &f; })) continue;
       fs::path dest = results / f.rel;
       write(dest, [&] { return CopyFileAtomic(f.path, dest); });
     }

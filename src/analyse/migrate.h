@@ -15,6 +15,9 @@ struct Edit {
   uint32_t start_line = 0, end_line = 0;
   std::string operation;  ///< change_list.csv Operation Type
   std::string message;
+  /// The edit class of `migrate --dry-run`'s summary: device_api, amp, device_string,
+  /// distributed_backend, env_var, launch_script, arguments, cuda_library, fused_api, import.
+  std::string edit_class;
 };
 
 /// Applies non-overlapping edits: sorted by position (an insertion, an empty range, before an

@@ -121,6 +121,12 @@ Status LoadAdvice(const fs::path& path, Advice* advice) {
 
 Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
   return ForEachTopLevelField(path, [&](std::string_view key, simdjson::ondemand::value value) -> Status {
+    if (key == "device_module") {
+      std::string_view s;
+      if (value.get_string().get(s)) return JsonError(path, "\"device_module\" must be a string");
+      cuda->device_module = std::string(s);
+      return Status::Ok();
+    }
     auto list = StringArray(value);
     if (!list.ok()) return JsonError(path, "values must be arrays of strings");
     if (key == "api_prefixes") cuda->api_prefixes = *list;
@@ -134,16 +140,41 @@ Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
     else if (key == "env_var_prefixes") cuda->env_var_prefixes = *list;
     else if (key == "build_strings") cuda->build_strings = *list;
     else if (key == "keyword_tokens") cuda->keyword_tokens = *list;
+    else if (key == "other_runtimes") cuda->other_runtimes = *list;
+    else if (key == "device_number_tokens") cuda->device_number_tokens = *list;
     return Status::Ok();
   });
 }
 
+/// Renames the target implies where its target.json names none: CUDA's method and attribute
+/// names with the CUDA device type replaced by the target's (`.cuda()` → `.npu()`, `.is_cuda` →
+/// `.is_npu`: what torch generates for a renamed PrivateUse1 backend), and CUDA's process-group
+/// backends → the target's first one.
+void DeriveRenames(const CudaOnly& cuda, target::TargetFacts& facts) {
+  if (!facts.migratable() || cuda.device_types.empty()) return;
+  const std::string& cuda_type = cuda.device_types.front();
+  auto derive = [&](const std::vector<std::string>& names, std::map<std::string, std::string>& renames) {
+    if (!renames.empty()) return;
+    for (const auto& n : names) {
+      size_t at = n.find(cuda_type);
+      // Only whole names or an `is_` style prefix: `_share_cuda_` has no counterpart.
+      if (at == std::string::npos || at + cuda_type.size() != n.size() || (at > 0 && n[at - 1] != '_')) continue;
+      if (at > 0 && n.find('_') != at - 1) continue;
+      renames[n] = n.substr(0, at) + facts.device_type;
+    }
+  };
+  derive(cuda.methods, facts.renames.methods);
+  derive(cuda.attributes, facts.renames.attributes);
+  if (facts.renames.distributed_backends.empty() && !facts.distributed_backends.empty())
+    for (const auto& b : cuda.distributed_backends) facts.renames.distributed_backends[b] = facts.distributed_backends.front();
+}
+
 }  // namespace
 
-Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
-                              const std::string& version, std::string* warning) {
+Expected<Target> Target::Load(const DataDirs& data, const std::string& name, const std::string& version,
+                              std::string* warning) {
   Target t;
-  auto facts = target::LoadTarget(data_dir, name);
+  auto facts = target::LoadTarget(data, name);
   if (!facts.ok()) return facts.status();
   t.facts_ = std::move(*facts);
   t.name_ = t.facts_.name;
@@ -195,10 +226,28 @@ Expected<Target> Target::Load(const fs::path& data_dir, const std::string& name,
     }
   }
   if (fs::exists(dir / "advice.json", ec)) PORTKIT_RETURN_IF_ERROR(LoadAdvice(dir / "advice.json", &t.advice_));
-  PORTKIT_RETURN_IF_ERROR(LoadCudaOnly(data_dir / "cuda" / "cuda_only.json", &t.cuda_));
+  PORTKIT_RETURN_IF_ERROR(LoadCudaOnly(data.Find("cuda/cuda_only.json"), &t.cuda_));
+  DeriveRenames(t.cuda_, t.facts_);
+  if (fs::path libs = data.Find("cuda/cuda_libraries.tsv"); fs::exists(libs, ec)) {
+    auto rows = ReadTsvRows(libs);
+    if (!rows.ok()) return rows.status();
+    for (auto& row : *rows) {
+      if (row.size() < 2 || row[1].empty())
+        return ParseError(libs.string() + ": " + row[0] + ": expected name<TAB>plain torch equivalent<TAB>keywords");
+      CudaLibraryClass c{row[0], row[1], {}};
+      if (row.size() > 2)
+        for (size_t b = 0; b < row[2].size();) {
+          size_t e = row[2].find(',', b);
+          if (e == std::string::npos) e = row[2].size();
+          if (e > b) c.unsure_keywords.push_back(row[2].substr(b, e - b));
+          b = e + 1;
+        }
+      t.cuda_libraries_.push_back(std::move(c));
+    }
+  }
   if (fs::exists(dir / "rewrites.tsv", ec)) PORTKIT_RETURN_IF_ERROR(ReadTsv(dir / "rewrites.tsv", &t.rewrites_));
-  PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "python" / "torch_only_methods.tsv", &t.torch_methods_));
-  PORTKIT_RETURN_IF_ERROR(ReadTsv(data_dir / "python" / "torch_never_unknown.tsv", &t.never_unknown_));
+  PORTKIT_RETURN_IF_ERROR(ReadTsv(data.Find("python/torch_only_methods.tsv"), &t.torch_methods_));
+  PORTKIT_RETURN_IF_ERROR(ReadTsv(data.Find("python/torch_never_unknown.tsv"), &t.never_unknown_));
   return t;
 }
 
@@ -223,9 +272,26 @@ std::string Target::RewriteByPrefix(const std::string& qname) const {
     if (auto it = rewrites_.find(prefix); it != rewrites_.end())
       return it->second + qname.substr(prefix.size());
     size_t dot = prefix.rfind('.');
-    if (dot == std::string::npos) return {};
+    if (dot == std::string::npos) break;
     prefix.resize(dot);
   }
+  auto under = [&](const std::string& module) {
+    return !module.empty() && qname.size() > module.size() && qname.compare(0, module.size(), module) == 0 &&
+           qname[module.size()] == '.';
+  };
+  const std::string& from = cuda_.device_module;
+  if (from.empty()) return {};
+  // torch.cuda.amp.X: the target's autocast / GradScaler module.
+  if (std::string amp = facts_.AmpModule(); !amp.empty() && under(from + ".amp"))
+    return amp + qname.substr(from.size() + 4);
+  if (!facts_.device_module.empty() && under(from)) return facts_.device_module + qname.substr(from.size());
+  return {};
+}
+
+bool Target::OtherRuntime(const std::string& qname) const {
+  for (const auto& m : cuda_.other_runtimes)
+    if (qname.compare(0, m.size(), m) == 0 && (qname.size() == m.size() || qname[m.size()] == '.')) return true;
+  return false;
 }
 
 const std::string* Target::TorchOnlyMethod(const std::string& m) const {

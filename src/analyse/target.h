@@ -55,6 +55,23 @@ struct CudaOnly {
   std::vector<std::string> env_var_prefixes;  ///< upper-case names with these prefixes (NCCL_)
   std::vector<std::string> build_strings;     ///< CUDA compiler keys in build settings ("nvcc")
   std::vector<std::string> keyword_tokens;    ///< keyword-name tokens (cudnn_benchmark=...)
+  /// CUDA's device module ("torch.cuda"): `<it>.X` → `<target device_module>.X` where the target's
+  /// rewrite table has no entry.
+  std::string device_module;
+  /// Modules of other runtimes (tensorrt, onnxruntime, cv2.cuda, cupy): their calls' arguments
+  /// ("cuda:0", device numbers) belong to them and are never migrated.
+  std::vector<std::string> other_runtimes;
+  /// `_`-separated tokens of a name holding a device number (local_rank, gpu_id).
+  std::vector<std::string> device_number_tokens;
+};
+
+/// A class of a CUDA-only library and its plain torch equivalent (data/cuda/cuda_libraries.tsv).
+struct CudaLibraryClass {
+  std::string name;        ///< "apex.normalization.FusedLayerNorm"
+  std::string plain;       ///< "torch.nn.LayerNorm"
+  /// Keywords of `name` that `plain` lacks or reads differently: a call using one is listed for
+  /// review instead of being ported.
+  std::vector<std::string> unsure_keywords;
 };
 
 class Target {
@@ -63,16 +80,20 @@ class Target {
   /// target.json, or empty for the default target) for torch `version` ("2.1.0"; empty = newest).
   /// `warning` receives a message when the nearest version list stands in for the one asked.
   /// Errors name the file and what is wrong; an unknown name lists the available targets.
-  static Expected<Target> Load(const std::filesystem::path& data_dir, const std::string& name,
-                               const std::string& version, std::string* warning);
+  static Expected<Target> Load(const DataDirs& data, const std::string& name, const std::string& version,
+                               std::string* warning);
 
   const std::string& name() const { return name_; }
   /// The target's facts (target.json); `facts().dir` is its folder.
   const target::TargetFacts& facts() const { return facts_; }
   /// The version whose list is used ("2.1"), empty for a target without lists.
   const std::string& list_version() const { return list_version_; }
-  /// True when every torch API is supported except CUDA-only code (the cpu target).
+  /// True when the target has no support lists: every torch API counts as supported (only
+  /// CUDA-only code matters).
   bool all_supported() const { return all_supported_; }
+  /// True for a CPU-only deployment ("kind": "cpu"): CUDA-only code is unsupported there, not
+  /// migrated.
+  bool cpu_only() const { return !facts_.accelerator(); }
 
   const std::string* Unsupported(const std::string& qname) const;
   const std::string* Supported(const std::string& qname) const;
@@ -83,10 +104,16 @@ class Target {
   }
   const Advice& advice() const { return advice_; }
   const CudaOnly& cuda() const { return cuda_; }
+  /// The classes of CUDA-only libraries with a plain torch equivalent, by name.
+  const std::vector<CudaLibraryClass>& cuda_libraries() const { return cuda_libraries_; }
+  /// True when `qname` is under a module of another runtime (cuda().other_runtimes).
+  bool OtherRuntime(const std::string& qname) const;
   /// The target's name for a CUDA API by its rewrites.tsv (exact match), or null.
   const std::string* Rewrite(const std::string& qname) const;
   /// The target's name of a CUDA-era API by the longest matching dotted prefix of the rewrite
-  /// table (torch.cuda.amp.X → <new>.amp.X), or empty when no rule applies.
+  /// table (torch.cuda.amp.X → <new>.amp.X); without one, an API under CUDA's device module
+  /// becomes the same name under the target's (torch.cuda.X → <device_module>.X); empty when no
+  /// rule applies.
   std::string RewriteByPrefix(const std::string& qname) const;
   /// "tensor", "module" or "tensor,module" for a method only torch objects have, or null.
   const std::string* TorchOnlyMethod(const std::string& method) const;
@@ -108,6 +135,7 @@ class Target {
   std::unordered_set<std::string> other_versions_;  ///< names listed only for other versions
   Advice advice_;
   CudaOnly cuda_;
+  std::vector<CudaLibraryClass> cuda_libraries_;
 };
 
 using portkit::ReadTsv;

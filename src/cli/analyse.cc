@@ -233,13 +233,12 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
              " (reports are written first)")
       ->check(CLI::Validator([](std::string& value) { return FailOnError(SplitCommas(value)); },
                              "CATEGORY[,CATEGORY...]"));
-  std::vector<std::string> select, ignore;
   app.add_option_function<std::string>(
-         "--select", [&select](const std::string& v) { select = SplitCommas(v); },
+         "--select", [&opt](const std::string& v) { opt.select = SplitCommas(v); },
          "report only the findings of these rules, comma-separated (rule names: --explain)")
       ->check(RuleListValidator());
   app.add_option_function<std::string>(
-         "--ignore", [&ignore](const std::string& v) { ignore = SplitCommas(v); },
+         "--ignore", [&opt](const std::string& v) { opt.ignore = SplitCommas(v); },
          "drop the findings of these rules, comma-separated; one finding is dropped by a comment "
          "`# portkit: ignore[RULE]` (or `# portkit: ignore`, every rule) on its line")
       ->check(RuleListValidator());
@@ -269,7 +268,7 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
   auto config = LoadConfig(input, config_file, no_config, ctx);
   if (!config.ok()) return Fail(ctx, config.status());
   if (Status st = ApplyConfig(*config, app, *format_opt, mode_names,
-                              {opt, mode_name, formats, fail_on, select, ignore, max_mb}, ctx);
+                              {opt, mode_name, formats, fail_on, opt.select, opt.ignore, max_mb}, ctx);
       !st.ok())
     return Fail(ctx, st);
 
@@ -292,11 +291,6 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
 
   auto report = analyse::RunAnalyse(opt, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
-  // Inline `# portkit: ignore[...]` comments, then --select/--ignore, before any report is written.
-  size_t suppressed = analyse::ApplyInlineSuppressions(report->findings, report->project, report->input.string());
-  size_t filtered = analyse::FilterFindingsByRule(report->findings, select, ignore);
-  if (suppressed) ctx.logger.Info(std::to_string(suppressed) + " finding(s) suppressed by `# portkit: ignore` comments.");
-  if (filtered) ctx.logger.Info(std::to_string(filtered) + " finding(s) left out by --select/--ignore.");
   auto table = render::WriteAnalyseReports(*report, formats, ctx.logger);
   if (!table.ok()) return Fail(ctx, table.status());
   // The run is complete, its reports written: the marker no longer says it is in progress.

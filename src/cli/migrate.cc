@@ -46,6 +46,9 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
                  "Python files larger than this are copied unchanged, not migrated (default " +
                      std::to_string(max_mb) + "; a file's parse tree takes 60-75 times its size)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  app.add_flag("--dry-run", opt.dry_run,
+               "write nothing: print, per edit class, how many edits the migration would make in how many files, "
+               "and the edits it would list for review");
   AddJobsOption(app, &ctx.jobs);
   AddFormatOption(app, &formats, {"csv", "json"}, {"csv"});
   if (auto code = Parse(app, argc, argv)) return *code;
@@ -59,6 +62,12 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
 
   auto report = analyse::RunMigrate(opt, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
+  if (opt.dry_run) {
+    std::string table = render::MigrateDryRunTable(*report);
+    std::fwrite(table.data(), 1, table.size(), stdout);
+    std::fflush(stdout);
+    return kExitOk;
+  }
   auto table = render::WriteMigrateReports(*report, formats, ctx.logger);
   if (!table.ok()) return Fail(ctx, table.status());
   std::vector<std::string> reports = {"migration.patch", "migration_log.txt"};

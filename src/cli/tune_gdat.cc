@@ -4,12 +4,16 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
+#include <algorithm>
 #include <vector>
 
+#include "analyse/target.h"
 #include "cli/cli_common.h"
 #include "core/output_policy.h"
 #include "core/subprocess.h"
+#include "target/target_facts.h"
 
 namespace portkit::cli {
 namespace fs = std::filesystem;
@@ -31,7 +35,7 @@ namespace {
 struct GdatArgs {
   int job_type = 4;
   std::string framework = "pytorch";
-  std::string model, simulate, describe, output = ".", python, backend = "gloo";
+  std::string model, simulate, describe, output = ".", python, backend = "gloo", target;
   double alpha_ms = -1, beta_ms_per_mb = -1;
   bool measure_comm = false;
   std::vector<std::string> inputs;
@@ -78,6 +82,33 @@ Status Validate(const GdatArgs& a) {
   return Status();
 }
 
+/// The device a process-group backend runs on, from the data: torch's CPU backend (gloo) needs
+/// none; CUDA's backends (data/cuda/cuda_only.json) run on CUDA; the target's (its
+/// distributed_backends and renames) on the target's device, after importing its module.
+struct BackendDevice {
+  std::string device_type;  ///< empty: the CPU
+  std::string import;       ///< module that registers the backend ("torch_npu"), may be empty
+};
+
+Expected<BackendDevice> DeviceOfBackend(const analyse::Target& t, const std::string& backend) {
+  const std::string kCpuBackend = "gloo";  // torch's own CPU backend, present in every build
+  if (backend == kCpuBackend) return BackendDevice{};
+  std::set<std::string> choices = {kCpuBackend};
+  const auto& cuda = t.cuda().distributed_backends;
+  choices.insert(cuda.begin(), cuda.end());
+  std::set<std::string> own(t.facts().distributed_backends.begin(), t.facts().distributed_backends.end());
+  for (const auto& [from, to] : t.facts().renames.distributed_backends) own.insert(to);
+  if (!t.facts().accelerator()) own.clear();
+  choices.insert(own.begin(), own.end());
+  if (std::find(cuda.begin(), cuda.end(), backend) != cuda.end() && !t.cuda().device_types.empty())
+    return BackendDevice{t.cuda().device_types.front(), ""};
+  if (own.count(backend)) return BackendDevice{t.facts().device_type, t.facts().python_module};
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  return InvalidArgument("--backend " + backend + ": not a process-group backend of target " + t.name() +
+                         " (" + t.facts().file().string() + "); choose one of " + list);
+}
+
 /// Shortest decimal that reads back as `v` (to_string would cut 1e-5 to 0.000010 and beyond).
 std::string Number(double v) {
   char buf[32];
@@ -111,8 +142,12 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--measure-comm", a.measure_comm, "--describe: measure alpha and beta with --nproc local ranks (--backend)");
   app.add_option("--nproc", a.nproc, "processes (ranks) started on this machine")->default_val(2)->check(CLI::Range(1, 256));
-  app.add_option("--backend", a.backend, "process group backend")->default_val("gloo")
-      ->check(CLI::IsMember({"gloo", "nccl", "hccl"}));
+  app.add_option("--backend", a.backend,
+                 "process group backend: gloo (CPU), CUDA's, or one of the target's (distributed_backends of its "
+                 "target.json)")
+      ->default_val("gloo");
+  app.add_option("--target", a.target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   app.add_option("--output", a.output, "folder for aoe_result_gdat_*.json and gdat_settings.json")->default_val(".");
   app.add_option("--python", a.python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
   app.add_option("--warmup", a.warmup, "untimed steps after each DDP rebuild")->default_val(2)->check(CLI::Range(1, 1000));
@@ -136,6 +171,10 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   if (auto code = Parse(app, argc, argv)) return *code;
 
   if (Status st = Validate(a); !st.ok()) return Fail(ctx, st);
+  auto target = analyse::Target::Load(ctx.data_dir, a.target, "", nullptr);
+  if (!target.ok()) return Fail(ctx, target.status());
+  auto device = DeviceOfBackend(*target, a.backend);
+  if (!device.ok()) return Fail(ctx, device.status());
   if (!a.simulate.empty())
     if (Status st = CheckInput(a.simulate, "--simulate", PathKind::kFile); !st.ok()) return Fail(ctx, st);
   if (!a.describe.empty()) {
@@ -159,6 +198,7 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
     for (const auto& in : a.inputs) cmd.insert(cmd.end(), {"--input", in});
     if (a.alpha_ms >= 0) cmd.insert(cmd.end(), {"--alpha-ms", Number(a.alpha_ms), "--beta-ms-per-mb", Number(a.beta_ms_per_mb)});
     if (a.measure_comm) cmd.push_back("--measure-comm");
+    if (!device->import.empty()) cmd.insert(cmd.end(), {"--device-import", device->import});
   } else if (!a.simulate.empty()) {
     cmd.insert(cmd.end(), {"simulate", a.simulate});
     if (a.exhaustive) cmd.push_back("--exhaustive");
@@ -167,6 +207,8 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
                            "--warmup", std::to_string(a.warmup), "--measure", std::to_string(a.measure), "--lr",
                            Number(a.lr), "--seed", std::to_string(a.seed), "--timeout", Number(a.timeout)});
     for (const auto& in : a.inputs) cmd.insert(cmd.end(), {"--input", in});
+    if (!device->device_type.empty()) cmd.insert(cmd.end(), {"--device-type", device->device_type});
+    if (!device->import.empty()) cmd.insert(cmd.end(), {"--device-import", device->import});
   }
   if (a.describe.empty()) {
     cmd.insert(cmd.end(), {"--output", a.output});

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 #include <system_error>
 
 #ifndef PORTKIT_SOURCE_DIR
@@ -37,7 +38,7 @@ bool InBuildTree(const fs::path& exe) {
 /// (build-folder binaries only) for which `marker` exists below it.
 fs::path FindBeside(const char* env_name, const fs::path& in_tree, const fs::path& marker) {
   std::error_code ec;
-  if (const char* env = std::getenv(env_name); env && *env) return fs::path(env);
+  if (const char* env = env_name ? std::getenv(env_name) : nullptr; env && *env) return fs::path(env);
   fs::path exe = ExePath();
   if (!exe.empty()) {
     fs::path prefix = exe.parent_path().parent_path();
@@ -52,12 +53,49 @@ fs::path FindBeside(const char* env_name, const fs::path& in_tree, const fs::pat
 
 }  // namespace
 
-fs::path FindDataDir() {
-  fs::path found = FindBeside("PORTKIT_DATA_DIR", "data", "targets");
-  if (!found.empty()) return found;
+fs::path DataDirs::Find(const fs::path& rel) const {
+  std::error_code ec;
+  for (const auto& dir : dirs_)
+    if (fs::exists(dir / rel, ec)) return dir / rel;
+  return shipped() / rel;
+}
+
+const fs::path& DataDirs::primary() const {
+  std::error_code ec;
+  for (const auto& dir : dirs_)
+    if (fs::exists(dir / "cuda" / "cuda_only.json", ec)) return dir;
+  return shipped();
+}
+
+std::string DataDirs::Describe() const {
+  std::string out;
+  for (const auto& dir : dirs_) out += (out.empty() ? "" : ":") + dir.string();
+  return out;
+}
+
+DataDirs FindDataDir() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("PORTKIT_DATA_DIR"); env && *env) {
+    std::string_view list(env);
+    for (size_t start = 0; start <= list.size();) {
+      size_t colon = list.find(':', start);
+      if (colon == std::string_view::npos) colon = list.size();
+      if (colon > start) dirs.emplace_back(std::string(list.substr(start, colon - start)));
+      start = colon + 1;
+    }
+  }
+  fs::path shipped = FindBeside(nullptr, "data", "targets");
   // Nothing found: name where an installed portkit keeps it, so errors point somewhere useful.
-  fs::path exe = ExePath();
-  return exe.empty() ? fs::path("data") : exe.parent_path().parent_path() / "share" / "portkit" / "data";
+  if (shipped.empty()) {
+    fs::path exe = ExePath();
+    shipped = exe.empty() ? fs::path("data") : exe.parent_path().parent_path() / "share" / "portkit" / "data";
+  }
+  // A folder named twice (PORTKIT_DATA_DIR naming the shipped data itself) is searched once.
+  std::error_code ec;
+  bool listed = false;
+  for (const auto& d : dirs) listed |= fs::equivalent(d, shipped, ec);
+  if (!listed) dirs.push_back(shipped);
+  return DataDirs(std::move(dirs));
 }
 
 fs::path FindPythonDir() { return FindBeside("PORTKIT_PYTHON_DIR", "python", fs::path("portkit") / "__init__.py"); }

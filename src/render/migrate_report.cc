@@ -1,6 +1,8 @@
 #include "render/migrate_report.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "core/atomic_file.h"
 #include "core/csv_writer.h"
@@ -37,6 +39,7 @@ std::string ChangeListJson(const MigrateReport& report) {
     j.Key("start_line").Int(c.start_line);
     j.Key("end_line").Int(c.end_line);
     j.Key("operation").String(c.operation);
+    j.Key("class").String(c.edit_class);
     j.Key("message").String(c.message);
     j.EndObject();
   }
@@ -61,6 +64,26 @@ std::string MigrateSummaryTable(const MigrateReport& report, const std::vector<s
   rows.push_back({"(files changed)", std::to_string(report.files_changed)});
   rows.push_back({"(files copied)", std::to_string(report.files_copied)});
   return RenderTable({"files", "statistics"}, rows);
+}
+
+std::string MigrateDryRunTable(const MigrateReport& report) {
+  std::map<std::string, std::pair<size_t, std::set<std::string>>> by_class;
+  for (const auto& c : report.changes) {
+    auto& [count, files] = by_class[c.edit_class.empty() ? "other" : c.edit_class];
+    ++count;
+    files.insert(c.file);
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [name, entry] : by_class)
+    if (name != "review") rows.push_back({name, std::to_string(entry.first), std::to_string(entry.second.size())});
+  if (auto it = by_class.find("review"); it != by_class.end())
+    rows.push_back({"review (not made)", std::to_string(it->second.first), std::to_string(it->second.second.size())});
+  rows.push_back({"(warnings)", std::to_string(report.warnings.size()), ""});
+  std::string table = RenderTable({"class", "edits", "files"}, rows);
+  for (const auto& c : report.changes)
+    if (c.operation == "Review")
+      table += "review: " + c.file + ":" + std::to_string(c.start_line) + ": " + c.message + "\n";
+  return table;
 }
 
 Expected<std::string> WriteMigrateReports(const MigrateReport& report, const std::vector<std::string>& formats,

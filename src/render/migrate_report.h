@@ -18,6 +18,10 @@ std::string ChangeListJson(const analyse::MigrateReport& report);
 /// The `files | statistics` table: the change list files written, then files changed and copied.
 std::string MigrateSummaryTable(const analyse::MigrateReport& report, const std::vector<std::string>& written);
 
+/// `migrate --dry-run`: per edit class, the edits that would be made and the files they touch;
+/// then the edits listed for review (not made) and the warnings.
+std::string MigrateDryRunTable(const analyse::MigrateReport& report);
+
 /// Writes the change lists of `formats` ("csv", "json") and migration_log.txt (the log so far and
 /// the table) into the report's reports folder beside the copy, atomically. Returns the table for the console.
 /// Every file is attempted; the first write error is returned.

@@ -12,6 +12,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFile = "target.json";
+// Keys every target.json must have (docs/targets.md).
+constexpr const char* kRequiredKeys[] = {"name", "kind", "device_type"};
 
 // Reads one JSON document; `where` prefixes every error ("<dir>/target.json").
 class FactsReader {
@@ -24,6 +26,14 @@ class FactsReader {
     std::string_view s;
     if (v.get_string().get(s)) return Error("\"" + key + "\" must be a string");
     *out = std::string(s);
+    return Status::Ok();
+  }
+
+  Status Kind(simdjson::dom::element v, TargetKind* out) const {
+    std::string_view s;
+    if (!v.get_string().get(s) && s == "accelerator") *out = TargetKind::kAccelerator;
+    else if (!v.get_string().get(s) && s == "cpu") *out = TargetKind::kCpu;
+    else return Error("\"kind\" must be \"accelerator\" or \"cpu\"");
     return Status::Ok();
   }
 
@@ -243,11 +253,14 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
   if (root.get_object().get(obj)) return r.Error("the top level must be an object");
   TargetFacts t;
   t.dir = dir;
+  std::set<std::string> seen;
   for (auto field : obj) {
     std::string key(field.key);
+    seen.insert(key);
     auto v = field.value;
     if (key == "name") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.name));
     else if (key == "description") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.description));
+    else if (key == "kind") PORTKIT_RETURN_IF_ERROR(r.Kind(v, &t.kind));
     else if (key == "default") PORTKIT_RETURN_IF_ERROR(r.Bool(v, key, &t.is_default));
     else if (key == "versions") PORTKIT_RETURN_IF_ERROR(r.Strings(v, key, &t.versions));
     else if (key == "device_type") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_type));
@@ -255,35 +268,56 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else if (key == "import_line") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.import_line));
     else if (key == "device_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_module));
     else if (key == "transfer_import") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.transfer_import));
+    else if (key == "dispatch_key") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.dispatch_key));
+    else if (key == "distributed_backends") PORTKIT_RETURN_IF_ERROR(r.Strings(v, key, &t.distributed_backends));
+    else if (key == "amp_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.amp_module));
     else if (key == "fp64") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.fp64));
     else if (key == "renames") PORTKIT_RETURN_IF_ERROR(r.Renames(v, &t.renames));
     else if (key == "fused_apis") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_apis));
     else if (key == "fused_optimizers") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_optimizers));
+    else if (key == "fused_modules") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.fused_modules));
     else if (key == "library_ops") PORTKIT_RETURN_IF_ERROR(r.StringMap(v, key, &t.library_ops));
     else if (key == "profile") PORTKIT_RETURN_IF_ERROR(r.Profile(v, &t.profile));
     else
       return r.Error("unknown key \"" + key +
-                     "\" (known: name, description, default, versions, device_type, python_module, "
-                     "import_line, device_module, transfer_import, fp64, renames, fused_apis, fused_optimizers, "
-                     "library_ops, profile)");
+                     "\" (known: name, description, kind, default, versions, device_type, python_module, "
+                     "import_line, device_module, transfer_import, dispatch_key, distributed_backends, amp_module, "
+                     "fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
   }
-  if (t.name.empty()) return r.Error("\"name\" is missing or empty");
+  std::vector<std::string> missing;
+  for (const char* key : kRequiredKeys)
+    if (!seen.count(key)) missing.push_back(key);
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& k : missing) names += (names.empty() ? "\"" : ", \"") + k + "\"";
+    return r.Error(std::string("missing required key") + (missing.size() > 1 ? "s " : " ") + names +
+                   " (docs/targets.md describes target.json)");
+  }
+  if (t.name.empty()) return r.Error("\"name\" is empty");
+  if (t.accelerator() && t.device_type.empty())
+    return r.Error("\"device_type\" is empty (the device string that replaces \"cuda\", e.g. \"npu\")");
   if (!t.python_module.empty() && t.import_line.empty())
     return r.Error("\"python_module\" is set but \"import_line\" is missing");
-  if (t.migratable() && t.device_type.empty())
-    return r.Error("\"renames\" needs \"device_type\" (the device string that replaces \"cuda\")");
   return t;
 }
 
-std::vector<std::string> ListTargets(const fs::path& data_dir) {
-  std::vector<std::string> names;
+std::vector<std::string> ListTargets(const DataDirs& data) {
+  std::set<std::string> names;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(data_dir / "targets", ec)) {
-    if (entry.is_directory(ec) && fs::is_regular_file(entry.path() / kFile, ec))
-      names.push_back(entry.path().filename().string());
+  for (const auto& root : data.dirs()) {
+    for (const auto& entry : fs::directory_iterator(root / "targets", ec)) {
+      if (entry.is_directory(ec) && fs::is_regular_file(entry.path() / kFile, ec))
+        names.insert(entry.path().filename().string());
+    }
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  return {names.begin(), names.end()};
+}
+
+fs::path TargetDir(const DataDirs& data, const std::string& name) {
+  std::error_code ec;
+  for (const auto& root : data.dirs())
+    if (fs::is_regular_file(root / "targets" / name / kFile, ec)) return root / "targets" / name;
+  return {};
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -292,25 +326,45 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string DefaultTargetName(const fs::path& data_dir) {
-  std::vector<std::string> names = ListTargets(data_dir);
+Expected<std::string> DefaultTargetName(const DataDirs& data) {
+  std::vector<std::string> names = ListTargets(data);
+  if (names.empty())
+    return NotFound("no targets: no folder of " + data.Describe() + " has a targets/<name>/" + kFile);
+  std::vector<fs::path> defaults;
+  std::string name;
   for (const auto& n : names) {
-    auto facts = LoadTargetFacts(data_dir / "targets" / n);
-    if (facts.ok() && facts->is_default) return n;
+    fs::path dir = TargetDir(data, n);
+    auto facts = LoadTargetFacts(dir);
+    if (!facts.ok() || !facts->is_default) continue;
+    defaults.push_back(dir / kFile);
+    name = n;
   }
-  return names.empty() ? std::string() : names.front();
+  if (defaults.size() > 1) {
+    std::string files;
+    for (size_t i = 0; i < defaults.size(); ++i)
+      files += (i == 0 ? "" : i + 1 == defaults.size() ? " and " : ", ") + defaults[i].string();
+    return InvalidArgument("more than one default target: " + files +
+                           " each say \"default\": true; keep it in one of them, or name the target with --target");
+  }
+  if (!defaults.empty()) return name;
+  if (names.size() == 1) return names.front();
+  return InvalidArgument("no default target: none of " + JoinNames(names) +
+                         " says \"default\": true in its target.json; name one with --target");
 }
 
-Expected<fs::path> ResolveTarget(const fs::path& data_dir, const std::string& name_or_path) {
+Expected<fs::path> ResolveTarget(const DataDirs& data, const std::string& name_or_path) {
   std::error_code ec;
-  std::string name = name_or_path.empty() ? DefaultTargetName(data_dir) : name_or_path;
-  std::vector<std::string> names = ListTargets(data_dir);
-  std::string available = names.empty() ? "none in " + (data_dir / "targets").string()
-                                        : JoinNames(names);
-  if (name.empty()) return NotFound("no targets: " + (data_dir / "targets").string() + " has no folder with a target.json");
+  std::string name = name_or_path;
+  if (name.empty()) {
+    auto def = DefaultTargetName(data);
+    if (!def.ok()) return def.status();
+    name = *def;
+  }
+  std::vector<std::string> names = ListTargets(data);
+  std::string available = names.empty() ? "none in " + data.Describe() : JoinNames(names);
   bool is_path = name.find('/') != std::string::npos || fs::is_directory(name, ec);
   if (std::find(names.begin(), names.end(), name) != names.end() && name.find('/') == std::string::npos)
-    return data_dir / "targets" / name;
+    return TargetDir(data, name);
   if (is_path) {
     fs::path dir(name);
     if (!fs::is_regular_file(dir / kFile, ec))
@@ -321,35 +375,34 @@ Expected<fs::path> ResolveTarget(const fs::path& data_dir, const std::string& na
                   " (or the path of a folder holding a " + kFile + ")");
 }
 
-Expected<TargetFacts> LoadTarget(const fs::path& data_dir, const std::string& name_or_path) {
-  auto dir = ResolveTarget(data_dir, name_or_path);
+Expected<TargetFacts> LoadTarget(const DataDirs& data, const std::string& name_or_path) {
+  auto dir = ResolveTarget(data, name_or_path);
   if (!dir.ok()) return dir.status();
   return LoadTargetFacts(*dir);
 }
 
-std::vector<std::string> MigrateTargets(const fs::path& data_dir) {
+std::vector<std::string> MigrateTargets(const DataDirs& data) {
   std::vector<std::string> out;
-  for (const auto& n : ListTargets(data_dir)) {
-    auto facts = LoadTargetFacts(data_dir / "targets" / n);
+  for (const auto& n : ListTargets(data)) {
+    auto facts = LoadTargetFacts(TargetDir(data, n));
     if (facts.ok() && facts->migratable()) out.push_back(n);
   }
   return out;
 }
 
-std::string CheckTargetChoice(const fs::path& data_dir, const std::string& value, bool for_migrate) {
-  auto facts = LoadTarget(data_dir, value);
+std::string CheckTargetChoice(const DataDirs& data, const std::string& value, bool for_migrate) {
+  auto facts = LoadTarget(data, value);
   if (!facts.ok()) return facts.status().message();
   if (for_migrate && !facts->migratable())
-    return "target '" + facts->name + "' names no renames, so there is nothing to migrate to; targets for migrate: " +
-           JoinNames(MigrateTargets(data_dir));
+    return "target '" + facts->name + "' is not an accelerator (\"kind\": \"cpu\"), so there is nothing to migrate to; "
+           "targets for migrate: " + JoinNames(MigrateTargets(data));
   return {};
 }
 
-std::string TargetOptionHelp(const fs::path& data_dir, bool for_migrate) {
-  std::vector<std::string> names = for_migrate ? MigrateTargets(data_dir) : ListTargets(data_dir);
+std::string TargetOptionHelp(const DataDirs& data, bool for_migrate) {
+  std::vector<std::string> names = for_migrate ? MigrateTargets(data) : ListTargets(data);
   std::string help = "target platform: " + (names.empty() ? std::string("none installed") : JoinNames(names));
-  std::string def = DefaultTargetName(data_dir);
-  if (!def.empty()) help += " (default " + def + ")";
+  if (auto def = DefaultTargetName(data); def.ok()) help += " (default " + *def + ")";
   return help + ", or the path of a folder holding a target.json";
 }
 

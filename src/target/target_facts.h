@@ -4,12 +4,14 @@
 /// fused-API replacements and profile-advisor facts. Code reads these facts and never spells a
 /// target's names itself. Targets live in `<data>/targets/<name>/`; a user's own target is any
 /// folder holding a target.json, named by its path.
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/context.h"
 #include "core/status.h"
 
 namespace portkit::target {
@@ -54,9 +56,16 @@ struct ProfileFacts {
   std::map<std::string, std::string> fusion_apis;
 };
 
+/// What kind of deployment a target is.
+enum class TargetKind : uint8_t {
+  kAccelerator,  ///< a device that CUDA code is ported to ("npu")
+  kCpu,          ///< a CPU-only deployment: CUDA-only code is unsupported, not migrated
+};
+
 struct TargetFacts {
   std::string name;         ///< "npu"
   std::string description;
+  TargetKind kind = TargetKind::kAccelerator;  ///< "kind": "accelerator" or "cpu" (required)
   std::filesystem::path dir;  ///< folder holding target.json (and the support lists)
   bool is_default = false;  ///< the target used when none is named
   std::vector<std::string> versions;  ///< torch versions with support lists ("2.1")
@@ -65,6 +74,18 @@ struct TargetFacts {
   std::string import_line;    ///< the line that loads it ("import torch_npu")
   std::string device_module;  ///< counterpart of torch.cuda: torch.cuda.X → <device_module>.X
   std::string transfer_import;  ///< import that maps CUDA calls to the device at run time
+  /// The dispatch key the target's kernels are registered for ("PrivateUse1"); empty: unknown.
+  std::string dispatch_key;
+  /// The target's own process-group backends ("hccl"), its preferred one first. Without
+  /// renames.distributed_backends, CUDA's backends are renamed to the first.
+  std::vector<std::string> distributed_backends;
+  /// Counterpart of torch.cuda.amp (autocast, GradScaler): "torch_npu.npu.amp". Without it,
+  /// `<device_module>.amp`.
+  std::string amp_module;
+  /// Modules of CUDA-only libraries (apex) → the target's fused replacement, fully qualified
+  /// ("apex.normalization.FusedLayerNorm" → ...). Without an entry, migrate uses the plain torch
+  /// equivalent of data/cuda/cuda_libraries.tsv.
+  std::map<std::string, std::string> fused_modules;
   /// How the target runs float64 when it has no fast fp64 (the advice's text); empty: native.
   std::string fp64;
   Renames renames;
@@ -77,8 +98,15 @@ struct TargetFacts {
   std::map<std::string, std::string> library_ops;
   ProfileFacts profile;
 
-  /// True when `portkit migrate` can port code to this target (it names renames).
-  bool migratable() const { return !renames.empty(); }
+  /// The folder of target.json, for messages ("<dir>/target.json").
+  std::filesystem::path file() const { return dir / "target.json"; }
+  bool accelerator() const { return kind == TargetKind::kAccelerator; }
+  /// True when `portkit migrate` can port code to this target: an accelerator with a device type.
+  bool migratable() const { return accelerator() && !device_type.empty(); }
+  /// The counterpart of torch.cuda.amp: amp_module, else `<device_module>.amp`, else empty.
+  std::string AmpModule() const {
+    return !amp_module.empty() ? amp_module : device_module.empty() ? std::string() : device_module + ".amp";
+  }
   /// The target's device methods (the values of renames.methods: "npu"), sorted.
   std::vector<std::string> DeviceMethods() const;
   /// Fused API for pattern rule `rule`, or null when the target has none.
@@ -94,32 +122,35 @@ Expected<TargetFacts> LoadTargetFacts(const std::filesystem::path& dir);
 /// Empty when the target has no such file; errors name the file.
 Expected<std::set<std::string>> LoadApiSurface(const std::filesystem::path& dir);
 
-/// Names of the folders of `data_dir/targets` that hold a target.json, sorted.
-std::vector<std::string> ListTargets(const std::filesystem::path& data_dir);
+/// Names of the folders of `<dir>/targets` that hold a target.json, over all data folders,
+/// sorted, each once.
+std::vector<std::string> ListTargets(const DataDirs& data);
+
+/// The folder of the target called `name` in the first data folder that has one, or empty.
+std::filesystem::path TargetDir(const DataDirs& data, const std::string& name);
 
 /// The folder of target `name_or_path`: a name from ListTargets, or the path of a folder holding a
 /// target.json (any value with a '/' or naming an existing folder). Empty: the default target.
-/// NotFound lists the available targets.
-Expected<std::filesystem::path> ResolveTarget(const std::filesystem::path& data_dir,
-                                              const std::string& name_or_path);
+/// NotFound lists the available targets; two defaults are an error (DefaultTargetName).
+Expected<std::filesystem::path> ResolveTarget(const DataDirs& data, const std::string& name_or_path);
 
 /// Loads the target named as for ResolveTarget.
-Expected<TargetFacts> LoadTarget(const std::filesystem::path& data_dir, const std::string& name_or_path);
+Expected<TargetFacts> LoadTarget(const DataDirs& data, const std::string& name_or_path);
 
-/// The default target: the one whose target.json says `"default": true`, else the first name.
-/// Empty when data_dir has no targets.
-std::string DefaultTargetName(const std::filesystem::path& data_dir);
+/// The default target: the one whose target.json says `"default": true`; the only target when
+/// there is one; else an error. Two targets saying `"default": true` are an error naming both
+/// files. NotFound when the data folders have no targets.
+Expected<std::string> DefaultTargetName(const DataDirs& data);
 
-/// Names of the targets `portkit migrate` can port to (ListTargets with renames).
-std::vector<std::string> MigrateTargets(const std::filesystem::path& data_dir);
+/// Names of the targets `portkit migrate` can port to (ListTargets, migratable()).
+std::vector<std::string> MigrateTargets(const DataDirs& data);
 
 /// For a `--target` option check: empty when `value` names a loadable target (and, with
-/// `for_migrate`, one with renames), else the message saying what is wrong and what is available.
-std::string CheckTargetChoice(const std::filesystem::path& data_dir, const std::string& value,
-                              bool for_migrate);
+/// `for_migrate`, a migratable one), else the message saying what is wrong and what is available.
+std::string CheckTargetChoice(const DataDirs& data, const std::string& value, bool for_migrate);
 
 /// Help text of a `--target` option: the choices, the default, and that a path is accepted.
-std::string TargetOptionHelp(const std::filesystem::path& data_dir, bool for_migrate);
+std::string TargetOptionHelp(const DataDirs& data, bool for_migrate);
 
 /// "cpu, npu" (for help texts and messages).
 std::string JoinNames(const std::vector<std::string>& names);

@@ -198,9 +198,11 @@ def run_train(args):
             raise TypeError("--model %s returned %s, not a torch.nn.Module" % (args.model, type(module).__name__))
         device = torch.device("cpu")
         ddp_kwargs = {}
-        if args.backend == "nccl":
-            device = torch.device("cuda", rank % max(1, torch.cuda.device_count()))
-            torch.cuda.set_device(device)
+        if args.device_type:
+            # The backend's device, as the target data names it (portkit tune passes it).
+            device_module = getattr(torch, args.device_type)
+            device = torch.device(args.device_type, rank % max(1, device_module.device_count()))
+            device_module.set_device(device)
             ddp_kwargs["device_ids"] = [device.index]
         module = module.to(device)
 
@@ -228,7 +230,8 @@ def run_train(args):
                 os.path.join(args.output, SETTINGS_FILE)))
 
     try:
-        run_ranks(rank_fn, args.nproc, backend=args.backend, timeout_s=args.timeout)
+        run_ranks(rank_fn, args.nproc, backend=args.backend, timeout_s=args.timeout,
+                  device_import=args.device_import)
     except LaunchError as e:
         sys.stderr.write(str(e) + "\n")
         return EXIT_FAILURE
@@ -270,7 +273,7 @@ def run_describe(args):
                 write_json_atomic(tmp, figures)
 
         try:
-            run_ranks(rank_fn, args.nproc, backend=args.backend, timeout_s=300)
+            run_ranks(rank_fn, args.nproc, backend=args.backend, timeout_s=300, device_import=args.device_import)
             with open(tmp, encoding="utf-8") as f:
                 comm = json.load(f)
         except LaunchError as e:
@@ -316,7 +319,9 @@ def main(argv=None):
     pt.add_argument("--model", required=True, help="pkg.module:callable returning an nn.Module")
     pt.add_argument("--input", action="append", default=[], help="input shape(s), e.g. 8x32 or int64:8x16")
     pt.add_argument("--nproc", type=int, default=2)
-    pt.add_argument("--backend", default="gloo", choices=("gloo", "nccl", "hccl"))
+    pt.add_argument("--backend", default="gloo", help="process-group backend (portkit tune checks it against the target data)")
+    pt.add_argument("--device-type", default="", help="device of the backend's ranks (empty: the CPU)")
+    pt.add_argument("--device-import", default="", help="module to import in each rank before the process group starts")
     pt.add_argument("--warmup", type=int, default=2, help="untimed steps after each rebuild")
     pt.add_argument("--measure", type=int, default=5, help="timed steps per point (median)")
     pt.add_argument("--lr", type=float, default=0.01)
@@ -332,7 +337,8 @@ def main(argv=None):
     pd.add_argument("--beta-ms-per-mb", type=float, default=None, help="all-reduce ms per MiB of that cluster")
     pd.add_argument("--measure-comm", action="store_true", help="measure alpha and beta with --nproc local ranks")
     pd.add_argument("--nproc", type=int, default=2)
-    pd.add_argument("--backend", default="gloo", choices=("gloo", "nccl", "hccl"))
+    pd.add_argument("--backend", default="gloo", help="process-group backend of --measure-comm")
+    pd.add_argument("--device-import", default="", help="module to import in each rank before the process group starts")
     pd.add_argument("--repeats", type=int, default=5)
     pd.add_argument("--seed", type=int, default=0)
     pd.add_argument("--int-high", type=int, default=16)

@@ -7,6 +7,7 @@ would otherwise wait in a collective).
 Exit codes of a rank: 0 done, 1 ``fn`` raised, 3 the process group could not start.
 """
 import datetime
+import importlib
 import os
 import socket
 import sys
@@ -31,7 +32,7 @@ def free_port():
         s.close()
 
 
-def _rank_main(rank, world, port, backend, fn, timeout_s):
+def _rank_main(rank, world, port, backend, fn, timeout_s, device_import=""):
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
                        "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)})
     try:
@@ -44,6 +45,8 @@ def _rank_main(rank, world, port, backend, fn, timeout_s):
         threads = os.environ.get("OMP_NUM_THREADS", "")
         torch.set_num_threads(int(threads) if threads.isdigit() and int(threads) > 0
                               else max(1, (os.cpu_count() or 1) // world))
+        if device_import:  # the module that registers the backend (a device plug-in)
+            importlib.import_module(device_import)
         dist.init_process_group(backend, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=timeout_s))
     except Exception as e:  # the sandbox may forbid sockets; the caller reports it
@@ -81,7 +84,7 @@ def _preload():
             pass
 
 
-def run_ranks(fn, nproc, backend="gloo", timeout_s=600.0, start_method="fork"):
+def run_ranks(fn, nproc, backend="gloo", timeout_s=600.0, start_method="fork", device_import=""):
     """Runs ``fn(rank, world_size)`` in ``nproc`` ranks; raises LaunchError if any rank fails
     (``init_failed`` True when the process group itself could not start)."""
     import multiprocessing
@@ -91,7 +94,7 @@ def run_ranks(fn, nproc, backend="gloo", timeout_s=600.0, start_method="fork"):
 
     ctx = multiprocessing.get_context(start_method)
     port = free_port()
-    procs = [ctx.Process(target=_rank_main, args=(r, nproc, port, backend, fn, timeout_s)) for r in range(nproc)]
+    procs = [ctx.Process(target=_rank_main, args=(r, nproc, port, backend, fn, timeout_s, device_import)) for r in range(nproc)]
     for p in procs:
         p.start()
     deadline = time.time() + timeout_s + 30

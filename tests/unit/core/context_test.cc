@@ -45,13 +45,33 @@ TEST(FindPythonDir, BinaryInItsBuildFolderUsesTheSourceCompanion) {
   EXPECT_EQ(fs::canonical(dir), fs::canonical(kSource / "python"));
 }
 
-TEST(FindDataDir, EnvironmentVariableWinsElseTheSourceData) {
+TEST(FindDataDir, EnvironmentFoldersComeBeforeTheShippedData) {
+  const fs::path shipped = fs::canonical(kSource / "data");
   {
     ScopedEnv env("PORTKIT_DATA_DIR", "/opt/elsewhere/data");
-    EXPECT_EQ(FindDataDir(), fs::path("/opt/elsewhere/data"));
+    DataDirs data = FindDataDir();
+    ASSERT_EQ(data.dirs().size(), 2u);
+    EXPECT_EQ(data.dirs()[0], fs::path("/opt/elsewhere/data"));
+    EXPECT_EQ(fs::canonical(data.shipped()), shipped);
+  }
+  {
+    ScopedEnv env("PORTKIT_DATA_DIR", "/a::/b:");  // empty entries are skipped
+    DataDirs data = FindDataDir();
+    ASSERT_EQ(data.dirs().size(), 3u);
+    EXPECT_EQ(data.dirs()[0], fs::path("/a"));
+    EXPECT_EQ(data.dirs()[1], fs::path("/b"));
+    EXPECT_EQ(data.Describe(), "/a:/b:" + data.shipped().string());
+    // A file none of the overlays holds comes from the shipped data.
+    EXPECT_EQ(fs::canonical(data.Find("cuda/cuda_only.json")), shipped / "cuda" / "cuda_only.json");
+  }
+  {
+    ScopedEnv env("PORTKIT_DATA_DIR", shipped.c_str());  // naming the shipped data: searched once
+    EXPECT_EQ(FindDataDir().dirs().size(), 1u);
   }
   ScopedEnv env("PORTKIT_DATA_DIR", nullptr);
-  EXPECT_EQ(fs::canonical(FindDataDir()), fs::canonical(kSource / "data"));
+  DataDirs data = FindDataDir();
+  ASSERT_EQ(data.dirs().size(), 1u);
+  EXPECT_EQ(fs::canonical(data.shipped()), shipped);
 }
 
 }  // namespace

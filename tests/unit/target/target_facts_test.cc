@@ -83,7 +83,7 @@ TEST(TargetFacts, NpuFactsComeFromData) {
 TEST(TargetFacts, ChoicesAreTheFoldersWithATargetJson) {
   EXPECT_EQ(ListTargets(kData), (std::vector<std::string>{"cpu", "npu"}));
   EXPECT_EQ(MigrateTargets(kData), std::vector<std::string>{"npu"});
-  EXPECT_EQ(DefaultTargetName(kData), "npu");
+  EXPECT_EQ(*DefaultTargetName(kData), "npu");
   auto def = LoadTarget(kData, "");
   ASSERT_TRUE(def.ok());
   EXPECT_EQ(def->name, "npu");
@@ -95,7 +95,8 @@ TEST(TargetFacts, UnknownTargetListsTheAvailableOnes) {
   EXPECT_EQ(CheckTargetChoice(kData, "tpu", false),
             "unknown target 'tpu'; available targets: cpu, npu (or the path of a folder holding a target.json)");
   EXPECT_EQ(CheckTargetChoice(kData, "cpu", true),
-            "target 'cpu' names no renames, so there is nothing to migrate to; targets for migrate: npu");
+            "target 'cpu' is not an accelerator (\"kind\": \"cpu\"), so there is nothing to migrate to; targets for "
+            "migrate: npu");
   EXPECT_EQ(CheckTargetChoice(kData, "/nonexistent/xpu", false),
             "target folder /nonexistent/xpu has no target.json (available targets: cpu, npu)");
   EXPECT_EQ(CheckTargetChoice(kData, "npu", true), "");
@@ -114,19 +115,26 @@ TEST(TargetFacts, DataOnlyTargetByPath) {
 }
 
 TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
+  const std::string ok = R"("kind": "accelerator", "device_type": "t", )";
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"devce_type\": \"t\"}"),
-            file() + ": unknown key \"devce_type\" (known: name, description, default, versions, device_type, "
-                     "python_module, import_line, device_module, transfer_import, fp64, renames, fused_apis, "
-                     "fused_optimizers, library_ops, profile)");
+            file() + ": unknown key \"devce_type\" (known: name, description, kind, default, versions, device_type, "
+                     "python_module, import_line, device_module, transfer_import, dispatch_key, distributed_backends, "
+                     "amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
             file() + ": \"renames.methods\" must be an object of strings");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"method\": {}}}"),
             file() + ": unknown key \"renames.method\" (known: methods, attributes, distributed_backends, env_vars)");
-  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": {\"cuda\": \"t\"}}}"),
-            file() + ": \"renames\" needs \"device_type\" (the device string that replaces \"cuda\")");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"kind\": \"accelerator\", \"device_type\": \"\"}"),
+            file() + ": \"device_type\" is empty (the device string that replaces \"cuda\", e.g. \"npu\")");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"kind\": \"gpu\"}"), file() + ": \"kind\" must be \"accelerator\" or \"cpu\"");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"default\": \"yes\"}"), file() + ": \"default\" must be true or false");
-  EXPECT_EQ(ErrorOf("{\"description\": \"no name\"}"), file() + ": \"name\" is missing or empty");
-  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"python_module\": \"torch_t\"}"),
+  EXPECT_EQ(ErrorOf("{\"description\": \"no name\"}"),
+            file() + ": missing required keys \"name\", \"kind\", \"device_type\" (docs/targets.md describes "
+                     "target.json)");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"kind\": \"cpu\"}"),
+            file() + ": missing required key \"device_type\" (docs/targets.md describes target.json)");
+  EXPECT_EQ(ErrorOf("{\"name\": \"\", " + ok + "\"versions\": []}"), file() + ": \"name\" is empty");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", " + ok + "\"python_module\": \"torch_t\"}"),
             file() + ": \"python_module\" is set but \"import_line\" is missing");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\",").rfind(file() + ": not valid JSON (", 0), 0u);
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"fusion_apis\": {\"RMSNorm\": \"\"}}}"),
@@ -136,9 +144,48 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"non_native_ops\": [{\"nme\": \"Mish\"}]}}"),
             file() + ": unknown key \"profile.non_native_ops.nme\" (known: name, why, modules, ops, decomposed, "
                      "decomposed_backward, replacement, caveat)");
+  EXPECT_EQ(ErrorOf("{" + ok + "\"name\": \"t\"}"), "ok");
   auto missing = LoadTargetFacts(dir_ / "nope");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(), (dir_ / "nope" / "target.json").string() + ": no such file");
+}
+
+// A data folder with only targets/<name>/target.json, laid over the shipped data.
+TEST_F(BadTarget, DataFoldersAreASearchPathOverTheShippedData) {
+  fs::create_directories(dir_ / "targets" / "mine");
+  std::ofstream(dir_ / "targets" / "mine" / "target.json")
+      << R"({"name": "mine", "kind": "accelerator", "device_type": "mine"})";
+  DataDirs data(std::vector<fs::path>{dir_, kData});
+  EXPECT_EQ(ListTargets(data), (std::vector<std::string>{"cpu", "mine", "npu"}));
+  EXPECT_EQ(TargetDir(data, "mine"), dir_ / "targets" / "mine");
+  EXPECT_EQ(TargetDir(data, "npu"), kData / "targets" / "npu");
+  EXPECT_EQ(*DefaultTargetName(data), "npu");
+  EXPECT_EQ(MigrateTargets(data), (std::vector<std::string>{"mine", "npu"}));
+  auto mine = LoadTarget(data, "mine");
+  ASSERT_TRUE(mine.ok()) << mine.status().message();
+  EXPECT_TRUE(mine->migratable());
+  EXPECT_EQ(data.Find("cuda/cuda_only.json"), kData / "cuda" / "cuda_only.json");
+  // An earlier folder's target hides the shipped one of the same name.
+  fs::create_directories(dir_ / "targets" / "npu");
+  std::ofstream(dir_ / "targets" / "npu" / "target.json")
+      << R"({"name": "npu", "kind": "accelerator", "device_type": "npu", "default": true})";
+  EXPECT_EQ(TargetDir(data, "npu"), dir_ / "targets" / "npu");
+  EXPECT_EQ(*DefaultTargetName(data), "npu");
+}
+
+TEST_F(BadTarget, TwoDefaultsAreAnErrorNamingBothFiles) {
+  fs::create_directories(dir_ / "targets" / "mine");
+  std::ofstream(dir_ / "targets" / "mine" / "target.json")
+      << R"({"name": "mine", "kind": "accelerator", "device_type": "mine", "default": true})";
+  DataDirs data(std::vector<fs::path>{dir_, kData});
+  auto def = DefaultTargetName(data);
+  ASSERT_FALSE(def.ok());
+  EXPECT_EQ(def.status().message(),
+            "more than one default target: " + (dir_ / "targets" / "mine" / "target.json").string() + " and " +
+                (kData / "targets" / "npu" / "target.json").string() +
+                " each say \"default\": true; keep it in one of them, or name the target with --target");
+  EXPECT_EQ(CheckTargetChoice(data, "", false), def.status().message());
+  EXPECT_EQ(CheckTargetChoice(data, "mine", false), "");  // a named target needs no default
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 //   (`dict(cudnn_benchmark=False)`); `torch.version.cuda`, `torch.get_autocast_gpu_dtype()`,
 //   `storage._share_cuda_()`; and ops of libraries backed by CUDA kernels (`torchvision.ops.nms`,
 //   `roi_align`, `deform_conv2d`, ...), with the target's replacement where its target.json
-//   names one (`library_ops`; not on a target without support lists, where they run on the CPU).
+//   names one (`library_ops`; not on a CPU-only target, "kind": "cpu", where they run on the CPU).
 // Why it matters: on an accelerator target these must be migrated (`portkit migrate` rewrites
 //   them by the target's target.json: rewrites.tsv and device_module for APIs, device_type for
 //   device strings, renames for methods, attributes, backends and env vars); for a CPU-only
@@ -40,7 +40,7 @@ class CudaSpecificRule : public Rule {
     if (!ev.lookup.empty() && IsCudaApi(ctx.target, ev.lookup.front())) {
       // Probing for CUDA is how portable code stays portable; only the cpu target lets it be.
       const std::string& q = ev.lookup.front();
-      if (ctx.target.all_supported() &&
+      if (ctx.target.cpu_only() &&
           (q == "torch.cuda.is_available" || q == "torch.cuda.device_count")) return;
       ReportApi(ev.node, ev.lookup.front(), ctx);
       return;
@@ -125,7 +125,7 @@ class CudaSpecificRule : public Rule {
       return;
     }
     const auto& build = ctx.target.cuda().build_strings;
-    if (!ctx.target.all_supported() && std::find(build.begin(), build.end(), ev.value) != build.end())
+    if (!ctx.target.cpu_only() && std::find(build.begin(), build.end(), ev.value) != build.end())
       Report(ev.node, "build " + ev.value, "CUDA compiler setting \"" + ev.value + "\"", "", ctx, false);
   }
 
@@ -165,7 +165,7 @@ class CudaSpecificRule : public Rule {
   // `dict(cudnn_benchmark=False)`, `nccl_timeout=...`: keyword names with a CUDA-only token.
   void ReportCudaKeywords(const CallEvent& ev, RuleContext& ctx) {
     const auto& tokens = ctx.target.cuda().keyword_tokens;
-    if (tokens.empty() || ctx.target.all_supported()) return;  // harmless on a CPU deployment
+    if (tokens.empty() || ctx.target.cpu_only()) return;  // harmless on a CPU deployment
     for (const auto& a : ev.args) {
       if (a.keyword.empty()) continue;
       std::string_view kw = a.keyword;
@@ -197,7 +197,7 @@ class CudaSpecificRule : public Rule {
     const Target& t = ctx.target;
     const std::string* op = LibraryOp(t, qname);
     if (!op) return false;
-    if (t.all_supported()) return true;  // library ops have CPU kernels
+    if (t.cpu_only()) return true;  // library ops have CPU kernels
     const std::string* use = Find(t.facts().library_ops, *op);
     std::string tip = "Runs a CUDA kernel of its library: " + qname + " has no " + t.name() + " kernel";
     tip += use ? " unless you add " + *use + "." : " that portkit knows of; run it on the CPU or re-implement it.";
@@ -214,7 +214,7 @@ class CudaSpecificRule : public Rule {
   void Report(TSNode node, std::string op, const std::string& what, const std::string& use,
               RuleContext& ctx, bool migrated = true) {
     const Target& t = ctx.target;
-    if (t.all_supported()) {
+    if (t.cpu_only()) {
       ctx.Report(node, std::move(op), what + ": not available in a CPU-only deployment.",
                  Category::kUnsupported, Confidence::kHigh, name());
     } else {
