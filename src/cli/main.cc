@@ -27,8 +27,8 @@ void PrintHelp(std::FILE* out) {
   }
   std::fprintf(out,
                "\nOptions:\n  -h, --help     show this help\n  --version      print the version\n\n"
-               "Data files (target support tables, rules) are read from $PORTKIT_DATA_DIR or the\n"
-               "data/ folder next to the build.\n");
+               "Data files (target support tables, rules): the folders of $PORTKIT_DATA_DIR\n"
+               "(colon-separated, first wins) laid over the shipped data/ folder (docs/targets.md).\n");
 }
 
 }  // namespace
