@@ -462,7 +462,6 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     --job-type=2`` (``portkit``: the binary; ``opat_max_evals``: its --max-evals) into the same
     bank, each kernel is routed only when it beats torch's linear beyond the noise, and the "opat"
     strategy (Linear layers on the routed kernels) competes per subgraph like any other."""
-    say = _progress if progress else (lambda msg: None)
     job_types = tuple(job_types)
     if not set(job_types) <= {"sgat", 1, "opat", 2}:
         raise TuneError("unknown job type in %r (use 'sgat' and/or 'opat')" % (job_types,))
@@ -478,283 +477,370 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     if final_rounds is None:
         final_rounds = max(rounds, 10)
     inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    model = model.eval()
-    default_threads = torch.get_num_threads()
-    started = time.time()
+    settings = _Settings(bank=bank, use_opat=use_opat, lookup_only=lookup_only, repeat_tune=repeat_tune,
+                         output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
+                         warmup=warmup, min_sample_s=min_sample_s, final_rounds=final_rounds,
+                         tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals)
+    return _Tuning(model.eval(), inputs, settings, _progress if progress else (lambda msg: None)).run()
 
-    result = ResultFile(os.path.join(output, result_file_name()) if output else None,
-                        tuning_name or type(model).__name__)
-    if output:
-        os.makedirs(output, exist_ok=True)
-        result.write()
 
-    store = None
-    if bank is not False:
-        location = bank or default_bank_dir()
+class _Settings:
+    """What one ``optimize`` call was asked (its arguments, defaults resolved)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+class _Tuning:
+    """One ``optimize`` call: the state its passes share. ``run`` goes capture → thread count →
+    OPAT kernels → subgraphs → whole-model candidates → choice → artifact → final timing."""
+
+    def __init__(self, model, inputs, settings, say):
+        self.model, self.inputs, self.s, self.say = model, inputs, settings, say
+        self.default_threads = torch.get_num_threads()
+        self.started = time.time()
+        self.result = ResultFile(os.path.join(settings.output, result_file_name()) if settings.output else None,
+                                 settings.tuning_name or type(model).__name__)
+        if settings.output:
+            os.makedirs(settings.output, exist_ok=True)
+            self.result.write()
+        self.store = None
+        self.location = None
+        if settings.bank is not False:
+            self.location = settings.bank or default_bank_dir()
+            try:
+                self.store = Bank(self.location, read_only=settings.lookup_only)
+            except BankError as e:
+                raise TuneError(str(e))
+        self.report = Report(notes=[], files=[], candidates={}, builds={}, subgraphs=[])
+        self.cap = None
+        self.choices = {}
+        self.sub_inputs = {}
+        self.opat_records = []
+
+    def note(self, msg, progress=None):
+        """A finding for the report (and the progress line, ``progress`` when it differs)."""
+        self.say(progress or msg)
+        self.report["notes"].append(msg)
+
+    def run(self):
         try:
-            store = Bank(location, read_only=lookup_only)
-        except BankError as e:
-            raise TuneError(str(e))
+            with torch.no_grad():
+                self.reference = self.model(*self.inputs)
+            self._capture()
+            self._model_entry()
+            self._choose_subgraph_threads()
+            if self.s.use_opat:
+                self._tune_opat()
+            if self.cap.traced:
+                self._tune_subgraphs()
+            if self.reuse_plan:
+                self.plan_strategy = self.model_entry["strategy"]
+                self.threads = int(self.s.threads) if self.s.threads is not None else self.stored_threads
+                self.say("bank hit for the model plan: %s at %d threads (no candidate timed)"
+                         % (self.plan_strategy, self.threads))
+            else:
+                self._choose_model_plan(self._time_model_candidates())
+            mrec = self._model_record()
+            chosen, artifact = self._build_and_save()
+            return self._final_timing(chosen, artifact, mrec)
+        except Exception:
+            self.result.status = "tuning failed"
+            self.result.write()
+            torch.set_num_threads(self.default_threads)
+            raise
+        finally:
+            if self.store:
+                self.store.close()
 
-    report = Report(notes=[], files=[], candidates={}, builds={}, subgraphs=[])
-    try:
-        with torch.no_grad():
-            reference = model(*inputs)
-        cap = capture(model, inputs)
+    # ---- capture: the fx graph, its split and the model's bank key ----
+    def _capture(self):
+        cap = self.cap = capture(self.model, self.inputs)
         if not cap.traced:
-            report["notes"].append("whole model as one subgraph: " + cap.reason)
-            say("capture: " + cap.reason + "; the whole model is one subgraph")
-        model_hash = structural_hash(cap.split if cap.traced else model, inputs)
-        in_sig = input_signature(inputs)
-        model_key = ("model", model_hash, in_sig, _validators(None))
-        known_model = set(MODEL_STRATEGIES)
-        known_sub = set(cands.STRATEGIES) - (set() if use_opat else set(cands.OPAT_STRATEGIES))
+            self.note("whole model as one subgraph: " + cap.reason,
+                      "capture: " + cap.reason + "; the whole model is one subgraph")
+        self.model_hash = structural_hash(cap.split if cap.traced else self.model, self.inputs)
+        self.model_key = ("model", self.model_hash, input_signature(self.inputs), _validators(None))
+        self.known_sub = set(cands.STRATEGIES) - (set() if self.s.use_opat else set(cands.OPAT_STRATEGIES))
 
-        # ---- the model-level entry: the plan and its thread count ----
-        model_entry, why = (store.lookup(*model_key, known_model) if store else (None, ""))
+    def _model_entry(self):
+        """The model-level bank entry: the plan and its thread count (reused unless REPEAT_TUNE)."""
+        entry, why = (self.store.lookup(*self.model_key, set(MODEL_STRATEGIES)) if self.store else (None, ""))
         if why:
-            say("bank: ignoring " + why)
-            report["notes"].append("ignored bank entry: " + why)
-        if model_entry and model_entry["strategy"] in COMPILE_STRATEGIES and not use_compile:
-            model_entry = None  # the stored plan needs what this run was told not to use
-        reuse_plan = model_entry is not None and not repeat_tune
-        stored_threads = stored_sub_threads = None
-        if model_entry is not None:
-            stored_threads, stored_sub_threads, why = _stored_threads(model_entry["detail"])
+            self.note("ignored bank entry: " + why, "bank: ignoring " + why)
+        if entry and entry["strategy"] in COMPILE_STRATEGIES and not self.s.use_compile:
+            entry = None  # the stored plan needs what this run was told not to use
+        self.stored_threads = self.stored_sub_threads = None
+        if entry is not None:
+            self.stored_threads, self.stored_sub_threads, why = _stored_threads(entry["detail"])
             if why:
-                say("bank: ignoring " + why)
-                report["notes"].append("ignored bank entry: " + why)
-                model_entry, reuse_plan = None, False
-        # Two thread counts: ``sub_threads`` is what the subgraphs are tuned (and their bank rows
-        # keyed) at; the plan's own count is chosen later, jointly with the whole-model strategy,
-        # among ``thread_counts``.
-        fixed_threads = threads
-        if fixed_threads is not None:
-            sub_threads = int(fixed_threads)
-            thread_counts = [sub_threads]
-        elif model_entry is not None and (reuse_plan or lookup_only):
-            sub_threads = stored_sub_threads
-            thread_counts = [stored_threads]
-        elif lookup_only:
-            sub_threads = default_threads
-            thread_counts = [default_threads]
+                self.note("ignored bank entry: " + why, "bank: ignoring " + why)
+                entry = None
+        self.model_entry = entry
+        self.reuse_plan = entry is not None and not self.s.repeat_tune
+
+    # ---- thread counts ----
+    def _choose_subgraph_threads(self):
+        """Two thread counts: ``sub_threads`` is what the subgraphs are tuned (and their bank rows
+        keyed) at; the plan's own count is chosen later, jointly with the whole-model strategy,
+        among ``thread_counts``."""
+        s, default = self.s, self.default_threads
+        if s.threads is not None:
+            self.sub_threads = int(s.threads)
+            self.thread_counts = [self.sub_threads]
+        elif self.model_entry is not None and (self.reuse_plan or s.lookup_only):
+            self.sub_threads = self.stored_sub_threads
+            self.thread_counts = [self.stored_threads]
+        elif s.lookup_only:
+            self.sub_threads = default
+            self.thread_counts = [default]
         else:
-            thread_counts = _thread_candidates(default_threads)
-            sub_threads = default_threads
-            if len(thread_counts) > 1:
+            self.thread_counts = _thread_candidates(default)
+            self.sub_threads = default
+            if len(self.thread_counts) > 1:
                 # Eager alone picks the count the subgraphs are tuned at (a subgraph's strategies
                 # are timed at one count); the plan's count is not decided here.
-                say("threads: timing eager with %s threads (for the subgraphs)" % thread_counts)
-                runs = {"threads=%d" % t: (lambda: model(*inputs)) for t in thread_counts}
+                self.say("threads: timing eager with %s threads (for the subgraphs)" % self.thread_counts)
+                runs = {"threads=%d" % t: (lambda: self.model(*self.inputs)) for t in self.thread_counts}
                 count = lambda n: int(n.split("=")[1])
-                timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
+                timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
                                               prepare=thread_switcher(runs, count))
-                base = timings["threads=%d" % default_threads]
+                base = timings["threads=%d" % default]
                 best = min(timings.values(), key=lambda t: t.median)
                 if best is not base and significantly_faster(best, base):
-                    sub_threads = int(best.name.split("=")[1])
-                report["threads_timings"] = {k: v.as_ms() for k, v in timings.items()}
-            say("threads: subgraphs at %d (process default %d); whole-model candidates at %s"
-                % (sub_threads, default_threads, thread_counts))
-        report["subgraph_threads"] = sub_threads
-        report["thread_counts"] = list(thread_counts)
-        torch.set_num_threads(sub_threads)
+                    self.sub_threads = int(best.name.split("=")[1])
+                self.report["threads_timings"] = {k: v.as_ms() for k, v in timings.items()}
+            self.say("threads: subgraphs at %d (process default %d); whole-model candidates at %s"
+                     % (self.sub_threads, default, self.thread_counts))
+        self.report["subgraph_threads"] = self.sub_threads
+        self.report["thread_counts"] = list(self.thread_counts)
+        torch.set_num_threads(self.sub_threads)
 
-        # ---- OPAT: the model's Linear shapes as tuned kernels, routed only where they win ----
-        opat_records = []
-        if use_opat:
-            from . import opat
+    # ---- OPAT: the model's Linear shapes as tuned kernels, routed only where they win ----
+    def _tune_opat(self):
+        from . import opat
 
-            opat.unregister()
-            shapes = opat.linear_shapes(model, inputs)
-            work = output or tempfile.mkdtemp(prefix="portkit_opat_")
-            try:
-                opat_records = opat.tune_kernels(shapes, location, portkit, work, max_evals=opat_max_evals, say=say,
-                                                 lookup_only=lookup_only)
-            except opat.KernelError as e:
-                raise TuneError(str(e)) from None
-            report["opat_kernels"] = opat_records
-            if not shapes:
-                report["notes"].append("opat: the model has no torch.nn.Linear")
+        opat.unregister()
+        shapes = opat.linear_shapes(self.model, self.inputs)
+        work = self.s.output or tempfile.mkdtemp(prefix="portkit_opat_")
+        try:
+            self.opat_records = opat.tune_kernels(shapes, self.location, self.s.portkit, work,
+                                                  max_evals=self.s.opat_max_evals, say=self.say,
+                                                  lookup_only=self.s.lookup_only)
+        except opat.KernelError as e:
+            raise TuneError(str(e)) from None
+        self.report["opat_kernels"] = self.opat_records
+        if not shapes:
+            self.report["notes"].append("opat: the model has no torch.nn.Linear")
 
-        # ---- subgraphs ----
-        choices = {}
-        sub_inputs = {}
-        if cap.traced:
-            sub_inputs = subgraph_inputs(cap.split, inputs)
-            validators = _validators(sub_threads)
-            names = [n for n, _ in cap.split.named_children()]
-            for i, name in enumerate(names):
-                sub = getattr(cap.split, name)
-                sin = sub_inputs[name]
-                h = structural_hash(sub, sin)
-                key = ("subgraph", h, input_signature(sin), validators)
-                entry, why = store.lookup(*key, known_sub) if store else (None, "")
-                if why:
-                    say("bank: ignoring " + why)
-                    report["notes"].append("ignored bank entry: " + why)
-                label = "%s (%s)" % (name, cap.names.get(name, name))
-                rec = {"name": cap.names.get(name, name), "submod": name, "hash": h, "repo": [],
-                       "strategy": "eager", "before_us": None, "after_us": None}
-                if entry and not repeat_tune:
-                    rec.update(strategy=entry["strategy"], repo=["hit"], before_us=entry["eager_us"],
-                               after_us=entry["best_us"])
-                    say("[%d/%d] %s: bank hit, %s" % (i + 1, len(names), label, entry["strategy"]))
-                elif lookup_only:
-                    rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
-                    say("[%d/%d] %s: not in the bank (lookup only), eager" % (i + 1, len(names), label))
-                else:
-                    rec.update(_tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say,
-                                              "[%d/%d] %s" % (i + 1, len(names), label), known_sub))
-                    if store:
-                        store.store(*key, name=rec["name"], strategy=rec["strategy"],
-                                    detail={"candidates": rec.get("candidates", {})},
-                                    eager_us=rec["before_us"], best_us=rec["after_us"])
-                choices[name] = rec["strategy"]
-                report["subgraphs"].append(rec)
-                result.subgraphs.append(rec)
-                result.write()
+    # ---- subgraphs: each one's strategy from the bank or timed here ----
+    def _tune_subgraphs(self):
+        cap = self.cap
+        self.sub_inputs = subgraph_inputs(cap.split, self.inputs)
+        validators = _validators(self.sub_threads)
+        names = [n for n, _ in cap.split.named_children()]
+        for i, name in enumerate(names):
+            rec = self._tune_one_subgraph(name, "[%d/%d]" % (i + 1, len(names)), validators)
+            self.choices[name] = rec["strategy"]
+            self.report["subgraphs"].append(rec)
+            self.result.subgraphs.append(rec)
+            self.result.write()
 
-        # ---- the whole model ----
-        def build(strategy, count):
-            return build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode, count)
-
-        def check(name, module):
-            with torch.no_grad():
-                ok, why = outputs_match(module(*inputs), reference)
-            if not ok:
-                say("%s refused: %s" % (name, why))
-                report["notes"].append("%s refused: %s" % (name, why))
-            return ok
-
-        if reuse_plan:
-            plan_strategy = model_entry["strategy"]
-            threads = int(fixed_threads) if fixed_threads is not None else stored_threads
-            say("bank hit for the model plan: %s at %d threads (no candidate timed)" % (plan_strategy, threads))
+    def _tune_one_subgraph(self, name, counter, validators):
+        s, cap = self.s, self.cap
+        sub = getattr(cap.split, name)
+        sin = self.sub_inputs[name]
+        h = structural_hash(sub, sin)
+        key = ("subgraph", h, input_signature(sin), validators)
+        entry, why = self.store.lookup(*key, self.known_sub) if self.store else (None, "")
+        if why:
+            self.note("ignored bank entry: " + why, "bank: ignoring " + why)
+        label = "%s (%s)" % (name, cap.names.get(name, name))
+        rec = {"name": cap.names.get(name, name), "submod": name, "hash": h, "repo": [],
+               "strategy": "eager", "before_us": None, "after_us": None}
+        if entry and not s.repeat_tune:
+            rec.update(strategy=entry["strategy"], repo=["hit"], before_us=entry["eager_us"],
+                       after_us=entry["best_us"])
+            self.say("%s %s: bank hit, %s" % (counter, label, entry["strategy"]))
+        elif s.lookup_only:
+            rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
+            self.say("%s %s: not in the bank (lookup only), eager" % (counter, label))
         else:
-            composite_applies = cap.traced and any(s != "eager" for s in choices.values())
-            model_strats = ["script_freeze", "optimize_for_inference"]
-            if any(t != default_threads for t in thread_counts):
-                model_strats.insert(0, "eager")  # eager at another thread count
-            if composite_applies:
-                model_strats += ["composite", "composite_ofi"]
-            if cap.traced and not lookup_only:
-                model_strats.append("fx_fused")
-            if use_compile and not lookup_only:
-                # torch.compile as the user would call it, and with the GEMM/convolution templates
-                # autotuned on this machine and the weights frozen (compiling takes longer: tens of
-                # seconds for a small model on 2 cores, paid once per model and thread count and
-                # cached by inductor).
-                model_strats += ["torch_compile", "torch_compile_autotune"]
-            if lookup_only:
-                model_strats = ["composite", "composite_ofi"] if composite_applies else []
-            # Every (strategy, threads) pair is run once at its count before timing and its outputs
-            # checked there; the pairs of a TorchScript strategy share one module.
-            runs, pairs = {}, {}
-            baseline = "eager@%dt" % default_threads
-            for s in model_strats:
-                counts = [t for t in thread_counts if "%s@%dt" % (s, t) != baseline]
-                # A TorchScript module runs at any count as built. Inductor writes the thread
-                # count into its kernels (``#pragma omp parallel num_threads(N)``) and its graph
-                # cache does not key on torch's count, so a torch.compile candidate is built per
-                # count with inductor's ``cpp.threads`` set to it (compiled on its first call).
-                per_count = s in COMPILE_STRATEGIES
-                if per_count:
-                    say("%s: compiling at %s threads (inductor; each count's first call compiles)"
-                        % (s, "/".join(str(t) for t in counts)))
-                info = report["builds"][s] = {"build_s": 0.0, "first_call_s": {}}
-                m = None
-                for t in counts:
-                    name = "%s@%dt" % (s, t)
-                    torch.set_num_threads(t)
-                    if m is None or per_count:
-                        t0 = time.time()
-                        try:
-                            m = build(s, t)
-                        except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
-                            info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
-                            say("%s does not apply: %s" % (s, type(e).__name__))
-                            break
-                        info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
-                    t0 = time.time()
-                    try:
-                        ok = check(name, m)
-                    except Exception as e:  # noqa: BLE001 - e.g. inductor failing to compile
-                        report["notes"].append("%s failed: %s: %s" % (name, type(e).__name__, str(e)[:200]))
-                        say("%s failed: %s" % (name, type(e).__name__))
-                        ok = False
-                    info["first_call_s"][str(t)] = round(time.time() - t0, 3)
-                    if ok:
-                        runs[name] = (lambda m=m: m(*inputs))
-                        pairs[name] = (s, t)
-            plan_strategy, threads = "eager", (sub_threads if fixed_threads is not None else default_threads)
-            if runs:
-                runs[baseline] = lambda: model(*inputs)
-                pairs[baseline] = ("eager", default_threads)
-                say("whole model: timing %s interleaved" % ", ".join(sorted(runs)))
-                # Grouped by thread count: the count changes once per group and round (a change
-                # costs the next call more than a steady count does), never between two samples of
-                # one count.
-                count = lambda n: pairs[n][1]
-                timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                              prepare=thread_switcher(runs, count), group=count)
-                for n, t in timings.items():
-                    report["candidates"][n] = dict(t.as_ms(), strategy=pairs[n][0], threads=pairs[n][1],
-                                                   baseline=n == baseline)
-                best = choose_model_plan(timings, pairs, baseline,
-                                         default_threads if fixed_threads is None else sub_threads)
-                if best is not None:
-                    plan_strategy, threads = pairs[best]
-            torch.set_num_threads(threads)
+            rec.update(_tune_subgraph(sub, sin, entry, s.rounds, s.warmup, s.min_sample_s, self.say,
+                                      "%s %s" % (counter, label), self.known_sub))
+            if self.store:
+                self.store.store(*key, name=rec["name"], strategy=rec["strategy"],
+                                 detail={"candidates": rec.get("candidates", {})},
+                                 eager_us=rec["before_us"], best_us=rec["after_us"])
+        return rec
 
-        # The model-level plan is a bank entry of its own (for an opaque model, its only one).
-        mrec = {"name": "(whole model)", "submod": "", "hash": model_hash, "strategy": plan_strategy,
+    # ---- the whole model: candidates built, checked and timed interleaved ----
+    def build(self, strategy, count):
+        return build_model_strategy(strategy, self.model, self.cap, self.choices, self.sub_inputs, self.inputs,
+                                    self.s.compile_mode, count)
+
+    def check(self, name, module):
+        with torch.no_grad():
+            ok, why = outputs_match(module(*self.inputs), self.reference)
+        if not ok:
+            self.note("%s refused: %s" % (name, why))
+        return ok
+
+    def _model_strategies(self):
+        s, traced = self.s, self.cap.traced
+        composite_applies = traced and any(c != "eager" for c in self.choices.values())
+        if s.lookup_only:
+            return ["composite", "composite_ofi"] if composite_applies else []
+        strategies = ["script_freeze", "optimize_for_inference"]
+        if any(t != self.default_threads for t in self.thread_counts):
+            strategies.insert(0, "eager")  # eager at another thread count
+        if composite_applies:
+            strategies += ["composite", "composite_ofi"]
+        if traced:
+            strategies.append("fx_fused")
+        if s.use_compile:
+            # torch.compile as the user would call it, and with the GEMM/convolution templates
+            # autotuned on this machine and the weights frozen (compiling takes longer: tens of
+            # seconds for a small model on 2 cores, paid once per model and thread count and
+            # cached by inductor).
+            strategies += ["torch_compile", "torch_compile_autotune"]
+        return strategies
+
+    def _build_candidates(self, strategy, runs, pairs):
+        """Builds ``strategy`` at every thread count and checks its first call there; adds the
+        ones that reproduce eager to ``runs`` / ``pairs``."""
+        counts = [t for t in self.thread_counts if "%s@%dt" % (strategy, t) != self.baseline]
+        # A TorchScript module runs at any count as built. Inductor writes the thread count into
+        # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
+        # on torch's count, so a torch.compile candidate is built per count with inductor's
+        # ``cpp.threads`` set to it (compiled on its first call).
+        per_count = strategy in COMPILE_STRATEGIES
+        if per_count:
+            self.say("%s: compiling at %s threads (inductor; each count's first call compiles)"
+                     % (strategy, "/".join(str(t) for t in counts)))
+        info = self.report["builds"][strategy] = {"build_s": 0.0, "first_call_s": {}}
+        m = None
+        for t in counts:
+            name = "%s@%dt" % (strategy, t)
+            torch.set_num_threads(t)
+            if m is None or per_count:
+                t0 = time.time()
+                try:
+                    m = self.build(strategy, t)
+                except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
+                    info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+                    self.say("%s does not apply: %s" % (strategy, type(e).__name__))
+                    return
+                info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
+            t0 = time.time()
+            try:
+                ok = self.check(name, m)
+            except Exception as e:  # noqa: BLE001 - e.g. inductor failing to compile
+                self.note("%s failed: %s: %s" % (name, type(e).__name__, str(e)[:200]),
+                          "%s failed: %s" % (name, type(e).__name__))
+                ok = False
+            info["first_call_s"][str(t)] = round(time.time() - t0, 3)
+            if ok:
+                runs[name] = (lambda m=m: m(*self.inputs))
+                pairs[name] = (strategy, t)
+
+    def _time_model_candidates(self):
+        """{name: Timing} of every whole-model (strategy, threads) pair that reproduces eager,
+        timed interleaved with the baseline (empty when none does); ``self.pairs`` names them."""
+        s = self.s
+        # Every (strategy, threads) pair is run once at its count before timing and its outputs
+        # checked there; the pairs of a TorchScript strategy share one module.
+        runs, self.pairs = {}, {}
+        self.baseline = "eager@%dt" % self.default_threads
+        for strategy in self._model_strategies():
+            self._build_candidates(strategy, runs, self.pairs)
+        if not runs:
+            return {}
+        runs[self.baseline] = lambda: self.model(*self.inputs)
+        self.pairs[self.baseline] = ("eager", self.default_threads)
+        self.say("whole model: timing %s interleaved" % ", ".join(sorted(runs)))
+        # Grouped by thread count: the count changes once per group and round (a change costs the
+        # next call more than a steady count does), never between two samples of one count.
+        count = lambda n: self.pairs[n][1]
+        timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                      prepare=thread_switcher(runs, count), group=count)
+        for n, t in timings.items():
+            self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
+                                                baseline=n == self.baseline)
+        return timings
+
+    # ---- choose ----
+    def _choose_model_plan(self, timings):
+        fixed = self.s.threads is not None
+        self.plan_strategy = "eager"
+        self.threads = self.sub_threads if fixed else self.default_threads
+        if timings:
+            best = choose_model_plan(timings, self.pairs, self.baseline,
+                                     self.sub_threads if fixed else self.default_threads)
+            if best is not None:
+                self.plan_strategy, self.threads = self.pairs[best]
+        torch.set_num_threads(self.threads)
+
+    def _model_record(self):
+        """The model-level plan as a result-file record (for an opaque model, its only one)."""
+        mrec = {"name": "(whole model)", "submod": "", "hash": self.model_hash, "strategy": self.plan_strategy,
                 "before_us": None, "after_us": None}
-        if reuse_plan:
+        if self.reuse_plan:
             mrec["repo"] = ["hit"]
-        elif lookup_only:
+        elif self.s.lookup_only:
             mrec["repo"] = ["unsatisfied"]
-        elif model_entry is not None:
-            changed = (model_entry["strategy"], stored_threads) != (plan_strategy, threads)
+        elif self.model_entry is not None:
+            changed = (self.model_entry["strategy"], self.stored_threads) != (self.plan_strategy, self.threads)
             mrec["repo"] = ["hit", "update" if changed else "reserved"]
         else:
-            mrec["repo"] = ["add"] if plan_strategy != "eager" else ["unsatisfied"]
-        report["model_repo"] = "/".join(mrec["repo"])
-        result.subgraphs.append(mrec)
-        result.write()
+            mrec["repo"] = ["add"] if self.plan_strategy != "eager" else ["unsatisfied"]
+        self.report["model_repo"] = "/".join(mrec["repo"])
+        self.result.subgraphs.append(mrec)
+        self.result.write()
+        return mrec
 
-        plan = Plan(plan_strategy, threads, dict(choices) if plan_strategy in ("composite", "composite_ofi") else {},
-                    (COMPILE_STRATEGIES[plan_strategy] or compile_mode) if plan_strategy in COMPILE_STRATEGIES
-                    else None)
-        say("plan: %s, %d threads" % (plan.strategy, plan.threads))
-        chosen = build(plan.strategy, plan.threads)
-        if not check(plan.strategy, chosen):
+    # ---- save: the chosen plan built, checked, written and loaded back ----
+    def _build_and_save(self):
+        s = self.s
+        strategy = self.plan_strategy
+        self.plan = plan = Plan(strategy, self.threads,
+                                dict(self.choices) if strategy in ("composite", "composite_ofi") else {},
+                                (COMPILE_STRATEGIES[strategy] or s.compile_mode) if strategy in COMPILE_STRATEGIES
+                                else None)
+        self.say("plan: %s, %d threads" % (plan.strategy, plan.threads))
+        chosen = self.build(plan.strategy, plan.threads)
+        if not self.check(plan.strategy, chosen):
             raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
-        artifact = None
-        if output:
-            artifact = save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_records)
-            chosen = load(artifact)
-            if not check("the saved artifact", chosen):
-                raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
-            report["files"] += [artifact, os.path.join(output, PLAN)]
-            if plan.strategy in PICKLED_STRATEGIES:
-                report["files"].append(os.path.join(output, EAGER_MODULE))
-            report["files"] += [os.path.join(output, r["so"]) for r in _saved_kernels(output)]
-            say("artifact: %s" % artifact)
+        if not s.output:
+            return chosen, None
+        artifact = save_artifact(s.output, plan, self.cap, self.model, self.inputs, self.sub_inputs,
+                                 self.opat_records)
+        chosen = load(artifact)
+        if not self.check("the saved artifact", chosen):
+            raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
+        files = self.report["files"]
+        files += [artifact, os.path.join(s.output, PLAN)]
+        if plan.strategy in PICKLED_STRATEGIES:
+            files.append(os.path.join(s.output, EAGER_MODULE))
+        files += [os.path.join(s.output, r["so"]) for r in _saved_kernels(s.output)]
+        self.say("artifact: %s" % artifact)
+        return chosen, artifact
 
-        # ---- before / after, whole model, interleaved ----
-        final = {"baseline": lambda: model(*inputs), "result": lambda: chosen(*inputs)}
-        count = lambda n: default_threads if n == "baseline" else plan.threads
-        timings = measure_interleaved(final, rounds=final_rounds, warmup=warmup, min_sample_s=min_sample_s,
+    # ---- before / after, whole model, interleaved; the report ----
+    def _final_timing(self, chosen, artifact, mrec):
+        s, plan, result, report = self.s, self.plan, self.result, self.report
+        final = {"baseline": lambda: self.model(*self.inputs), "result": lambda: chosen(*self.inputs)}
+        count = lambda n: self.default_threads if n == "baseline" else plan.threads
+        timings = measure_interleaved(final, rounds=s.final_rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
                                       prepare=thread_switcher(final, count))
         torch.set_num_threads(plan.threads)  # the returned module runs at the plan's count
         result.baseline, result.result = timings["baseline"], timings["result"]
         mrec.update(before_us=timings["baseline"].median * 1e6, after_us=timings["result"].median * 1e6)
-        if store and not reuse_plan and not lookup_only:
-            store.store(*model_key, name=result.tuning_name, strategy=plan.strategy,
-                        detail={"threads": plan.threads, "subgraph_threads": sub_threads,
-                                "compile_mode": plan.compile_mode},
-                        eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
+        if self.store and not self.reuse_plan and not s.lookup_only:
+            self.store.store(*self.model_key, name=result.tuning_name, strategy=plan.strategy,
+                             detail={"threads": plan.threads, "subgraph_threads": self.sub_threads,
+                                     "compile_mode": plan.compile_mode},
+                             eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
         ratio, ci = paired_ratio(timings["result"], timings["baseline"])
         result.status = "tuning successful"
         result.extra = {"plan": plan.to_json(), "speedup": round(1.0 / ratio, 4) if ratio > 0 else None,
@@ -766,19 +852,12 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
             report["files"].append(result.path)
         report.update(plan=plan.to_json(), baseline=timings["baseline"].as_ms(), result=timings["result"].as_ms(),
                       speedup=result.extra["speedup"], speedup_ci95=result.extra["speedup_ci95"],
-                      repo_summary=result.summary(), tuned=not reuse_plan and not lookup_only, artifact=artifact,
-                      result_file=result.path, seconds=round(time.time() - started, 3))
-        say("model %.3f ms -> %.3f ms (x%.2f); %s" % (timings["baseline"].median * 1e3, timings["result"].median * 1e3,
-                                                      report["speedup"] or 0, json.dumps(result.summary())))
+                      repo_summary=result.summary(), tuned=not self.reuse_plan and not s.lookup_only,
+                      artifact=artifact, result_file=result.path, seconds=round(time.time() - self.started, 3))
+        self.say("model %.3f ms -> %.3f ms (x%.2f); %s" % (timings["baseline"].median * 1e3,
+                                                           timings["result"].median * 1e3, report["speedup"] or 0,
+                                                           json.dumps(result.summary())))
         return chosen, report
-    except Exception:
-        result.status = "tuning failed"
-        result.write()
-        torch.set_num_threads(default_threads)
-        raise
-    finally:
-        if store:
-            store.close()
 
 
 def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, allowed=None):
