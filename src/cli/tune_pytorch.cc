@@ -17,16 +17,45 @@ namespace {
 constexpr std::string_view kDtypes[] = {"float32", "float64", "float16", "bfloat16", "int64",
                                         "int32",   "int16",   "int8",    "uint8",    "bool"};
 
-/// "8x3x224x224,int64:8x128": each part [DTYPE:]D0xD1x... with positive dimensions.
+/// "LOW..HIGH" after the dimensions: two numbers (integers for an integer dtype) with LOW < HIGH.
+Status CheckValueRange(const std::string& part, const std::string& dtype, const std::string& range) {
+  const bool floating = dtype == "float32" || dtype == "float64" || dtype == "float16" || dtype == "bfloat16";
+  if (dtype == "bool") return InvalidArgument("--input '" + part + "': a bool input takes no value range");
+  size_t dots = range.find("..");
+  auto number = [&](const std::string& text, double* value) {
+    if (text.empty() || text.size() > 30) return false;
+    const char* allowed = floating ? "+-0123456789.eE" : "+-0123456789";
+    if (text.find_first_not_of(allowed) != std::string::npos) return false;
+    char* end = nullptr;
+    *value = std::strtod(text.c_str(), &end);
+    return end == text.c_str() + text.size();
+  };
+  double low = 0, high = 0;
+  if (dots == std::string::npos || !number(range.substr(0, dots), &low) || !number(range.substr(dots + 2), &high))
+    return InvalidArgument("--input '" + part + "': expected a value range LOW..HIGH (" +
+                           (floating ? "numbers" : "integers") + ") after the dimensions, like " +
+                           (floating ? "-1.5..1.5" : "0..50"));
+  if (!(low < high))
+    return InvalidArgument("--input '" + part + "': the range " + range +
+                           " is empty (values are drawn from [LOW, HIGH), LOW < HIGH)");
+  return Status::Ok();
+}
+
+/// "8x3x224x224,int64:8x128:0..50": each part [DTYPE:]D0xD1x...[:LOW..HIGH] with positive dimensions.
 Status CheckInputSpec(const std::string& spec) {
   if (spec.empty()) return InvalidArgument("--input: empty; give shapes like 8x3x224x224 or int64:8x128");
   size_t start = 0;
   while (start <= spec.size()) {
     size_t comma = spec.find(',', start);
     std::string part = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t colon = part.rfind(':');
-    std::string dtype = colon == std::string::npos ? "float32" : part.substr(0, colon);
-    std::string dims = colon == std::string::npos ? part : part.substr(colon + 1);
+    std::string head = part, range;
+    if (size_t last = part.rfind(':'); last != std::string::npos && part.find("..", last) != std::string::npos) {
+      head = part.substr(0, last);
+      range = part.substr(last + 1);
+    }
+    size_t colon = head.rfind(':');
+    std::string dtype = colon == std::string::npos ? "float32" : head.substr(0, colon);
+    std::string dims = colon == std::string::npos ? head : head.substr(colon + 1);
     bool known = false;
     for (auto d : kDtypes) known = known || d == dtype;
     if (!known)
@@ -45,6 +74,8 @@ Status CheckInputSpec(const std::string& spec) {
       pos = x + 1;
     }
     if (count == 0) return InvalidArgument("--input '" + part + "': no dimensions");
+    if (!range.empty())
+      if (Status st = CheckValueRange(part, dtype, range); !st.ok()) return st;
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -85,7 +116,9 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   bool lookup_only = false, repeat_tune = false, no_compile = false, force = false;
   app.add_option("--framework", framework, "pytorch")->required()->check(CLI::IsMember({"pytorch"}));
   app.add_option("--model", model, "Python factory pkg.module:make_model returning an nn.Module")->required();
-  app.add_option("--input", inputs, "example inputs, comma list of [DTYPE:]D0xD1x... (float32 default; repeatable)")
+  app.add_option("--input", inputs,
+                 "example inputs, comma list of [DTYPE:]D0xD1x...[:LOW..HIGH] (float32 default; values uniform in "
+                 "[LOW, HIGH), e.g. int64:8x16:0..50; repeatable)")
       ->required();
   app.add_option("--job-type", job_type,
                  "1 = subgraph tuning (SGAT); 2 = OPAT kernels for the model's Linear layers (portkit tune "

@@ -231,12 +231,58 @@ def test_input_spec_parsing():
     from portkit.tune.__main__ import UsageError, make_inputs, parse_inputs
 
     parsed = parse_inputs("2x3x4x4,int64:2x5")
-    assert parsed == [("float32", [2, 3, 4, 4]), ("int64", [2, 5])]
+    assert parsed == [("float32", [2, 3, 4, 4], None), ("int64", [2, 5], None)]
     x, ids = make_inputs(parsed)
     assert x.dtype == torch.float32 and ids.dtype == torch.int64 and tuple(ids.shape) == (2, 5)
-    for bad in ("2xa", "complex9:2", "0x3", ""):
+    for bad in ("2xa", "complex9:2", "0x3", "", "int64:2x5:5..5", "int64:2x5:0..x", "int64:2x5:0.5..9",
+                "bool:2:0..1", "float32:2:1:2"):
         with pytest.raises(UsageError):
             parse_inputs(bad)
+
+
+def test_input_value_ranges():
+    from portkit.tune.__main__ import UsageError, make_inputs, parse_inputs
+
+    parsed = parse_inputs("int64:64x16:0..50,float32:64x16:-0.5..0.25,int32:4:-3..-1,3x2")
+    assert [p[2] for p in parsed] == [(0, 50), (-0.5, 0.25), (-3, -1), None]
+    ids, x, small, plain = make_inputs(parsed)
+    assert ids.dtype == torch.int64 and int(ids.min()) >= 0 and int(ids.max()) <= 49
+    assert int(ids.max()) > 40  # the whole range is used, not [0, 100) clipped
+    assert x.dtype == torch.float32 and float(x.min()) >= -0.5 and float(x.max()) < 0.25
+    assert small.dtype == torch.int32 and set(small.tolist()) <= {-3, -2}
+    assert plain.dtype == torch.float32 and tuple(plain.shape) == (3, 2)
+    assert torch.equal(make_inputs(parsed)[0], ids)  # the same inputs every run
+    with pytest.raises(UsageError, match="does not fit int8"):
+        make_inputs(parse_inputs("int8:4:0..300"))
+
+
+class _EmbeddingModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.proj = torch.nn.Linear(16, 4)
+
+    def forward(self, ids):
+        return self.proj(self.embed(ids)).mean(1)
+
+
+def test_real_example_inputs_and_the_callers_module_state(tmp_path):
+    """An nn.Embedding(50) tunes on the caller's own index tensor; the caller's model keeps its
+    train mode (and each submodule's) and its requires_grad flags."""
+    torch.manual_seed(0)
+    model = _EmbeddingModel()
+    model.train()
+    model.proj.eval()
+    model.embed.weight.requires_grad_(False)
+    before = [(n, m.training) for n, m in model.named_modules()]
+    grads = [(n, p.requires_grad) for n, p in model.named_parameters()]
+    ids = torch.tensor([[0, 49, 7, 12], [48, 3, 3, 25]])
+    optimized, report = pt.optimize(model, (ids,), bank=False, output=str(tmp_path / "out"), **FAST)
+    assert [(n, m.training) for n, m in model.named_modules()] == before
+    assert [(n, p.requires_grad) for n, p in model.named_parameters()] == grads
+    assert not any(m.training for m in optimized.modules()) if isinstance(optimized, torch.nn.Module) else True
+    want = _eager(model.eval(), (ids,))
+    assert _close(pt.load(str(tmp_path / "out"))(ids), want)
 
 
 FACTORY = """
@@ -284,6 +330,10 @@ def test_cli_framework_pytorch(portkit, python, tmp_path):
     (["--model=usermodel.py", "--input", "4x16"], "pkg.module:make_model"),
     (["--model=usermodel:make", "--input", "4x16", "--job-type=3"], "1 (SGAT) and 2 (OPAT kernels inside the model"),
     (["--model=usermodel:make", "--input", "4x16", "--threads", "0"], "--threads"),
+    (["--model=usermodel:make", "--input", "int64:4x16:5..5"],
+     "--input 'int64:4x16:5..5': the range 5..5 is empty (values are drawn from [LOW, HIGH), LOW < HIGH)"),
+    (["--model=usermodel:make", "--input", "int64:4x16:0..1.5"],
+     "--input 'int64:4x16:0..1.5': expected a value range LOW..HIGH (integers) after the dimensions, like 0..50"),
 ])
 def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
     (tmp_path / "usermodel.py").write_text(FACTORY)
@@ -292,6 +342,29 @@ def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr
     assert not (tmp_path / "out" / "optimized.pt").exists()
+
+
+EMBEDDING_FACTORY = """
+import torch
+def make():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(32, 4)).eval()
+"""
+
+
+def test_cli_integer_input_range_fits_an_embedding(portkit, python, tmp_path):
+    (tmp_path / "embedmodel.py").write_text(EMBEDDING_FACTORY)
+    base = [portkit, "tune", "--framework=pytorch", "--python", python, "--model=embedmodel:make", "--bank", "bank",
+            "--rounds", "3", "--no-compile", "--threads", "1"]
+    r = subprocess.run(base + ["--input", "int64:2x4", "--output", "bad"], cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert ("integer inputs are drawn from [0, 100) unless the input gives a range, e.g. int64:8x16:0..50"
+            in r.stderr), r.stderr
+    r = subprocess.run(base + ["--input", "int64:2x4:0..50", "--output", "out"], cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["artifact"]
 
 
 def test_written_out_attention_is_fused_into_sdpa():

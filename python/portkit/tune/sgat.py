@@ -122,6 +122,8 @@ def _build_composite(cap, choices, sub_inputs, inputs):
 
     parts = {}
     for name, sub in cap.split.named_children():
+        if name not in cap.names:
+            continue
         strategy = choices.get(name, "eager")
         prepare = cands.STRATEGIES[strategy][0]
         sub = copy.deepcopy(sub)
@@ -134,6 +136,15 @@ def _build_composite(cap, choices, sub_inputs, inputs):
                 parts[name] = sub
             continue
         parts[name] = sub if prepare is None else prepare(sub, sub_inputs[name])
+    # What the split's own graph reads besides its subgraphs (the parameters of a module whose
+    # forward the trace went through, such as a BatchNorm subclass): a dict root names each by
+    # its full target.
+    for node in cap.split.graph.nodes:
+        if node.op in ("get_attr", "call_module") and node.target not in parts:
+            obj = cap.split
+            for attr in node.target.split("."):
+                obj = getattr(obj, attr)
+            parts[node.target] = copy.deepcopy(obj)
     # A new GraphModule (a new class): TorchScript caches a class's attribute types, so reusing the
     # split's class with other children types fails to compile.
     comp = torch.fx.GraphModule(parts, copy.deepcopy(cap.split.graph))
@@ -213,15 +224,30 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         torch.jit.save(cands.portable_fx_fused(cap.gm, inputs), tmp)
         kind = "torchscript"
     else:
-        ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
-        finished = cands.FINISHES[finish](ts)
-        if finish == "optimize_for_inference" and not _roundtrip_ok(finished):
-            finished = cands.finish_freeze(ts)
-            load_transform = "optimize_for_inference"
-        torch.jit.save(finished, tmp)
+        try:
+            ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
+        except Exception:  # noqa: BLE001
+            if plan.strategy not in PICKLED_STRATEGIES:
+                raise
+            # An eager plan of a model TorchScript can neither script nor trace (dict outputs,
+            # data-dependent Python): the artifact is the pickled module alone.
+            ts = finish = None
+        if ts is not None:
+            finished = cands.FINISHES[finish](ts)
+            if finish == "optimize_for_inference" and not _roundtrip_ok(finished):
+                finished = cands.finish_freeze(ts)
+                load_transform = "optimize_for_inference"
+            torch.jit.save(finished, tmp)
         kind = "torchscript"
-    os.replace(tmp, path)
-    doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, load_transform=load_transform,
+    artifact = ARTIFACT
+    if os.path.exists(tmp):
+        os.replace(tmp, path)
+    else:
+        artifact, kind = None, "module"
+        path = os.path.join(output, EAGER_MODULE)
+        if os.path.lexists(os.path.join(output, ARTIFACT)):
+            os.remove(os.path.join(output, ARTIFACT))  # an earlier run's TorchScript is not this plan
+    doc = dict(plan.to_json(), artifact=artifact, kind=kind, load_transform=load_transform,
                torch=torch.__version__, portkit=PORTKIT_VERSION)
     if plan.strategy in PICKLED_STRATEGIES:
         # TorchScript runs the model through its interpreter, which is not what was timed (nor
@@ -239,7 +265,7 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         doc["opat_kernels"] = [dict({k: r[k] for k in ("m", "n", "k", "bias", "config", "routed")},
                                     so=_copy_kernel(output, r["so"]))
                                for r in (opat_kernels or []) if r.get("routed")]
-    names = [ARTIFACT, doc.get("module")] + [r["so"] for r in doc.get("opat_kernels", [])]
+    names = [artifact, doc.get("module")] + [r["so"] for r in doc.get("opat_kernels", [])]
     doc[HASHES] = {name: safe_load.sha256_of(os.path.join(output, name)) for name in names if name}
     write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
@@ -440,6 +466,12 @@ def choose_model_plan(timings, pairs, baseline, preferred_threads):
     return best.name
 
 
+def _why(e):
+    """An exception as one line for a report note."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return "%s: %s" % (type(e).__name__, text[:200]) if text else type(e).__name__
+
+
 class Report(dict):
     """The outcome of ``optimize`` (a dict: plan, timings, accounting, files, notes)."""
 
@@ -481,7 +513,34 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
                          output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
                          warmup=warmup, min_sample_s=min_sample_s, final_rounds=final_rounds,
                          tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals)
-    return _Tuning(model.eval(), inputs, settings, _progress if progress else (lambda msg: None)).run()
+    with _CallerState(model) as own:
+        return _Tuning(own, inputs, settings, _progress if progress else (lambda msg: None)).run()
+
+
+class _CallerState:
+    """The module ``optimize`` tunes: a copy of the caller's in eval mode, so that the caller's
+    model keeps its train/eval mode and requires_grad flags. A model that cannot be copied is
+    tuned itself and those flags are put back afterwards."""
+
+    def __init__(self, model):
+        self.model = model
+        self.training = None
+        self.requires_grad = None
+
+    def __enter__(self):
+        try:
+            return copy.deepcopy(self.model).eval()
+        except Exception:  # noqa: BLE001 - e.g. a module holding an uncopyable handle
+            self.training = [(m, m.training) for m in self.model.modules()]
+            self.requires_grad = [(p, p.requires_grad) for p in self.model.parameters()]
+            return self.model.eval()
+
+    def __exit__(self, *exc):
+        for m, training in self.training or []:
+            m.training = training
+        for p, flag in self.requires_grad or []:
+            p.requires_grad_(flag)
+        return False
 
 
 class _Settings:
@@ -541,8 +600,8 @@ class _Tuning:
                          % (self.plan_strategy, self.threads))
             else:
                 self._choose_model_plan(self._time_model_candidates())
-            mrec = self._model_record()
             chosen, artifact = self._build_and_save()
+            mrec = self._model_record()
             return self._final_timing(chosen, artifact, mrec)
         except Exception:
             self.result.status = "tuning failed"
@@ -636,11 +695,25 @@ class _Tuning:
     # ---- subgraphs: each one's strategy from the bank or timed here ----
     def _tune_subgraphs(self):
         cap = self.cap
-        self.sub_inputs = subgraph_inputs(cap.split, self.inputs)
+        try:
+            self.sub_inputs = subgraph_inputs(cap.split, self.inputs)
+        except Exception as e:  # noqa: BLE001 - the split form does not run: every part stays eager
+            self.note("subgraphs left eager: the split model does not run (%s)" % _why(e))
+            return
         validators = _validators(self.sub_threads)
-        names = [n for n, _ in cap.split.named_children()]
+        # Only the split's subgraphs: split_module also puts modules that hold attributes the
+        # graph reads directly (a BatchNorm subclass with its own forward) among its children.
+        names = [n for n, _ in cap.split.named_children() if n in cap.names]
         for i, name in enumerate(names):
-            rec = self._tune_one_subgraph(name, "[%d/%d]" % (i + 1, len(names)), validators)
+            counter = "[%d/%d]" % (i + 1, len(names))
+            try:
+                rec = self._tune_one_subgraph(name, counter, validators)
+            except Exception as e:  # noqa: BLE001 - one part that cannot be tuned never fails the model
+                rec = {"name": cap.names.get(name, name), "submod": name, "hash": "", "repo": ["unsatisfied"],
+                       "strategy": "eager", "before_us": None, "after_us": None,
+                       "note": "not tuned, left eager: %s" % _why(e)}
+                self.note("subgraph %s (%s) left eager: %s" % (name, rec["name"], _why(e)),
+                          "%s %s: left eager (%s)" % (counter, name, _why(e)))
             self.choices[name] = rec["strategy"]
             self.report["subgraphs"].append(rec)
             self.result.subgraphs.append(rec)
@@ -801,6 +874,19 @@ class _Tuning:
 
     # ---- save: the chosen plan built, checked, written and loaded back ----
     def _build_and_save(self):
+        """The chosen plan's module and artifact; a plan that cannot be built, reproduced, saved or
+        loaded back gives way to eager (with a note), so one broken path never fails the model."""
+        try:
+            return self._build_and_save_plan()
+        except Exception as e:  # noqa: BLE001
+            if self.plan_strategy == "eager":
+                raise
+            self.note("plan %s could not be built, saved or loaded back (%s); eager instead"
+                      % (self.plan_strategy, _why(e)))
+            self.plan_strategy = "eager"
+            return self._build_and_save_plan()
+
+    def _build_and_save_plan(self):
         s = self.s
         strategy = self.plan_strategy
         self.plan = plan = Plan(strategy, self.threads,
