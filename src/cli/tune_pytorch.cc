@@ -113,6 +113,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   std::string framework, model, output, bank, python;
   std::vector<std::string> inputs;
   int job_type = 1, rounds = 15, threads = 0, max_evals = 0;
+  double time_budget = -1;
   bool lookup_only = false, repeat_tune = false, no_compile = false, force = false;
   app.add_option("--framework", framework, "pytorch")->required()->check(CLI::IsMember({"pytorch"}));
   app.add_option("--model", model, "Python factory pkg.module:make_model returning an nn.Module")->required();
@@ -135,6 +136,10 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--rounds", rounds, "interleaved timing rounds per comparison")->default_val(15)->check(CLI::Range(3, 10000));
   app.add_option("--threads", threads, "pin the intra-op thread count (default: tuned among 1, torch's default, the cores)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--time-budget", time_budget,
+                 "seconds the tuning may take (default 120: a ResNet-50-size model within 3 minutes on two cores; "
+                 "0: no bound); subgraphs left when it is spent stay eager, losing candidates stop early")
+      ->check(CLI::Range(0.0, 1e7));
   app.add_option("--python", python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
   app.add_flag("--force", force, "replace optimized.pt / optimized.json / optimized_module.pt in --output that portkit did not write");
   if (auto code = Parse(app, argc, argv)) return *code;
@@ -173,6 +178,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   if (repeat_tune) spawn.argv.push_back("--repeat-tune");
   if (no_compile) spawn.argv.push_back("--no-compile");
   if (threads > 0) spawn.argv.insert(spawn.argv.end(), {"--threads", std::to_string(threads)});
+  if (time_budget >= 0) spawn.argv.insert(spawn.argv.end(), {"--time-budget", std::to_string(time_budget)});
   // The companion package's folder first on PYTHONPATH (as prof collect does); none found: the
   // interpreter's own (pip-installed) portkit.
   if (std::string env = CompanionPythonPathEnv(); !env.empty()) spawn.env_set.push_back(env);

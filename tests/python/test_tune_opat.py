@@ -347,3 +347,36 @@ def test_cli_job_type_2_tunes_kernels_and_chooses_per_subgraph(portkit, python, 
             "print('ok')\n" % (os.path.join(ROOT, "python"), str(tmp_path)))
     res = run([python, "-c", code], cwd=str(tmp_path))
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_unsatisfied_kernels_are_remembered_and_skipped_unless_repeat_tune(portkit, tmp_path):
+    """A kernel that did not beat torch's linear is stored with its conditions; the next run
+    leaves that shape on torch's op without timing it, unless REPEAT_TUNE asks."""
+    from portkit.tune import sgat
+
+    model = torch.nn.Sequential(torch.nn.Linear(K, N)).eval()
+    x = torch.randn(M, K)
+    bank = str(tmp_path / "bank")
+    settings = sgat._Settings(bank=bank, use_opat=True, lookup_only=False, repeat_tune=False, output=None,
+                              use_compile=False, compile_mode=None, rounds=3, warmup=1, min_sample_s=0.0002,
+                              final_rounds=3, tuning_name="t", threads=1, portkit=portkit, opat_max_evals=1,
+                              time_budget=None)
+    tuning = sgat._Tuning(model, (x,), settings, lambda msg: None)
+    tuning.sub_threads = 1
+    rec = {"m": M, "n": N, "k": K, "bias": True, "config": "MC=1", "routed": False, "torch_us": 5.0,
+           "tuned_us": 6.0, "speedup": 0.83, "wrong_result": False}
+    assert tuning._known_unsatisfied_kernel(rec) is None
+    tuning._remember_unsatisfied_kernel(rec)
+    assert "unsatisfied in the bank: torch's linear 5.0 us vs the tuned kernel 6.0 us" in \
+        tuning._known_unsatisfied_kernel(rec)
+    assert tuning._known_unsatisfied_kernel(dict(rec, config="MC=2")) is None  # another configuration
+    tuning.sub_threads = 2
+    assert tuning._known_unsatisfied_kernel(rec) is None  # other conditions
+    tuning.sub_threads = 1
+    tuning.s.repeat_tune = True
+    assert tuning._known_unsatisfied_kernel(rec) is None
+    tuning.store.close()
+    # tune_kernels leaves a known-unsatisfied shape on torch's op without timing it.
+    records = opat.tune_kernels([(M, N, K, True)], bank, portkit, str(tmp_path / "work"), max_evals=1,
+                                known_unsatisfied=lambda r: "known")
+    assert records[0]["reason"] == "known" and not records[0]["routed"] and "torch_us" not in records[0]

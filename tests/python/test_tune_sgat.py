@@ -418,7 +418,7 @@ def _fake_measure(table, seen):
     """Stands in for measure_interleaved: each candidate runs once (so its thread count is set and
     it is exercised) and gets the same +-2 % pattern around table[name] ms (1 ms when absent), so
     every paired ratio is exactly the ratio of the table's values: decisions without timing luck."""
-    def fake(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None):
+    def fake(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None, **budget):
         seen.append(sorted(candidates))
         out = {}
         with torch.no_grad():
@@ -635,3 +635,72 @@ def test_a_composite_ofi_plan_keeps_its_subgraph_choices_in_the_artifact(tmp_pat
             assert _close(pt.load(str(tmp_path / "out"))(*inputs), _eager(model, inputs))
     finally:
         torch.set_num_threads(d)
+
+
+def test_a_candidate_that_cannot_win_stops_early_and_a_deadline_ends_the_rounds():
+    import time
+
+    calls = {"base": 0, "fast": 0, "slow": 0}
+
+    def sleeper(name, seconds):
+        def run():
+            calls[name] += 1
+            time.sleep(seconds)
+        return run
+
+    runs = {"base": sleeper("base", 0.002), "fast": sleeper("fast", 0.0005), "slow": sleeper("slow", 0.02)}
+    stopped = {}
+    timings = measure.measure_interleaved(runs, rounds=8, warmup=1, min_sample_s=0.0, deadline=time.monotonic() + 600,
+                                          keep=("base",), stopped=stopped)
+    # 20 ms against 0.5 ms: after the minimum rounds the slow one cannot win and is no longer timed;
+    # the baseline (kept) and the fastest run every round.
+    assert stopped == {"slow": measure.MIN_ROUNDS}
+    assert len(timings["slow"].samples) == measure.MIN_ROUNDS
+    assert len(timings["base"].samples) == len(timings["fast"].samples) == 8
+    # A deadline already past: every candidate gets the minimum rounds, then timing ends.
+    timings = measure.measure_interleaved(runs, rounds=8, warmup=1, min_sample_s=0.0, deadline=time.monotonic())
+    assert {n: len(t.samples) for n, t in timings.items()} == {n: measure.MIN_ROUNDS for n in runs}
+    assert measure.cannot_win([2.0] * 5, [1.0] * 5) and not measure.cannot_win([1.0] * 5, [1.0] * 5)
+
+
+def test_a_spent_time_budget_leaves_subgraphs_eager_and_reports_the_cost(tmp_path):
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    bank = str(tmp_path / "bank")
+    _, report = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out"),
+                            **dict(FAST, time_budget=1e-6))
+    cost = report["cost"]
+    assert cost["time_budget_s"] == 1e-6 and cost["seconds"] > 0
+    assert set(cost["phases_s"]) >= {"capture", "subgraphs", "model_candidates", "save", "final_timing"}
+    # Every subgraph was left eager for the budget, said so, and none was stored in the bank.
+    assert cost["not_tuned_for_time"] == [r["submod"] for r in report["subgraphs"]] != []
+    assert all(r["strategy"] == "eager" and r["note"].startswith("time budget spent") for r in report["subgraphs"])
+    conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
+    assert conn.execute("SELECT COUNT(*) FROM sgat_entries WHERE kind='subgraph'").fetchone() == (0,)
+    conn.close()
+    assert json.loads(open(report["result_file"]).read())["SGAT"]["tuning_cost"]["time_budget_s"] == 1e-6
+    with torch.no_grad():
+        assert _close(pt.load(str(tmp_path / "out"))(*inputs), model.eval()(*inputs))
+    with pytest.raises(pt.TuneError, match="time_budget must be a positive number of seconds"):
+        pt.optimize(model, inputs, bank=False, **dict(FAST, time_budget=0))
+
+
+def test_a_broken_subgraph_is_left_eager_with_a_note(tmp_path, monkeypatch):
+    """One part that cannot be tuned (here: every strategy build raises something unexpected)
+    never fails the model: that subgraph stays eager and the report says why."""
+    from portkit.tune import sgat
+
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    real = sgat._tune_subgraph
+
+    def flaky(sub, sin, *args, **kw):
+        if "layers.1" in args[5]:  # the label names the block
+            raise KeyError("boom")
+        return real(sub, sin, *args, **kw)
+
+    monkeypatch.setattr(sgat, "_tune_subgraph", flaky)
+    _, report = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "out"), **FAST)
+    broken = [r for r in report["subgraphs"] if r["name"] == "layers.1"]
+    assert broken and all(r["strategy"] == "eager" and "KeyError" in r["note"] for r in broken)
+    assert any("left eager: KeyError: 'boom'" in n for n in report["notes"])
+    with torch.no_grad():
+        assert _close(pt.load(str(tmp_path / "out"))(*inputs), model.eval()(*inputs))

@@ -2,7 +2,7 @@
 
     python -m portkit.tune --model pkg.module:make_model --input 8x3x224x224[,int64:8x128] \
         --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1|2 [--portkit BIN] [--max-evals N]]
-        [--no-compile] [--threads N]
+        [--no-compile] [--threads N] [--time-budget SECONDS]
 
 ``--model`` names a callable (``module:attr``, imported with the current folder on sys.path)
 returning an ``nn.Module``. ``--input`` lists the example inputs, comma-separated, each
@@ -143,6 +143,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None, help="pin the intra-op thread count (default: tuned)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--min-sample-ms", type=float, default=2.0)
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="seconds the tuning may take (default: portkit.tune's, 120; 0: no bound)")
     args = ap.parse_args(argv)
     try:
         import torch  # noqa: F401
@@ -162,6 +164,8 @@ def main(argv=None):
             raise UsageError("--rounds must be at least 3 and --warmup at least 0")
         if args.threads is not None and args.threads < 1:
             raise UsageError("--threads must be at least 1")
+        if args.time_budget is not None and not args.time_budget >= 0:
+            raise UsageError("--time-budget must be a number of seconds (0: no bound)")
         parsed = parse_inputs(",".join(args.input))
         model = load_factory(args.model)
         inputs = make_inputs(parsed)
@@ -171,6 +175,9 @@ def main(argv=None):
     import torch
 
     from . import TuneError, optimize
+    from .sgat import DEFAULT_TIME_BUDGET_S
+
+    budget = DEFAULT_TIME_BUDGET_S if args.time_budget is None else (args.time_budget or None)
 
     try:
         with torch.no_grad():
@@ -192,7 +199,7 @@ def main(argv=None):
                              warmup=args.warmup, min_sample_s=args.min_sample_ms / 1e3,
                              tuning_name=args.model, threads=args.threads,
                              job_types=("sgat", "opat") if args.job_type == 2 else ("sgat",),
-                             portkit=args.portkit, opat_max_evals=args.max_evals)
+                             portkit=args.portkit, opat_max_evals=args.max_evals, time_budget=budget)
     except TuneError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 1
@@ -201,7 +208,7 @@ def main(argv=None):
                          % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
         return 1
     summary = {k: report.get(k) for k in ("plan", "baseline", "result", "speedup", "speedup_ci95", "repo_summary",
-                                          "tuned", "artifact", "result_file", "seconds")}
+                                          "tuned", "artifact", "result_file", "seconds", "cost")}
     if "opat_kernels" in report:
         summary["opat_kernels"] = report["opat_kernels"]
     summary["model_bank"] = report.get("model_repo")

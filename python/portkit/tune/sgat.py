@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -472,14 +473,34 @@ def _why(e):
     return "%s: %s" % (type(e).__name__, text[:200]) if text else type(e).__name__
 
 
+#: The default ``time_budget`` (seconds): a ResNet-50-size model tunes within 3 minutes on two
+#: cores, building and saving the plan and the final timing included.
+DEFAULT_TIME_BUDGET_S = 120.0
+
+#: Shares of the budget: the thread count search ends by THREADS_SHARE of it, the subgraphs by
+#: SUBGRAPH_SHARE; torch.compile (tens of seconds per thread count) is tried only while
+#: COMPILE_SHARE of it is left.
+THREADS_SHARE, SUBGRAPH_SHARE, COMPILE_SHARE = 0.1, 0.55, 0.5
+
+#: Bank kind of an OPAT kernel that did not beat torch's linear ("unsatisfied"), with the
+#: conditions it was timed under: the next run leaves that shape on torch's op without timing it.
+OPAT_UNSATISFIED = "opat_unsatisfied"
+
+
 class Report(dict):
     """The outcome of ``optimize`` (a dict: plan, timings, accounting, files, notes)."""
 
 
 def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=False, repeat_tune=None,
              output=None, use_compile=None, compile_mode=None, rounds=15, warmup=2, min_sample_s=0.002,
-             final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None):
+             final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None,
+             time_budget=DEFAULT_TIME_BUDGET_S):
     """Tunes ``model`` for ``example_inputs`` on this machine; returns (optimized module, Report).
+
+    ``example_inputs``: the tensors (a tuple, or one tensor) the model is tuned and checked on:
+    real inputs where the model needs them (token ids within its vocabulary). The caller's model is
+    not changed: a copy is tuned (train/eval mode and requires_grad flags stay as they were).
+    ``time_budget``: seconds the tuning may take (None: no bound); see docs/tune.md ("Cost").
 
     ``bank``: knowledge-base folder (None: $TUNE_BANK_PATH, else ~/.cache/portkit; False: none).
     ``lookup_only``: use bank entries, tune nothing (misses stay eager). ``repeat_tune``: re-tune
@@ -508,11 +529,15 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         use_compile = cands.torch_compile_available()
     if final_rounds is None:
         final_rounds = max(rounds, 10)
+    if time_budget is not None and not time_budget > 0:
+        raise TuneError("time_budget must be a positive number of seconds (or None for no bound), not %r"
+                        % (time_budget,))
     inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     settings = _Settings(bank=bank, use_opat=use_opat, lookup_only=lookup_only, repeat_tune=repeat_tune,
                          output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
                          warmup=warmup, min_sample_s=min_sample_s, final_rounds=final_rounds,
-                         tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals)
+                         tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals,
+                         time_budget=time_budget)
     with _CallerState(model) as own:
         return _Tuning(own, inputs, settings, _progress if progress else (lambda msg: None)).run()
 
@@ -558,6 +583,9 @@ class _Tuning:
         self.model, self.inputs, self.s, self.say = model, inputs, settings, say
         self.default_threads = torch.get_num_threads()
         self.started = time.time()
+        self.clock0 = time.monotonic()
+        self.cost = {"time_budget_s": settings.time_budget, "phases_s": {}, "stopped_early": {},
+                     "not_tuned_for_time": []}
         self.result = ResultFile(os.path.join(settings.output, result_file_name()) if settings.output else None,
                                  settings.tuning_name or type(model).__name__)
         if settings.output:
@@ -577,6 +605,19 @@ class _Tuning:
         self.sub_inputs = {}
         self.opat_records = []
 
+    def by(self, share):
+        """The time.monotonic() by which ``share`` of the budget is spent (None: no budget)."""
+        return None if self.s.time_budget is None else self.clock0 + share * self.s.time_budget
+
+    def left(self):
+        """Seconds of the budget left (infinite without one)."""
+        return float("inf") if self.s.time_budget is None else self.by(1.0) - time.monotonic()
+
+    def phase(self, name, t0):
+        """Adds the time since ``t0`` (time.monotonic()) to phase ``name`` of the cost report."""
+        phases = self.cost["phases_s"]
+        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - t0, 3)
+
     def note(self, msg, progress=None):
         """A finding for the report (and the progress line, ``progress`` when it differs)."""
         self.say(progress or msg)
@@ -584,15 +625,24 @@ class _Tuning:
 
     def run(self):
         try:
+            t0 = time.monotonic()
             with torch.no_grad():
                 self.reference = self.model(*self.inputs)
             self._capture()
             self._model_entry()
+            self.phase("capture", t0)
+            t0 = time.monotonic()
             self._choose_subgraph_threads()
+            self.phase("threads", t0)
             if self.s.use_opat:
+                t0 = time.monotonic()
                 self._tune_opat()
+                self.phase("opat", t0)
             if self.cap.traced:
+                t0 = time.monotonic()
                 self._tune_subgraphs()
+                self.phase("subgraphs", t0)
+            t0 = time.monotonic()
             if self.reuse_plan:
                 self.plan_strategy = self.model_entry["strategy"]
                 self.threads = int(self.s.threads) if self.s.threads is not None else self.stored_threads
@@ -600,8 +650,11 @@ class _Tuning:
                          % (self.plan_strategy, self.threads))
             else:
                 self._choose_model_plan(self._time_model_candidates())
+            self.phase("model_candidates", t0)
+            t0 = time.monotonic()
             chosen, artifact = self._build_and_save()
             mrec = self._model_record()
+            self.phase("save", t0)
             return self._final_timing(chosen, artifact, mrec)
         except Exception:
             self.result.status = "tuning failed"
@@ -663,7 +716,8 @@ class _Tuning:
                 runs = {"threads=%d" % t: (lambda: self.model(*self.inputs)) for t in self.thread_counts}
                 count = lambda n: int(n.split("=")[1])
                 timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                              prepare=thread_switcher(runs, count))
+                                              prepare=thread_switcher(runs, count), deadline=self.by(THREADS_SHARE),
+                                              keep=("threads=%d" % default,))
                 base = timings["threads=%d" % default]
                 best = min(timings.values(), key=lambda t: t.median)
                 if best is not base and significantly_faster(best, base):
@@ -685,12 +739,44 @@ class _Tuning:
         try:
             self.opat_records = opat.tune_kernels(shapes, self.location, self.s.portkit, work,
                                                   max_evals=self.s.opat_max_evals, say=self.say,
-                                                  lookup_only=self.s.lookup_only)
-        except opat.KernelError as e:
-            raise TuneError(str(e)) from None
+                                                  lookup_only=self.s.lookup_only,
+                                                  known_unsatisfied=self._known_unsatisfied_kernel,
+                                                  timeout=max(60.0, min(3600.0, self.left())))
+        except (opat.KernelError, OSError, subprocess.SubprocessError) as e:
+            # The kernels are one candidate among many: without them the Linear layers stay on
+            # torch's op and the rest of the model is tuned as usual.
+            self.note("opat: no tuned kernels (%s); Linear layers stay on torch's op" % _why(e))
+            self.opat_records = []
+        for rec in self.opat_records:
+            self._remember_unsatisfied_kernel(rec)
         self.report["opat_kernels"] = self.opat_records
         if not shapes:
             self.report["notes"].append("opat: the model has no torch.nn.Linear")
+
+    def _opat_key(self, rec):
+        """The bank key of a kernel's routing outcome: its shape, its configuration and the
+        conditions it was timed under (torch, CPU, cores, thread count, portkit)."""
+        shape = "%dx%dx%d%s" % (rec["m"], rec["n"], rec["k"], "+bias" if rec["bias"] else "")
+        return (OPAT_UNSATISFIED, shape, rec.get("config", ""), _validators(self.sub_threads))
+
+    def _known_unsatisfied_kernel(self, rec):
+        """Why the kernel of ``rec`` is not timed again (an earlier run found it no faster than
+        torch's linear under the same conditions), or None; REPEAT_TUNE times it again."""
+        if self.store is None or self.s.repeat_tune:
+            return None
+        entry, _ = self.store.lookup(*self._opat_key(rec), {"torch"})
+        if entry is None:
+            return None
+        return ("unsatisfied in the bank: torch's linear %.1f us vs the tuned kernel %.1f us under the same "
+                "conditions; not timed again (REPEAT_TUNE=1 times it again)" % (entry["eager_us"], entry["best_us"]))
+
+    def _remember_unsatisfied_kernel(self, rec):
+        if self.store is None or rec.get("routed") or rec.get("unsatisfied") or rec.get("wrong_result") \
+                or not rec.get("torch_us") or not rec.get("tuned_us"):
+            return
+        self.store.store(*self._opat_key(rec), name="linear %s" % self._opat_key(rec)[1], strategy="torch",
+                         detail={k: rec[k] for k in ("speedup", "lower_bound", "pairs") if k in rec},
+                         eager_us=rec["torch_us"], best_us=rec["tuned_us"])
 
     # ---- subgraphs: each one's strategy from the bank or timed here ----
     def _tune_subgraphs(self):
@@ -706,6 +792,9 @@ class _Tuning:
         names = [n for n, _ in cap.split.named_children() if n in cap.names]
         for i, name in enumerate(names):
             counter = "[%d/%d]" % (i + 1, len(names))
+            # Each subgraph may time until its share of what is left for the subgraphs.
+            end = self.by(SUBGRAPH_SHARE)
+            self.sub_deadline = None if end is None else time.monotonic() + (end - time.monotonic()) / (len(names) - i)
             try:
                 rec = self._tune_one_subgraph(name, counter, validators)
             except Exception as e:  # noqa: BLE001 - one part that cannot be tuned never fails the model
@@ -738,9 +827,17 @@ class _Tuning:
         elif s.lookup_only:
             rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
             self.say("%s %s: not in the bank (lookup only), eager" % (counter, label))
+        elif self.sub_deadline is not None and time.monotonic() > self.by(SUBGRAPH_SHARE):
+            # Not stored in the bank: the next run tunes it.
+            rec.update(repo=["unsatisfied"], note="time budget spent: not tuned, left eager")
+            self.cost["not_tuned_for_time"].append(name)
+            self.say("%s %s: time budget spent, eager" % (counter, label))
         else:
+            stopped = self.cost["stopped_early"]
             rec.update(_tune_subgraph(sub, sin, entry, s.rounds, s.warmup, s.min_sample_s, self.say,
-                                      "%s %s" % (counter, label), self.known_sub))
+                                      "%s %s" % (counter, label), self.known_sub, deadline=self.sub_deadline))
+            for strategy, n in rec.get("stopped_early", {}).items():
+                stopped["%s/%s" % (name, strategy)] = n
             if self.store:
                 self.store.store(*key, name=rec["name"], strategy=rec["strategy"],
                                  detail={"candidates": rec.get("candidates", {})},
@@ -771,7 +868,9 @@ class _Tuning:
             strategies += ["composite", "composite_ofi"]
         if traced:
             strategies.append("fx_fused")
-        if s.use_compile:
+        if s.use_compile and self.left() < COMPILE_SHARE * (s.time_budget or 0):
+            self.note("torch.compile not tried: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget))
+        elif s.use_compile:
             # torch.compile as the user would call it, and with the GEMM/convolution templates
             # autotuned on this machine and the weights frozen (compiling takes longer: tens of
             # seconds for a small model on 2 cores, paid once per model and thread count and
@@ -835,8 +934,10 @@ class _Tuning:
         # Grouped by thread count: the count changes once per group and round (a change costs the
         # next call more than a steady count does), never between two samples of one count.
         count = lambda n: self.pairs[n][1]
+        stopped = self.cost["stopped_early"]
         timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                      prepare=thread_switcher(runs, count), group=count)
+                                      prepare=thread_switcher(runs, count), group=count, deadline=self.by(0.95),
+                                      keep=(self.baseline,), stopped=stopped)
         for n, t in timings.items():
             self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
                                                 baseline=n == self.baseline)
@@ -917,8 +1018,13 @@ class _Tuning:
         s, plan, result, report = self.s, self.plan, self.result, self.report
         final = {"baseline": lambda: self.model(*self.inputs), "result": lambda: chosen(*self.inputs)}
         count = lambda n: self.default_threads if n == "baseline" else plan.threads
+        t0 = time.monotonic()
         timings = measure_interleaved(final, rounds=s.final_rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                      prepare=thread_switcher(final, count))
+                                      prepare=thread_switcher(final, count), deadline=self.by(1.1),
+                                      keep=("baseline", "result"))
+        self.phase("final_timing", t0)
+        self.cost["seconds"] = round(time.monotonic() - self.clock0, 3)
+        report["cost"] = self.cost
         torch.set_num_threads(plan.threads)  # the returned module runs at the plan's count
         result.baseline, result.result = timings["baseline"], timings["result"]
         mrec.update(before_us=timings["baseline"].median * 1e6, after_us=timings["result"].median * 1e6)
@@ -931,7 +1037,7 @@ class _Tuning:
         result.status = "tuning successful"
         result.extra = {"plan": plan.to_json(), "speedup": round(1.0 / ratio, 4) if ratio > 0 else None,
                         "speedup_ci95": [round(1.0 / ci[1], 4), round(1.0 / ci[0], 4)] if ci[0] > 0 else None,
-                        "model_bank": report.get("model_repo"), "notes": report["notes"],
+                        "model_bank": report.get("model_repo"), "notes": report["notes"], "tuning_cost": self.cost,
                         "model_candidates_ms": {n: round(c["median_ms"], 4) for n, c in report["candidates"].items()}}
         result.write()
         if result.path:
@@ -946,9 +1052,9 @@ class _Tuning:
         return chosen, report
 
 
-def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, allowed=None):
+def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, allowed=None, deadline=None):
     """Builds, checks and times every strategy (of ``allowed``) for one subgraph; the outcome as a
-    record update."""
+    record update. ``deadline``: see measure_interleaved (eager is always timed to the end)."""
     with torch.no_grad():
         ref = sub(*sin)
     built = {}
@@ -966,11 +1072,15 @@ def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, al
         except Exception:  # noqa: BLE001 - strategies that do not apply are skipped
             pass
     runs = {n: (lambda m=m: m(*sin)) for n, m in built.items()}
-    timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s)
+    stopped = {}
+    timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
+                                  deadline=deadline, keep=("eager",), stopped=stopped)
     eager = timings["eager"]
     best = min(timings.values(), key=lambda t: t.median)
     incumbent = timings.get(entry["strategy"]) if entry else None
     rec = {"candidates": {n: round(t.median * 1e6, 3) for n, t in timings.items()}}
+    if stopped:
+        rec["stopped_early"] = stopped
     if entry is not None and incumbent is not None:
         # REPEAT_TUNE: the stored strategy is re-measured here; replaced only when beaten beyond noise.
         if best is not incumbent and significantly_faster(best, incumbent):
