@@ -154,7 +154,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   if (Status st = CheckInputSpec(input_spec); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(output, "--output"); !st.ok()) return Fail(ctx, st);
   // The artifact's fixed names (docs/safety.md, Outputs); its result file's name is new each run.
-  const std::vector<std::string> artifact = {"optimized.pt", "optimized.json", "optimized_module.pt"};
+  const std::vector<std::string> artifact = {"optimized.pt", "optimized.json", "optimized_module.pt", "optimized.onnx"};
   if (Status st = CheckReplaceableIn(output, artifact, "--output", force); !st.ok()) return Fail(ctx, st);
   if (!bank.empty())
     if (Status st = CheckOutputFolder(bank, "--bank"); !st.ok()) return Fail(ctx, st);

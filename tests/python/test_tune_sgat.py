@@ -704,3 +704,36 @@ def test_a_broken_subgraph_is_left_eager_with_a_note(tmp_path, monkeypatch):
     assert any("left eager: KeyError: 'boom'" in n for n in report["notes"])
     with torch.no_grad():
         assert _close(pt.load(str(tmp_path / "out"))(*inputs), model.eval()(*inputs))
+
+
+def test_an_onnxruntime_plan_keeps_a_module_interface_and_records_its_version(tmp_path, monkeypatch):
+    """ONNX Runtime (when installed) is a whole-model candidate with its own settings searched;
+    chosen (here: the measurement replaced by given timings), its artifact is optimized.onnx with
+    the settings and ONNX Runtime's version in the plan, loads as a module returning tensors, and the
+    second run rebuilds it from the bank."""
+    ort = pytest.importorskip("onnxruntime")
+    from portkit.tune import sgat
+
+    d, _, _ = _joint_setup(monkeypatch, {"onnxruntime@%dt" % (torch.get_num_threads() + 1): 0.3})
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    bank, out = str(tmp_path / "bank"), str(tmp_path / "out")
+    try:
+        _, report = pt.optimize(model, inputs, bank=bank, output=out, **dict(FAST, threads=None))
+        assert report["plan"]["strategy"] == "onnxruntime"
+        options = report["plan"]["ort_options"]
+        assert options["intra_op_num_threads"] == report["plan"]["threads"] == d + 1
+        assert {options["graph_optimization_level"], options["execution_mode"]} <= {
+            "ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_SEQUENTIAL", "ORT_PARALLEL"}
+        doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+        assert doc["artifact"] == "optimized.onnx" and doc["onnxruntime"] == ort.__version__
+        assert doc["ort_options"] == options
+        loaded = pt.load(out)
+        assert isinstance(loaded, torch.nn.Module)
+        other = (torch.randn(2, 3, 16, 16),)
+        with torch.no_grad():
+            assert _close(loaded(*other), model.eval()(*other))
+        _, second = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out2"), **dict(FAST, threads=None))
+        assert not second["tuned"] and second["plan"] == report["plan"]
+    finally:
+        torch.set_num_threads(d)
+    assert sgat.ort.STRATEGY in sgat.MODEL_STRATEGIES

@@ -18,6 +18,7 @@ import torch
 from .. import __version__ as PORTKIT_VERSION
 from .. import safe_load
 from . import candidates as cands
+from . import ort
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
 from .measure import Timing, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
@@ -32,7 +33,7 @@ KERNELS = "kernels"
 #: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
 EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
-                    "composite", "composite_ofi", "fx_fused")
+                    "composite", "composite_ofi", "fx_fused", ort.STRATEGY)
 
 #: Whole-model strategies whose module runs eagerly (no TorchScript): the artifact holds it as
 #: torch.save wrote it (EAGER_MODULE), which portkit.tune.load returns; optimized.pt is TorchScript
@@ -41,7 +42,8 @@ PICKLED_STRATEGIES = ("eager", "fx_fused")
 
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
-BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune")
+BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
+                      ort.STRATEGY)
 
 #: Whole-model strategies that are torch.compile, and the compile settings each uses (None: the
 #: ``compile_mode`` given to optimize, torch.compile's default when that is None too).
@@ -105,15 +107,19 @@ def outputs_match(got, want, rtol=1e-4, atol=1e-5):
 class Plan:
     """What the artifact is: the whole-model strategy, per-subgraph strategies, thread count."""
 
-    def __init__(self, strategy, threads, subgraphs=None, compile_mode=None):
+    def __init__(self, strategy, threads, subgraphs=None, compile_mode=None, ort_options=None):
         self.strategy = strategy
         self.threads = threads
         self.subgraphs = subgraphs or {}
         self.compile_mode = compile_mode
+        self.ort_options = ort_options  # ONNX Runtime's session settings of an onnxruntime plan
 
     def to_json(self):
-        return {"strategy": self.strategy, "threads": self.threads, "subgraphs": self.subgraphs,
-                "compile_mode": self.compile_mode}
+        doc = {"strategy": self.strategy, "threads": self.threads, "subgraphs": self.subgraphs,
+               "compile_mode": self.compile_mode}
+        if self.ort_options is not None:
+            doc["ort_options"] = self.ort_options
+        return doc
 
 
 def _build_composite(cap, choices, sub_inputs, inputs):
@@ -216,6 +222,8 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     path = os.path.join(output, ARTIFACT)
     tmp = path + ".tmp%d" % os.getpid()
     load_transform = None
+    if plan.strategy == ort.STRATEGY:
+        return _save_ort_artifact(output, plan, model, inputs)
     if plan.strategy in COMPILE_STRATEGIES:
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
@@ -272,6 +280,20 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     return path
 
 
+def _save_ort_artifact(output, plan, model, inputs):
+    """OUTPUT/optimized.onnx and the plan naming it, ONNX Runtime's options and version."""
+    path = os.path.join(output, ort.ONNX_FILE)
+    tmp = path + ".tmp%d" % os.getpid()
+    with open(tmp, "wb") as f:
+        f.write(ort.export(model, inputs))
+    os.replace(tmp, path)
+    doc = dict(plan.to_json(), artifact=ort.ONNX_FILE, kind=ort.STRATEGY, load_transform=None,
+               torch=torch.__version__, portkit=PORTKIT_VERSION, onnxruntime=ort.version())
+    doc[HASHES] = {ort.ONNX_FILE: safe_load.sha256_of(path)}
+    write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return path
+
+
 def _saved_kernels(output):
     """The opat_kernels records of the plan save_artifact wrote in OUTPUT."""
     with open(os.path.join(output, PLAN), encoding="utf-8") as f:
@@ -313,6 +335,8 @@ def load(path):
         plan = files.plan
         main = (plan["module"], "module") if plan.get("module") and plan.get("kind") != "torch_compile" \
             else (name, "artifact")
+        if plan.get("kind") == ort.STRATEGY:
+            main = (plan.get("artifact") or ort.ONNX_FILE, "artifact")
         # Every file is checked before the first is loaded; each is hashed again as it is loaded.
         for kernel in _routed_kernels(plan):
             files.verify(kernel["so"], "kernel")
@@ -321,6 +345,9 @@ def load(path):
             torch.set_num_threads(int(plan["threads"]))
         _register_kernels(files, plan)
         with files.open(*main) as f:
+            if plan.get("kind") == ort.STRATEGY:
+                return ort.OrtModule(f.read(), dict(plan.get("ort_options") or {}, intra_op_num_threads=int(
+                    (plan.get("ort_options") or {}).get("intra_op_num_threads") or plan.get("threads") or 1)))
             if main[1] == "module":
                 return _load_pickled(f).eval()
             if plan.get("kind") == "torch_compile":
@@ -604,6 +631,8 @@ class _Tuning:
         self.choices = {}
         self.sub_inputs = {}
         self.opat_records = []
+        self.onnx_bytes = None
+        self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
 
     def by(self, share):
         """The time.monotonic() by which ``share`` of the budget is spent (None: no budget)."""
@@ -646,6 +675,8 @@ class _Tuning:
             if self.reuse_plan:
                 self.plan_strategy = self.model_entry["strategy"]
                 self.threads = int(self.s.threads) if self.s.threads is not None else self.stored_threads
+                if self.plan_strategy == ort.STRATEGY:
+                    self.ort_options[self.threads] = self.model_entry["detail"].get("ort_options")
                 self.say("bank hit for the model plan: %s at %d threads (no candidate timed)"
                          % (self.plan_strategy, self.threads))
             else:
@@ -846,8 +877,37 @@ class _Tuning:
 
     # ---- the whole model: candidates built, checked and timed interleaved ----
     def build(self, strategy, count):
+        if strategy == ort.STRATEGY:
+            return self._build_ort(count)
         return build_model_strategy(strategy, self.model, self.cap, self.choices, self.sub_inputs, self.inputs,
                                     self.s.compile_mode, count)
+
+    def _build_ort(self, count):
+        """ONNX Runtime at ``count`` intra-op threads with the fastest of its settings there
+        (searched once per count, interleaved; a setting whose outputs differ is refused)."""
+        if self.onnx_bytes is None:
+            self.onnx_bytes = ort.export(self.model, self.inputs)
+        known = self.ort_options.get(count)
+        if known:
+            return ort.OrtModule(self.onnx_bytes, known)
+        built = {}
+        for options in ort.settings_at(count):
+            m = ort.OrtModule(self.onnx_bytes, options)
+            with torch.no_grad():
+                ok, why = outputs_match(m(*self.inputs), self.reference)
+            if ok:
+                built["%s/%s" % (options["graph_optimization_level"], options["execution_mode"])] = (m, options)
+        if not built:
+            raise TuneError("no ONNX Runtime setting reproduces eager's outputs")
+        runs = {n: (lambda m=m: m(*self.inputs)) for n, (m, _) in built.items()}
+        s = self.s
+        timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                      deadline=self.by(0.9))
+        best = min(timings.values(), key=lambda t: t.median).name
+        self.report.setdefault("ort_settings_ms", {})[str(count)] = {n: round(t.median * 1e3, 4)
+                                                                     for n, t in timings.items()}
+        self.ort_options[count] = built[best][1]
+        return built[best][0]
 
     def check(self, name, module):
         with torch.no_grad():
@@ -868,6 +928,10 @@ class _Tuning:
             strategies += ["composite", "composite_ofi"]
         if traced:
             strategies.append("fx_fused")
+        if ort.available():
+            strategies.append(ort.STRATEGY)
+        else:
+            self.note("onnxruntime not installed: ONNX Runtime not tried")
         if s.use_compile and self.left() < COMPILE_SHARE * (s.time_budget or 0):
             self.note("torch.compile not tried: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget))
         elif s.use_compile:
@@ -886,7 +950,7 @@ class _Tuning:
         # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
         # on torch's count, so a torch.compile candidate is built per count with inductor's
         # ``cpp.threads`` set to it (compiled on its first call).
-        per_count = strategy in COMPILE_STRATEGIES
+        per_count = strategy in COMPILE_STRATEGIES or strategy == ort.STRATEGY
         if per_count:
             self.say("%s: compiling at %s threads (inductor; each count's first call compiles)"
                      % (strategy, "/".join(str(t) for t in counts)))
@@ -993,7 +1057,7 @@ class _Tuning:
         self.plan = plan = Plan(strategy, self.threads,
                                 dict(self.choices) if strategy in ("composite", "composite_ofi") else {},
                                 (COMPILE_STRATEGIES[strategy] or s.compile_mode) if strategy in COMPILE_STRATEGIES
-                                else None)
+                                else None, self.ort_options.get(self.threads) if strategy == ort.STRATEGY else None)
         self.say("plan: %s, %d threads" % (plan.strategy, plan.threads))
         chosen = self.build(plan.strategy, plan.threads)
         if not self.check(plan.strategy, chosen):
@@ -1030,8 +1094,9 @@ class _Tuning:
         mrec.update(before_us=timings["baseline"].median * 1e6, after_us=timings["result"].median * 1e6)
         if self.store and not self.reuse_plan and not s.lookup_only:
             self.store.store(*self.model_key, name=result.tuning_name, strategy=plan.strategy,
-                             detail={"threads": plan.threads, "subgraph_threads": self.sub_threads,
-                                     "compile_mode": plan.compile_mode},
+                             detail=dict({"threads": plan.threads, "subgraph_threads": self.sub_threads,
+                                          "compile_mode": plan.compile_mode},
+                                         **({"ort_options": plan.ort_options} if plan.ort_options else {})),
                              eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
         ratio, ci = paired_ratio(timings["result"], timings["baseline"])
         result.status = "tuning successful"
