@@ -1126,6 +1126,10 @@ def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, al
     for name in cands.STRATEGIES:
         if allowed is not None and name not in allowed:
             continue
+        if deadline is not None and len(built) > 1 and time.monotonic() > deadline:
+            # Strategies are in order of how often they win; the rest are not built.
+            say("%s: time budget: %s and later strategies not built" % (label, name))
+            break
         try:
             m = cands.build(name, sub, sin)
             with torch.no_grad():
