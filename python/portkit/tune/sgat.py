@@ -771,8 +771,7 @@ class _Tuning:
             self.opat_records = opat.tune_kernels(shapes, self.location, self.s.portkit, work,
                                                   max_evals=self.s.opat_max_evals, say=self.say,
                                                   lookup_only=self.s.lookup_only,
-                                                  known_unsatisfied=self._known_unsatisfied_kernel,
-                                                  timeout=max(60.0, min(3600.0, self.left())))
+                                                  known_unsatisfied=self._known_unsatisfied_kernel)
         except (opat.KernelError, OSError, subprocess.SubprocessError) as e:
             # The kernels are one candidate among many: without them the Linear layers stay on
             # torch's op and the rest of the model is tuned as usual.
@@ -858,6 +857,11 @@ class _Tuning:
         elif s.lookup_only:
             rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
             self.say("%s %s: not in the bank (lookup only), eager" % (counter, label))
+        elif self.reuse_plan and self.model_entry["strategy"] not in ("composite", "composite_ofi"):
+            # The model's plan comes from the bank and does not use per-subgraph choices: tuning
+            # this subgraph now would not change what is built.
+            rec.update(repo=["unsatisfied"], note="not in the bank; the model's plan (from the bank) does not use it")
+            self.say("%s %s: not in the bank, not needed by the model's plan from the bank" % (counter, label))
         elif self.sub_deadline is not None and time.monotonic() > self.by(SUBGRAPH_SHARE):
             # Not stored in the bank: the next run tunes it.
             rec.update(repo=["unsatisfied"], note="time budget spent: not tuned, left eager")
