@@ -137,11 +137,12 @@ def test_every_model_tunes_and_its_artifact_equals_eager(name, tmp_path):
     model.eval()
     threads = torch.get_num_threads()
     try:
-        with torch.no_grad():
-            want = model(*inputs)
         _, report = pt.optimize(model, inputs, output=str(tmp_path / "out"), tuning_name=name, **ZOO_SETTINGS)
         loaded = pt.load(str(tmp_path / "out"))
+        # Eager at the thread count the artifact runs at (load set it): a detection head's top-k
+        # and NMS give other boxes when rounding changes with the count.
         with torch.no_grad():
+            want = model(*inputs)
             ok, why = pt.outputs_match(loaded(*inputs), want)
     finally:
         torch.set_num_threads(threads)
