@@ -4,7 +4,8 @@ For each model (examples/tune/models.py: ResNet-style CNN with BatchNorm, MLP, t
 encoder block) at realistic shapes: run ``portkit.tune.optimize`` with a fresh bank, load the
 artifact with ``portkit.tune.load`` (one call), then time in ONE interleaved run eager (process
 default threads), torch.jit.optimize_for_inference, torch.compile (torch 2.x: default, and
-max-autotune with freezing) and ours. The
+max-autotune with freezing), ONNX Runtime (fp32, all graph optimisations, when ``onnxruntime`` is
+installed) and ours. The
 built-ins (and a second eager, "eager@Nt") run at the thread count our plan chose (the tuner
 chose it jointly with the strategy, timing every whole-model candidate at 1, the default and the
 core count: those timings are printed too), so the part of the gain that is only the thread count
@@ -37,6 +38,7 @@ import torch  # noqa: E402
 import portkit.tune as pt  # noqa: E402
 from portkit.tune import candidates as cands  # noqa: E402
 from portkit.tune import onednn  # noqa: E402
+from portkit.tune import ort  # noqa: E402
 from portkit.tune.measure import measure_interleaved, paired_ratio, thread_switcher  # noqa: E402
 from examples.tune import models  # noqa: E402
 
@@ -141,6 +143,15 @@ def main():
                 tuned(*inputs)
                 if pt.outputs_match(tuned(*inputs), want)[0]:
                     runs["torch.compile(max-autotune,freezing)"] = lambda: tuned(*inputs)
+            if ort.available():
+                # ONNX Runtime as a user would run it: exported once, all graph optimisations, the
+                # plan's thread count.
+                try:
+                    session = ort.OrtModule(ort.export(model, inputs), ort.settings_at(threads)[0])
+                    if pt.outputs_match(session(*inputs), want)[0]:
+                        runs["onnxruntime"] = lambda: session(*inputs)
+                except Exception as e:  # noqa: BLE001 - a model the exporter refuses: no ORT column
+                    print("  onnxruntime: not run (%s: %s)" % (type(e).__name__, str(e).splitlines()[0][:120]))
         # As the tuner measures: the candidates of one thread count back to back in each round, and
         # one untimed call after a change of count.
         count = lambda n: default_threads if n == "eager" else threads

@@ -17,16 +17,45 @@ namespace {
 constexpr std::string_view kDtypes[] = {"float32", "float64", "float16", "bfloat16", "int64",
                                         "int32",   "int16",   "int8",    "uint8",    "bool"};
 
-/// "8x3x224x224,int64:8x128": each part [DTYPE:]D0xD1x... with positive dimensions.
+/// "LOW..HIGH" after the dimensions: two numbers (integers for an integer dtype) with LOW < HIGH.
+Status CheckValueRange(const std::string& part, const std::string& dtype, const std::string& range) {
+  const bool floating = dtype == "float32" || dtype == "float64" || dtype == "float16" || dtype == "bfloat16";
+  if (dtype == "bool") return InvalidArgument("--input '" + part + "': a bool input takes no value range");
+  size_t dots = range.find("..");
+  auto number = [&](const std::string& text, double* value) {
+    if (text.empty() || text.size() > 30) return false;
+    const char* allowed = floating ? "+-0123456789.eE" : "+-0123456789";
+    if (text.find_first_not_of(allowed) != std::string::npos) return false;
+    char* end = nullptr;
+    *value = std::strtod(text.c_str(), &end);
+    return end == text.c_str() + text.size();
+  };
+  double low = 0, high = 0;
+  if (dots == std::string::npos || !number(range.substr(0, dots), &low) || !number(range.substr(dots + 2), &high))
+    return InvalidArgument("--input '" + part + "': expected a value range LOW..HIGH (" +
+                           (floating ? "numbers" : "integers") + ") after the dimensions, like " +
+                           (floating ? "-1.5..1.5" : "0..50"));
+  if (!(low < high))
+    return InvalidArgument("--input '" + part + "': the range " + range +
+                           " is empty (values are drawn from [LOW, HIGH), LOW < HIGH)");
+  return Status::Ok();
+}
+
+/// "8x3x224x224,int64:8x128:0..50": each part [DTYPE:]D0xD1x...[:LOW..HIGH] with positive dimensions.
 Status CheckInputSpec(const std::string& spec) {
   if (spec.empty()) return InvalidArgument("--input: empty; give shapes like 8x3x224x224 or int64:8x128");
   size_t start = 0;
   while (start <= spec.size()) {
     size_t comma = spec.find(',', start);
     std::string part = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t colon = part.rfind(':');
-    std::string dtype = colon == std::string::npos ? "float32" : part.substr(0, colon);
-    std::string dims = colon == std::string::npos ? part : part.substr(colon + 1);
+    std::string head = part, range;
+    if (size_t last = part.rfind(':'); last != std::string::npos && part.find("..", last) != std::string::npos) {
+      head = part.substr(0, last);
+      range = part.substr(last + 1);
+    }
+    size_t colon = head.rfind(':');
+    std::string dtype = colon == std::string::npos ? "float32" : head.substr(0, colon);
+    std::string dims = colon == std::string::npos ? head : head.substr(colon + 1);
     bool known = false;
     for (auto d : kDtypes) known = known || d == dtype;
     if (!known)
@@ -45,6 +74,8 @@ Status CheckInputSpec(const std::string& spec) {
       pos = x + 1;
     }
     if (count == 0) return InvalidArgument("--input '" + part + "': no dimensions");
+    if (!range.empty())
+      if (Status st = CheckValueRange(part, dtype, range); !st.ok()) return st;
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -82,10 +113,13 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   std::string framework, model, output, bank, python;
   std::vector<std::string> inputs;
   int job_type = 1, rounds = 15, threads = 0, max_evals = 0;
+  double time_budget = -1;
   bool lookup_only = false, repeat_tune = false, no_compile = false, force = false;
   app.add_option("--framework", framework, "pytorch")->required()->check(CLI::IsMember({"pytorch"}));
   app.add_option("--model", model, "Python factory pkg.module:make_model returning an nn.Module")->required();
-  app.add_option("--input", inputs, "example inputs, comma list of [DTYPE:]D0xD1x... (float32 default; repeatable)")
+  app.add_option("--input", inputs,
+                 "example inputs, comma list of [DTYPE:]D0xD1x...[:LOW..HIGH] (float32 default; values uniform in "
+                 "[LOW, HIGH), e.g. int64:8x16:0..50; repeatable)")
       ->required();
   app.add_option("--job-type", job_type,
                  "1 = subgraph tuning (SGAT); 2 = OPAT kernels for the model's Linear layers (portkit tune "
@@ -102,6 +136,10 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--rounds", rounds, "interleaved timing rounds per comparison")->default_val(15)->check(CLI::Range(3, 10000));
   app.add_option("--threads", threads, "pin the intra-op thread count (default: tuned among 1, torch's default, the cores)")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--time-budget", time_budget,
+                 "seconds the tuning may take (default 120: a ResNet-50-size model within 3 minutes on two cores; "
+                 "0: no bound); subgraphs left when it is spent stay eager, losing candidates stop early")
+      ->check(CLI::Range(0.0, 1e7));
   app.add_option("--python", python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
   app.add_flag("--force", force, "replace optimized.pt / optimized.json / optimized_module.pt in --output that portkit did not write");
   if (auto code = Parse(app, argc, argv)) return *code;
@@ -116,7 +154,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   if (Status st = CheckInputSpec(input_spec); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(output, "--output"); !st.ok()) return Fail(ctx, st);
   // The artifact's fixed names (docs/safety.md, Outputs); its result file's name is new each run.
-  const std::vector<std::string> artifact = {"optimized.pt", "optimized.json", "optimized_module.pt"};
+  const std::vector<std::string> artifact = {"optimized.pt", "optimized.json", "optimized_module.pt", "optimized.onnx"};
   if (Status st = CheckReplaceableIn(output, artifact, "--output", force); !st.ok()) return Fail(ctx, st);
   if (!bank.empty())
     if (Status st = CheckOutputFolder(bank, "--bank"); !st.ok()) return Fail(ctx, st);
@@ -140,6 +178,7 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   if (repeat_tune) spawn.argv.push_back("--repeat-tune");
   if (no_compile) spawn.argv.push_back("--no-compile");
   if (threads > 0) spawn.argv.insert(spawn.argv.end(), {"--threads", std::to_string(threads)});
+  if (time_budget >= 0) spawn.argv.insert(spawn.argv.end(), {"--time-budget", std::to_string(time_budget)});
   // The companion package's folder first on PYTHONPATH (as prof collect does); none found: the
   // interpreter's own (pip-installed) portkit.
   if (std::string env = CompanionPythonPathEnv(); !env.empty()) spawn.env_set.push_back(env);

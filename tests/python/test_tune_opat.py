@@ -273,6 +273,59 @@ def test_artifact_with_opat_subgraphs_loads_in_a_fresh_process(kernel_so, tmp_pa
     opat.unregister()
 
 
+def test_a_moved_artifact_runs_with_its_bank_deleted(portkit, tmp_path, python):
+    """The artifact is self-contained: its plan names the kernels by their place inside the
+    artifact folder, so the folder moved elsewhere loads and runs after the bank that built the
+    kernel is deleted (in a process that never saw the kernel)."""
+    import shutil
+
+    from portkit.tune import sgat
+    from portkit.tune.capture import capture, subgraph_inputs
+
+    ops = {"name": "opat", "ops": [{"op_name": "fc", "op_type": "MatMul", "inputs": [[M, K], [K, N]],
+                                   "attrs": {"bias": True}, "dtype": "float32", "count": 1}]}
+    (tmp_path / "ops.json").write_text(json.dumps(ops))
+    bank = tmp_path / "bank"
+    res = run([portkit, "tune", "--model", str(tmp_path / "ops.json"), "--tune-bank", str(bank), "--output",
+               str(tmp_path / "tuned"), "--max-evals", "1", "--repeats", "5", "--fix", "THREADS=1"])
+    assert res.returncode == 0, res.stderr
+    config = json.loads((tmp_path / "tuned" / "tuned_plan.json").read_text())["ops"][0]["strategy"]
+    so = opat.find_kernel(str(bank), config)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(K, N), torch.nn.ReLU(), torch.nn.Linear(N, 8)).eval()
+    x = torch.randn(M, K)
+    opat.unregister()
+    opat.register(opat.load_kernel(so), M, N, K, True)
+    try:
+        cap = capture(model, (x,))
+        sub_inputs = subgraph_inputs(cap.split, (x,))
+        choices = {name: "opat" for name, _ in cap.split.named_children()}
+        records = [{"m": M, "n": N, "k": K, "bias": True, "so": so, "config": config, "routed": True}]
+        (tmp_path / "art").mkdir()
+        sgat.save_artifact(str(tmp_path / "art"), sgat.Plan("composite", 1, choices), cap, model, (x,), sub_inputs,
+                           records)
+    finally:
+        opat.unregister()
+    doc_text = (tmp_path / "art" / "optimized.json").read_text()
+    assert str(bank) not in doc_text and str(tmp_path) not in doc_text  # nothing outside the folder
+    moved = tmp_path / "elsewhere" / "artifact"
+    moved.parent.mkdir()
+    os.rename(str(tmp_path / "art"), str(moved))
+    shutil.rmtree(str(bank))
+    torch.save({"x": x, "y": model(x).detach()}, str(tmp_path / "io.pt"))
+    code = ("import sys, torch; sys.path.insert(0, %r)\n"
+            "import portkit.tune as pt\n"
+            "from portkit.tune import opat\n"
+            "m = pt.load(%r)\n"
+            "io = torch.load(%r)\n"
+            "assert (%d, %d, %d, True) in opat.registered(), opat.registered()\n"
+            "with torch.no_grad(): y = m(io['x'])\n"
+            "assert torch.allclose(y, io['y'], rtol=1e-5, atol=1e-4), (y - io['y']).abs().max()\n"
+            "print('ok')\n" % (os.path.join(ROOT, "python"), str(moved), str(tmp_path / "io.pt"), M, N, K))
+    res = run([python, "-c", code], cwd=str(tmp_path), env=dict(os.environ, TUNE_BANK_PATH=str(bank)))
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
 def test_cli_job_type_2_tunes_kernels_and_chooses_per_subgraph(portkit, python, tmp_path):
     (tmp_path / "usermodel.py").write_text(MLP_FACTORY)
     r = run([portkit, "tune", "--framework=pytorch", "--job-type=2", "--python", python, "--model=usermodel:make",
@@ -294,3 +347,36 @@ def test_cli_job_type_2_tunes_kernels_and_chooses_per_subgraph(portkit, python, 
             "print('ok')\n" % (os.path.join(ROOT, "python"), str(tmp_path)))
     res = run([python, "-c", code], cwd=str(tmp_path))
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+
+
+def test_unsatisfied_kernels_are_remembered_and_skipped_unless_repeat_tune(portkit, tmp_path):
+    """A kernel that did not beat torch's linear is stored with its conditions; the next run
+    leaves that shape on torch's op without timing it, unless REPEAT_TUNE asks."""
+    from portkit.tune import sgat
+
+    model = torch.nn.Sequential(torch.nn.Linear(K, N)).eval()
+    x = torch.randn(M, K)
+    bank = str(tmp_path / "bank")
+    settings = sgat._Settings(bank=bank, use_opat=True, lookup_only=False, repeat_tune=False, output=None,
+                              use_compile=False, compile_mode=None, rounds=3, warmup=1, min_sample_s=0.0002,
+                              final_rounds=3, tuning_name="t", threads=1, portkit=portkit, opat_max_evals=1,
+                              time_budget=None)
+    tuning = sgat._Tuning(model, (x,), settings, lambda msg: None)
+    tuning.sub_threads = 1
+    rec = {"m": M, "n": N, "k": K, "bias": True, "config": "MC=1", "routed": False, "torch_us": 5.0,
+           "tuned_us": 6.0, "speedup": 0.83, "wrong_result": False}
+    assert tuning._known_unsatisfied_kernel(rec) is None
+    tuning._remember_unsatisfied_kernel(rec)
+    assert "unsatisfied in the bank: torch's linear 5.0 us vs the tuned kernel 6.0 us" in \
+        tuning._known_unsatisfied_kernel(rec)
+    assert tuning._known_unsatisfied_kernel(dict(rec, config="MC=2")) is None  # another configuration
+    tuning.sub_threads = 2
+    assert tuning._known_unsatisfied_kernel(rec) is None  # other conditions
+    tuning.sub_threads = 1
+    tuning.s.repeat_tune = True
+    assert tuning._known_unsatisfied_kernel(rec) is None
+    tuning.store.close()
+    # tune_kernels leaves a known-unsatisfied shape on torch's op without timing it.
+    records = opat.tune_kernels([(M, N, K, True)], bank, portkit, str(tmp_path / "work"), max_evals=1,
+                                known_unsatisfied=lambda r: "known")
+    assert records[0]["reason"] == "known" and not records[0]["routed"] and "torch_us" not in records[0]

@@ -231,12 +231,57 @@ def test_input_spec_parsing():
     from portkit.tune.__main__ import UsageError, make_inputs, parse_inputs
 
     parsed = parse_inputs("2x3x4x4,int64:2x5")
-    assert parsed == [("float32", [2, 3, 4, 4]), ("int64", [2, 5])]
+    assert parsed == [("float32", [2, 3, 4, 4], None), ("int64", [2, 5], None)]
     x, ids = make_inputs(parsed)
     assert x.dtype == torch.float32 and ids.dtype == torch.int64 and tuple(ids.shape) == (2, 5)
-    for bad in ("2xa", "complex9:2", "0x3", ""):
+    for bad in ("2xa", "complex9:2", "0x3", "", "int64:2x5:5..5", "int64:2x5:0..x", "int64:2x5:0.5..9",
+                "bool:2:0..1", "float32:2:1:2"):
         with pytest.raises(UsageError):
             parse_inputs(bad)
+
+
+def test_input_value_ranges():
+    from portkit.tune.__main__ import UsageError, make_inputs, parse_inputs
+
+    parsed = parse_inputs("int64:64x16:0..50,float32:64x16:-0.5..0.25,int32:4:-3..-1,3x2")
+    assert [p[2] for p in parsed] == [(0, 50), (-0.5, 0.25), (-3, -1), None]
+    ids, x, small, plain = make_inputs(parsed)
+    assert ids.dtype == torch.int64 and int(ids.min()) >= 0 and int(ids.max()) <= 49
+    assert int(ids.max()) > 40  # the whole range is used, not [0, 100) clipped
+    assert x.dtype == torch.float32 and float(x.min()) >= -0.5 and float(x.max()) < 0.25
+    assert small.dtype == torch.int32 and set(small.tolist()) <= {-3, -2}
+    assert plain.dtype == torch.float32 and tuple(plain.shape) == (3, 2)
+    assert torch.equal(make_inputs(parsed)[0], ids)  # the same inputs every run
+    with pytest.raises(UsageError, match="does not fit int8"):
+        make_inputs(parse_inputs("int8:4:0..300"))
+
+
+class _EmbeddingModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(50, 16)
+        self.proj = torch.nn.Linear(16, 4)
+
+    def forward(self, ids):
+        return self.proj(self.embed(ids)).mean(1)
+
+
+def test_real_example_inputs_and_the_callers_module_state(tmp_path):
+    """An nn.Embedding(50) tunes on the caller's own index tensor; the caller's model keeps its
+    train mode (and each submodule's) and its requires_grad flags."""
+    torch.manual_seed(0)
+    model = _EmbeddingModel()
+    model.train()
+    model.proj.eval()
+    model.embed.weight.requires_grad_(False)
+    before = [(n, m.training) for n, m in model.named_modules()]
+    grads = [(n, p.requires_grad) for n, p in model.named_parameters()]
+    ids = torch.tensor([[0, 49, 7, 12], [48, 3, 3, 25]])
+    optimized, report = pt.optimize(model, (ids,), bank=False, output=str(tmp_path / "out"), **FAST)
+    assert [(n, m.training) for n, m in model.named_modules()] == before
+    assert [(n, p.requires_grad) for n, p in model.named_parameters()] == grads
+    want = _eager(model.eval(), (ids,))
+    assert _close(pt.load(str(tmp_path / "out"))(ids), want)
 
 
 FACTORY = """
@@ -284,6 +329,10 @@ def test_cli_framework_pytorch(portkit, python, tmp_path):
     (["--model=usermodel.py", "--input", "4x16"], "pkg.module:make_model"),
     (["--model=usermodel:make", "--input", "4x16", "--job-type=3"], "1 (SGAT) and 2 (OPAT kernels inside the model"),
     (["--model=usermodel:make", "--input", "4x16", "--threads", "0"], "--threads"),
+    (["--model=usermodel:make", "--input", "int64:4x16:5..5"],
+     "--input 'int64:4x16:5..5': the range 5..5 is empty (values are drawn from [LOW, HIGH), LOW < HIGH)"),
+    (["--model=usermodel:make", "--input", "int64:4x16:0..1.5"],
+     "--input 'int64:4x16:0..1.5': expected a value range LOW..HIGH (integers) after the dimensions, like 0..50"),
 ])
 def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
     (tmp_path / "usermodel.py").write_text(FACTORY)
@@ -292,6 +341,29 @@ def test_cli_errors_exit_2(portkit, python, tmp_path, args, message):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr
     assert not (tmp_path / "out" / "optimized.pt").exists()
+
+
+EMBEDDING_FACTORY = """
+import torch
+def make():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(32, 4)).eval()
+"""
+
+
+def test_cli_integer_input_range_fits_an_embedding(portkit, python, tmp_path):
+    (tmp_path / "embedmodel.py").write_text(EMBEDDING_FACTORY)
+    base = [portkit, "tune", "--framework=pytorch", "--python", python, "--model=embedmodel:make", "--bank", "bank",
+            "--rounds", "3", "--no-compile", "--threads", "1"]
+    r = subprocess.run(base + ["--input", "int64:2x4", "--output", "bad"], cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert ("integer inputs are drawn from [0, 100) unless the input gives a range, e.g. int64:8x16:0..50"
+            in r.stderr), r.stderr
+    r = subprocess.run(base + ["--input", "int64:2x4:0..50", "--output", "out"], cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["artifact"]
 
 
 def test_written_out_attention_is_fused_into_sdpa():
@@ -345,7 +417,7 @@ def _fake_measure(table, seen):
     """Stands in for measure_interleaved: each candidate runs once (so its thread count is set and
     it is exercised) and gets the same +-2 % pattern around table[name] ms (1 ms when absent), so
     every paired ratio is exactly the ratio of the table's values: decisions without timing luck."""
-    def fake(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None):
+    def fake(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None, **budget):
         seen.append(sorted(candidates))
         out = {}
         with torch.no_grad():
@@ -562,3 +634,105 @@ def test_a_composite_ofi_plan_keeps_its_subgraph_choices_in_the_artifact(tmp_pat
             assert _close(pt.load(str(tmp_path / "out"))(*inputs), _eager(model, inputs))
     finally:
         torch.set_num_threads(d)
+
+
+def test_a_candidate_that_cannot_win_stops_early_and_a_deadline_ends_the_rounds():
+    import time
+
+    calls = {"base": 0, "fast": 0, "slow": 0}
+
+    def sleeper(name, seconds):
+        def run():
+            calls[name] += 1
+            time.sleep(seconds)
+        return run
+
+    runs = {"base": sleeper("base", 0.002), "fast": sleeper("fast", 0.0005), "slow": sleeper("slow", 0.02)}
+    stopped = {}
+    timings = measure.measure_interleaved(runs, rounds=8, warmup=1, min_sample_s=0.0, deadline=time.monotonic() + 600,
+                                          keep=("base",), stopped=stopped)
+    # 20 ms against 0.5 ms: after the minimum rounds the slow one cannot win and is no longer timed;
+    # the baseline (kept) and the fastest run every round.
+    assert stopped == {"slow": measure.MIN_ROUNDS}
+    assert len(timings["slow"].samples) == measure.MIN_ROUNDS
+    assert len(timings["base"].samples) == len(timings["fast"].samples) == 8
+    # A deadline already past: every candidate gets the minimum rounds, then timing ends.
+    timings = measure.measure_interleaved(runs, rounds=8, warmup=1, min_sample_s=0.0, deadline=time.monotonic())
+    assert {n: len(t.samples) for n, t in timings.items()} == {n: measure.MIN_ROUNDS for n in runs}
+    assert measure.cannot_win([2.0] * 5, [1.0] * 5) and not measure.cannot_win([1.0] * 5, [1.0] * 5)
+
+
+def test_a_spent_time_budget_leaves_subgraphs_eager_and_reports_the_cost(tmp_path):
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    bank = str(tmp_path / "bank")
+    _, report = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out"),
+                            **dict(FAST, time_budget=1e-6))
+    cost = report["cost"]
+    assert cost["time_budget_s"] == 1e-6 and cost["seconds"] > 0
+    assert set(cost["phases_s"]) >= {"capture", "subgraphs", "model_candidates", "save", "final_timing"}
+    # Every subgraph was left eager for the budget, said so, and none was stored in the bank.
+    assert cost["not_tuned_for_time"] == [r["submod"] for r in report["subgraphs"]] != []
+    assert all(r["strategy"] == "eager" and r["note"].startswith("time budget spent") for r in report["subgraphs"])
+    conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
+    assert conn.execute("SELECT COUNT(*) FROM sgat_entries WHERE kind='subgraph'").fetchone() == (0,)
+    conn.close()
+    assert json.loads(open(report["result_file"]).read())["SGAT"]["tuning_cost"]["time_budget_s"] == 1e-6
+    with torch.no_grad():
+        assert _close(pt.load(str(tmp_path / "out"))(*inputs), model.eval()(*inputs))
+    with pytest.raises(pt.TuneError, match="time_budget must be a positive number of seconds"):
+        pt.optimize(model, inputs, bank=False, **dict(FAST, time_budget=0))
+
+
+def test_a_broken_subgraph_is_left_eager_with_a_note(tmp_path, monkeypatch):
+    """One part that cannot be tuned (here: every strategy build raises something unexpected)
+    never fails the model: that subgraph stays eager and the report says why."""
+    from portkit.tune import sgat
+
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    real = sgat._tune_subgraph
+
+    def flaky(sub, sin, *args, **kw):
+        if "layers.1" in args[5]:  # the label names the block
+            raise KeyError("boom")
+        return real(sub, sin, *args, **kw)
+
+    monkeypatch.setattr(sgat, "_tune_subgraph", flaky)
+    _, report = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "out"), **FAST)
+    broken = [r for r in report["subgraphs"] if r["name"] == "layers.1"]
+    assert broken and all(r["strategy"] == "eager" and "KeyError" in r["note"] for r in broken)
+    assert any("left eager: KeyError: 'boom'" in n for n in report["notes"])
+    with torch.no_grad():
+        assert _close(pt.load(str(tmp_path / "out"))(*inputs), model.eval()(*inputs))
+
+
+def test_an_onnxruntime_plan_keeps_a_module_interface_and_records_its_version(tmp_path, monkeypatch):
+    """ONNX Runtime (when installed) is a whole-model candidate with its own settings searched;
+    chosen (here: the measurement replaced by given timings), its artifact is optimized.onnx with
+    the settings and ONNX Runtime's version in the plan, loads as a module returning tensors, and the
+    second run rebuilds it from the bank."""
+    ort = pytest.importorskip("onnxruntime")
+    from portkit.tune import sgat
+
+    d, _, _ = _joint_setup(monkeypatch, {"onnxruntime@%dt" % (torch.get_num_threads() + 1): 0.3})
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    bank, out = str(tmp_path / "bank"), str(tmp_path / "out")
+    try:
+        _, report = pt.optimize(model, inputs, bank=bank, output=out, **dict(FAST, threads=None))
+        assert report["plan"]["strategy"] == "onnxruntime"
+        options = report["plan"]["ort_options"]
+        assert options["intra_op_num_threads"] == report["plan"]["threads"] == d + 1
+        assert {options["graph_optimization_level"], options["execution_mode"]} <= {
+            "ORT_ENABLE_ALL", "ORT_ENABLE_EXTENDED", "ORT_SEQUENTIAL", "ORT_PARALLEL"}
+        doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+        assert doc["artifact"] == "optimized.onnx" and doc["onnxruntime"] == ort.__version__
+        assert doc["ort_options"] == options
+        loaded = pt.load(out)
+        assert isinstance(loaded, torch.nn.Module)
+        other = (torch.randn(2, 3, 16, 16),)
+        with torch.no_grad():
+            assert _close(loaded(*other), model.eval()(*other))
+        _, second = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out2"), **dict(FAST, threads=None))
+        assert not second["tuned"] and second["plan"] == report["plan"]
+    finally:
+        torch.set_num_threads(d)
+    assert sgat.ort.STRATEGY in sgat.MODEL_STRATEGIES

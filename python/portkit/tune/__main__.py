@@ -2,11 +2,13 @@
 
     python -m portkit.tune --model pkg.module:make_model --input 8x3x224x224[,int64:8x128] \
         --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1|2 [--portkit BIN] [--max-evals N]]
-        [--no-compile] [--threads N]
+        [--no-compile] [--threads N] [--time-budget SECONDS]
 
 ``--model`` names a callable (``module:attr``, imported with the current folder on sys.path)
 returning an ``nn.Module``. ``--input`` lists the example inputs, comma-separated, each
-``[DTYPE:]D0xD1x...`` (float32 by default; integer inputs are drawn uniformly from [0, 100)).
+``[DTYPE:]D0xD1x...[:LOW..HIGH]`` (float32 by default). Values are drawn uniformly from
+[LOW, HIGH) when a range is given (``int64:8x16:0..50`` for an ``nn.Embedding(50)``); without one,
+floating-point inputs are standard normal and integer inputs are drawn from [0, 100).
 Progress goes to stderr; a one-line JSON summary to stdout. Exit 0 done, 1 tuning failed,
 2 bad arguments (module not importable, bad --input).
 """
@@ -23,15 +25,40 @@ class UsageError(Exception):
     pass
 
 
+def _parse_range(part, dtype, text):
+    """'0..50' -> (0, 50) for integer dtypes, (0.0, 50.0) for floating ones; UsageError otherwise."""
+    low, sep, high = text.partition("..")
+    integer = dtype not in ("float32", "float64", "float16", "bfloat16")
+    try:
+        if not sep:
+            raise ValueError
+        low, high = (int(low), int(high)) if integer else (float(low), float(high))
+    except ValueError:
+        raise UsageError("--input %r: expected a value range LOW..HIGH (%s) after the dimensions, like %s"
+                         % (part, "integers" if integer else "numbers", "0..50" if integer else "-1.5..1.5"))
+    if dtype == "bool":
+        raise UsageError("--input %r: a bool input takes no value range" % part)
+    if not low < high:
+        raise UsageError("--input %r: the range %s is empty (values are drawn from [LOW, HIGH), LOW < HIGH)"
+                         % (part, text))
+    return low, high
+
+
 def parse_inputs(spec):
-    """'8x3x32x32,int64:8x16' -> [(dtype name, shape), ...]; UsageError naming the bad part."""
+    """'8x3x32x32,int64:8x16:0..50' -> [(dtype name, shape, (low, high) or None), ...]; UsageError
+    naming the bad part."""
     out = []
     if not spec or not spec.strip():
         raise UsageError("--input: empty; give shapes like 8x3x224x224 or int64:8x128")
     for part in spec.split(","):
         part = part.strip()
-        dtype, _, dims = part.rpartition(":")
-        dtype = dtype or "float32"
+        fields = part.split(":")
+        if len(fields) > 3:
+            raise UsageError("--input %r: expected [DTYPE:]D0xD1x...[:LOW..HIGH]" % part)
+        value_range = fields.pop() if len(fields) > 1 and ".." in fields[-1] else None
+        if len(fields) > 2:
+            raise UsageError("--input %r: expected [DTYPE:]D0xD1x...[:LOW..HIGH]" % part)
+        dtype, dims = (fields[0], fields[1]) if len(fields) == 2 else ("float32", fields[0])
         if dtype not in DTYPES:
             raise UsageError("--input %r: unknown dtype %r (one of %s)" % (part, dtype, ", ".join(DTYPES)))
         try:
@@ -45,23 +72,33 @@ def parse_inputs(spec):
             n *= d
         if n > (1 << 30):
             raise UsageError("--input %r: %d elements is too large" % (part, n))
-        out.append((dtype, shape))
+        out.append((dtype, shape, _parse_range(part, dtype, value_range) if value_range is not None else None))
     return out
 
 
 def make_inputs(parsed, seed=0):
+    """Example tensors for parse_inputs' specs, from a fixed seed (the same inputs every run)."""
     import torch
 
     g = torch.Generator().manual_seed(seed)
     tensors = []
-    for dtype, shape in parsed:
+    for dtype, shape, value_range in parsed:
         dt = getattr(torch, dtype)
         if dt.is_floating_point:
-            tensors.append(torch.randn(*shape, generator=g).to(dt))
+            if value_range is None:
+                tensors.append(torch.randn(*shape, generator=g).to(dt))
+            else:
+                low, high = value_range
+                tensors.append((torch.rand(*shape, generator=g, dtype=torch.float64) * (high - low) + low).to(dt))
         elif dt == torch.bool:
             tensors.append(torch.randint(0, 2, shape, generator=g).bool())
         else:
-            tensors.append(torch.randint(0, 100, shape, generator=g).to(dt))
+            low, high = value_range if value_range is not None else (0, 100)
+            info = torch.iinfo(dt)
+            if low < info.min or high - 1 > info.max:
+                raise UsageError("the range %d..%d does not fit %s (%d..%d)" % (low, high, dtype, info.min,
+                                                                                info.max + 1))
+            tensors.append(torch.randint(low, high, shape, generator=g).to(dt))
     return tuple(tensors)
 
 
@@ -92,7 +129,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m portkit.tune", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--input", required=True, action="append",
-                    help="example inputs: comma list of [DTYPE:]D0xD1x... (repeatable)")
+                    help="example inputs: comma list of [DTYPE:]D0xD1x...[:LOW..HIGH] (repeatable)")
     ap.add_argument("--output", required=True)
     ap.add_argument("--bank", default=None, help="knowledge-base folder (default $TUNE_BANK_PATH, else ~/.cache/portkit)")
     ap.add_argument("--lookup-only", action="store_true")
@@ -108,6 +145,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None, help="pin the intra-op thread count (default: tuned)")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--min-sample-ms", type=float, default=2.0)
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="seconds the tuning may take (default: portkit.tune's, 120; 0: no bound)")
     args = ap.parse_args(argv)
     try:
         import torch  # noqa: F401
@@ -129,22 +168,33 @@ def main(argv=None):
             raise UsageError("--max-string-mb must be 0 (no cap) or more")
         if args.threads is not None and args.threads < 1:
             raise UsageError("--threads must be at least 1")
+        if args.time_budget is not None and not args.time_budget >= 0:
+            raise UsageError("--time-budget must be a number of seconds (0: no bound)")
         parsed = parse_inputs(",".join(args.input))
         model = load_factory(args.model)
+        inputs = make_inputs(parsed)
     except UsageError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 2
     import torch
 
     from . import TuneError, optimize
+    from .sgat import DEFAULT_TIME_BUDGET_S
 
-    inputs = make_inputs(parsed)
+    budget = DEFAULT_TIME_BUDGET_S if args.time_budget is None else (args.time_budget or None)
+
     try:
         with torch.no_grad():
             model.eval()(*inputs)
     except Exception as e:  # noqa: BLE001 - the inputs do not fit the model: a usage error
-        sys.stderr.write("portkit tune: error: --model %s does not run on --input %s: %s: %s\n"
-                         % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        hint = ""
+        if any(value_range is None and dtype not in ("float32", "float64", "float16", "bfloat16", "bool")
+               for dtype, _, value_range in parsed):
+            hint = ("; integer inputs are drawn from [0, 100) unless the input gives a range, "
+                    "e.g. int64:8x16:0..50")
+        sys.stderr.write("portkit tune: error: --model %s does not run on --input %s: %s: %s%s\n"
+                         % (args.model, ",".join(args.input), type(e).__name__,
+                            str(e).splitlines()[0] if str(e) else "", hint))
         return 2
     try:
         _, report = optimize(model, inputs, bank=args.bank, lookup_only=args.lookup_only,
@@ -153,7 +203,7 @@ def main(argv=None):
                              warmup=args.warmup, min_sample_s=args.min_sample_ms / 1e3,
                              tuning_name=args.model, threads=args.threads,
                              job_types=("sgat", "opat") if args.job_type == 2 else ("sgat",),
-                             portkit=args.portkit, opat_max_evals=args.max_evals,
+                             portkit=args.portkit, opat_max_evals=args.max_evals, time_budget=budget,
                              max_bank_string_mb=args.max_string_mb)
     except TuneError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
@@ -163,7 +213,7 @@ def main(argv=None):
                          % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
         return 1
     summary = {k: report.get(k) for k in ("plan", "baseline", "result", "speedup", "speedup_ci95", "repo_summary",
-                                          "tuned", "artifact", "result_file", "seconds")}
+                                          "tuned", "artifact", "result_file", "seconds", "cost")}
     if "opat_kernels" in report:
         summary["opat_kernels"] = report["opat_kernels"]
     summary["model_bank"] = report.get("model_repo")

@@ -252,7 +252,7 @@ STRATEGIES = {
 OPAT_STRATEGIES = ("opat",)
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-7"  # sgat-7: whole-model fx_fused (SDPA + oneDNN linear with fused epilogues)
+STRATEGY_SET_VERSION = "sgat-8"  # sgat-8: whole-model onnxruntime (when installed)
 
 
 def build(name, module, inputs):

@@ -84,7 +84,11 @@ def capture(model, example_inputs):
     from torch.fx.passes.split_module import split_module
 
     node_seg = {n.name: s for n, s in seg_of.items()}
-    split = split_module(traced, model, lambda n: node_seg[n.name])
+    try:
+        split = split_module(traced, model, lambda n: node_seg[n.name])
+    except Exception as e:  # noqa: BLE001 - a graph split_module cannot cut: tuned as one subgraph
+        return Capture(model, None, {}, False, "torch.fx could not split the traced model at its blocks (%s: %s)" %
+                       (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
     names = {}
     for i, owner in enumerate(owners):
         names["submod_%d" % i] = owner if owner else "(model)"

@@ -90,17 +90,38 @@ def _round_order(names, r, group):
     return order
 
 
-def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None):
+#: Rounds every candidate gets before a deadline or the early stop may end its timing.
+MIN_ROUNDS = 3
+
+
+def cannot_win(challenger, best, margin=DEFAULT_MARGIN, resamples=1000):
+    """The early-stop rule on two lists of paired samples (seconds per call, round by round): the
+    whole 95 % interval of the median ratio challenger/best lies above 1 + margin, so more rounds
+    would not make the challenger the faster one."""
+    ratios = [a / b for a, b in zip(challenger, best) if b > 0]
+    lo, _ = bootstrap_median_ci(ratios, resamples=resamples)
+    return bool(ratios) and lo > 1.0 + margin
+
+
+def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None,
+                        deadline=None, keep=(), stopped=None):
     """Times ``candidates`` ({name: zero-argument callable}) interleaved.
 
     Returns {name: Timing}. ``prepare(name)`` runs before each sample outside the timed region
     (it sets the thread count a candidate runs with). ``group(name)``, when given, keeps the
     candidates of one group (e.g. one thread count) back to back within each round, so that what
-    ``prepare`` changes changes only once per group and round."""
+    ``prepare`` changes changes only once per group and round.
+
+    A cost bound: with ``deadline`` (a time.monotonic() value) no new round starts after it once
+    every candidate has MIN_ROUNDS samples, and from then on a candidate that cannot win
+    (:func:`cannot_win` against the fastest median so far) is no longer timed, except those named
+    in ``keep`` (the baseline). ``stopped``, a dict, receives {name: rounds timed} of the
+    candidates stopped early."""
     import torch
 
     names = list(candidates)
     inner = {}
+    active = list(names)
     with torch.no_grad():
         for name in names:
             if prepare:
@@ -109,7 +130,12 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
             inner[name] = _calibrate(candidates[name], min_sample_s)
         samples = {name: [] for name in names}
         for r in range(warmup + rounds):
-            for name in _round_order(names, r, group):
+            timed = r - warmup
+            if deadline is not None and timed >= MIN_ROUNDS:
+                if time.monotonic() > deadline:
+                    break
+                active = _still_in_race(active, samples, keep, stopped)
+            for name in _round_order(active, r, group):
                 if prepare:
                     prepare(name)
                 fn, k = candidates[name], inner[name]
@@ -121,6 +147,19 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
                     samples[name].append(elapsed)
     # Rotation shifted which round each candidate's sample came from; pairing is by round index.
     return {name: Timing(name, samples[name]) for name in names}
+
+
+def _still_in_race(active, samples, keep, stopped):
+    """The candidates of ``active`` worth another round (see measure_interleaved)."""
+    best = min(active, key=lambda name: _median(samples[name]))
+    out = []
+    for name in active:
+        # 200 resamples: decided every round, where 1000 would cost more than a sample.
+        if name in keep or name == best or not cannot_win(samples[name], samples[best], resamples=200):
+            out.append(name)
+        elif stopped is not None:
+            stopped[name] = len(samples[name])
+    return out
 
 
 def thread_switcher(candidates, threads_of):

@@ -407,12 +407,15 @@ def linear_shapes(model, inputs):
     return shapes
 
 
-def tune_kernels(shapes, bank, portkit, workdir, max_evals=None, say=None, timeout=3600, lookup_only=False):
+def tune_kernels(shapes, bank, portkit, workdir, max_evals=None, say=None, timeout=3600, lookup_only=False,
+                 known_unsatisfied=None):
     """Tunes a GEMM kernel for every shape with ``portkit tune --job-type=2`` into ``bank`` (its
     entries are reused: a second run only looks them up), loads each operator's kernel from the
     bank's cache and routes it only when it beats torch's ``linear`` significantly. Returns one
     record per shape: m, n, k, bias, config, so, routed, speedup, lower_bound, torch_us, tuned_us
-    (or reason when there is no kernel)."""
+    (or reason when there is no kernel). ``known_unsatisfied(record)``: a reason when an earlier
+    run found that kernel no faster than torch's linear under the same conditions (the shape is
+    then not timed again and stays on torch's op), else None."""
     import json
     import subprocess
 
@@ -455,6 +458,12 @@ def tune_kernels(shapes, bank, portkit, workdir, max_evals=None, say=None, timeo
             records.append(rec)
             continue
         rec["so"] = so
+        known = known_unsatisfied(rec) if known_unsatisfied else None
+        if known:
+            rec.update(reason=known, unsatisfied="bank")
+            say("opat: linear %dx%dx%d%s: %s" % (m, k, n, " +bias" if b else "", known))
+            records.append(rec)
+            continue
         try:
             cmp = route_if_faster(load_kernel(so), m, n, k, b)
         except KernelError as e:

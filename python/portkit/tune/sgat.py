@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,9 +18,10 @@ import torch
 from .. import __version__ as PORTKIT_VERSION
 from .. import safe_load
 from . import candidates as cands
+from . import ort
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
-from .measure import measure_interleaved, paired_ratio, significantly_faster, thread_switcher
+from .measure import Timing, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
 from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
@@ -31,7 +33,7 @@ KERNELS = "kernels"
 #: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
 EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
-                    "composite", "composite_ofi", "fx_fused")
+                    "composite", "composite_ofi", "fx_fused", ort.STRATEGY)
 
 #: Whole-model strategies whose module runs eagerly (no TorchScript): the artifact holds it as
 #: torch.save wrote it (EAGER_MODULE), which portkit.tune.load returns; optimized.pt is TorchScript
@@ -40,7 +42,8 @@ PICKLED_STRATEGIES = ("eager", "fx_fused")
 
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
-BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune")
+BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
+                      ort.STRATEGY)
 
 #: Whole-model strategies that are torch.compile, and the compile settings each uses (None: the
 #: ``compile_mode`` given to optimize, torch.compile's default when that is None too).
@@ -104,15 +107,19 @@ def outputs_match(got, want, rtol=1e-4, atol=1e-5):
 class Plan:
     """What the artifact is: the whole-model strategy, per-subgraph strategies, thread count."""
 
-    def __init__(self, strategy, threads, subgraphs=None, compile_mode=None):
+    def __init__(self, strategy, threads, subgraphs=None, compile_mode=None, ort_options=None):
         self.strategy = strategy
         self.threads = threads
         self.subgraphs = subgraphs or {}
         self.compile_mode = compile_mode
+        self.ort_options = ort_options  # ONNX Runtime's session settings of an onnxruntime plan
 
     def to_json(self):
-        return {"strategy": self.strategy, "threads": self.threads, "subgraphs": self.subgraphs,
-                "compile_mode": self.compile_mode}
+        doc = {"strategy": self.strategy, "threads": self.threads, "subgraphs": self.subgraphs,
+               "compile_mode": self.compile_mode}
+        if self.ort_options is not None:
+            doc["ort_options"] = self.ort_options
+        return doc
 
 
 def _build_composite(cap, choices, sub_inputs, inputs):
@@ -122,6 +129,8 @@ def _build_composite(cap, choices, sub_inputs, inputs):
 
     parts = {}
     for name, sub in cap.split.named_children():
+        if name not in cap.names:
+            continue
         strategy = choices.get(name, "eager")
         prepare = cands.STRATEGIES[strategy][0]
         sub = copy.deepcopy(sub)
@@ -134,6 +143,15 @@ def _build_composite(cap, choices, sub_inputs, inputs):
                 parts[name] = sub
             continue
         parts[name] = sub if prepare is None else prepare(sub, sub_inputs[name])
+    # What the split's own graph reads besides its subgraphs (the parameters of a module whose
+    # forward the trace went through, such as a BatchNorm subclass): a dict root names each by
+    # its full target.
+    for node in cap.split.graph.nodes:
+        if node.op in ("get_attr", "call_module") and node.target not in parts:
+            obj = cap.split
+            for attr in node.target.split("."):
+                obj = getattr(obj, attr)
+            parts[node.target] = copy.deepcopy(obj)
     # A new GraphModule (a new class): TorchScript caches a class's attribute types, so reusing the
     # split's class with other children types fails to compile.
     comp = torch.fx.GraphModule(parts, copy.deepcopy(cap.split.graph))
@@ -204,6 +222,8 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     path = os.path.join(output, ARTIFACT)
     tmp = path + ".tmp%d" % os.getpid()
     load_transform = None
+    if plan.strategy == ort.STRATEGY:
+        return _save_ort_artifact(output, plan, model, inputs)
     if plan.strategy in COMPILE_STRATEGIES:
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
@@ -213,15 +233,30 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         torch.jit.save(cands.portable_fx_fused(cap.gm, inputs), tmp)
         kind = "torchscript"
     else:
-        ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
-        finished = cands.FINISHES[finish](ts)
-        if finish == "optimize_for_inference" and not _roundtrip_ok(finished):
-            finished = cands.finish_freeze(ts)
-            load_transform = "optimize_for_inference"
-        torch.jit.save(finished, tmp)
+        try:
+            ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
+        except Exception:  # noqa: BLE001
+            if plan.strategy not in PICKLED_STRATEGIES:
+                raise
+            # An eager plan of a model TorchScript can neither script nor trace (dict outputs,
+            # data-dependent Python): the artifact is the pickled module alone.
+            ts = finish = None
+        if ts is not None:
+            finished = cands.FINISHES[finish](ts)
+            if finish == "optimize_for_inference" and not _roundtrip_ok(finished):
+                finished = cands.finish_freeze(ts)
+                load_transform = "optimize_for_inference"
+            torch.jit.save(finished, tmp)
         kind = "torchscript"
-    os.replace(tmp, path)
-    doc = dict(plan.to_json(), artifact=ARTIFACT, kind=kind, load_transform=load_transform,
+    artifact = ARTIFACT
+    if os.path.exists(tmp):
+        os.replace(tmp, path)
+    else:
+        artifact, kind = None, "module"
+        path = os.path.join(output, EAGER_MODULE)
+        if os.path.lexists(os.path.join(output, ARTIFACT)):
+            os.remove(os.path.join(output, ARTIFACT))  # an earlier run's TorchScript is not this plan
+    doc = dict(plan.to_json(), artifact=artifact, kind=kind, load_transform=load_transform,
                torch=torch.__version__, portkit=PORTKIT_VERSION)
     if plan.strategy in PICKLED_STRATEGIES:
         # TorchScript runs the model through its interpreter, which is not what was timed (nor
@@ -239,8 +274,22 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         doc["opat_kernels"] = [dict({k: r[k] for k in ("m", "n", "k", "bias", "config", "routed")},
                                     so=_copy_kernel(output, r["so"]))
                                for r in (opat_kernels or []) if r.get("routed")]
-    names = [ARTIFACT, doc.get("module")] + [r["so"] for r in doc.get("opat_kernels", [])]
+    names = [artifact, doc.get("module")] + [r["so"] for r in doc.get("opat_kernels", [])]
     doc[HASHES] = {name: safe_load.sha256_of(os.path.join(output, name)) for name in names if name}
+    write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def _save_ort_artifact(output, plan, model, inputs):
+    """OUTPUT/optimized.onnx and the plan naming it, ONNX Runtime's options and version."""
+    path = os.path.join(output, ort.ONNX_FILE)
+    tmp = path + ".tmp%d" % os.getpid()
+    with open(tmp, "wb") as f:
+        f.write(ort.export(model, inputs))
+    os.replace(tmp, path)
+    doc = dict(plan.to_json(), artifact=ort.ONNX_FILE, kind=ort.STRATEGY, load_transform=None,
+               torch=torch.__version__, portkit=PORTKIT_VERSION, onnxruntime=ort.version())
+    doc[HASHES] = {ort.ONNX_FILE: safe_load.sha256_of(path)}
     write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -286,6 +335,8 @@ def load(path):
         plan = files.plan
         main = (plan["module"], "module") if plan.get("module") and plan.get("kind") != "torch_compile" \
             else (name, "artifact")
+        if plan.get("kind") == ort.STRATEGY:
+            main = (plan.get("artifact") or ort.ONNX_FILE, "artifact")
         # Every file is checked before the first is loaded; each is hashed again as it is loaded.
         for kernel in _routed_kernels(plan):
             files.verify(kernel["so"], "kernel")
@@ -294,6 +345,9 @@ def load(path):
             torch.set_num_threads(int(plan["threads"]))
         _register_kernels(files, plan)
         with files.open(*main) as f:
+            if plan.get("kind") == ort.STRATEGY:
+                return ort.OrtModule(f.read(), dict(plan.get("ort_options") or {}, intra_op_num_threads=int(
+                    (plan.get("ort_options") or {}).get("intra_op_num_threads") or plan.get("threads") or 1)))
             if main[1] == "module":
                 return _load_pickled(f).eval()
             if plan.get("kind") == "torch_compile":
@@ -440,6 +494,26 @@ def choose_model_plan(timings, pairs, baseline, preferred_threads):
     return best.name
 
 
+def _why(e):
+    """An exception as one line for a report note."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return "%s: %s" % (type(e).__name__, text[:200]) if text else type(e).__name__
+
+
+#: The default ``time_budget`` (seconds): a ResNet-50-size model tunes within 3 minutes on two
+#: cores, building and saving the plan and the final timing included.
+DEFAULT_TIME_BUDGET_S = 120.0
+
+#: Shares of the budget: the thread count search ends by THREADS_SHARE of it, the subgraphs by
+#: SUBGRAPH_SHARE; torch.compile (tens of seconds per thread count) is tried only while
+#: COMPILE_SHARE of it is left.
+THREADS_SHARE, SUBGRAPH_SHARE, COMPILE_SHARE = 0.1, 0.55, 0.5
+
+#: Bank kind of an OPAT kernel that did not beat torch's linear ("unsatisfied"), with the
+#: conditions it was timed under: the next run leaves that shape on torch's op without timing it.
+OPAT_UNSATISFIED = "opat_unsatisfied"
+
+
 class Report(dict):
     """The outcome of ``optimize`` (a dict: plan, timings, accounting, files, notes)."""
 
@@ -447,8 +521,13 @@ class Report(dict):
 def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=False, repeat_tune=None,
              output=None, use_compile=None, compile_mode=None, rounds=15, warmup=2, min_sample_s=0.002,
              final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None,
-             max_bank_string_mb=1):
+             time_budget=DEFAULT_TIME_BUDGET_S, max_bank_string_mb=1):
     """Tunes ``model`` for ``example_inputs`` on this machine; returns (optimized module, Report).
+
+    ``example_inputs``: the tensors (a tuple, or one tensor) the model is tuned and checked on:
+    real inputs where the model needs them (token ids within its vocabulary). The caller's model is
+    not changed: a copy is tuned (train/eval mode and requires_grad flags stay as they were).
+    ``time_budget``: seconds the tuning may take (None: no bound); see docs/tune.md ("Cost").
 
     ``bank``: knowledge-base folder (None: $TUNE_BANK_PATH, else ~/.cache/portkit; False: none).
     ``lookup_only``: use bank entries, tune nothing (misses stay eager). ``repeat_tune``: re-tune
@@ -466,7 +545,6 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
 
     ``max_bank_string_mb``: a bank entry holding a longer string is never loaded and is ignored
     with "over the limit" (0: no cap)."""
-    say = _progress if progress else (lambda msg: None)
     job_types = tuple(job_types)
     if not set(job_types) <= {"sgat", 1, "opat", 2}:
         raise TuneError("unknown job type in %r (use 'sgat' and/or 'opat')" % (job_types,))
@@ -481,319 +559,600 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
         use_compile = cands.torch_compile_available()
     if final_rounds is None:
         final_rounds = max(rounds, 10)
+    if time_budget is not None and not time_budget > 0:
+        raise TuneError("time_budget must be a positive number of seconds (or None for no bound), not %r"
+                        % (time_budget,))
     inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    model = model.eval()
-    default_threads = torch.get_num_threads()
-    started = time.time()
+    settings = _Settings(bank=bank, use_opat=use_opat, lookup_only=lookup_only, repeat_tune=repeat_tune,
+                         output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
+                         warmup=warmup, min_sample_s=min_sample_s, final_rounds=final_rounds,
+                         tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals,
+                         time_budget=time_budget, max_bank_string_mb=max_bank_string_mb)
+    with _CallerState(model) as own:
+        return _Tuning(own, inputs, settings, _progress if progress else (lambda msg: None)).run()
 
-    result = ResultFile(os.path.join(output, result_file_name()) if output else None,
-                        tuning_name or type(model).__name__)
-    if output:
-        os.makedirs(output, exist_ok=True)
-        result.write()
 
-    store = None
-    if bank is not False:
-        location = bank or default_bank_dir()
+class _CallerState:
+    """The module ``optimize`` tunes: a copy of the caller's in eval mode, so that the caller's
+    model keeps its train/eval mode and requires_grad flags. A model that cannot be copied is
+    tuned itself and those flags are put back afterwards."""
+
+    def __init__(self, model):
+        self.model = model
+        self.training = None
+        self.requires_grad = None
+
+    def __enter__(self):
         try:
-            store = Bank(location, read_only=lookup_only, max_string_mb=max_bank_string_mb)
-        except BankError as e:
-            raise TuneError(str(e))
+            return copy.deepcopy(self.model).eval()
+        except Exception:  # noqa: BLE001 - e.g. a module holding an uncopyable handle
+            self.training = [(m, m.training) for m in self.model.modules()]
+            self.requires_grad = [(p, p.requires_grad) for p in self.model.parameters()]
+            return self.model.eval()
 
-    report = Report(notes=[], files=[], candidates={}, builds={}, subgraphs=[])
-    try:
-        with torch.no_grad():
-            reference = model(*inputs)
-        cap = capture(model, inputs)
+    def __exit__(self, *exc):
+        for m, training in self.training or []:
+            m.training = training
+        for p, flag in self.requires_grad or []:
+            p.requires_grad_(flag)
+        return False
+
+
+class _Settings:
+    """What one ``optimize`` call was asked (its arguments, defaults resolved)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+class _Tuning:
+    """One ``optimize`` call: the state its passes share. ``run`` goes capture → thread count →
+    OPAT kernels → subgraphs → whole-model candidates → choice → artifact → final timing."""
+
+    def __init__(self, model, inputs, settings, say):
+        self.model, self.inputs, self.s, self.say = model, inputs, settings, say
+        self.default_threads = torch.get_num_threads()
+        self.started = time.time()
+        self.clock0 = time.monotonic()
+        self.cost = {"time_budget_s": settings.time_budget, "phases_s": {}, "stopped_early": {},
+                     "not_tuned_for_time": []}
+        self.result = ResultFile(os.path.join(settings.output, result_file_name()) if settings.output else None,
+                                 settings.tuning_name or type(model).__name__)
+        if settings.output:
+            os.makedirs(settings.output, exist_ok=True)
+            self.result.write()
+        self.store = None
+        self.location = None
+        if settings.bank is not False:
+            self.location = settings.bank or default_bank_dir()
+            try:
+                self.store = Bank(self.location, read_only=settings.lookup_only,
+                                  max_string_mb=settings.max_bank_string_mb)
+            except BankError as e:
+                raise TuneError(str(e))
+        self.report = Report(notes=[], files=[], candidates={}, builds={}, subgraphs=[])
+        self.cap = None
+        self.choices = {}
+        self.sub_inputs = {}
+        self.opat_records = []
+        self.onnx_bytes = None
+        self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
+
+    def by(self, share):
+        """The time.monotonic() by which ``share`` of the budget is spent (None: no budget)."""
+        return None if self.s.time_budget is None else self.clock0 + share * self.s.time_budget
+
+    def left(self):
+        """Seconds of the budget left (infinite without one)."""
+        return float("inf") if self.s.time_budget is None else self.by(1.0) - time.monotonic()
+
+    def phase(self, name, t0):
+        """Adds the time since ``t0`` (time.monotonic()) to phase ``name`` of the cost report."""
+        phases = self.cost["phases_s"]
+        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - t0, 3)
+
+    def note(self, msg, progress=None):
+        """A finding for the report (and the progress line, ``progress`` when it differs)."""
+        self.say(progress or msg)
+        self.report["notes"].append(msg)
+
+    def run(self):
+        try:
+            t0 = time.monotonic()
+            with torch.no_grad():
+                self.reference = self.model(*self.inputs)
+            self._capture()
+            self._model_entry()
+            self.phase("capture", t0)
+            t0 = time.monotonic()
+            self._choose_subgraph_threads()
+            self.phase("threads", t0)
+            if self.s.use_opat:
+                t0 = time.monotonic()
+                self._tune_opat()
+                self.phase("opat", t0)
+            if self.cap.traced:
+                t0 = time.monotonic()
+                self._tune_subgraphs()
+                self.phase("subgraphs", t0)
+            t0 = time.monotonic()
+            if self.reuse_plan:
+                self.plan_strategy = self.model_entry["strategy"]
+                self.threads = int(self.s.threads) if self.s.threads is not None else self.stored_threads
+                if self.plan_strategy == ort.STRATEGY:
+                    self.ort_options[self.threads] = self.model_entry["detail"].get("ort_options")
+                self.say("bank hit for the model plan: %s at %d threads (no candidate timed)"
+                         % (self.plan_strategy, self.threads))
+            else:
+                self._choose_model_plan(self._time_model_candidates())
+            self.phase("model_candidates", t0)
+            t0 = time.monotonic()
+            chosen, artifact = self._build_and_save()
+            mrec = self._model_record()
+            self.phase("save", t0)
+            return self._final_timing(chosen, artifact, mrec)
+        except Exception:
+            self.result.status = "tuning failed"
+            self.result.write()
+            torch.set_num_threads(self.default_threads)
+            raise
+        finally:
+            if self.store:
+                self.store.close()
+
+    # ---- capture: the fx graph, its split and the model's bank key ----
+    def _capture(self):
+        cap = self.cap = capture(self.model, self.inputs)
         if not cap.traced:
-            report["notes"].append("whole model as one subgraph: " + cap.reason)
-            say("capture: " + cap.reason + "; the whole model is one subgraph")
-        model_hash = structural_hash(cap.split if cap.traced else model, inputs)
-        in_sig = input_signature(inputs)
-        model_key = ("model", model_hash, in_sig, _validators(None))
-        known_model = set(MODEL_STRATEGIES)
-        known_sub = set(cands.STRATEGIES) - (set() if use_opat else set(cands.OPAT_STRATEGIES))
+            self.note("whole model as one subgraph: " + cap.reason,
+                      "capture: " + cap.reason + "; the whole model is one subgraph")
+        self.model_hash = structural_hash(cap.split if cap.traced else self.model, self.inputs)
+        self.model_key = ("model", self.model_hash, input_signature(self.inputs), _validators(None))
+        self.known_sub = set(cands.STRATEGIES) - (set() if self.s.use_opat else set(cands.OPAT_STRATEGIES))
 
-        # ---- the model-level entry: the plan and its thread count ----
-        model_entry, why = (store.lookup(*model_key, known_model) if store else (None, ""))
+    def _model_entry(self):
+        """The model-level bank entry: the plan and its thread count (reused unless REPEAT_TUNE)."""
+        entry, why = (self.store.lookup(*self.model_key, set(MODEL_STRATEGIES)) if self.store else (None, ""))
         if why:
-            say("bank: ignoring " + why)
-            report["notes"].append("ignored bank entry: " + why)
-        if model_entry and model_entry["strategy"] in COMPILE_STRATEGIES and not use_compile:
-            model_entry = None  # the stored plan needs what this run was told not to use
-        reuse_plan = model_entry is not None and not repeat_tune
-        stored_threads = stored_sub_threads = None
-        if model_entry is not None:
-            stored_threads, stored_sub_threads, why = _stored_threads(model_entry["detail"])
+            self.note("ignored bank entry: " + why, "bank: ignoring " + why)
+        if entry and entry["strategy"] in COMPILE_STRATEGIES and not self.s.use_compile:
+            entry = None  # the stored plan needs what this run was told not to use
+        self.stored_threads = self.stored_sub_threads = None
+        if entry is not None:
+            self.stored_threads, self.stored_sub_threads, why = _stored_threads(entry["detail"])
             if why:
-                say("bank: ignoring " + why)
-                report["notes"].append("ignored bank entry: " + why)
-                model_entry, reuse_plan = None, False
-        # Two thread counts: ``sub_threads`` is what the subgraphs are tuned (and their bank rows
-        # keyed) at; the plan's own count is chosen later, jointly with the whole-model strategy,
-        # among ``thread_counts``.
-        fixed_threads = threads
-        if fixed_threads is not None:
-            sub_threads = int(fixed_threads)
-            thread_counts = [sub_threads]
-        elif model_entry is not None and (reuse_plan or lookup_only):
-            sub_threads = stored_sub_threads
-            thread_counts = [stored_threads]
-        elif lookup_only:
-            sub_threads = default_threads
-            thread_counts = [default_threads]
+                self.note("ignored bank entry: " + why, "bank: ignoring " + why)
+                entry = None
+        self.model_entry = entry
+        self.reuse_plan = entry is not None and not self.s.repeat_tune
+
+    # ---- thread counts ----
+    def _choose_subgraph_threads(self):
+        """Two thread counts: ``sub_threads`` is what the subgraphs are tuned (and their bank rows
+        keyed) at; the plan's own count is chosen later, jointly with the whole-model strategy,
+        among ``thread_counts``."""
+        s, default = self.s, self.default_threads
+        if s.threads is not None:
+            self.sub_threads = int(s.threads)
+            self.thread_counts = [self.sub_threads]
+        elif self.model_entry is not None and (self.reuse_plan or s.lookup_only):
+            self.sub_threads = self.stored_sub_threads
+            self.thread_counts = [self.stored_threads]
+        elif s.lookup_only:
+            self.sub_threads = default
+            self.thread_counts = [default]
         else:
-            thread_counts = _thread_candidates(default_threads)
-            sub_threads = default_threads
-            if len(thread_counts) > 1:
+            self.thread_counts = _thread_candidates(default)
+            self.sub_threads = default
+            if len(self.thread_counts) > 1:
                 # Eager alone picks the count the subgraphs are tuned at (a subgraph's strategies
                 # are timed at one count); the plan's count is not decided here.
-                say("threads: timing eager with %s threads (for the subgraphs)" % thread_counts)
-                runs = {"threads=%d" % t: (lambda: model(*inputs)) for t in thread_counts}
+                self.say("threads: timing eager with %s threads (for the subgraphs)" % self.thread_counts)
+                runs = {"threads=%d" % t: (lambda: self.model(*self.inputs)) for t in self.thread_counts}
                 count = lambda n: int(n.split("=")[1])
-                timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                              prepare=thread_switcher(runs, count))
-                base = timings["threads=%d" % default_threads]
+                timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                              prepare=thread_switcher(runs, count), deadline=self.by(THREADS_SHARE),
+                                              keep=("threads=%d" % default,))
+                base = timings["threads=%d" % default]
                 best = min(timings.values(), key=lambda t: t.median)
                 if best is not base and significantly_faster(best, base):
-                    sub_threads = int(best.name.split("=")[1])
-                report["threads_timings"] = {k: v.as_ms() for k, v in timings.items()}
-            say("threads: subgraphs at %d (process default %d); whole-model candidates at %s"
-                % (sub_threads, default_threads, thread_counts))
-        report["subgraph_threads"] = sub_threads
-        report["thread_counts"] = list(thread_counts)
-        torch.set_num_threads(sub_threads)
+                    self.sub_threads = int(best.name.split("=")[1])
+                self.report["threads_timings"] = {k: v.as_ms() for k, v in timings.items()}
+            self.say("threads: subgraphs at %d (process default %d); whole-model candidates at %s"
+                     % (self.sub_threads, default, self.thread_counts))
+        self.report["subgraph_threads"] = self.sub_threads
+        self.report["thread_counts"] = list(self.thread_counts)
+        torch.set_num_threads(self.sub_threads)
 
-        # ---- OPAT: the model's Linear shapes as tuned kernels, routed only where they win ----
-        opat_records = []
-        if use_opat:
-            from . import opat
+    # ---- OPAT: the model's Linear shapes as tuned kernels, routed only where they win ----
+    def _tune_opat(self):
+        from . import opat
 
-            opat.unregister()
-            shapes = opat.linear_shapes(model, inputs)
-            work = output or tempfile.mkdtemp(prefix="portkit_opat_")
+        opat.unregister()
+        shapes = opat.linear_shapes(self.model, self.inputs)
+        work = self.s.output or tempfile.mkdtemp(prefix="portkit_opat_")
+        try:
+            self.opat_records = opat.tune_kernels(shapes, self.location, self.s.portkit, work,
+                                                  max_evals=self.s.opat_max_evals, say=self.say,
+                                                  lookup_only=self.s.lookup_only,
+                                                  known_unsatisfied=self._known_unsatisfied_kernel)
+        except (opat.KernelError, OSError, subprocess.SubprocessError) as e:
+            # The kernels are one candidate among many: without them the Linear layers stay on
+            # torch's op and the rest of the model is tuned as usual.
+            self.note("opat: no tuned kernels (%s); Linear layers stay on torch's op" % _why(e))
+            self.opat_records = []
+        for rec in self.opat_records:
+            self._remember_unsatisfied_kernel(rec)
+        self.report["opat_kernels"] = self.opat_records
+        if not shapes:
+            self.report["notes"].append("opat: the model has no torch.nn.Linear")
+
+    def _opat_key(self, rec):
+        """The bank key of a kernel's routing outcome: its shape, its configuration and the
+        conditions it was timed under (torch, CPU, cores, thread count, portkit)."""
+        shape = "%dx%dx%d%s" % (rec["m"], rec["n"], rec["k"], "+bias" if rec["bias"] else "")
+        return (OPAT_UNSATISFIED, shape, rec.get("config", ""), _validators(self.sub_threads))
+
+    def _known_unsatisfied_kernel(self, rec):
+        """Why the kernel of ``rec`` is not timed again (an earlier run found it no faster than
+        torch's linear under the same conditions), or None; REPEAT_TUNE times it again."""
+        if self.store is None or self.s.repeat_tune:
+            return None
+        entry, _ = self.store.lookup(*self._opat_key(rec), {"torch"})
+        if entry is None:
+            return None
+        return ("unsatisfied in the bank: torch's linear %.1f us vs the tuned kernel %.1f us under the same "
+                "conditions; not timed again (REPEAT_TUNE=1 times it again)" % (entry["eager_us"], entry["best_us"]))
+
+    def _remember_unsatisfied_kernel(self, rec):
+        if self.store is None or rec.get("routed") or rec.get("unsatisfied") or rec.get("wrong_result") \
+                or not rec.get("torch_us") or not rec.get("tuned_us"):
+            return
+        self.store.store(*self._opat_key(rec), name="linear %s" % self._opat_key(rec)[1], strategy="torch",
+                         detail={k: rec[k] for k in ("speedup", "lower_bound", "pairs") if k in rec},
+                         eager_us=rec["torch_us"], best_us=rec["tuned_us"])
+
+    # ---- subgraphs: each one's strategy from the bank or timed here ----
+    def _tune_subgraphs(self):
+        cap = self.cap
+        try:
+            self.sub_inputs = subgraph_inputs(cap.split, self.inputs)
+        except Exception as e:  # noqa: BLE001 - the split form does not run: every part stays eager
+            self.note("subgraphs left eager: the split model does not run (%s)" % _why(e))
+            return
+        validators = _validators(self.sub_threads)
+        # Only the split's subgraphs: split_module also puts modules that hold attributes the
+        # graph reads directly (a BatchNorm subclass with its own forward) among its children.
+        names = [n for n, _ in cap.split.named_children() if n in cap.names]
+        for i, name in enumerate(names):
+            counter = "[%d/%d]" % (i + 1, len(names))
+            # Each subgraph may time until its share of what is left for the subgraphs.
+            end = self.by(SUBGRAPH_SHARE)
+            self.sub_deadline = None if end is None else time.monotonic() + (end - time.monotonic()) / (len(names) - i)
             try:
-                opat_records = opat.tune_kernels(shapes, location, portkit, work, max_evals=opat_max_evals, say=say,
-                                                 lookup_only=lookup_only)
-            except opat.KernelError as e:
-                raise TuneError(str(e)) from None
-            report["opat_kernels"] = opat_records
-            if not shapes:
-                report["notes"].append("opat: the model has no torch.nn.Linear")
+                rec = self._tune_one_subgraph(name, counter, validators)
+            except Exception as e:  # noqa: BLE001 - one part that cannot be tuned never fails the model
+                rec = {"name": cap.names.get(name, name), "submod": name, "hash": "", "repo": ["unsatisfied"],
+                       "strategy": "eager", "before_us": None, "after_us": None,
+                       "note": "not tuned, left eager: %s" % _why(e)}
+                self.note("subgraph %s (%s) left eager: %s" % (name, rec["name"], _why(e)),
+                          "%s %s: left eager (%s)" % (counter, name, _why(e)))
+            self.choices[name] = rec["strategy"]
+            self.report["subgraphs"].append(rec)
+            self.result.subgraphs.append(rec)
+            self.result.write()
 
-        # ---- subgraphs ----
-        choices = {}
-        sub_inputs = {}
-        if cap.traced:
-            sub_inputs = subgraph_inputs(cap.split, inputs)
-            validators = _validators(sub_threads)
-            names = [n for n, _ in cap.split.named_children()]
-            for i, name in enumerate(names):
-                sub = getattr(cap.split, name)
-                sin = sub_inputs[name]
-                h = structural_hash(sub, sin)
-                key = ("subgraph", h, input_signature(sin), validators)
-                entry, why = store.lookup(*key, known_sub) if store else (None, "")
-                if why:
-                    say("bank: ignoring " + why)
-                    report["notes"].append("ignored bank entry: " + why)
-                label = "%s (%s)" % (name, cap.names.get(name, name))
-                rec = {"name": cap.names.get(name, name), "submod": name, "hash": h, "repo": [],
-                       "strategy": "eager", "before_us": None, "after_us": None}
-                if entry and not repeat_tune:
-                    rec.update(strategy=entry["strategy"], repo=["hit"], before_us=entry["eager_us"],
-                               after_us=entry["best_us"])
-                    say("[%d/%d] %s: bank hit, %s" % (i + 1, len(names), label, entry["strategy"]))
-                elif lookup_only:
-                    rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
-                    say("[%d/%d] %s: not in the bank (lookup only), eager" % (i + 1, len(names), label))
-                else:
-                    rec.update(_tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say,
-                                              "[%d/%d] %s" % (i + 1, len(names), label), known_sub))
-                    if store:
-                        store.store(*key, name=rec["name"], strategy=rec["strategy"],
-                                    detail={"candidates": rec.get("candidates", {})},
-                                    eager_us=rec["before_us"], best_us=rec["after_us"])
-                choices[name] = rec["strategy"]
-                report["subgraphs"].append(rec)
-                result.subgraphs.append(rec)
-                result.write()
-
-        # ---- the whole model ----
-        def build(strategy, count):
-            return build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode, count)
-
-        def check(name, module):
-            with torch.no_grad():
-                ok, why = outputs_match(module(*inputs), reference)
-            if not ok:
-                say("%s refused: %s" % (name, why))
-                report["notes"].append("%s refused: %s" % (name, why))
-            return ok
-
-        if reuse_plan:
-            plan_strategy = model_entry["strategy"]
-            threads = int(fixed_threads) if fixed_threads is not None else stored_threads
-            say("bank hit for the model plan: %s at %d threads (no candidate timed)" % (plan_strategy, threads))
+    def _tune_one_subgraph(self, name, counter, validators):
+        s, cap = self.s, self.cap
+        sub = getattr(cap.split, name)
+        sin = self.sub_inputs[name]
+        h = structural_hash(sub, sin)
+        key = ("subgraph", h, input_signature(sin), validators)
+        entry, why = self.store.lookup(*key, self.known_sub) if self.store else (None, "")
+        if why:
+            self.note("ignored bank entry: " + why, "bank: ignoring " + why)
+        label = "%s (%s)" % (name, cap.names.get(name, name))
+        rec = {"name": cap.names.get(name, name), "submod": name, "hash": h, "repo": [],
+               "strategy": "eager", "before_us": None, "after_us": None}
+        if entry and not s.repeat_tune:
+            rec.update(strategy=entry["strategy"], repo=["hit"], before_us=entry["eager_us"],
+                       after_us=entry["best_us"])
+            self.say("%s %s: bank hit, %s" % (counter, label, entry["strategy"]))
+        elif s.lookup_only:
+            rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
+            self.say("%s %s: not in the bank (lookup only), eager" % (counter, label))
+        elif self.reuse_plan and self.model_entry["strategy"] not in ("composite", "composite_ofi"):
+            # The model's plan comes from the bank and does not use per-subgraph choices: tuning
+            # this subgraph now would not change what is built.
+            rec.update(repo=["unsatisfied"], note="not in the bank; the model's plan (from the bank) does not use it")
+            self.say("%s %s: not in the bank, not needed by the model's plan from the bank" % (counter, label))
+        elif self.sub_deadline is not None and time.monotonic() > self.by(SUBGRAPH_SHARE):
+            # Not stored in the bank: the next run tunes it.
+            rec.update(repo=["unsatisfied"], note="time budget spent: not tuned, left eager")
+            self.cost["not_tuned_for_time"].append(name)
+            self.say("%s %s: time budget spent, eager" % (counter, label))
         else:
-            composite_applies = cap.traced and any(s != "eager" for s in choices.values())
-            model_strats = ["script_freeze", "optimize_for_inference"]
-            if any(t != default_threads for t in thread_counts):
-                model_strats.insert(0, "eager")  # eager at another thread count
-            if composite_applies:
-                model_strats += ["composite", "composite_ofi"]
-            if cap.traced and not lookup_only:
-                model_strats.append("fx_fused")
-            if use_compile and not lookup_only:
-                # torch.compile as the user would call it, and with the GEMM/convolution templates
-                # autotuned on this machine and the weights frozen (compiling takes longer: tens of
-                # seconds for a small model on 2 cores, paid once per model and thread count and
-                # cached by inductor).
-                model_strats += ["torch_compile", "torch_compile_autotune"]
-            if lookup_only:
-                model_strats = ["composite", "composite_ofi"] if composite_applies else []
-            # Every (strategy, threads) pair is run once at its count before timing and its outputs
-            # checked there; the pairs of a TorchScript strategy share one module.
-            runs, pairs = {}, {}
-            baseline = "eager@%dt" % default_threads
-            for s in model_strats:
-                counts = [t for t in thread_counts if "%s@%dt" % (s, t) != baseline]
-                # A TorchScript module runs at any count as built. Inductor writes the thread
-                # count into its kernels (``#pragma omp parallel num_threads(N)``) and its graph
-                # cache does not key on torch's count, so a torch.compile candidate is built per
-                # count with inductor's ``cpp.threads`` set to it (compiled on its first call).
-                per_count = s in COMPILE_STRATEGIES
-                if per_count:
-                    say("%s: compiling at %s threads (inductor; each count's first call compiles)"
-                        % (s, "/".join(str(t) for t in counts)))
-                info = report["builds"][s] = {"build_s": 0.0, "first_call_s": {}}
-                m = None
-                for t in counts:
-                    name = "%s@%dt" % (s, t)
-                    torch.set_num_threads(t)
-                    if m is None or per_count:
-                        t0 = time.time()
-                        try:
-                            m = build(s, t)
-                        except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
-                            info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
-                            say("%s does not apply: %s" % (s, type(e).__name__))
-                            break
-                        info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
-                    t0 = time.time()
-                    try:
-                        ok = check(name, m)
-                    except Exception as e:  # noqa: BLE001 - e.g. inductor failing to compile
-                        report["notes"].append("%s failed: %s: %s" % (name, type(e).__name__, str(e)[:200]))
-                        say("%s failed: %s" % (name, type(e).__name__))
-                        ok = False
-                    info["first_call_s"][str(t)] = round(time.time() - t0, 3)
-                    if ok:
-                        runs[name] = (lambda m=m: m(*inputs))
-                        pairs[name] = (s, t)
-            plan_strategy, threads = "eager", (sub_threads if fixed_threads is not None else default_threads)
-            if runs:
-                runs[baseline] = lambda: model(*inputs)
-                pairs[baseline] = ("eager", default_threads)
-                say("whole model: timing %s interleaved" % ", ".join(sorted(runs)))
-                # Grouped by thread count: the count changes once per group and round (a change
-                # costs the next call more than a steady count does), never between two samples of
-                # one count.
-                count = lambda n: pairs[n][1]
-                timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                              prepare=thread_switcher(runs, count), group=count)
-                for n, t in timings.items():
-                    report["candidates"][n] = dict(t.as_ms(), strategy=pairs[n][0], threads=pairs[n][1],
-                                                   baseline=n == baseline)
-                best = choose_model_plan(timings, pairs, baseline,
-                                         default_threads if fixed_threads is None else sub_threads)
-                if best is not None:
-                    plan_strategy, threads = pairs[best]
-            torch.set_num_threads(threads)
+            stopped = self.cost["stopped_early"]
+            rec.update(_tune_subgraph(sub, sin, entry, s.rounds, s.warmup, s.min_sample_s, self.say,
+                                      "%s %s" % (counter, label), self.known_sub, deadline=self.sub_deadline))
+            for strategy, n in rec.get("stopped_early", {}).items():
+                stopped["%s/%s" % (name, strategy)] = n
+            if self.store:
+                self.store.store(*key, name=rec["name"], strategy=rec["strategy"],
+                                 detail={"candidates": rec.get("candidates", {})},
+                                 eager_us=rec["before_us"], best_us=rec["after_us"])
+        return rec
 
-        # The model-level plan is a bank entry of its own (for an opaque model, its only one).
-        mrec = {"name": "(whole model)", "submod": "", "hash": model_hash, "strategy": plan_strategy,
+    # ---- the whole model: candidates built, checked and timed interleaved ----
+    def build(self, strategy, count):
+        if strategy == ort.STRATEGY:
+            return self._build_ort(count)
+        return build_model_strategy(strategy, self.model, self.cap, self.choices, self.sub_inputs, self.inputs,
+                                    self.s.compile_mode, count)
+
+    def _build_ort(self, count):
+        """ONNX Runtime at ``count`` intra-op threads with the fastest of its settings there
+        (searched once per count, interleaved; a setting whose outputs differ is refused)."""
+        if self.onnx_bytes is None:
+            self.onnx_bytes = ort.export(self.model, self.inputs)
+        known = self.ort_options.get(count)
+        if known:
+            return ort.OrtModule(self.onnx_bytes, known)
+        built = {}
+        for options in ort.settings_at(count):
+            m = ort.OrtModule(self.onnx_bytes, options)
+            with torch.no_grad():
+                ok, why = outputs_match(m(*self.inputs), self.reference)
+            if ok:
+                built["%s/%s" % (options["graph_optimization_level"], options["execution_mode"])] = (m, options)
+        if not built:
+            raise TuneError("no ONNX Runtime setting reproduces eager's outputs")
+        runs = {n: (lambda m=m: m(*self.inputs)) for n, (m, _) in built.items()}
+        s = self.s
+        timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                      deadline=self.by(0.9))
+        best = min(timings.values(), key=lambda t: t.median).name
+        self.report.setdefault("ort_settings_ms", {})[str(count)] = {n: round(t.median * 1e3, 4)
+                                                                     for n, t in timings.items()}
+        self.ort_options[count] = built[best][1]
+        return built[best][0]
+
+    def check(self, name, module):
+        with torch.no_grad():
+            got = module(*self.inputs)
+            ok, why = outputs_match(got, self.reference)
+            if not ok:
+                # Like with like: a model whose outputs jump with rounding (top-k and NMS over near
+                # ties, as detection heads have) gives other outputs at another thread count, eager
+                # included; the candidate is then compared with eager at the count it runs at.
+                here = self.model(*self.inputs)
+                if not outputs_match(here, self.reference)[0]:
+                    ok, why = outputs_match(got, here)
+                    if ok:
+                        self.note("%s compared with eager at %d threads: eager's own outputs differ between "
+                                  "thread counts" % (name, torch.get_num_threads()))
+        if not ok:
+            self.note("%s refused: %s" % (name, why))
+        return ok
+
+    def _model_strategies(self):
+        s, traced = self.s, self.cap.traced
+        composite_applies = traced and any(c != "eager" for c in self.choices.values())
+        if s.lookup_only:
+            return ["composite", "composite_ofi"] if composite_applies else []
+        strategies = ["script_freeze", "optimize_for_inference"]
+        if any(t != self.default_threads for t in self.thread_counts):
+            strategies.insert(0, "eager")  # eager at another thread count
+        if composite_applies:
+            strategies += ["composite", "composite_ofi"]
+        if traced:
+            strategies.append("fx_fused")
+        if ort.available():
+            strategies.append(ort.STRATEGY)
+        else:
+            self.note("onnxruntime not installed: ONNX Runtime not tried")
+        if s.use_compile and self.left() < COMPILE_SHARE * (s.time_budget or 0):
+            self.note("torch.compile not tried: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget))
+        elif s.use_compile:
+            # torch.compile as the user would call it, and with the GEMM/convolution templates
+            # autotuned on this machine and the weights frozen (compiling takes longer: tens of
+            # seconds for a small model on 2 cores, paid once per model and thread count and
+            # cached by inductor).
+            strategies += ["torch_compile", "torch_compile_autotune"]
+        return strategies
+
+    def _build_candidates(self, strategy, runs, pairs):
+        """Builds ``strategy`` at every thread count and checks its first call there; adds the
+        ones that reproduce eager to ``runs`` / ``pairs``."""
+        counts = [t for t in self.thread_counts if "%s@%dt" % (strategy, t) != self.baseline]
+        # A TorchScript module runs at any count as built. Inductor writes the thread count into
+        # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
+        # on torch's count, so a torch.compile candidate is built per count with inductor's
+        # ``cpp.threads`` set to it (compiled on its first call).
+        per_count = strategy in COMPILE_STRATEGIES or strategy == ort.STRATEGY
+        if per_count:
+            self.say("%s: compiling at %s threads (inductor; each count's first call compiles)"
+                     % (strategy, "/".join(str(t) for t in counts)))
+        info = self.report["builds"][strategy] = {"build_s": 0.0, "first_call_s": {}}
+        m = None
+        for t in counts:
+            name = "%s@%dt" % (strategy, t)
+            torch.set_num_threads(t)
+            if m is None or per_count:
+                t0 = time.time()
+                try:
+                    m = self.build(strategy, t)
+                except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
+                    info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
+                    self.say("%s does not apply: %s" % (strategy, type(e).__name__))
+                    return
+                info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
+            t0 = time.time()
+            try:
+                ok = self.check(name, m)
+            except Exception as e:  # noqa: BLE001 - e.g. inductor failing to compile
+                self.note("%s failed: %s: %s" % (name, type(e).__name__, str(e)[:200]),
+                          "%s failed: %s" % (name, type(e).__name__))
+                ok = False
+            info["first_call_s"][str(t)] = round(time.time() - t0, 3)
+            if ok:
+                runs[name] = (lambda m=m: m(*self.inputs))
+                pairs[name] = (strategy, t)
+
+    def _time_model_candidates(self):
+        """{name: Timing} of every whole-model (strategy, threads) pair that reproduces eager,
+        timed interleaved with the baseline (empty when none does); ``self.pairs`` names them."""
+        s = self.s
+        # Every (strategy, threads) pair is run once at its count before timing and its outputs
+        # checked there; the pairs of a TorchScript strategy share one module.
+        runs, self.pairs = {}, {}
+        self.baseline = "eager@%dt" % self.default_threads
+        for strategy in self._model_strategies():
+            self._build_candidates(strategy, runs, self.pairs)
+        if not runs:
+            return {}
+        runs[self.baseline] = lambda: self.model(*self.inputs)
+        self.pairs[self.baseline] = ("eager", self.default_threads)
+        self.say("whole model: timing %s interleaved" % ", ".join(sorted(runs)))
+        # Grouped by thread count: the count changes once per group and round (a change costs the
+        # next call more than a steady count does), never between two samples of one count.
+        count = lambda n: self.pairs[n][1]
+        stopped = self.cost["stopped_early"]
+        timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                      prepare=thread_switcher(runs, count), group=count, deadline=self.by(0.95),
+                                      keep=(self.baseline,), stopped=stopped)
+        for n, t in timings.items():
+            self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
+                                                baseline=n == self.baseline)
+        return timings
+
+    # ---- choose ----
+    def _choose_model_plan(self, timings):
+        fixed = self.s.threads is not None
+        self.plan_strategy = "eager"
+        self.threads = self.sub_threads if fixed else self.default_threads
+        if timings:
+            best = choose_model_plan(timings, self.pairs, self.baseline,
+                                     self.sub_threads if fixed else self.default_threads)
+            if best is not None:
+                self.plan_strategy, self.threads = self.pairs[best]
+        torch.set_num_threads(self.threads)
+
+    def _model_record(self):
+        """The model-level plan as a result-file record (for an opaque model, its only one)."""
+        mrec = {"name": "(whole model)", "submod": "", "hash": self.model_hash, "strategy": self.plan_strategy,
                 "before_us": None, "after_us": None}
-        if reuse_plan:
+        if self.reuse_plan:
             mrec["repo"] = ["hit"]
-        elif lookup_only:
+        elif self.s.lookup_only:
             mrec["repo"] = ["unsatisfied"]
-        elif model_entry is not None:
-            changed = (model_entry["strategy"], stored_threads) != (plan_strategy, threads)
+        elif self.model_entry is not None:
+            changed = (self.model_entry["strategy"], self.stored_threads) != (self.plan_strategy, self.threads)
             mrec["repo"] = ["hit", "update" if changed else "reserved"]
         else:
-            mrec["repo"] = ["add"] if plan_strategy != "eager" else ["unsatisfied"]
-        report["model_repo"] = "/".join(mrec["repo"])
-        result.subgraphs.append(mrec)
-        result.write()
+            mrec["repo"] = ["add"] if self.plan_strategy != "eager" else ["unsatisfied"]
+        self.report["model_repo"] = "/".join(mrec["repo"])
+        self.result.subgraphs.append(mrec)
+        self.result.write()
+        return mrec
 
-        plan = Plan(plan_strategy, threads, dict(choices) if plan_strategy in ("composite", "composite_ofi") else {},
-                    (COMPILE_STRATEGIES[plan_strategy] or compile_mode) if plan_strategy in COMPILE_STRATEGIES
-                    else None)
-        say("plan: %s, %d threads" % (plan.strategy, plan.threads))
-        chosen = build(plan.strategy, plan.threads)
-        if not check(plan.strategy, chosen):
-            raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
-        artifact = None
-        if output:
-            artifact = save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_records)
-            chosen = load(artifact)
-            if not check("the saved artifact", chosen):
-                raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
-            report["files"] += [artifact, os.path.join(output, PLAN)]
-            if plan.strategy in PICKLED_STRATEGIES:
-                report["files"].append(os.path.join(output, EAGER_MODULE))
-            report["files"] += [os.path.join(output, r["so"]) for r in _saved_kernels(output)]
-            say("artifact: %s" % artifact)
+    # ---- save: the chosen plan built, checked, written and loaded back ----
+    def _build_and_save(self):
+        """The chosen plan's module and artifact; a plan that cannot be built, reproduced, saved or
+        loaded back gives way to eager (with a note), so one broken path never fails the model."""
+        try:
+            return self._build_and_save_plan()
+        except Exception as e:  # noqa: BLE001
+            if self.plan_strategy == "eager":
+                raise
+            self.note("plan %s could not be built, saved or loaded back (%s); eager instead"
+                      % (self.plan_strategy, _why(e)))
+            self.plan_strategy = "eager"
+            return self._build_and_save_plan()
 
-        # ---- before / after, whole model, interleaved ----
-        final = {"baseline": lambda: model(*inputs), "result": lambda: chosen(*inputs)}
-        count = lambda n: default_threads if n == "baseline" else plan.threads
-        timings = measure_interleaved(final, rounds=final_rounds, warmup=warmup, min_sample_s=min_sample_s,
-                                      prepare=thread_switcher(final, count))
+    def _build_and_save_plan(self):
+        s = self.s
+        strategy = self.plan_strategy
+        self.plan = plan = Plan(strategy, self.threads,
+                                dict(self.choices) if strategy in ("composite", "composite_ofi") else {},
+                                (COMPILE_STRATEGIES[strategy] or s.compile_mode) if strategy in COMPILE_STRATEGIES
+                                else None, self.ort_options.get(self.threads) if strategy == ort.STRATEGY else None)
+        self.say("plan: %s, %d threads" % (plan.strategy, plan.threads))
+        if not s.output:
+            chosen = self.build(plan.strategy, plan.threads)
+            if not self.check(plan.strategy, chosen):
+                raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
+            return chosen, None
+        # With an artifact, what is checked (and returned) is the artifact loaded back: building
+        # the plan once more beforehand would only repeat the work (a compile, an export).
+        artifact = save_artifact(s.output, plan, self.cap, self.model, self.inputs, self.sub_inputs,
+                                 self.opat_records)
+        chosen = load(artifact)
+        if not self.check("the saved artifact", chosen):
+            raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
+        files = self.report["files"]
+        files += [artifact, os.path.join(s.output, PLAN)]
+        if plan.strategy in PICKLED_STRATEGIES:
+            files.append(os.path.join(s.output, EAGER_MODULE))
+        files += [os.path.join(s.output, r["so"]) for r in _saved_kernels(s.output)]
+        self.say("artifact: %s" % artifact)
+        return chosen, artifact
+
+    # ---- before / after, whole model, interleaved; the report ----
+    def _final_timing(self, chosen, artifact, mrec):
+        s, plan, result, report = self.s, self.plan, self.result, self.report
+        final = {"baseline": lambda: self.model(*self.inputs), "result": lambda: chosen(*self.inputs)}
+        count = lambda n: self.default_threads if n == "baseline" else plan.threads
+        t0 = time.monotonic()
+        timings = measure_interleaved(final, rounds=s.final_rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                      prepare=thread_switcher(final, count),
+                                      # A plan from the bank: a short before/after, the run is a lookup.
+                                      deadline=self.by(0.05 if self.reuse_plan else 1.1),
+                                      keep=("baseline", "result"))
+        self.phase("final_timing", t0)
+        self.cost["seconds"] = round(time.monotonic() - self.clock0, 3)
+        report["cost"] = self.cost
         torch.set_num_threads(plan.threads)  # the returned module runs at the plan's count
         result.baseline, result.result = timings["baseline"], timings["result"]
         mrec.update(before_us=timings["baseline"].median * 1e6, after_us=timings["result"].median * 1e6)
-        if store and not reuse_plan and not lookup_only:
-            store.store(*model_key, name=result.tuning_name, strategy=plan.strategy,
-                        detail={"threads": plan.threads, "subgraph_threads": sub_threads,
-                                "compile_mode": plan.compile_mode},
-                        eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
+        if self.store and not self.reuse_plan and not s.lookup_only:
+            self.store.store(*self.model_key, name=result.tuning_name, strategy=plan.strategy,
+                             detail=dict({"threads": plan.threads, "subgraph_threads": self.sub_threads,
+                                          "compile_mode": plan.compile_mode},
+                                         **({"ort_options": plan.ort_options} if plan.ort_options else {})),
+                             eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
         ratio, ci = paired_ratio(timings["result"], timings["baseline"])
         result.status = "tuning successful"
         result.extra = {"plan": plan.to_json(), "speedup": round(1.0 / ratio, 4) if ratio > 0 else None,
                         "speedup_ci95": [round(1.0 / ci[1], 4), round(1.0 / ci[0], 4)] if ci[0] > 0 else None,
-                        "model_bank": report.get("model_repo"), "notes": report["notes"],
+                        "model_bank": report.get("model_repo"), "notes": report["notes"], "tuning_cost": self.cost,
                         "model_candidates_ms": {n: round(c["median_ms"], 4) for n, c in report["candidates"].items()}}
         result.write()
         if result.path:
             report["files"].append(result.path)
         report.update(plan=plan.to_json(), baseline=timings["baseline"].as_ms(), result=timings["result"].as_ms(),
                       speedup=result.extra["speedup"], speedup_ci95=result.extra["speedup_ci95"],
-                      repo_summary=result.summary(), tuned=not reuse_plan and not lookup_only, artifact=artifact,
-                      result_file=result.path, seconds=round(time.time() - started, 3))
-        say("model %.3f ms -> %.3f ms (x%.2f); %s" % (timings["baseline"].median * 1e3, timings["result"].median * 1e3,
-                                                      report["speedup"] or 0, json.dumps(result.summary())))
+                      repo_summary=result.summary(), tuned=not self.reuse_plan and not s.lookup_only,
+                      artifact=artifact, result_file=result.path, seconds=round(time.time() - self.started, 3))
+        self.say("model %.3f ms -> %.3f ms (x%.2f); %s" % (timings["baseline"].median * 1e3,
+                                                           timings["result"].median * 1e3, report["speedup"] or 0,
+                                                           json.dumps(result.summary())))
         return chosen, report
-    except Exception:
-        result.status = "tuning failed"
-        result.write()
-        torch.set_num_threads(default_threads)
-        raise
-    finally:
-        if store:
-            store.close()
 
 
-def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, allowed=None):
+def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, allowed=None, deadline=None):
     """Builds, checks and times every strategy (of ``allowed``) for one subgraph; the outcome as a
-    record update."""
+    record update. ``deadline``: see measure_interleaved (eager is always timed to the end)."""
     with torch.no_grad():
         ref = sub(*sin)
     built = {}
     for name in cands.STRATEGIES:
         if allowed is not None and name not in allowed:
             continue
+        if deadline is not None and len(built) > 1 and time.monotonic() > deadline:
+            # Strategies are in order of how often they win; the rest are not built.
+            say("%s: time budget: %s and later strategies not built" % (label, name))
+            break
         try:
             m = cands.build(name, sub, sin)
             with torch.no_grad():
@@ -805,11 +1164,15 @@ def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, al
         except Exception:  # noqa: BLE001 - strategies that do not apply are skipped
             pass
     runs = {n: (lambda m=m: m(*sin)) for n, m in built.items()}
-    timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s)
+    stopped = {}
+    timings = measure_interleaved(runs, rounds=rounds, warmup=warmup, min_sample_s=min_sample_s,
+                                  deadline=deadline, keep=("eager",), stopped=stopped)
     eager = timings["eager"]
     best = min(timings.values(), key=lambda t: t.median)
     incumbent = timings.get(entry["strategy"]) if entry else None
     rec = {"candidates": {n: round(t.median * 1e6, 3) for n, t in timings.items()}}
+    if stopped:
+        rec["stopped_early"] = stopped
     if entry is not None and incumbent is not None:
         # REPEAT_TUNE: the stored strategy is re-measured here; replaced only when beaten beyond noise.
         if best is not incumbent and significantly_faster(best, incumbent):
