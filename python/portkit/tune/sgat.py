@@ -21,7 +21,7 @@ from . import candidates as cands
 from . import ort
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
-from .measure import Timing, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
+from .measure import measure_interleaved, paired_ratio, significantly_faster, thread_switcher
 from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
