@@ -846,6 +846,18 @@ std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* na
 
 std::string_view MatchKeyName(MatchKey key) { return key == MatchKey::kName ? "name" : "name+shape"; }
 
+std::string_view DivergenceStateName(DivergenceState state) {
+  switch (state) {
+    case DivergenceState::kCulprit:
+      return "culprit";
+    case DivergenceState::kDrift:
+      return "drift";
+    case DivergenceState::kNone:
+      break;
+  }
+  return "none";
+}
+
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kYes:
@@ -1439,7 +1451,8 @@ void CompareRun::TensorRow(const DumpOp& top, long ti, const DumpTensor& tt, con
   CompareRow row;
   row.target_op = ti;
   row.replay = IsReplayKey(tt.key);
-  std::string rkey = row.replay ? tt.key.substr(7) : tt.key;
+  // `replay.output.N` and its baseline `replay.baseline.output.N` pair with the reference's `output.N`.
+  std::string rkey = !row.replay ? tt.key : tt.key.substr(tt.key.rfind("replay.baseline.", 0) == 0 ? 16 : 7);
   row.output = IsOutputKey(rkey);
   const DumpOp& rop = row.replay ? replay_source : aligned;
   const size_t rop_pos = row.replay ? replay_pos : rpos;
@@ -1568,6 +1581,14 @@ void CompareRun::Finish() {
     report_.first_divergence_evidence = div.evidence;
   }
   if (div.first_mismatch >= 0) report_.first_mismatching_output = matched_target_op(div.first_mismatch);
+  if (div.first_local >= 0) {
+    report_.divergence_state = DivergenceState::kCulprit;
+  } else if (div.drift_start >= 0 || div.first_mismatch >= 0) {
+    report_.divergence_state = DivergenceState::kDrift;
+    const bool growth = div.drift_start >= 0 && (div.first_mismatch < 0 || div.drift_start <= div.first_mismatch);
+    report_.drift_start = matched_target_op(growth ? div.drift_start : div.first_mismatch);
+    report_.drift_evidence = growth ? div.drift_evidence : "the first output judged No";
+  }
   // What is left of the manifests goes now, and its memory back to the system before the caller
   // renders the report.
   std::vector<std::pair<size_t, CompareOp>>().swap(target_ops_);

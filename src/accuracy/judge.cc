@@ -36,14 +36,20 @@ void JudgeInContext(std::vector<CompareRow>& rows) {
     while (end < rows.size() && rows[end].target_op == rows[begin].target_op) ++end;
     if (rows[begin].target_op >= 0) {
       bool floating_input = false;
-      double scale = 0;
+      // The scale an output is linear in: the smallest of the floating inputs' magnitudes (a
+      // gradient of 1e-6 times an activation of 1 is of the gradient's scale, not the
+      // activation's); one-element inputs (scalars, eps) and all-zero ones do not set it.
+      double scale = 0, largest = 0;
       for (size_t i = begin; i < end; ++i) {
         const CompareRow& r = rows[i];
         if (r.output || r.replay || !IsFloating(RowDType(r.reference))) continue;
         floating_input = true;
-        if (r.reference.stats && std::isfinite(MaxMagnitude(*r.reference.stats)))
-          scale = std::max(scale, MaxMagnitude(*r.reference.stats));
+        if (!r.reference.stats || !std::isfinite(MaxMagnitude(*r.reference.stats))) continue;
+        const double m = MaxMagnitude(*r.reference.stats);
+        largest = std::max(largest, m);
+        if (r.elements >= 2 && m > 0) scale = scale > 0 ? std::min(scale, m) : m;
       }
+      if (scale <= 0) scale = largest;
       for (size_t i = begin; i < end; ++i) {
         CompareRow& r = rows[i];
         if (!r.output) continue;
@@ -59,7 +65,7 @@ void JudgeInContext(std::vector<CompareRow>& rows) {
         bool bad = !(r.metrics["MaxAbsErr"] <= bound);
         if (r.verdict == Verdict::kNo && !bad)
           r.message = "zero up to rounding in both runs (largest magnitude at most " + Brief(bound) +
-                      ", the small-value share of the inputs' " + Brief(scale) + "): judged by absolute error";
+                      ", the small-value share of the inputs' scale " + Brief(scale) + "): judged by absolute error";
         r.verdict = bad ? Verdict::kNo : Verdict::kYes;
       }
     }
@@ -87,99 +93,245 @@ void ErrorSummary::Add(const CompareRow& r, const std::string& key) {
   if (m > mae || mae_key.empty()) mae = m, mae_key = key;
 }
 
+double JudgedTensor::Relative() const {
+  if (rms > 0) return rmse / rms;
+  return rmse > 0 ? INFINITY : 0;
+}
+
 namespace {
 
-/// log10 of a MaxAbsErr, with everything below 1 counted as 0 (msprobe's order of magnitude).
-double Order(double mae) { return mae < 1 ? 0 : std::log10(mae); }
-
-/// Whether the outputs' error jumps against the inputs' (msprobe's highlight rules, taken against
-/// the worst input so that error carried in by one input is not blamed on the operator); the
-/// evidence names the rule and the numbers.
-bool ErrorGrows(const ErrorSummary& in, const ErrorSummary& out, std::string& evidence, std::string& basis) {
-  if (in.tensors && out.tensors) {
-    basis = "error growth";
-    if (!std::isnan(in.ratio) && !std::isnan(out.ratio) &&
-        ((in.ratio > 0.9 && out.ratio < 0.6) || in.ratio - out.ratio > 0.1)) {
-      evidence = out.ratio_key + " error ratio " + Brief(out.ratio) + " (share of elements within the relative "
-                 "tolerance), inputs " + Brief(in.ratio) + " (" + in.ratio_key + ")";
-      return true;
-    }
-    if (!std::isnan(in.cos) && !std::isnan(out.cos) && in.cos - out.cos > 0.1) {
-      evidence = out.cos_key + " Cosine " + Brief(out.cos) + ", inputs " + Brief(in.cos) + " (" + in.cos_key + ")";
-      return true;
-    }
-    if (out.mae > in.mae && Order(out.mae) - Order(in.mae) >= 1) {
-      evidence = out.mae_key + " MaxAbsErr " + Brief(out.mae) + ", inputs " + Brief(in.mae) + " (" + in.mae_key + ")";
-      return true;
-    }
-  }
-  if (in.stats && out.stats && out.stats_rel > kStatsRelTolerance && in.stats_rel < 0.01) {
-    basis = "statistics growth";
-    evidence = out.stats_key + " statistics differ by " + Brief(out.stats_rel) + " (relative), inputs by " +
-               Brief(in.stats_rel) + " (" + in.stats_key + ")";
-    return true;
-  }
+bool OneOf(const std::string& op, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (op == n) return true;
   return false;
+}
+
+/// Operators whose outputs sum products of their inputs' elements.
+bool Contraction(const std::string& op) {
+  return OneOf(op, {"mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "dot", "mv", "addmv", "einsum",
+                    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "convolution_backward",
+                    "mkldnn_convolution", "_scaled_dot_product_attention", "scaled_dot_product_attention",
+                    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+                    "_scaled_dot_product_flash_attention", "linear_backward", "mkldnn_rnn", "_thnn_fused_lstm_cell",
+                    "_thnn_fused_gru_cell", "lstm", "gru", "rnn_tanh"}) ||
+         op.find("backward") != std::string::npos;
+}
+
+/// Operators whose outputs add their inputs' elements (so cancel).
+bool Additive(const std::string& op) {
+  return Contraction(op) || OneOf(op, {"add", "sub", "rsub", "sum", "mean", "nansum", "cumsum", "addcmul", "addcdiv",
+                                       "index_add", "scatter_add", "sum_to_size", "var", "std", "var_mean", "std_mean",
+                                       "embedding_dense_backward", "lerp", "_foreach_add", "where"});
+}
+
+bool Exponential(const std::string& op) {
+  return OneOf(op, {"exp", "exp2", "expm1", "softmax", "_softmax", "log_softmax", "_log_softmax", "sigmoid", "silu",
+                    "elu", "softplus", "pow", "_safe_softmax", "logsumexp", "erf", "gelu"});
+}
+
+bool Normalisation(const std::string& op) {
+  return op.find("norm") != std::string::npos && op.find("backward") == std::string::npos;
 }
 
 }  // namespace
 
+double Amplification(const std::string& op, const std::vector<JudgedTensor>& tensors, const JudgedTensor& output) {
+  // The floating inputs with data, largest first.
+  std::vector<const JudgedTensor*> in;
+  for (const auto& t : tensors)
+    if (!t.output && !t.replay && t.compared && IsFloating(t.reference) && t.numel > 0) in.push_back(&t);
+  std::stable_sort(in.begin(), in.end(), [](const JudgedTensor* a, const JudgedTensor* b) {
+    return a->numel != b->numel ? a->numel > b->numel : a->rms > b->rms;
+  });
+  double a = 1;
+  if (in.empty() || !(output.rms > 0) || !(output.numel > 0)) return a;
+  if (Additive(op)) {
+    // Same-sized addends (add, sub): the largest of them; a reduction: its input, T terms each.
+    double term = 0;
+    for (const auto* t : in)
+      if (t->numel == in.front()->numel) term = std::max(term, t->rms);
+    const double terms = std::max(1.0, in.front()->numel / output.numel);
+    a = std::max(a, std::sqrt(terms) * term / output.rms);
+  }
+  if (Contraction(op) && in.size() >= 2) {
+    // Every pair of operands: T = √(numel(x)·numel(y) / numel(out)) products per output element.
+    for (size_t i = 0; i < in.size(); ++i)
+      for (size_t j = i + 1; j < in.size(); ++j) {
+        const double terms = std::max(1.0, std::sqrt(in[i]->numel * in[j]->numel / output.numel));
+        a = std::max(a, std::sqrt(terms) * in[i]->rms * in[j]->rms / output.rms);
+      }
+  }
+  // An input holding inf (a -inf attention mask) has no finite range to go by.
+  if (Exponential(op) && std::isfinite(in.front()->max_magnitude)) a = std::max(a, 1 + in.front()->max_magnitude);
+  if (Normalisation(op)) {
+    const JudgedTensor& x = *in.front();
+    const double spread = std::sqrt(std::max(0.0, x.rms * x.rms - x.mean * x.mean));
+    if (spread > 0) a = std::max(a, x.rms / spread);
+  }
+  return std::isfinite(a) ? a : INFINITY;
+}
+
+namespace {
+
+/// An output's error may be blamed on its operator without replay when it exceeds what rounding
+/// and the inputs' error allow by this factor (the allowance is an estimate from statistics).
+constexpr double kBlameFactor = 32;
+/// With exact inputs (bit-identical in both runs) the output's error is the operator's own: blamed
+/// beyond this many roundings (amplified).
+constexpr double kExactInputRoundings = 8;
+
+std::string Times(double v) { return Brief(v) + "×"; }
+
+/// x amplified by a (0 stays 0 however large a is).
+double Amplified(double x, double a) { return x == 0 ? 0 : x * a; }
+
+}  // namespace
+
+void DivergenceFinder::Add(const CompareRow& r) {
+  if (r.from_statistics) {
+    if (r.replay) return;
+    if (r.output) {
+      if (!r.discrete && !r.negligible) stats_out_.Add(r, KeyOf(r));
+    } else {
+      stats_in_.Add(r, KeyOf(r));
+    }
+  }
+  JudgedTensor t;
+  t.key = KeyOf(r);
+  t.output = r.output, t.replay = r.replay, t.baseline = t.key.rfind("replay.baseline.", 0) == 0;
+  t.compared = r.compared, t.bad = r.verdict == Verdict::kNo, t.skip = r.discrete || r.negligible;
+  t.nonfinite = r.message.rfind("inf or nan", 0) == 0;
+  t.target = RowDType(r.target), t.reference = RowDType(r.reference);
+  t.numel = static_cast<double>(r.elements);
+  if (r.compared) {
+    auto get = [&](const char* k) {
+      auto it = r.metrics.find(k);
+      return it == r.metrics.end() ? 0.0 : it->second;
+    };
+    t.rmse = get("RMSE"), t.max_abs_err = get("MaxAbsErr");
+    if (r.reference.stats && t.numel > 0) {
+      t.rms = r.reference.stats->norm / std::sqrt(t.numel);
+      t.mean = r.reference.stats->mean;
+      t.max_magnitude = MaxMagnitude(*r.reference.stats);
+    }
+  }
+  tensors_.push_back(std::move(t));
+}
+
+// The replayed outputs decide for an operator that has them: its own error, beyond what the
+// quantisation of its inputs alone costs (the baseline), against one rounding of its type.
+bool DivergenceFinder::JudgeReplay(long index) {
+  bool replayed = false;
+  // The inputs' quantisation when there is no baseline: the live inputs' rounding.
+  double quantisation = 0;
+  for (const auto& t : tensors_)
+    if (!t.output && !t.replay && t.target != t.reference) quantisation = std::max(quantisation, UnitRoundoff(t.target));
+  for (const auto& t : tensors_) {
+    if (!t.replay || t.baseline || !(t.compared || t.bad)) continue;
+    replayed = true;
+    const std::string suffix = t.key.substr(7);  // output.N
+    const JudgedTensor* base = nullptr;
+    for (const auto& b : tensors_)
+      if (b.baseline && b.compared && b.key.substr(16) == suffix) base = &b;
+    const double amp = Amplification(op_name_, tensors_, t);
+    double own = t.Relative();
+    if (base && std::isfinite(own) && t.rms > 0)
+      own = std::sqrt(std::max(0.0, t.rmse * t.rmse - base->rmse * base->rmse)) / t.rms;
+    const double allowed = 2 * UnitRoundoff(t.target) + Amplified(kExactInputRoundings * UnitRoundoff(t.reference), amp) +
+                           (base ? 0 : Amplified(2 * quantisation, amp));
+    const bool bad = t.nonfinite || (t.compared && !t.skip && t.rms > 0 && !(own <= allowed)) ||
+                     (t.bad && !t.compared);
+    if (!bad) continue;
+    d_.first_local = index, d_.basis = "replay";
+    d_.evidence = t.key + " (computed from the reference's inputs) differs" +
+                  (t.nonfinite ? std::string(": inf or nan")
+                               : ": relative error " + Brief(own) + (base ? " beyond its baseline's " + Brief(base->Relative()) : "") +
+                                     ", allowed " + Brief(allowed));
+    return true;
+  }
+  return replayed;
+}
+
 // The rows of one target operator are consecutive, in the target's execution order (RunCompare
 // builds them so): each operator is judged when its rows end, nothing kept for the others.
-void DivergenceFinder::Judge(long index, const OpVerdicts& v) {
+void DivergenceFinder::Judge(long index) {
   Divergence& d = d_;
-    if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
-    if (d.first_local >= 0) return;
-    std::string evidence, basis;
-    if (v.replayed) {
-      if (v.replay_bad) d.first_local = index, d.basis = "replay",
-                        d.evidence = v.replay_key + " (computed from the reference's inputs) differs";
-    } else if (v.output_bad && v.inputs_seen && v.inputs_ok) {
-      d.first_local = index, d.basis = "inputs matched", d.evidence = v.bad_key + " is No, every input Yes";
-    } else if (v.inputs_seen && ErrorGrows(v.in, v.out, evidence, basis)) {
-      d.first_local = index, d.basis = basis, d.evidence = evidence;
-    } else if (v.output_bad && !v.inputs_seen) {
-      d.first_local = index, d.basis = "outputs only", d.evidence = v.bad_key + " is No (no inputs dumped)";
+  bool output_bad = false, output_nonfinite = false, inputs_seen = false, inputs_exact = true, inputs_ok = true;
+  std::string bad_key;
+  double in_rel = 0;
+  for (const auto& t : tensors_) {
+    if (t.replay) continue;
+    if (t.output) {
+      if (!t.skip && t.bad && !output_bad) output_bad = true, bad_key = t.key;
+      output_nonfinite = output_nonfinite || (!t.skip && t.nonfinite);
+      continue;
     }
+    inputs_seen = true, inputs_ok = inputs_ok && !t.bad;
+    inputs_exact = inputs_exact && !t.bad && (!t.compared || t.max_abs_err == 0);
+    if (t.compared && IsFloating(t.target)) in_rel = std::max(in_rel, t.Relative());
+  }
+  if (output_bad && d.first_mismatch < 0) d.first_mismatch = index;
+  if (d.first_local >= 0) return;
+  if (JudgeReplay(index)) return;
+  // The worst output against its allowance.
+  double excess = 0, worst_rel = 0, worst_allowed = 0;
+  std::string worst_key;
+  for (const auto& t : tensors_) {
+    if (!t.output || t.replay || t.skip || t.nonfinite || !t.compared || !IsFloating(t.target)) continue;
+    const double rounding = UnitRoundoff(t.target) + UnitRoundoff(t.reference);
+    const double allowed = Amplified(rounding + in_rel, Amplification(op_name_, tensors_, t));
+    const double rel = t.Relative();
+    const double x = allowed > 0 ? rel / allowed : (rel > 0 ? INFINITY : 0);
+    if (x > excess || worst_key.empty()) excess = x, worst_rel = rel, worst_allowed = allowed, worst_key = t.key;
+  }
+  auto evidence = [&](const char* what) {
+    return worst_key + " relative error " + Brief(worst_rel) + ", " + Times(excess) + " what " + what + " allow (" +
+           Brief(worst_allowed) + "); inputs " + Brief(in_rel);
+  };
+  if (inputs_seen && inputs_ok && output_nonfinite) {  // an inf or nan of its own
+    d.first_local = index, d.basis = "inputs matched", d.evidence = bad_key + " is No, every input Yes";
+  } else if (inputs_seen && inputs_exact && !worst_key.empty() &&
+      (output_bad || excess > kExactInputRoundings || std::isnan(excess))) {
+    d.first_local = index, d.basis = "inputs matched";
+    d.evidence = output_bad ? bad_key + " is No, every input identical" : evidence("rounding and exact inputs");
+  } else if (inputs_seen && inputs_ok && output_bad && worst_key.empty()) {
+    d.first_local = index, d.basis = "inputs matched", d.evidence = bad_key + " is No, every input Yes";
+  } else if (inputs_seen && !worst_key.empty() && (excess > kBlameFactor || std::isnan(excess))) {
+    d.first_local = index, d.basis = "error growth", d.evidence = evidence("rounding and its inputs' error");
+  } else if (stats_in_.stats && stats_out_.stats && stats_out_.stats_rel > kStatsRelTolerance &&
+             stats_in_.stats_rel < 0.01) {
+    d.first_local = index, d.basis = "statistics growth";
+    d.evidence = stats_out_.stats_key + " statistics differ by " + Brief(stats_out_.stats_rel) +
+                 " (relative), inputs by " + Brief(stats_in_.stats_rel) + " (" + stats_in_.stats_key + ")";
+  } else if (output_bad && !inputs_seen) {
+    d.first_local = index, d.basis = "outputs only", d.evidence = bad_key + " is No (no inputs dumped)";
+  } else if (d.drift_start < 0 && !worst_key.empty() && excess > 1) {
+    d.drift_start = index, d.drift_evidence = evidence("rounding and its inputs' error");
+  }
 }
 
 void DivergenceFinder::Feed(const std::vector<CompareRow>& rows) {
-  auto key_of = &DivergenceFinder::KeyOf;
-  long& current = current_;
-  OpVerdicts& v = v_;
   for (const auto& r : rows) {
     if (done_) return;
     if (r.target_op < 0 || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
-    if (r.target_op != current) {
-      if (current >= 0) Judge(current, v);
+    if (r.target_op != current_) {
+      if (current_ >= 0) Judge(current_);
       if (d_.first_local >= 0 && d_.first_mismatch >= 0) {
         done_ = true;
         return;
       }
-      current = r.target_op, v = OpVerdicts();
+      current_ = r.target_op;
+      tensors_.clear(), stats_in_ = ErrorSummary(), stats_out_ = ErrorSummary();
+      // `aten::native_layer_norm.forward.12.output.0` → native_layer_norm
+      const std::string& n = r.target.name;
+      std::string head = n.substr(0, n.find('.' + KeyOf(r)));
+      for (int k = 0; k < 2; ++k) head = head.substr(0, head.rfind('.'));  // index, phase
+      if (size_t c = head.rfind("::"); c != std::string::npos) head = head.substr(c + 2);
+      if (size_t dot = head.find('.'); dot != std::string::npos) head = head.substr(0, dot);
+      if (head.size() > 1 && head.back() == '_') head.pop_back();
+      op_name_ = head;
     }
-    bool bad = r.verdict == Verdict::kNo;
-    if (r.replay) {
-      // Computed from the reference's inputs, its error is the operator's own: beyond the verdict,
-      // No when under 60 % of its elements are within the relative tolerance of one rounding of
-      // the target type (msprobe's red line for an output whose inputs are exact); when both runs
-      // hold the output in the same type, a kernel that rounds like the reference's leaves nearly
-      // every element within that tolerance, so a fall of more than 0.1 from the exact inputs'
-      // 1 (msprobe's error-ratio drop) is already the operator's own error.
-      ErrorSummary own;
-      own.Add(r, key_of(r));
-      const double floor = RowDType(r.target) == RowDType(r.reference) ? 0.9 : 0.6;
-      bad = bad || (own.tensors && own.ratio < floor);
-      v.replayed = true;
-      if (bad && !v.replay_bad) v.replay_bad = true, v.replay_key = key_of(r);
-    } else if (r.output) {
-      if (r.discrete || r.negligible) continue;
-      if (bad && !v.output_bad) v.output_bad = true, v.bad_key = key_of(r);
-      v.out.Add(r, key_of(r));
-    } else {
-      v.inputs_seen = true, v.inputs_ok = v.inputs_ok && !bad;
-      if (IsFloating(RowDType(r.target))) v.in.Add(r, key_of(r));
-    }
+    Add(r);
   }
 }
 
