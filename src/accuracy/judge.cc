@@ -94,6 +94,7 @@ void ErrorSummary::Add(const CompareRow& r, const std::string& key) {
 }
 
 double JudgedTensor::Relative() const {
+  if (!std::isfinite(rms)) return rmse > 0 ? INFINITY : 0;  // inf in the data (a mask): no scale
   if (rms > 0) return rmse / rms;
   return rmse > 0 ? INFINITY : 0;
 }
@@ -126,7 +127,7 @@ bool Additive(const std::string& op) {
 
 bool Exponential(const std::string& op) {
   return OneOf(op, {"exp", "exp2", "expm1", "softmax", "_softmax", "log_softmax", "_log_softmax", "sigmoid", "silu",
-                    "elu", "softplus", "pow", "_safe_softmax", "logsumexp", "erf", "gelu"});
+                    "elu", "softplus", "pow", "_safe_softmax", "logsumexp"});
 }
 
 bool Normalisation(const std::string& op) {
@@ -135,7 +136,8 @@ bool Normalisation(const std::string& op) {
 
 }  // namespace
 
-double Amplification(const std::string& op, const std::vector<JudgedTensor>& tensors, const JudgedTensor& output) {
+double Amplification(const std::string& op, const std::vector<JudgedTensor>& tensors, const JudgedTensor& output,
+                     bool input_error) {
   // The floating inputs with data, largest first.
   std::vector<const JudgedTensor*> in;
   for (const auto& t : tensors)
@@ -145,13 +147,15 @@ double Amplification(const std::string& op, const std::vector<JudgedTensor>& ten
   });
   double a = 1;
   if (in.empty() || !(output.rms > 0) || !(output.numel > 0)) return a;
-  if (Additive(op)) {
+  const double reduced = in.front()->numel / output.numel;
+  if (Additive(op) && !Contraction(op)) {
     // Same-sized addends (add, sub): the largest of them; a reduction: its input, T terms each.
     double term = 0;
     for (const auto* t : in)
       if (t->numel == in.front()->numel) term = std::max(term, t->rms);
-    const double terms = std::max(1.0, in.front()->numel / output.numel);
-    a = std::max(a, std::sqrt(terms) * term / output.rms);
+    a = std::max(a, std::sqrt(std::max(1.0, reduced)) * term / output.rms);
+  } else if (Contraction(op) && reduced > 1) {  // an output that sums the largest input (a bias gradient)
+    a = std::max(a, std::sqrt(reduced) * in.front()->rms / output.rms);
   }
   if (Contraction(op) && in.size() >= 2) {
     // Every pair of operands: T = √(numel(x)·numel(y) / numel(out)) products per output element.
@@ -162,7 +166,8 @@ double Amplification(const std::string& op, const std::vector<JudgedTensor>& ten
       }
   }
   // An input holding inf (a -inf attention mask) has no finite range to go by.
-  if (Exponential(op) && std::isfinite(in.front()->max_magnitude)) a = std::max(a, 1 + in.front()->max_magnitude);
+  if (input_error && Exponential(op) && std::isfinite(in.front()->max_magnitude))
+    a = std::max(a, 1 + in.front()->max_magnitude);
   if (Normalisation(op)) {
     const JudgedTensor& x = *in.front();
     const double spread = std::sqrt(std::max(0.0, x.rms * x.rms - x.mean * x.mean));
@@ -179,6 +184,12 @@ constexpr double kBlameFactor = 32;
 /// With exact inputs (bit-identical in both runs) the output's error is the operator's own: blamed
 /// beyond this many roundings (amplified).
 constexpr double kExactInputRoundings = 8;
+/// With exact inputs, an output of which fewer elements than this share are within one rounding's
+/// relative tolerance (msprobe's error-ratio drop of 0.1 from the exact inputs' 1) is the
+/// operator's own error.
+constexpr double kExactInputRatio = 0.9;
+/// The share of a replay baseline's own error allowed on top of one rounding.
+constexpr double kBaselineShare = 0.1;
 
 std::string Times(double v) { return Brief(v) + "×"; }
 
@@ -209,6 +220,9 @@ void DivergenceFinder::Add(const CompareRow& r) {
       return it == r.metrics.end() ? 0.0 : it->second;
     };
     t.rmse = get("RMSE"), t.max_abs_err = get("MaxAbsErr");
+    // The share of elements within one rounding's relative tolerance: 1‰, or 5‰ for bf16/fp8.
+    const bool coarse = t.target == DType::kBF16 || t.target == DType::kF8E4M3 || t.target == DType::kF8E5M2;
+    t.ratio = get(coarse ? "Five Thousandths Err Ratio" : "One Thousandth Err Ratio");
     if (r.reference.stats && t.numel > 0) {
       t.rms = r.reference.stats->norm / std::sqrt(t.numel);
       t.mean = r.reference.stats->mean;
@@ -233,12 +247,15 @@ bool DivergenceFinder::JudgeReplay(long index) {
     const JudgedTensor* base = nullptr;
     for (const auto& b : tensors_)
       if (b.baseline && b.compared && b.key.substr(16) == suffix) base = &b;
-    const double amp = Amplification(op_name_, tensors_, t);
+    const double amp = Amplification(op_name_, tensors_, t, false);
+    const double carried = Amplification(op_name_, tensors_, t, true);
     double own = t.Relative();
     if (base && std::isfinite(own) && t.rms > 0)
       own = std::sqrt(std::max(0.0, t.rmse * t.rmse - base->rmse * base->rmse)) / t.rms;
+    // The difference of squares is a statistical estimate: its noise grows with the baseline's
+    // error, a tenth of which is allowed on top.
     const double allowed = 2 * UnitRoundoff(t.target) + Amplified(kExactInputRoundings * UnitRoundoff(t.reference), amp) +
-                           (base ? 0 : Amplified(2 * quantisation, amp));
+                           (base ? kBaselineShare * base->Relative() : Amplified(2 * quantisation, carried));
     const bool bad = t.nonfinite || (t.compared && !t.skip && t.rms > 0 && !(own <= allowed)) ||
                      (t.bad && !t.compared);
     if (!bad) continue;
@@ -273,16 +290,19 @@ void DivergenceFinder::Judge(long index) {
   if (output_bad && d.first_mismatch < 0) d.first_mismatch = index;
   if (d.first_local >= 0) return;
   if (JudgeReplay(index)) return;
-  // The worst output against its allowance.
-  double excess = 0, worst_rel = 0, worst_allowed = 0;
-  std::string worst_key;
+  // The worst output against its allowance; with exact inputs, against the operator's own
+  // rounding only, and the share of its elements within one rounding.
+  double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;
+  std::string worst_key, ratio_key;
   for (const auto& t : tensors_) {
     if (!t.output || t.replay || t.skip || t.nonfinite || !t.compared || !IsFloating(t.target)) continue;
     const double rounding = UnitRoundoff(t.target) + UnitRoundoff(t.reference);
-    const double allowed = Amplified(rounding + in_rel, Amplification(op_name_, tensors_, t));
+    const double allowed = Amplified(rounding + in_rel, Amplification(op_name_, tensors_, t, !inputs_exact));
     const double rel = t.Relative();
-    const double x = allowed > 0 ? rel / allowed : (rel > 0 ? INFINITY : 0);
+    if (std::isnan(rel)) continue;
+    const double x = std::isinf(allowed) ? 0 : allowed > 0 ? rel / allowed : (rel > 0 ? INFINITY : 0);
     if (x > excess || worst_key.empty()) excess = x, worst_rel = rel, worst_allowed = allowed, worst_key = t.key;
+    if (t.ratio < worst_ratio) worst_ratio = t.ratio, ratio_key = t.key;
   }
   auto evidence = [&](const char* what) {
     return worst_key + " relative error " + Brief(worst_rel) + ", " + Times(excess) + " what " + what + " allow (" +
@@ -291,12 +311,16 @@ void DivergenceFinder::Judge(long index) {
   if (inputs_seen && inputs_ok && output_nonfinite) {  // an inf or nan of its own
     d.first_local = index, d.basis = "inputs matched", d.evidence = bad_key + " is No, every input Yes";
   } else if (inputs_seen && inputs_exact && !worst_key.empty() &&
-      (output_bad || excess > kExactInputRoundings || std::isnan(excess))) {
+             (output_bad || excess > kExactInputRoundings || worst_ratio < kExactInputRatio)) {
     d.first_local = index, d.basis = "inputs matched";
-    d.evidence = output_bad ? bad_key + " is No, every input identical" : evidence("rounding and exact inputs");
+    d.evidence = output_bad                           ? bad_key + " is No, every input identical"
+                 : excess > kExactInputRoundings      ? evidence("rounding and exact inputs")
+                                                      : ratio_key + " error ratio " + Brief(worst_ratio) +
+                                                            " (share of elements within one rounding's relative "
+                                                            "tolerance), every input identical";
   } else if (inputs_seen && inputs_ok && output_bad && worst_key.empty()) {
     d.first_local = index, d.basis = "inputs matched", d.evidence = bad_key + " is No, every input Yes";
-  } else if (inputs_seen && !worst_key.empty() && (excess > kBlameFactor || std::isnan(excess))) {
+  } else if (inputs_seen && !worst_key.empty() && excess > kBlameFactor) {
     d.first_local = index, d.basis = "error growth", d.evidence = evidence("rounding and its inputs' error");
   } else if (stats_in_.stats && stats_out_.stats && stats_out_.stats_rel > kStatsRelTolerance &&
              stats_in_.stats_rel < 0.01) {

@@ -63,7 +63,7 @@ struct JudgedTensor {
   bool compared = false, bad = false, skip = false;  ///< skip: discrete or negligible output
   bool nonfinite = false;                             ///< an inf/nan that the other run lacks
   DType target = DType::kUnknown, reference = DType::kUnknown;
-  double numel = 0, rmse = 0, rms = 0, max_abs_err = 0;
+  double numel = 0, rmse = 0, rms = 0, max_abs_err = 0, ratio = 1;
   double mean = 0, max_magnitude = 0;  ///< of the reference's values
   /// RMSE relative to the reference's root mean square (0 when both are 0, inf when only the
   /// reference is 0).
@@ -113,8 +113,13 @@ class DivergenceFinder {
 /// How much an output's relative error may exceed its inputs' (and one rounding): for sums and
 /// contractions Σ|terms| / |Σ| estimated from the tensors' sizes and root mean squares (random
 /// terms: √T·rms(term) / rms(output), T the terms per output element), for normalisations
-/// rms / spread of the input, for exponentials 1 + the largest input magnitude; at least 1.
+/// rms / spread of the input, for exponentials 1 + the largest input magnitude; at least 1. For
+/// contractions and backward operators, a reduction of the largest input (a bias gradient) and
+/// every pair of operands as a product.
 /// `op` is the operator's name without namespace or overload (`addmm`, `native_layer_norm`).
-double Amplification(const std::string& op, const std::vector<JudgedTensor>& tensors, const JudgedTensor& output);
+/// `input_error`: how the inputs' error grows (exponentials included); otherwise only how the
+/// operator's own rounding does.
+double Amplification(const std::string& op, const std::vector<JudgedTensor>& tensors, const JudgedTensor& output,
+                     bool input_error = true);
 
 }  // namespace portkit::accuracy
