@@ -256,7 +256,8 @@ bool DivergenceFinder::JudgeReplay(long index) {
     // error, a tenth of which is allowed on top.
     const double allowed = 2 * UnitRoundoff(t.target) + Amplified(kExactInputRoundings * UnitRoundoff(t.reference), amp) +
                            (base ? kBaselineShare * base->Relative() : Amplified(2 * quantisation, carried));
-    const bool bad = t.nonfinite || (t.compared && !t.skip && t.rms > 0 && !(own <= allowed)) ||
+    // An output holding inf (a masked score) has no finite scale: judged by its inf/nan only.
+    const bool bad = t.nonfinite || (t.compared && !t.skip && t.rms > 0 && std::isfinite(t.rms) && !(own <= allowed)) ||
                      (t.bad && !t.compared);
     if (!bad) continue;
     d_.first_local = index, d_.basis = "replay";
@@ -295,7 +296,9 @@ void DivergenceFinder::Judge(long index) {
   double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;
   std::string worst_key, ratio_key;
   for (const auto& t : tensors_) {
-    if (!t.output || t.replay || t.skip || t.nonfinite || !t.compared || !IsFloating(t.target)) continue;
+    if (!t.output || t.replay || t.skip || t.nonfinite || !t.compared || !IsFloating(t.target) ||
+        !std::isfinite(t.rms))  // an output holding inf (a masked score) has no finite scale
+      continue;
     const double rounding = UnitRoundoff(t.target) + UnitRoundoff(t.reference);
     const double allowed = Amplified(rounding + in_rel, Amplification(op_name_, tensors_, t, !inputs_exact));
     const double rel = t.Relative();
