@@ -270,70 +270,79 @@ bool DivergenceFinder::JudgeReplay(long index) {
   return replayed;
 }
 
-// The rows of one target operator are consecutive, in the target's execution order (RunCompare
-// builds them so): each operator is judged when its rows end, nothing kept for the others.
-void DivergenceFinder::Judge(long index) {
-  Divergence& d = d_;
-  bool output_bad = false, output_nonfinite = false, inputs_seen = false, inputs_exact = true, inputs_ok = true;
-  std::string bad_key;
-  double in_rel = 0;
+DivergenceFinder::OpSummary DivergenceFinder::Summarise() const {
+  OpSummary o;
   for (const auto& t : tensors_) {
     if (t.replay) continue;
     if (t.output) {
-      if (!t.skip && t.bad && !output_bad) output_bad = true, bad_key = t.key;
-      output_nonfinite = output_nonfinite || (!t.skip && t.nonfinite);
+      if (!t.skip && t.bad && !o.output_bad) o.output_bad = true, o.bad_key = t.key;
+      o.output_nonfinite = o.output_nonfinite || (!t.skip && t.nonfinite);
       continue;
     }
-    inputs_seen = true, inputs_ok = inputs_ok && !t.bad;
-    inputs_exact = inputs_exact && !t.bad && (!t.compared || t.max_abs_err == 0);
-    if (t.compared && IsFloating(t.target)) in_rel = std::max(in_rel, t.Relative());
+    o.inputs_seen = true, o.inputs_ok = o.inputs_ok && !t.bad;
+    o.inputs_exact = o.inputs_exact && !t.bad && (!t.compared || t.max_abs_err == 0);
+    if (t.compared && IsFloating(t.target)) o.in_rel = std::max(o.in_rel, t.Relative());
   }
-  if (output_bad && d.first_mismatch < 0) d.first_mismatch = index;
-  if (d.first_local >= 0) return;
-  if (JudgeReplay(index)) return;
   // The worst output against its allowance; with exact inputs, against the operator's own
   // rounding only, and the share of its elements within one rounding.
-  double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;
-  std::string worst_key, ratio_key;
   for (const auto& t : tensors_) {
     if (!t.output || t.replay || t.skip || t.nonfinite || !t.compared || !IsFloating(t.target) ||
         !std::isfinite(t.rms))  // an output holding inf (a masked score) has no finite scale
       continue;
     const double rounding = UnitRoundoff(t.target) + UnitRoundoff(t.reference);
-    const double allowed = Amplified(rounding + in_rel, Amplification(op_name_, tensors_, t, !inputs_exact));
+    const double allowed = Amplified(rounding + o.in_rel, Amplification(op_name_, tensors_, t, !o.inputs_exact));
     const double rel = t.Relative();
     if (std::isnan(rel)) continue;
     const double x = std::isinf(allowed) ? 0 : allowed > 0 ? rel / allowed : (rel > 0 ? INFINITY : 0);
-    if (x > excess || worst_key.empty()) excess = x, worst_rel = rel, worst_allowed = allowed, worst_key = t.key;
-    if (t.ratio < worst_ratio) worst_ratio = t.ratio, ratio_key = t.key;
+    if (x > o.excess || o.worst_key.empty()) o.excess = x, o.worst_rel = rel, o.worst_allowed = allowed, o.worst_key = t.key;
+    if (t.ratio < o.worst_ratio) o.worst_ratio = t.ratio, o.ratio_key = t.key;
   }
-  auto evidence = [&](const char* what) {
-    return worst_key + " relative error " + Brief(worst_rel) + ", " + Times(excess) + " what " + what + " allow (" +
-           Brief(worst_allowed) + "); inputs " + Brief(in_rel);
-  };
-  if (inputs_seen && inputs_ok && output_nonfinite) {  // an inf or nan of its own
-    d.first_local = index, d.basis = "inputs matched", d.evidence = bad_key + " is No, every input Yes";
-  } else if (inputs_seen && inputs_exact && !worst_key.empty() &&
-             (output_bad || excess > kExactInputRoundings || worst_ratio < kExactInputRatio)) {
-    d.first_local = index, d.basis = "inputs matched";
-    d.evidence = output_bad                           ? bad_key + " is No, every input identical"
-                 : excess > kExactInputRoundings      ? evidence("rounding and exact inputs")
-                                                      : ratio_key + " error ratio " + Brief(worst_ratio) +
-                                                            " (share of elements within one rounding's relative "
-                                                            "tolerance), every input identical";
-  } else if (inputs_seen && inputs_ok && output_bad && worst_key.empty()) {
-    d.first_local = index, d.basis = "inputs matched", d.evidence = bad_key + " is No, every input Yes";
-  } else if (inputs_seen && !worst_key.empty() && excess > kBlameFactor) {
-    d.first_local = index, d.basis = "error growth", d.evidence = evidence("rounding and its inputs' error");
+  return o;
+}
+
+std::string DivergenceFinder::OpSummary::Evidence(const char* what) const {
+  return worst_key + " relative error " + Brief(worst_rel) + ", " + Times(excess) + " what " + what + " allow (" +
+         Brief(worst_allowed) + "); inputs " + Brief(in_rel);
+}
+
+// Inputs identical to the reference's: the output's error is the operator's own.
+bool DivergenceFinder::JudgeExactInputs(long index, const OpSummary& o) {
+  if (!o.inputs_seen || !o.inputs_exact || o.worst_key.empty() ||
+      !(o.output_bad || o.excess > kExactInputRoundings || o.worst_ratio < kExactInputRatio))
+    return false;
+  d_.first_local = index, d_.basis = "inputs matched";
+  d_.evidence = o.output_bad                        ? o.bad_key + " is No, every input identical"
+                : o.excess > kExactInputRoundings   ? o.Evidence("rounding and exact inputs")
+                                                    : o.ratio_key + " error ratio " + Brief(o.worst_ratio) +
+                                                          " (share of elements within one rounding's relative "
+                                                          "tolerance), every input identical";
+  return true;
+}
+
+// The rows of one target operator are consecutive, in the target's execution order (RunCompare
+// builds them so): each operator is judged when its rows end, nothing kept for the others.
+void DivergenceFinder::Judge(long index) {
+  Divergence& d = d_;
+  const OpSummary o = Summarise();
+  if (o.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
+  if (d.first_local >= 0) return;
+  if (JudgeReplay(index)) return;
+  if (o.inputs_seen && o.inputs_ok && o.output_nonfinite) {  // an inf or nan of its own
+    d.first_local = index, d.basis = "inputs matched", d.evidence = o.bad_key + " is No, every input Yes";
+  } else if (JudgeExactInputs(index, o)) {
+  } else if (o.inputs_seen && o.inputs_ok && o.output_bad && o.worst_key.empty()) {
+    d.first_local = index, d.basis = "inputs matched", d.evidence = o.bad_key + " is No, every input Yes";
+  } else if (o.inputs_seen && !o.worst_key.empty() && o.excess > kBlameFactor) {
+    d.first_local = index, d.basis = "error growth", d.evidence = o.Evidence("rounding and its inputs' error");
   } else if (stats_in_.stats && stats_out_.stats && stats_out_.stats_rel > kStatsRelTolerance &&
              stats_in_.stats_rel < 0.01) {
     d.first_local = index, d.basis = "statistics growth";
     d.evidence = stats_out_.stats_key + " statistics differ by " + Brief(stats_out_.stats_rel) +
                  " (relative), inputs by " + Brief(stats_in_.stats_rel) + " (" + stats_in_.stats_key + ")";
-  } else if (output_bad && !inputs_seen) {
-    d.first_local = index, d.basis = "outputs only", d.evidence = bad_key + " is No (no inputs dumped)";
-  } else if (d.drift_start < 0 && !worst_key.empty() && excess > 1) {
-    d.drift_start = index, d.drift_evidence = evidence("rounding and its inputs' error");
+  } else if (o.output_bad && !o.inputs_seen) {
+    d.first_local = index, d.basis = "outputs only", d.evidence = o.bad_key + " is No (no inputs dumped)";
+  } else if (d.drift_start < 0 && !o.worst_key.empty() && o.excess > 1) {
+    d.drift_start = index, d.drift_evidence = o.Evidence("rounding and its inputs' error");
   }
 }
 

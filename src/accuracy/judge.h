@@ -99,9 +99,21 @@ class DivergenceFinder {
     size_t at = std::min({dot, dot2, dot3});
     return at == std::string::npos ? n : n.substr(at + 1);
   }
+  /// What the judgement of one operator needs of its inputs and outputs.
+  struct OpSummary {
+    bool output_bad = false, output_nonfinite = false, inputs_seen = false, inputs_exact = true, inputs_ok = true;
+    std::string bad_key;  ///< the first output judged No
+    double in_rel = 0;    ///< the inputs' largest relative error
+    /// The output furthest beyond its allowance, by how much, and the lowest error ratio.
+    double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;
+    std::string worst_key, ratio_key;
+    std::string Evidence(const char* what) const;
+  };
   void Add(const CompareRow& r);
+  OpSummary Summarise() const;
   void Judge(long index);
   bool JudgeReplay(long index);
+  bool JudgeExactInputs(long index, const OpSummary& o);
   Divergence d_;
   long current_ = -1;
   std::string op_name_;  ///< of the current op, without namespace and overload

@@ -80,43 +80,9 @@ std::string ModuleAndStack(const accuracy::CompareOp& op) {
   return h;
 }
 
-}  // namespace
-
-std::string CompareHtml(const CompareReport& report) {
-  return Collect([&](const ReportSet::Sink& sink) { return CompareHtmlTo(report, sink); });
-}
-
-Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
-  // The chart's points are the judged outputs; their names are read on a second walk over the
-  // rows, as the marks are written (a 300k-output chart keeps no names).
-  struct Point {
-    double err;
-    long op;
-  };
-  auto charted = [](const accuracy::CompareRow& r) {
-    return r.output && !r.replay && (r.verdict == Verdict::kYes || r.verdict == Verdict::kNo);
-  };
-  static const std::string kNa = "N/A";
-  auto name_of = [](const accuracy::CompareRow& r) -> const std::string& {
-    return r.target.name.empty() ? kNa : r.target.name;
-  };
-  std::vector<Point> series;  // 1 - cosine of each output, in execution order
-  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
-    if (!charted(r)) return Status::Ok();
-    auto it = r.metrics.find("Cosine");
-    double cos = it == r.metrics.end() || std::isnan(it->second) ? -1 : it->second;
-    series.push_back({1.0 - cos, r.target_op});
-    return Status::Ok();
-  }));
-  std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
-                  "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
-                  "#culprit{border:2px solid #b00;background:#fff5f5;padding:0.6em 1em;margin-bottom:1.5em}"
-                  "#culprit h2{margin:0 0 0.4em 0;color:#b00}.ok{border-color:#2a7;background:#f4fff8}"
-                  "#culprit.ok h2{color:#185}#culprit.drift{border-color:#c80;background:#fffaf0}"
-                  "#culprit.drift h2{color:#a60}"
-                  "</style></head><body><h1>portkit compare</h1>";
-  // The culprit first: what, where, on what evidence.
+/// The state box at the top: the culprit first (what, where, on what evidence), or the drift and
+/// what to do, or no divergence.
+Status AppendStateBox(const CompareReport& report, std::string& h) {
   if (report.first_divergence) {
     const auto& op = *report.first_divergence;
     h += "<div id=\"culprit\" data-state=\"culprit\"><h2>Culprit: <span id=\"culprit-name\">" + Html(op.name) +
@@ -157,6 +123,46 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
     h += "<div id=\"culprit\" class=\"ok\" data-state=\"none\"><h2>No divergence</h2><p>No operator's output "
          "differs beyond what rounding allows.</p></div>";
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string CompareHtml(const CompareReport& report) {
+  return Collect([&](const ReportSet::Sink& sink) { return CompareHtmlTo(report, sink); });
+}
+
+Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
+  // The chart's points are the judged outputs; their names are read on a second walk over the
+  // rows, as the marks are written (a 300k-output chart keeps no names).
+  struct Point {
+    double err;
+    long op;
+  };
+  auto charted = [](const accuracy::CompareRow& r) {
+    return r.output && !r.replay && (r.verdict == Verdict::kYes || r.verdict == Verdict::kNo);
+  };
+  static const std::string kNa = "N/A";
+  auto name_of = [](const accuracy::CompareRow& r) -> const std::string& {
+    return r.target.name.empty() ? kNa : r.target.name;
+  };
+  std::vector<Point> series;  // 1 - cosine of each output, in execution order
+  PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
+    if (!charted(r)) return Status::Ok();
+    auto it = r.metrics.find("Cosine");
+    double cos = it == r.metrics.end() || std::isnan(it->second) ? -1 : it->second;
+    series.push_back({1.0 - cos, r.target_op});
+    return Status::Ok();
+  }));
+  std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
+                  "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
+                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
+                  "#culprit{border:2px solid #b00;background:#fff5f5;padding:0.6em 1em;margin-bottom:1.5em}"
+                  "#culprit h2{margin:0 0 0.4em 0;color:#b00}.ok{border-color:#2a7;background:#f4fff8}"
+                  "#culprit.ok h2{color:#185}#culprit.drift{border-color:#c80;background:#fffaf0}"
+                  "#culprit.drift h2{color:#a60}"
+                  "</style></head><body><h1>portkit compare</h1>";
+  PORTKIT_RETURN_IF_ERROR(AppendStateBox(report, h));
   for (const auto& line : CompareConclusion(report))
     if (line.rfind("First divergence", 0) != 0 && line.rfind("Precision drift", 0) != 0)
       h += "<p>" + Html(line) + "</p>";
