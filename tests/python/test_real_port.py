@@ -140,9 +140,18 @@ LAYER_SCALE = {"layer_scale", "convnext"}
 
 
 def models():
-    names = list(ALWAYS)
-    if os.environ.get("PORTKIT_REAL_PORT_MODELS", "") == "all":
-        names += list(REAL)
+    """The always-run models; with PORTKIT_REAL_PORT_MODELS=all also the real architectures, or
+    the comma-separated names it lists (of either set)."""
+    chosen = os.environ.get("PORTKIT_REAL_PORT_MODELS", "")
+    if not chosen:
+        return list(ALWAYS)
+    if chosen == "all":
+        return list(ALWAYS) + list(REAL)
+    names = [n.strip() for n in chosen.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALWAYS and n not in REAL]
+    if unknown:
+        raise ValueError("PORTKIT_REAL_PORT_MODELS names unknown models %s; known: %s"
+                         % (", ".join(unknown), ", ".join(list(ALWAYS) + list(REAL))))
     return names
 
 
@@ -375,10 +384,11 @@ def test_real_port(tmp_path, portkit):
     for p in PRECISIONS:
         for mode in ("plain", "replay"):
             assert healthy[p][mode][0] == 0, text
-    assert tot["replay"][1] >= 20, "too few planted faults\n" + text
+    assert tot["replay"][1] >= 8 * len(models()) // 2, "too few planted faults\n" + text
     assert tot["replay"][0] >= 0.95 * tot["replay"][1], text
     assert tot["plain"][1] == 0, text
-    assert small["replay"][1] > 0 and small["replay"][0] >= 0.95 * small["replay"][1], text
+    if any(n in LAYER_SCALE for n in models()):
+        assert small["replay"][1] > 0 and small["replay"][0] >= 0.95 * small["replay"][1], text
 
 
 def test_console_json_and_html_carry_the_same_state(tmp_path, portkit):
