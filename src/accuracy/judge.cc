@@ -154,7 +154,8 @@ double Amplification(const std::string& op, const std::vector<JudgedTensor>& ten
     for (const auto* t : in)
       if (t->numel == in.front()->numel) term = std::max(term, t->rms);
     a = std::max(a, std::sqrt(std::max(1.0, reduced)) * term / output.rms);
-  } else if (Contraction(op) && reduced > 1) {  // an output that sums the largest input (a bias gradient)
+  } else if ((Contraction(op) || Normalisation(op)) && reduced > 1) {
+    // An output that sums the largest input: a bias gradient, a norm's saved mean.
     a = std::max(a, std::sqrt(reduced) * in.front()->rms / output.rms);
   }
   if (Contraction(op) && in.size() >= 2) {
