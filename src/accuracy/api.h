@@ -195,6 +195,15 @@ struct ShapeChange {
 
 class RowSpill;
 
+/// The report's conclusion.
+enum class DivergenceState {
+  kNone,     ///< no output diverges beyond rounding
+  kDrift,    ///< error beyond rounding that ordinary rounding may still explain: replay localises it
+  kCulprit,  ///< a localised culprit (CompareReport::first_divergence)
+};
+/// "none" / "drift" / "culprit".
+std::string_view DivergenceStateName(DivergenceState state);
+
 struct CompareReport {
   std::string reference, target;  ///< the dump folders as given
   MatchKey match = MatchKey::kNameAndShape;
@@ -225,6 +234,13 @@ struct CompareReport {
   std::string first_divergence_evidence;
   /// The earliest target operator with any output judged No (possibly inherited error).
   std::optional<CompareOp> first_mismatching_output;
+  /// Which of three states holds: a localised culprit (first_divergence), precision drift that
+  /// cannot be localised without replay (drift_start), or no divergence.
+  DivergenceState divergence_state = DivergenceState::kNone;
+  /// With kDrift: the earliest operator whose outputs' error exceeds what rounding and its inputs'
+  /// error allow (or, when none does, the first output judged No), and the numbers behind it.
+  std::optional<CompareOp> drift_start;
+  std::string drift_evidence;
   std::vector<CompareOp> unmatched_target_ops, unmatched_reference_ops;  ///< in execution order
   std::vector<ShapeChange> shape_changes;  ///< with --match name+shape, in execution order
   /// Operators left unmatched because aligning them exactly exceeded the work bound (0 unless the

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -27,6 +28,7 @@
 #endif
 
 #include "accuracy/api.h"
+#include "accuracy/judge.h"
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
 #include "accuracy/msprobe_dump.h"
@@ -301,8 +303,7 @@ struct TensorStats {
   }
 };
 
-/// Statistics-only rows: No when a statistic differs by more than this share of its scale...
-constexpr double kStatsRelTolerance = 0.1;
+/// Statistics-only rows: No when a statistic differs by more than kStatsRelTolerance of its scale...
 /// ...and by more than this in absolute terms (as MaxAbsErr > 0.001 for tensors).
 constexpr double kStatsAbsTolerance = 0.001;
 
@@ -321,18 +322,6 @@ std::string Shortest(double v) {
   return std::string(buf, r.ptr);
 }
 
-/// Unit roundoff of a floating type (half its machine epsilon); 0 for other types.
-double UnitRoundoff(DType t) {
-  switch (t) {
-    case DType::kF64: return 0x1p-53;
-    case DType::kF32: return 0x1p-24;
-    case DType::kF16: return 0x1p-11;
-    case DType::kBF16: return 0x1p-8;
-    case DType::kF8E4M3: return 0x1p-4;
-    case DType::kF8E5M2: return 0x1p-3;
-    default: return 0;
-  }
-}
 
 /// Relative error above which a one-element tensor (a scalar loss, a norm) is judged No: 10⁻³, or
 /// four roundings of the target type when that is coarser.
@@ -388,219 +377,6 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
 
-/// Three significant digits, for messages.
-std::string Brief(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-DType RowDType(const CompareSide& side) { return side.dtype ? ParseDType(*side.dtype) : DType::kUnknown; }
-
-double MaxMagnitude(const TensorStatistics& s) { return std::max(std::fabs(s.max), std::fabs(s.min)); }
-
-/// Judgements that need the operator's other tensors, made once every row of it has its metrics:
-/// integer outputs of an operator with floating inputs are marked `discrete`, and floating outputs
-/// that are zero up to rounding in both runs (largest magnitude at most the small-value threshold
-/// of the coarser type, 2^-20 for fp32 and 2^-10 for 16-bit types, times the largest input
-/// magnitude) are `negligible`: judged by MaxAbsErr against that bound instead of by cosine.
-void JudgeInContext(std::vector<CompareRow>& rows) {
-  for (size_t begin = 0; begin < rows.size();) {
-    size_t end = begin;
-    while (end < rows.size() && rows[end].target_op == rows[begin].target_op) ++end;
-    if (rows[begin].target_op >= 0) {
-      bool floating_input = false;
-      double scale = 0;
-      for (size_t i = begin; i < end; ++i) {
-        const CompareRow& r = rows[i];
-        if (r.output || r.replay || !IsFloating(RowDType(r.reference))) continue;
-        floating_input = true;
-        if (r.reference.stats && std::isfinite(MaxMagnitude(*r.reference.stats)))
-          scale = std::max(scale, MaxMagnitude(*r.reference.stats));
-      }
-      for (size_t i = begin; i < end; ++i) {
-        CompareRow& r = rows[i];
-        if (!r.output) continue;
-        DType td = RowDType(r.target), rd = RowDType(r.reference);
-        if (!IsFloating(td) && !IsFloating(rd) && td != DType::kUnknown) {
-          r.discrete = floating_input;
-          continue;
-        }
-        if (!r.compared || scale <= 0 || !r.target.stats || !r.reference.stats || r.elements < 2) continue;
-        double bound = std::max(ToleranceFor(td).small_value, ToleranceFor(rd).small_value) * scale;
-        if (MaxMagnitude(*r.reference.stats) > bound || MaxMagnitude(*r.target.stats) > bound) continue;
-        r.negligible = true;
-        bool bad = !(r.metrics["MaxAbsErr"] <= bound);
-        if (r.verdict == Verdict::kNo && !bad)
-          r.message = "zero up to rounding in both runs (largest magnitude at most " + Brief(bound) +
-                      ", the small-value share of the inputs' " + Brief(scale) + "): judged by absolute error";
-        r.verdict = bad ? Verdict::kNo : Verdict::kYes;
-      }
-    }
-    begin = end;
-  }
-}
-
-/// The first operator whose *own* error crosses the threshold, and on what that is judged.
-struct Divergence {
-  long first_local = -1;     ///< target op position
-  long first_mismatch = -1;  ///< the earliest op with any output judged No
-  std::string basis;         ///< "replay", "inputs matched", "error growth", ... or "" (none)
-  std::string evidence;
-};
-
-/// The error of a set of tensors of one operator (its inputs, or its outputs): the worst of each
-/// measure, and which tensor it came from.
-struct ErrorSummary {
-  bool tensors = false, stats = false;  ///< compared from data / from statistics
-  double ratio = 1, cos = 1, mae = 0, stats_rel = 0;
-  std::string ratio_key, cos_key, mae_key, stats_key;
-  void Add(const CompareRow& r, const std::string& key) {
-    if (r.from_statistics) {
-      stats = true;
-      auto it = r.metrics.find("StatsRelDiff");
-      if (it != r.metrics.end() && (it->second > stats_rel || stats_key.empty())) stats_rel = it->second, stats_key = key;
-      return;
-    }
-    if (!r.compared) return;
-    tensors = true;
-    // The 1‰ ratio where one rounding of the target type stays inside it (fp64/fp32/fp16); the 5‰
-    // ratio for bf16 and fp8.
-    DType t = RowDType(r.target);
-    const char* col = t == DType::kBF16 || t == DType::kF8E4M3 || t == DType::kF8E5M2 ? "Five Thousandths Err Ratio"
-                                                                                        : "One Thousandth Err Ratio";
-    double q = r.metrics.at(col), c = r.metrics.at("Cosine"), m = r.metrics.at("MaxAbsErr");
-    if (q < ratio || ratio_key.empty()) ratio = q, ratio_key = key;
-    if (c < cos || cos_key.empty()) cos = c, cos_key = key;
-    if (m > mae || mae_key.empty()) mae = m, mae_key = key;
-  }
-};
-
-/// log10 of a MaxAbsErr, with everything below 1 counted as 0 (msprobe's order of magnitude).
-double Order(double mae) { return mae < 1 ? 0 : std::log10(mae); }
-
-/// Whether the outputs' error jumps against the inputs' (msprobe's highlight rules, taken against
-/// the worst input so that error carried in by one input is not blamed on the operator); the
-/// evidence names the rule and the numbers.
-bool ErrorGrows(const ErrorSummary& in, const ErrorSummary& out, std::string& evidence, std::string& basis) {
-  if (in.tensors && out.tensors) {
-    basis = "error growth";
-    if (!std::isnan(in.ratio) && !std::isnan(out.ratio) &&
-        ((in.ratio > 0.9 && out.ratio < 0.6) || in.ratio - out.ratio > 0.1)) {
-      evidence = out.ratio_key + " error ratio " + Brief(out.ratio) + " (share of elements within the relative "
-                 "tolerance), inputs " + Brief(in.ratio) + " (" + in.ratio_key + ")";
-      return true;
-    }
-    if (!std::isnan(in.cos) && !std::isnan(out.cos) && in.cos - out.cos > 0.1) {
-      evidence = out.cos_key + " Cosine " + Brief(out.cos) + ", inputs " + Brief(in.cos) + " (" + in.cos_key + ")";
-      return true;
-    }
-    if (out.mae > in.mae && Order(out.mae) - Order(in.mae) >= 1) {
-      evidence = out.mae_key + " MaxAbsErr " + Brief(out.mae) + ", inputs " + Brief(in.mae) + " (" + in.mae_key + ")";
-      return true;
-    }
-  }
-  if (in.stats && out.stats && out.stats_rel > kStatsRelTolerance && in.stats_rel < 0.01) {
-    basis = "statistics growth";
-    evidence = out.stats_key + " statistics differ by " + Brief(out.stats_rel) + " (relative), inputs by " +
-               Brief(in.stats_rel) + " (" + in.stats_key + ")";
-    return true;
-  }
-  return false;
-}
-
-/// Per target op in execution order. An op with replayed outputs is local when a replayed output
-/// is No (its inputs were the reference's). Otherwise: when a judged output is No while every
-/// compared input is Yes ("inputs matched"), when its outputs' error jumps against its inputs'
-/// (ErrorGrows), or when an output is No and no input was compared ("outputs only"). Discrete and
-/// negligible outputs are not used.
-/// Fed the rows in order, a batch at a time (a batch ends where an operator's rows end).
-class DivergenceFinder {
- public:
-  void Feed(const std::vector<CompareRow>& rows);
-  Divergence Finish() {
-    if (!done_ && current_ >= 0) Judge(current_, v_);
-    done_ = true;
-    return d_;
-  }
-
- private:
-  struct OpVerdicts {
-    bool replayed = false, replay_bad = false, output_bad = false, inputs_seen = false, inputs_ok = true;
-    std::string replay_key, bad_key;
-    ErrorSummary in, out;
-  };
-  static std::string KeyOf(const CompareRow& r) {
-    const std::string& n = r.target.name;
-    size_t dot = n.find(".input."), dot2 = n.find(".output."), dot3 = n.find(".replay.");
-    size_t at = std::min({dot, dot2, dot3});
-    return at == std::string::npos ? n : n.substr(at + 1);
-  }
-  void Judge(long index, const OpVerdicts& v);
-  Divergence d_;
-  long current_ = -1;
-  OpVerdicts v_;
-  bool done_ = false;
-};
-
-// The rows of one target operator are consecutive, in the target's execution order (RunCompare
-// builds them so): each operator is judged when its rows end, nothing kept for the others.
-void DivergenceFinder::Judge(long index, const OpVerdicts& v) {
-  Divergence& d = d_;
-    if (v.output_bad && d.first_mismatch < 0) d.first_mismatch = index;
-    if (d.first_local >= 0) return;
-    std::string evidence, basis;
-    if (v.replayed) {
-      if (v.replay_bad) d.first_local = index, d.basis = "replay",
-                        d.evidence = v.replay_key + " (computed from the reference's inputs) differs";
-    } else if (v.output_bad && v.inputs_seen && v.inputs_ok) {
-      d.first_local = index, d.basis = "inputs matched", d.evidence = v.bad_key + " is No, every input Yes";
-    } else if (v.inputs_seen && ErrorGrows(v.in, v.out, evidence, basis)) {
-      d.first_local = index, d.basis = basis, d.evidence = evidence;
-    } else if (v.output_bad && !v.inputs_seen) {
-      d.first_local = index, d.basis = "outputs only", d.evidence = v.bad_key + " is No (no inputs dumped)";
-    }
-}
-
-void DivergenceFinder::Feed(const std::vector<CompareRow>& rows) {
-  auto key_of = &DivergenceFinder::KeyOf;
-  long& current = current_;
-  OpVerdicts& v = v_;
-  for (const auto& r : rows) {
-    if (done_) return;
-    if (r.target_op < 0 || (r.verdict != Verdict::kYes && r.verdict != Verdict::kNo)) continue;
-    if (r.target_op != current) {
-      if (current >= 0) Judge(current, v);
-      if (d_.first_local >= 0 && d_.first_mismatch >= 0) {
-        done_ = true;
-        return;
-      }
-      current = r.target_op, v = OpVerdicts();
-    }
-    bool bad = r.verdict == Verdict::kNo;
-    if (r.replay) {
-      // Computed from the reference's inputs, its error is the operator's own: beyond the verdict,
-      // No when under 60 % of its elements are within the relative tolerance of one rounding of
-      // the target type (msprobe's red line for an output whose inputs are exact); when both runs
-      // hold the output in the same type, a kernel that rounds like the reference's leaves nearly
-      // every element within that tolerance, so a fall of more than 0.1 from the exact inputs'
-      // 1 (msprobe's error-ratio drop) is already the operator's own error.
-      ErrorSummary own;
-      own.Add(r, key_of(r));
-      const double floor = RowDType(r.target) == RowDType(r.reference) ? 0.9 : 0.6;
-      bad = bad || (own.tensors && own.ratio < floor);
-      v.replayed = true;
-      if (bad && !v.replay_bad) v.replay_bad = true, v.replay_key = key_of(r);
-    } else if (r.output) {
-      if (r.discrete || r.negligible) continue;
-      if (bad && !v.output_bad) v.output_bad = true, v.bad_key = key_of(r);
-      v.out.Add(r, key_of(r));
-    } else {
-      v.inputs_seen = true, v.inputs_ok = v.inputs_ok && !bad;
-      if (IsFloating(RowDType(r.target))) v.in.Add(r, key_of(r));
-    }
-  }
-}
 
 CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
 
@@ -1070,6 +846,18 @@ std::string OpMatchKey(const DumpOp& op, bool with_shapes, const std::string* na
 
 std::string_view MatchKeyName(MatchKey key) { return key == MatchKey::kName ? "name" : "name+shape"; }
 
+std::string_view DivergenceStateName(DivergenceState state) {
+  switch (state) {
+    case DivergenceState::kCulprit:
+      return "culprit";
+    case DivergenceState::kDrift:
+      return "drift";
+    case DivergenceState::kNone:
+      break;
+  }
+  return "none";
+}
+
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kYes:
@@ -1289,32 +1077,96 @@ Status CompareReport::ForEachRow(const std::function<Status(const CompareRow&)>&
   return Status::Ok();
 }
 
-Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) {
-  Logger& log = ctx.logger;
-  CompareReport report;
-  report.reference = options.reference.string();
-  report.target = options.target.string();
-  report.match = options.match;
-  std::map<std::string, std::string> mapping;
-  if (!options.mapping.empty()) {
-    auto m = LoadMapping(options.mapping);
-    if (!m.ok()) return m.status();
-    mapping = std::move(*m);
-  }
-  auto mapped = [&](const DumpOp& op) -> const std::string* {
-    auto it = mapping.find(op.name);
-    return it != mapping.end() ? &it->second : nullptr;
+namespace {
+
+/// One run of `RunCompare`, split along its passes: Match (read the match keys of both dumps and
+/// align them), then Pair (walk both dumps in execution order making the rows of each operator
+/// and the tensor pairs to compute), and every batch of rows through Flush (compute the metrics,
+/// judge, hand the rows on), then Finish (the culprit and the rest of the report). The members
+/// are what the passes share.
+class CompareRun {
+ public:
+  CompareRun(const CompareOptions& options, Context& ctx) : options_(options), ctx_(ctx), log_(ctx.logger) {}
+  Expected<CompareReport> Run();
+
+ private:
+  Status Match();
+  Status CountOps(size_t& target_tensors, size_t& reference_tensors, std::vector<std::string>& warnings);
+  Status OpenWindows(size_t target_tensors, size_t reference_tensors);
+  Status Pair();
+  Status PairOperator(long ti, long ri);
+  void TensorRow(const DumpOp& top, long ti, const DumpTensor& tt, const DumpOp& aligned, size_t rpos,
+                 const DumpOp& replay_source, size_t replay_pos, const std::string& replay_problem);
+  void PendingRow(size_t tpos, const DumpTensor& tt, const DumpTensor& rt, size_t rop_pos,
+                  const std::string& rkey, const fs::path& tpath, const fs::path& rpath, CompareRow& row);
+  Status ReadGap(size_t t0, size_t t1, size_t r0, size_t r1);
+  Status UnmatchedOp(CompareOp op, bool target);
+  struct GapOp {
+    CompareOp op;
+    std::vector<std::vector<int64_t>> outputs;  ///< output shapes
   };
-  // First pass, one operator at a time: the matching keys (target names renamed through the
-  // mapping), the replay facts and the operator counts; nothing else of the dumps is kept.
-  bool with_shapes = options.match == MatchKey::kNameAndShape;
-  std::vector<std::string> tkeys, rkeys;
-  std::map<int64_t, size_t> ref_position;  // manifest index → position, for replayed outputs
-  std::vector<std::string> warnings(2);
-  size_t target_tensors = 0, reference_tensors = 0;
+  static GapOp GapOpOf(const DumpOp& op);
+  Status ShapeChangeRow(GapOp& top, GapOp& rop);
+  Status Flush(bool last);
+  Status MaybeFlush() { return rows_.size() >= kBatchRows ? Flush(false) : Status::Ok(); }
+  void TrimSometimes() {
+    if (++since_trim_ == 4096) TrimHeap(), since_trim_ = 0;
+  }
+  const std::string* Mapped(const DumpOp& op) const {
+    auto it = mapping_.find(op.name);
+    return it != mapping_.end() ? &it->second : nullptr;
+  }
+  bool ReplayedTarget() const { return report_.replay_ok + report_.replay_skipped > 0; }
+  void Finish();
+
+  const CompareOptions& options_;
+  Context& ctx_;
+  Logger& log_;
+  CompareReport report_;
+  std::map<std::string, std::string> mapping_;
+  bool with_shapes_ = false;
+  std::vector<std::string> tkeys_, rkeys_;
+  std::map<int64_t, size_t> ref_position_;  // manifest index → position, for replayed outputs
+  std::vector<std::pair<long, long>> pairs_;
+  // What outlives the operators: each one's tensor file (for the workers) and the matched target
+  // operators' names, by position (for the first divergence).
+  FileNames tfiles_, rfiles_;
+  std::vector<std::pair<size_t, CompareOp>> target_ops_;
+  size_t target_read_ = 0, next_pair_ = 0;
+  std::map<std::pair<std::string, std::string>, size_t> tseen_, rseen_;
+  std::optional<OpWindow> tgt_, ref_;
+  std::shared_ptr<RowSpill> spill_;
+  std::vector<CompareRow> rows_;
+  std::vector<PendingPair> pending_;
+  size_t rows_before_ = 0;  // rows of the batches handed on
+  DivergenceFinder divergence_;
+  std::optional<BatchComputer> computer_;
+  std::optional<FileCache> header_cache_t_, header_cache_r_;
+  size_t dtype_contradictions_ = 0;
+  size_t next_t_ = 0, next_r_ = 0, since_trim_ = 0;
+};
+
+std::string Label(const DumpOp& op, const std::string& key) {
+  return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
+}
+
+void SetReadError(CompareRow& row, std::string message) {
+  row.read_error = true;
+  row.message = std::move(message);
+}
+
+std::string ShapesText(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string s;
+  for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + ShapeText(x);
+  return s.empty() ? std::string("no outputs") : s;
+}
+
+// First pass, one operator at a time: the matching keys (target names renamed through the
+// mapping), the replay facts and the operator counts; nothing else of the dumps is kept.
+Status CompareRun::CountOps(size_t& target_tensors, size_t& reference_tensors, std::vector<std::string>& warnings) {
   for (int side = 0; side < 2; ++side) {
     const bool target = side == 0;
-    auto reader = DumpReader::Open(target ? options.target : options.reference, options.max_call_bytes);
+    auto reader = DumpReader::Open(target ? options_.target : options_.reference, options_.max_call_bytes);
     if (!reader.ok()) return reader.status();
     for (DumpOp op;;) {
       auto more = reader->Next(op);
@@ -1322,26 +1174,39 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
       if (!*more) break;
       (target ? target_tensors : reference_tensors) += op.tensors.size();
       if (target) {
-        tkeys.push_back(OpMatchKey(op, with_shapes, mapped(op)));
-        if (op.replay_status == "ok") ++report.replay_ok;
-        else if (!op.replay_status.empty()) ++report.replay_skipped;
+        tkeys_.push_back(OpMatchKey(op, with_shapes_, Mapped(op)));
+        if (op.replay_status == "ok") ++report_.replay_ok;
+        else if (!op.replay_status.empty()) ++report_.replay_skipped;
       } else {
-        if (report.replay_ok + report.replay_skipped > 0) ref_position[op.index] = rkeys.size();
-        rkeys.push_back(OpMatchKey(op, with_shapes));
+        if (ReplayedTarget()) ref_position_[op.index] = rkeys_.size();
+        rkeys_.push_back(OpMatchKey(op, with_shapes_));
       }
     }
-    warnings[side] = reader->warning();
+    warnings[static_cast<size_t>(side)] = reader->warning();
   }
+  return Status::Ok();
+}
+
+Status CompareRun::Match() {
+  if (!options_.mapping.empty()) {
+    auto m = LoadMapping(options_.mapping);
+    if (!m.ok()) return m.status();
+    mapping_ = std::move(*m);
+  }
+  with_shapes_ = options_.match == MatchKey::kNameAndShape;
+  std::vector<std::string> warnings(2);
+  size_t target_tensors = 0, reference_tensors = 0;
+  PORTKIT_RETURN_IF_ERROR(CountOps(target_tensors, reference_tensors, warnings));
   for (int side : {1, 0})  // the reference's first, as they were
-    if (!warnings[static_cast<size_t>(side)].empty()) report.warnings.push_back(warnings[static_cast<size_t>(side)]);
-  report.target_ops = tkeys.size();
-  report.reference_ops = rkeys.size();
+    if (!warnings[static_cast<size_t>(side)].empty()) report_.warnings.push_back(warnings[static_cast<size_t>(side)]);
+  report_.target_ops = tkeys_.size();
+  report_.reference_ops = rkeys_.size();
   // A dump without a single operator is no run to judge (a dumper that never ran, a manifest
   // emptied by a crash, a dump.json whose calls all lack an API name): saying "no diverging
   // operator" about it would pass a gate on nothing. The same for either side.
   for (int side : {1, 0}) {
-    if ((side == 0 ? report.target_ops : report.reference_ops) > 0) continue;
-    const fs::path& dir = side == 0 ? options.target : options.reference;
+    if ((side == 0 ? report_.target_ops : report_.reference_ops) > 0) continue;
+    const fs::path& dir = side == 0 ? options_.target : options_.reference;
     const std::string& why = warnings[static_cast<size_t>(side)];
     return ParseError(dir.string() + ": the " + (side == 0 ? "target" : "reference") +
                       " dump has no operators (" +
@@ -1350,376 +1215,401 @@ Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) 
                       "); nothing to compare" + (why.empty() ? "" : " (" + why + ")"));
   }
   AlignStats align_stats;
-  auto pairs = AlignKeys(tkeys, rkeys, &align_stats, options.align_budget > 0 ? options.align_budget : kAlignBudget);
-  std::vector<std::string>().swap(tkeys), std::vector<std::string>().swap(rkeys);  // not needed any more
-  report.unaligned_target_ops = align_stats.unaligned_target;
-  report.unaligned_reference_ops = align_stats.unaligned_reference;
+  pairs_ = AlignKeys(tkeys_, rkeys_, &align_stats, options_.align_budget > 0 ? options_.align_budget : kAlignBudget);
+  std::vector<std::string>().swap(tkeys_), std::vector<std::string>().swap(rkeys_);  // not needed any more
+  report_.unaligned_target_ops = align_stats.unaligned_target;
+  report_.unaligned_reference_ops = align_stats.unaligned_reference;
   if (align_stats.unaligned_target + align_stats.unaligned_reference > 0)
-    report.warnings.push_back(
+    report_.warnings.push_back(
         "the runs differ too much to align exactly within the work bound: " +
         std::to_string(align_stats.unaligned_target) + " target and " +
         std::to_string(align_stats.unaligned_reference) +
         " reference operators in the most different regions were left unmatched (listed as such)");
-  report.matched_ops = pairs.size();
-  report.renames = mapping.size();
-  log.Info("Matched " + std::to_string(pairs.size()) + " operators (target " + std::to_string(report.target_ops) +
-           ", reference " + std::to_string(report.reference_ops) + ", key " +
-           std::string(MatchKeyName(options.match)) +
-           (mapping.empty() ? "" : ", " + std::to_string(mapping.size()) + " renames") + ").");
+  report_.matched_ops = pairs_.size();
+  report_.renames = mapping_.size();
+  log_.Info("Matched " + std::to_string(pairs_.size()) + " operators (target " + std::to_string(report_.target_ops) +
+            ", reference " + std::to_string(report_.reference_ops) + ", key " +
+            std::string(MatchKeyName(options_.match)) +
+            (mapping_.empty() ? "" : ", " + std::to_string(mapping_.size()) + " renames") + ").");
+  return OpenWindows(target_tensors, reference_tensors);
+}
 
-  // Second pass: the rows, built walking both dumps in execution order; each operator is read
-  // when reached and dropped once behind (a replayed target may pair with any reference operator,
-  // so the reference's are kept then). What outlives the operators is copied as they are read:
-  // each one's tensor file (for the workers), the target's names (for the first divergence) and,
-  // for the msprobe layout, msprobe-style call names (`Functional.linear.0.forward`; a portkit
-  // operator gets its name, its occurrence in its phase and the phase).
-  FileNames tfiles, rfiles;
+// Second pass set-up: the rows are built walking both dumps in execution order; each operator is
+// read when reached and dropped once behind (a replayed target may pair with any reference
+// operator, so the reference's are kept then). For the msprobe layout, msprobe-style call names
+// (`Functional.linear.0.forward`; a portkit operator gets its name, its occurrence in its phase
+// and the phase) are copied as the operators are read.
+Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) {
   // Only a matched target operator can be the first divergence (the rows of the others are
   // Unmatched): its names are kept by position, the others' not at all.
-  std::vector<std::pair<size_t, CompareOp>> target_ops;  // (position, operator), by position
-  target_ops.reserve(pairs.size());
-  report.unmatched_target_ops.reserve(report.target_ops - pairs.size());
-  report.unmatched_reference_ops.reserve(report.reference_ops - pairs.size());
-  size_t target_read = 0, next_pair = 0;
-  if (options.msprobe_names) {
-    report.target_calls.reserve(report.target_ops), report.reference_calls.reserve(report.reference_ops);
-    report.target_stacks.reserve(report.target_ops);
+  target_ops_.reserve(pairs_.size());
+  report_.unmatched_target_ops.reserve(report_.target_ops - pairs_.size());
+  report_.unmatched_reference_ops.reserve(report_.reference_ops - pairs_.size());
+  if (options_.msprobe_names) {
+    report_.target_calls.reserve(report_.target_ops), report_.reference_calls.reserve(report_.reference_ops);
+    report_.target_stacks.reserve(report_.target_ops);
   }
-  std::map<std::pair<std::string, std::string>, size_t> tseen, rseen;
   auto call_of = [](const DumpOp& op, std::map<std::pair<std::string, std::string>, size_t>& seen) {
     return !op.call.empty() ? op.call : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase;
   };
-  auto topen = DumpReader::Open(options.target, options.max_call_bytes);
+  auto topen = DumpReader::Open(options_.target, options_.max_call_bytes);
   if (!topen.ok()) return topen.status();
-  auto ropen = DumpReader::Open(options.reference, options.max_call_bytes);
+  auto ropen = DumpReader::Open(options_.reference, options_.max_call_bytes);
   if (!ropen.ok()) return ropen.status();
-  OpWindow tgt(std::move(*topen), report.target_ops, [&](const DumpOp& op) {
-    tfiles.Add(op.file);
-    while (next_pair < pairs.size() && static_cast<size_t>(pairs[next_pair].first) < target_read) ++next_pair;
-    if (next_pair < pairs.size() && static_cast<size_t>(pairs[next_pair].first) == target_read)
-      target_ops.emplace_back(target_read, OpOf(op));
-    ++target_read;
-    if (options.msprobe_names) {
-      report.target_calls.push_back(call_of(op, tseen));
-      report.target_stacks.push_back(op.stack);
+  tgt_.emplace(std::move(*topen), report_.target_ops, [this, call_of](const DumpOp& op) {
+    tfiles_.Add(op.file);
+    while (next_pair_ < pairs_.size() && static_cast<size_t>(pairs_[next_pair_].first) < target_read_) ++next_pair_;
+    if (next_pair_ < pairs_.size() && static_cast<size_t>(pairs_[next_pair_].first) == target_read_)
+      target_ops_.emplace_back(target_read_, OpOf(op));
+    ++target_read_;
+    if (options_.msprobe_names) {
+      report_.target_calls.push_back(call_of(op, tseen_));
+      report_.target_stacks.push_back(op.stack);
     }
   });
-  OpWindow ref(std::move(*ropen), report.reference_ops, [&](const DumpOp& op) {
-    rfiles.Add(op.file);
-    if (options.msprobe_names) report.reference_calls.push_back(call_of(op, rseen));
+  ref_.emplace(std::move(*ropen), report_.reference_ops, [this, call_of](const DumpOp& op) {
+    rfiles_.Add(op.file);
+    if (options_.msprobe_names) report_.reference_calls.push_back(call_of(op, rseen_));
   });
   // The rows are made, computed, judged and handed on a batch at a time (kBatchRows, ending where
   // an operator's rows end): to the spill file when there is one, else to report.rows. Room for
   // every row at once when they are all kept (an upper bound: untouched capacity costs address
   // space, not memory), so 200k rows are not copied while the vector grows.
-  std::shared_ptr<RowSpill> spill;
-  if (!options.spill_dir.empty()) {
-    auto created = RowSpill::Create(options.spill_dir);
+  if (!options_.spill_dir.empty()) {
+    auto created = RowSpill::Create(options_.spill_dir);
     if (!created.ok()) return created.status();
-    spill = std::move(*created);
+    spill_ = std::move(*created);
   } else {
-    report.rows.reserve(report.target_ops + report.reference_ops + target_tensors + reference_tensors);
+    report_.rows.reserve(report_.target_ops + report_.reference_ops + target_tensors + reference_tensors);
   }
-  std::vector<CompareRow> rows;
-  std::vector<PendingPair> pending;
-  size_t rows_before = 0;  // rows of the batches handed on
-  DivergenceFinder divergence;
-  BatchComputer computer(options, ctx, tfiles, rfiles);
-  // Computes, judges and hands on the rows made so far.
-  auto flush = [&](bool last) -> Status {
-    PORTKIT_RETURN_IF_ERROR(computer.Run(rows, pending, last));
-    report.tensor_pairs_compared += computer.compared();
-    JudgeInContext(rows);
-    divergence.Feed(rows);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      ++report.verdict_counts[std::string(VerdictName(rows[i].verdict))];
-      if (!rows[i].read_error) continue;
-      if (report.read_errors.empty())
-        report.first_read_error_name = rows[i].target.name.empty() ? rows[i].reference.name : rows[i].target.name;
-      report.read_errors.emplace_back(rows_before + i, rows[i].message);
-    }
-    rows_before += rows.size();
-    if (spill) {
-      for (const auto& r : rows) PORTKIT_RETURN_IF_ERROR(spill->Append(r));
-      rows.clear();
-    } else {
-      std::move(rows.begin(), rows.end(), std::back_inserter(report.rows));
-      std::vector<CompareRow>().swap(rows);
-    }
-    pending.clear();
-    return Status::Ok();
-  };
-  auto maybe_flush = [&]() -> Status { return rows.size() >= kBatchRows ? flush(false) : Status::Ok(); };
-  auto label = [](const DumpOp& op, const std::string& key) {
-    return op.name + "." + op.phase + "." + std::to_string(op.index) + "." + key;
-  };
-  const TensorLimits tensor_limits{options.max_view_elements};
-  FileCache header_cache_t(tensor_limits), header_cache_r(tensor_limits);
-  size_t dtype_contradictions = 0;
-  auto read_error = [&](CompareRow& row, std::string message) {
-    row.read_error = true;
-    row.message = std::move(message);
-  };
-  // An operator of one run with no counterpart in the other: one row.
-  auto unmatched_op = [&](CompareOp op, bool target) -> Status {
-    CompareRow row;
-    (target ? row.target : row.reference).name = op.name + "." + op.phase + "." + std::to_string(op.index) + ".*";
-    row.verdict = Verdict::kUnmatched;
-    row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
-    rows.push_back(std::move(row));
-    (target ? report.unmatched_target_ops : report.unmatched_reference_ops).push_back(std::move(op));
-    return maybe_flush();
-  };
-  // What the rows of an operator without a counterpart need of it: no tensors, no statistics.
-  struct GapOp {
-    CompareOp op;
-    std::vector<std::vector<int64_t>> outputs;  ///< output shapes
-  };
-  auto gap_op = [](const DumpOp& op) {
-    GapOp g{OpOf(op), {}};
-    for (const auto& t : op.tensors)
-      if (IsOutputKey(t.key)) g.outputs.push_back(t.shape);
-    return g;
-  };
-  auto shapes_text = [](const std::vector<std::vector<int64_t>>& shapes) {
-    std::string s;
-    for (const auto& x : shapes) s += (s.empty() ? "" : ", ") + ShapeText(x);
-    return s.empty() ? std::string("no outputs") : s;
-  };
-  // The same operator (name and phase) with other output shapes: one row naming both.
-  auto shape_change = [&](GapOp& top, GapOp& rop) -> Status {
-    CompareRow row;
-    row.target.name = top.op.name + "." + top.op.phase + "." + std::to_string(top.op.index) + ".*";
-    row.reference.name = rop.op.name + "." + rop.op.phase + "." + std::to_string(rop.op.index) + ".*";
-    if (!top.outputs.empty()) row.target.shape = top.outputs.front();
-    if (!rop.outputs.empty()) row.reference.shape = rop.outputs.front();
-    row.verdict = Verdict::kUnmatched;
-    row.message = "output shape changed: " + shapes_text(top.outputs) + " in the target, " +
-                  shapes_text(rop.outputs) + " in the reference";
-    rows.push_back(std::move(row));
-    report.shape_changes.push_back(
-        ShapeChange{std::move(top.op), std::move(rop.op), std::move(top.outputs), std::move(rop.outputs)});
-    return maybe_flush();
-  };
-  size_t next_t = 0, next_r = 0, since_trim = 0;
-  const bool replayed_target = report.replay_ok + report.replay_skipped > 0;
-  // Reads the operators between two matched ones and makes their rows, one operator after
-  // another, each dropped from the window once read (a 300k-call dump.json against a small one is
-  // never held whole). With name+shape matching, the operators of such a gap with the same name
-  // and phase on both sides are shape changes: then what the rows need of each (GapOp, no
-  // tensors) is kept until the gap is aligned by name. Rows in execution order: the target's
-  // operators without counterpart before the reference's, up to each shape change.
-  auto read_gap = [&](size_t t0, size_t t1, size_t r0, size_t r1) -> Status {
-    auto trim = [&] {
-      if (++since_trim == 4096) TrimHeap(), since_trim = 0;
-    };
-    if (!(with_shapes && t0 < t1 && r0 < r1)) {
-      for (size_t t = t0; t < t1; ++t) {
-        PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
-        PORTKIT_RETURN_IF_ERROR(unmatched_op(OpOf(tgt.At(t)), true));
-        tgt.ReleaseBefore(t + 1);
-        trim();
-      }
-      for (size_t r = r0; r < r1; ++r) {
-        PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
-        PORTKIT_RETURN_IF_ERROR(unmatched_op(OpOf(ref.At(r)), false));
-        if (!replayed_target) ref.ReleaseBefore(r + 1);  // a replayed target may pair with any of them
-        trim();
-      }
-      return Status::Ok();
-    }
-    std::vector<GapOp> tops, rops;
-    std::vector<std::string> tn, rn;
-    // Sized once: a gap of 300k operators grown by doubling would hold half again as much.
-    tops.reserve(t1 - t0), tn.reserve(t1 - t0), rops.reserve(r1 - r0), rn.reserve(r1 - r0);
+  computer_.emplace(options_, ctx_, tfiles_, rfiles_);
+  const TensorLimits tensor_limits{options_.max_view_elements};
+  header_cache_t_.emplace(tensor_limits), header_cache_r_.emplace(tensor_limits);
+  return Status::Ok();
+}
+
+// Computes, judges and hands on the rows made so far.
+Status CompareRun::Flush(bool last) {
+  PORTKIT_RETURN_IF_ERROR(computer_->Run(rows_, pending_, last));
+  report_.tensor_pairs_compared += computer_->compared();
+  JudgeInContext(rows_);
+  divergence_.Feed(rows_);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    ++report_.verdict_counts[std::string(VerdictName(rows_[i].verdict))];
+    if (!rows_[i].read_error) continue;
+    if (report_.read_errors.empty())
+      report_.first_read_error_name = rows_[i].target.name.empty() ? rows_[i].reference.name : rows_[i].target.name;
+    report_.read_errors.emplace_back(rows_before_ + i, rows_[i].message);
+  }
+  rows_before_ += rows_.size();
+  if (spill_) {
+    for (const auto& r : rows_) PORTKIT_RETURN_IF_ERROR(spill_->Append(r));
+    rows_.clear();
+  } else {
+    std::move(rows_.begin(), rows_.end(), std::back_inserter(report_.rows));
+    std::vector<CompareRow>().swap(rows_);
+  }
+  pending_.clear();
+  return Status::Ok();
+}
+
+// An operator of one run with no counterpart in the other: one row.
+Status CompareRun::UnmatchedOp(CompareOp op, bool target) {
+  CompareRow row;
+  (target ? row.target : row.reference).name = op.name + "." + op.phase + "." + std::to_string(op.index) + ".*";
+  row.verdict = Verdict::kUnmatched;
+  row.message = target ? "no matching operator in the reference" : "no matching operator in the target";
+  rows_.push_back(std::move(row));
+  (target ? report_.unmatched_target_ops : report_.unmatched_reference_ops).push_back(std::move(op));
+  return MaybeFlush();
+}
+
+// What the rows of an operator without a counterpart need of it: no tensors, no statistics.
+CompareRun::GapOp CompareRun::GapOpOf(const DumpOp& op) {
+  GapOp g{OpOf(op), {}};
+  for (const auto& t : op.tensors)
+    if (IsOutputKey(t.key)) g.outputs.push_back(t.shape);
+  return g;
+}
+
+// The same operator (name and phase) with other output shapes: one row naming both.
+Status CompareRun::ShapeChangeRow(GapOp& top, GapOp& rop) {
+  CompareRow row;
+  row.target.name = top.op.name + "." + top.op.phase + "." + std::to_string(top.op.index) + ".*";
+  row.reference.name = rop.op.name + "." + rop.op.phase + "." + std::to_string(rop.op.index) + ".*";
+  if (!top.outputs.empty()) row.target.shape = top.outputs.front();
+  if (!rop.outputs.empty()) row.reference.shape = rop.outputs.front();
+  row.verdict = Verdict::kUnmatched;
+  row.message = "output shape changed: " + ShapesText(top.outputs) + " in the target, " + ShapesText(rop.outputs) +
+                " in the reference";
+  rows_.push_back(std::move(row));
+  report_.shape_changes.push_back(
+      ShapeChange{std::move(top.op), std::move(rop.op), std::move(top.outputs), std::move(rop.outputs)});
+  return MaybeFlush();
+}
+
+// Reads the operators between two matched ones and makes their rows, one operator after another,
+// each dropped from the window once read (a 300k-call dump.json against a small one is never held
+// whole). With name+shape matching, the operators of such a gap with the same name and phase on
+// both sides are shape changes: then what the rows need of each (GapOp, no tensors) is kept until
+// the gap is aligned by name. Rows in execution order: the target's operators without counterpart
+// before the reference's, up to each shape change.
+Status CompareRun::ReadGap(size_t t0, size_t t1, size_t r0, size_t r1) {
+  const bool replayed_target = ReplayedTarget();
+  if (!(with_shapes_ && t0 < t1 && r0 < r1)) {
     for (size_t t = t0; t < t1; ++t) {
-      PORTKIT_RETURN_IF_ERROR(tgt.ReadTo(t));
-      const DumpOp& op = tgt.At(t);
-      tn.push_back(OpMatchKey(op, false, mapped(op)));
-      tops.push_back(gap_op(op));
-      tgt.ReleaseBefore(t + 1);
-      trim();
+      PORTKIT_RETURN_IF_ERROR(tgt_->ReadTo(t));
+      PORTKIT_RETURN_IF_ERROR(UnmatchedOp(OpOf(tgt_->At(t)), true));
+      tgt_->ReleaseBefore(t + 1);
+      TrimSometimes();
     }
     for (size_t r = r0; r < r1; ++r) {
-      PORTKIT_RETURN_IF_ERROR(ref.ReadTo(r));
-      const DumpOp& op = ref.At(r);
-      rn.push_back(OpMatchKey(op, false));
-      rops.push_back(gap_op(op));
-      if (!replayed_target) ref.ReleaseBefore(r + 1);
-      trim();
+      PORTKIT_RETURN_IF_ERROR(ref_->ReadTo(r));
+      PORTKIT_RETURN_IF_ERROR(UnmatchedOp(OpOf(ref_->At(r)), false));
+      if (!replayed_target) ref_->ReleaseBefore(r + 1);  // a replayed target may pair with any of them
+      TrimSometimes();
     }
-    const std::vector<std::pair<long, long>> same_name = AlignKeys(tn, rn);
-    std::vector<std::string>().swap(tn), std::vector<std::string>().swap(rn);
-    size_t t = 0, r = 0;
-    for (auto [a, b] : same_name) {
-      const size_t ta = static_cast<size_t>(a), rb = static_cast<size_t>(b);
-      for (; t < ta; ++t) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(tops[t].op), true));
-      for (; r < rb; ++r) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(rops[r].op), false));
-      PORTKIT_RETURN_IF_ERROR(shape_change(tops[ta], rops[rb]));
-      t = ta + 1, r = rb + 1;
-    }
-    for (; t < tops.size(); ++t) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(tops[t].op), true));
-    for (; r < rops.size(); ++r) PORTKIT_RETURN_IF_ERROR(unmatched_op(std::move(rops[r].op), false));
     return Status::Ok();
-  };
-  for (auto [ti, ri] : pairs) {
-    const size_t tpos = static_cast<size_t>(ti), rpos = static_cast<size_t>(ri);
-    if (auto st = read_gap(next_t, tpos, next_r, rpos); !st.ok()) return st;
-    if (auto st = tgt.ReadTo(tpos); !st.ok()) return st;
-    if (auto st = ref.ReadTo(rpos); !st.ok()) return st;
-    next_t = tpos + 1, next_r = rpos + 1;
-    const DumpOp& top = tgt.At(tpos);
-    const DumpOp& aligned = ref.At(rpos);
-    // Replayed outputs were computed from the inputs of the reference op the dumper paired them
-    // with (same name and phase, same occurrence), which alignment may not have chosen.
-    const DumpOp* replay_source = &aligned;
-    size_t replay_pos = rpos;
-    std::string replay_problem;
-    if (top.replay_reference >= 0) {
-      auto it = ref_position.find(top.replay_reference);
-      if (it == ref_position.end()) {
-        replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) +
-                         ", which this reference dump does not have (another load_file_path?)";
-      } else {
-        if (auto st = ref.ReadTo(it->second); !st.ok()) return st;
-        const DumpOp& source = ref.At(it->second);
-        if (source.name != aligned.name || source.phase != aligned.phase) {
-          replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) + " (" +
-                           source.name + "), not this operator: another load_file_path?";
-        } else {
-          replay_source = &source, replay_pos = it->second;
-        }
-      }
-    }
-    std::set<std::string> target_keys;
-    for (const auto& tt : top.tensors) {
-      target_keys.insert(tt.key);
-      CompareRow row;
-      row.target_op = ti;
-      row.replay = IsReplayKey(tt.key);
-      std::string rkey = row.replay ? tt.key.substr(7) : tt.key;
-      row.output = IsOutputKey(rkey);
-      const DumpOp& rop = row.replay ? *replay_source : aligned;
-      const size_t rop_pos = row.replay ? replay_pos : rpos;
-      auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == rkey; });
-      row.target = {label(top, tt.key), tt.dtype, tt.shape, std::nullopt, tt.requires_grad, tt.data_name};
-      if (rit != rop.tensors.end()) {
-        row.reference = {label(rop, rit->key), rit->dtype, rit->shape, std::nullopt, rit->requires_grad, rit->data_name};
-        row.reference_op = static_cast<long>(rop_pos);
-      }
-      row.verdict = Verdict::kUnmatched;
-      if (row.replay && !replay_problem.empty()) {
-        row.message = replay_problem;
-      } else if (rit == rop.tensors.end()) {
-        row.message = "no tensor " + rkey + " in the reference op";
-      } else if (rit->shape != tt.shape) {
-        row.message = "shape mismatch: " + ShapeText(tt.shape) + " in the target, " + ShapeText(rit->shape) + " in the reference";
-      } else if (!tt.note.empty() || !rit->note.empty() || Unsupported(tt.dtype) || Unsupported(rit->dtype)) {
-        row.verdict = Verdict::kNotApplicable;
-        row.message = "not compared: " + (!tt.note.empty()    ? tt.note + " (target)"
-                                          : !rit->note.empty() ? rit->note + " (reference)"
-                                          : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
-                                                " is not supported");
-      } else if (auto tpath = TensorDataPath(options.target, tfiles[tpos], tt.data_name),
-                 rpath = TensorDataPath(options.reference, rfiles[rop_pos], rit->data_name);
-                 !tpath.ok() || !rpath.ok()) {
-        read_error(row, !tpath.ok() ? tpath.status().message() : rpath.status().message());
-      } else if (tpath->empty() || rpath->empty()) {
-        StatsOnlyRow(tt, *rit, row);
-      } else {
-        auto tf = header_cache_t.Get(*tpath);
-        auto rf = header_cache_r.Get(*rpath);
-        if (!tf.ok() || !rf.ok()) {
-          read_error(row, !tf.ok() ? tf.status().message() : rf.status().message());
-        } else {
-          const TensorInfo* ta = (*tf)->Find(tt.key);
-          const TensorInfo* ra = (*rf)->Find(rkey);
-          // The data file's element type against the manifest's: a contradiction is named in the
-          // row and in a warning, never left to an unexplained N/A.
-          const std::string contradiction =
-              ta && ra ? JoinNotes(DTypeContradiction(tt.dtype, *ta, **tf, *tpath, tfiles[tpos]),
-                                   DTypeContradiction(rit->dtype, *ra, **rf, *rpath, rfiles[rop_pos]))
-                       : std::string();
-          if (!contradiction.empty() && dtype_contradictions++ < kMaxDTypeWarnings)
-            report.warnings.push_back(contradiction);
-          if (!ta || !ra || ta->numel() != ra->numel()) {
-            read_error(row, "tensor data missing or of another size");
-          } else if (DTypeSize(ta->dtype) == 0 || DTypeSize(ra->dtype) == 0) {
-            row.verdict = Verdict::kNotApplicable;
-            row.message = contradiction.empty() ? "not compared: the tensor file's element type is not supported"
-                                                : contradiction;  // "FILE: holds ... data, ...; not compared"
-          } else {
-            row.message = contradiction;
-            PendingPair p;
-            p.row = rows.size();
-            p.top = static_cast<uint32_t>(tpos), p.rop = static_cast<uint32_t>(rop_pos);
-            p.tkey_len = static_cast<uint32_t>(tt.key.size()), p.rkey_len = static_cast<uint32_t>(rkey.size());
-            p.tdtype = ta->dtype, p.rdtype = ra->dtype;
-            p.numel = ta->numel();
-            pending.push_back(std::move(p));
-          }
-        }
-      }
-      rows.push_back(std::move(row));
-    }
-    // Tensors that only the reference op has (an output the target did not produce).
-    for (const auto& rt : aligned.tensors) {
-      if (target_keys.count(rt.key)) continue;
-      CompareRow row;
-      row.target_op = ti;
-      row.output = IsOutputKey(rt.key);
-      row.reference = {label(aligned, rt.key), rt.dtype, rt.shape, std::nullopt, rt.requires_grad, rt.data_name};
-      row.reference_op = ri;
-      row.verdict = Verdict::kUnmatched;
-      row.message = "no tensor " + rt.key + " in the target op";
-      rows.push_back(std::move(row));
-    }
-    // Operators behind us are done with: dropped, and every few thousand the heap trimmed so their
-    // memory goes back to the system.
-    tgt.ReleaseBefore(next_t);
-    if (!replayed_target) ref.ReleaseBefore(next_r);
-    if (++since_trim == 4096) TrimHeap(), since_trim = 0;
-    if (auto st = maybe_flush(); !st.ok()) return st;
   }
-  if (dtype_contradictions > kMaxDTypeWarnings)
-    report.warnings.push_back(std::to_string(dtype_contradictions) +
-                              " tensor pairs in all have a data file whose element type contradicts its manifest "
-                              "(the first " + std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
-  if (auto st = read_gap(next_t, report.target_ops, next_r, report.reference_ops); !st.ok()) return st;
-  for (OpWindow* w : {&tgt, &ref})
-    if (auto st = w->Finish(); !st.ok()) return st;
-  std::map<int64_t, size_t>().swap(ref_position);
-  std::vector<std::pair<long, long>>().swap(pairs);
+  std::vector<GapOp> tops, rops;
+  std::vector<std::string> tn, rn;
+  // Sized once: a gap of 300k operators grown by doubling would hold half again as much.
+  tops.reserve(t1 - t0), tn.reserve(t1 - t0), rops.reserve(r1 - r0), rn.reserve(r1 - r0);
+  for (size_t t = t0; t < t1; ++t) {
+    PORTKIT_RETURN_IF_ERROR(tgt_->ReadTo(t));
+    const DumpOp& op = tgt_->At(t);
+    tn.push_back(OpMatchKey(op, false, Mapped(op)));
+    tops.push_back(GapOpOf(op));
+    tgt_->ReleaseBefore(t + 1);
+    TrimSometimes();
+  }
+  for (size_t r = r0; r < r1; ++r) {
+    PORTKIT_RETURN_IF_ERROR(ref_->ReadTo(r));
+    const DumpOp& op = ref_->At(r);
+    rn.push_back(OpMatchKey(op, false));
+    rops.push_back(GapOpOf(op));
+    if (!replayed_target) ref_->ReleaseBefore(r + 1);
+    TrimSometimes();
+  }
+  const std::vector<std::pair<long, long>> same_name = AlignKeys(tn, rn);
+  std::vector<std::string>().swap(tn), std::vector<std::string>().swap(rn);
+  size_t t = 0, r = 0;
+  for (auto [a, b] : same_name) {
+    const size_t ta = static_cast<size_t>(a), rb = static_cast<size_t>(b);
+    for (; t < ta; ++t) PORTKIT_RETURN_IF_ERROR(UnmatchedOp(std::move(tops[t].op), true));
+    for (; r < rb; ++r) PORTKIT_RETURN_IF_ERROR(UnmatchedOp(std::move(rops[r].op), false));
+    PORTKIT_RETURN_IF_ERROR(ShapeChangeRow(tops[ta], rops[rb]));
+    t = ta + 1, r = rb + 1;
+  }
+  for (; t < tops.size(); ++t) PORTKIT_RETURN_IF_ERROR(UnmatchedOp(std::move(tops[t].op), true));
+  for (; r < rops.size(); ++r) PORTKIT_RETURN_IF_ERROR(UnmatchedOp(std::move(rops[r].op), false));
+  return Status::Ok();
+}
+
+// A pair whose data files are readable: its element types checked against the manifests, and
+// queued for the compute pass.
+void CompareRun::PendingRow(size_t tpos, const DumpTensor& tt, const DumpTensor& rt, size_t rop_pos,
+                            const std::string& rkey, const fs::path& tpath, const fs::path& rpath, CompareRow& row) {
+  auto tf = header_cache_t_->Get(tpath);
+  auto rf = header_cache_r_->Get(rpath);
+  if (!tf.ok() || !rf.ok()) {
+    SetReadError(row, !tf.ok() ? tf.status().message() : rf.status().message());
+    return;
+  }
+  const TensorInfo* ta = (*tf)->Find(tt.key);
+  const TensorInfo* ra = (*rf)->Find(rkey);
+  // The data file's element type against the manifest's: a contradiction is named in the
+  // row and in a warning, never left to an unexplained N/A.
+  const std::string contradiction =
+      ta && ra ? JoinNotes(DTypeContradiction(tt.dtype, *ta, **tf, tpath, tfiles_[tpos]),
+                           DTypeContradiction(rt.dtype, *ra, **rf, rpath, rfiles_[rop_pos]))
+               : std::string();
+  if (!contradiction.empty() && dtype_contradictions_++ < kMaxDTypeWarnings) report_.warnings.push_back(contradiction);
+  if (!ta || !ra || ta->numel() != ra->numel()) {
+    SetReadError(row, "tensor data missing or of another size");
+  } else if (DTypeSize(ta->dtype) == 0 || DTypeSize(ra->dtype) == 0) {
+    row.verdict = Verdict::kNotApplicable;
+    row.message = contradiction.empty() ? "not compared: the tensor file's element type is not supported"
+                                        : contradiction;  // "FILE: holds ... data, ...; not compared"
+  } else {
+    row.message = contradiction;
+    PendingPair p;
+    p.row = rows_.size();
+    p.top = static_cast<uint32_t>(tpos), p.rop = static_cast<uint32_t>(rop_pos);
+    p.tkey_len = static_cast<uint32_t>(tt.key.size()), p.rkey_len = static_cast<uint32_t>(rkey.size());
+    p.tdtype = ta->dtype, p.rdtype = ra->dtype;
+    p.numel = ta->numel();
+    pending_.push_back(std::move(p));
+  }
+}
+
+// The row of one tensor of a matched target operator (a replayed output is paired with the
+// operator it was replayed from).
+void CompareRun::TensorRow(const DumpOp& top, long ti, const DumpTensor& tt, const DumpOp& aligned, size_t rpos,
+                           const DumpOp& replay_source, size_t replay_pos, const std::string& replay_problem) {
+  const size_t tpos = static_cast<size_t>(ti);
+  CompareRow row;
+  row.target_op = ti;
+  row.replay = IsReplayKey(tt.key);
+  // `replay.output.N` and its baseline `replay.baseline.output.N` pair with the reference's `output.N`.
+  std::string rkey = !row.replay ? tt.key : tt.key.substr(tt.key.rfind("replay.baseline.", 0) == 0 ? 16 : 7);
+  row.output = IsOutputKey(rkey);
+  const DumpOp& rop = row.replay ? replay_source : aligned;
+  const size_t rop_pos = row.replay ? replay_pos : rpos;
+  auto rit = std::find_if(rop.tensors.begin(), rop.tensors.end(), [&](const DumpTensor& x) { return x.key == rkey; });
+  row.target = {Label(top, tt.key), tt.dtype, tt.shape, std::nullopt, tt.requires_grad, tt.data_name};
+  if (rit != rop.tensors.end()) {
+    row.reference = {Label(rop, rit->key), rit->dtype, rit->shape, std::nullopt, rit->requires_grad, rit->data_name};
+    row.reference_op = static_cast<long>(rop_pos);
+  }
+  row.verdict = Verdict::kUnmatched;
+  if (row.replay && !replay_problem.empty()) {
+    row.message = replay_problem;
+  } else if (rit == rop.tensors.end()) {
+    row.message = "no tensor " + rkey + " in the reference op";
+  } else if (rit->shape != tt.shape) {
+    row.message = "shape mismatch: " + ShapeText(tt.shape) + " in the target, " + ShapeText(rit->shape) + " in the reference";
+  } else if (!tt.note.empty() || !rit->note.empty() || Unsupported(tt.dtype) || Unsupported(rit->dtype)) {
+    row.verdict = Verdict::kNotApplicable;
+    row.message = "not compared: " + (!tt.note.empty()    ? tt.note + " (target)"
+                                      : !rit->note.empty() ? rit->note + " (reference)"
+                                      : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
+                                            " is not supported");
+  } else if (auto tpath = TensorDataPath(options_.target, tfiles_[tpos], tt.data_name),
+             rpath = TensorDataPath(options_.reference, rfiles_[rop_pos], rit->data_name);
+             !tpath.ok() || !rpath.ok()) {
+    SetReadError(row, !tpath.ok() ? tpath.status().message() : rpath.status().message());
+  } else if (tpath->empty() || rpath->empty()) {
+    StatsOnlyRow(tt, *rit, row);
+  } else {
+    PendingRow(tpos, tt, *rit, rop_pos, rkey, *tpath, *rpath, row);
+  }
+  rows_.push_back(std::move(row));
+}
+
+// The rows of one matched pair of operators.
+Status CompareRun::PairOperator(long ti, long ri) {
+  const size_t tpos = static_cast<size_t>(ti), rpos = static_cast<size_t>(ri);
+  PORTKIT_RETURN_IF_ERROR(ReadGap(next_t_, tpos, next_r_, rpos));
+  PORTKIT_RETURN_IF_ERROR(tgt_->ReadTo(tpos));
+  PORTKIT_RETURN_IF_ERROR(ref_->ReadTo(rpos));
+  next_t_ = tpos + 1, next_r_ = rpos + 1;
+  const DumpOp& top = tgt_->At(tpos);
+  const DumpOp& aligned = ref_->At(rpos);
+  // Replayed outputs were computed from the inputs of the reference op the dumper paired them
+  // with (same name and phase, same occurrence), which alignment may not have chosen.
+  const DumpOp* replay_source = &aligned;
+  size_t replay_pos = rpos;
+  std::string replay_problem;
+  if (top.replay_reference >= 0) {
+    auto it = ref_position_.find(top.replay_reference);
+    if (it == ref_position_.end()) {
+      replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) +
+                       ", which this reference dump does not have (another load_file_path?)";
+    } else {
+      PORTKIT_RETURN_IF_ERROR(ref_->ReadTo(it->second));
+      const DumpOp& source = ref_->At(it->second);
+      if (source.name != aligned.name || source.phase != aligned.phase) {
+        replay_problem = "replayed from reference op #" + std::to_string(top.replay_reference) + " (" + source.name +
+                         "), not this operator: another load_file_path?";
+      } else {
+        replay_source = &source, replay_pos = it->second;
+      }
+    }
+  }
+  std::set<std::string> target_keys;
+  for (const auto& tt : top.tensors) {
+    target_keys.insert(tt.key);
+    TensorRow(top, ti, tt, aligned, rpos, *replay_source, replay_pos, replay_problem);
+  }
+  // Tensors that only the reference op has (an output the target did not produce).
+  for (const auto& rt : aligned.tensors) {
+    if (target_keys.count(rt.key)) continue;
+    CompareRow row;
+    row.target_op = ti;
+    row.output = IsOutputKey(rt.key);
+    row.reference = {Label(aligned, rt.key), rt.dtype, rt.shape, std::nullopt, rt.requires_grad, rt.data_name};
+    row.reference_op = ri;
+    row.verdict = Verdict::kUnmatched;
+    row.message = "no tensor " + rt.key + " in the target op";
+    rows_.push_back(std::move(row));
+  }
+  // Operators behind us are done with: dropped, and every few thousand the heap trimmed so their
+  // memory goes back to the system.
+  tgt_->ReleaseBefore(next_t_);
+  if (!ReplayedTarget()) ref_->ReleaseBefore(next_r_);
+  TrimSometimes();
+  return MaybeFlush();
+}
+
+Status CompareRun::Pair() {
+  for (auto [ti, ri] : pairs_) PORTKIT_RETURN_IF_ERROR(PairOperator(ti, ri));
+  if (dtype_contradictions_ > kMaxDTypeWarnings)
+    report_.warnings.push_back(std::to_string(dtype_contradictions_) +
+                               " tensor pairs in all have a data file whose element type contradicts its manifest "
+                               "(the first " + std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
+  PORTKIT_RETURN_IF_ERROR(ReadGap(next_t_, report_.target_ops, next_r_, report_.reference_ops));
+  for (OpWindow* w : {&*tgt_, &*ref_}) PORTKIT_RETURN_IF_ERROR(w->Finish());
+  std::map<int64_t, size_t>().swap(ref_position_);
+  std::vector<std::pair<long, long>>().swap(pairs_);
   TrimHeap();
-  if (report.replay_ok + report.replay_skipped > 0)
-    log.Info("Replayed operators in the target: " + std::to_string(report.replay_ok) + " (skipped: " +
-             std::to_string(report.replay_skipped) + ", reasons in its manifest).");
-  if (auto st = flush(true); !st.ok()) return st;
-  if (spill) {
-    if (auto st = spill->Flush(); !st.ok()) return st;
-    report.spill = std::move(spill);
+  if (ReplayedTarget())
+    log_.Info("Replayed operators in the target: " + std::to_string(report_.replay_ok) + " (skipped: " +
+              std::to_string(report_.replay_skipped) + ", reasons in its manifest).");
+  PORTKIT_RETURN_IF_ERROR(Flush(true));
+  if (spill_) {
+    PORTKIT_RETURN_IF_ERROR(spill_->Flush());
+    report_.spill = std::move(spill_);
   }
-  report.row_count = rows_before;
-  Divergence div = divergence.Finish();
+  report_.row_count = rows_before_;
+  return Status::Ok();
+}
+
+// The culprit and the first mismatching output, named from the matched target operators.
+void CompareRun::Finish() {
+  Divergence div = divergence_.Finish();
   auto matched_target_op = [&](long position) {
-    auto it = std::lower_bound(target_ops.begin(), target_ops.end(), static_cast<size_t>(position),
+    auto it = std::lower_bound(target_ops_.begin(), target_ops_.end(), static_cast<size_t>(position),
                                [](const std::pair<size_t, CompareOp>& e, size_t p) { return e.first < p; });
     // Rows judged Yes or No belong to matched operators only.
-    return it != target_ops.end() && it->first == static_cast<size_t>(position) ? it->second : CompareOp{};
+    return it != target_ops_.end() && it->first == static_cast<size_t>(position) ? it->second : CompareOp{};
   };
   if (div.first_local >= 0) {
-    report.first_divergence = matched_target_op(div.first_local);
-    report.first_divergence_basis = div.basis;
-    report.first_divergence_op = div.first_local;
-    report.first_divergence_evidence = div.evidence;
+    report_.first_divergence = matched_target_op(div.first_local);
+    report_.first_divergence_basis = div.basis;
+    report_.first_divergence_op = div.first_local;
+    report_.first_divergence_evidence = div.evidence;
   }
-  if (div.first_mismatch >= 0) report.first_mismatching_output = matched_target_op(div.first_mismatch);
+  if (div.first_mismatch >= 0) report_.first_mismatching_output = matched_target_op(div.first_mismatch);
+  if (div.first_local >= 0) {
+    report_.divergence_state = DivergenceState::kCulprit;
+  } else if (div.drift_start >= 0 || div.first_mismatch >= 0) {
+    report_.divergence_state = DivergenceState::kDrift;
+    const bool growth = div.drift_start >= 0 && (div.first_mismatch < 0 || div.drift_start <= div.first_mismatch);
+    report_.drift_start = matched_target_op(growth ? div.drift_start : div.first_mismatch);
+    report_.drift_evidence = growth ? div.drift_evidence : "the first output judged No";
+  }
   // What is left of the manifests goes now, and its memory back to the system before the caller
   // renders the report.
-  std::vector<std::pair<size_t, CompareOp>>().swap(target_ops);
-  tfiles.Clear(), rfiles.Clear();
+  std::vector<std::pair<size_t, CompareOp>>().swap(target_ops_);
+  tfiles_.Clear(), rfiles_.Clear();
   TrimHeap();
-  return report;
+}
+
+Expected<CompareReport> CompareRun::Run() {
+  report_.reference = options_.reference.string();
+  report_.target = options_.target.string();
+  report_.match = options_.match;
+  PORTKIT_RETURN_IF_ERROR(Match());
+  PORTKIT_RETURN_IF_ERROR(Pair());
+  Finish();
+  return std::move(report_);
+}
+
+}  // namespace
+
+Expected<CompareReport> RunCompare(const CompareOptions& options, Context& ctx) {
+  return CompareRun(options, ctx).Run();
 }
 
 }  // namespace portkit::accuracy

@@ -26,6 +26,8 @@ std::vector<std::string> CompareConclusion(const CompareReport& report) {
   std::string divergence = CompareDivergenceText(report);
   if (!divergence.empty()) {
     lines.push_back("First divergence: " + divergence);
+  } else if (report.drift_start) {
+    lines.push_back(CompareDriftText(report));
   } else if (report.HasMismatch()) {
     size_t no = report.verdict_counts.at(std::string(accuracy::VerdictName(Verdict::kNo)));
     size_t discrete = 0, inputs = 0;

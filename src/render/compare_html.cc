@@ -31,6 +31,15 @@ std::string CompareDivergenceText(const CompareReport& report) {
          (report.first_divergence_evidence.empty() ? "" : ": " + report.first_divergence_evidence);
 }
 
+std::string CompareDriftText(const CompareReport& report) {
+  if (!report.drift_start) return "";
+  const auto& op = *report.drift_start;
+  return "Precision drift starts at " + op.name + " (" + op.phase + ", #" + std::to_string(op.index) +
+         (op.stack.empty() ? "" : ", " + op.stack) + ")" +
+         (report.drift_evidence.empty() ? "" : ": " + report.drift_evidence) +
+         ". Ordinary rounding may explain it, so no operator is named the culprit: run with replay to localise it.";
+}
+
 namespace {
 
 /// One cell of the evidence table: a metric of a row, or "N/A".
@@ -61,6 +70,60 @@ std::string OpLabel(const std::string& row_name) {
   std::string name = head.substr(0, phase);
   std::string ph = head.substr(phase + 1, idx - phase - 1);
   return name + (ph == "backward" ? " (bwd)" : "") + " #" + head.substr(idx + 1);
+}
+
+/// The module an operator ran in and the user code that called it.
+std::string ModuleAndStack(const accuracy::CompareOp& op) {
+  std::string h;
+  if (!op.module.empty()) h += "<p><b>Module:</b> " + Html(op.module) + "</p>";
+  if (!op.stack.empty()) h += "<p><b>Stack:</b> <code>" + Html(op.stack) + "</code></p>";
+  return h;
+}
+
+/// The state box at the top: the culprit first (what, where, on what evidence), or the drift and
+/// what to do, or no divergence.
+Status AppendStateBox(const CompareReport& report, std::string& h) {
+  if (report.first_divergence) {
+    const auto& op = *report.first_divergence;
+    h += "<div id=\"culprit\" data-state=\"culprit\"><h2>Culprit: <span id=\"culprit-name\">" + Html(op.name) +
+         "</span> (" + Html(op.phase) + ", operator #" + std::to_string(op.index) + ")</h2>";
+    h += "<p><b>Why:</b> " + Html(report.first_divergence_basis) +
+         (report.first_divergence_evidence.empty() ? "" : " &mdash; " + Html(report.first_divergence_evidence)) +
+         "</p>";
+    h += ModuleAndStack(op);
+    // Evidence: every tensor of the operator, inputs (inherited error) against outputs (live)
+    // against replayed outputs (computed from the reference's inputs: its own error).
+    h += "<table><tr><th>tensor</th><th>role</th><th>verdict</th><th>Cosine</th><th>MaxAbsErr</th>"
+         "<th>One Thousandth Err Ratio</th><th>Five Thousandths Err Ratio</th></tr>";
+    PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
+      if (r.target_op != report.first_divergence_op || report.first_divergence_op < 0) return Status::Ok();
+      std::string key = TensorKey(r.target.name.empty() ? r.reference.name : r.target.name);
+      const char* role = r.replay ? "replayed output (reference inputs: its own error)"
+                         : r.output ? "live output"
+                                    : "input (error it was given)";
+      h += std::string("<tr") + (r.verdict == Verdict::kNo ? " class=\"no\"" : "") + "><td>" + Html(key) + "</td><td>" +
+           role + "</td><td>" + std::string(accuracy::VerdictName(r.verdict)) + "</td><td>" + Metric(r, "Cosine") +
+           "</td><td>" + Metric(r, "MaxAbsErr") + "</td><td>" + Metric(r, "One Thousandth Err Ratio") + "</td><td>" +
+           Metric(r, "Five Thousandths Err Ratio") + "</td></tr>";
+      return Status::Ok();
+    }));
+    h += "</table></div>";
+  } else if (report.drift_start) {
+    const auto& op = *report.drift_start;
+    h += "<div id=\"culprit\" class=\"drift\" data-state=\"drift\"><h2>Precision drift, no localised culprit: "
+         "starts at <span id=\"drift-name\">" + Html(op.name) + "</span> (" + Html(op.phase) + ", operator #" +
+         std::to_string(op.index) + ")</h2>";
+    if (!report.drift_evidence.empty()) h += "<p><b>Why:</b> " + Html(report.drift_evidence) + "</p>";
+    h += ModuleAndStack(op);
+    h += "<p><b>What to do:</b> ordinary rounding of the target's types may explain this error, so no operator is "
+         "named. Dump the target again with replay (the dumper's <code>load_file_path</code> = the reference dump, "
+         "<code>use_load=True</code>) and compare again: each operator then runs on the reference's inputs and "
+         "the one whose own error exceeds its rounding is named.</p></div>";
+  } else {
+    h += "<div id=\"culprit\" class=\"ok\" data-state=\"none\"><h2>No divergence</h2><p>No operator's output "
+         "differs beyond what rounding allows.</p></div>";
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -96,39 +159,13 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
                   "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
                   "#culprit{border:2px solid #b00;background:#fff5f5;padding:0.6em 1em;margin-bottom:1.5em}"
                   "#culprit h2{margin:0 0 0.4em 0;color:#b00}.ok{border-color:#2a7;background:#f4fff8}"
+                  "#culprit.ok h2{color:#185}#culprit.drift{border-color:#c80;background:#fffaf0}"
+                  "#culprit.drift h2{color:#a60}"
                   "</style></head><body><h1>portkit compare</h1>";
-  // The culprit first: what, where, on what evidence.
-  if (report.first_divergence) {
-    const auto& op = *report.first_divergence;
-    h += "<div id=\"culprit\"><h2>Culprit: <span id=\"culprit-name\">" + Html(op.name) + "</span> (" +
-         Html(op.phase) + ", operator #" + std::to_string(op.index) + ")</h2>";
-    h += "<p><b>Why:</b> " + Html(report.first_divergence_basis) +
-         (report.first_divergence_evidence.empty() ? "" : " &mdash; " + Html(report.first_divergence_evidence)) +
-         "</p>";
-    if (!op.module.empty()) h += "<p><b>Module:</b> " + Html(op.module) + "</p>";
-    if (!op.stack.empty()) h += "<p><b>Stack:</b> <code>" + Html(op.stack) + "</code></p>";
-    // Evidence: every tensor of the operator, inputs (inherited error) against outputs (live)
-    // against replayed outputs (computed from the reference's inputs: its own error).
-    h += "<table><tr><th>tensor</th><th>role</th><th>verdict</th><th>Cosine</th><th>MaxAbsErr</th>"
-         "<th>One Thousandth Err Ratio</th><th>Five Thousandths Err Ratio</th></tr>";
-    PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
-      if (r.target_op != report.first_divergence_op || report.first_divergence_op < 0) return Status::Ok();
-      std::string key = TensorKey(r.target.name.empty() ? r.reference.name : r.target.name);
-      const char* role = r.replay ? "replayed output (reference inputs: its own error)"
-                         : r.output ? "live output"
-                                    : "input (error it was given)";
-      h += std::string("<tr") + (r.verdict == Verdict::kNo ? " class=\"no\"" : "") + "><td>" + Html(key) + "</td><td>" +
-           role + "</td><td>" + std::string(accuracy::VerdictName(r.verdict)) + "</td><td>" + Metric(r, "Cosine") +
-           "</td><td>" + Metric(r, "MaxAbsErr") + "</td><td>" + Metric(r, "One Thousandth Err Ratio") + "</td><td>" +
-           Metric(r, "Five Thousandths Err Ratio") + "</td></tr>";
-      return Status::Ok();
-    }));
-    h += "</table></div>";
-  } else {
-    h += "<div id=\"culprit\" class=\"ok\"><h2>No culprit</h2><p>No operator's own error crosses the threshold.</p></div>";
-  }
+  PORTKIT_RETURN_IF_ERROR(AppendStateBox(report, h));
   for (const auto& line : CompareConclusion(report))
-    if (line.rfind("First divergence", 0) != 0) h += "<p>" + Html(line) + "</p>";
+    if (line.rfind("First divergence", 0) != 0 && line.rfind("Precision drift", 0) != 0)
+      h += "<p>" + Html(line) + "</p>";
   h += "<h2>Error along execution order (1 &minus; cosine of each operator output, log scale)</h2>";
   const int w = 1100, ht = 260, label_h = 150;
   h += "<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) + "\" height=\"" +

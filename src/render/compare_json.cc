@@ -28,6 +28,9 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
   j.Key("first_divergence_basis").String(report.first_divergence_basis);
   j.Key("first_divergence_evidence").String(report.first_divergence_evidence);
   op_json(report.first_mismatching_output, "first_mismatching_output");
+  j.Key("divergence_state").String(accuracy::DivergenceStateName(report.divergence_state));
+  op_json(report.drift_start, "drift_start");
+  j.Key("drift_evidence").String(report.drift_evidence);
   j.Key("replayed_operators").BeginObject().Key("ok").Int(static_cast<int64_t>(report.replay_ok))
       .Key("skipped").Int(static_cast<int64_t>(report.replay_skipped)).EndObject();
   auto op_list = [&](const std::vector<CompareOp>& ops, const char* key) {

@@ -31,6 +31,9 @@ std::string CompareHtml(const accuracy::CompareReport& report);
 std::string CompareConsoleSummary(const accuracy::CompareReport& report);
 /// `name (phase, #index, stack; basis: evidence)` of the first divergence; empty when there is none.
 std::string CompareDivergenceText(const accuracy::CompareReport& report);
+/// "Precision drift starts at OP (phase, #index[, stack]): evidence. ... run with replay to localise
+/// it." when the report's state is drift; "" otherwise.
+std::string CompareDriftText(const accuracy::CompareReport& report);
 /// What a run found, for the console: the first divergence, or why none is named although
 /// tensors are judged No; shape changes and operators without counterpart. One line each.
 std::vector<std::string> CompareConclusion(const accuracy::CompareReport& report);

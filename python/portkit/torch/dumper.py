@@ -57,7 +57,11 @@ compute nothing: their output is their input's memory). The random number genera
 initialised accelerators, and any generator passed to the op) are saved before the replay and
 restored after it, so the live run is bit-identical with and without replay, and a random operator
 replays with the same random numbers as its live run. `portkit compare` uses the replayed outputs
-to tell an operator's own (local) error from the error it inherits. Manifest field `replay`:
+to tell an operator's own (local) error from the error it inherits. When this run holds an input in
+another floating type than the reference (bf16/fp16 autocast against fp32), the operator runs a
+third time, with autocast off, on the same quantised inputs widened to the reference's types: its
+outputs, `replay.baseline.output.N`, are what the quantisation of the inputs alone costs, and
+compare blames the operator only for error beyond them. Manifest field `replay`:
 {"status": "ok", "reference_index": i} or {"status": "skipped", "reason": ...}.
 """
 import json
@@ -320,6 +324,20 @@ def _rebuild(ref, like):
         return view
     except Exception:  # noqa: BLE001  (a dtype without these kernels: the values, contiguous)
         return ref.contiguous()
+
+
+def _baseline(func, args, kwargs, inputs):
+    """The outputs of `func` on `inputs` (replacing the tensors of args and kwargs, in order), with
+    autocast off: the reference precision's result on the live run's quantised inputs (replay's
+    baseline). None when the op cannot run so."""
+    try:
+        device = next((t.device.type for t in inputs if isinstance(t, torch.Tensor)), "cpu")
+        with _RngGuard(args, kwargs), torch.autocast(device, enabled=False):
+            it = iter(inputs)
+            out = func(*_replace(args, it), **_replace(kwargs, it))
+        return _flatten(out, [])
+    except Exception:  # noqa: BLE001  (no baseline for this op: compare judges it without one)
+        return None
 
 
 class _RngGuard:
@@ -605,7 +623,18 @@ class _Dumper(TorchDispatchMode):
                 out = func(*replay_args, **_replace(kwargs, it))
         except Exception as e:  # noqa: BLE001  (an op that cannot run on these inputs is reported, not fatal)
             return _skipped("replay failed: %s" % e, entry)
-        return _flatten(out, []), {"status": "ok", "reference_index": entry["index"]}
+        outs = _flatten(out, [])
+        # Inputs held in another precision than the reference's (bf16/fp16 autocast): the op once
+        # more on the same quantised inputs, widened to the reference's types, so that compare can
+        # tell the quantisation's own effect from the kernel's.
+        widened = [t.to(ref[p].dtype) if (p in ref and isinstance(t, torch.Tensor) and t.is_floating_point()
+                                          and ref[p].is_floating_point() and ref[p].dtype != t.dtype) else None
+                   for p, t in enumerate(rebuilt)]
+        if any(w is not None for w in widened):
+            base = _baseline(func, args, kwargs, [w if w is not None else t for w, t in zip(widened, rebuilt)])
+            if base is not None and len(base) == len(outs):
+                outs += [("baseline", t) for t in base]
+        return outs, {"status": "ok", "reference_index": entry["index"]}
 
     def _overflow(self, outputs, input_peaks, numbers_nonfinite):
         """An operator's outputs overflow when they hold inf/nan while its floating inputs and number
@@ -677,8 +706,12 @@ class _Dumper(TorchDispatchMode):
         if self.mode in ("output", "all"):
             for i, t in enumerate(outputs):
                 (uninitialised if uninitialised_outputs or i in opaque_outputs else tensors).append(("output.%d" % i, t))
-        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed or [])
-                    if i not in opaque_outputs]
+        replayed = list(replayed or [])
+        baseline = [t[1] for t in replayed if isinstance(t, tuple)]
+        replayed = [t for t in replayed if not isinstance(t, tuple)]
+        tensors += [("replay.output.%d" % i, t) for i, t in enumerate(replayed) if i not in opaque_outputs]
+        tensors += [("replay.baseline.output.%d" % i, t) for i, t in enumerate(baseline)
+                    if i not in opaque_outputs and isinstance(t, torch.Tensor)]
         if overflow:
             self.overflows += 1
             if self.check_overflow:

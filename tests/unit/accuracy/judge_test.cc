@@ -1,0 +1,209 @@
+// Precision-aware culprits: a target whose every operator differs a little (bf16 against fp32,
+// one-ulp noise on every output) names no culprit unless replay shows an operator's own error;
+// small gradients are judged against their own scale.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "accuracy/api.h"
+#include "accuracy/judge.h"
+#include "test_dump.h"
+
+namespace portkit::accuracy {
+namespace {
+using testing::F32;
+using testing::TestOp;
+using testing::TestTensor;
+
+/// Deterministic values near a standard normal (sum of uniforms).
+std::vector<float> Normal(size_t n, uint32_t seed, double scale = 1) {
+  std::vector<float> out(n);
+  for (auto& v : out) {
+    double s = 0;
+    for (int k = 0; k < 12; ++k) seed = seed * 1664525u + 1013904223u, s += (seed >> 8) / 16777216.0;
+    v = static_cast<float>((s - 6) * scale);
+  }
+  return out;
+}
+
+float RoundBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TestTensor Bf16(std::string key, const std::vector<float>& v) {
+  std::vector<uint16_t> b;
+  for (float f : v) {
+    uint32_t u;
+    float r = RoundBf16(f);
+    std::memcpy(&u, &r, 4);
+    b.push_back(static_cast<uint16_t>(u >> 16));
+  }
+  return {std::move(key), "BF16", {static_cast<int64_t>(v.size())}, testing::Bytes(b), ""};
+}
+
+enum class Target { kReference, kBf16, kUlp };
+
+/// A chain: mul, add, tanh, sum over rows of 16 (a reduction whose rows nearly cancel), mul. The
+/// bf16 run rounds every input and output to bf16 (computing in fp32 between, as CPU kernels do);
+/// the ulp run multiplies every output by (1 + 1e-7·noise). `plant` adds `size` × RMS × noise to
+/// the output of op `at`. With `replay`, every op also has `replay.output.0` (computed from the
+/// reference's inputs quantised to the run's type) and, for bf16, `replay.baseline.output.0`.
+std::vector<TestOp> Chain(Target run, int at = -1, double size = 0, bool replay = false) {
+  const int kOps = 5;
+  const char* names[] = {"aten::mul", "aten::add", "aten::tanh", "aten::sum", "aten::mul"};
+  std::vector<float> x = Normal(512, 7), ref_x = x;
+  uint32_t seed = 100;
+  std::vector<TestOp> ops;
+  auto apply = [](int i, const std::vector<float>& in) {
+    std::vector<float> y;
+    if (i == 3) {  // rows of 16 that cancel: each row's mean taken out first, plus a small part
+      for (size_t r = 0; r < in.size() / 16; ++r) {
+        double s = 0;
+        for (size_t c = 0; c < 16; ++c) s += in[r * 16 + c];
+        y.push_back(static_cast<float>(s));
+      }
+      return y;
+    }
+    for (float v : in) y.push_back(i == 0 ? v * 1.5f : i == 1 ? v + 0.3f : i == 2 ? std::tanh(v) : v * 0.5f);
+    return y;
+  };
+  for (int i = 0; i < kOps; ++i) {
+    auto quant = [&](std::vector<float> v) {
+      if (run == Target::kBf16)
+        for (auto& f : v) f = RoundBf16(f);
+      return v;
+    };
+    auto finish = [&](std::vector<float> y, bool planted) {
+      if (run == Target::kUlp) {
+        auto n = Normal(y.size(), seed++);
+        for (size_t e = 0; e < y.size(); ++e) y[e] = static_cast<float>(y[e] * (1 + 1e-7 * n[e]));
+      }
+      if (planted) {
+        double sq = 0;
+        for (float v : y) sq += double(v) * v;
+        const double rms = std::sqrt(sq / y.size());
+        auto n = Normal(y.size(), 1234);
+        for (size_t e = 0; e < y.size(); ++e) y[e] = static_cast<float>(y[e] + size * rms * n[e]);
+      }
+      return quant(y);
+    };
+    std::vector<float> in = quant(x);
+    std::vector<float> y = finish(apply(i, in), i == at);
+    std::vector<float> ref_y = apply(i, ref_x);
+    auto tensor = [&](std::string key, const std::vector<float>& v) {
+      return run == Target::kBf16 ? Bf16(std::move(key), v) : F32(std::move(key), v);
+    };
+    TestOp op{names[i], "forward", {tensor("input.0", in), tensor("output.0", y)}};
+    if (replay && run != Target::kReference) {
+      std::vector<float> qref = quant(ref_x);
+      op.tensors.push_back(tensor("replay.output.0", finish(apply(i, qref), i == at)));
+      if (run == Target::kBf16) op.tensors.push_back(F32("replay.baseline.output.0", apply(i, qref)));
+      op.replay = "{\"status\": \"ok\", \"reference_index\": " + std::to_string(i) + "}";
+    }
+    ops.push_back(op);
+    x = y, ref_x = ref_y;
+  }
+  return ops;
+}
+
+class JudgeTest : public testing::DumpTest {};
+
+TEST_F(JudgeTest, HealthyLowPrecisionAndUlpNoiseTargetsNameNoCulprit) {
+  for (Target run : {Target::kBf16, Target::kUlp})
+    for (bool replay : {false, true}) {
+      auto r = CompareDumps(Chain(Target::kReference), Chain(run, -1, 0, replay));
+      EXPECT_FALSE(r.first_divergence.has_value())
+          << (run == Target::kBf16 ? "bf16" : "ulp") << " replay " << replay << ": " << r.first_divergence->name << " #"
+          << r.first_divergence->index << " " << r.first_divergence_basis << ": " << r.first_divergence_evidence;
+      EXPECT_NE(r.divergence_state, DivergenceState::kCulprit);
+    }
+  // Identical runs: no divergence at all.
+  auto same = CompareDumps(Chain(Target::kReference), Chain(Target::kReference));
+  EXPECT_EQ(same.divergence_state, DivergenceState::kNone);
+  EXPECT_FALSE(same.drift_start.has_value());
+}
+
+TEST_F(JudgeTest, ReplayWithBaselineNamesThePlantedOperatorInBf16) {
+  int hits = 0, cases = 0;
+  for (int at : {0, 2, 4})
+    for (double size : {1e-2, 1e-1}) {
+      ++cases;
+      auto r = CompareDumps(Chain(Target::kReference), Chain(Target::kBf16, at, size, true));
+      ASSERT_TRUE(r.first_divergence.has_value()) << "op " << at << " size " << size;
+      EXPECT_EQ(r.first_divergence->index, at) << r.first_divergence_evidence;
+      EXPECT_EQ(r.first_divergence_basis, "replay");
+      EXPECT_EQ(r.divergence_state, DivergenceState::kCulprit);
+      hits += r.first_divergence->index == at;
+    }
+  EXPECT_EQ(hits, cases);
+}
+
+TEST_F(JudgeTest, WithoutReplayABf16FaultIsDriftOrTheRightOperatorNeverAWrongOne) {
+  for (int at : {0, 2, 4})
+    for (double size : {1e-2, 1e-1}) {
+      auto r = CompareDumps(Chain(Target::kReference), Chain(Target::kBf16, at, size, false));
+      if (r.first_divergence) {
+        EXPECT_EQ(r.first_divergence->index, at) << size << " " << r.first_divergence_evidence;
+      } else if (r.divergence_state == DivergenceState::kDrift) {
+        ASSERT_TRUE(r.drift_start.has_value());
+        EXPECT_LE(r.drift_start->index, at);
+      }
+    }
+  // The ulp-noise device with a 1e-2 fault: its inputs' error is tiny, so the fault is named.
+  auto u = CompareDumps(Chain(Target::kReference), Chain(Target::kUlp, 2, 1e-2));
+  ASSERT_TRUE(u.first_divergence.has_value());
+  EXPECT_EQ(u.first_divergence->index, 2);
+  EXPECT_EQ(u.first_divergence_basis, "error growth");
+}
+
+TEST_F(JudgeTest, SmallGradientsAreJudgedAgainstTheirOwnScale) {
+  // gelu_backward(grad of 1e-6 scale, activation of 1): a 10 % error in its output is not
+  // "zero up to rounding" although it is under 2^-20 of the activation.
+  std::vector<float> g = Normal(256, 3, 1e-6), x = Normal(256, 5), y(256), bad(256);
+  auto n = Normal(256, 9);
+  for (size_t e = 0; e < g.size(); ++e) {
+    double cdf = 0.5 * (1 + std::erf(x[e] / std::sqrt(2.0)));
+    double pdf = std::exp(-0.5 * x[e] * x[e]) / std::sqrt(2 * M_PI);
+    y[e] = static_cast<float>(g[e] * (cdf + x[e] * pdf));
+    bad[e] = static_cast<float>(y[e] * (1 + 0.1 * n[e]));
+  }
+  TestOp ref{"aten::gelu_backward", "backward", {F32("input.0", g), F32("input.1", x), F32("output.0", y)}};
+  TestOp tgt{"aten::gelu_backward", "backward", {F32("input.0", g), F32("input.1", x), F32("output.0", bad)}};
+  auto r = CompareDumps({ref}, {tgt});
+  const CompareRow* out = nullptr;
+  for (const auto& row : r.rows)
+    if (row.output) out = &row;
+  ASSERT_NE(out, nullptr);
+  EXPECT_FALSE(out->negligible) << out->message;
+  // The row keeps the tensor rule's verdict (Cosine 0.995 is within it); the operator's own error,
+  // ~1e6 roundings with identical inputs, names it.
+  ASSERT_TRUE(r.first_divergence.has_value());
+  EXPECT_EQ(r.first_divergence->name, "aten::gelu_backward");
+  EXPECT_EQ(r.first_divergence_basis, "inputs matched");
+}
+
+TEST_F(JudgeTest, AmplificationOfACancellingSumIsItsConditioning) {
+  // 16 terms of rms 1 per output that sum to rms 0.01: Σ|terms| / |Σ| ≈ √16 · 1 / 0.01 = 400.
+  JudgedTensor in, out;
+  in.compared = true, in.reference = DType::kF32, in.numel = 1600, in.rms = 1;
+  out.compared = true, out.output = true, out.reference = DType::kF32, out.numel = 100, out.rms = 0.01;
+  EXPECT_NEAR(Amplification("sum", {in, out}, out), 400, 1e-9);
+  // An elementwise product does not amplify relative error.
+  JudgedTensor x = in, w = in;
+  x.numel = w.numel = 100, out.rms = 1e-6;
+  EXPECT_EQ(Amplification("mul", {x, w, out}, out), 1);
+  // A matrix product [8,64]x[64,8]: 64 terms per output.
+  JudgedTensor a = in, b = in, c = out;
+  a.numel = b.numel = 512, c.numel = 64, c.rms = 8;  // √64 · 1 · 1 / 8 = 1: no cancellation
+  EXPECT_NEAR(Amplification("mm", {a, b, c}, c), 1, 1e-9);
+  c.rms = 0.08;
+  EXPECT_NEAR(Amplification("mm", {a, b, c}, c), 100, 1e-9);
+}
+
+}  // namespace
+}  // namespace portkit::accuracy
