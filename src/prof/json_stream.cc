@@ -59,6 +59,9 @@ class Reader {
       if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) error_ = msg ? msg : "read error";
       return false;
     }
+    // Room for the padding after the last byte (kEventPadding): reserved, never part of the text.
+    if (buf_.capacity() < buf_.size() + static_cast<size_t>(n) + kEventPadding)
+      buf_.reserve(2 * (buf_.size() + static_cast<size_t>(n) + kEventPadding));
     buf_.append(chunk, static_cast<size_t>(n));
     read_ += static_cast<uint64_t>(n);
     if (Status st = CheckExpansion(path_, compressed_, compressed_bytes_, read_, limits_); !st.ok()) {
@@ -93,6 +96,10 @@ class Reader {
     while (p < end && !kStructural.at[static_cast<unsigned char>(*p)]) ++p;
     pos_ = static_cast<size_t>(p - buf_.data());
   }
+  /// The unread bytes of the window: [cursor(), end()); SetCursor() moves pos_ within them.
+  const char* cursor() const { return buf_.data() + pos_; }
+  const char* end() const { return buf_.data() + buf_.size(); }
+  void SetCursor(const char* p) { pos_ = static_cast<size_t>(p - buf_.data()); }
   /// Advances to the next quote or backslash (inside a string).
   void SkipStringBody() {
     const char* p = buf_.data() + pos_;
@@ -147,25 +154,31 @@ bool SkipValue(Reader& r) {
     }
   }
   if (c == '{' || c == '[') {
+    // One tight pass over the window's bytes (refilled at its end): an event's strings, brackets
+    // and escapes, with the state (depth, in a string, after a backslash) kept across refills.
     int depth = 0;
-    bool in_string = false;
+    bool in_string = false, escaped = false;
     for (;;) {
-      if (in_string) r.SkipStringBody();
-      else r.SkipPlain();
-      if (!r.Next(&c)) return false;
-      if (in_string) {
-        if (c == '\\') {
-          if (!r.Next(&c)) return false;
-        } else if (c == '"') {
-          in_string = false;
+      if (!r.Peek(&c)) return false;
+      const char* p = r.cursor();
+      const char* end = r.end();
+      for (; p < end; ++p) {
+        const auto b = static_cast<unsigned char>(*p);
+        if (escaped) {
+          escaped = false;
+        } else if (in_string) {
+          if (b == '\\') escaped = true;
+          else if (b == '"') in_string = false;
+        } else if (kStructural.at[b]) {
+          if (b == '"') in_string = true;
+          else if (b == '{' || b == '[') ++depth;
+          else if ((b == '}' || b == ']') && --depth == 0) {
+            r.SetCursor(p + 1);
+            return true;
+          }
         }
-        continue;
       }
-      if (c == '"') in_string = true;
-      else if (c == '{' || c == '[') ++depth;
-      else if (c == '}' || c == ']') {
-        if (--depth == 0) return true;
-      }
+      r.SetCursor(end);
     }
   }
   // Number or literal: up to the next delimiter.
