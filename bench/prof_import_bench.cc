@@ -1,7 +1,11 @@
-// Benchmark of `portkit prof import`: MB/s (uncompressed bytes) and peak RSS on the largest
-// reference trace and on a generated Kineto-style trace, beside Python's json.load of the same file.
+// Benchmark of `portkit prof import`: MB/s (uncompressed bytes) and peak RSS on a generated
+// Kineto-style trace and on each real trace given, beside Python's json.load of the same file
+// (measured in the same run), one row per trace.
 //
-// Usage: prof_import_bench [--mb N (generated trace size, default 512)] [--trace FILE] [--skip-json]
+// Usage: prof_import_bench [--mb N (generated trace size, default 512; 0: none)] [--skip-json]
+//                          [--trace FILE] [FILE|FOLDER ...]
+// A FOLDER stands for its *.json and *.json.gz files (sorted); gzip traces are decompressed first so
+// both sides read the same plain JSON. bench/record_real_traces.py records a real-trace corpus.
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -205,12 +209,24 @@ void MeasureStoreOnly(double mb, const fs::path& work) {
 
 int main(int argc, char** argv) {
   double mb = 512;
-  std::string reference;
+  std::vector<fs::path> traces;
+  auto add = [&](const fs::path& p) {
+    if (!fs::is_directory(p)) return traces.push_back(p);
+    std::vector<fs::path> in_folder;
+    for (const auto& entry : fs::directory_iterator(p)) {
+      const std::string name = entry.path().filename().string();
+      auto ends = [&](std::string_view tail) { return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0; };
+      if (entry.is_regular_file() && (ends(".json") || ends(".json.gz"))) in_folder.push_back(entry.path());
+    }
+    std::sort(in_folder.begin(), in_folder.end());
+    traces.insert(traces.end(), in_folder.begin(), in_folder.end());
+  };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mb" && i + 1 < argc) mb = std::atof(argv[++i]);
-    else if (a == "--trace" && i + 1 < argc) reference = argv[++i];
+    else if (a == "--trace" && i + 1 < argc) add(argv[++i]);
     else if (a == "--skip-json") g_skip_json = true;
+    else add(a);
   }
   fs::path work = fs::temp_directory_path() / ("portkit_prof_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
@@ -226,16 +242,24 @@ int main(int argc, char** argv) {
               std::string(11, '-').c_str(), std::string(10, '-').c_str(), std::string(10, '-').c_str(),
               std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(),
               std::string(10, '-').c_str(), std::string(10, '-').c_str(), std::string(7, '-').c_str());
-  if (!reference.empty()) {
-    // Decompress the reference trace so both sides read the same plain JSON.
-    fs::path plain = work / fs::path(reference).filename().replace_extension("");
-    std::string cmd = "zcat -f '" + reference + "' > '" + plain.string() + "'";
-    if (std::system(cmd.c_str()) == 0) Measure(plain, work);
+  if (mb > 0) {
+    fs::path gen = work / "generated_kineto.json";
+    Generate(gen, mb);
+    Measure(gen, work);
+    MeasureStoreOnly(static_cast<double>(fs::file_size(gen)) / 1e6, work);
+    fs::remove(gen);
   }
-  fs::path gen = work / "generated_kineto.json";
-  Generate(gen, mb);
-  Measure(gen, work);
-  MeasureStoreOnly(static_cast<double>(fs::file_size(gen)) / 1e6, work);
+  for (const fs::path& trace : traces) {
+    if (trace.extension() != ".gz") {
+      Measure(trace, work);
+      continue;
+    }
+    // Decompressed first, so both sides read the same plain JSON.
+    fs::path plain = work / trace.filename().replace_extension("");
+    std::string cmd = "zcat -f '" + trace.string() + "' > '" + plain.string() + "'";
+    if (std::system(cmd.c_str()) == 0) Measure(plain, work);
+    fs::remove(plain);
+  }
   // Per thread: the store's thread (the importing process's main thread) is the critical path
   // while the parse runs beside it on another core; on an idle machine with two cores the wall
   // clock cannot beat max(store thread, all threads / 2).
@@ -257,7 +281,7 @@ int main(int argc, char** argv) {
   std::printf("\nMB/s: wall clock; MB/cpu-s: per second of CPU time (user + system, every thread; what a loaded\n"
               "machine still measures). RSS in MiB; RSS/B = our peak RSS per byte of trace.\n"
               "Load average at the end: %.2f %.2f %.2f.\n"
-              "Goals (issue #14): >= 150 MB/s, >= 5x json.load, RSS/B <= 0.3.\n",
+              "Goals (issues #14, #25): >= 150 MB/s, >= 5x json.load (cpu speedup), RSS/B <= 0.3, on every trace.\n",
               load_after[0], load_after[1], load_after[2]);
   fs::remove_all(work);
   return 0;

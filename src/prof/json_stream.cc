@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <vector>
 
 #include "core/input_files.h"
@@ -59,6 +62,9 @@ class Reader {
       if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) error_ = msg ? msg : "read error";
       return false;
     }
+    // Room for the padding after the last byte (kEventPadding): reserved, never part of the text.
+    if (buf_.capacity() < buf_.size() + static_cast<size_t>(n) + kEventPadding)
+      buf_.reserve(2 * (buf_.size() + static_cast<size_t>(n) + kEventPadding));
     buf_.append(chunk, static_cast<size_t>(n));
     read_ += static_cast<uint64_t>(n);
     if (Status st = CheckExpansion(path_, compressed_, compressed_bytes_, read_, limits_); !st.ok()) {
@@ -93,6 +99,10 @@ class Reader {
     while (p < end && !kStructural.at[static_cast<unsigned char>(*p)]) ++p;
     pos_ = static_cast<size_t>(p - buf_.data());
   }
+  /// The unread bytes of the window: [cursor(), end()); SetCursor() moves pos_ within them.
+  const char* cursor() const { return buf_.data() + pos_; }
+  const char* end() const { return buf_.data() + buf_.size(); }
+  void SetCursor(const char* p) { pos_ = static_cast<size_t>(p - buf_.data()); }
   /// Advances to the next quote or backslash (inside a string).
   void SkipStringBody() {
     const char* p = buf_.data() + pos_;
@@ -147,25 +157,63 @@ bool SkipValue(Reader& r) {
     }
   }
   if (c == '{' || c == '[') {
+    // One tight pass over the window's bytes (refilled at its end): an event's strings, brackets
+    // and escapes, with the state (depth, in a string, after a backslash) kept across refills.
     int depth = 0;
-    bool in_string = false;
+    bool in_string = false, escaped = false;
     for (;;) {
-      if (in_string) r.SkipStringBody();
-      else r.SkipPlain();
-      if (!r.Next(&c)) return false;
-      if (in_string) {
-        if (c == '\\') {
-          if (!r.Next(&c)) return false;
-        } else if (c == '"') {
-          in_string = false;
+      if (!r.Peek(&c)) return false;
+      const char* p = r.cursor();
+      const char* end = r.end();
+#ifdef __SSE2__
+      // 16 bytes at a time: a mask of the quotes, backslashes and brackets, visited bit by bit
+      // (an escaped byte's bit is cleared; an escape in the last byte carries to the next block).
+      for (; end - p >= 16; p += 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        auto mask = [&](char x) { return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(x)))); };
+        const unsigned quote = mask('"'), backslash = mask('\\'), open = mask('{') | mask('['),
+                       close = mask('}') | mask(']');
+        unsigned todo = quote | backslash | open | close;
+        if (escaped) todo &= ~1u, escaped = false;
+        while (todo) {
+          const int i = __builtin_ctz(todo);
+          const unsigned bit = 1u << i;
+          todo &= todo - 1;
+          if (in_string) {
+            if (backslash & bit) {
+              if (i == 15) escaped = true;
+              else todo &= ~(bit << 1);
+            } else if (quote & bit) {
+              in_string = false;
+            }
+          } else if (quote & bit) {
+            in_string = true;
+          } else if (open & bit) {
+            ++depth;
+          } else if ((close & bit) && --depth == 0) {
+            r.SetCursor(p + i + 1);
+            return true;
+          }
         }
-        continue;
       }
-      if (c == '"') in_string = true;
-      else if (c == '{' || c == '[') ++depth;
-      else if (c == '}' || c == ']') {
-        if (--depth == 0) return true;
+#endif
+      for (; p < end; ++p) {
+        const auto b = static_cast<unsigned char>(*p);
+        if (escaped) {
+          escaped = false;
+        } else if (in_string) {
+          if (b == '\\') escaped = true;
+          else if (b == '"') in_string = false;
+        } else if (kStructural.at[b]) {
+          if (b == '"') in_string = true;
+          else if (b == '{' || b == '[') ++depth;
+          else if ((b == '}' || b == ']') && --depth == 0) {
+            r.SetCursor(p + 1);
+            return true;
+          }
+        }
       }
+      r.SetCursor(end);
     }
   }
   // Number or literal: up to the next delimiter.

@@ -20,8 +20,13 @@ struct StreamStats {
   std::string stop_reason;       ///< why it stopped early, with the byte offset
 };
 
+/// Readable bytes that always follow an event handed to StreamCallbacks::on_event (their content
+/// is unspecified): enough for simdjson to parse the event where it lies, without a padded copy.
+inline constexpr size_t kEventPadding = 64;
+
 struct StreamCallbacks {
-  /// One event object, as JSON text (valid until the next call).
+  /// One event object, as JSON text (valid until the next call), followed in memory by at least
+  /// kEventPadding readable bytes.
   std::function<void(std::string_view event)> on_event;
   /// A top-level member other than traceEvents (deviceProperties, baseTimeNanoseconds, ...),
   /// as raw JSON text (at most ImportLimits::max_object_bytes; a larger one is an error).

@@ -317,12 +317,13 @@ class EventParser {
     return Status::Ok();
   }
 
+  /// One event, parsed where the splitter holds it (it is followed by kEventPadding readable bytes).
   void Parse(std::string_view text) {
-    buffer_.assign(text);
-    buffer_.append(simdjson::SIMDJSON_PADDING, ' ');
+    static_assert(kEventPadding >= simdjson::SIMDJSON_PADDING);
     simdjson::ondemand::document doc;
     simdjson::ondemand::object obj;
-    if (parser_.iterate(buffer_.data(), text.size(), buffer_.size()).get(doc) || doc.get_object().get(obj)) {
+    if (parser_.iterate(text.data(), text.size(), text.size() + kEventPadding).get(doc) ||
+        doc.get_object().get(obj)) {
       ++result_.skipped;
       return;
     }
@@ -373,7 +374,7 @@ class EventParser {
           if (!doc.current_location().get(end) && end > start) {
             std::string_view raw(start, static_cast<size_t>(end - start));
             while (!raw.empty() && raw.back() != '}') raw.remove_suffix(1);
-            if (raw.size() >= 2 && raw.front() == '{') args_.assign(raw);
+            if (raw.size() >= 2 && raw.front() == '{') args_ = raw;
           }
         }
       }
@@ -434,7 +435,8 @@ class EventParser {
  private:
   void Clear() {
     invalid_ = false;
-    ph_.clear(), cat_.clear(), name_.clear(), dims_.clear(), types_.clear(), meta_name_.clear(), args_.clear();
+    ph_.clear(), cat_.clear(), name_.clear(), meta_name_.clear();
+    dims_ = types_ = args_ = {};
   }
 
   /// The key of `text` among this trace's names and categories (Event::name_key), with `*kept`
@@ -484,7 +486,7 @@ class EventParser {
       } else if (k == "Input Dims" || k == "Input type") {
         simdjson::ondemand::array arr;
         std::string_view raw;
-        if (!a.get_array().get(arr) && !arr.raw_json().get(raw)) (k == "Input Dims" ? dims_ : types_).assign(raw);
+        if (!a.get_array().get(arr) && !arr.raw_json().get(raw)) (k == "Input Dims" ? dims_ : types_) = raw;
       }
     }
     return true;
@@ -502,7 +504,9 @@ class EventParser {
   std::deque<std::string> texts_;                 // names and categories by key (a deque: views stay valid)
   std::unordered_map<std::string_view, int32_t> keys_;  // text (viewing texts_) → key
   simdjson::ondemand::parser parser_;
-  std::string buffer_, ph_, cat_, name_, dims_, types_, args_;
+  std::string ph_, cat_, name_;
+  // Views into the event in hand (valid while Parse runs): copied once, into the batch.
+  std::string_view dims_, types_, args_;
   bool invalid_ = false;      // the event in hand has an out-of-range number
   int64_t duration_sum_ = 0;  // of the events stored so far, ≤ kMaxTraceDurationSumNs
 };
