@@ -1027,7 +1027,7 @@ NPU_TARGET = collections.OrderedDict([
         for o in ["DeformConv2d", "MultiScaleRoIAlign", "RoIAlign", "RoIPool", "batched_nms",
                   "deform_conv2d", "nms", "roi_align", "roi_pool"])),
     ("profile", collections.OrderedDict([
-        ("communication_kernels", ["hccl", "HCCL", "hcom_"]),
+        ("communication_kernels", ["hccl", "HCCL", "Hccl", "hcom_"]),
         ("fusion_apis", collections.OrderedDict([
             ("GeGLU", "torch_npu.npu_geglu"),
             ("RMSNorm", "torch_npu.npu_rms_norm"),
@@ -1054,6 +1054,78 @@ NPU_TARGET = collections.OrderedDict([
             ("caveat", "a different activation changes the model: fine-tune or retrain with it and "
                        "check the accuracy before adopting it"),
         ])]),
+        # Every activation by its aten ops, and the replacement and accuracy note for those the
+        # NPU does not run natively (the non_native_ops advisor rule, docs/prof.md).
+        ("native_ops", {
+            "activations": {
+                "Relu": [
+                    "aten::relu",
+                    "aten::relu_",
+                    "aten::threshold_backward"
+                ],
+                "LeakyRelu": [
+                    "aten::leaky_relu",
+                    "aten::leaky_relu_",
+                    "aten::leaky_relu_backward"
+                ],
+                "PRelu": [
+                    "aten::prelu",
+                    "aten::_prelu_kernel",
+                    "aten::_prelu_kernel_backward"
+                ],
+                "Elu": [
+                    "aten::elu",
+                    "aten::elu_",
+                    "aten::elu_backward"
+                ],
+                "SiLU": [
+                    "aten::silu",
+                    "aten::silu_",
+                    "aten::silu_backward"
+                ],
+                "GELU": [
+                    "aten::gelu",
+                    "aten::gelu_",
+                    "aten::gelu_backward"
+                ],
+                "Hardswish": [
+                    "aten::hardswish",
+                    "aten::hardswish_",
+                    "aten::hardswish_backward"
+                ],
+                "Hardsigmoid": [
+                    "aten::hardsigmoid",
+                    "aten::hardsigmoid_",
+                    "aten::hardsigmoid_backward"
+                ],
+                "SELU": [
+                    "aten::selu",
+                    "aten::selu_"
+                ],
+                "CELU": [
+                    "aten::celu",
+                    "aten::celu_"
+                ]
+            },
+            "replacements": {
+                "SiLU": {
+                    "replacement": "torch_npu.contrib.module.SiLU (the NPU's fused SiLU module), or torch.nn.LeakyReLU (a native activation)",
+                    "accuracy": "torch_npu.contrib.module.SiLU computes the same function (compare outputs with portkit compare); LeakyReLU changes the model: fine-tune or retrain and check the accuracy"
+                },
+                "GELU": {
+                    "replacement": "torch_npu.npu_gelu (the NPU's GELU), or torch_npu.npu_fast_gelu",
+                    "accuracy": "npu_gelu computes the same function (compare outputs with portkit compare); npu_fast_gelu is an approximation: check the accuracy before adopting it"
+                },
+                "Hardswish": {
+                    "replacement": "torch.nn.ReLU or torch.nn.LeakyReLU (native activations)",
+                    "accuracy": "a different activation changes the model: fine-tune or retrain with it and check the accuracy before adopting it"
+                },
+                "Hardsigmoid": {
+                    "replacement": "a native activation (torch.nn.ReLU, LeakyReLU, PReLU or ELU)",
+                    "accuracy": "a different activation changes the model: fine-tune or retrain with it and check the accuracy before adopting it"
+                }
+            }
+        }),
     ])),
 ])
 
