@@ -5,7 +5,7 @@
 
 For i < pairs it writes OUT_DIR/a_i and OUT_DIR/b_i (identical runs, one profiler session and one
 `*.pt.trace.json` each, back to back in this process), and for i < slow-runs OUT_DIR/s_i: the same
-step with a real slowdown of `--slow` % (one more small 3×3 convolution of the input, repeated until it
+step with a real slowdown of `--slow` % (one more 3×3 convolution, of a 64×64 image, repeated until it
 costs that share of the step, calibrated on un-profiled steps). Each trace has ProfilerStep#0
 (the warm-up, left out by `prof diff`) and `--steps` measured steps. Nothing is downloaded: the
 model is built from its config with random weights, seed 0, one thread.
@@ -30,14 +30,15 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = torchvision.models.resnet18(num_classes=10).eval()
-    extra = torch.nn.Conv2d(3, 16, 3, padding=1).eval()
+    extra = torch.nn.Conv2d(3, 32, 3, padding=1).eval()
+    extra_x = torch.randn(1, 3, 64, 64)
     x = torch.randn(1, 3, a.size, a.size)
 
     def run_step(reps):
         with torch.no_grad():
             model(x)
             for _ in range(reps):
-                extra(x)
+                extra(extra_x)
 
     def seconds(fn, n):
         t0 = time.perf_counter()
@@ -50,7 +51,7 @@ def main():
     step_s = min(seconds(lambda: run_step(0), 10) for _ in range(3))
     def extra_only():
         with torch.no_grad():
-            extra(x)
+            extra(extra_x)
 
     extra_s = min(seconds(extra_only, 50) for _ in range(3))
     reps = max(1, round(step_s * a.slow / 100.0 / max(extra_s, 1e-6)))
