@@ -323,8 +323,11 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
                                           "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
   diff->add_option("base", base_dir, "the base profile folder (imported first if needed)")->required();
   diff->add_option("compare", cmp_dir, "the profile to compare with it")->required();
-  diff->add_option("--base-run", more_base, "one more run of the base side (a profile folder; repeatable)");
-  diff->add_option("--compare-run", more_compare, "one more run of the compared side (a profile folder; repeatable)");
+  // One folder per flag: `--base-run A BASE CMP` must not take BASE and CMP as more runs.
+  diff->add_option("--base-run", more_base, "one more run of the base side (a profile folder; repeatable)")
+      ->allow_extra_args(false);
+  diff->add_option("--compare-run", more_compare, "one more run of the compared side (a profile folder; repeatable)")
+      ->allow_extra_args(false);
   auto* gate = diff->add_option("--fail-above", fail_above,
                                 "exit 3 when the median step time grows by more than this percentage: with --gate "
                                 "interval (the default) when even the lower bound of its interval does");

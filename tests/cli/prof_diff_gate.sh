@@ -49,9 +49,9 @@ check "two runs a side: 60 steps and 2 runs each in diff.json" \
 import json,sys
 d=json.load(open(sys.argv[1])); assert d[\"base\"][\"runs\"]==2 and d[\"base\"][\"steps\"]==60 and d[\"compare\"][\"steps\"]==60, d[\"base\"]
 ' '$tmp/runs/diff.json'"
-"$PORTKIT" prof diff "$tmp/base" "$tmp/slow" --base-run "$tmp/same" --compare-run "$tmp/slow" --fail-above 5 \
+"$PORTKIT" prof diff --base-run "$tmp/same" --compare-run "$tmp/slow" "$tmp/base" "$tmp/slow" --fail-above 5 \
   --format json -o "$tmp/runs2" >/dev/null 2>&1
-check "the same input gives the same diff.json byte for byte (seeded bootstrap)" "cmp -s '$tmp/runs/diff.json' '$tmp/runs2/diff.json'"
+check "the same input (run options before the folders) gives the same diff.json byte for byte (seeded bootstrap)" "cmp -s '$tmp/runs/diff.json' '$tmp/runs2/diff.json'"
 "$PORTKIT" prof diff "$tmp/base" "$tmp/same" --base-run "$tmp/missing" >/dev/null 2>"$tmp/missing.err"
 check "a missing --base-run is a usage error (exit 2)" "[ $? = 2 ]"
 
