@@ -122,7 +122,7 @@ Status ReadDiffRun(const fs::path& dir, int64_t max_string_bytes, Context& ctx, 
   return Status::Ok();
 }
 
-/// Sums `add` into `into` key by key (both (key, ns) lists).
+/// Appends the (key, ns) rows of another run; Deltas sums the rows of a key.
 void AddTotals(std::vector<std::pair<std::string, int64_t>>* into, const std::vector<std::pair<std::string, int64_t>>& add) {
   into->insert(into->end(), add.begin(), add.end());
 }
