@@ -149,11 +149,15 @@ std::vector<DeltaRow> Deltas(const std::vector<std::pair<std::string, int64_t>>&
     r.key = k;
     out.push_back(r);
   }
-  std::sort(out.begin(), out.end(), [](const DeltaRow& a, const DeltaRow& b) {
+  SortByDelta(&out);
+  return out;
+}
+
+void SortByDelta(std::vector<DeltaRow>* rows) {
+  std::sort(rows->begin(), rows->end(), [](const DeltaRow& a, const DeltaRow& b) {
     int64_t da = std::llabs(a.cmp_ns - a.base_ns), db = std::llabs(b.cmp_ns - b.base_ns);
     return da != db ? da > db : a.key < b.key;
   });
-  return out;
 }
 
 std::vector<double> FlatSteps(const SideSeries& side) {

@@ -45,6 +45,9 @@ struct DeltaRow {
 std::vector<DeltaRow> Deltas(const std::vector<std::pair<std::string, int64_t>>& base,
                              const std::vector<std::pair<std::string, int64_t>>& cmp);
 
+/// Sorts `rows` by |delta| descending, then key (Deltas' order).
+void SortByDelta(std::vector<DeltaRow>* rows);
+
 /// One side of a diff: the per-step series of each of its runs.
 using SideSeries = std::vector<StepSeries>;
 

@@ -127,12 +127,13 @@ void AddTotals(std::vector<std::pair<std::string, int64_t>>* into, const std::ve
   into->insert(into->end(), add.begin(), add.end());
 }
 
-/// Divides each row's per-run totals by the number of runs (the mean per run).
+/// Divides each row's totals by its side's number of runs (the mean per run), then sorts again.
 void PerRun(std::vector<DeltaRow>* rows, size_t base_runs, size_t cmp_runs) {
   for (auto& r : *rows) {
     r.base_ns /= static_cast<int64_t>(base_runs);
     r.cmp_ns /= static_cast<int64_t>(cmp_runs);
   }
+  SortByDelta(rows);
 }
 
 /// Reads every run of one side into its summary, its pooled totals and its per-step series.
