@@ -162,12 +162,15 @@ int Analyse(const std::string& dir, const std::string& output, const std::vector
   return kExitOk;
 }
 
-int Diff(const std::string& base, const std::string& compare, std::optional<double> fail_above,
-         const std::string& output, const std::vector<std::string>& formats, bool force, int64_t max_string_bytes,
-         Context& ctx) {
-  fs::path out = OutputFolder(output, compare, "diff");
-  if (Status st = CheckInput(base, "base"); !st.ok()) return Fail(ctx, st);
-  if (Status st = CheckInput(compare, "compare"); !st.ok()) return Fail(ctx, st);
+int Diff(const prof::DiffOptions& options, const std::string& output, const std::vector<std::string>& formats,
+         bool force, Context& ctx) {
+  fs::path out = OutputFolder(output, options.compare, "diff");
+  if (Status st = CheckInput(options.base.string(), "base"); !st.ok()) return Fail(ctx, st);
+  if (Status st = CheckInput(options.compare.string(), "compare"); !st.ok()) return Fail(ctx, st);
+  for (const auto& dir : options.more_base)
+    if (Status st = CheckInput(dir.string(), "--base-run"); !st.ok()) return Fail(ctx, st);
+  for (const auto& dir : options.more_compare)
+    if (Status st = CheckInput(dir.string(), "--compare-run"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
   std::vector<std::string> names;
   for (const auto& format : formats) {
@@ -175,7 +178,7 @@ int Diff(const std::string& base, const std::string& compare, std::optional<doub
     else names.push_back("diff.json");
   }
   if (Status st = CheckReportFiles(output, out, names, force); !st.ok()) return Fail(ctx, st);
-  auto report = prof::RunDiff({base, compare, fail_above, max_string_bytes}, ctx);
+  auto report = prof::RunDiff(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   Print(render::ProfDiffText(*report));
   for (const auto& format : formats) {
@@ -190,9 +193,16 @@ int Diff(const std::string& base, const std::string& compare, std::optional<doub
   }
   if (Status st = RecordWritten(out, names); !st.ok()) return Fail(ctx, st);
   if (report->regressed) {
-    char text[96];
-    std::snprintf(text, sizeof text, "step time regressed by %+.2f%%, more than --fail-above %.2f%%",
-                  *report->step_change_percent, *fail_above);
+    char text[192];
+    if (report->gate == prof::DiffGate::kInterval)
+      std::snprintf(text, sizeof text,
+                    "median step time regressed by %+.2f%% (%d%% interval [%+.2f%%, %+.2f%%]): even its lower bound "
+                    "is above --fail-above %.2f%%",
+                    report->step_change->percent, static_cast<int>(report->confidence * 100 + 0.5),
+                    report->step_change->low, report->step_change->high, *options.fail_above_percent);
+    else
+      std::snprintf(text, sizeof text, "step time regressed by %+.2f%%, more than --fail-above %.2f%%",
+                    *report->step_change_percent, *options.fail_above_percent);
     ctx.logger.Error(text);
     return kExitRegression;
   }
@@ -305,15 +315,30 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
       ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   AddMaxStringOption(*analyse, &max_string_mb);
 
-  std::string base_dir, cmp_dir, diff_output;
-  std::vector<std::string> diff_formats;
+  std::string base_dir, cmp_dir, diff_output, diff_gate = "interval";
+  std::vector<std::string> diff_formats, more_base, more_compare;
   double fail_above = 0;
+  prof::DiffOptions diff_opt;
   auto* diff = app.add_subcommand("diff", "compare two profiles: step time and per-operator / per-kernel deltas "
                                           "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
   diff->add_option("base", base_dir, "the base profile folder (imported first if needed)")->required();
   diff->add_option("compare", cmp_dir, "the profile to compare with it")->required();
+  // One folder per flag: `--base-run A BASE CMP` must not take BASE and CMP as more runs.
+  diff->add_option("--base-run", more_base, "one more run of the base side (a profile folder; repeatable)")
+      ->allow_extra_args(false);
+  diff->add_option("--compare-run", more_compare, "one more run of the compared side (a profile folder; repeatable)")
+      ->allow_extra_args(false);
   auto* gate = diff->add_option("--fail-above", fail_above,
-                                "exit 3 when the step time grows by more than this percentage");
+                                "exit 3 when the median step time grows by more than this percentage: with --gate "
+                                "interval (the default) when even the lower bound of its interval does");
+  diff->add_option("--gate", diff_gate,
+                   "interval: judge the bootstrap interval of the median step change; point: the mean step change "
+                   "alone (noise trips it)")
+      ->check(CLI::IsMember({"interval", "point"}));
+  diff->add_option("--confidence", diff_opt.confidence, "two-sided confidence of the intervals")
+      ->check(CLI::Range(0.5, 0.999));
+  diff->add_option("--resamples", diff_opt.resamples, "bootstrap resamples (seeded: the output is reproducible)")
+      ->check(CLI::Range(100, 100000));
   diff->add_option("-o,--output", diff_output, "folder for the files (default: CMP_DIR/diff)");
   AddFormatOption(*diff, &diff_formats, {"csv", "json"}, {"csv"});
   diff->add_flag("--force", report_force, kReportForce);
@@ -339,9 +364,16 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, timeline_force, max_string_bytes, ctx);
   if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, analyse_target,
                                          report_force, max_string_bytes, ctx);
-  if (diff->parsed())
-    return Diff(base_dir, cmp_dir, gate->count() ? std::optional<double>(fail_above) : std::nullopt, diff_output,
-                diff_formats, report_force, max_string_bytes, ctx);
+  if (diff->parsed()) {
+    diff_opt.base = base_dir;
+    diff_opt.compare = cmp_dir;
+    diff_opt.more_base.assign(more_base.begin(), more_base.end());
+    diff_opt.more_compare.assign(more_compare.begin(), more_compare.end());
+    if (gate->count()) diff_opt.fail_above_percent = fail_above;
+    diff_opt.gate = diff_gate == "point" ? prof::DiffGate::kPoint : prof::DiffGate::kInterval;
+    diff_opt.max_string_bytes = max_string_bytes;
+    return Diff(diff_opt, diff_output, diff_formats, report_force, ctx);
+  }
   return kExitUsage;
 }
 

@@ -125,26 +125,47 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx);
 
 // ---- diff ------------------------------------------------------------------------------------
 
+/// How `--fail-above` judges a slowdown (docs/prof.md, "Noise-aware gate").
+enum class DiffGate {
+  kInterval,  ///< trips when the lower bound of the step change's interval is above the limit
+  kPoint,     ///< trips when the mean step change is above it (the rule before the interval)
+};
+
 struct DiffOptions {
   std::filesystem::path base, compare;  ///< profile folders; imported first when not yet
   /// The regression gate: the step time may grow by at most this percentage.
   std::optional<double> fail_above_percent;
   int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
+  /// More runs of each side (profile folders, imported first when not yet), pooled with `base`
+  /// and `compare`: runs are resampled first, then their steps.
+  std::vector<std::filesystem::path> more_base, more_compare;
+  DiffGate gate = DiffGate::kInterval;
+  double confidence = 0.95;  ///< two-sided, of every interval
+  int resamples = 2000;      ///< bootstrap resamples (seeded: the same input gives the same report)
 };
 
 struct DiffSide {
-  std::filesystem::path folder;
-  double step_ms = 0;
-  size_t steps = 0;
+  std::filesystem::path folder;  ///< of the first run
+  double step_ms = 0;            ///< mean over all measured steps of all runs
+  size_t steps = 0;              ///< measured steps, all runs
   size_t warmup_steps = 0;  ///< ProfilerStep#0 of traces with later steps: left out of step_ms
   double warmup_ms = 0;
+  size_t runs = 1;
+  double step_median_ms = 0;  ///< median over all measured steps of all runs
 };
 
 struct DiffReport {
   DiffSide base, compare;
   std::vector<DeltaRow> operators, kernels;  ///< sorted by |delta| descending
-  /// (compare - base) / base in percent; nullopt when the base time is 0.
+  /// (compare - base) / base in percent of the mean step time; nullopt when the base time is 0.
   std::optional<double> step_change_percent;
+  /// The change of the median step time with its interval; nullopt with < 2 steps on a side.
+  std::optional<ChangeInterval> step_change;
+  double confidence = 0.95;
+  int resamples = 0;
+  /// The rule the gate used: kPoint when asked, or when there is no interval (said in `gate_note`).
+  DiffGate gate = DiffGate::kInterval;
+  std::string gate_note;
   bool regressed = false;  ///< the gate was asked for and tripped
 };
 Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx);

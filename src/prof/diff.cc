@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 
 namespace portkit::prof {
 namespace {
@@ -23,7 +24,83 @@ Status FirstRow(Store& store, const std::string& sql, RowFn row_fn) {
   return Status::Ok();
 }
 
+// The distinct steps of each trace, ProfilerStep#0 of a trace with later steps (the warm-up) left
+// out: the same steps ComputeTotals averages.
+constexpr const char* kMeasuredSteps =
+    "SELECT trace, MIN(ts), MAX(ts + dur) FROM (SELECT e.trace AS trace, s.value AS name, e.ts AS ts, e.dur AS dur "
+    "FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'step') "
+    "GROUP BY trace, name HAVING NOT (name = 'ProfilerStep#0' AND trace IN (SELECT e.trace FROM events e "
+    "JOIN strings s ON s.id = e.name WHERE e.kind = 'step' AND s.value <> 'ProfilerStep#0')) ORDER BY 1, 2, 3";
+
+struct StepSpan {
+  int64_t trace, begin, end;
+  size_t index;  // into StepSeries::step_ns
+};
+
+/// Adds each row's duration of `sql` (trace, ts, key, dur) to the step its ts falls in.
+Status AddPerStep(Store& store, const char* sql, const std::vector<StepSpan>& spans,
+                  std::map<std::string, std::vector<double>>* out) {
+  std::unordered_map<std::string, std::vector<double>> sums;
+  const size_t steps = spans.size();
+  PORTKIT_RETURN_IF_ERROR(sql::ForEachRow(store.db(), sql, [&](sql::Statement& q) {
+    const int64_t trace = q.Int(0), ts = q.Int(1);
+    // The last span starting at or before (trace, ts).
+    auto it = std::upper_bound(spans.begin(), spans.end(), std::pair{trace, ts},
+                               [](const std::pair<int64_t, int64_t>& v, const StepSpan& s) {
+                                 return v.first != s.trace ? v.first < s.trace : v.second < s.begin;
+                               });
+    if (it == spans.begin()) return;
+    --it;
+    if (it->trace != trace || ts >= it->end) return;
+    auto& row = sums[std::string(q.Text(2))];
+    if (row.empty()) row.assign(steps, 0.0);
+    row[it->index] += static_cast<double>(q.Int(3));
+  }));
+  for (auto& [key, row] : sums) (*out)[key] = std::move(row);
+  return Status::Ok();
+}
+
 }  // namespace
+
+Expected<StepSeries> ComputeStepSeries(Store& store) {
+  StepSeries series;
+  std::vector<StepSpan> spans;
+  PORTKIT_RETURN_IF_ERROR(sql::ForEachRow(store.db(), kMeasuredSteps, [&](sql::Statement& q) {
+    spans.push_back({q.Int(0), q.Int(1), q.Int(2), spans.size()});
+  }));
+  if (spans.empty()) {
+    // No step marked: the whole profile is one step, as ComputeTotals' step time.
+    PORTKIT_RETURN_IF_ERROR(FirstRow(store, "SELECT MIN(ts), MAX(ts + dur) FROM events", [&](const sql::Statement& q) {
+      if (!q.IsNull(0)) spans.push_back({0, q.Int(0), q.Int(1), 0});
+    }));
+    if (spans.empty()) return series;
+    series.step_ns.push_back(static_cast<double>(spans[0].end - spans[0].begin));
+    // Every trace's events fall in the one span: read them all as trace 0.
+    PORTKIT_RETURN_IF_ERROR(AddPerStep(store,
+                                       "SELECT 0, e.ts, s.value || CASE WHEN e.input_dims IS NULL THEN '' ELSE ' ' || "
+                                       "e.input_dims END, e.dur FROM events e JOIN strings s ON s.id = e.name "
+                                       "WHERE e.kind = 'cpu_op'",
+                                       spans, &series.ops));
+    PORTKIT_RETURN_IF_ERROR(AddPerStep(store,
+                                       "SELECT 0, k.ts, s.value, k.dur FROM events k JOIN strings s ON s.id = k.name "
+                                       "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')",
+                                       spans, &series.kernels));
+    return series;
+  }
+  for (const auto& s : spans) series.step_ns.push_back(static_cast<double>(s.end - s.begin));
+  PORTKIT_RETURN_IF_ERROR(AddPerStep(store,
+                                     "SELECT e.trace, e.ts, s.value || CASE WHEN e.input_dims IS NULL THEN '' ELSE ' ' "
+                                     "|| e.input_dims END, e.dur FROM events e JOIN strings s ON s.id = e.name "
+                                     "WHERE e.kind = 'cpu_op'",
+                                     spans, &series.ops));
+  // A device task runs after its launch, maybe past the step's end: it belongs to its launch's step.
+  PORTKIT_RETURN_IF_ERROR(AddPerStep(store,
+                                     "SELECT k.trace, COALESCE(r.ts, k.ts), s.value, k.dur FROM events k "
+                                     "JOIN strings s ON s.id = k.name LEFT JOIN events r ON r.rowid = k.launch "
+                                     "WHERE k.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')",
+                                     spans, &series.kernels));
+  return series;
+}
 
 Expected<Totals> ComputeTotals(Store& store) {
   Totals t;
@@ -72,11 +149,53 @@ std::vector<DeltaRow> Deltas(const std::vector<std::pair<std::string, int64_t>>&
     r.key = k;
     out.push_back(r);
   }
-  std::sort(out.begin(), out.end(), [](const DeltaRow& a, const DeltaRow& b) {
+  SortByDelta(&out);
+  return out;
+}
+
+void SortByDelta(std::vector<DeltaRow>* rows) {
+  std::sort(rows->begin(), rows->end(), [](const DeltaRow& a, const DeltaRow& b) {
     int64_t da = std::llabs(a.cmp_ns - a.base_ns), db = std::llabs(b.cmp_ns - b.base_ns);
     return da != db ? da > db : a.key < b.key;
   });
+}
+
+std::vector<double> FlatSteps(const SideSeries& side) {
+  std::vector<double> out;
+  for (const auto& run : side) out.insert(out.end(), run.step_ns.begin(), run.step_ns.end());
   return out;
+}
+
+RunSizes StepCounts(const SideSeries& side) {
+  RunSizes out;
+  for (const auto& run : side) out.push_back(run.step_ns.size());
+  return out;
+}
+
+namespace {
+
+/// The per-step values of `key` over all runs of `side` (0 in the steps of a run without it).
+std::vector<double> FlatKey(const SideSeries& side, bool kernels, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& run : side) {
+    const auto& table = kernels ? run.kernels : run.ops;
+    auto it = table.find(key);
+    if (it == table.end()) out.insert(out.end(), run.step_ns.size(), 0.0);
+    else out.insert(out.end(), it->second.begin(), it->second.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddStepIntervals(std::vector<DeltaRow>* rows, bool kernels, const SideSeries& base, const Resamples& base_draws,
+                      const SideSeries& compare, const Resamples& compare_draws, double confidence) {
+  for (auto& row : *rows) {
+    auto b = FlatKey(base, kernels, row.key), c = FlatKey(compare, kernels, row.key);
+    row.base_step_ns = Median(b);
+    row.cmp_step_ns = Median(c);
+    row.change = MedianChangeInterval(b, base_draws, c, compare_draws, confidence);
+  }
 }
 
 }  // namespace portkit::prof

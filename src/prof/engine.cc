@@ -99,34 +99,110 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx) 
   return report;
 }
 
+namespace {
+
+/// One run of a diff side: imported when not yet, then its totals and per-step series.
+Status ReadDiffRun(const fs::path& dir, int64_t max_string_bytes, Context& ctx, Totals* totals, StepSeries* series) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return NotFound(dir.string() + " does not exist");
+  if (!fs::exists(StorePath(dir), ec)) {
+    ctx.logger.Info(ProfileFolder(dir).string() + " is not imported yet; importing it first.");
+    auto imported = RunImport({dir, ImportLimits{}}, ctx);
+    if (!imported.ok()) return imported.status();
+    PORTKIT_RETURN_IF_ERROR(imported->FirstFailure());
+  }
+  auto store = OpenImported(dir, max_string_bytes, ctx);
+  if (!store.ok()) return store.status();
+  auto t = ComputeTotals(*store);
+  if (!t.ok()) return t.status();
+  auto s = ComputeStepSeries(*store);
+  if (!s.ok()) return s.status();
+  *totals = std::move(*t);
+  *series = std::move(*s);
+  return Status::Ok();
+}
+
+/// Appends the (key, ns) rows of another run; Deltas sums the rows of a key.
+void AddTotals(std::vector<std::pair<std::string, int64_t>>* into, const std::vector<std::pair<std::string, int64_t>>& add) {
+  into->insert(into->end(), add.begin(), add.end());
+}
+
+/// Divides each row's totals by its side's number of runs (the mean per run), then sorts again.
+void PerRun(std::vector<DeltaRow>* rows, size_t base_runs, size_t cmp_runs) {
+  for (auto& r : *rows) {
+    r.base_ns /= static_cast<int64_t>(base_runs);
+    r.cmp_ns /= static_cast<int64_t>(cmp_runs);
+  }
+  SortByDelta(rows);
+}
+
+/// Reads every run of one side into its summary, its pooled totals and its per-step series.
+Status ReadDiffSide(const fs::path& first, const std::vector<fs::path>& more, int64_t max_string_bytes, Context& ctx,
+                    DiffSide* side, Totals* pooled, SideSeries* series) {
+  std::vector<fs::path> dirs{first};
+  dirs.insert(dirs.end(), more.begin(), more.end());
+  double step_sum_ms = 0;
+  for (const auto& dir : dirs) {
+    Totals t;
+    StepSeries s;
+    PORTKIT_RETURN_IF_ERROR(ReadDiffRun(dir, max_string_bytes, ctx, &t, &s));
+    step_sum_ms += t.step_ms * static_cast<double>(t.steps ? t.steps : 1);
+    side->steps += t.steps;
+    side->warmup_steps += t.warmup_steps;
+    side->warmup_ms += t.warmup_ms;
+    AddTotals(&pooled->ops, t.ops);
+    AddTotals(&pooled->kernels, t.kernels);
+    series->push_back(std::move(s));
+  }
+  side->folder = ProfileFolder(first);
+  side->runs = dirs.size();
+  // Runs without marked steps count their whole span as one step, as a single run does.
+  size_t counted = 0;
+  for (const auto& s : *series) counted += s.step_ns.size();
+  side->step_ms = counted ? step_sum_ms / static_cast<double>(counted) : 0;
+  side->step_median_ms = Median(FlatSteps(*series)) / 1e6;
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
   DiffReport report;
-  Totals sides[2];
-  const fs::path* dirs[2] = {&options.base, &options.compare};
-  DiffSide* out[2] = {&report.base, &report.compare};
-  for (int i = 0; i < 2; ++i) {
-    std::error_code ec;
-    if (!fs::exists(*dirs[i], ec)) return NotFound(dirs[i]->string() + " does not exist");
-    if (!fs::exists(StorePath(*dirs[i]), ec)) {
-      ctx.logger.Info(ProfileFolder(*dirs[i]).string() + " is not imported yet; importing it first.");
-      auto imported = RunImport({*dirs[i], ImportLimits{}}, ctx);
-      if (!imported.ok()) return imported.status();
-      PORTKIT_RETURN_IF_ERROR(imported->FirstFailure());
-    }
-    auto store = OpenImported(*dirs[i], options.max_string_bytes, ctx);
-    if (!store.ok()) return store.status();
-    auto totals = ComputeTotals(*store);
-    if (!totals.ok()) return totals.status();
-    sides[i] = std::move(*totals);
-    *out[i] = DiffSide{ProfileFolder(*dirs[i]), sides[i].step_ms, sides[i].steps, sides[i].warmup_steps,
-                       sides[i].warmup_ms};
-  }
-  report.operators = Deltas(sides[0].ops, sides[1].ops);
-  report.kernels = Deltas(sides[0].kernels, sides[1].kernels);
+  Totals pooled[2];
+  SideSeries series[2];
+  PORTKIT_RETURN_IF_ERROR(ReadDiffSide(options.base, options.more_base, options.max_string_bytes, ctx, &report.base,
+                                       &pooled[0], &series[0]));
+  PORTKIT_RETURN_IF_ERROR(ReadDiffSide(options.compare, options.more_compare, options.max_string_bytes, ctx,
+                                       &report.compare, &pooled[1], &series[1]));
+  report.operators = Deltas(pooled[0].ops, pooled[1].ops);
+  report.kernels = Deltas(pooled[0].kernels, pooled[1].kernels);
+  PerRun(&report.operators, report.base.runs, report.compare.runs);
+  PerRun(&report.kernels, report.base.runs, report.compare.runs);
+
+  // Fixed seeds, one per side: the same input always gives the same intervals.
+  constexpr uint64_t kBaseSeed = 0x706f72746b697431, kCompareSeed = 0x706f72746b697432;
+  Resamples draws[2] = {DrawResamples(StepCounts(series[0]), options.resamples, kBaseSeed),
+                        DrawResamples(StepCounts(series[1]), options.resamples, kCompareSeed)};
+  report.confidence = options.confidence;
+  report.resamples = options.resamples;
+  report.step_change = MedianChangeInterval(FlatSteps(series[0]), draws[0], FlatSteps(series[1]), draws[1],
+                                            options.confidence);
+  AddStepIntervals(&report.operators, false, series[0], draws[0], series[1], draws[1], options.confidence);
+  AddStepIntervals(&report.kernels, true, series[0], draws[0], series[1], draws[1], options.confidence);
+
   if (report.base.step_ms > 0)
     report.step_change_percent = 100.0 * (report.compare.step_ms - report.base.step_ms) / report.base.step_ms;
-  report.regressed = options.fail_above_percent && report.step_change_percent &&
-                     *report.step_change_percent > *options.fail_above_percent;
+  report.gate = options.gate;
+  if (report.gate == DiffGate::kInterval && !report.step_change) {
+    report.gate = DiffGate::kPoint;
+    report.gate_note = "fewer than 2 steps on a side: no interval, the gate compares the mean step times";
+  }
+  if (options.fail_above_percent) {
+    if (report.gate == DiffGate::kInterval)
+      report.regressed = report.step_change->low > *options.fail_above_percent;
+    else
+      report.regressed = report.step_change_percent && *report.step_change_percent > *options.fail_above_percent;
+  }
   return report;
 }
 

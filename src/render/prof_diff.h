@@ -7,13 +7,17 @@
 
 namespace portkit::render {
 
-/// "\nstep time: A ms (N steps) -> B ms (M steps): +x.xx%\n" then the ten largest operator and
-/// kernel deltas as tables.
+/// "\nstep time: A ms (N steps) -> B ms (M steps): +x.xx%\n", the median step change with its
+/// interval, then the ten largest operator and kernel deltas as tables (with each one's interval).
 std::string ProfDiffText(const prof::DiffReport& report);
-/// `Name,Base Time(ms),Compare Time(ms),Delta(ms),Delta(%)` for `rows`.
+/// `Name,Base Time(ms),Compare Time(ms),Delta(ms),Delta(%)`, then the per-step columns
+/// `Base Step Median(ms),Compare Step Median(ms),Step Change(%),Step Change Low(%),Step Change High(%)`
+/// (the last three empty without an interval) for `rows`.
 std::string ProfDiffCsv(const std::vector<prof::DeltaRow>& rows);
-/// `{"base": {folder, step_ms, steps}, "compare": {...}, "step_change_percent", "regressed",
-/// "operators": [{name, base_ns, compare_ns, delta_ns}], "kernels": [...]}`.
+/// `{"base": {folder, step_ms, steps, warmup_steps, warmup_ms, runs, step_median_ms}, "compare": {...},
+/// "step_change_percent", "step_change": {percent, low, high} | null, "confidence", "resamples",
+/// "gate", "regressed", "operators": [{name, base_ns, compare_ns, delta_ns, base_step_median_ns,
+/// compare_step_median_ns, step_change}], "kernels": [...]}`.
 std::string ProfDiffJson(const prof::DiffReport& report);
 
 }  // namespace portkit::render

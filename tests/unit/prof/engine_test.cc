@@ -122,6 +122,31 @@ TEST_F(ProfEngine, SummaryAnalyseAndDiffReturnData) {
   EXPECT_FALSE(improvement->regressed);
 }
 
+TEST_F(ProfEngine, DiffPoolsSeveralRunsAndGatesOnTheInterval) {
+  // The same base folder given twice is two runs of 6 steps; the compared side once.
+  DiffOptions o{dir_ / "base", dir_ / "cmp", 10.0};
+  o.more_base = {dir_ / "base"};
+  auto diff = RunDiff(o, ctx_);
+  ASSERT_TRUE(diff.ok()) << diff.status().message();
+  EXPECT_EQ(diff->base.runs, 2u);
+  EXPECT_EQ(diff->base.steps, 12u);
+  EXPECT_EQ(diff->compare.runs, 1u);
+  EXPECT_EQ(diff->gate, DiffGate::kInterval);
+  ASSERT_TRUE(diff->step_change.has_value());
+  EXPECT_LE(diff->step_change->low, diff->step_change->percent);
+  EXPECT_GE(diff->step_change->high, diff->step_change->percent);
+  EXPECT_EQ(diff->regressed, diff->step_change->low > 10.0);
+  // Totals are per run: the base's operators as with one run.
+  auto single = RunDiff({dir_ / "base", dir_ / "cmp", 10.0}, ctx_);
+  ASSERT_TRUE(single.ok());
+  ASSERT_EQ(single->operators.size(), diff->operators.size());
+  for (size_t i = 0; i < diff->operators.size(); ++i) EXPECT_EQ(single->operators[i].base_ns, diff->operators[i].base_ns);
+  // Reproducible: the same input, the same intervals.
+  auto again = RunDiff(o, ctx_);
+  EXPECT_EQ(again->step_change->low, diff->step_change->low);
+  EXPECT_EQ(again->step_change->high, diff->step_change->high);
+}
+
 TEST_F(ProfEngine, ReadersNeedAnImportFirst) {
   auto st = RunAnalyse({dir_ / "base"}, ctx_).status();
   EXPECT_EQ(st.code(), ErrorCode::kNotFound);
