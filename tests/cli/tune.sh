@@ -122,7 +122,7 @@ check "missing model file exits 2" "[ $rc = 2 ] && grep -q 'missing.json' '$tmp/
 "$PORTKIT" tune --tune-bank "$bank" >"$tmp/x3" 2>&1; rc=$?
 check "no --model exits 2" "[ $rc = 2 ] && grep -q 'give --model FILE' '$tmp/x3'"
 "$PORTKIT" tune --job-type=1 --model "$model" >"$tmp/x4" 2>&1; rc=$?
-check "job type 1 is refused" "[ $rc = 2 ] && grep -q 'only operator tuning (2) is supported' '$tmp/x4'"
+check "job type 1 without --framework says what is missing" "[ $rc = 2 ] && grep -q 'give --framework=pytorch' '$tmp/x4'"
 "$PORTKIT" tune --model "$model" --strategy hill --tune-bank "$tmp/bank_x" --output "$tmp/x" >"$tmp/x5" 2>&1; rc=$?
 check "unknown strategy exits 2, creating no bank" "[ $rc = 2 ] && grep -q 'unknown strategy (strategies: exhaustive' '$tmp/x5' && [ ! -e '$tmp/bank_x' ]"
 "$PORTKIT" tune --model "$tmp/missing.json" --strategy nope --tune-bank "$tmp/bank_x" --output "$tmp/x" >"$tmp/x5b" 2>&1; rc=$?
