@@ -10,12 +10,13 @@ fixture=tests/fixtures/migrate/classes
 golden=tests/golden/migrate_classes
 "$PORTKIT" migrate -i "$fixture" -o "$tmp/out" --format csv,json >"$tmp/out.log" 2>&1; rc=$?
 copy="$tmp/out/classes_msft"
+reports="$tmp/out/classes_msft_report"  # migrate's reports sit beside the copy
 check "migrate of the classes fixture exits 0" "[ $rc = 0 ]"
 if [ "${UPDATE_GOLDENS:-0}" = 1 ]; then
-  mkdir -p "$golden" && cp "$copy/change_list.csv" "$copy/migration.patch" "$golden/"
+  mkdir -p "$golden" && cp "$reports/change_list.csv" "$reports/migration.patch" "$golden/"
 fi
-check "change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '$copy/change_list.csv'"
-check "migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '$copy/migration.patch'"
+check "change_list.csv matches the golden copy" "diff -u '$golden/change_list.csv' '$reports/change_list.csv'"
+check "migration.patch matches the golden copy" "diff -u '$golden/migration.patch' '$reports/migration.patch'"
 check "every migrated file compiles with python3" "python3 -c '
 import pathlib, sys
 for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
@@ -29,14 +30,14 @@ check "amp: CPU autocast is left alone" "grep -q 'with torch.autocast(\"cpu\"):'
 check "dist: nccl → hccl, gloo kept" "grep -q 'init_process_group(backend=\"hccl\"' '$copy/dist_train.py' && grep -q 'new_group(backend=\"gloo\")' '$copy/dist_train.py'"
 check "dist: set_device and the device of the local rank" "grep -q 'torch_npu.npu.set_device(args.local_rank)' '$copy/dist_train.py' && grep -q 'torch.device(\"npu\", args.local_rank)' '$copy/dist_train.py'"
 check "data: pin_memory gets the device, non_blocking kept, a plain loader untouched" "grep -q 'pin_memory=True, num_workers=2, pin_memory_device=\"npu\")' '$copy/dist_train.py' && grep -q 'batch.npu(non_blocking=True)' '$copy/dist_train.py' && grep -q 'plain = DataLoader(dataset, batch_size=8)  #' '$copy/dist_train.py'"
-check "no edit for .to(other_tensor)" "! grep -q 'dist_train.py,2[78],' '$copy/change_list.csv' && grep -q 'z = batch.to(reference)' '$copy/dist_train.py'"
+check "no edit for .to(other_tensor)" "! grep -q 'dist_train.py,2[78],' '$reports/change_list.csv' && grep -q 'z = batch.to(reference)' '$copy/dist_train.py'"
 check "env var in Python renamed" "grep -q 'setdefault(\"ASCEND_RT_VISIBLE_DEVICES\"' '$copy/dist_train.py'"
 # launch scripts
 check "launch script: export, prefix assignment and expansion renamed" "grep -qx 'export ASCEND_RT_VISIBLE_DEVICES=0,1' '$copy/run_train.sh' && grep -q '^ASCEND_RT_VISIBLE_DEVICES=0 python' '$copy/run_train.sh' && grep -qF '\${ASCEND_RT_VISIBLE_DEVICES}' '$copy/run_train.sh'"
 check "launch script: comments and longer names untouched" "grep -q '^# Launch on two devices. CUDA_VISIBLE_DEVICES in a comment' '$copy/run_train.sh' && grep -q '^MY_CUDA_VISIBLE_DEVICES_NOTE=unchanged' '$copy/run_train.sh'"
 # apex
 check "apex: FusedLayerNorm imported as torch.nn.LayerNorm" "grep -qx 'from torch.nn import LayerNorm as FusedLayerNorm' '$copy/apex_model.py'"
-check "apex: FusedAdam(adam_w_mode=False) kept and listed for review" "grep -qx 'from apex.optimizers import FusedAdam' '$copy/apex_model.py' && grep -q 'apex_model.py,18,18,Review,apex.optimizers.FusedAdam → torch.optim.AdamW not made: keyword adam_w_mode has no counterpart in torch.optim.AdamW; port it by hand' '$copy/change_list.csv' && grep -q 'apex_model.py,4,4,Review,\"from apex.optimizers import FusedAdam: kept; a call needs review' '$copy/change_list.csv'"
+check "apex: FusedAdam(adam_w_mode=False) kept and listed for review" "grep -qx 'from apex.optimizers import FusedAdam' '$copy/apex_model.py' && grep -q 'apex_model.py,18,18,Review,apex.optimizers.FusedAdam → torch.optim.AdamW not made: keyword adam_w_mode has no counterpart in torch.optim.AdamW; port it by hand' '$reports/change_list.csv' && grep -q 'apex_model.py,4,4,Review,\"from apex.optimizers import FusedAdam: kept; a call needs review' '$reports/change_list.csv'"
 # other runtimes
 check "other runtimes: ORT, TensorRT and cupy arguments untouched, torch beside them migrated" "grep -q 'ortvalue_from_numpy(arr, \"cuda\", 0)' '$copy/other_runtimes.py' && grep -q 'providers=\[\"CUDAExecutionProvider\"\]' '$copy/other_runtimes.py' && grep -q 'cupy.cuda.Device(0)' '$copy/other_runtimes.py' && grep -q 'torch.zeros(4).to(\"npu:0\")' '$copy/other_runtimes.py'"
 
@@ -44,7 +45,7 @@ check "other runtimes: ORT, TensorRT and cupy arguments untouched, torch beside 
 "$PORTKIT" migrate -i "$fixture" -o "$tmp/dry" --dry-run >"$tmp/dry.out" 2>"$tmp/dry.err"; rc=$?
 check "--dry-run exits 0 and creates nothing" "[ $rc = 0 ] && [ ! -e '$tmp/dry' ]"
 count() { grep -E "^\| +$1 +\|" "$tmp/dry.out" | tr -s ' |' ' ' | cut -d' ' -f3; }
-csv_count() { python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["changes"] if c["class"] == sys.argv[2]))' "$copy/change_list.json" "$1"; }
+csv_count() { python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["changes"] if c["class"] == sys.argv[2]))' "$reports/change_list.json" "$1"; }
 check "--dry-run counts per class equal the real run's" "for c in amp device_api device_string distributed_backend env_var launch_script arguments cuda_library import; do [ \"\$(count \$c)\" = \"\$(csv_count \$c)\" ] || { echo \"class \$c: \$(count \$c) vs \$(csv_count \$c)\"; exit 1; }; done"
 check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +2 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
 

@@ -33,7 +33,7 @@ check "no torch.cuda, cuda device string, nccl or npu left in the copy" "! grep 
 PORTKIT_DATA_DIR="$bare" "$PORTKIT" migrate -i "$project" -o "$tmp/b" --target tdev_bare --format json >/dev/null 2>"$tmp/b.err"; rc=$?
 check "migrate --target tdev_bare exits 0 and keeps torch.cuda" "[ $rc = 0 ] && grep -q 'torch.cuda.synchronize()' '$tmp/b/cuda_project_msft/train.py'"
 check "the warning names the file, the target and its target.json" "grep -qF 'cuda_project/train.py:26: 1 use of torch.cuda left in place (first here): target tdev_bare names no device_module in $bare/targets/tdev_bare/target.json, so the migrated code keeps calling CUDA' '$tmp/b.err'"
-check "the warning is in change_list.json" "grep -q '\"kind\": *\"cuda_left\"' '$tmp/b/cuda_project_msft/change_list.json'"
+check "the warning is in change_list.json" "grep -q '\"kind\": *\"cuda_left\"' '$tmp/b/cuda_project_msft_report/change_list.json'"
 
 # The shipped targets stay choices beside the added one; the shipped default stays the default.
 PORTKIT_DATA_DIR="$only" "$PORTKIT" migrate --help >"$tmp/help" 2>&1
