@@ -602,6 +602,7 @@ class _Settings:
     """What one ``optimize`` call was asked (its arguments, defaults resolved)."""
 
     def __init__(self, **values):
+        self.max_bank_string_mb = 1  # optimize()'s default, for callers that build settings themselves
         self.__dict__.update(values)
 
 
