@@ -293,8 +293,7 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
   LoadOptions load{input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
-                   target->facts().DeviceMethods(),
-                   /*decode_latin1=*/true};  // dynamic_shape writes such files back in their own encoding
+                   target->facts().DeviceMethods()};
   load.exclude_globs = opt.exclude;
   LoadProject(load, log, pool, *project);
   run.project = project.get();

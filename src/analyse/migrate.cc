@@ -991,7 +991,7 @@ Expected<MigrateReport> DryRunMigrate(const MigrateOptions& opt, Context& ctx, c
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
   LoadProject({input, report.project, {report.results_dir, report.reports_dir}, {}, opt.max_file_bytes,
-               target.facts().DeviceMethods(), /*decode_latin1=*/true},
+               target.facts().DeviceMethods()},
               ctx.logger, pool, project);
   std::vector<FileResult> out = MigratePythonFiles(opt, project, target, compiled, pool, ctx.logger);
   for (size_t i = 0; i < project.py.size(); ++i) {
@@ -1087,7 +1087,7 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
   // Latin-1 and cp1252 sources are rewritten as text and written back in their own encoding.
-  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods(), /*decode_latin1=*/true},
+  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods()},
               log, pool, project);
   // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
   // half-way, and a sparse file is never written out in full silently (docs/safety.md).

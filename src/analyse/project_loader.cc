@@ -70,7 +70,7 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
   pool.ParallelFor(sources.python.size(), [&](int worker, size_t i) {
     const SourceFile& f = sources.python[i];
     py[i].file = &f;
-    auto text = LoadPythonSource(f, opt.max_file_bytes, opt.decode_latin1, &py[i].codec);
+    auto text = LoadPythonSource(f, opt.max_file_bytes, /*decode_latin1=*/true, &py[i].codec);
     if (!text.ok()) {
       load_problems[i] = {f.display, 0, 0, "skipped", text.status().message()};
       return;
@@ -130,7 +130,7 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
     SourceSet env_sources = DiscoverSources(fs::absolute(env), "", opt.exclude, opt.max_file_bytes);
     PythonParser parser;
     for (const auto& f : env_sources.python) {
-      auto text = LoadPythonSource(f, opt.max_file_bytes, opt.decode_latin1);
+      auto text = LoadPythonSource(f, opt.max_file_bytes, /*decode_latin1=*/true);
       if (!text.ok()) continue;
       ParsedSource parsed = parser.Parse(std::move(*text));
       if (!parsed.tree) continue;

@@ -53,9 +53,6 @@ struct LoadOptions {
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;
   /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
   std::vector<std::string> module_self_methods = {};
-  /// Convert files that declare Latin-1 or cp1252 in a PEP 263 coding line to UTF-8 (PyFile::codec
-  /// says which; migrate and the dynamic-shape copy encode their rewrites back).
-  bool decode_latin1 = false;
   /// Trees are kept between passes only when the project's Python sources total at most this
   /// (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); above it,
   /// memory holds the sources, the summaries and one tree per worker.
@@ -88,6 +85,8 @@ ParsedSource* TreeOf(LoadedProject& project, PyFile& f, PythonParser& parser);
 void ReleaseTree(LoadedProject& project, PyFile& f);
 
 /// Loads the project; problems are logged as they are found and kept in `out.problems`.
+/// Python files that declare Latin-1 or cp1252 in a PEP 263 coding line are decoded to UTF-8
+/// (PyFile::codec says from which; migrate and dynamic_shape encode their rewrites back).
 void LoadProject(const LoadOptions& options, Logger& log, ThreadPool& pool, LoadedProject& out);
 
 }  // namespace portkit::analyse
