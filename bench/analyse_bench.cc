@@ -53,21 +53,23 @@ class Rng {
   size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
   bool Chance(int percent) { return Below(100) < static_cast<size_t>(percent); }
   template <typename T, size_t N>
-  const T& Pick(const T (&a)[N]) { return a[Below(N)]; }
+  const T& Pick(const T (&a)[N]) {
+    return a[Below(N)];
+  }
 
  private:
   uint64_t s_;
 };
 
-const char* const kSyllables[] = {"con", "res", "att", "enc", "dec", "proj", "feat", "emb",
-                                  "norm", "gate", "mix", "pool", "head", "tok", "patch", "vis",
-                                  "aud", "seq", "graph", "edge", "node", "mask", "key", "val",
-                                  "qry", "hid", "lat", "up", "down", "skip", "fuse", "dil"};
-const char* const kClassStems[] = {"Block", "Encoder", "Decoder", "Head", "Stem", "Mixer",
-                                   "Attention", "Adapter", "Gate", "Pooler", "Projector",
-                                   "Refiner", "Backbone", "Neck", "Fusion", "Embedding"};
-const char* const kActs[] = {"F.relu", "F.gelu", "F.silu", "torch.tanh", "torch.sigmoid",
-                             "F.leaky_relu", "F.elu", "F.mish"};
+const char* const kSyllables[] = {"con",  "res",  "att",   "enc",  "dec",  "proj", "feat",  "emb",
+                                  "norm", "gate", "mix",   "pool", "head", "tok",  "patch", "vis",
+                                  "aud",  "seq",  "graph", "edge", "node", "mask", "key",   "val",
+                                  "qry",  "hid",  "lat",   "up",   "down", "skip", "fuse",  "dil"};
+const char* const kClassStems[] = {"Block",     "Encoder", "Decoder", "Head",     "Stem",      "Mixer",
+                                   "Attention", "Adapter", "Gate",    "Pooler",   "Projector", "Refiner",
+                                   "Backbone",  "Neck",    "Fusion",  "Embedding"};
+const char* const kActs[] = {"F.relu",        "F.gelu",       "F.silu", "torch.tanh",
+                             "torch.sigmoid", "F.leaky_relu", "F.elu",  "F.mish"};
 const char* const kChains[] = {
     "{x}.view({x}.size(0), -1)",
     "{x}.permute(0, 2, 1).contiguous()",
@@ -121,14 +123,13 @@ class ModuleGen {
     return s + std::to_string(r_.Below(100));
   }
   std::string ClassName(int pkg, int mod, int k) {
-    return std::string(kClassStems[(pkg * 7 + mod * 3 + k) % std::size(kClassStems)]) + "P" +
-           std::to_string(pkg) + "M" + std::to_string(mod) + "K" + std::to_string(k);
+    return std::string(kClassStems[(pkg * 7 + mod * 3 + k) % std::size(kClassStems)]) + "P" + std::to_string(pkg) +
+           "M" + std::to_string(mod) + "K" + std::to_string(k);
   }
 
   void Header(std::ostringstream& o) {
     o << "\"\"\"Module " << pkg_ << "." << mod_ << ": generated PyTorch-style model code.\n\n"
-      << "Part of the portkit benchmark corpus; names vary per file (seed " << r_.Below(1 << 20)
-      << ").\n\"\"\"\n";
+      << "Part of the portkit benchmark corpus; names vary per file (seed " << r_.Below(1 << 20) << ").\n\"\"\"\n";
     o << "import math\nimport os\nimport time\n";
     if (r_.Chance(50)) o << "from typing import Optional, Tuple\n";
     o << "\nimport numpy as np\nimport torch\nimport torch.nn as nn\n"
@@ -146,13 +147,11 @@ class ModuleGen {
     }
     if (pkg_ > 0 && r_.Chance(50)) {
       int other = static_cast<int>(r_.Below(static_cast<size_t>(pkg_)));
-      o << "from ..pkg_" << other << " import " << ClassName(other, 0, 0) << " as Imported"
-        << other << "\n";
+      o << "from ..pkg_" << other << " import " << ClassName(other, 0, 0) << " as Imported" << other << "\n";
     }
     o << "\nDEVICE = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
-      << "CONFIG_" << mod_ << " = {\"dim\": " << 64 * (1 + r_.Below(8)) << ", \"heads\": "
-      << 1 + r_.Below(16) << ", \"drop\": 0." << r_.Below(5) << ", \"name\": \"" << Ident()
-      << "\"}\n"
+      << "CONFIG_" << mod_ << " = {\"dim\": " << 64 * (1 + r_.Below(8)) << ", \"heads\": " << 1 + r_.Below(16)
+      << ", \"drop\": 0." << r_.Below(5) << ", \"name\": \"" << Ident() << "\"}\n"
       << "__all__ = [\"" << ClassName(pkg_, mod_, 0) << "\", \"build_" << mod_ << "\"]\n\n\n";
   }
 
@@ -164,8 +163,7 @@ class ModuleGen {
     int dim = 32 * (1 + static_cast<int>(r_.Below(16)));
     o << "class " << name << "(" << base << "):\n"
       << "    \"\"\"" << Ident() << " layer with " << dim << " channels.\"\"\"\n\n"
-      << "    def __init__(self, dim=" << dim << ", heads=" << 1 + r_.Below(8)
-      << ", drop=0.1, device=None):\n";
+      << "    def __init__(self, dim=" << dim << ", heads=" << 1 + r_.Below(8) << ", drop=0.1, device=None):\n";
     if (base == "nn.Module") o << "        super().__init__()\n";
     else o << "        super(" << name << ", self).__init__(dim, heads, drop)\n";
     o << "        self.dim = dim\n        self.heads = heads\n        self.drop = drop\n"
@@ -181,8 +179,12 @@ class ModuleGen {
         case 2: o << "        " << id << " = nn.Linear(dim, dim * " << 1 + r_.Below(4) << ")\n"; break;
         case 3: o << "        " << id << " = nn.LayerNorm(dim, eps=1e-6)\n"; break;
         case 4: o << "        " << id << " = nn.Dropout(p=drop)\n"; break;
-        case 5: o << "        " << id << " = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, dim))\n"; break;
-        case 6: o << "        " << id << " = nn.MultiheadAttention(dim, heads, dropout=drop, batch_first=True)\n"; break;
+        case 5:
+          o << "        " << id << " = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, dim))\n";
+          break;
+        case 6:
+          o << "        " << id << " = nn.MultiheadAttention(dim, heads, dropout=drop, batch_first=True)\n";
+          break;
         default: o << "        " << id << " = nn.Parameter(torch.zeros(1, dim).normal_(0, 0.02))\n"; break;
       }
     }
@@ -206,7 +208,9 @@ class ModuleGen {
             << "        else:\n"
             << "            " << v << " = " << cur << " * self.scale + self.table[" << i % 4 << "]\n";
           break;
-        default: o << "        " << v << " = " << cur << " + " << Subst(r_.Pick(kChains), "residual", cur) << "\n"; break;
+        default:
+          o << "        " << v << " = " << cur << " + " << Subst(r_.Pick(kChains), "residual", cur) << "\n";
+          break;
       }
       cur = v;
     }
@@ -236,7 +240,8 @@ class ModuleGen {
     o << "class " << name << "(Dataset):\n"
       << "    def __init__(self, root, size=" << 1000 + r_.Below(9000) << ", transform=None):\n"
       << "        self.root = root\n        self.size = size\n        self.transform = transform\n"
-      << "        self.files = sorted(f for f in os.listdir(root) if f.endswith(\".pt\")) if os.path.isdir(root) else []\n\n"
+      << "        self.files = sorted(f for f in os.listdir(root) if f.endswith(\".pt\")) if os.path.isdir(root) else "
+         "[]\n\n"
       << "    def __len__(self):\n        return self.size\n\n"
       << "    def __getitem__(self, idx):\n"
       << "        g = torch.Generator().manual_seed(idx)\n"
@@ -425,7 +430,6 @@ std::string ReadAll(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-
 size_t CountLines(const fs::path& p) {
   std::string s = ReadAll(p);
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
@@ -450,8 +454,8 @@ double PythonAstSeconds(const fs::path& root, int reps, size_t* bytes) {
       "        ast.parse(s)\n"
       "    best = min(best, time.perf_counter() - t)\n"
       "print(sum(map(len, srcs)), best)\n";
-  std::string cmd = "python3 -c '" + std::string(kScript) + "' '" + root.string() + "' " +
-                    std::to_string(reps) + " 2>/dev/null";
+  std::string cmd =
+      "python3 -c '" + std::string(kScript) + "' '" + root.string() + "' " + std::to_string(reps) + " 2>/dev/null";
   std::FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return -1;
   char buf[256] = {};
@@ -513,8 +517,8 @@ int main(int argc, char** argv) {
     if (std::fgets(load, sizeof load, f)) std::printf("  load average at start: %s", load);
     std::fclose(f);
   }
-  std::printf("  %zu Python files, %.2f MB, %zu lines (generated in %.2f s); best of %d runs\n",
-              files.size(), mbytes, lines, Seconds(t0, t1), reps);
+  std::printf("  %zu Python files, %.2f MB, %zu lines (generated in %.2f s); best of %d runs\n", files.size(), mbytes,
+              lines, Seconds(t0, t1), reps);
 
   // 1. tree-sitter parse only, 1 thread, sources in memory (copies made outside the clock).
   double parse_best = 1e300;
@@ -532,7 +536,11 @@ int main(int argc, char** argv) {
       parse_best = std::min(parse_best, Seconds(a, b));
       size_t nodes = 0;
       for (const auto& p : parsed)
-        if (p.tree) portkit::analyse::ForEachNamedNode(p.root(), [&](TSNode) { ++nodes; return true; });
+        if (p.tree)
+          portkit::analyse::ForEachNamedNode(p.root(), [&](TSNode) {
+            ++nodes;
+            return true;
+          });
       auto c = std::chrono::steady_clock::now();
       traverse_best = std::min(traverse_best, Seconds(b, c));
       if (nodes == 0) std::fprintf(stderr, "analyse_bench: no nodes\n");
@@ -560,7 +568,7 @@ int main(int argc, char** argv) {
       auto a = std::chrono::steady_clock::now();
       auto report = portkit::analyse::RunAnalyse(opt, ctx);
       portkit::Status st = report.ok() ? portkit::render::WriteAnalyseReports(*report, {"csv", "json"}, logger).status()
-                              : report.status();
+                                       : report.status();
       auto b = std::chrono::steady_clock::now();
       if (!st.ok()) {
         std::fprintf(stderr, "analyse_bench: RunAnalyse failed (%s, data dir %s):\n%s", st.message().c_str(),
@@ -592,12 +600,11 @@ int main(int argc, char** argv) {
   const double parse_mbs = mbytes / parse_best;
   const double full1_mbs = mbytes / full1;
   const double full2_mbs = mbytes / full2;
-  std::printf("  tree-sitter syntax errors: %zu files; report rows (all CSVs): %zu; data dir %s\n\n",
-              syntax_errors, findings_rows, data_dir.c_str());
+  std::printf("  tree-sitter syntax errors: %zu files; report rows (all CSVs): %zu; data dir %s\n\n", syntax_errors,
+              findings_rows, data_dir.c_str());
 
   std::printf("| %-48s | %8s | %-30s |\n", "what", "MB/s", "ratio");
-  std::printf("|%s|%s|%s|\n", std::string(50, '-').c_str(), std::string(10, '-').c_str(),
-              std::string(32, '-').c_str());
+  std::printf("|%s|%s|%s|\n", std::string(50, '-').c_str(), std::string(10, '-').c_str(), std::string(32, '-').c_str());
   auto row = [](const char* what, const std::string& mbs, const std::string& ratio) {
     std::printf("| %-48s | %8s | %-30s |\n", what, mbs.c_str(), ratio.c_str());
   };
@@ -612,8 +619,7 @@ int main(int argc, char** argv) {
       fmt("%.2f", limit_mbs / parse_mbs) + " of parse (any tree walk)");
   row("full torch_apis analysis, 1 thread", fmt("%.2f", full1_mbs),
       fmt("%.2f", full1_mbs / parse_mbs) + " of parse (goal >= 0.70)");
-  row("full torch_apis analysis, 2 threads", fmt("%.2f", full2_mbs),
-      fmt("%.2f", full2_mbs / parse_mbs) + " of parse");
+  row("full torch_apis analysis, 2 threads", fmt("%.2f", full2_mbs), fmt("%.2f", full2_mbs / parse_mbs) + " of parse");
   row("speed-up 2 threads / 1 thread", "-", fmt("%.2fx", full2_mbs / full1_mbs));
   row("third_party analysis, 1 thread", fmt("%.2f", mbytes / third1),
       fmt("%.2f", mbytes / third1 / parse_mbs) + " of parse (goal >= 0.50)");
@@ -621,8 +627,7 @@ int main(int argc, char** argv) {
       fmt("%.2f", mbytes / affinity1 / parse_mbs) + " of parse (goal >= 0.50)");
   if (py_secs > 0) {
     double py_mbs = static_cast<double>(py_bytes) / 1e6 / py_secs;
-    row("CPython ast.parse (peer, 1 thread)", fmt("%.2f", py_mbs),
-        fmt("%.2f", py_mbs / parse_mbs) + " of parse");
+    row("CPython ast.parse (peer, 1 thread)", fmt("%.2f", py_mbs), fmt("%.2f", py_mbs / parse_mbs) + " of parse");
   } else {
     row("CPython ast.parse (peer, 1 thread)", "n/a", "n/a (python3 missing)");
   }

@@ -34,19 +34,23 @@ void Generate(const fs::path& path, double mb) {
   std::ofstream out(path);
   out << "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"Generated GPU\"}],\n"
          "\"traceEvents\": [\n";
-  const char* ops[] = {"aten::linear", "aten::addmm", "aten::relu", "aten::softplus", "aten::tanh", "aten::mul",
-                       "aten::conv2d", "aten::add_"};
+  const char* ops[] = {"aten::linear", "aten::addmm", "aten::relu",   "aten::softplus",
+                       "aten::tanh",   "aten::mul",   "aten::conv2d", "aten::add_"};
   size_t bytes = 0, i = 0;
   int64_t ts = 1700000000000000;
   char buf[1024];
   while (bytes < static_cast<size_t>(mb * 1e6)) {
     const char* op = ops[i % 8];
-    int n = std::snprintf(buf, sizeof buf,
+    int n = std::snprintf(
+        buf, sizeof buf,
         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 100, \"tid\": 100, \"ts\": %lld.%03zu, "
-        "\"dur\": 12.5, \"args\": {\"External id\": %zu, \"Input Dims\": [[64, 128], [128]], \"Input type\": [\"float\", \"float\"]}},\n"
-        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, \"ts\": %lld.%03zu, "
+        "\"dur\": 12.5, \"args\": {\"External id\": %zu, \"Input Dims\": [[64, 128], [128]], \"Input type\": "
+        "[\"float\", \"float\"]}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, \"tid\": 100, "
+        "\"ts\": %lld.%03zu, "
         "\"dur\": 4.2, \"args\": {\"External id\": %zu, \"cbid\": 211, \"correlation\": %zu}},\n"
-        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void kernel_%zu<float>(Params)\", \"pid\": 0, \"tid\": 7, \"ts\": %lld.%03zu, "
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void kernel_%zu<float>(Params)\", \"pid\": 0, \"tid\": 7, "
+        "\"ts\": %lld.%03zu, "
         "\"dur\": 3.7, \"args\": {\"External id\": %zu, \"device\": 0, \"stream\": 7, \"correlation\": %zu, "
         "\"registers per thread\": 32, \"shared memory\": 0, \"grid\": [64, 1, 1], \"block\": [256, 1, 1], "
         "\"est. achieved occupancy %%\": 50}},\n",
@@ -138,9 +142,8 @@ void Measure(const fs::path& trace, const fs::path& work) {
               trace.filename().string().substr(0, 30).c_str(), mb, ours.ok ? mb / ours.seconds : 0.0,
               py.ok ? mb / py.seconds : 0.0, ours.ok && py.ok ? py.seconds / ours.seconds : 0.0,
               ours.ok ? mb / ours.cpu_seconds : 0.0, py.ok ? mb / py.cpu_seconds : 0.0,
-              ours.ok && py.ok ? py.cpu_seconds / ours.cpu_seconds : 0.0,
-              static_cast<double>(ours.peak_kb) / 1024.0, static_cast<double>(py.peak_kb) / 1024.0,
-              static_cast<double>(ours.peak_kb) / 1024.0 / mb);
+              ours.ok && py.ok ? py.cpu_seconds / ours.cpu_seconds : 0.0, static_cast<double>(ours.peak_kb) / 1024.0,
+              static_cast<double>(py.peak_kb) / 1024.0, static_cast<double>(ours.peak_kb) / 1024.0 / mb);
   if (ours.ok) g_threads.push_back({trace.filename().string(), mb, ours});
   std::fflush(stdout);
 }
@@ -149,8 +152,8 @@ void Measure(const fs::path& trace, const fs::path& work) {
 // and written through TraceWriter (inserts, launch links, commit, checkpoint) with no file, no JSON.
 // The floor of an import into SQLite on this machine.
 void MeasureStoreOnly(double mb, const fs::path& work) {
-  const char* ops[] = {"aten::linear", "aten::addmm", "aten::relu", "aten::softplus", "aten::tanh", "aten::mul",
-                       "aten::conv2d", "aten::add_"};
+  const char* ops[] = {"aten::linear", "aten::addmm", "aten::relu",   "aten::softplus",
+                       "aten::tanh",   "aten::mul",   "aten::conv2d", "aten::add_"};
   // One triple of the generated trace is ~730 bytes of JSON.
   const size_t triples = static_cast<size_t>(mb * 1e6 / 730.0);
   Run r = InChild([&] {
@@ -172,16 +175,21 @@ void MeasureStoreOnly(double mb, const fs::path& work) {
       op.ts_ns = ts, op.dur_ns = 12500, op.pid = 100, op.tid = 100, op.external_id = static_cast<int64_t>(i);
       op.input_dims = "[[64, 128], [128]]";
       op.input_types = "[\"float\", \"float\"]";
-      op.args = std::string_view(op_args, static_cast<size_t>(std::snprintf(op_args, sizeof op_args,
-          "{\"External id\": %zu, \"Input Dims\": [[64, 128], [128]], \"Input type\": [\"float\", \"float\"]}", i)));
+      op.args = std::string_view(
+          op_args,
+          static_cast<size_t>(std::snprintf(
+              op_args, sizeof op_args,
+              "{\"External id\": %zu, \"Input Dims\": [[64, 128], [128]], \"Input type\": [\"float\", \"float\"]}",
+              i)));
       portkit::prof::Event rt;
       rt.kind = portkit::prof::EventKind::kRuntime;
       rt.name = "cudaLaunchKernel";
       rt.category = "cuda_runtime";
       rt.ts_ns = ts + 2000, rt.dur_ns = 4200, rt.pid = 100, rt.tid = 100;
       rt.external_id = rt.correlation = static_cast<int64_t>(i);
-      rt.args = std::string_view(rt_args, static_cast<size_t>(std::snprintf(rt_args, sizeof rt_args,
-          "{\"External id\": %zu, \"cbid\": 211, \"correlation\": %zu}", i, i)));
+      rt.args = std::string_view(
+          rt_args, static_cast<size_t>(std::snprintf(
+                       rt_args, sizeof rt_args, "{\"External id\": %zu, \"cbid\": 211, \"correlation\": %zu}", i, i)));
       portkit::prof::Event k;
       k.kind = portkit::prof::EventKind::kKernel;
       k.name = kernel_names[i % 50];
@@ -190,9 +198,14 @@ void MeasureStoreOnly(double mb, const fs::path& work) {
       k.external_id = k.correlation = static_cast<int64_t>(i);
       k.grid[0] = 64, k.grid[1] = 1, k.grid[2] = 1, k.block[0] = 256, k.block[1] = 1, k.block[2] = 1;
       k.registers = 32, k.shared_memory = 0, k.occupancy = 50;
-      k.args = std::string_view(k_args, static_cast<size_t>(std::snprintf(k_args, sizeof k_args,
-          "{\"External id\": %zu, \"device\": 0, \"stream\": 7, \"correlation\": %zu, \"registers per thread\": 32, "
-          "\"shared memory\": 0, \"grid\": [64, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %%\": 50}", i, i)));
+      k.args = std::string_view(
+          k_args,
+          static_cast<size_t>(std::snprintf(
+              k_args, sizeof k_args,
+              "{\"External id\": %zu, \"device\": 0, \"stream\": 7, \"correlation\": %zu, \"registers per thread\": "
+              "32, "
+              "\"shared memory\": 0, \"grid\": [64, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %%\": 50}",
+              i, i)));
       if (!writer->AddEvent(op).ok() || !writer->AddEvent(rt).ok() || !writer->AddEvent(k).ok()) return false;
     }
     return writer->Finish(triples * 3, 0, "").ok();
@@ -215,7 +228,9 @@ int main(int argc, char** argv) {
     std::vector<fs::path> in_folder;
     for (const auto& entry : fs::directory_iterator(p)) {
       const std::string name = entry.path().filename().string();
-      auto ends = [&](std::string_view tail) { return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0; };
+      auto ends = [&](std::string_view tail) {
+        return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+      };
       if (entry.is_regular_file() && (ends(".json") || ends(".json.gz"))) in_folder.push_back(entry.path());
     }
     std::sort(in_folder.begin(), in_folder.end());
@@ -232,9 +247,10 @@ int main(int argc, char** argv) {
   fs::create_directories(work);
   double load_before[3] = {0, 0, 0}, load_after[3] = {0, 0, 0};
   if (getloadavg(load_before, 3) != 3) load_before[0] = load_before[1] = load_before[2] = -1;
-  std::printf("prof import benchmark (2 threads: one parses, one writes the store; RSS = peak resident memory of the "
-              "importing process)\nload average at the start: %.2f %.2f %.2f\n\n",
-              load_before[0], load_before[1], load_before[2]);
+  std::printf(
+      "prof import benchmark (2 threads: one parses, one writes the store; RSS = peak resident memory of the "
+      "importing process)\nload average at the start: %.2f %.2f %.2f\n\n",
+      load_before[0], load_before[1], load_before[2]);
   std::printf("| %-30s | %7s | %9s | %8s | %8s | %8s | %8s | %9s | %8s | %8s | %5s |\n", "trace (uncompressed)", "MB",
               "ours MB/s", "json MB/s", "speedup", "ours MB/cpu-s", "json MB/cpu-s", "cpu speedup", "ours RSS",
               "json RSS", "RSS/B");
@@ -263,8 +279,9 @@ int main(int argc, char** argv) {
   // Per thread: the store's thread (the importing process's main thread) is the critical path
   // while the parse runs beside it on another core; on an idle machine with two cores the wall
   // clock cannot beat max(store thread, all threads / 2).
-  std::printf("\nCPU seconds by thread (ours): the store thread runs SQLite; the others parse the JSON and "
-              "checkpoint the WAL into the store file\n\n");
+  std::printf(
+      "\nCPU seconds by thread (ours): the store thread runs SQLite; the others parse the JSON and "
+      "checkpoint the WAL into the store file\n\n");
   std::printf("| %-30s | %7s | %8s | %8s | %14s | %15s | %22s |\n", "trace", "CPU s", "store s", "others s",
               "store MB/cpu-s", "others MB/cpu-s", "idle 2-core bound MB/s");
   std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(9, '-').c_str(),
@@ -278,11 +295,12 @@ int main(int argc, char** argv) {
                 bound > 0 ? t.mb / bound : 0.0);
   }
   if (getloadavg(load_after, 3) != 3) load_after[0] = load_after[1] = load_after[2] = -1;
-  std::printf("\nMB/s: wall clock; MB/cpu-s: per second of CPU time (user + system, every thread; what a loaded\n"
-              "machine still measures). RSS in MiB; RSS/B = our peak RSS per byte of trace.\n"
-              "Load average at the end: %.2f %.2f %.2f.\n"
-              "Goals (issues #14, #25): >= 150 MB/s, >= 5x json.load (cpu speedup), RSS/B <= 0.3, on every trace.\n",
-              load_after[0], load_after[1], load_after[2]);
+  std::printf(
+      "\nMB/s: wall clock; MB/cpu-s: per second of CPU time (user + system, every thread; what a loaded\n"
+      "machine still measures). RSS in MiB; RSS/B = our peak RSS per byte of trace.\n"
+      "Load average at the end: %.2f %.2f %.2f.\n"
+      "Goals (issues #14, #25): >= 150 MB/s, >= 5x json.load (cpu speedup), RSS/B <= 0.3, on every trace.\n",
+      load_after[0], load_after[1], load_after[2]);
   fs::remove_all(work);
   return 0;
 }

@@ -4,8 +4,8 @@
 /// layers, batch 1), tunes our GEMM / Conv2D template (bandit strategy, --max-evals candidates,
 /// real compiles through the kernel cache) and then times, in this process and with one timing
 /// routine, interleaved so all three see the same load on a shared machine (warm-up, then the
-/// median of --repeats rounds): our untuned default, our tuned kernel, and OpenBLAS (cblas_sgemm; conv as im2col + sgemm per group), bias included in all
-/// three. Prints GFLOP/s and the ratios tuned/OpenBLAS and tuned/default.
+/// median of --repeats rounds): our untuned default, our tuned kernel, and OpenBLAS (cblas_sgemm; conv as im2col +
+/// sgemm per group), bias included in all three. Prints GFLOP/s and the ratios tuned/OpenBLAS and tuned/default.
 ///
 /// Part 2, strategies: on recorded exhaustive landscapes (replay, no compiling), the number of
 /// evaluations each strategy needs to come within 5% of the landscape's optimum, over --seeds
@@ -45,8 +45,8 @@
 #include "tune/operators/gemm/gemm_op.h"
 #include "tune/operators/gemm/gemm_space.h"
 #include "tune/runner.h"
-#include "tune/strategies/strategy.h"
 #include "tune/search_quality.h"
+#include "tune/strategies/strategy.h"
 #include "tune/tuner.h"
 
 using namespace portkit;
@@ -57,8 +57,8 @@ namespace {
 using KernelFn = void (*)(const float* const*, float*, const long*);
 
 // Times several functions interleaved (f0, f1, f2, f0, f1, ...) so that all see the same load
-// on a shared machine, with a pause after each block: calibration so a repeat lasts >= 2 ms, a warm-up, then `repeats` rounds;
-// the median per call of each.
+// on a shared machine, with a pause after each block: calibration so a repeat lasts >= 2 ms, a warm-up, then `repeats`
+// rounds; the median per call of each.
 std::vector<double> MedianUsInterleaved(const std::vector<std::function<void()>>& fns, int repeats) {
   auto t = [] { return std::chrono::steady_clock::now(); };
   std::vector<int> inner;
@@ -106,9 +106,9 @@ void BlasGemm(const Workload& w, float* out) {
   const float* bias = w.inputs[2].empty() ? nullptr : w.inputs[2].data();
   for (long i = 0; i < m; ++i)
     for (long j = 0; j < n; ++j) out[i * n + j] = bias ? bias[j] : 0.f;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.f, w.inputs[0].data(), static_cast<int>(k), w.inputs[1].data(),
-              static_cast<int>(n), 1.f, out, static_cast<int>(n));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.f, w.inputs[0].data(), static_cast<int>(k), w.inputs[1].data(), static_cast<int>(n), 1.f, out,
+              static_cast<int>(n));
 }
 
 // OpenBLAS peer for Conv2D: im2col (skipped for 1x1 stride-1 unpadded) + sgemm per image/group.
@@ -219,7 +219,8 @@ int Kernels(const std::vector<OpDesc>& ops, int max_evals, int repeats, int pin_
     // The peer must compute the same thing.
     out_buf = blas_out;
     double max_err = 0;
-    for (size_t i = 0; i < out_buf.size(); ++i) max_err = std::max(max_err, std::fabs(double(out_buf[i]) - w.reference[i]));
+    for (size_t i = 0; i < out_buf.size(); ++i)
+      max_err = std::max(max_err, std::fabs(double(out_buf[i]) - w.reference[i]));
     double gf = (*op)->Flops() / 1e3;  // GFLOP/s = flops / us / 1e3
     double ratio_blas = us_blas / us_best;
     (d.type == "MatMul" ? gemm_ratios : conv_ratios).push_back(ratio_blas);
@@ -259,7 +260,8 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
       return 1;
     }
     int cores = 1;
-    if (auto at = l->validators.find("cores="); at != std::string::npos) cores = std::atoi(l->validators.c_str() + at + 6);
+    if (auto at = l->validators.find("cores="); at != std::string::npos)
+      cores = std::atoi(l->validators.c_str() + at + 6);
     for (const auto& op : l->ops) {
       const auto& points = l->points.at(Signature(op));
       SearchSpace space = GemmSpace(cores);
@@ -287,7 +289,8 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
           TuneOutcome out = TuneOperator(space, start, std::nullopt, **strategy, ev, b, quiet, "", [] { return 0.0; });
           int n = static_cast<int>(points.size());
           double best = points.count(space.Key(start)) && points.at(space.Key(start)).status == "ok"
-                            ? points.at(space.Key(start)).time_us : kRejected;
+                            ? points.at(space.Key(start)).time_us
+                            : kRejected;
           if (best <= target) n = 0;
           for (size_t i = 0; i < out.history.size() && best > target; ++i) {
             auto it = points.find(space.Key(out.history[i]));
@@ -306,12 +309,12 @@ int Strategies(const std::vector<std::string>& files, int seeds) {
                         info.name == "exhaustive" ? "-" : ""});
       }
       for (auto& r : rows)
-        if (r[0] == op.name + " " + op.type && r[7].empty()) r[7] = F("%.2f", std::stod(r[4]) / std::max(random_mean, 1e-9));
+        if (r[0] == op.name + " " + op.type && r[7].empty())
+          r[7] = F("%.2f", std::stod(r[4]) / std::max(random_mean, 1e-9));
     }
   }
-  std::string table = RenderTable({"landscape op", "configs", "strategy", "seeds", "mean evals to 5%", "median",
-                                   "worst", "mean / random"},
-                                  rows);
+  std::string table = RenderTable(
+      {"landscape op", "configs", "strategy", "seeds", "mean evals to 5%", "median", "worst", "mean / random"}, rows);
   std::fwrite(table.data(), 1, table.size(), stdout);
   return 0;
 }
@@ -377,25 +380,28 @@ int main(int argc, char** argv) {
     else if (a == "--quality-seeds") quality_seeds = std::max(1, std::atoi(next().c_str()));
     else if (a == "--quality-strategy") quality_strategy = next();
     else {
-      std::fprintf(stderr, "usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies|quality] "
-                           "[--threads N] [--landscape FILE]... [--quality-evals N] [--quality-patience N] "
-                           "[--quality-batch N] [--quality-seeds N] [--quality-strategy NAME]\n");
+      std::fprintf(stderr,
+                   "usage: tune_bench [--max-evals N] [--repeats N] [--seeds N] [--only gemm|conv|strategies|quality] "
+                   "[--threads N] [--landscape FILE]... [--quality-evals N] [--quality-patience N] "
+                   "[--quality-batch N] [--quality-seeds N] [--quality-strategy NAME]\n");
       return 2;
     }
   }
   if (landscapes.empty())
-    for (const char* f : {"/tests/data/tune/landscape_small.jsonl", "/tests/data/tune/landscape_bert_ffn_in_128x768x3072.jsonl"})
+    for (const char* f :
+         {"/tests/data/tune/landscape_small.jsonl", "/tests/data/tune/landscape_bert_ffn_in_128x768x3072.jsonl"})
       landscapes.push_back(std::string(PORTKIT_SOURCE_DIR) + f);
   Logger log(stderr, SystemClock(), LogLevel::kWarning);
   if (pin_threads > 0) openblas_set_num_threads(pin_threads);  // both sides on the same cores
-  std::printf("tune_bench: %u hardware threads, %s threads per kernel, OpenBLAS %s\n", std::thread::hardware_concurrency(),
-              pin_threads > 0 ? std::to_string(pin_threads).c_str() : "tuned", openblas_get_config());
+  std::printf("tune_bench: %u hardware threads, %s threads per kernel, OpenBLAS %s\n",
+              std::thread::hardware_concurrency(), pin_threads > 0 ? std::to_string(pin_threads).c_str() : "tuned",
+              openblas_get_config());
   int rc = 0;
   if (only.empty() || only == "gemm") {
     std::printf("\nGEMM, BERT-base linear layers (128 tokens), fp32, bias:\n");
-    rc |= Kernels({Gemm("bert_ffn_in", 128, 768, 3072), Gemm("bert_ffn_out", 128, 3072, 768),
-                   Gemm("bert_qkv", 128, 768, 768)},
-                  max_evals, repeats, pin_threads, log);
+    rc |= Kernels(
+        {Gemm("bert_ffn_in", 128, 768, 3072), Gemm("bert_ffn_out", 128, 3072, 768), Gemm("bert_qkv", 128, 768, 768)},
+        max_evals, repeats, pin_threads, log);
   }
   if (only.empty() || only == "conv") {
     std::printf("\nConv2D, ResNet-50 layers (batch 1, 224x224 input), fp32:\n");
@@ -405,15 +411,16 @@ int main(int argc, char** argv) {
                   max_evals, repeats, pin_threads, log);
   }
   if (only.empty() || only == "strategies") {
-    std::printf("\nStrategy efficiency on recorded landscapes (replay): evaluations to come within 5%% of the "
-                "exhaustive optimum (0 = the default already is):\n");
+    std::printf(
+        "\nStrategy efficiency on recorded landscapes (replay): evaluations to come within 5%% of the "
+        "exhaustive optimum (0 = the default already is):\n");
     rc |= Strategies(landscapes, seeds);
   }
   if (only.empty() || only == "quality") {
-    std::printf("\nSearch quality on recorded landscapes (replay) at a budget of %d evaluations, patience %d, "
-                "batch %d: best found / landscape optimum over %d seeds (portkit tune --replay --seed 0..%d):\n",
-                quality_budget.max_evals, quality_budget.patience, quality_budget.batch, quality_seeds,
-                quality_seeds - 1);
+    std::printf(
+        "\nSearch quality on recorded landscapes (replay) at a budget of %d evaluations, patience %d, "
+        "batch %d: best found / landscape optimum over %d seeds (portkit tune --replay --seed 0..%d):\n",
+        quality_budget.max_evals, quality_budget.patience, quality_budget.batch, quality_seeds, quality_seeds - 1);
     rc |= Quality(landscapes, quality_seeds, quality_budget, quality_strategy);
   }
   return rc;

@@ -6,10 +6,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# The switch for the C++ format check. 0: clang-format runs and says how many files it would
-# change, without failing. Set it to 1 once the tree has been formatted with scripts/format.sh:
-# from then on a file clang-format would change fails the lint.
-ENFORCE_CLANG_FORMAT=0
+# The switch for the C++ format check. 1 (the tree is formatted): a file clang-format would change
+# fails the lint. 0: clang-format only says how many files it would change.
+ENFORCE_CLANG_FORMAT=1
 
 RUFF=${RUFF:-.venv-tools/bin/ruff}
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format}

@@ -13,8 +13,8 @@
 /// larger input are listed in the report instead, and the run goes on.
 #include <cstdint>
 #include <filesystem>
-#include <iterator>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,10 +91,23 @@ class MetricValues {
  public:
   using value_type = std::pair<std::string_view, double>;
   /// Every name a row can hold, in name order (std::string's order).
-  static constexpr std::string_view kNames[] = {
-      "Cosine", "EucDist", "Five Thousandths Err Ratio", "KLDivergence", "MaxAbsErr", "MaxRelDiff",
-      "MaxRelativeErr", "MaxULPErr", "MeanAbsErr", "MeanRelDiff", "MeanRelErr", "MinRelDiff", "NormRelDiff",
-      "One Thousandth Err Ratio", "RMSE", "SmallValueErrRatio", "StatsRelDiff"};
+  static constexpr std::string_view kNames[] = {"Cosine",
+                                                "EucDist",
+                                                "Five Thousandths Err Ratio",
+                                                "KLDivergence",
+                                                "MaxAbsErr",
+                                                "MaxRelDiff",
+                                                "MaxRelativeErr",
+                                                "MaxULPErr",
+                                                "MeanAbsErr",
+                                                "MeanRelDiff",
+                                                "MeanRelErr",
+                                                "MinRelDiff",
+                                                "NormRelDiff",
+                                                "One Thousandth Err Ratio",
+                                                "RMSE",
+                                                "SmallValueErrRatio",
+                                                "StatsRelDiff"};
   static constexpr int kCount = static_cast<int>(std::size(kNames));
 
   class const_iterator {
@@ -143,11 +156,11 @@ class MetricValues {
 struct CompareSide {
   /// `op.phase.index.key`, with key `*` for a whole operator; empty when this side has none.
   std::string name;
-  std::optional<std::string> dtype;                ///< safetensors element type name
+  std::optional<std::string> dtype;  ///< safetensors element type name
   std::optional<std::vector<int64_t>> shape;
-  std::optional<TensorStatistics> stats;           ///< from the data, or from a stats-only manifest
-  int8_t requires_grad = -1;  ///< from msprobe dumps: 1 / 0; -1 unknown
-  std::string data_name;      ///< msprobe tensor-mode data file, when the dump names one
+  std::optional<TensorStatistics> stats;  ///< from the data, or from a stats-only manifest
+  int8_t requires_grad = -1;              ///< from msprobe dumps: 1 / 0; -1 unknown
+  std::string data_name;                  ///< msprobe tensor-mode data file, when the dump names one
 };
 
 /// One tensor pair (or one operator without a counterpart).
@@ -174,11 +187,11 @@ struct CompareRow {
   /// An output that is zero up to rounding noise in both runs (e.g. a gradient that cancels out):
   /// judged by its absolute error against the scale of the operator's inputs, not by cosine.
   bool negligible = false;
-  long target_op = -1;                  ///< position of the target operator in the target dump
-  long reference_op = -1;               ///< position of the reference operator in the reference dump
-  bool output = false;                  ///< an output tensor (or a replayed output)
-  bool replay = false;                  ///< the target op's output recomputed from reference inputs
-  bool read_error = false;              ///< the tensor data could not be read (`message` says why)
+  long target_op = -1;      ///< position of the target operator in the target dump
+  long reference_op = -1;   ///< position of the reference operator in the reference dump
+  bool output = false;      ///< an output tensor (or a replayed output)
+  bool replay = false;      ///< the target op's output recomputed from reference inputs
+  bool read_error = false;  ///< the tensor data could not be read (`message` says why)
 };
 
 /// An operator of a dump, as reports name it.
@@ -253,8 +266,8 @@ struct CompareReport {
   std::string first_read_error_name;
   std::vector<std::string> warnings;  ///< about the dumps (e.g. an incomplete last manifest line)
   size_t target_ops = 0, reference_ops = 0, matched_ops = 0, renames = 0;
-  size_t tensor_pairs_compared = 0;           ///< rows whose metrics were computed from data
-  size_t replay_ok = 0, replay_skipped = 0;   ///< replayed operators of the target dump
+  size_t tensor_pairs_compared = 0;              ///< rows whose metrics were computed from data
+  size_t replay_ok = 0, replay_skipped = 0;      ///< replayed operators of the target dump
   std::map<std::string, size_t> verdict_counts;  ///< by VerdictName
   /// Per operator position of each dump: msprobe's call name (`Functional.linear.0.forward`, or for
   /// a portkit dump `aten::addmm.3.forward`: the name, its occurrence in that phase, the phase), and
@@ -295,8 +308,8 @@ struct OverflowOp {
 };
 
 struct OverflowReport {
-  std::string dump;      ///< as given
-  size_t operators = 0;  ///< operators in the dump
+  std::string dump;                     ///< as given
+  size_t operators = 0;                 ///< operators in the dump
   std::vector<OverflowOp> overflowing;  ///< in execution order
   /// Whether any overflowing operator is neither `deliberate` nor a `mask` carrier (the
   /// --fail-on-overflow gate).
@@ -339,8 +352,8 @@ struct ConvertOptions {
 };
 
 struct ConvertedFile {
-  std::string file;    ///< path relative to the output folder
-  std::string source;  ///< input file and tensor (HDF5 path or safetensors key)
+  std::string file;      ///< path relative to the output folder
+  std::string source;    ///< input file and tensor (HDF5 path or safetensors key)
   bool widened = false;  ///< bf16/fp8 written as float32 (.npy)
 };
 
@@ -353,7 +366,7 @@ struct ConvertProblem {
 struct ConvertReport {
   std::string input, output;  ///< as given
   ConvertType type = ConvertType::kNpy;
-  std::vector<ConvertedFile> written;  ///< in the order written (index files not included)
+  std::vector<ConvertedFile> written;    ///< in the order written (index files not included)
   std::vector<std::string> index_files;  ///< convert_index.csv of each HDF5 file
   size_t widened = 0;
   /// HDF5 objects outside the layout convention, skipped by design (notes, not errors).

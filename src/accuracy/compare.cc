@@ -1,12 +1,12 @@
 #include "accuracy/compare.h"
 
 #include <algorithm>
-#include <charconv>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -33,9 +33,9 @@
 #include "accuracy/metrics/simd.h"
 #include "accuracy/msprobe_dump.h"
 #include "accuracy/tensor_data_file.h"
+#include "core/input_files.h"
 #include "core/table.h"
 #include "core/thread_pool.h"
-#include "core/input_files.h"
 
 namespace portkit::accuracy {
 namespace fs = std::filesystem;
@@ -275,8 +275,7 @@ struct TensorStats {
   }
 
 #ifdef PORTKIT_ACCURACY_AVX2
-  PORTKIT_AVX2_FN static void AddAvx2(const double* v, size_t c, double& max, double& min, double& sum,
-                                      double& sq) {
+  PORTKIT_AVX2_FN static void AddAvx2(const double* v, size_t c, double& max, double& min, double& sum, double& sq) {
     using namespace simd;
     V4d mx = V4d{} + max, mn = V4d{} + min, s{}, q{};
     size_t i = 0;
@@ -322,7 +321,6 @@ std::string Shortest(double v) {
   return std::string(buf, r.ptr);
 }
 
-
 /// Relative error above which a one-element tensor (a scalar loss, a norm) is judged No: 10⁻³, or
 /// four roundings of the target type when that is coarser.
 double ScalarTolerance(DType target) { return std::max(1e-3, 4 * UnitRoundoff(target)); }
@@ -360,7 +358,8 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
   } else if (ts.count == 1) {
     bad = std::isnan(mre) || f.differing_nonfinite ||
           (mre > ScalarTolerance(tdtype) && mae > ToleranceFor(tdtype).small_value_atol);
-    if (bad && !f.differing_nonfinite) row.message = "one value: relative error above " + Shortest(ScalarTolerance(tdtype));
+    if (bad && !f.differing_nonfinite)
+      row.message = "one value: relative error above " + Shortest(ScalarTolerance(tdtype));
   } else {
     bad = std::isnan(cos) || std::isnan(mae) || std::isinf(mae) || f.differing_nonfinite ||
           (cos < 0.99 && mae > 0.001) || cos < 0.9 || mae > 1;
@@ -377,9 +376,7 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
 
-
 CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
-
 
 }  // namespace
 
@@ -391,7 +388,7 @@ struct PendingPair {
   size_t row = 0;
   /// Lengths of the tensor keys, which end the row's target / reference names (`op.phase.index.key`).
   uint32_t tkey_len = 0, rkey_len = 0;
-  uint32_t top = 0, rop = 0;          ///< target / reference operator positions in their dumps
+  uint32_t top = 0, rop = 0;  ///< target / reference operator positions in their dumps
   DType tdtype = DType::kUnknown, rdtype = DType::kUnknown;
   uint64_t numel = 0;
 };
@@ -510,9 +507,9 @@ class FileCache {
 constexpr uint64_t kRangeElements = uint64_t{1} << 22;  // a unit of parallel work (16 MB of fp32)
 
 /// `tfile` / `rfile`: the files holding the pair's tensors (TensorDataPath).
-void ComputeRange(const PendingPair& p, const std::string& tkey, const std::string& rkey, const fs::path& tfile, const fs::path& rfile, uint64_t begin, uint64_t end,
-                  FileCache& tcache, FileCache& rcache, std::vector<double>& nbuf, std::vector<double>& bbuf,
-                  bool avx2, Partial& out) {
+void ComputeRange(const PendingPair& p, const std::string& tkey, const std::string& rkey, const fs::path& tfile,
+                  const fs::path& rfile, uint64_t begin, uint64_t end, FileCache& tcache, FileCache& rcache,
+                  std::vector<double>& nbuf, std::vector<double>& bbuf, bool avx2, Partial& out) {
   auto tf = tcache.Get(tfile);
   auto rf = rcache.Get(rfile);
   if (!tf.ok() || !rf.ok()) {
@@ -584,8 +581,7 @@ Expected<std::map<std::string, std::string>> LoadMapping(const fs::path& file) {
       return ParseError(path + ":" + std::to_string(line_no) + ": expected `target_op,reference_op`");
     std::string t = line.substr(0, comma), r = line.substr(comma + 1);
     if (line_no == 1 && t == "target" && r == "reference") continue;
-    if (t.empty() || r.empty())
-      return ParseError(path + ":" + std::to_string(line_no) + ": empty operator name");
+    if (t.empty() || r.empty()) return ParseError(path + ":" + std::to_string(line_no) + ": empty operator name");
     out[t] = r;
   }
   return out;
@@ -669,7 +665,8 @@ void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, CompareRow& row) {
   rel("MeanRelDiff", t.mean, r.mean);
   rel("NormRelDiff", t.norm, r.norm);
   row.metrics["StatsRelDiff"] = worst;
-  const bool counts_differ = (t.nan >= 0 && r.nan >= 0 && t.nan != r.nan) || (t.inf >= 0 && r.inf >= 0 && t.inf != r.inf);
+  const bool counts_differ =
+      (t.nan >= 0 && r.nan >= 0 && t.nan != r.nan) || (t.inf >= 0 && r.inf >= 0 && t.inf != r.inf);
   const DType td = ParseDType(t.dtype), rd = ParseDType(r.dtype);
   const bool integer = !IsFloating(td) && !IsFloating(rd);
   bool bad;
@@ -681,8 +678,7 @@ void StatsOnlyRow(const DumpTensor& t, const DumpTensor& r, CompareRow& row) {
     row.message = "stats-only dump: integer data differ (checksums)";
   } else {
     bad = worst > kStatsRelTolerance && worst_abs > kStatsAbsTolerance;
-    row.message = "stats-only dump: judged from max/min/mean/l2norm (largest relative difference " +
-                  Brief(worst) + ")";
+    row.message = "stats-only dump: judged from max/min/mean/l2norm (largest relative difference " + Brief(worst) + ")";
   }
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
@@ -697,7 +693,10 @@ constexpr size_t kBatchRows = 16384;
 class BatchComputer {
  public:
   BatchComputer(const CompareOptions& options, Context& ctx, const FileNames& tfiles, const FileNames& rfiles)
-      : options_(options), log_(ctx.logger), tfiles_(tfiles), rfiles_(rfiles),
+      : options_(options),
+        log_(ctx.logger),
+        tfiles_(tfiles),
+        rfiles_(rfiles),
         limits_{options.max_view_elements},
         pool_([&] {
           int jobs = options.jobs > 0 ? options.jobs : ctx.jobs;
@@ -786,8 +785,8 @@ class BatchComputer {
       const auto tpath = TensorDataPath(options_.target, tfiles_[p.top], rows[p.row].target.data_name);
       const auto rpath = TensorDataPath(options_.reference, rfiles_[p.rop], rows[p.row].reference.data_name);
       ComputeRange(p, tname.substr(tname.size() - p.tkey_len), rname.substr(rname.size() - p.rkey_len),
-                   tpath.ok() ? *tpath : fs::path(), rpath.ok() ? *rpath : fs::path(), job.begin, job.end,
-                   tcaches_[wi], rcaches_[wi], nbufs_[wi], bbufs_[wi], avx2_, out);
+                   tpath.ok() ? *tpath : fs::path(), rpath.ok() ? *rpath : fs::path(), job.begin, job.end, tcaches_[wi],
+                   rcaches_[wi], nbufs_[wi], bbufs_[wi], avx2_, out);
       if (whole) finish(p, local);
       size_t d = ++done;
       if (show_progress && d % report_every == 0 && d < work.size())
@@ -848,26 +847,19 @@ std::string_view MatchKeyName(MatchKey key) { return key == MatchKey::kName ? "n
 
 std::string_view DivergenceStateName(DivergenceState state) {
   switch (state) {
-    case DivergenceState::kCulprit:
-      return "culprit";
-    case DivergenceState::kDrift:
-      return "drift";
-    case DivergenceState::kNone:
-      break;
+    case DivergenceState::kCulprit: return "culprit";
+    case DivergenceState::kDrift: return "drift";
+    case DivergenceState::kNone: break;
   }
   return "none";
 }
 
 std::string_view VerdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kYes:
-      return "Yes";
-    case Verdict::kNo:
-      return "No";
-    case Verdict::kNotApplicable:
-      return "N/A";
-    case Verdict::kUnmatched:
-      return "Unmatched";
+    case Verdict::kYes: return "Yes";
+    case Verdict::kNo: return "No";
+    case Verdict::kNotApplicable: return "N/A";
+    case Verdict::kUnmatched: return "Unmatched";
   }
   return "Unmatched";
 }
@@ -906,9 +898,9 @@ class RowSpill {
     PutSide(r.target), PutSide(r.reference);
     Put<uint8_t>(static_cast<uint8_t>(r.verdict));
     PutString(r.message);
-    uint8_t flags = static_cast<uint8_t>(r.compared | r.from_statistics << 1 | r.discrete << 2 | r.negligible << 3 |
-                                         r.output << 4 | r.replay << 5 | r.read_error << 6 |
-                                         r.ulp_threshold.has_value() << 7);
+    uint8_t flags =
+        static_cast<uint8_t>(r.compared | r.from_statistics << 1 | r.discrete << 2 | r.negligible << 3 | r.output << 4 |
+                             r.replay << 5 | r.read_error << 6 | r.ulp_threshold.has_value() << 7);
     Put<uint8_t>(flags);
     uint32_t present = 0;
     double values[MetricValues::kCount];
@@ -980,8 +972,8 @@ class RowSpill {
   static constexpr size_t kBufferBytes = size_t{1} << 20;
   RowSpill(int fd, fs::path dir) : fd_(fd), dir_(std::move(dir)) {}
   Status WriteError() const {
-    return IoError(dir_.string() + ": cannot write compare's rows to a temporary file there (" +
-                   std::strerror(errno) + "); free some space, or choose another -o");
+    return IoError(dir_.string() + ": cannot write compare's rows to a temporary file there (" + std::strerror(errno) +
+                   "); free some space, or choose another -o");
   }
   Status ReadError(const std::string& why) const {
     return IoError(dir_.string() + ": cannot read compare's rows back from their temporary file (" + why + ")");
@@ -996,8 +988,8 @@ class RowSpill {
   }
   void PutSide(const CompareSide& side) {
     PutString(side.name);
-    Put<uint8_t>(static_cast<uint8_t>(side.dtype.has_value() | side.shape.has_value() << 1 |
-                                      side.stats.has_value() << 2));
+    Put<uint8_t>(
+        static_cast<uint8_t>(side.dtype.has_value() | side.shape.has_value() << 1 | side.stats.has_value() << 2));
     if (side.dtype) PutString(*side.dtype);
     if (side.shape) {
       Put<uint32_t>(static_cast<uint32_t>(side.shape->size()));
@@ -1097,8 +1089,8 @@ class CompareRun {
   Status PairOperator(long ti, long ri);
   void TensorRow(const DumpOp& top, long ti, const DumpTensor& tt, const DumpOp& aligned, size_t rpos,
                  const DumpOp& replay_source, size_t replay_pos, const std::string& replay_problem);
-  void PendingRow(size_t tpos, const DumpTensor& tt, const DumpTensor& rt, size_t rop_pos,
-                  const std::string& rkey, const fs::path& tpath, const fs::path& rpath, CompareRow& row);
+  void PendingRow(size_t tpos, const DumpTensor& tt, const DumpTensor& rt, size_t rop_pos, const std::string& rkey,
+                  const fs::path& tpath, const fs::path& rpath, CompareRow& row);
   Status ReadGap(size_t t0, size_t t1, size_t r0, size_t r1);
   Status UnmatchedOp(CompareOp op, bool target);
   struct GapOp {
@@ -1208,8 +1200,7 @@ Status CompareRun::Match() {
     if ((side == 0 ? report_.target_ops : report_.reference_ops) > 0) continue;
     const fs::path& dir = side == 0 ? options_.target : options_.reference;
     const std::string& why = warnings[static_cast<size_t>(side)];
-    return ParseError(dir.string() + ": the " + (side == 0 ? "target" : "reference") +
-                      " dump has no operators (" +
+    return ParseError(dir.string() + ": the " + (side == 0 ? "target" : "reference") + " dump has no operators (" +
                       (IsMsprobeDump(dir) ? "dump.json's \"data\" holds no API or module call"
                                           : "manifest.jsonl holds no operator record") +
                       "); nothing to compare" + (why.empty() ? "" : " (" + why + ")"));
@@ -1420,10 +1411,10 @@ void CompareRun::PendingRow(size_t tpos, const DumpTensor& tt, const DumpTensor&
   const TensorInfo* ra = (*rf)->Find(rkey);
   // The data file's element type against the manifest's: a contradiction is named in the
   // row and in a warning, never left to an unexplained N/A.
-  const std::string contradiction =
-      ta && ra ? JoinNotes(DTypeContradiction(tt.dtype, *ta, **tf, tpath, tfiles_[tpos]),
-                           DTypeContradiction(rt.dtype, *ra, **rf, rpath, rfiles_[rop_pos]))
-               : std::string();
+  const std::string contradiction = ta && ra
+                                        ? JoinNotes(DTypeContradiction(tt.dtype, *ta, **tf, tpath, tfiles_[tpos]),
+                                                    DTypeContradiction(rt.dtype, *ra, **rf, rpath, rfiles_[rop_pos]))
+                                        : std::string();
   if (!contradiction.empty() && dtype_contradictions_++ < kMaxDTypeWarnings) report_.warnings.push_back(contradiction);
   if (!ta || !ra || ta->numel() != ra->numel()) {
     SetReadError(row, "tensor data missing or of another size");
@@ -1468,13 +1459,15 @@ void CompareRun::TensorRow(const DumpOp& top, long ti, const DumpTensor& tt, con
   } else if (rit == rop.tensors.end()) {
     row.message = "no tensor " + rkey + " in the reference op";
   } else if (rit->shape != tt.shape) {
-    row.message = "shape mismatch: " + ShapeText(tt.shape) + " in the target, " + ShapeText(rit->shape) + " in the reference";
+    row.message =
+        "shape mismatch: " + ShapeText(tt.shape) + " in the target, " + ShapeText(rit->shape) + " in the reference";
   } else if (!tt.note.empty() || !rit->note.empty() || Unsupported(tt.dtype) || Unsupported(rit->dtype)) {
     row.verdict = Verdict::kNotApplicable;
-    row.message = "not compared: " + (!tt.note.empty()    ? tt.note + " (target)"
-                                      : !rit->note.empty() ? rit->note + " (reference)"
-                                      : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) +
-                                            " is not supported");
+    row.message = "not compared: " +
+                  (!tt.note.empty() ? tt.note + " (target)"
+                   : !rit->note.empty()
+                       ? rit->note + " (reference)"
+                       : "element type " + (Unsupported(tt.dtype) ? tt.dtype : rit->dtype) + " is not supported");
   } else if (auto tpath = TensorDataPath(options_.target, tfiles_[tpos], tt.data_name),
              rpath = TensorDataPath(options_.reference, rfiles_[rop_pos], rit->data_name);
              !tpath.ok() || !rpath.ok()) {
@@ -1547,15 +1540,16 @@ Status CompareRun::Pair() {
   if (dtype_contradictions_ > kMaxDTypeWarnings)
     report_.warnings.push_back(std::to_string(dtype_contradictions_) +
                                " tensor pairs in all have a data file whose element type contradicts its manifest "
-                               "(the first " + std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
+                               "(the first " +
+                               std::to_string(kMaxDTypeWarnings) + " named above; the rows say which)");
   PORTKIT_RETURN_IF_ERROR(ReadGap(next_t_, report_.target_ops, next_r_, report_.reference_ops));
   for (OpWindow* w : {&*tgt_, &*ref_}) PORTKIT_RETURN_IF_ERROR(w->Finish());
   std::map<int64_t, size_t>().swap(ref_position_);
   std::vector<std::pair<long, long>>().swap(pairs_);
   TrimHeap();
   if (ReplayedTarget())
-    log_.Info("Replayed operators in the target: " + std::to_string(report_.replay_ok) + " (skipped: " +
-              std::to_string(report_.replay_skipped) + ", reasons in its manifest).");
+    log_.Info("Replayed operators in the target: " + std::to_string(report_.replay_ok) +
+              " (skipped: " + std::to_string(report_.replay_skipped) + ", reasons in its manifest).");
   PORTKIT_RETURN_IF_ERROR(Flush(true));
   if (spill_) {
     PORTKIT_RETURN_IF_ERROR(spill_->Flush());

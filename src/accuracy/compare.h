@@ -25,8 +25,8 @@ constexpr uint64_t kAlignBudget = uint64_t{20'000'000'000};
 /// small remaining regions are still aligned exactly and larger ones are left unmatched and
 /// counted in `stats` (never silently).
 std::vector<std::pair<long, long>> AlignKeys(const std::vector<std::string>& target,
-                                             const std::vector<std::string>& reference,
-                                             AlignStats* stats = nullptr, uint64_t budget = kAlignBudget);
+                                             const std::vector<std::string>& reference, AlignStats* stats = nullptr,
+                                             uint64_t budget = kAlignBudget);
 
 /// An operator's match key: `name|phase`, followed by its output shapes when `with_shapes`;
 /// `name`, when given, stands for the op's own (a rename from the mapping file).

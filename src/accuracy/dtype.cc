@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <utility>
 #include <limits>
+#include <utility>
 
 namespace portkit::accuracy {
 
@@ -62,10 +62,21 @@ std::string_view DTypeName(DType t) {
 
 size_t DTypeSize(DType t) {
   switch (t) {
-    case DType::kF64: case DType::kI64: case DType::kU64: return 8;
-    case DType::kF32: case DType::kI32: case DType::kU32: return 4;
-    case DType::kF16: case DType::kBF16: case DType::kI16: case DType::kU16: return 2;
-    case DType::kF8E4M3: case DType::kF8E5M2: case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kF64:
+    case DType::kI64:
+    case DType::kU64: return 8;
+    case DType::kF32:
+    case DType::kI32:
+    case DType::kU32: return 4;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kI16:
+    case DType::kU16: return 2;
+    case DType::kF8E4M3:
+    case DType::kF8E5M2:
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool: return 1;
     case DType::kUnknown: return 0;
   }
   return 0;
@@ -120,7 +131,8 @@ __int128 IntegerAt(DType t, const uint8_t* src, size_t i) {
     case DType::kU64: return load(uint64_t{});
     case DType::kU32: return load(uint32_t{});
     case DType::kU16: return load(uint16_t{});
-    case DType::kU8: case DType::kBool: return load(uint8_t{});
+    case DType::kU8:
+    case DType::kBool: return load(uint8_t{});
     default: return 0;
   }
 }
@@ -151,9 +163,7 @@ PORTKIT_AVX2_FN void F32ToDoubleAvx2(const uint8_t* src, size_t count, double* o
 
 void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
   switch (t) {
-    case DType::kF64:
-      std::memcpy(out, src, count * 8);
-      return;
+    case DType::kF64: std::memcpy(out, src, count * 8); return;
     case DType::kF32:
 #ifdef PORTKIT_ACCURACY_AVX2
       if (static const bool avx2 = simd::CpuHasAvx2(); avx2) return F32ToDoubleAvx2(src, count, out);
@@ -164,7 +174,8 @@ void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
         out[i] = f;
       }
       return;
-    case DType::kF16: case DType::kBF16:
+    case DType::kF16:
+    case DType::kBF16:
       for (size_t i = 0; i < count; ++i) {
         uint16_t h;
         std::memcpy(&h, src + 2 * i, 2);
@@ -222,7 +233,8 @@ void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
         out[i] = x;
       }
       return;
-    case DType::kU8: case DType::kBool:
+    case DType::kU8:
+    case DType::kBool:
       for (size_t i = 0; i < count; ++i) out[i] = src[i];
       return;
     case DType::kUnknown:
@@ -232,12 +244,21 @@ void DecodeToDouble(DType t, const uint8_t* src, size_t count, double* out) {
 }
 
 std::string TorchDTypeName(std::string_view safetensors_name) {
-  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"F64", "torch.float64"},        {"F32", "torch.float32"},        {"F16", "torch.float16"},
-      {"BF16", "torch.bfloat16"},      {"F8_E4M3", "torch.float8_e4m3fn"}, {"F8_E5M2", "torch.float8_e5m2"},
-      {"I64", "torch.int64"},          {"I32", "torch.int32"},          {"I16", "torch.int16"},
-      {"I8", "torch.int8"},            {"U64", "torch.uint64"},         {"U32", "torch.uint32"},
-      {"U16", "torch.uint16"},         {"U8", "torch.uint8"},           {"BOOL", "torch.bool"}};
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {{"F64", "torch.float64"},
+                                                                             {"F32", "torch.float32"},
+                                                                             {"F16", "torch.float16"},
+                                                                             {"BF16", "torch.bfloat16"},
+                                                                             {"F8_E4M3", "torch.float8_e4m3fn"},
+                                                                             {"F8_E5M2", "torch.float8_e5m2"},
+                                                                             {"I64", "torch.int64"},
+                                                                             {"I32", "torch.int32"},
+                                                                             {"I16", "torch.int16"},
+                                                                             {"I8", "torch.int8"},
+                                                                             {"U64", "torch.uint64"},
+                                                                             {"U32", "torch.uint32"},
+                                                                             {"U16", "torch.uint16"},
+                                                                             {"U8", "torch.uint8"},
+                                                                             {"BOOL", "torch.bool"}};
   for (const auto& [st, torch_name] : kNames)
     if (st == safetensors_name) return std::string(torch_name);
   return std::string(safetensors_name);
@@ -262,7 +283,8 @@ std::string PythonFloatRepr(double v) {
     } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
       out += digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
     } else {
-      out += digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
+      out +=
+          digits.substr(0, static_cast<size_t>(exponent) + 1) + "." + digits.substr(static_cast<size_t>(exponent) + 1);
     }
     return out;
   }

@@ -10,7 +10,22 @@ namespace portkit::accuracy {
 
 /// U16/U32/U64: torch 2.3+'s uint16/uint32/uint64 (safetensors names U16, U32, U64).
 enum class DType : uint8_t {
-  kF64, kF32, kF16, kBF16, kF8E4M3, kF8E5M2, kI64, kI32, kI16, kI8, kU64, kU32, kU16, kU8, kBool, kUnknown
+  kF64,
+  kF32,
+  kF16,
+  kBF16,
+  kF8E4M3,
+  kF8E5M2,
+  kI64,
+  kI32,
+  kI16,
+  kI8,
+  kU64,
+  kU32,
+  kU16,
+  kU8,
+  kBool,
+  kUnknown
 };
 
 DType ParseDType(std::string_view safetensors_name);

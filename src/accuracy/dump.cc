@@ -64,11 +64,14 @@ Expected<DumpReader> DumpReader::Open(const std::filesystem::path& dir, uint64_t
   }
   s->manifest = dir / "manifest.jsonl";
   // A manifest that is a FIFO or device would block the read forever; a link is not followed.
-  if (auto probe = OpenInputFile(s->manifest, Links::kRefuse); !probe.ok() && DescribeFileType(s->manifest) != "missing")
+  if (auto probe = OpenInputFile(s->manifest, Links::kRefuse);
+      !probe.ok() && DescribeFileType(s->manifest) != "missing")
     return probe.status();
   s->in.open(s->manifest);
-  if (!s->in) return NotFound(s->manifest.string() + ": no manifest; give a folder written by portkit.torch.dumper, or an "
-                              "msprobe step/rank folder holding dump.json");
+  if (!s->in)
+    return NotFound(s->manifest.string() +
+                    ": no manifest; give a folder written by portkit.torch.dumper, or an "
+                    "msprobe step/rank folder holding dump.json");
   return DumpReader(std::move(s));
 }
 
@@ -123,12 +126,10 @@ Expected<bool> DumpReader::Next(DumpOp& op) {
           op.file = s;
           // A tensor file is a name inside the dump folder, never a path out of it.
           bad |= op.file.find_first_of("/\\") != std::string::npos || op.file == ".." || op.file == ".";
-        }
-        else if (k == "overflow") {
+        } else if (k == "overflow") {
           bool b;
           if (!v.get_bool().get(b)) op.overflow = b;
-        }
-        else if (k == "replay") {
+        } else if (k == "replay") {
           simdjson::ondemand::object r;
           if (!v.get_object().get(r))
             for (auto rf : r) {
@@ -140,8 +141,7 @@ Expected<bool> DumpReader::Next(DumpOp& op) {
                 if (!rf.value().get_int64().get(ri)) op.replay_reference = ri;
               }
             }
-        }
-        else if (k == "tensors") {
+        } else if (k == "tensors") {
           simdjson::ondemand::array arr;
           if (v.get_array().get(arr)) {
             bad = true;
@@ -179,12 +179,10 @@ Expected<bool> DumpReader::Next(DumpOp& op) {
               else if (tk == "requires_grad") {
                 bool b;
                 if (!tv.get_bool().get(b)) dt.requires_grad = b ? 1 : 0;
-              }
-              else if (tk == "nan" || tk == "inf") {
+              } else if (tk == "nan" || tk == "inf") {
                 int64_t c;
                 if (!tv.get_int64().get(c)) (tk == "nan" ? dt.nan : dt.inf) = c;
-              }
-              else if (tk == "crc32") {
+              } else if (tk == "crc32") {
                 uint64_t c;
                 if (!tv.get_uint64().get(c)) dt.crc32 = static_cast<int64_t>(c);
               }
@@ -230,8 +228,7 @@ Expected<bool> DumpReader::Next(DumpOp& op) {
     else if (static_cast<uint64_t>(records) != st.count)
       why = "truncated: its end-of-dump marker counts " + std::to_string(records) + " operators, the manifest holds " +
             std::to_string(st.count);
-    else
-      st.complete = true;
+    else st.complete = true;
   }
   if (!why.empty()) {
     std::string note = dir.string() + ": " + why;

@@ -13,18 +13,18 @@
 namespace portkit::accuracy {
 
 struct DumpTensor {
-  std::string key;     ///< input.0, output.1, ...
-  std::string dtype;   ///< safetensors name
+  std::string key;    ///< input.0, output.1, ...
+  std::string dtype;  ///< safetensors name
   std::vector<int64_t> shape;
   double max = 0, min = 0, mean = 0, norm = 0;
   bool has_stats = false;
-  int64_t crc32 = -1;  ///< checksum of the exact bytes; -1 when the dump has none
+  int64_t crc32 = -1;          ///< checksum of the exact bytes; -1 when the dump has none
   int64_t nan = -1, inf = -1;  ///< counts of nan / ±inf elements; -1 when the dump has none
   /// Why the dumper kept no data for it (e.g. an element type safetensors cannot store).
   std::string note;
-  int8_t requires_grad = -1;  ///< msprobe's requires_grad: 1 / 0, -1 when the dump does not say
+  int8_t requires_grad = -1;    ///< msprobe's requires_grad: 1 / 0, -1 when the dump does not say
   bool integral_stats = false;  ///< msprobe wrote the statistics as integers (integer tensors)
-  std::string data_name;      ///< msprobe's tensor data file (tensor mode), empty otherwise
+  std::string data_name;        ///< msprobe's tensor data file (tensor mode), empty otherwise
 
   /// Whether the tensor holds inf or nan, from the counts or else the statistics; false when the
   /// manifest says nothing about it.
@@ -44,7 +44,7 @@ struct DumpOp {
   int64_t index = 0;
   std::string name, kind, phase, module, stack, file;  ///< file empty for stats-only
   bool overflow = false;
-  std::string replay_status;     ///< "ok" / "skipped" for a replayed run, else empty
+  std::string replay_status;      ///< "ok" / "skipped" for a replayed run, else empty
   int64_t replay_reference = -1;  ///< manifest index of the reference op it was replayed from
   std::string call;  ///< msprobe's name of the call (`Functional.linear.0.forward`); empty for portkit dumps
   std::vector<DumpTensor> tensors;
@@ -58,7 +58,7 @@ inline constexpr const char* kDumpEndMarker = "dump_complete.json";
 struct Dump {
   std::filesystem::path dir;
   std::vector<DumpOp> ops;
-  std::string warning;  ///< e.g. an incomplete last line, a missing end-of-dump marker
+  std::string warning;    ///< e.g. an incomplete last line, a missing end-of-dump marker
   bool complete = false;  ///< the end marker is there and counts the manifest's records
 
   /// Every operator at once (DumpReader read to the end).
@@ -67,8 +67,9 @@ struct Dump {
 
 /// A dump's operators one at a time, in execution order, so a reader need not hold them all:
 /// a portkit manifest is parsed line by line; an msprobe dump.json (one JSON document) is read as
-/// a stream, one call at a time (MsprobeDumpReader; `max_call_bytes` caps one call, 0: none). Once Next() has said there are no more, warning()
-/// and complete() are those of Dump::Load (the end-of-dump marker checked against the count).
+/// a stream, one call at a time (MsprobeDumpReader; `max_call_bytes` caps one call, 0: none). Once Next() has said
+/// there are no more, warning() and complete() are those of Dump::Load (the end-of-dump marker checked against the
+/// count).
 class DumpReader {
  public:
   static Expected<DumpReader> Open(const std::filesystem::path& dir, uint64_t max_call_bytes = uint64_t{64} << 20);

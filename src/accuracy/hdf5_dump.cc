@@ -15,8 +15,8 @@
 #include <map>
 
 #include "accuracy/hdf5_types.h"
-#include "core/subprocess.h"
 #include "core/input_files.h"
+#include "core/subprocess.h"
 
 static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t is kept as int64_t in hdf5_dump.h");
 
@@ -240,10 +240,10 @@ constexpr int64_t kAscendDataTypeBool = 9;        // bool, stored as int8
 struct DatasetPlan {
   DType dtype = DType::kUnknown;
   std::vector<int64_t> shape;
-  std::string stored;   ///< stored type when it differs from dtype
+  std::string stored;         ///< stored type when it differs from dtype
   uint64_t stored_bytes = 0;  ///< H5Dget_storage_size
-  bool widen = false;   ///< read through HDF5's integer conversion to dtype
-  std::string skip;     ///< non-empty: not a tensor, why
+  bool widen = false;         ///< read through HDF5's integer conversion to dtype
+  std::string skip;           ///< non-empty: not a tensor, why
 };
 
 Expected<DatasetPlan> PlanDataset(hid_t ds, const std::string& where) {
@@ -278,8 +278,7 @@ Expected<DatasetPlan> PlanDataset(hid_t ds, const std::string& where) {
       return ParseError(where + ": unreadable dataspace");
     uint64_t numel = 1;
     for (hsize_t d : dims) {
-      if (d > static_cast<hsize_t>(std::numeric_limits<int64_t>::max()) ||
-          (d != 0 && numel > (uint64_t{1} << 60) / d))
+      if (d > static_cast<hsize_t>(std::numeric_limits<int64_t>::max()) || (d != 0 && numel > (uint64_t{1} << 60) / d))
         return ParseError(where + ": dataspace too large");
       numel *= d;
       p.shape.push_back(static_cast<int64_t>(d));
@@ -329,10 +328,10 @@ Handle MemoryType(hid_t file_type, const DatasetPlan& p) {
 }
 
 struct RoleEntry {
-  std::string path;     ///< full dataset path
-  bool flat = false;    ///< `input.N` beside the role groups
-  long long n = 0;      ///< N of a flat entry
-  size_t order = 0;     ///< position among group entries
+  std::string path;   ///< full dataset path
+  bool flat = false;  ///< `input.N` beside the role groups
+  long long n = 0;    ///< N of a flat entry
+  size_t order = 0;   ///< position among group entries
 };
 
 /// `input.3`, `output_0` → role and N.
@@ -377,8 +376,7 @@ void ListSeqid(hid_t file, const fs::path& path, hid_t sg, const std::string& op
         if (lg.ok()) self(lg.get(), p, role, depth + 1, self);
         else out->errors.push_back(Where(path, p) + ": cannot open" + cap.Detail());
       } else {
-        out->skipped.push_back(Where(path, p) + ": " + KindName(ck) +
-                               (ck == Kind::kGroup ? " nested too deep" : ""));
+        out->skipped.push_back(Where(path, p) + ": " + KindName(ck) + (ck == Kind::kGroup ? " nested too deep" : ""));
       }
     }
   };
@@ -626,8 +624,8 @@ Status Hdf5File::Read(const Hdf5Tensor& t, size_t max_bytes,
   if (max_view_elements_ != 0 && numel > max_view_elements_ &&
       bytes > static_cast<unsigned __int128>(plan->stored_bytes) * kMaxHdf5Expansion)
     return InvalidArgument(where + ": over the limit: a dataset of shape " + ShapeText(t.shape) + " (" +
-                           std::to_string(numel) + " elements of " + std::to_string(DTypeSize(t.dtype)) + " bytes) stored in " +
-                           std::to_string(plan->stored_bytes) +
+                           std::to_string(numel) + " elements of " + std::to_string(DTypeSize(t.dtype)) +
+                           " bytes) stored in " + std::to_string(plan->stored_bytes) +
                            " bytes of the file (chunks never written read as the fill value), more than " +
                            std::to_string(max_view_elements_) + "; not read. --max-view-elements raises the limit");
   Handle ftype(H5Dget_type(ds.get()), H5Tclose);
@@ -720,8 +718,7 @@ bool Hdf5PathExists(hid_t id, const std::string& path) {
 
 }  // namespace
 
-Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
-                                        const std::vector<std::string>& names,
+Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out, const std::vector<std::string>& names,
                                         const std::vector<std::string>& destinations, bool append) {
   if (!destinations.empty() && destinations.size() != names.size())
     return InvalidArgument("-d: give one destination per -s name (" + std::to_string(names.size()) + " names, " +
@@ -777,7 +774,8 @@ Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
   result.appended = append && fs::exists(out, ec);
   if (result.appended) {
     if (H5Fis_hdf5(out.c_str()) <= 0)
-      return InvalidArgument(out.string() + ": exists and is not an HDF5 file; not appended to (give a new -o, or "
+      return InvalidArgument(out.string() +
+                             ": exists and is not an HDF5 file; not appended to (give a new -o, or "
                              "--force to replace it)");
     fs::copy_file(out, tmp, fs::copy_options::overwrite_existing, ec);
     if (ec) return fail(out.string() + ": cannot copy it to append to: " + ec.message());
@@ -786,8 +784,8 @@ Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
     Handle fout(result.appended ? H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
                                 : H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
                 H5Fclose);
-    if (!fout.ok()) return fail(out.string() + (result.appended ? ": cannot open to append" : ": cannot create") +
-                                cap.Detail());
+    if (!fout.ok())
+      return fail(out.string() + (result.appended ? ": cannot open to append" : ": cannot create") + cap.Detail());
     Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
     if (!lcpl.ok() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
       return fail(out.string() + ": HDF5 property list" + cap.Detail());

@@ -35,14 +35,15 @@
 namespace portkit::accuracy {
 
 struct Hdf5Tensor {
-  std::string op, seqid;  ///< HDF5 link names of the operator and seqid groups
-  std::string role;       ///< "input" or "output"
-  size_t index = 0;       ///< position within the role (see the order above)
-  std::string path;       ///< the dataset's full path, e.g. /add/3/input/self
+  std::string op, seqid;          ///< HDF5 link names of the operator and seqid groups
+  std::string role;               ///< "input" or "output"
+  size_t index = 0;               ///< position within the role (see the order above)
+  std::string path;               ///< the dataset's full path, e.g. /add/3/input/self
   DType dtype = DType::kUnknown;  ///< element type as read and written by convert
   std::vector<int64_t> shape;     ///< empty for a scalar dataset
   std::string stored;             ///< the stored HDF5 type when it differs from dtype's, else empty
-  uint64_t stored_bytes = 0;      ///< bytes the file holds for it (H5Dget_storage_size; compressed, or 0 when no chunk was written)
+  uint64_t stored_bytes =
+      0;  ///< bytes the file holds for it (H5Dget_storage_size; compressed, or 0 when no chunk was written)
   uint64_t numel() const {
     uint64_t n = 1;
     for (int64_t d : shape) n *= static_cast<uint64_t>(d);

@@ -51,17 +51,13 @@ Expected<Hdf5TypeMapping> MapInteger(size_t size, bool is_signed, size_t precisi
 std::string DescribeHdf5Type(const Hdf5TypeInfo& t) {
   std::string bits = std::to_string(t.size * 8) + "-bit";
   switch (t.cls) {
-    case Hdf5TypeInfo::Class::kInteger:
-      return std::string(t.is_signed ? "signed " : "unsigned ") + bits + " integer";
+    case Hdf5TypeInfo::Class::kInteger: return std::string(t.is_signed ? "signed " : "unsigned ") + bits + " integer";
     case Hdf5TypeInfo::Class::kFloat:
       return bits + " float (" + std::to_string(t.exp_size) + "-bit exponent, " + std::to_string(t.mant_size) +
              "-bit mantissa, bias " + std::to_string(t.exp_bias) + ")";
-    case Hdf5TypeInfo::Class::kEnum:
-      return bits + " enum of " + std::to_string(t.members.size()) + " members";
-    case Hdf5TypeInfo::Class::kOpaque:
-      return bits + " opaque type" + (t.tag.empty() ? "" : " '" + t.tag + "'");
-    case Hdf5TypeInfo::Class::kOther:
-      return (t.class_name.empty() ? "unknown" : t.class_name) + " type";
+    case Hdf5TypeInfo::Class::kEnum: return bits + " enum of " + std::to_string(t.members.size()) + " members";
+    case Hdf5TypeInfo::Class::kOpaque: return bits + " opaque type" + (t.tag.empty() ? "" : " '" + t.tag + "'");
+    case Hdf5TypeInfo::Class::kOther: return (t.class_name.empty() ? "unknown" : t.class_name) + " type";
   }
   return "unknown type";
 }
@@ -76,8 +72,7 @@ Expected<Hdf5TypeMapping> MapHdf5Type(const Hdf5TypeInfo& t) {
           return Hdf5TypeMapping{f.dtype, false};
       }
       return Status(ErrorCode::kUnsupported, DescribeHdf5Type(t) + " is not an IEEE binary64/32/16 or bfloat16 layout");
-    case Hdf5TypeInfo::Class::kInteger:
-      return MapInteger(t.size, t.is_signed, t.precision, t.offset, t);
+    case Hdf5TypeInfo::Class::kInteger: return MapInteger(t.size, t.is_signed, t.precision, t.offset, t);
     case Hdf5TypeInfo::Class::kEnum: {
       if (t.size == 1 && t.members.size() == 2) {
         bool has_false = false, has_true = false;
@@ -98,8 +93,7 @@ Expected<Hdf5TypeMapping> MapHdf5Type(const Hdf5TypeInfo& t) {
       return Status(ErrorCode::kUnsupported,
                     DescribeHdf5Type(t) + " is not supported (only a 16-bit 'bfloat16' tag is)");
     }
-    case Hdf5TypeInfo::Class::kOther:
-      break;
+    case Hdf5TypeInfo::Class::kOther: break;
   }
   return Status(ErrorCode::kUnsupported, DescribeHdf5Type(t) + " is not a tensor element type");
 }

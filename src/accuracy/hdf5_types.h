@@ -30,7 +30,7 @@ struct Hdf5TypeInfo {
   std::string class_name;  ///< for messages when cls is kOther (string, compound, ...)
   size_t size = 0;         ///< bytes
   bool big_endian = false;
-  bool is_signed = true;   ///< integers (enums: of the base type)
+  bool is_signed = true;             ///< integers (enums: of the base type)
   size_t precision = 0, offset = 0;  ///< significant bits and their offset
   // Floats.
   size_t sign_pos = 0, exp_pos = 0, exp_size = 0, mant_pos = 0, mant_size = 0, exp_bias = 0;

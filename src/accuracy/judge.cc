@@ -86,7 +86,7 @@ void ErrorSummary::Add(const CompareRow& r, const std::string& key) {
   // ratio for bf16 and fp8.
   DType t = RowDType(r.target);
   const char* col = t == DType::kBF16 || t == DType::kF8E4M3 || t == DType::kF8E5M2 ? "Five Thousandths Err Ratio"
-                                                                                      : "One Thousandth Err Ratio";
+                                                                                    : "One Thousandth Err Ratio";
   double q = r.metrics.at(col), c = r.metrics.at("Cosine"), m = r.metrics.at("MaxAbsErr");
   if (q < ratio || ratio_key.empty()) ratio = q, ratio_key = key;
   if (c < cos || cos_key.empty()) cos = c, cos_key = key;
@@ -109,20 +109,61 @@ bool OneOf(const std::string& op, std::initializer_list<const char*> names) {
 
 /// Operators whose outputs sum products of their inputs' elements.
 bool Contraction(const std::string& op) {
-  return OneOf(op, {"mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "dot", "mv", "addmv", "einsum",
-                    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "convolution_backward",
-                    "mkldnn_convolution", "_scaled_dot_product_attention", "scaled_dot_product_attention",
-                    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-                    "_scaled_dot_product_flash_attention", "linear_backward", "mkldnn_rnn", "_thnn_fused_lstm_cell",
-                    "_thnn_fused_gru_cell", "lstm", "gru", "rnn_tanh"}) ||
+  return OneOf(op, {"mm",
+                    "bmm",
+                    "addmm",
+                    "addbmm",
+                    "baddbmm",
+                    "matmul",
+                    "linear",
+                    "dot",
+                    "mv",
+                    "addmv",
+                    "einsum",
+                    "convolution",
+                    "_convolution",
+                    "conv1d",
+                    "conv2d",
+                    "conv3d",
+                    "convolution_backward",
+                    "mkldnn_convolution",
+                    "_scaled_dot_product_attention",
+                    "scaled_dot_product_attention",
+                    "_scaled_dot_product_flash_attention_for_cpu",
+                    "_scaled_dot_product_efficient_attention",
+                    "_scaled_dot_product_flash_attention",
+                    "linear_backward",
+                    "mkldnn_rnn",
+                    "_thnn_fused_lstm_cell",
+                    "_thnn_fused_gru_cell",
+                    "lstm",
+                    "gru",
+                    "rnn_tanh"}) ||
          op.find("backward") != std::string::npos;
 }
 
 /// Operators whose outputs add their inputs' elements (so cancel).
 bool Additive(const std::string& op) {
-  return Contraction(op) || OneOf(op, {"add", "sub", "rsub", "sum", "mean", "nansum", "cumsum", "addcmul", "addcdiv",
-                                       "index_add", "scatter_add", "sum_to_size", "var", "std", "var_mean", "std_mean",
-                                       "embedding_dense_backward", "lerp", "_foreach_add", "where"});
+  return Contraction(op) || OneOf(op, {"add",
+                                       "sub",
+                                       "rsub",
+                                       "sum",
+                                       "mean",
+                                       "nansum",
+                                       "cumsum",
+                                       "addcmul",
+                                       "addcdiv",
+                                       "index_add",
+                                       "scatter_add",
+                                       "sum_to_size",
+                                       "var",
+                                       "std",
+                                       "var_mean",
+                                       "std_mean",
+                                       "embedding_dense_backward",
+                                       "lerp",
+                                       "_foreach_add",
+                                       "where"});
 }
 
 bool Exponential(const std::string& op) {
@@ -240,7 +281,8 @@ bool DivergenceFinder::JudgeReplay(long index) {
   // The inputs' quantisation when there is no baseline: the live inputs' rounding.
   double quantisation = 0;
   for (const auto& t : tensors_)
-    if (!t.output && !t.replay && t.target != t.reference) quantisation = std::max(quantisation, UnitRoundoff(t.target));
+    if (!t.output && !t.replay && t.target != t.reference)
+      quantisation = std::max(quantisation, UnitRoundoff(t.target));
   for (const auto& t : tensors_) {
     if (!t.replay || t.baseline || !(t.compared || t.bad)) continue;
     replayed = true;
@@ -255,7 +297,8 @@ bool DivergenceFinder::JudgeReplay(long index) {
       own = std::sqrt(std::max(0.0, t.rmse * t.rmse - base->rmse * base->rmse)) / t.rms;
     // The difference of squares is a statistical estimate: its noise grows with the baseline's
     // error, a tenth of which is allowed on top.
-    const double allowed = 2 * UnitRoundoff(t.target) + Amplified(kExactInputRoundings * UnitRoundoff(t.reference), amp) +
+    const double allowed = 2 * UnitRoundoff(t.target) +
+                           Amplified(kExactInputRoundings * UnitRoundoff(t.reference), amp) +
                            (base ? kBaselineShare * base->Relative() : Amplified(2 * quantisation, carried));
     // An output holding inf (a masked score) has no finite scale: judged by its inf/nan only.
     const bool bad = t.nonfinite || (t.compared && !t.skip && t.rms > 0 && std::isfinite(t.rms) && !(own <= allowed)) ||
@@ -264,8 +307,9 @@ bool DivergenceFinder::JudgeReplay(long index) {
     d_.first_local = index, d_.basis = "replay";
     d_.evidence = t.key + " (computed from the reference's inputs) differs" +
                   (t.nonfinite ? std::string(": inf or nan")
-                               : ": relative error " + Brief(own) + (base ? " beyond its baseline's " + Brief(base->Relative()) : "") +
-                                     ", allowed " + Brief(allowed));
+                               : ": relative error " + Brief(own) +
+                                     (base ? " beyond its baseline's " + Brief(base->Relative()) : "") + ", allowed " +
+                                     Brief(allowed));
     return true;
   }
   return replayed;
@@ -295,7 +339,8 @@ DivergenceFinder::OpSummary DivergenceFinder::Summarise() const {
     const double rel = t.Relative();
     if (std::isnan(rel)) continue;
     const double x = std::isinf(allowed) ? 0 : allowed > 0 ? rel / allowed : (rel > 0 ? INFINITY : 0);
-    if (x > o.excess || o.worst_key.empty()) o.excess = x, o.worst_rel = rel, o.worst_allowed = allowed, o.worst_key = t.key;
+    if (x > o.excess || o.worst_key.empty())
+      o.excess = x, o.worst_rel = rel, o.worst_allowed = allowed, o.worst_key = t.key;
     if (t.ratio < o.worst_ratio) o.worst_ratio = t.ratio, o.ratio_key = t.key;
   }
   return o;
@@ -312,11 +357,11 @@ bool DivergenceFinder::JudgeExactInputs(long index, const OpSummary& o) {
       !(o.output_bad || o.excess > kExactInputRoundings || o.worst_ratio < kExactInputRatio))
     return false;
   d_.first_local = index, d_.basis = "inputs matched";
-  d_.evidence = o.output_bad                        ? o.bad_key + " is No, every input identical"
-                : o.excess > kExactInputRoundings   ? o.Evidence("rounding and exact inputs")
-                                                    : o.ratio_key + " error ratio " + Brief(o.worst_ratio) +
-                                                          " (share of elements within one rounding's relative "
-                                                          "tolerance), every input identical";
+  d_.evidence = o.output_bad                      ? o.bad_key + " is No, every input identical"
+                : o.excess > kExactInputRoundings ? o.Evidence("rounding and exact inputs")
+                                                  : o.ratio_key + " error ratio " + Brief(o.worst_ratio) +
+                                                        " (share of elements within one rounding's relative "
+                                                        "tolerance), every input identical";
   return true;
 }
 

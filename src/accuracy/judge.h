@@ -61,7 +61,7 @@ struct JudgedTensor {
   std::string key;  ///< `input.0`, `output.0`, `replay.output.0`, `replay.baseline.output.0`
   bool output = false, replay = false, baseline = false;
   bool compared = false, bad = false, skip = false;  ///< skip: discrete or negligible output
-  bool nonfinite = false;                             ///< an inf/nan that the other run lacks
+  bool nonfinite = false;                            ///< an inf/nan that the other run lacks
   DType target = DType::kUnknown, reference = DType::kUnknown;
   double numel = 0, rmse = 0, rms = 0, max_abs_err = 0, ratio = 1;
   double mean = 0, max_magnitude = 0;  ///< of the reference's values
@@ -116,7 +116,7 @@ class DivergenceFinder {
   bool JudgeExactInputs(long index, const OpSummary& o);
   Divergence d_;
   long current_ = -1;
-  std::string op_name_;  ///< of the current op, without namespace and overload
+  std::string op_name_;                ///< of the current op, without namespace and overload
   std::vector<JudgedTensor> tensors_;  ///< of the current op
   ErrorSummary stats_in_, stats_out_;  ///< of the current op's stats-only rows
   bool done_ = false;

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "accuracy/dtype.h"
@@ -29,12 +29,23 @@ namespace {
 /// torch dtype names as msprobe writes them (str(tensor.dtype)) → the safetensors names portkit
 /// uses; empty for a dtype portkit does not compare (complex, quantised).
 std::string DTypeFromTorch(std::string_view t) {
-  static const std::map<std::string_view, std::string_view> kNames = {
-      {"torch.float64", "F64"}, {"torch.double", "F64"},  {"torch.float32", "F32"}, {"torch.float", "F32"},
-      {"torch.float16", "F16"}, {"torch.half", "F16"},    {"torch.bfloat16", "BF16"},
-      {"torch.float8_e4m3fn", "F8_E4M3"}, {"torch.float8_e5m2", "F8_E5M2"},
-      {"torch.int64", "I64"},   {"torch.long", "I64"},    {"torch.int32", "I32"},   {"torch.int", "I32"},
-      {"torch.int16", "I16"},   {"torch.int8", "I8"},     {"torch.uint8", "U8"},    {"torch.bool", "BOOL"}};
+  static const std::map<std::string_view, std::string_view> kNames = {{"torch.float64", "F64"},
+                                                                      {"torch.double", "F64"},
+                                                                      {"torch.float32", "F32"},
+                                                                      {"torch.float", "F32"},
+                                                                      {"torch.float16", "F16"},
+                                                                      {"torch.half", "F16"},
+                                                                      {"torch.bfloat16", "BF16"},
+                                                                      {"torch.float8_e4m3fn", "F8_E4M3"},
+                                                                      {"torch.float8_e5m2", "F8_E5M2"},
+                                                                      {"torch.int64", "I64"},
+                                                                      {"torch.long", "I64"},
+                                                                      {"torch.int32", "I32"},
+                                                                      {"torch.int", "I32"},
+                                                                      {"torch.int16", "I16"},
+                                                                      {"torch.int8", "I8"},
+                                                                      {"torch.uint8", "U8"},
+                                                                      {"torch.bool", "BOOL"}};
   auto it = kNames.find(t);
   return it == kNames.end() ? std::string() : std::string(it->second);
 }
@@ -75,8 +86,7 @@ std::string ScalarText(simdjson::simdjson_result<simdjson::dom::element> value) 
 /// Adds the tensors under `e` (a tensor record, or a list/tuple/dict of them) with keys
 /// `prefix`, `prefix.0`, `prefix.name` ...; other values (ints, None, strings) are not tensors:
 /// they go to op.scalars, for msprobe's compare layout.
-void AddTensors(simdjson::dom::element e, const std::string& prefix, DumpOp& op, bool* has_data_files,
-                int depth = 0) {
+void AddTensors(simdjson::dom::element e, const std::string& prefix, DumpOp& op, bool* has_data_files, int depth = 0) {
   if (depth > 16) return;
   if (e.is_null()) {  // an argument or result that was None
     op.scalars.push_back({prefix, "", "None", op.tensors.size()});
@@ -170,7 +180,8 @@ bool SplitCallName(const std::string& key, DumpOp& op) {
 
 bool IsMsprobeDump(const std::filesystem::path& dir) {
   std::error_code ec;
-  return !std::filesystem::exists(dir / "manifest.jsonl", ec) && std::filesystem::is_regular_file(dir / "dump.json", ec);
+  return !std::filesystem::exists(dir / "manifest.jsonl", ec) &&
+         std::filesystem::is_regular_file(dir / "dump.json", ec);
 }
 
 /// The bytes of a file read forward through a 1 MiB buffer, with the JSON scanning the reader
@@ -234,13 +245,14 @@ class JsonBytes {
         if (++depth > 1024) return Broken(at, "nested more than 1024 levels deep");
         stack.push_back(static_cast<char>(c));
       } else if (c == '}' || c == ']') {
-        if (depth == 0 || stack.back() != (c == '}' ? '{' : '[')) return Broken(Offset() - 1, "a stray '" + std::string(1, static_cast<char>(c)) + "'");
+        if (depth == 0 || stack.back() != (c == '}' ? '{' : '['))
+          return Broken(Offset() - 1, "a stray '" + std::string(1, static_cast<char>(c)) + "'");
         stack.pop_back();
         if (--depth == 0) return Status::Ok();
       } else if (depth == 0) {
         // A scalar (number, true, false, null): up to the next delimiter.
-        for (int n = Peek(); n >= 0 && n != ',' && n != '}' && n != ']' && n != ' ' && n != '\n' && n != '\r' &&
-                             n != '\t';
+        for (int n = Peek();
+             n >= 0 && n != ',' && n != '}' && n != ']' && n != ' ' && n != '\n' && n != '\r' && n != '\t';
              n = Peek()) {
           if (out) {
             if (max_bytes && out->size() >= max_bytes) return OverTheLimit(limit_at, max_bytes);
@@ -264,7 +276,7 @@ class JsonBytes {
 
   Status OverTheLimit(uint64_t at, uint64_t max_bytes) const {
     const std::string cap = max_bytes % (uint64_t{1} << 20) == 0 ? std::to_string(max_bytes >> 20) + " MiB"
-                                                                  : std::to_string(max_bytes) + " bytes";
+                                                                 : std::to_string(max_bytes) + " bytes";
     return InvalidArgument(path_ + ": over the limit: the call at byte " + std::to_string(at) + " is larger than " +
                            cap + " of JSON; not read. --max-call-mb raises the limit");
   }
@@ -359,11 +371,12 @@ struct MsprobeDumpReader::State {
                 " entries with no API.N.phase name skipped (first: " + odd.front() + ")";
     if (!data_dir_usable && (data_files || task == "tensor")) {
       const std::filesystem::path data_dir = dir / kTensorDataFolder.substr(0, kTensorDataFolder.size() - 1);
-      std::string note = data_dir_link ? data_dir.string() + ": is a symbolic link; not followed: compared by the "
-                                                             "statistics in dump.json"
-                                       : file.string() + ": msprobe tensor mode without a " +
-                                             std::string(kTensorDataFolder) +
-                                             " folder beside it: compared by the statistics in dump.json";
+      std::string note = data_dir_link
+                             ? data_dir.string() +
+                                   ": is a symbolic link; not followed: compared by the "
+                                   "statistics in dump.json"
+                             : file.string() + ": msprobe tensor mode without a " + std::string(kTensorDataFolder) +
+                                   " folder beside it: compared by the statistics in dump.json";
       warning = warning.empty() ? note : warning + "; " + note;
     }
     done = true;
@@ -386,7 +399,8 @@ Expected<MsprobeDumpReader> MsprobeDumpReader::Open(const std::filesystem::path&
   std::error_code ec;
   const std::filesystem::path data_dir = dir / kTensorDataFolder.substr(0, kTensorDataFolder.size() - 1);
   s->data_dir_link = std::filesystem::is_symlink(std::filesystem::symlink_status(data_dir, ec));
-  s->data_dir_usable = !s->data_dir_link && std::filesystem::is_directory(std::filesystem::symlink_status(data_dir, ec));
+  s->data_dir_usable =
+      !s->data_dir_link && std::filesystem::is_directory(std::filesystem::symlink_status(data_dir, ec));
   JsonBytes& b = s->bytes;
   if (!b.Eat('{')) {
     if (!b.io_error().empty()) return IoError(file.string() + ": " + b.io_error());
@@ -471,7 +485,7 @@ Expected<bool> MsprobeDumpReader::Next(DumpOp& op) {
 }
 
 Expected<std::map<std::string, std::vector<std::string>>> LoadMsprobeStacks(const std::filesystem::path& dir,
-                                                                             uint64_t max_bytes) {
+                                                                            uint64_t max_bytes) {
   std::map<std::string, std::vector<std::string>> stacks;
   const std::filesystem::path file = dir / "stack.json";
   std::error_code ec;

@@ -56,7 +56,7 @@ class MsprobeDumpReader {
 /// kParse naming the file when it is not msprobe's layout of JSON; a file over `max_bytes` (0:
 /// no cap) is refused, "over the limit".
 Expected<std::map<std::string, std::vector<std::string>>> LoadMsprobeStacks(const std::filesystem::path& dir,
-                                                                             uint64_t max_bytes = uint64_t{256} << 20);
+                                                                            uint64_t max_bytes = uint64_t{256} << 20);
 
 /// Every call at once (MsprobeDumpReader read to the end).
 Expected<Dump> LoadMsprobeDump(const std::filesystem::path& dir, uint64_t max_call_bytes = kDefaultMaxCallBytes);

@@ -19,7 +19,7 @@ bool IsInput(const DumpTensor& t) { return t.key.rfind("input", 0) == 0; }
 bool WritesValuesOnPurpose(std::string_view name) {
   if (auto colons = name.rfind("::"); colons != std::string_view::npos) name.remove_prefix(colons + 2);
   while (!name.empty() && name.back() == '_') name.remove_suffix(1);  // fill_ → fill
-  if (name.rfind("_", 0) == 0) name.remove_prefix(1);                  // _to_copy stays a copy
+  if (name.rfind("_", 0) == 0) name.remove_prefix(1);                 // _to_copy stays a copy
   for (std::string_view prefix : {"empty", "new_empty", "full", "new_full", "fill", "masked_fill", "index_fill",
                                   "scalar_tensor", "lift_fresh", "where"})
     if (name.rfind(prefix, 0) == 0) return true;
@@ -83,8 +83,8 @@ Expected<OverflowReport> RunOverflow(const OverflowOptions& options, Context&) {
     any_inputs = any_inputs || has_input;
     if (reason.empty()) continue;
     OverflowOp entry{op.index, op.name, op.phase, op.module, op.stack, reason, WritesValuesOnPurpose(op.name)};
-    entry.mask = !nonfinite_key.empty() && outputs_minus_inf_only && input_mask &&
-                 reason.find("fp16") == std::string::npos;
+    entry.mask =
+        !nonfinite_key.empty() && outputs_minus_inf_only && input_mask && reason.find("fp16") == std::string::npos;
     report.overflowing.push_back(entry);
     if (nonfinite_key.empty() || entry.deliberate) continue;
     // Without inputs a mask carrier cannot be told apart by its inputs; outputs whose only

@@ -17,7 +17,8 @@ Expected<SafetensorsFile> SafetensorsFile::FromView(FileView view, const std::fi
   SafetensorsFile f;
   f.view_ = std::move(view);
   std::string_view bytes = f.view_.data();
-  if (bytes.size() < 8) return ParseError(p + ": " + std::to_string(bytes.size()) + " bytes: too short for a safetensors header");
+  if (bytes.size() < 8)
+    return ParseError(p + ": " + std::to_string(bytes.size()) + " bytes: too short for a safetensors header");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
   if (header_len > bytes.size() - 8)
@@ -58,11 +59,13 @@ Expected<SafetensorsFile> SafetensorsFile::FromView(FileView view, const std::fi
         have_dtype = true;
       } else if (k == "shape" || k == "data_offsets") {
         simdjson::ondemand::array arr;
-        if (attr.value().get_array().get(arr)) return ParseError(p + ": '" + name + "': " + std::string(k) + " is not an array");
+        if (attr.value().get_array().get(arr))
+          return ParseError(p + ": '" + name + "': " + std::string(k) + " is not an array");
         std::vector<int64_t> values;
         for (auto v : arr) {
           int64_t x;
-          if (v.get_int64().get(x) || x < 0) return ParseError(p + ": '" + name + "': " + std::string(k) + " holds a non-integer or negative value");
+          if (v.get_int64().get(x) || x < 0)
+            return ParseError(p + ": '" + name + "': " + std::string(k) + " holds a non-integer or negative value");
           values.push_back(x);
         }
         if (k == "shape") {
@@ -79,18 +82,20 @@ Expected<SafetensorsFile> SafetensorsFile::FromView(FileView view, const std::fi
     if (!have_dtype || !have_shape || !have_offsets)
       return ParseError(p + ": '" + name + "' lacks dtype, shape or data_offsets");
     if (t.begin > t.end || t.end > data_size)
-      return ParseError(p + ": '" + name + "': data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                        "] outside the " + std::to_string(data_size) + " data bytes (truncated file?)");
+      return ParseError(p + ": '" + name + "': data_offsets [" + std::to_string(t.begin) + ", " +
+                        std::to_string(t.end) + "] outside the " + std::to_string(data_size) +
+                        " data bytes (truncated file?)");
     uint64_t numel = 1;
     for (int64_t d : t.shape) {
-      if (d != 0 && numel > UINT64_MAX / static_cast<uint64_t>(d)) return ParseError(p + ": '" + name + "': shape overflows");
+      if (d != 0 && numel > UINT64_MAX / static_cast<uint64_t>(d))
+        return ParseError(p + ": '" + name + "': shape overflows");
       numel *= static_cast<uint64_t>(d);
     }
     // numel × size may wrap around; compare by division instead.
     uint64_t bytes = t.end - t.begin, size = DTypeSize(t.dtype);
     if (size == 0 || bytes % size != 0 || bytes / size != numel)
-      return ParseError(p + ": '" + name + "': " + std::to_string(t.end - t.begin) + " bytes for " + std::to_string(numel) +
-                        " elements of " + std::string(DTypeName(t.dtype)));
+      return ParseError(p + ": '" + name + "': " + std::to_string(t.end - t.begin) + " bytes for " +
+                        std::to_string(numel) + " elements of " + std::string(DTypeName(t.dtype)));
     f.tensors_.emplace(std::move(name), std::move(t));
   }
   return f;

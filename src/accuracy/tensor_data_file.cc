@@ -64,12 +64,11 @@ Status Place(TensorInfo& t, uint64_t base, uint64_t offset, std::vector<int64_t>
   if (numel > span && limits.max_view_elements != 0 && numel > limits.max_view_elements) {
     std::string strides_text;
     for (int64_t s : strides) strides_text += (strides_text.empty() ? "" : ", ") + std::to_string(s);
-    return InvalidArgument(where + ": over the limit: a view of shape " + ShapeText(t.shape) + " with strides [" +
-                           strides_text + "] reads " + std::to_string(static_cast<uint64_t>(numel)) +
-                           " elements from " + std::to_string(span) +
-                           " elements of its storage (a stride-0 or overlapping view), more than " +
-                           std::to_string(limits.max_view_elements) +
-                           "; not read. --max-view-elements raises the limit");
+    return InvalidArgument(
+        where + ": over the limit: a view of shape " + ShapeText(t.shape) + " with strides [" + strides_text +
+        "] reads " + std::to_string(static_cast<uint64_t>(numel)) + " elements from " + std::to_string(span) +
+        " elements of its storage (a stride-0 or overlapping view), more than " +
+        std::to_string(limits.max_view_elements) + "; not read. --max-view-elements raises the limit");
   }
   t.begin = base + offset * es;
   if (contiguous) {
@@ -245,9 +244,9 @@ DType NpyDType(const std::string& d, std::string* why) {
   }
   if (order != '<' && order != '|' && order != '=' && order != '>') return DType::kUnknown;
   static constexpr std::pair<std::string_view, DType> kCodes[] = {
-      {"f8", DType::kF64}, {"f4", DType::kF32}, {"f2", DType::kF16}, {"i8", DType::kI64}, {"i4", DType::kI32},
-      {"i2", DType::kI16}, {"i1", DType::kI8},  {"u8", DType::kU64}, {"u4", DType::kU32}, {"u2", DType::kU16},
-      {"u1", DType::kU8},  {"b1", DType::kBool}};
+      {"f8", DType::kF64}, {"f4", DType::kF32}, {"f2", DType::kF16}, {"i8", DType::kI64},
+      {"i4", DType::kI32}, {"i2", DType::kI16}, {"i1", DType::kI8},  {"u8", DType::kU64},
+      {"u4", DType::kU32}, {"u2", DType::kU16}, {"u1", DType::kU8},  {"b1", DType::kBool}};
   for (const auto& [c, t] : kCodes)
     if (c == code) return t;
   return DType::kUnknown;
@@ -320,9 +319,10 @@ Expected<TensorDataFile> TensorDataFile::Open(const fs::path& path, const Tensor
   } else if (StartsWith(bytes, "\x93NUMPY")) {
     st = ReadNpy(bytes, p, f.single_, f.type_name_);
   } else if (StartsWith(bytes, std::string_view("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14))) {
-    return ParseError(p + ": the legacy torch.save format (torch < 1.6, or _use_new_zipfile_serialization=False) "
-                          "is not read: save it again with torch >= 1.6, or convert the dump with "
-                          "`python -m portkit.msprobe`");
+    return ParseError(p +
+                      ": the legacy torch.save format (torch < 1.6, or _use_new_zipfile_serialization=False) "
+                      "is not read: save it again with torch >= 1.6, or convert the dump with "
+                      "`python -m portkit.msprobe`");
   } else {
     const std::string ext = path.extension().string();
     if (ext == ".pt" || ext == ".pth" || ext == ".npy" || ext == ".bin")
@@ -363,7 +363,8 @@ const uint8_t* TensorDataFile::Elements(const TensorInfo& t, uint64_t first, siz
   }
   uint8_t* out = scratch.data();
   const size_t inner = nd - 1;
-  const uint64_t inner_size = static_cast<uint64_t>(t.shape[inner]), inner_stride = static_cast<uint64_t>(t.strides[inner]);
+  const uint64_t inner_size = static_cast<uint64_t>(t.shape[inner]),
+                 inner_stride = static_cast<uint64_t>(t.strides[inner]);
   for (size_t i = 0; i < count; ++i) {
     std::memcpy(out + i * es, begin + at * es, es);
     if (++index[inner] < inner_size) {

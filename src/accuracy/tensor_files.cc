@@ -30,9 +30,7 @@ const char* NpyDescr(DType t, bool* widened) {
     case DType::kU16: return "<u2";
     case DType::kU8: return "|u1";
     case DType::kBool: return "|b1";
-    default:
-      *widened = true;
-      return "<f4";
+    default: *widened = true; return "<f4";
   }
 }
 

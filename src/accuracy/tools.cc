@@ -1,8 +1,8 @@
 // RunConvert and RunExtract (api.h): working with the tensors of one dump.
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,9 +13,9 @@
 #include "accuracy/safetensors.h"
 #include "accuracy/tensor_files.h"
 #include "core/atomic_file.h"
+#include "core/csv_writer.h"
 #include "core/input_files.h"
 #include "core/output_policy.h"
-#include "core/csv_writer.h"
 #include "core/subprocess.h"
 
 namespace portkit::accuracy {
@@ -56,9 +56,7 @@ struct Hdf5Conversion {
           c.written.push_back({body.substr(0, a), body.substr(a + 1, b - a - 1), body.substr(b + 1) == "1"});
           break;
         }
-        case 'S':
-          c.skipped.push_back(body);
-          break;
+        case 'S': c.skipped.push_back(body); break;
         case 'F': {
           size_t a = body.find('\0');
           if (a == std::string::npos) break;
@@ -66,11 +64,8 @@ struct Hdf5Conversion {
           c.failed.push_back({body.substr(a + 1), static_cast<ErrorCode>(code)});
           break;
         }
-        case 'I':
-          c.index_file = body;
-          break;
-        default:
-          break;
+        case 'I': c.index_file = body; break;
+        default: break;
       }
     }
     return c;
@@ -235,7 +230,8 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
     if (!c.index_file.empty()) report.index_files.push_back(UnderOutput(out, dir, c.index_file));
     if (run->exit_code != 0) {
       ++report.input_files_failed;
-      if (run->exit_code == 2) report.failed.push_back({path.string() + ": the conversion report was lost", ErrorCode::kInternal});
+      if (run->exit_code == 2)
+        report.failed.push_back({path.string() + ": the conversion report was lost", ErrorCode::kInternal});
       // The worker ended with a failure it did not report (the HDF5 library exited, or a
       // sanitizer stopped it): the file failed all the same, never a clean pass.
       else if (c.failed.empty())
@@ -289,9 +285,9 @@ Expected<ConvertReport> RunConvert(const ConvertOptions& options, Context& ctx) 
     }
   }
   PORTKIT_RETURN_IF_ERROR(outputs.Commit());
-  ctx.logger.Info("Wrote " + std::to_string(report.written.size()) + " ." + ext + " files to " + out.string() +
-                  (report.widened ? "; " + std::to_string(report.widened) + " bf16/fp8 tensors widened to float32"
-                                  : ""));
+  ctx.logger.Info(
+      "Wrote " + std::to_string(report.written.size()) + " ." + ext + " files to " + out.string() +
+      (report.widened ? "; " + std::to_string(report.widened) + " bf16/fp8 tensors widened to float32" : ""));
   return report;
 }
 
@@ -309,7 +305,8 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
   if (fs::is_directory(in, ec))
     for (fs::path p = fs::absolute(out, ec).lexically_normal(); p.has_relative_path(); p = p.parent_path())
       if (fs::exists(p, ec) && fs::equivalent(p, in, ec))
-        return InvalidArgument("-o " + out.string() + " is inside the input dump " + in.string() + "; give -o outside it");
+        return InvalidArgument("-o " + out.string() + " is inside the input dump " + in.string() +
+                               "; give -o outside it");
   const bool hdf5_append = !options.force && IsHdf5Input(in) && fs::is_regular_file(out, ec);
   if (!options.destination.empty() && !IsHdf5Input(in))
     return InvalidArgument("-d (a destination path) is for HDF5 dumps only");
@@ -328,8 +325,8 @@ Expected<ExtractReport> RunExtract(const ExtractOptions& options, Context& ctx) 
       std::string bytes;
       auto res = ExtractHdf5(in, out, names, options.destination, hdf5_append);
       if (!res.ok()) {
-        AppendRecord(bytes, "E" + std::to_string(static_cast<int>(res.status().code())) + '\0' +
-                                res.status().message());
+        AppendRecord(bytes,
+                     "E" + std::to_string(static_cast<int>(res.status().code())) + '\0' + res.status().message());
       } else {
         for (const auto& c : res->copied) AppendRecord(bytes, "C" + c);
         for (const auto& m : res->missing) AppendRecord(bytes, "M" + m);

@@ -16,7 +16,14 @@ namespace {
 
 enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kString, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
 enum class Callable : uint8_t {
-  kNone, kRebuildTensor, kRebuildTensorV3, kRebuildParameter, kOrderedDict, kStorageType, kUntypedStorage, kDType
+  kNone,
+  kRebuildTensor,
+  kRebuildTensorV3,
+  kRebuildParameter,
+  kOrderedDict,
+  kStorageType,
+  kUntypedStorage,
+  kDType
 };
 
 const char* KindName(Kind k) {
@@ -39,10 +46,10 @@ const char* KindName(Kind k) {
 struct Value {
   Kind kind = Kind::kNone;
   Callable callable = Callable::kNone;  ///< kGlobal
-  int64_t i = 0;    ///< kInt, kBool; the index into storages / tensors for kStorage / kTensor
-  double f = 0;     ///< kFloat
-  std::string s;    ///< kString; kGlobal: `module.name`
-  std::vector<uint32_t> items;  ///< kTuple, kList; kDict: key, value, key, value, ...
+  int64_t i = 0;                        ///< kInt, kBool; the index into storages / tensors for kStorage / kTensor
+  double f = 0;                         ///< kFloat
+  std::string s;                        ///< kString; kGlobal: `module.name`
+  std::vector<uint32_t> items;          ///< kTuple, kList; kDict: key, value, key, value, ...
 };
 
 struct Storage {
@@ -54,13 +61,27 @@ struct Storage {
 
 /// torch's dtype names (`torch.float8_e4m3fn`), as _rebuild_tensor_v3 gets them.
 DType DTypeOfTorchName(std::string_view name) {
-  static constexpr std::pair<std::string_view, DType> kNames[] = {
-      {"float64", DType::kF64}, {"double", DType::kF64}, {"float32", DType::kF32}, {"float", DType::kF32},
-      {"float16", DType::kF16}, {"half", DType::kF16}, {"bfloat16", DType::kBF16},
-      {"float8_e4m3fn", DType::kF8E4M3}, {"float8_e5m2", DType::kF8E5M2}, {"int64", DType::kI64},
-      {"long", DType::kI64}, {"int32", DType::kI32}, {"int", DType::kI32}, {"int16", DType::kI16},
-      {"short", DType::kI16}, {"int8", DType::kI8}, {"uint8", DType::kU8}, {"bool", DType::kBool},
-      {"uint16", DType::kU16}, {"uint32", DType::kU32}, {"uint64", DType::kU64}};
+  static constexpr std::pair<std::string_view, DType> kNames[] = {{"float64", DType::kF64},
+                                                                  {"double", DType::kF64},
+                                                                  {"float32", DType::kF32},
+                                                                  {"float", DType::kF32},
+                                                                  {"float16", DType::kF16},
+                                                                  {"half", DType::kF16},
+                                                                  {"bfloat16", DType::kBF16},
+                                                                  {"float8_e4m3fn", DType::kF8E4M3},
+                                                                  {"float8_e5m2", DType::kF8E5M2},
+                                                                  {"int64", DType::kI64},
+                                                                  {"long", DType::kI64},
+                                                                  {"int32", DType::kI32},
+                                                                  {"int", DType::kI32},
+                                                                  {"int16", DType::kI16},
+                                                                  {"short", DType::kI16},
+                                                                  {"int8", DType::kI8},
+                                                                  {"uint8", DType::kU8},
+                                                                  {"bool", DType::kBool},
+                                                                  {"uint16", DType::kU16},
+                                                                  {"uint32", DType::kU32},
+                                                                  {"uint64", DType::kU64}};
   for (const auto& [n, t] : kNames)
     if (n == name) return t;
   return DType::kUnknown;
@@ -161,8 +182,7 @@ class Machine {
              name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
                  std::string_view::npos)
       v.callable = Callable::kStorageType;
-    else if (module == "torch" && IsTorchDTypeName(name))
-      v.callable = Callable::kDType;
+    else if (module == "torch" && IsTorchDTypeName(name)) v.callable = Callable::kDType;
     else
       return FailAt(at, "refers to " + Printable(v.s) +
                             ", which a saved tensor does not use: refused, nothing in the file was run (accepted: "
@@ -263,7 +283,8 @@ class Machine {
           t.storage_numel = es ? s.numel / es : 0;
         }
         int64_t offset;
-        if (!IntOf(args.items[1], &offset) || offset < 0) return FailAt(at, "the tensor's storage offset is not a count");
+        if (!IntOf(args.items[1], &offset) || offset < 0)
+          return FailAt(at, "the tensor's storage offset is not a count");
         t.storage_offset = static_cast<uint64_t>(offset);
         if (!IntsOf(args.items[2], &t.shape) || !IntsOf(args.items[3], &t.strides))
           return FailAt(at, "the tensor's size or stride is not a tuple of ints");
@@ -281,16 +302,17 @@ class Machine {
       case Callable::kStorageType:
       case Callable::kUntypedStorage:
       case Callable::kDType:
-      case Callable::kNone:
-        break;
+      case Callable::kNone: break;
     }
     return FailAt(at, "calls " + f.s + ", which a saved tensor does not: refused");
   }
 
   Status Step(uint8_t op, size_t at) {
     const auto truncated = [&] { return FailAt(at, "the pickle ends inside an opcode: truncated?"); };
-    const auto underflow = [&] { return FailAt(at, "opcode '" + Printable(std::string(1, static_cast<char>(op))) +
-                                                       "' finds the stack empty: not a valid pickle"); };
+    const auto underflow = [&] {
+      return FailAt(at, "opcode '" + Printable(std::string(1, static_cast<char>(op))) +
+                            "' finds the stack empty: not a valid pickle");
+    };
     uint64_t n = 0;
     std::string_view b;
     uint32_t x = 0, y = 0;
@@ -336,7 +358,8 @@ class Machine {
         if (!Le(len, &n)) return truncated();
         Value v;
         v.kind = Kind::kInt;
-        v.i = op == 'J' ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(n))) : static_cast<int64_t>(n);
+        v.i =
+            op == 'J' ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(n))) : static_cast<int64_t>(n);
         return Push(std::move(v));
       }
       case 0x8a:
@@ -360,14 +383,14 @@ class Machine {
         std::memcpy(&v.f, &bits, 8);
         return Push(std::move(v));
       }
-      case 'X':      // BINUNICODE
-      case 0x8c:     // SHORT_BINUNICODE
-      case 0x8d:     // BINUNICODE8
-      case 'U':      // SHORT_BINSTRING
-      case 'T':      // BINSTRING
-      case 'C':      // SHORT_BINBYTES
-      case 'B':      // BINBYTES
-      case 0x8e: {   // BINBYTES8
+      case 'X':     // BINUNICODE
+      case 0x8c:    // SHORT_BINUNICODE
+      case 0x8d:    // BINUNICODE8
+      case 'U':     // SHORT_BINSTRING
+      case 'T':     // BINSTRING
+      case 'C':     // SHORT_BINBYTES
+      case 'B':     // BINBYTES
+      case 0x8e: {  // BINBYTES8
         int len = (op == 0x8c || op == 'U' || op == 'C') ? 1 : (op == 0x8d || op == 0x8e) ? 8 : 4;
         if (!Le(len, &n)) return truncated();
         if (!Take(n, &b)) return truncated();
@@ -472,8 +495,7 @@ class Machine {
         if (k != Kind::kDict && k != Kind::kTensor) return FailAt(at, std::string("BUILD on ") + KindName(k));
         return Status::Ok();
       }
-      default:
-        break;
+      default: break;
     }
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -496,13 +518,21 @@ class Machine {
 }  // namespace
 
 DType DTypeOfStorage(std::string_view name) {
-  static constexpr std::pair<std::string_view, DType> kTypes[] = {
-      {"DoubleStorage", DType::kF64},   {"FloatStorage", DType::kF32},   {"HalfStorage", DType::kF16},
-      {"BFloat16Storage", DType::kBF16}, {"LongStorage", DType::kI64},    {"IntStorage", DType::kI32},
-      {"ShortStorage", DType::kI16},    {"CharStorage", DType::kI8},     {"ByteStorage", DType::kU8},
-      {"BoolStorage", DType::kBool},    {"Float8_e4m3fnStorage", DType::kF8E4M3},
-      {"Float8_e5m2Storage", DType::kF8E5M2}, {"UInt16Storage", DType::kU16}, {"UInt32Storage", DType::kU32},
-      {"UInt64Storage", DType::kU64}};
+  static constexpr std::pair<std::string_view, DType> kTypes[] = {{"DoubleStorage", DType::kF64},
+                                                                  {"FloatStorage", DType::kF32},
+                                                                  {"HalfStorage", DType::kF16},
+                                                                  {"BFloat16Storage", DType::kBF16},
+                                                                  {"LongStorage", DType::kI64},
+                                                                  {"IntStorage", DType::kI32},
+                                                                  {"ShortStorage", DType::kI16},
+                                                                  {"CharStorage", DType::kI8},
+                                                                  {"ByteStorage", DType::kU8},
+                                                                  {"BoolStorage", DType::kBool},
+                                                                  {"Float8_e4m3fnStorage", DType::kF8E4M3},
+                                                                  {"Float8_e5m2Storage", DType::kF8E5M2},
+                                                                  {"UInt16Storage", DType::kU16},
+                                                                  {"UInt32Storage", DType::kU32},
+                                                                  {"UInt64Storage", DType::kU64}};
   for (const auto& [n, t] : kTypes)
     if (n == name) return t;
   return DType::kUnknown;

@@ -21,11 +21,11 @@
 namespace portkit::accuracy {
 
 struct PickledTensor {
-  std::string storage_type;   ///< "FloatStorage", "BFloat16Storage", ...
+  std::string storage_type;       ///< "FloatStorage", "BFloat16Storage", ...
   DType dtype = DType::kUnknown;  ///< of the storage type; kUnknown for one portkit does not compare
-  std::string storage_key;    ///< the storage's record is `<archive>/data/<storage_key>`
-  uint64_t storage_numel = 0;  ///< elements of the storage (of `dtype`; 0 when `dtype` is kUnknown and untyped)
-  uint64_t storage_offset = 0;  ///< first element of the tensor in its storage
+  std::string storage_key;        ///< the storage's record is `<archive>/data/<storage_key>`
+  uint64_t storage_numel = 0;     ///< elements of the storage (of `dtype`; 0 when `dtype` is kUnknown and untyped)
+  uint64_t storage_offset = 0;    ///< first element of the tensor in its storage
   std::vector<int64_t> shape, strides;  ///< strides in elements
   bool requires_grad = false;
 };

@@ -58,8 +58,9 @@ Expected<std::vector<ZipEntry>> ReadZipDirectory(std::string_view bytes, const s
     return bad("the zip directory (" + std::to_string(dir_size) + " bytes at " + std::to_string(dir_offset) +
                ") lies outside the file (" + std::to_string(r.size()) + " bytes): truncated?");
   }
-  if (entries > dir_size / 46) return bad("the zip directory claims " + std::to_string(entries) +
-                                          " entries in " + std::to_string(dir_size) + " bytes");
+  if (entries > dir_size / 46)
+    return bad("the zip directory claims " + std::to_string(entries) + " entries in " + std::to_string(dir_size) +
+               " bytes");
   std::vector<ZipEntry> out;
   out.reserve(static_cast<size_t>(entries));
   uint64_t at = dir_offset;

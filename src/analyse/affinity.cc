@@ -27,8 +27,7 @@ Expected<AffinityTable> AffinityTable::Load(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return AffinityTable{};  // a target without templates
   simdjson::padded_string json;
-  if (simdjson::padded_string::load(path.string()).get(json))
-    return IoError(path.string() + ": cannot read");
+  if (simdjson::padded_string::load(path.string()).get(json)) return IoError(path.string() + ": cannot read");
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   simdjson::ondemand::object root;
@@ -60,7 +59,8 @@ Expected<AffinityTable> AffinityTable::Load(const std::filesystem::path& path) {
         }
       }
       if (key == "function") t.functions.push_back({s["name"], lists["parameters"], s["replacement"]});
-      else if (key == "class") t.classes.push_back({s["name"], s["parent"], lists["init"], lists["forward"], s["replacement"]});
+      else if (key == "class")
+        t.classes.push_back({s["name"], s["parent"], lists["init"], lists["forward"], s["replacement"]});
       else if (key == "torch") t.torch.push_back({s["api"], s["replacement"], s["requires"]});
     }
   }

@@ -9,14 +9,14 @@
 #include "analyse/api.h"
 #include "analyse/custom_ops.h"
 #include "analyse/project_loader.h"
+#include "analyse/rule_docs.h"
 #include "analyse/rules/affinity_apis/rules.h"
 #include "analyse/rules/torch_apis/rules.h"
 #include "analyse/source_files.h"
-#include "analyse/rule_docs.h"
 #include "analyse/target.h"
 #include "analyse/third_party.h"
-#include "core/input_files.h"
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 #include "core/thread_pool.h"
 
 namespace portkit::analyse {
@@ -29,10 +29,10 @@ constexpr AnalyseModeInfo kModes[] = {
      "unsupported / unknown torch APIs, CUDA-only code, custom CUDA ops, precision and performance advice",
      CsvLayout::kApiFindings, "csv,json", nullptr, &RunTorchApisMode},
     {AnalyseMode::kThirdParty, "third_party",
-     "library call graph: which functions reach an unsupported API or a custom CUDA op",
-     CsvLayout::kLibraryImpact, "csv,json", nullptr, &RunThirdPartyMode},
-    {AnalyseMode::kAffinityApis, "affinity_apis", "fused-API candidates of the target",
-     CsvLayout::kAffinityCalls, "csv,json", &PrepareAffinityMode, &RunAffinityMode},
+     "library call graph: which functions reach an unsupported API or a custom CUDA op", CsvLayout::kLibraryImpact,
+     "csv,json", nullptr, &RunThirdPartyMode},
+    {AnalyseMode::kAffinityApis, "affinity_apis", "fused-API candidates of the target", CsvLayout::kAffinityCalls,
+     "csv,json", &PrepareAffinityMode, &RunAffinityMode},
     {AnalyseMode::kDynamicShape, "dynamic_shape", "instrumented copy with a runtime dynamic-shape detector",
      CsvLayout::kNone, "", &PrepareDynamicShapeMode, &RunDynamicShapeMode},
 };
@@ -169,8 +169,8 @@ std::optional<AnalyseMode> AnalyseModeByName(std::string_view name) {
 }
 
 size_t AnalyseReport::Count(Category category) const {
-  return static_cast<size_t>(std::count_if(findings.begin(), findings.end(),
-                                           [category](const Finding& f) { return f.category == category; }));
+  return static_cast<size_t>(
+      std::count_if(findings.begin(), findings.end(), [category](const Finding& f) { return f.category == category; }));
 }
 
 Status RunTorchApisMode(ModeRun& run) {
@@ -178,7 +178,8 @@ Status RunTorchApisMode(ModeRun& run) {
   RunRules(run, RuleFactory(MakeTorchApiRules), pass);
   AddCustomOpFindings(pass.custom_ops, pass.findings);
   std::vector<std::string> seen_sorted(pass.seen.begin(), pass.seen.end());
-  for (const auto& rule : MakeTorchApiProjectRules()) rule->Finish(pass.findings, seen_sorted, run.target, pass.findings);
+  for (const auto& rule : MakeTorchApiProjectRules())
+    rule->Finish(pass.findings, seen_sorted, run.target, pass.findings);
   run.report.findings = std::move(pass.findings);
   run.report.custom_ops = std::move(pass.custom_ops.ops);
   return Status::Ok();
@@ -287,13 +288,13 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& opt, Context& ctx) {
 
   log.Info("PyTorch analysis start working now, please wait for a moment.");
   log.Info("Target " + target->name() +
-           (target->list_version().empty() ? "" : ", support list of torch " + target->list_version()) +
-           ", mode " + std::string(mode.name) + ".");
+           (target->list_version().empty() ? "" : ", support list of torch " + target->list_version()) + ", mode " +
+           std::string(mode.name) + ".");
 
   ThreadPool pool(ctx.jobs);
   auto project = std::make_unique<LoadedProject>();
-  LoadOptions load{input, report.project, {report.results_dir}, opt.env_paths, opt.max_file_bytes,
-                   target->facts().DeviceMethods()};
+  LoadOptions load{input,         report.project,     {report.results_dir},
+                   opt.env_paths, opt.max_file_bytes, target->facts().DeviceMethods()};
   load.exclude_globs = opt.exclude;
   LoadProject(load, log, pool, *project);
   run.project = project.get();

@@ -5,8 +5,8 @@
 
 namespace portkit::analyse {
 
-Finding& RuleContext::Report(TSNode node, std::string op, std::string tip, Category category,
-                             Confidence confidence, std::string_view rule) {
+Finding& RuleContext::Report(TSNode node, std::string op, std::string tip, Category category, Confidence confidence,
+                             std::string_view rule) {
   Finding f;
   f.file = file;
   f.start_line = StartLine(node);
@@ -33,15 +33,12 @@ std::vector<std::string> ParameterNames(const PySyntax& syn, TSNode def, std::st
     TSNode name_node{};
     switch (syn.Kind(p)) {
       case NodeKind::kIdentifier: name_node = p; break;
-      case NodeKind::kTypedParameter: case NodeKind::kListSplatPattern:
-      case NodeKind::kDictionarySplatPattern:
-        name_node = ts_node_named_child(p, 0);
-        break;
-      case NodeKind::kDefaultParameter: case NodeKind::kTypedDefaultParameter:
-        name_node = ts_node_child_by_field_id(p, syn.f_name);
-        break;
-      default:
-        continue;
+      case NodeKind::kTypedParameter:
+      case NodeKind::kListSplatPattern:
+      case NodeKind::kDictionarySplatPattern: name_node = ts_node_named_child(p, 0); break;
+      case NodeKind::kDefaultParameter:
+      case NodeKind::kTypedDefaultParameter: name_node = ts_node_child_by_field_id(p, syn.f_name); break;
+      default: continue;
     }
     if (ts_node_is_null(name_node)) continue;
     std::string name(NodeText(name_node, src));
@@ -56,8 +53,7 @@ namespace {
 /// Hands walker events to every rule and records what the project-level steps need.
 class RuleDispatcher : public EventSink {
  public:
-  RuleDispatcher(const std::vector<std::unique_ptr<Rule>>& rules, RuleContext& ctx,
-                 FileAnalysis& out)
+  RuleDispatcher(const std::vector<std::unique_ptr<Rule>>& rules, RuleContext& ctx, FileAnalysis& out)
       : rules_(rules), ctx_(ctx), out_(out) {}
   void Watch(const std::string& name) {
     const auto* watched = ctx_.data.watched_names;
@@ -67,11 +63,10 @@ class RuleDispatcher : public EventSink {
     for (const auto& q : ev.lookup) Watch(q);
     if (!ev.method.empty()) Watch("." + std::string(ev.method));
     std::string callee = CalledFunction(ev.callee);
-    std::string class_name = ev.callee.kind == ValueKind::kUserClass && ev.callee.cls
-                                 ? ev.callee.cls->QualifiedName() : std::string();
+    std::string class_name =
+        ev.callee.kind == ValueKind::kUserClass && ev.callee.cls ? ev.callee.cls->QualifiedName() : std::string();
     if (!callee.empty() || !class_name.empty()) {
-      out_.calls.push_back({ctx_.function, callee, class_name, ctx_.file, StartLine(ev.node),
-                            EndLine(ev.node)});
+      out_.calls.push_back({ctx_.function, callee, class_name, ctx_.file, StartLine(ev.node), EndLine(ev.node)});
     }
     for (const auto& r : rules_) r->OnCall(ev, ctx_);
   }
@@ -96,11 +91,9 @@ class RuleDispatcher : public EventSink {
   void OnFunction(const std::string& qualname, TSNode def) override {
     ctx_.function = qualname;
     if (!qualname.empty())
-      out_.definitions.push_back({qualname, ctx_.file, StartLine(def),
-                                  ParameterNames(ctx_.syntax, def, ctx_.source)});
+      out_.definitions.push_back({qualname, ctx_.file, StartLine(def), ParameterNames(ctx_.syntax, def, ctx_.source)});
   }
-  void OnSubscriptAssign(TSNode assignment, TSNode target, const Value& base,
-                         const Value& index) override {
+  void OnSubscriptAssign(TSNode assignment, TSNode target, const Value& base, const Value& index) override {
     for (const auto& r : rules_) r->OnSubscriptAssign(assignment, target, base, index, ctx_);
   }
 
@@ -112,9 +105,8 @@ class RuleDispatcher : public EventSink {
 
 }  // namespace
 
-std::vector<FileAnalysis> AnalyseFiles(LoadedProject& project, const RuleData& data,
-                                       const RuleFactory& make_rules, ThreadPool& pool,
-                                       Logger& log) {
+std::vector<FileAnalysis> AnalyseFiles(LoadedProject& project, const RuleData& data, const RuleFactory& make_rules,
+                                       ThreadPool& pool, Logger& log) {
   std::vector<FileAnalysis> results(project.py.size());
   Progress progress(log, project.stats.python_analysed);
   const Target* target = data.target;

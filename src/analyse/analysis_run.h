@@ -14,8 +14,8 @@ namespace portkit::analyse {
 
 /// A call from project code to a project function or class.
 struct CallRecord {
-  std::string caller;  ///< qualified name of the calling function; empty at module level
-  std::string callee;  ///< qualified name of the function that runs (a class's __init__, ...)
+  std::string caller;      ///< qualified name of the calling function; empty at module level
+  std::string callee;      ///< qualified name of the function that runs (a class's __init__, ...)
   std::string class_name;  ///< the class instantiated, when the call creates an instance
   std::string file;
   uint32_t start_line = 0, end_line = 0;
@@ -39,9 +39,8 @@ struct FileAnalysis {
 using RuleFactory = std::function<std::vector<std::unique_ptr<Rule>>()>;
 
 /// Runs the rules over every analysable file of `project` (progress is logged per file).
-std::vector<FileAnalysis> AnalyseFiles(LoadedProject& project, const RuleData& data,
-                                       const RuleFactory& make_rules, ThreadPool& pool,
-                                       Logger& log);
+std::vector<FileAnalysis> AnalyseFiles(LoadedProject& project, const RuleData& data, const RuleFactory& make_rules,
+                                       ThreadPool& pool, Logger& log);
 
 /// Parameter names of a function_definition node.
 std::vector<std::string> ParameterNames(const PySyntax& syn, TSNode def, std::string_view src);

@@ -64,7 +64,7 @@ struct AnalyseOptions {
   std::filesystem::path output;  ///< results go to <output>/<basename(input)>_analysis/
   std::string version;           ///< torch version of the analysed code; empty = newest list
   AnalyseMode mode = AnalyseMode::kTorchApis;
-  std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
+  std::string target;                  ///< a name under data/targets or a folder with a target.json; empty = default
   std::vector<std::string> env_paths;  ///< extra import roots used to resolve names
   std::vector<std::string> api_files;  ///< full_unsupported_results.csv of earlier third_party runs
   /// Files left out of the analysis: shell globs on paths relative to `input` (a glob matching a
@@ -100,15 +100,15 @@ struct InstrumentedCopy {
 
 struct AnalyseReport {
   AnalyseMode mode = AnalyseMode::kTorchApis;
-  std::string target;        ///< target name
-  std::string list_version;  ///< torch version of the support list used ("2.1"), may be empty
-  std::string project;       ///< basename(input): the first component of every display path
-  std::filesystem::path input;  ///< the analysed folder (absolute): display paths are below it
+  std::string target;                 ///< target name
+  std::string list_version;           ///< torch version of the support list used ("2.1"), may be empty
+  std::string project;                ///< basename(input): the first component of every display path
+  std::filesystem::path input;        ///< the analysed folder (absolute): display paths are below it
   std::filesystem::path results_dir;  ///< <output>/<project>_analysis, created by the run
   std::vector<Finding> findings;      ///< sorted, no duplicates
   FileStats files;
-  std::vector<FileProblem> problems;  ///< skipped files, syntax errors, symlink loops, ...
-  std::vector<CustomOp> custom_ops;   ///< registered from C++/CUDA sources
+  std::vector<FileProblem> problems;       ///< skipped files, syntax errors, symlink loops, ...
+  std::vector<CustomOp> custom_ops;        ///< registered from C++/CUDA sources
   std::vector<AffectedFunction> affected;  ///< third_party: library functions reaching an offence
   InstrumentedCopy copy;                   ///< dynamic_shape
 
@@ -128,16 +128,16 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx);
 struct MigrateOptions {
   std::filesystem::path input;   ///< folder of the project to migrate
   std::filesystem::path output;  ///< the copy goes to <output>/<basename(input)>_msft/
-  std::string target;  ///< a name under data/targets or a folder with a target.json; empty = default
-  bool unsafe = false;  ///< also apply affinity replacements that may change numerics
+  std::string target;            ///< a name under data/targets or a folder with a target.json; empty = default
+  bool unsafe = false;           ///< also apply affinity replacements that may change numerics
   /// torch version of the code ("2.1.0"; empty = newest list): APIs its support list marks
   /// unsupported are left unchanged with a warning.
   std::string version;
   /// Only add the target's transfer_import line (run-time mapping of CUDA calls) to the entry
   /// scripts: `entries`, or every file with a top-level `if __name__ == "__main__":`.
   bool transfer_only = false;
-  std::vector<std::string> entries;  ///< paths relative to the input folder (with transfer_only)
-  std::string python = "python3";    ///< the CPython that checks every migrated file
+  std::vector<std::string> entries;                    ///< paths relative to the input folder (with transfer_only)
+  std::string python = "python3";                      ///< the CPython that checks every migrated file
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;  ///< larger Python files are copied unchanged
   /// Write into an existing <output>/<basename>_msft/ that an earlier `portkit migrate` did not
   /// create (refused otherwise: kInvalidArgument).
@@ -168,7 +168,7 @@ struct MigrateReport {
   std::string list_version;            ///< torch version of the support list used, may be empty
   std::vector<MigrateChange> changes;  ///< by file, then position
   size_t files_changed = 0;
-  size_t files_copied = 0;             ///< every file of the copy (changed ones included)
+  size_t files_copied = 0;  ///< every file of the copy (changed ones included)
   /// Files copied unchanged and why: the loader's problems (skipped files, syntax errors), kind
   /// "not_migrated" for a rewrite that would not parse or compile (the file is left unchanged);
   /// also "unsupported_api" (an API the target does not support, left unchanged at that line) and

@@ -84,8 +84,7 @@ bool HasDefault(std::string_view item) {
 }
 
 // Parameter names and defaults of a schema or declaration list ("Tensor x, int k=1, *, bool f").
-void SignatureFromParams(std::string_view params, int* min_args, int* max_args,
-                         std::vector<std::string>* names) {
+void SignatureFromParams(std::string_view params, int* min_args, int* max_args, std::vector<std::string>* names) {
   int count = 0, required = 0;
   names->clear();
   for (std::string_view item : SplitTopLevel(params)) {
@@ -158,7 +157,9 @@ void ForEachDefinition(std::string_view t, Found found) {
   auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (size_t brace = t.find('{'); brace != std::string_view::npos; brace = t.find('{', brace + 1)) {
     size_t i = brace;
-    auto skip_space = [&] { while (i > 0 && space(t[i - 1])) --i; };
+    auto skip_space = [&] {
+      while (i > 0 && space(t[i - 1])) --i;
+    };
     auto drop_word = [&](std::string_view w) {
       if (i >= w.size() && t.substr(i - w.size(), w.size()) == w) {
         i -= w.size();
@@ -181,7 +182,10 @@ void ForEachDefinition(std::string_view t, Found found) {
       if (c == ')') {
         if (++depth > 1) break;
       } else if (c == '(') {
-        if (depth == 0) { open = j; break; }
+        if (depth == 0) {
+          open = j;
+          break;
+        }
         --depth;
       }
     }
@@ -260,7 +264,8 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
   std::string owned = BlankComments(text);
   text = owned;
   {
-    std::string_view ext = std::string_view(display_path).substr(std::min(display_path.size(), display_path.rfind('.')));
+    std::string_view ext =
+        std::string_view(display_path).substr(std::min(display_path.size(), display_path.rfind('.')));
     scan.mentions_cuda = ext == ".cu" || ext == ".cuh" || text.find("__global__") != std::string_view::npos;
     for (size_t i = 0; !scan.mentions_cuda && i + 4 <= text.size(); ++i) {
       if ((text[i] | 0x20) == 'c' && (text[i + 1] | 0x20) == 'u' && (text[i + 2] | 0x20) == 'd' &&
@@ -302,7 +307,8 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
                                       {"TORCH_LIBRARY_IMPL", true},
                                       {"TORCH_LIBRARY", true}};
   static const std::regex kPyClass(R"re(py::class_\s*<\s*([\w:]+)[^(;]*>\s*\(\s*\w+\s*,\s*"(\w+)")re");
-  static const std::regex kTorchDef(R"re(\.\s*def\s*\(\s*(?:TORCH_SELECTIVE_SCHEMA\s*\()?\s*"(\w+)(?:\.\w+)?\s*(\(([^"]*)\))?[^"]*"\s*(?:\)\s*)?(?:,\s*&?\s*([\w:]+))?)re");
+  static const std::regex kTorchDef(
+      R"re(\.\s*def\s*\(\s*(?:TORCH_SELECTIVE_SCHEMA\s*\()?\s*"(\w+)(?:\.\w+)?\s*(\(([^"]*)\))?[^"]*"\s*(?:\)\s*)?(?:,\s*&?\s*([\w:]+))?)re");
   static const std::regex kTorchImpl(R"re(\.\s*impl\s*\(\s*"(\w+)"\s*,\s*(?:TORCH_FN\s*\(\s*)?&?\s*([\w:]+))re");
   static const std::regex kTorchClass(R"re(\.\s*class_\s*<[^>]*>\s*\(\s*"(\w+)")re");
   for (const auto& macro : kMacros) {
@@ -410,8 +416,8 @@ CppScan ScanCppSource(std::string_view text, const std::string& display_path) {
           int min_args = -1, count = -1;
           std::vector<std::string> names;
           if ((*it)[2].matched) SignatureFromParams((*it)[3].str(), &min_args, &count, &names);
-          CustomOp& op = add((*it)[1], count, (*it)[4].matched ? (*it)[4].str() : "",
-                             static_cast<size_t>(it->position()));
+          CustomOp& op =
+              add((*it)[1], count, (*it)[4].matched ? (*it)[4].str() : "", static_cast<size_t>(it->position()));
           op.min_args = min_args;
           op.arg_names = std::move(names);
         }
@@ -547,13 +553,15 @@ void CustomOpTable::Link(std::vector<CppScan> scans, const std::vector<Extension
     target_kernels.insert(name.substr(0, name.size() - device_suffix.size()));
   };
   for (const auto& s : scans) {
-    for (const auto& [name, range] : s.function_ranges) add_target_kernel(name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1));
+    for (const auto& [name, range] : s.function_ranges)
+      add_target_kernel(name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1));
     std::string base = s.path.substr(s.path.rfind('/') + 1);
     add_target_kernel(base.substr(0, base.find('.')));
   }
   auto is_target_key = [&](const std::string& key) {
-    return !target_device.empty() && (key == "PrivateUse1" || key == "AutogradPrivateUse1" ||
-                                      lower(key) == lower(target_device) || lower(key) == "autograd" + lower(target_device));
+    return !target_device.empty() &&
+           (key == "PrivateUse1" || key == "AutogradPrivateUse1" || lower(key) == lower(target_device) ||
+            lower(key) == "autograd" + lower(target_device));
   };
   auto has_target_kernel = [&](const CustomOp& op) {
     if (target_device.empty()) return false;
@@ -649,8 +657,7 @@ bool Fits(const CustomOp& op, const CallShape& call) {
   if (!op.arg_names.empty()) {
     for (std::string_view kw : call.keywords) {
       auto at = std::find(op.arg_names.begin(), op.arg_names.end(), kw);
-      if (at == op.arg_names.end() || static_cast<size_t>(at - op.arg_names.begin()) < call.positional)
-        return false;
+      if (at == op.arg_names.end() || static_cast<size_t>(at - op.arg_names.begin()) < call.positional) return false;
     }
   }
   bool open = call.star || (call.double_star && !op.arg_names.empty());
@@ -663,8 +670,8 @@ const CustomOp* CustomOpTable::Match(std::string_view name, const CallShape& cal
                                      std::string_view receiver_module) const {
   auto it = by_name.find(std::string(name));
   if (it == by_name.end()) return nullptr;
-  const CustomOp* unplaced = nullptr;  // a fitting registration whose module is unknown
-  const CustomOp* elsewhere = nullptr; // a fitting registration of another, known module
+  const CustomOp* unplaced = nullptr;   // a fitting registration whose module is unknown
+  const CustomOp* elsewhere = nullptr;  // a fitting registration of another, known module
   for (size_t idx : it->second) {
     const CustomOp& op = ops[idx];
     if (!Fits(op, call)) continue;
@@ -705,8 +712,7 @@ bool CustomOpTable::PythonMethodFits(std::string_view name, const CallShape& cal
 
 std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view text) {
   std::vector<ExtensionBuild> out;
-  if (text.find("sources") == std::string_view::npos && text.find("Extension(") == std::string_view::npos)
-    return out;
+  if (text.find("sources") == std::string_view::npos && text.find("Extension(") == std::string_view::npos) return out;
   struct Builder {
     std::string_view name;
     ExtensionBuild::Kind kind;
@@ -720,7 +726,8 @@ std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view text) {
     size_t dot = lit.rfind('.');
     if (dot == std::string_view::npos) return false;
     std::string_view ext = lit.substr(dot);
-    if (lit.find('*') != std::string_view::npos || lit.find('{') != std::string_view::npos) return false;  // globs, templates
+    if (lit.find('*') != std::string_view::npos || lit.find('{') != std::string_view::npos)
+      return false;  // globs, templates
     return ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".cu" || ext == ".c";
   };
   for (size_t pos = text.find('('); pos != std::string_view::npos; pos = text.find('(', pos + 1)) {
@@ -748,7 +755,8 @@ std::vector<ExtensionBuild> ScanExtensionBuilds(std::string_view text) {
           named = true;
         }
       }
-      if ((named || (i == 0 && build.module.empty())) && !value.empty() && (value.front() == '"' || value.front() == '\'')) {
+      if ((named || (i == 0 && build.module.empty())) && !value.empty() &&
+          (value.front() == '"' || value.front() == '\'')) {
         size_t end = SkipLiteral(value, 0);
         std::string_view lit = value.substr(1, end >= 2 ? end - 2 : 0);
         if (!is_source(lit)) build.module = std::string(lit.substr(lit.rfind('.') + 1));

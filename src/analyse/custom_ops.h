@@ -2,27 +2,27 @@
 /// Custom CUDA operators registered from C++/CUDA sources: `PYBIND11_MODULE` (m.def, py::class_)
 /// and `TORCH_LIBRARY` / `TORCH_LIBRARY_FRAGMENT` / `TORCH_LIBRARY_IMPL` (m.def, m.impl,
 /// m.class_), and ops declared from Python with torch.utils.cpp_extension.load_inline.
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
-#include <cstdint>
 #include <vector>
 
 namespace portkit::analyse {
 
 struct CustomOp {
-  std::string name;       ///< Python-visible name ("nms_cuda")
-  std::string ns;         ///< TORCH_LIBRARY namespace, empty for pybind11
-  int arg_count = -1;     ///< most arguments a call passes; -1 when the signature was not found
-  int min_args = -1;      ///< fewest (arguments without a default); -1: the same as arg_count
+  std::string name;    ///< Python-visible name ("nms_cuda")
+  std::string ns;      ///< TORCH_LIBRARY namespace, empty for pybind11
+  int arg_count = -1;  ///< most arguments a call passes; -1 when the signature was not found
+  int min_args = -1;   ///< fewest (arguments without a default); -1: the same as arg_count
   /// Parameter names where registered (`py::arg("x")`, a TORCH_LIBRARY schema), in order; empty
   /// when unknown (a pybind11 function without py::arg takes positional arguments only).
   std::vector<std::string> arg_names;
   std::string dispatch_key;  ///< TORCH_LIBRARY_IMPL's dispatch key ("CPU", "CUDA"), else empty
-  std::string file;       ///< display path of the registering source
+  std::string file;          ///< display path of the registering source
   uint32_t line = 0;
-  std::string how;        ///< "PYBIND11_MODULE", "TORCH_LIBRARY", ...
+  std::string how;  ///< "PYBIND11_MODULE", "TORCH_LIBRARY", ...
   /// Python module names the registration is importable as (the last component of a
   /// `PYBIND11_MODULE(name, m)` literal or of the `name=` of the build that compiles the file:
   /// `CUDAExtension("pkg.xentropy_cuda", [...])` → "xentropy_cuda"); empty when unknown.
@@ -70,10 +70,10 @@ struct CppScan {
 
 /// How a Python call passes its arguments.
 struct CallShape {
-  size_t positional = 0;                  ///< plain positional arguments
-  std::vector<std::string_view> keywords; ///< names of keyword arguments
-  bool star = false;                      ///< `*args`
-  bool double_star = false;               ///< `**kwargs`
+  size_t positional = 0;                   ///< plain positional arguments
+  std::vector<std::string_view> keywords;  ///< names of keyword arguments
+  bool star = false;                       ///< `*args`
+  bool double_star = false;                ///< `**kwargs`
 };
 
 CppScan ScanCppSource(std::string_view text, const std::string& display_path);
@@ -107,8 +107,7 @@ struct CustomOpTable {
   /// `receiver_module`: the module the call goes through when known (`xentropy_cuda` in
   /// `xentropy_cuda.forward(...)`): registrations importable under that name are preferred, and
   /// registrations known to belong to other modules do not match.
-  const CustomOp* Match(std::string_view name, const CallShape& call,
-                        std::string_view receiver_module = {}) const;
+  const CustomOp* Match(std::string_view name, const CallShape& call, std::string_view receiver_module = {}) const;
 
   /// The op `name` of the extension module `module` that the call fits, or null.
   const CustomOp* MatchInModule(std::string_view name, const CallShape& call, std::string_view module) const;

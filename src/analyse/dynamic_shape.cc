@@ -5,8 +5,8 @@
 
 #include "analyse/rules/affinity_apis/rules.h"
 #include "analyse/walker.h"
-#include "core/input_files.h"
 #include "core/atomic_file.h"
+#include "core/input_files.h"
 
 namespace portkit::analyse {
 namespace fs = std::filesystem;
@@ -32,8 +32,8 @@ bool DataLikeText(std::string_view text) {
 
 // Builtins that take an iterable (or its length) but return no data to loop over.
 bool ReturnsNoData(std::string_view callee) {
-  for (const char* n : {"len", "range", "print", "str", "repr", "int", "float", "bool", "isinstance",
-                        "hasattr", "getattr", "setattr", "type", "id", "sum", "min", "max", "any", "all"})
+  for (const char* n : {"len", "range", "print", "str", "repr", "int", "float", "bool", "isinstance", "hasattr",
+                        "getattr", "setattr", "type", "id", "sum", "min", "max", "any", "all"})
     if (callee == n) return true;
   return false;
 }
@@ -102,7 +102,8 @@ class LoopFinder : public EventSink {
       if (!kept_for_next) return true;
       std::string pipeline = DataPipelineClass(syn_, c, src_);
       if (!pipeline.empty()) {
-        Reject(c, arg_text, "inside the data-pipeline class " + pipeline + " (it fetches samples; it is not the training loop)");
+        Reject(c, arg_text,
+               "inside the data-pipeline class " + pipeline + " (it fetches samples; it is not the training loop)");
         return true;
       }
       WrappedLoop loop;
@@ -129,7 +130,8 @@ class LoopFinder : public EventSink {
     if (data) {
       std::string pipeline = DataPipelineClass(syn_, for_node, src_);
       if (!pipeline.empty()) {
-        Reject(for_node, text, "inside the data-pipeline class " + pipeline + " (it fetches samples; it is not the training loop)");
+        Reject(for_node, text,
+               "inside the data-pipeline class " + pipeline + " (it fetches samples; it is not the training loop)");
         return;
       }
     } else {
@@ -170,8 +172,7 @@ class LoopFinder : public EventSink {
     if (value.kind == ValueKind::kInstance && value.name.size() >= 10 &&
         value.name.compare(value.name.size() - 10, 10, "DataLoader") == 0)
       return true;
-    if (value.kind == ValueKind::kUserInstance && value.cls && LoaderLikeName(value.cls->name))
-      return true;
+    if (value.kind == ValueKind::kUserInstance && value.cls && LoaderLikeName(value.cls->name)) return true;
     return false;
   }
 
@@ -224,11 +225,15 @@ class LoopFinder : public EventSink {
 
 bool IsCompound(NodeKind k) {
   switch (k) {
-    case NodeKind::kFunctionDefinition: case NodeKind::kClassDefinition:
-    case NodeKind::kDecoratedDefinition: case NodeKind::kIfStatement: case NodeKind::kForStatement:
-    case NodeKind::kWhileStatement: case NodeKind::kTryStatement: case NodeKind::kWithStatement:
-    case NodeKind::kComment:
-      return true;
+    case NodeKind::kFunctionDefinition:
+    case NodeKind::kClassDefinition:
+    case NodeKind::kDecoratedDefinition:
+    case NodeKind::kIfStatement:
+    case NodeKind::kForStatement:
+    case NodeKind::kWhileStatement:
+    case NodeKind::kTryStatement:
+    case NodeKind::kWithStatement:
+    case NodeKind::kComment: return true;
     default:
       // match statements and anything else unknown: treat as compound to stay safe.
       return k == NodeKind::kOther;
@@ -245,20 +250,21 @@ std::string ImportPrefix(int depth) {
 
 }  // namespace
 
-std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src,
-                                       const ModuleSummary& summary, ProjectIndex& index,
-                                       std::vector<RejectedLoop>* rejected) {
+std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary,
+                                       ProjectIndex& index, std::vector<RejectedLoop>* rejected) {
   std::vector<WrappedLoop> loops;
   LoopFinder finder(syn, src.source, loops, rejected);
   finder.FindIteratorsForNext(src.root());
-  FileWalker(syn, src, summary, index, [](const std::string&) { return false; }, finder).Run();
+  FileWalker(
+      syn, src, summary, index, [](const std::string&) { return false; }, finder)
+      .Run();
   std::sort(loops.begin(), loops.end(),
             [](const WrappedLoop& a, const WrappedLoop& b) { return a.start_byte < b.start_byte; });
   return loops;
 }
 
-std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
-                             const std::vector<WrappedLoop>& loops, int depth, std::string* warning) {
+std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src, const std::vector<WrappedLoop>& loops,
+                             int depth, std::string* warning) {
   const std::string& text = src.source;
   // Line starts; the first line starts after a BOM, which stays the file's first bytes.
   const size_t bom = StartsWithBom(text) ? kUtf8Bom.size() : 0;
@@ -334,12 +340,14 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
   }
   size_t row_byte = line_start[static_cast<size_t>(insert_row)];
   size_t shift = 0;
-  for (const auto& l : loops) if (l.start_byte < row_byte) shift += std::string("DETECTOR.start()").size();
+  for (const auto& l : loops)
+    if (l.start_byte < row_byte) shift += std::string("DETECTOR.start()").size();
   row_byte += shift;
   for (const auto& l : loops) {
     if (l.module_level && l.line <= static_cast<uint32_t>(insert_row)) {
-      if (warning) *warning = "a module-level loop at line " + std::to_string(l.line) +
-                              " runs before the DETECTOR import (line " + std::to_string(insert_row + 1) + ")";
+      if (warning)
+        *warning = "a module-level loop at line " + std::to_string(l.line) + " runs before the DETECTOR import (line " +
+                   std::to_string(insert_row + 1) + ")";
     }
   }
   size_t line_end = out.find_first_of("\r\n", row_byte);
@@ -351,7 +359,7 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
     out.insert(row_byte, prefix);
   } else {
     out.insert(row_byte + first, prefix + "  ");  // before a comment
-    out.erase(row_byte, first);  // the comment line's leading spaces would be an indent
+    out.erase(row_byte, first);                   // the comment line's leading spaces would be an indent
   }
   return out;
 }
@@ -361,7 +369,8 @@ Status PrepareDynamicShapeMode(ModeRun& run) {
   const fs::path python_root = FindPythonDir();
   const fs::path python_dir = python_root / "portkit" / "dynamic_shape";
   if (python_root.empty() || !fs::exists(python_dir / "hook.py", ec))
-    return NotFound("detector sources not found" + (python_root.empty() ? std::string() : " in " + python_dir.string()) +
+    return NotFound("detector sources not found" +
+                    (python_root.empty() ? std::string() : " in " + python_dir.string()) +
                     " (set PORTKIT_PYTHON_DIR to the folder holding the portkit Python package: python/ of a"
                     " portkit checkout, or PREFIX/share/portkit/python of an installed portkit)");
   run.detector_dir = python_dir;
@@ -398,7 +407,7 @@ Status RunDynamicShapeMode(ModeRun& run) {
     for (const auto& note : size.sparse) log.Warning(note);
     PORTKIT_RETURN_IF_ERROR(CheckFreeSpace(results, size.bytes, "the instrumented copy"));
   }
-  PythonParser parser;  // for the trees a large project did not keep
+  PythonParser parser;                      // for the trees a large project did not keep
   std::vector<std::string> rejected_lines;  // logged when no loop is wrapped anywhere
   for (size_t i = 0; i < sources.python.size(); ++i) {
     PyFile& f = project.py[i];
@@ -477,24 +486,25 @@ Status RunDynamicShapeMode(ModeRun& run) {
   for (const char* name : {"__init__.py", "hook.py"})
     written(pkg / name, CopyFileAtomic(run.detector_dir / name, pkg / name));
   written(pkg / "_config.py",
-          WriteFileAtomic(pkg / "_config.py",
-                          "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = " +
-                              PythonStringLiteral(base) + "\n"));
+          WriteFileAtomic(pkg / "_config.py", "# Written by portkit analyse -m dynamic_shape.\nDISPLAY_ROOT = " +
+                                                  PythonStringLiteral(base) + "\n"));
   std::sort(copy.files.begin(), copy.files.end());
   if (!first_error.ok()) return first_error;
   if (copy.loops.empty()) {
-    log.Warning("No training data loop was recognised. Wrap it by hand in the copy: "
-                "`from msft_dynamic_analysis import DETECTOR` and `for batch in DETECTOR.start(loader):`" +
-                std::string(rejected_lines.empty() ? " (no candidate loop was seen)" : "; the candidate loops seen:"));
+    log.Warning(
+        "No training data loop was recognised. Wrap it by hand in the copy: "
+        "`from msft_dynamic_analysis import DETECTOR` and `for batch in DETECTOR.start(loader):`" +
+        std::string(rejected_lines.empty() ? " (no candidate loop was seen)" : "; the candidate loops seen:"));
     for (const auto& r : rejected_lines) log.Warning("  not wrapped: " + r);
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
   if (!entries.empty()) copy.entry = entries.front();
-  log.Info("Run the instrumented copy on the training machine: cd " + ShellQuote(results.string()) +
-           " && python " + (entries.empty() ? std::string("<your entry script>.py") : ShellQuote(entries.front())) +
-           " ...; the reports msft_dynamic_shape_analysis_report.csv (device ops) and msft_dynamic_shape_data_pipeline.csv (data-pipeline ops) are written to " + results.string() +
-           " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).");
+  log.Info("Run the instrumented copy on the training machine: cd " + ShellQuote(results.string()) + " && python " +
+           (entries.empty() ? std::string("<your entry script>.py") : ShellQuote(entries.front())) +
+           " ...; the reports msft_dynamic_shape_analysis_report.csv (device ops) and "
+           "msft_dynamic_shape_data_pipeline.csv (data-pipeline ops) are written to " +
+           results.string() + " (MSFT_DYNAMIC_SHAPE_REPORT_DIR overrides).");
   return Status::Ok();
 }
 

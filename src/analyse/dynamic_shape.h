@@ -14,10 +14,10 @@ namespace portkit::analyse {
 
 /// A loop the instrumentation wraps.
 struct WrappedLoop {
-  uint32_t line = 0;         ///< 1-based line of the `for`
-  uint32_t start_byte = 0;   ///< the iterable expression's byte range in the source
+  uint32_t line = 0;        ///< 1-based line of the `for`
+  uint32_t start_byte = 0;  ///< the iterable expression's byte range in the source
   uint32_t end_byte = 0;
-  std::string iterable;      ///< its text
+  std::string iterable;  ///< its text
   bool module_level = false;
   bool at_iterator = false;  ///< the loader of `iter(loader)` kept for `next()`, not a `for`
 };
@@ -35,14 +35,13 @@ struct RejectedLoop {
 /// one; an `iter(loader)` kept for `next()`) using the walker's values. Loops inside Dataset,
 /// Sampler and loader classes are not data loops; they and other candidates are appended to
 /// `rejected` with the reason.
-std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src,
-                                       const ModuleSummary& summary, ProjectIndex& index,
-                                       std::vector<RejectedLoop>* rejected = nullptr);
+std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary,
+                                       ProjectIndex& index, std::vector<RejectedLoop>* rejected = nullptr);
 
 /// The source with the loops wrapped and the import of DETECTOR added on an existing line
 /// (no line is added or removed). `depth` is the folder depth of the file in the copy.
 /// `warning` is set when the import could only be placed after a module-level loop.
-std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src,
-                             const std::vector<WrappedLoop>& loops, int depth, std::string* warning);
+std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src, const std::vector<WrappedLoop>& loops,
+                             int depth, std::string* warning);
 
 }  // namespace portkit::analyse

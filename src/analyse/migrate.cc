@@ -131,7 +131,13 @@ class MigrationCollector : public EventSink {
  public:
   MigrationCollector(const PySyntax& syn, std::string_view src, const Target& target, const CompiledRules& rules,
                      bool unsafe, std::vector<Edit>& out, std::vector<FileProblem>& warnings)
-      : syn_(syn), src_(src), target_(target), facts_(target.facts()), rules_(rules), unsafe_(unsafe), out_(out),
+      : syn_(syn),
+        src_(src),
+        target_(target),
+        facts_(target.facts()),
+        rules_(rules),
+        unsafe_(unsafe),
+        out_(out),
         warnings_(warnings) {}
 
   bool needs_import = false;  ///< the file needs the target's import line
@@ -185,7 +191,10 @@ class MigrationCollector : public EventSink {
     // The fused API returns a new tensor: rebinding x is the same program only when nothing else
     // (a caller, an attribute, another name, a closure) holds the object x names.
     if (syn_.Kind(obj) != NodeKind::kIdentifier || !affinity::RebindKeepsMeaning(syn_, src_, assignment, x)) {
-      warnings_.push_back({{}, StartLine(assignment), StartCol(assignment), "affinity_not_applied",
+      warnings_.push_back({{},
+                           StartLine(assignment),
+                           StartCol(assignment),
+                           "affinity_not_applied",
                            *fused + " returns a new tensor and " + x +
                                " may be relied on as changed in place here (a parameter, an attribute, or a "
                                "tensor another name refers to); left as it is"});
@@ -204,10 +213,10 @@ class MigrationCollector : public EventSink {
   void DropForeignAndUnchanged() {
     std::vector<Edit> kept;
     for (auto& e : out_) {
-      bool foreign = std::any_of(foreign_.begin(), foreign_.end(), [&](const auto& r) {
-        return e.start_byte >= r.first && e.end_byte <= r.second;
-      });
-      bool unchanged = e.end_byte > e.start_byte && src_.substr(e.start_byte, e.end_byte - e.start_byte) == e.replacement;
+      bool foreign = std::any_of(foreign_.begin(), foreign_.end(),
+                                 [&](const auto& r) { return e.start_byte >= r.first && e.end_byte <= r.second; });
+      bool unchanged =
+          e.end_byte > e.start_byte && src_.substr(e.start_byte, e.end_byte - e.start_byte) == e.replacement;
       if (!foreign && !unchanged) kept.push_back(std::move(e));
     }
     out_ = std::move(kept);
@@ -248,12 +257,12 @@ class MigrationCollector : public EventSink {
       }
       if (!any) return false;
       if (!all || unsure) {
-        reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
-                           std::string(NodeText(n, src_)) + ": kept; " +
-                               (unsure ? "a call needs review (see its row)"
-                                       : "it also imports names without a known counterpart") +
-                               ", port it by hand (" + message + ")",
-                           "review"});
+        reviews.push_back(
+            {ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
+             std::string(NodeText(n, src_)) + ": kept; " +
+                 (unsure ? "a call needs review (see its row)" : "it also imports names without a known counterpart") +
+                 ", port it by hand (" + message + ")",
+             "review"});
         return false;
       }
       out_.push_back({ts_node_start_byte(n), ts_node_end_byte(n), replacement, StartLine(n), EndLine(n),
@@ -312,11 +321,13 @@ class MigrationCollector : public EventSink {
     if (cuda_left_.empty()) return;
     auto [line, col] = *cuda_left_.begin();
     std::string n = std::to_string(cuda_left_.size());
-    warnings_.push_back({{}, line, col, "cuda_left",
+    warnings_.push_back({{},
+                         line,
+                         col,
+                         "cuda_left",
                          n + " use" + (cuda_left_.size() == 1 ? "" : "s") + " of " + target_.cuda().device_module +
-                             " left in place (first here): target " + target_.name() +
-                             " names no device_module in " + facts_.file().string() +
-                             ", so the migrated code keeps calling CUDA"});
+                             " left in place (first here): target " + target_.name() + " names no device_module in " +
+                             facts_.file().string() + ", so the migrated code keeps calling CUDA"});
   }
 
   /// Submodules of the target module that the applied replacements name
@@ -352,8 +363,8 @@ class MigrationCollector : public EventSink {
         templ.remove_prefix(at + t.placeholder.size());
       }
       result.append(templ);
-      outer.message += ": " + std::string(src_.substr(outer.start_byte, outer.end_byte - outer.start_byte)) +
-                       " → " + result;
+      outer.message +=
+          ": " + std::string(src_.substr(outer.start_byte, outer.end_byte - outer.start_byte)) + " → " + result;
       outer.replacement = std::move(result);
     }
     std::vector<Edit> kept;
@@ -372,9 +383,11 @@ class MigrationCollector : public EventSink {
     if (warned_.insert({line, qname}).second) {
       std::string version = target_.list_version().empty() ? "" : " (torch " + target_.list_version() + ")";
       std::string renamed = target_.RewriteByPrefix(qname);
-      std::string action = renamed.empty() || renamed == qname ? "port it by hand"
-                                                               : "not rewritten to " + renamed;
-      warnings_.push_back({{}, line, ts_node_start_point(node).column + 1, "unsupported_api",
+      std::string action = renamed.empty() || renamed == qname ? "port it by hand" : "not rewritten to " + renamed;
+      warnings_.push_back({{},
+                           line,
+                           ts_node_start_point(node).column + 1,
+                           "unsupported_api",
                            qname + " is not supported on " + target_.name() + version + "; " + action +
                                (note->empty() ? "" : " (" + *note + ")")});
     }
@@ -438,7 +451,8 @@ class MigrationCollector : public EventSink {
   /// object (`device`, `args.device`, `self.dev`, `x_device`: a torch.device or a string).
   bool NotADeviceNumber(const Argument& arg) const {
     switch (arg.type.kind) {
-      case ValueKind::kUnknown: case ValueKind::kOther: break;
+      case ValueKind::kUnknown:
+      case ValueKind::kOther: break;
       default: return true;
     }
     TSNode name = arg.value;
@@ -469,8 +483,8 @@ class MigrationCollector : public EventSink {
   }
 
   void ArgumentEdits(const CallEvent& ev) {
-    const std::string where = ev.method.empty() && !ev.lookup.empty() ? ev.lookup.front() + "()"
-                                                                      : "." + std::string(ev.method) + "()";
+    const std::string where =
+        ev.method.empty() && !ev.lookup.empty() ? ev.lookup.front() + "()" : "." + std::string(ev.method) + "()";
     for (const auto& c : rules_.args) {
       const target::ArgRewrite& r = *c.rule;
       if (!Matches(ev, r.api, r.method)) continue;
@@ -508,8 +522,8 @@ class MigrationCollector : public EventSink {
       } else if (value == "False") {
         DeleteArgument(node, "removed " + std::string(NodeText(node, src_)) + " of " + where);
       } else {
-        templates_.push_back({out_.size(), ts_node_start_byte(arg->value), ts_node_end_byte(arg->value),
-                              r.expression, "$value"});
+        templates_.push_back(
+            {out_.size(), ts_node_start_byte(arg->value), ts_node_end_byte(arg->value), r.expression, "$value"});
         Add(node, "", "ArgsModify", r.keyword + "= of " + where, "arguments");
       }
     }
@@ -520,8 +534,8 @@ class MigrationCollector : public EventSink {
       TSNode last = ArgumentNode(ev.args.back());
       uint32_t at = ts_node_end_byte(last);
       std::string added = r.keyword + "=" + r.value;
-      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify", "added " + added + " to " + where,
-                      "arguments"});
+      out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify",
+                      "added " + added + " to " + where, "arguments"});
     }
   }
 
@@ -553,7 +567,8 @@ class MigrationCollector : public EventSink {
       NodeKind k = syn_.Kind(c);
       if (k == NodeKind::kStringContent) {
         std::string_view content = NodeText(c, src_);
-        if (content.size() < prefix || !IEquals(content.substr(0, prefix), std::string_view(v).substr(0, prefix))) return;
+        if (content.size() < prefix || !IEquals(content.substr(0, prefix), std::string_view(v).substr(0, prefix)))
+          return;
         uint32_t start = ts_node_start_byte(c);
         std::string old(content.substr(0, prefix));
         out_.push_back({start, start + static_cast<uint32_t>(prefix), replacement, StartLine(c), StartLine(c),
@@ -593,9 +608,9 @@ class MigrationCollector : public EventSink {
   std::vector<FileProblem>& warnings_;
   std::vector<TemplateEdit> templates_;
   std::set<std::pair<uint32_t, std::string>> warned_;
-  std::set<std::pair<uint32_t, uint32_t>> cuda_left_;  ///< line, column of torch.cuda uses left
+  std::set<std::pair<uint32_t, uint32_t>> cuda_left_;   ///< line, column of torch.cuda uses left
   std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
-  std::set<std::string> unsure_;  ///< CUDA library classes with a call that needs review
+  std::set<std::string> unsure_;                        ///< CUDA library classes with a call that needs review
 
   const CudaLibraryClass* FindLibrary(const std::string& qname) const {
     for (const auto& lib : target_.cuda_libraries())
@@ -627,8 +642,8 @@ class MigrationCollector : public EventSink {
     if (!why.empty()) {
       unsure_.insert(lib->name);
       reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
-                         EndLine(ev.node), "Review", lib->name + " → " + use + " not made: " + why + "; port it by hand",
-                         "review"});
+                         EndLine(ev.node), "Review",
+                         lib->name + " → " + use + " not made: " + why + "; port it by hand", "review"});
       return true;
     }
     if (NodeText(fn, src_) == lib->name) {
@@ -657,8 +672,8 @@ void AttributeRenameEdits(const PySyntax& syn, TSNode root, std::string_view src
       TSNode attr = ts_node_child_by_field_id(n, syn.f_attribute);
       auto it = renames.find(std::string(NodeText(attr, src)));
       if (it != renames.end())
-        out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), it->second, StartLine(attr),
-                       EndLine(attr), "AttributeModify", "." + it->first + " → ." + it->second, "device_api"});
+        out.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), it->second, StartLine(attr), EndLine(attr),
+                       "AttributeModify", "." + it->first + " → ." + it->second, "device_api"});
     }
     return true;
   });
@@ -724,8 +739,8 @@ InsertPoint FindInsertPoint(const PySyntax& syn, const ParsedSource& src, bool a
     for (uint32_t i = 0; i < count; ++i) {
       TSNode c = ts_node_named_child(root, i);
       NodeKind k = syn.Kind(c);
-      bool docstring = first_statement && k == NodeKind::kExpressionStatement &&
-                       ts_node_named_child_count(c) == 1 && syn.Kind(ts_node_named_child(c, 0)) == NodeKind::kString;
+      bool docstring = first_statement && k == NodeKind::kExpressionStatement && ts_node_named_child_count(c) == 1 &&
+                       syn.Kind(ts_node_named_child(c, 0)) == NodeKind::kString;
       if (k == NodeKind::kComment || k == NodeKind::kFutureImportStatement || docstring) {
         after = static_cast<long>(ts_node_end_byte(c));
         if (k != NodeKind::kComment) first_statement = false;
@@ -764,8 +779,7 @@ bool IsEntryFile(const PySyntax& syn, const ParsedSource& src) {
     TSNode c = ts_node_named_child(root, i);
     if (syn.Kind(c) != NodeKind::kIfStatement) continue;
     std::string_view cond = NodeText(ts_node_child_by_field_id(c, syn.f_condition), src.source);
-    if (cond.find("__name__") != std::string_view::npos && cond.find("__main__") != std::string_view::npos)
-      return true;
+    if (cond.find("__name__") != std::string_view::npos && cond.find("__main__") != std::string_view::npos) return true;
   }
   return false;
 }
@@ -888,8 +902,10 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       }
     } else {
       MigrationCollector collector(project.syntax, f.parsed.source, target, compiled, opt.unsafe, r.edits, r.warnings);
-      FileWalker(project.syntax, f.parsed, *f.summary, project.index,
-                 [&](const std::string& q) { return target.Known(q); }, collector).Run();
+      FileWalker(
+          project.syntax, f.parsed, *f.summary, project.index, [&](const std::string& q) { return target.Known(q); },
+          collector)
+          .Run();
       AttributeRenameEdits(project.syntax, f.parsed.root(), f.parsed.source, facts.renames.attributes, r.edits);
       collector.ComposeTemplates();
       collector.DropForeignAndUnchanged();
@@ -899,12 +915,12 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       r.reviews = std::move(collector.reviews);
       if (!r.edits.empty() && !facts.import_line.empty() &&
           !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
-        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol,
-                                         "InsertImport"));
+        r.edits.push_back(
+            InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol, "InsertImport"));
       for (const auto& module : collector.extra_imports)
         if (!ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, module))
-          r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), "import " + module, eol,
-                                           "InsertImport"));
+          r.edits.push_back(
+              InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), "import " + module, eol, "InsertImport"));
     }
     r.text = ApplyEdits(f.parsed.source, r.edits);
     ReleaseTree(project, py_file);  // before the check below parses the edited text
@@ -952,7 +968,7 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       auto verdicts = CompileWithPython(inputs, opt.python.empty() ? "python3" : opt.python);
       if (!verdicts.ok()) {
         log.Warning("the migrated files were not compiled with CPython (" + verdicts.status().message() +
-                 "); they were checked with the tree-sitter parser only");
+                    "); they were checked with the tree-sitter parser only");
       } else {
         for (size_t k = 0; k < which.size(); ++k) {
           const PythonCheckVerdict& v = (*verdicts)[k];
@@ -963,9 +979,9 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
             r.reverted = true;
             r.revert_reason = "the migrated file does not compile with python3: " + v.message + where;
           } else {
-            r.warnings.push_back({project.py[which[k]].file->display, v.line, 0, "not_compiled",
-                                  "python3 cannot compile the original either (" + v.message + where +
-                                      "); migrated all the same"});
+            r.warnings.push_back(
+                {project.py[which[k]].file->display, v.line, 0, "not_compiled",
+                 "python3 cannot compile the original either (" + v.message + where + "); migrated all the same"});
           }
         }
       }
@@ -990,7 +1006,11 @@ Expected<MigrateReport> DryRunMigrate(const MigrateOptions& opt, Context& ctx, c
                                       const CompiledRules& compiled, const fs::path& input, MigrateReport report) {
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
-  LoadProject({input, report.project, {report.results_dir, report.reports_dir}, {}, opt.max_file_bytes,
+  LoadProject({input,
+               report.project,
+               {report.results_dir, report.reports_dir},
+               {},
+               opt.max_file_bytes,
                target.facts().DeviceMethods()},
               ctx.logger, pool, project);
   std::vector<FileResult> out = MigratePythonFiles(opt, project, target, compiled, pool, ctx.logger);
@@ -1001,7 +1021,8 @@ Expected<MigrateReport> DryRunMigrate(const MigrateOptions& opt, Context& ctx, c
       report.warnings.push_back(std::move(w));
     }
     if (r.reverted) {
-      report.warnings.push_back({project.py[i].file->display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
+      report.warnings.push_back(
+          {project.py[i].file->display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
       r.edits.clear();
     }
     if (!r.edits.empty()) ++report.files_changed;
@@ -1033,14 +1054,13 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   std::string version_warning;
   auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &version_warning);
   if (!target.ok()) return target.status();
-  if (!target->facts().migratable())
-    return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
+  if (!target->facts().migratable()) return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
   const target::TargetFacts& facts = target->facts();
   if (opt.transfer_only && facts.transfer_import.empty())
-    return InvalidArgument("target " + target->name() + " names no transfer_import in its target.json; "
+    return InvalidArgument("target " + target->name() +
+                           " names no transfer_import in its target.json; "
                            "--transfer-only needs one");
-  if (!opt.entries.empty() && !opt.transfer_only)
-    return InvalidArgument("--entry is used with --transfer-only");
+  if (!opt.entries.empty() && !opt.transfer_only) return InvalidArgument("--entry is used with --transfer-only");
   for (const auto& e : opt.entries) {
     fs::path p = fs::path(e).lexically_normal();
     if (p.is_absolute() || p.empty() || *p.begin() == ".." || !fs::is_regular_file(input / p, ec))
@@ -1083,12 +1103,13 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   if (!version_warning.empty()) log.Warning(version_warning);
   log.Info("Migration to " + target->name() + " start" +
            (opt.transfer_only ? " (--transfer-only: `" + facts.transfer_import + "` at the entry points)"
-                              : opt.unsafe ? " (--unsafe: affinity replacements too)" : "") + ".");
+            : opt.unsafe      ? " (--unsafe: affinity replacements too)"
+                              : "") +
+           ".");
   ThreadPool pool(ctx.jobs);
   LoadedProject project;
   // Latin-1 and cp1252 sources are rewritten as text and written back in their own encoding.
-  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods()},
-              log, pool, project);
+  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
   // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
   // half-way, and a sparse file is never written out in full silently (docs/safety.md).
   {
@@ -1202,8 +1223,8 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
   if (Status marked = MarkOutput(reports, "migrate", {"migration.patch"}); !marked.ok() && first_error.ok())
     first_error = marked;
   if (!first_error.ok()) return first_error;
-  log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(report.files_changed) +
-           " files changed, " + std::to_string(report.changes.size()) + " changes.");
+  log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(report.files_changed) + " files changed, " +
+           std::to_string(report.changes.size()) + " changes.");
   log.Info("The migrated copy is " + results.string() + "; the reports are beside it in " + reports.string() +
            " (`patch -p1 < " + (reports / "migration.patch").string() + "` applies the same changes to the original).");
   if (!opt.transfer_only && !facts.transfer_import.empty())

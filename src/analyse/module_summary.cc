@@ -7,8 +7,7 @@ namespace {
 
 class Summariser {
  public:
-  Summariser(const PySyntax& syn, std::string_view src, ModuleSummary& out)
-      : syn_(syn), src_(src), out_(out) {}
+  Summariser(const PySyntax& syn, std::string_view src, ModuleSummary& out) : syn_(syn), src_(src), out_(out) {}
 
   void Block(TSNode block) {
     for (TSNode c : NamedChildren(block)) Statement(c);
@@ -32,15 +31,21 @@ class Summariser {
         if (!ts_node_is_null(e) && syn_.Kind(e) == NodeKind::kAugmentedAssignment) AugAll(e);
         break;
       }
-      case NodeKind::kIfStatement: case NodeKind::kTryStatement: case NodeKind::kWithStatement:
-      case NodeKind::kElseClause: case NodeKind::kElifClause: case NodeKind::kExceptClause:
-      case NodeKind::kFinallyClause: case NodeKind::kBlock: case NodeKind::kForStatement:
+      case NodeKind::kIfStatement:
+      case NodeKind::kTryStatement:
+      case NodeKind::kWithStatement:
+      case NodeKind::kElseClause:
+      case NodeKind::kElifClause:
+      case NodeKind::kExceptClause:
+      case NodeKind::kFinallyClause:
+      case NodeKind::kBlock:
+      case NodeKind::kForStatement:
       case NodeKind::kWhileStatement: {
         for (TSNode c : NamedChildren(n)) {
           NodeKind k = syn_.Kind(c);
           if (k == NodeKind::kBlock) Block(c);
-          else if (k == NodeKind::kElseClause || k == NodeKind::kElifClause ||
-                   k == NodeKind::kExceptClause || k == NodeKind::kFinallyClause)
+          else if (k == NodeKind::kElseClause || k == NodeKind::kElifClause || k == NodeKind::kExceptClause ||
+                   k == NodeKind::kFinallyClause)
             Statement(c);
         }
         break;
@@ -122,7 +127,8 @@ class Summariser {
         bool is_static = false;
         if (syn_.Kind(c) == NodeKind::kDecoratedDefinition) {
           for (TSNode d : NamedChildren(c))
-            if (syn_.Kind(d) == NodeKind::kDecorator && NodeText(d, src_).find("staticmethod") != std::string_view::npos)
+            if (syn_.Kind(d) == NodeKind::kDecorator &&
+                NodeText(d, src_).find("staticmethod") != std::string_view::npos)
               is_static = true;
           c = ts_node_child_by_field_id(c, syn_.f_definition);
         }
@@ -159,11 +165,17 @@ class Summariser {
         } else if (k == NodeKind::kDictionarySplatPattern) {
           most = INT32_MAX;
         } else if (k == NodeKind::kIdentifier || k == NodeKind::kTypedParameter) {
-          if (bound) { bound = false; continue; }
+          if (bound) {
+            bound = false;
+            continue;
+          }
           ++fewest;
           if (most != INT32_MAX) ++most;
         } else if (k == NodeKind::kDefaultParameter || k == NodeKind::kTypedDefaultParameter) {
-          if (bound) { bound = false; continue; }
+          if (bound) {
+            bound = false;
+            continue;
+          }
           if (most != INT32_MAX) ++most;
         } else if (NodeText(p, src_) == "*") {
           keyword_only = true;
@@ -180,19 +192,20 @@ class Summariser {
     if (ts_node_is_null(body)) return;
     ForEachNamedNode(body, [&](TSNode n) {
       switch (syn_.Kind(n)) {
-        case NodeKind::kAssignment:
-          SelfAssignment(n, info);
-          return false;
-        case NodeKind::kCall:
-          RegisterBuffer(n, info);
-          return false;
-        case NodeKind::kBlock: case NodeKind::kIfStatement: case NodeKind::kElifClause:
-        case NodeKind::kElseClause: case NodeKind::kForStatement: case NodeKind::kWhileStatement:
-        case NodeKind::kTryStatement: case NodeKind::kExceptClause: case NodeKind::kFinallyClause:
-        case NodeKind::kWithStatement: case NodeKind::kExpressionStatement:
-          return true;
-        default:
-          return false;
+        case NodeKind::kAssignment: SelfAssignment(n, info); return false;
+        case NodeKind::kCall: RegisterBuffer(n, info); return false;
+        case NodeKind::kBlock:
+        case NodeKind::kIfStatement:
+        case NodeKind::kElifClause:
+        case NodeKind::kElseClause:
+        case NodeKind::kForStatement:
+        case NodeKind::kWhileStatement:
+        case NodeKind::kTryStatement:
+        case NodeKind::kExceptClause:
+        case NodeKind::kFinallyClause:
+        case NodeKind::kWithStatement:
+        case NodeKind::kExpressionStatement: return true;
+        default: return false;
       }
     });
   }
@@ -209,8 +222,7 @@ class Summariser {
       if (!callee.empty()) info.attr_exprs.push_back({attr, {AttrExpr::Kind::kCall, callee}});
     } else {
       std::string d = DottedText(syn_, right, src_);
-      if (!d.empty() && d.rfind("self.", 0) != 0)
-        info.attr_exprs.push_back({attr, {AttrExpr::Kind::kDotted, d}});
+      if (!d.empty() && d.rfind("self.", 0) != 0) info.attr_exprs.push_back({attr, {AttrExpr::Kind::kDotted, d}});
     }
   }
 
@@ -304,8 +316,7 @@ std::string ResolveRelativeModule(const std::string& from_module, bool from_is_p
   return base.empty() ? module : base + "." + module;
 }
 
-ModuleSummary SummariseModule(const PySyntax& syn, const ParsedSource& src,
-                              std::string module_name, bool is_package) {
+ModuleSummary SummariseModule(const PySyntax& syn, const ParsedSource& src, std::string module_name, bool is_package) {
   ModuleSummary out;
   out.module_name = std::move(module_name);
   out.is_package = is_package;

@@ -40,8 +40,7 @@ struct ModuleSummary {
 };
 
 /// Extracts the summary of a parsed module.
-ModuleSummary SummariseModule(const PySyntax& syn, const ParsedSource& src,
-                              std::string module_name, bool is_package);
+ModuleSummary SummariseModule(const PySyntax& syn, const ParsedSource& src, std::string module_name, bool is_package);
 
 /// `a.b.c` text of an identifier/attribute chain, or empty for anything else.
 std::string DottedText(const PySyntax& syn, TSNode n, std::string_view src);

@@ -4,8 +4,7 @@
 
 namespace portkit::analyse {
 
-void ProjectIndex::Add(std::unique_ptr<ModuleSummary> summary,
-                       const std::vector<std::string>& aliases) {
+void ProjectIndex::Add(std::unique_ptr<ModuleSummary> summary, const std::vector<std::string>& aliases) {
   std::vector<std::string> names = aliases;
   names.push_back(summary->module_name);
   for (const auto& name : names) {
@@ -25,9 +24,7 @@ bool ProjectIndex::IsModuleSelfMethod(std::string_view method) const {
   return std::find(self_methods_.begin(), self_methods_.end(), method) != self_methods_.end();
 }
 
-bool ProjectIndex::IsProjectModule(const std::string& module) const {
-  return packages_.count(module) > 0;
-}
+bool ProjectIndex::IsProjectModule(const std::string& module) const { return packages_.count(module) > 0; }
 
 const ModuleSummary* ProjectIndex::Find(const std::string& module) const {
   auto it = modules_.find(module);
@@ -75,33 +72,25 @@ Value ProjectIndex::ExportLocked(const std::string& module, const std::string& n
       }
     }
   }
-  if (result.is_unknown() && IsProjectModule(module + "." + name))
-    result = Value::UserModule(module + "." + name);
+  if (result.is_unknown() && IsProjectModule(module + "." + name)) result = Value::UserModule(module + "." + name);
   in_progress_.erase(key);
   memo_[key] = result;
   return result;
 }
 
-Value ProjectIndex::BindingValue(const ModuleSummary& m, const std::string& name,
-                                 const TopBinding& b) {
+Value ProjectIndex::BindingValue(const ModuleSummary& m, const std::string& name, const TopBinding& b) {
   switch (b.kind) {
-    case TopBinding::Kind::kImportModule:
-      return ModuleValue(b.module);
-    case TopBinding::Kind::kImportFrom:
-      return ImportValue(m, b.module, b.level, b.attr);
-    case TopBinding::Kind::kFunction:
-      return Value::UserFunction(m.module_name + "." + name);
+    case TopBinding::Kind::kImportModule: return ModuleValue(b.module);
+    case TopBinding::Kind::kImportFrom: return ImportValue(m, b.module, b.level, b.attr);
+    case TopBinding::Kind::kFunction: return Value::UserFunction(m.module_name + "." + name);
     case TopBinding::Kind::kClass: {
       ClassInfo& cls = *m.classes[b.class_index];
       ResolveClass(m, cls);
       return Value::UserClass(&cls);
     }
-    case TopBinding::Kind::kAssignCall:
-      return CallResult(EvalDotted(m, b.dotted), this);
-    case TopBinding::Kind::kAssignDotted:
-      return EvalDotted(m, b.dotted);
-    case TopBinding::Kind::kOther:
-      return Value::Other();
+    case TopBinding::Kind::kAssignCall: return CallResult(EvalDotted(m, b.dotted), this);
+    case TopBinding::Kind::kAssignDotted: return EvalDotted(m, b.dotted);
+    case TopBinding::Kind::kOther: return Value::Other();
   }
   return Value::Unknown();
 }
@@ -187,8 +176,7 @@ Value ProjectIndex::EvalDotted(const ModuleSummary& module, std::string_view dot
   Value v = ExportLocked(module.module_name, head);
   while (dot != std::string_view::npos && !v.is_unknown()) {
     size_t next = dotted.find('.', dot + 1);
-    v = AttributeOf(v, dotted.substr(dot + 1, next == std::string_view::npos ? next : next - dot - 1),
-                    this);
+    v = AttributeOf(v, dotted.substr(dot + 1, next == std::string_view::npos ? next : next - dot - 1), this);
     dot = next;
   }
   return v;

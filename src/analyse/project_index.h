@@ -30,8 +30,7 @@ class ProjectIndex : public ModuleResolver {
 
   /// The value bound by an import of `module` (relative `level` from `from`), attribute `attr`
   /// (empty for a plain module import).
-  Value ImportValue(const ModuleSummary& from, const std::string& module, int level,
-                    const std::string& attr);
+  Value ImportValue(const ModuleSummary& from, const std::string& module, int level, const std::string& attr);
   /// Names a `from module import *` binds.
   std::vector<std::string> StarNames(const std::string& module);
   /// Value of a dotted expression evaluated in `module`'s top-level scope.

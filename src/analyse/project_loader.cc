@@ -82,16 +82,15 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
       // Refused before parsing (absurd nesting) or given up by tree-sitter: skipped, with a note.
       const ParsedSource& p = py[i].parsed;
       std::string why = p.refused.empty() ? "the parser gave up on it" : p.refused;
-      load_problems[i] = {f.display, p.error_line, p.error_col, "skipped",
-                          f.display + (p.error_line ? ":" + std::to_string(p.error_line) + ":" +
-                                                          std::to_string(p.error_col)
-                                                    : std::string()) +
-                              ": " + why + "; not analysed"};
+      load_problems[i] = {
+          f.display, p.error_line, p.error_col, "skipped",
+          f.display +
+              (p.error_line ? ":" + std::to_string(p.error_line) + ":" + std::to_string(p.error_col) : std::string()) +
+              ": " + why + "; not analysed"};
       py[i].parsed = ParsedSource();
       return;
     }
-    summaries[i] = std::make_unique<ModuleSummary>(
-        SummariseModule(syntax, py[i].parsed, f.module, f.is_package));
+    summaries[i] = std::make_unique<ModuleSummary>(SummariseModule(syntax, py[i].parsed, f.module, f.is_package));
     py[i].summary = summaries[i].get();
     ReleaseTree(out, py[i]);
   });
@@ -113,10 +112,10 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
     }
     if (py[i].parsed.has_error()) {
       ++stats.syntax_errors;
-      FileProblem p{py[i].file->display, py[i].parsed.error_line, py[i].parsed.error_col,
-                    "syntax_error", py[i].parsed.error_what};
-      log.Warning(p.file + ":" + std::to_string(p.line) + ":" + std::to_string(p.col) +
-                  ": syntax error: " + p.message + " (the parsable parts are still analysed)");
+      FileProblem p{py[i].file->display, py[i].parsed.error_line, py[i].parsed.error_col, "syntax_error",
+                    py[i].parsed.error_what};
+      log.Warning(p.file + ":" + std::to_string(p.line) + ":" + std::to_string(p.col) + ": syntax error: " + p.message +
+                  " (the parsable parts are still analysed)");
       problems.push_back(std::move(p));
     }
     index.Add(std::move(summaries[i]), py[i].file->aliases);
@@ -134,8 +133,7 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
       if (!text.ok()) continue;
       ParsedSource parsed = parser.Parse(std::move(*text));
       if (!parsed.tree) continue;
-      index.Add(std::make_unique<ModuleSummary>(SummariseModule(syntax, parsed, f.module, f.is_package)),
-                f.aliases);
+      index.Add(std::make_unique<ModuleSummary>(SummariseModule(syntax, parsed, f.module, f.is_package)), f.aliases);
     }
   }
   index.Freeze();

@@ -22,7 +22,7 @@ struct PyFile {
   /// large project keeps no trees between passes (see LoadOptions::keep_trees_bytes); TreeOf
   /// parses the file again.
   ParsedSource parsed;
-  ModuleSummary* summary = nullptr; ///< null when the file is not analysed (skipped or empty)
+  ModuleSummary* summary = nullptr;  ///< null when the file is not analysed (skipped or empty)
   /// The single-byte encoding the text was decoded from ("latin-1", "cp1252"; see
   /// LoadPythonSource), empty for UTF-8: a copy that rewrites the file encodes it back.
   std::string codec;
@@ -31,7 +31,7 @@ struct PyFile {
 struct LoadedProject {
   PySyntax syntax;
   SourceSet sources;
-  std::vector<PyFile> py;           ///< parallel to sources.python
+  std::vector<PyFile> py;  ///< parallel to sources.python
   ProjectIndex index;
   FileStats stats;
   std::vector<FileProblem> problems;
@@ -47,7 +47,7 @@ inline constexpr size_t kBigTreeSourceBytes = size_t{1} << 20;
 
 struct LoadOptions {
   std::filesystem::path input;
-  std::string display_prefix;       ///< basename(input)
+  std::string display_prefix;                  ///< basename(input)
   std::vector<std::filesystem::path> exclude;  ///< e.g. the results folder
   std::vector<std::string> env_paths;
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;

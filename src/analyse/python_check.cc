@@ -72,7 +72,7 @@ Expected<std::vector<PythonCheckVerdict>> CompileWithPython(const std::vector<Py
   if (!run.ok()) return run.status();
   if (!run->ok())
     return Status(ErrorCode::kInternal, python + " " + run->Describe() +
-                    (run->error_output.empty() ? "" : ": " + run->error_output.substr(0, 500)));
+                                            (run->error_output.empty() ? "" : ": " + run->error_output.substr(0, 500)));
   std::string_view out = run->output;
   while (!out.empty()) {
     size_t nl = out.find('\n');

@@ -8,66 +8,94 @@ namespace portkit::analyse {
 
 PySyntax::PySyntax() : language_(tree_sitter_python()) {
   static constexpr std::pair<const char*, NodeKind> kNames[] = {
-      {"module", NodeKind::kModule}, {"block", NodeKind::kBlock},
+      {"module", NodeKind::kModule},
+      {"block", NodeKind::kBlock},
       {"expression_statement", NodeKind::kExpressionStatement},
       {"import_statement", NodeKind::kImportStatement},
       {"import_from_statement", NodeKind::kImportFromStatement},
       {"future_import_statement", NodeKind::kFutureImportStatement},
-      {"aliased_import", NodeKind::kAliasedImport}, {"dotted_name", NodeKind::kDottedName},
-      {"relative_import", NodeKind::kRelativeImport}, {"import_prefix", NodeKind::kImportPrefix},
+      {"aliased_import", NodeKind::kAliasedImport},
+      {"dotted_name", NodeKind::kDottedName},
+      {"relative_import", NodeKind::kRelativeImport},
+      {"import_prefix", NodeKind::kImportPrefix},
       {"wildcard_import", NodeKind::kWildcardImport},
       {"function_definition", NodeKind::kFunctionDefinition},
       {"class_definition", NodeKind::kClassDefinition},
       {"decorated_definition", NodeKind::kDecoratedDefinition},
-      {"decorator", NodeKind::kDecorator}, {"assignment", NodeKind::kAssignment},
-      {"augmented_assignment", NodeKind::kAugmentedAssignment}, {"call", NodeKind::kCall},
-      {"attribute", NodeKind::kAttribute}, {"identifier", NodeKind::kIdentifier},
-      {"subscript", NodeKind::kSubscript}, {"string", NodeKind::kString},
+      {"decorator", NodeKind::kDecorator},
+      {"assignment", NodeKind::kAssignment},
+      {"augmented_assignment", NodeKind::kAugmentedAssignment},
+      {"call", NodeKind::kCall},
+      {"attribute", NodeKind::kAttribute},
+      {"identifier", NodeKind::kIdentifier},
+      {"subscript", NodeKind::kSubscript},
+      {"string", NodeKind::kString},
       {"concatenated_string", NodeKind::kConcatenatedString},
-      {"string_content", NodeKind::kStringContent}, {"argument_list", NodeKind::kArgumentList},
+      {"string_content", NodeKind::kStringContent},
+      {"argument_list", NodeKind::kArgumentList},
       {"keyword_argument", NodeKind::kKeywordArgument},
       {"generator_expression", NodeKind::kGeneratorExpression},
-      {"for_statement", NodeKind::kForStatement}, {"with_statement", NodeKind::kWithStatement},
-      {"with_clause", NodeKind::kWithClause}, {"with_item", NodeKind::kWithItem},
-      {"as_pattern", NodeKind::kAsPattern}, {"as_pattern_target", NodeKind::kAsPatternTarget},
-      {"if_statement", NodeKind::kIfStatement}, {"while_statement", NodeKind::kWhileStatement},
-      {"try_statement", NodeKind::kTryStatement}, {"except_clause", NodeKind::kExceptClause},
+      {"for_statement", NodeKind::kForStatement},
+      {"with_statement", NodeKind::kWithStatement},
+      {"with_clause", NodeKind::kWithClause},
+      {"with_item", NodeKind::kWithItem},
+      {"as_pattern", NodeKind::kAsPattern},
+      {"as_pattern_target", NodeKind::kAsPatternTarget},
+      {"if_statement", NodeKind::kIfStatement},
+      {"while_statement", NodeKind::kWhileStatement},
+      {"try_statement", NodeKind::kTryStatement},
+      {"except_clause", NodeKind::kExceptClause},
       {"global_statement", NodeKind::kGlobalStatement},
-      {"nonlocal_statement", NodeKind::kNonlocalStatement}, {"lambda", NodeKind::kLambda},
-      {"parameters", NodeKind::kParameters}, {"lambda_parameters", NodeKind::kLambdaParameters},
+      {"nonlocal_statement", NodeKind::kNonlocalStatement},
+      {"lambda", NodeKind::kLambda},
+      {"parameters", NodeKind::kParameters},
+      {"lambda_parameters", NodeKind::kLambdaParameters},
       {"typed_parameter", NodeKind::kTypedParameter},
       {"default_parameter", NodeKind::kDefaultParameter},
       {"typed_default_parameter", NodeKind::kTypedDefaultParameter},
       {"list_splat_pattern", NodeKind::kListSplatPattern},
       {"dictionary_splat_pattern", NodeKind::kDictionarySplatPattern},
-      {"binary_operator", NodeKind::kBinaryOperator}, {"unary_operator", NodeKind::kUnaryOperator},
+      {"binary_operator", NodeKind::kBinaryOperator},
+      {"unary_operator", NodeKind::kUnaryOperator},
       {"parenthesized_expression", NodeKind::kParenthesizedExpression},
-      {"named_expression", NodeKind::kNamedExpression}, {"type", NodeKind::kType},
-      {"pattern_list", NodeKind::kPatternList}, {"tuple_pattern", NodeKind::kTuplePattern},
-      {"list_pattern", NodeKind::kListPattern}, {"tuple", NodeKind::kTuple},
-      {"list", NodeKind::kList}, {"expression_list", NodeKind::kExpressionList},
+      {"named_expression", NodeKind::kNamedExpression},
+      {"type", NodeKind::kType},
+      {"pattern_list", NodeKind::kPatternList},
+      {"tuple_pattern", NodeKind::kTuplePattern},
+      {"list_pattern", NodeKind::kListPattern},
+      {"tuple", NodeKind::kTuple},
+      {"list", NodeKind::kList},
+      {"expression_list", NodeKind::kExpressionList},
       {"list_comprehension", NodeKind::kListComprehension},
       {"set_comprehension", NodeKind::kSetComprehension},
       {"dictionary_comprehension", NodeKind::kDictionaryComprehension},
       {"for_in_clause", NodeKind::kForInClause},
       {"conditional_expression", NodeKind::kConditionalExpression},
-      {"comment", NodeKind::kComment}, {"list_splat", NodeKind::kListSplat},
+      {"comment", NodeKind::kComment},
+      {"list_splat", NodeKind::kListSplat},
       {"dictionary_splat", NodeKind::kDictionarySplat},
-      {"return_statement", NodeKind::kReturnStatement}, {"integer", NodeKind::kInteger},
-      {"float", NodeKind::kFloat}, {"true", NodeKind::kTrue}, {"false", NodeKind::kFalse},
-      {"none", NodeKind::kNone}, {"dictionary", NodeKind::kDictionary}, {"set", NodeKind::kSet},
-      {"await", NodeKind::kAwait}, {"boolean_operator", NodeKind::kBooleanOperator},
+      {"return_statement", NodeKind::kReturnStatement},
+      {"integer", NodeKind::kInteger},
+      {"float", NodeKind::kFloat},
+      {"true", NodeKind::kTrue},
+      {"false", NodeKind::kFalse},
+      {"none", NodeKind::kNone},
+      {"dictionary", NodeKind::kDictionary},
+      {"set", NodeKind::kSet},
+      {"await", NodeKind::kAwait},
+      {"boolean_operator", NodeKind::kBooleanOperator},
       {"comparison_operator", NodeKind::kComparisonOperator},
-      {"not_operator", NodeKind::kNotOperator}, {"else_clause", NodeKind::kElseClause},
-      {"elif_clause", NodeKind::kElifClause}, {"finally_clause", NodeKind::kFinallyClause},
+      {"not_operator", NodeKind::kNotOperator},
+      {"else_clause", NodeKind::kElseClause},
+      {"elif_clause", NodeKind::kElifClause},
+      {"finally_clause", NodeKind::kFinallyClause},
   };
   std::unordered_map<std::string, NodeKind> by_name;
   for (const auto& [name, kind] : kNames) by_name.emplace(name, kind);
   uint32_t count = ts_language_symbol_count(language_);
   kinds_.assign(count, NodeKind::kOther);
   for (uint32_t s = 0; s < count; ++s) {
-    if (ts_language_symbol_type(language_, static_cast<TSSymbol>(s)) != TSSymbolTypeRegular)
-      continue;
+    if (ts_language_symbol_type(language_, static_cast<TSSymbol>(s)) != TSSymbolTypeRegular) continue;
     auto it = by_name.find(ts_language_symbol_name(language_, static_cast<TSSymbol>(s)));
     if (it != by_name.end()) kinds_[s] = it->second;
   }
@@ -125,17 +153,13 @@ ParsedSource::~ParsedSource() {
   if (tree) ts_tree_delete(tree);
 }
 
-PythonParser::PythonParser() : parser_(ts_parser_new()) {
-  ts_parser_set_language(parser_, tree_sitter_python());
-}
+PythonParser::PythonParser() : parser_(ts_parser_new()) { ts_parser_set_language(parser_, tree_sitter_python()); }
 
 PythonParser::~PythonParser() { ts_parser_delete(parser_); }
 
 namespace {
 
-bool IsErrorNode(TSNode n) {
-  return ts_node_is_missing(n) || std::strcmp(ts_node_type(n), "ERROR") == 0;
-}
+bool IsErrorNode(TSNode n) { return ts_node_is_missing(n) || std::strcmp(ts_node_type(n), "ERROR") == 0; }
 
 // Descends to the first ERROR or MISSING node, entering only children that contain one; a loop,
 // so deeply nested input cannot overflow the stack.
@@ -302,10 +326,10 @@ bool IsWordByte(char c) {
 
 /// Keywords that start or separate clauses: every open operator of the level ends there.
 bool IsClauseKeyword(std::string_view w) {
-  static constexpr std::string_view kWords[] = {"for", "return", "yield", "del", "assert", "raise", "import",
-                                                "from", "as", "with", "while", "elif", "def", "class",
-                                                "global", "nonlocal", "pass", "break", "continue", "try",
-                                                "except", "finally", "async"};
+  static constexpr std::string_view kWords[] = {"for",      "return", "yield",  "del",      "assert", "raise",
+                                                "import",   "from",   "as",     "with",     "while",  "elif",
+                                                "def",      "class",  "global", "nonlocal", "pass",   "break",
+                                                "continue", "try",    "except", "finally",  "async"};
   for (std::string_view k : kWords)
     if (w == k) return true;
   return false;
@@ -375,31 +399,37 @@ NestingProblem CheckNesting(std::string_view s) {
           ++i;
         }
         break;
-      case '\n': case '\r':
+      case '\n':
+      case '\r':
         i += s[i] == '\r' && i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
         newline(i);
         line_begins = true;
         if (depth == 0) ops.LineEnd();
         break;
-      case '(': case '[': case '{':
+      case '(':
+      case '[':
+      case '{':
         if (++depth > kMaxBracketDepth)
-          return fail(i, "brackets nested more than " + std::to_string(kMaxBracketDepth) +
-                             " deep (CPython refuses this too)");
+          return fail(
+              i, "brackets nested more than " + std::to_string(kMaxBracketDepth) + " deep (CPython refuses this too)");
         ops.Open();
         ++i;
         break;
-      case ')': case ']': case '}':
+      case ')':
+      case ']':
+      case '}':
         if (depth > 0) --depth;
         ops.Close();
         ++i;
         break;
-      case '\'': case '"':
+      case '\'':
+      case '"':
         i = SkipString(s, i, newline);
         ops.Operand();
         break;
-      case ' ': case '\t': case '\f':
-        ++i;
-        break;
+      case ' ':
+      case '\t':
+      case '\f': ++i; break;
       default: {
         const size_t at = i;
         const char c = s[i];
@@ -424,7 +454,7 @@ NestingProblem CheckNesting(std::string_view s) {
             ops.BooleanOperator();
           } else if (w == "if") {
             if (ops.after_operand()) ops.BooleanOperator();  // a conditional expression
-            else ops.Separator(true);                         // an if statement
+            else ops.Separator(true);                        // an if statement
           } else if (w == "else") {
             if (ops.after_operand()) ops.Tail(false);  // a conditional expression
             else ops.Separator(true);
@@ -444,7 +474,9 @@ NestingProblem CheckNesting(std::string_view s) {
         }
         ++i;
         switch (c) {
-          case '-': case '+': case '~':
+          case '-':
+          case '+':
+          case '~':
             if (next == '=' || (c == '-' && next == '>')) {  // -= += ->
               ops.Separator(true);
               ++i;
@@ -473,12 +505,8 @@ NestingProblem CheckNesting(std::string_view s) {
               ops.Separator(false);
             }
             break;
-          case ',':
-            ops.Separator(false);
-            break;
-          case ';':
-            ops.Separator(true);
-            break;
+          case ',': ops.Separator(false); break;
+          case ';': ops.Separator(true); break;
           case ':':
             if (next == '=') {  // :=
               ops.Separator(true);
@@ -497,16 +525,21 @@ NestingProblem CheckNesting(std::string_view s) {
             if (ops.after_operand()) ops.Binary();
             else ops.Separator(true);  // a decorator
             break;
-          case '<': case '>': case '!': case '/': case '%': case '&': case '|': case '^':
+          case '<':
+          case '>':
+          case '!':
+          case '/':
+          case '%':
+          case '&':
+          case '|':
+          case '^':
             // Binary operators; their augmented forms (<<= //= ...) are assignments.
             while (i < n && (s[i] == '<' || s[i] == '>' || s[i] == '/' || s[i] == '=')) ++i;
             if (s[i - 1] == '=' && i - at >= 2 && !(i - at == 2 && (c == '<' || c == '>' || c == '!')))
               ops.Separator(true);
-            else
-              ops.Binary();
+            else ops.Binary();
             break;
-          default:
-            break;
+          default: break;
         }
         if (ops.depth() > kMaxOperatorNesting) return nested_too_deep(at);
       }
@@ -528,8 +561,10 @@ ParsedSource PythonParser::Parse(std::string source) {
   // A BOM stays in the text (a copy writes the file's own bytes) and is left out of the parse:
   // the tree's byte offsets are the file's, and its first row starts after the BOM.
   if (StartsWithBom(out.source)) {
-    TSRange range{{0, static_cast<uint32_t>(kUtf8Bom.size())}, {UINT32_MAX, UINT32_MAX},
-                  static_cast<uint32_t>(kUtf8Bom.size()), UINT32_MAX};
+    TSRange range{{0, static_cast<uint32_t>(kUtf8Bom.size())},
+                  {UINT32_MAX, UINT32_MAX},
+                  static_cast<uint32_t>(kUtf8Bom.size()),
+                  UINT32_MAX};
     ts_parser_set_included_ranges(parser_, &range, 1);
   } else {
     ts_parser_set_included_ranges(parser_, nullptr, 0);
@@ -545,8 +580,7 @@ ParsedSource PythonParser::Parse(std::string source) {
     lf_copy[cr] = '\n';
     parsed_text = &lf_copy;
   }
-  out.tree = ts_parser_parse_string(parser_, nullptr, parsed_text->data(),
-                                    static_cast<uint32_t>(parsed_text->size()));
+  out.tree = ts_parser_parse_string(parser_, nullptr, parsed_text->data(), static_cast<uint32_t>(parsed_text->size()));
   if (!out.tree) {
     ts_parser_reset(parser_);
     return out;

@@ -32,7 +32,7 @@ struct Argument {
   std::string_view keyword;  ///< empty for a positional argument
   TSNode value;
   Value type;
-  bool splat = false;        ///< *args or **kwargs
+  bool splat = false;  ///< *args or **kwargs
 };
 
 /// A call `callee(args)` with its callee resolved.
@@ -85,9 +85,9 @@ struct CallEvent {
 /// name (`x.is_cuda`: `qname` empty, `attr` set).
 struct AttributeEvent {
   TSNode node;
-  std::string qname;         ///< the external qualified name; empty for a member of another value
-  std::string_view attr;     ///< the last name (`is_cuda`); empty for a plain external read
-  bool store = false;        ///< the target of an assignment
+  std::string qname;      ///< the external qualified name; empty for a member of another value
+  std::string_view attr;  ///< the last name (`is_cuda`); empty for a plain external read
+  bool store = false;     ///< the target of an assignment
   /// Only tested against or used as a key (`isinstance(m, nn.X)`, `{nn.X: f}`, `type(m) is
   /// nn.X`, an annotation): not a use of the API.
   bool type_test = false;
@@ -106,8 +106,13 @@ class RuleContext {
  public:
   RuleContext(const PySyntax& syn, std::string_view source, std::string file, const RuleData& data,
               std::vector<Finding>& out)
-      : syntax(syn), source(source), file(std::move(file)), target(*data.target),
-        custom_ops(*data.custom_ops), data(data), out_(out) {}
+      : syntax(syn),
+        source(source),
+        file(std::move(file)),
+        target(*data.target),
+        custom_ops(*data.custom_ops),
+        data(data),
+        out_(out) {}
 
   const PySyntax& syntax;
   std::string_view source;
@@ -118,8 +123,8 @@ class RuleContext {
   /// Qualified name of the function being walked; empty at module level.
   std::string function;
 
-  Finding& Report(TSNode node, std::string op, std::string tip, Category category,
-                  Confidence confidence, std::string_view rule);
+  Finding& Report(TSNode node, std::string op, std::string tip, Category category, Confidence confidence,
+                  std::string_view rule);
   std::string_view Text(TSNode n) const { return NodeText(n, source); }
 
  private:
@@ -148,9 +153,8 @@ class ProjectRule {
   virtual std::string_view name() const = 0;
   /// `findings` holds every per-file finding; `called` every qualified name called anywhere,
   /// `strings` every string literal seen.
-  virtual void Finish(const std::vector<Finding>& findings,
-                      const std::vector<std::string>& called, const Target& target,
-                      std::vector<Finding>& out) = 0;
+  virtual void Finish(const std::vector<Finding>& findings, const std::vector<std::string>& called,
+                      const Target& target, std::vector<Finding>& out) = 0;
 };
 
 }  // namespace portkit::analyse

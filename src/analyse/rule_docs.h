@@ -44,7 +44,6 @@ size_t FilterFindingsByRule(std::vector<Finding>& findings, const std::vector<st
 /// `# portkit: ignore[RULE,...]` naming the finding's rule, or `# portkit: ignore` (every rule).
 /// Display paths (`<project>/<rel>`) are read below `root`; a file that cannot be read keeps its
 /// findings. Returns how many were removed.
-size_t ApplyInlineSuppressions(std::vector<Finding>& findings, std::string_view project,
-                               const std::string& root);
+size_t ApplyInlineSuppressions(std::vector<Finding>& findings, std::string_view project, const std::string& root);
 
 }  // namespace portkit::analyse

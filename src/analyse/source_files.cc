@@ -23,8 +23,7 @@ bool IsCppSource(const fs::path& p) {
 
 class Walker {
  public:
-  Walker(const fs::path& root, std::string prefix, const std::vector<fs::path>& exclude,
-         SourceSet& out)
+  Walker(const fs::path& root, std::string prefix, const std::vector<fs::path>& exclude, SourceSet& out)
       : root_(root), prefix_(std::move(prefix)), out_(out), exclude_(exclude) {
     std::error_code ec;
     root_is_package_ = fs::exists(root / "__init__.py", ec);
@@ -48,23 +47,15 @@ class Walker {
           Problem(e.rel, "symlink", e.note);
           out_.links.push_back({e.path, Display(e.rel), e.rel, "", {}, false});
           break;
-        case InputEntry::Kind::kSpecial:
-          Problem(e.rel, "skipped", e.note);
-          break;
-        case InputEntry::Kind::kOutput:
-          Problem(e.rel, "portkit_output", e.note);
-          break;
-        case InputEntry::Kind::kUnreadable:
-          Problem(e.rel, "unreadable", e.note);
-          break;
+        case InputEntry::Kind::kSpecial: Problem(e.rel, "skipped", e.note); break;
+        case InputEntry::Kind::kOutput: Problem(e.rel, "portkit_output", e.note); break;
+        case InputEntry::Kind::kUnreadable: Problem(e.rel, "unreadable", e.note); break;
       }
     }
   }
 
  private:
-  std::string Display(const std::string& rel) const {
-    return prefix_.empty() ? rel : prefix_ + "/" + rel;
-  }
+  std::string Display(const std::string& rel) const { return prefix_.empty() ? rel : prefix_ + "/" + rel; }
 
   void Problem(const std::string& rel, const char* kind, std::string message) {
     out_.problems.push_back({Display(rel), 0, 0, kind, std::move(message)});
@@ -102,8 +93,8 @@ class Walker {
 
 }  // namespace
 
-SourceSet DiscoverSources(const fs::path& root, const std::string& display_prefix,
-                          const std::vector<fs::path>& exclude, size_t /*max_bytes*/) {
+SourceSet DiscoverSources(const fs::path& root, const std::string& display_prefix, const std::vector<fs::path>& exclude,
+                          size_t /*max_bytes*/) {
   SourceSet out;
   Walker(root, display_prefix, exclude, out).Walk();
   return out;
@@ -135,8 +126,8 @@ std::pair<uint32_t, uint32_t> FirstInvalidUtf8(std::string_view s) {
       if ((p[i + k] & 0xC0) != 0x80) return {line, col};
       cp = (cp << 6) | (p[i + k] & 0x3F);
     }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
       return {line, col};
     i += len;
     ++col;
@@ -156,7 +147,9 @@ std::string DeclaredEncoding(std::string_view text) {
         size_t v = c + 7;
         while (v < l.size() && (l[v] == ' ' || l[v] == '\t')) ++v;
         size_t e = v;
-        while (e < l.size() && (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '-' || l[e] == '_' || l[e] == '.')) ++e;
+        while (e < l.size() &&
+               (std::isalnum(static_cast<unsigned char>(l[e])) || l[e] == '-' || l[e] == '_' || l[e] == '.'))
+          ++e;
         std::string name(l.substr(v, e - v));
         for (char& ch : name) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
         return name;
@@ -174,17 +167,17 @@ namespace {
 
 // Exact Latin-1 names of Python's codec registry (cp1252 differs in 0x80–0x9F, so it is not one).
 bool IsLatin1Name(const std::string& n) {
-  return n == "latin-1" || n == "latin1" || n == "iso-8859-1" || n == "iso8859-1" || n == "l1" ||
-         n == "cp819" || n == "iso-latin-1" || n == "latin" || n == "8859" || n == "iso-ir-100" || n == "csisolatin1";
+  return n == "latin-1" || n == "latin1" || n == "iso-8859-1" || n == "iso8859-1" || n == "l1" || n == "cp819" ||
+         n == "iso-latin-1" || n == "latin" || n == "8859" || n == "iso-ir-100" || n == "csisolatin1";
 }
 
 bool IsCp1252Name(const std::string& n) { return n == "cp1252" || n == "windows-1252" || n == "1252"; }
 
 // cp1252's characters for the bytes 0x80–0x9F (0: undefined, as in Python's codec, which refuses them).
-constexpr char32_t kCp1252High[32] = {
-    0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
-    0x2039, 0x0152, 0,      0x017D, 0,      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
-    0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
+constexpr char32_t kCp1252High[32] = {0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021,
+                                      0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0,      0x017D, 0,
+                                      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+                                      0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
 
 void AppendUtf8(char32_t cp, std::string& out) {
   if (cp < 0x80) {
@@ -217,7 +210,6 @@ bool SingleByteToUtf8(std::string_view in, bool cp1252, std::string& out, size_t
   }
   return true;
 }
-
 
 }  // namespace
 
@@ -268,11 +260,13 @@ Expected<std::string> EncodeSource(std::string_view utf8, std::string_view codec
       for (int b = 0; b < 32; ++b)
         if (kCp1252High[b] == cp && cp != 0) byte = 0x80 + b;
     if (byte < 0)
-      return InvalidArgument("line " + std::to_string(line) + ": U+" + [cp] {
-        char hex[16];
-        std::snprintf(hex, sizeof hex, "%04X", static_cast<unsigned>(cp));
-        return std::string(hex);
-      }() + " cannot be written in " + std::string(codec));
+      return InvalidArgument("line " + std::to_string(line) + ": U+" +
+                             [cp] {
+                               char hex[16];
+                               std::snprintf(hex, sizeof hex, "%04X", static_cast<unsigned>(cp));
+                               return std::string(hex);
+                             }() +
+                             " cannot be written in " + std::string(codec));
     out.push_back(static_cast<char>(byte));
   }
   return out;
@@ -300,8 +294,8 @@ Expected<std::string> LoadPythonSource(const SourceFile& f, size_t max_bytes, bo
     std::string decoded;
     size_t bad = 0;
     if (!SingleByteToUtf8(*text, codec == "cp1252", decoded, &bad))
-      return InvalidArgument(f.display + ": skipped: byte " + std::to_string(bad) + " is not a " +
-                             std::string(codec) + " character (its coding line declares " + declared + ")");
+      return InvalidArgument(f.display + ": skipped: byte " + std::to_string(bad) + " is not a " + std::string(codec) +
+                             " character (its coding line declares " + declared + ")");
     *text = std::move(decoded);
     if (codec_out) *codec_out = std::string(codec);
     line = 0;

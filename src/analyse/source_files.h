@@ -19,9 +19,9 @@ inline constexpr size_t kDefaultMaxPythonFileBytes = size_t{2} << 20;
 
 struct SourceFile {
   std::filesystem::path path;
-  std::string display;  ///< "<basename>/<relative path>" as shown in reports
-  std::string rel;      ///< path relative to the walked root, '/'-separated
-  std::string module;   ///< canonical module name ("pkg.sub.mod")
+  std::string display;               ///< "<basename>/<relative path>" as shown in reports
+  std::string rel;                   ///< path relative to the walked root, '/'-separated
+  std::string module;                ///< canonical module name ("pkg.sub.mod")
   std::vector<std::string> aliases;  ///< other names the module is importable as
   bool is_package = false;
 };
@@ -29,7 +29,7 @@ struct SourceFile {
 struct FileProblem {
   std::string file;
   uint32_t line = 0, col = 0;
-  std::string kind;     ///< "skipped", "syntax_error", "symlink", "portkit_output", ...
+  std::string kind;  ///< "skipped", "syntax_error", "symlink", "portkit_output", ...
   std::string message;
 };
 

@@ -13,9 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Status JsonError(const fs::path& path, const char* what) {
-  return ParseError(path.string() + ": " + what);
-}
+Status JsonError(const fs::path& path, const char* what) { return ParseError(path.string() + ": " + what); }
 
 Expected<std::vector<std::string>> StringArray(simdjson::ondemand::value v) {
   std::vector<std::string> out;
@@ -39,8 +37,7 @@ double VersionNumber(const std::string& v) {
 template <typename Fn>
 Status ForEachTopLevelField(const fs::path& path, Fn fn) {
   simdjson::padded_string json;
-  if (simdjson::padded_string::load(path.string()).get(json))
-    return IoError(path.string() + ": cannot read");
+  if (simdjson::padded_string::load(path.string()).get(json)) return IoError(path.string() + ": cannot read");
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   if (parser.iterate(json).get(doc)) return JsonError(path, "not valid JSON");
@@ -166,7 +163,8 @@ void DeriveRenames(const CudaOnly& cuda, target::TargetFacts& facts) {
   derive(cuda.methods, facts.renames.methods);
   derive(cuda.attributes, facts.renames.attributes);
   if (facts.renames.distributed_backends.empty() && !facts.distributed_backends.empty())
-    for (const auto& b : cuda.distributed_backends) facts.renames.distributed_backends[b] = facts.distributed_backends.front();
+    for (const auto& b : cuda.distributed_backends)
+      facts.renames.distributed_backends[b] = facts.distributed_backends.front();
 }
 
 }  // namespace
@@ -203,10 +201,9 @@ Expected<Target> Target::Load(const DataDirs& data, const std::string& name, con
         if (d < best) best = d, chosen = v;
       }
       if (chosen != wanted && warning) {
-        *warning = "no " + t.name_ + " support list for torch " + version + "; using the nearest, torch " +
-                   chosen + " (lists: " ;
-        for (size_t i = 0; i < t.versions_.size(); ++i)
-          *warning += (i ? ", " : "") + t.versions_[i];
+        *warning = "no " + t.name_ + " support list for torch " + version + "; using the nearest, torch " + chosen +
+                   " (lists: ";
+        for (size_t i = 0; i < t.versions_.size(); ++i) *warning += (i ? ", " : "") + t.versions_[i];
         *warning += ")";
       }
     }
@@ -269,8 +266,7 @@ const std::string* Target::Rewrite(const std::string& q) const {
 std::string Target::RewriteByPrefix(const std::string& qname) const {
   std::string prefix = qname;
   for (;;) {
-    if (auto it = rewrites_.find(prefix); it != rewrites_.end())
-      return it->second + qname.substr(prefix.size());
+    if (auto it = rewrites_.find(prefix); it != rewrites_.end()) return it->second + qname.substr(prefix.size());
     size_t dot = prefix.rfind('.');
     if (dot == std::string::npos) break;
     prefix.resize(dot);

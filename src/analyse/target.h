@@ -15,7 +15,7 @@
 namespace portkit::analyse {
 
 struct ParameterRule {
-  std::string api;        ///< qualified API, or a method name when `method`
+  std::string api;  ///< qualified API, or a method name when `method`
   bool method = false;
   std::string parameter;
   std::vector<size_t> positions;  ///< positional indices (self excluded)
@@ -46,8 +46,8 @@ struct CudaOnly {
   std::vector<std::string> attributes;
   std::vector<std::string> device_types;
   std::vector<std::string> distributed_backends;
-  std::vector<std::string> apis;         ///< exact qualified names (torch.utils.cpp_extension.CUDA_HOME)
-  std::vector<std::string> env_vars;     ///< environment variables only CUDA reads (CUDA_VISIBLE_DEVICES)
+  std::vector<std::string> apis;      ///< exact qualified names (torch.utils.cpp_extension.CUDA_HOME)
+  std::vector<std::string> env_vars;  ///< environment variables only CUDA reads (CUDA_VISIBLE_DEVICES)
   /// CUDA-backed ops of libraries ("torchvision.ops.nms"); a name under the same package
   /// (first two components) with the same last component is the same op
   /// (torchvision.ops.boxes.nms).
@@ -67,8 +67,8 @@ struct CudaOnly {
 
 /// A class of a CUDA-only library and its plain torch equivalent (data/cuda/cuda_libraries.tsv).
 struct CudaLibraryClass {
-  std::string name;        ///< "apex.normalization.FusedLayerNorm"
-  std::string plain;       ///< "torch.nn.LayerNorm"
+  std::string name;   ///< "apex.normalization.FusedLayerNorm"
+  std::string plain;  ///< "torch.nn.LayerNorm"
   /// Keywords of `name` that `plain` lacks or reads differently: a call using one is listed for
   /// review instead of being ported.
   std::vector<std::string> unsure_keywords;
@@ -99,9 +99,7 @@ class Target {
   const std::string* Supported(const std::string& qname) const;
   bool Known(const std::string& qname) const { return Unsupported(qname) || Supported(qname); }
   /// Whether the support list of any torch version names `qname` (the API exists in torch).
-  bool KnownInAnyVersion(const std::string& qname) const {
-    return Known(qname) || other_versions_.count(qname) > 0;
-  }
+  bool KnownInAnyVersion(const std::string& qname) const { return Known(qname) || other_versions_.count(qname) > 0; }
   const Advice& advice() const { return advice_; }
   const CudaOnly& cuda() const { return cuda_; }
   /// The classes of CUDA-only libraries with a plain torch equivalent, by name.
@@ -130,8 +128,7 @@ class Target {
   std::string name_, list_version_;
   bool all_supported_ = false;
   std::vector<std::string> versions_;
-  std::unordered_map<std::string, std::string> unsupported_, supported_, rewrites_, torch_methods_,
-      never_unknown_;
+  std::unordered_map<std::string, std::string> unsupported_, supported_, rewrites_, torch_methods_, never_unknown_;
   std::unordered_set<std::string> other_versions_;  ///< names listed only for other versions
   Advice advice_;
   CudaOnly cuda_;

@@ -21,7 +21,8 @@ Expected<ThirdPartyApis> ThirdPartyApis::Load(const std::vector<std::string>& fi
     };
     long api = col("3rd-party API"), message = col("Message"), file = col("File");
     if (api < 0)
-      return ParseError(path + ":1: no '3rd-party API' column; give the full_unsupported_results.csv "
+      return ParseError(path +
+                        ":1: no '3rd-party API' column; give the full_unsupported_results.csv "
                         "of a third_party run");
     for (size_t r = 1; r < rows->size(); ++r) {
       const auto& row = (*rows)[r];
@@ -30,7 +31,8 @@ Expected<ThirdPartyApis> ThirdPartyApis::Load(const std::vector<std::string>& fi
         return ParseError(path + ": record " + std::to_string(r + 1) + ": " + std::to_string(row.size()) +
                           " fields, the header has " + std::to_string(header.size()));
       std::string evidence = message >= 0 ? row[static_cast<size_t>(message)] : "";
-      if (file >= 0) evidence = "defined in " + row[static_cast<size_t>(file)] + (evidence.empty() ? "" : "\n" + evidence);
+      if (file >= 0)
+        evidence = "defined in " + row[static_cast<size_t>(file)] + (evidence.empty() ? "" : "\n" + evidence);
       std::string name = row[static_cast<size_t>(api)];
       if (!name.empty() && name.front() == '\'') name.erase(0, 1);  // CSV-injection guard
       if (!name.empty()) out.apis_.emplace(name, evidence);
@@ -81,10 +83,10 @@ bool OffenceOf(const Finding& f, Offence* out) {
   return false;
 }
 
-std::vector<AffectedFunction> PropagateAffected(
-    const std::vector<DefinitionRecord>& definitions, const std::vector<CallRecord>& calls,
-    const std::vector<Finding>& findings,
-    const std::multimap<std::string, std::string>& spellings_by_qualname) {
+std::vector<AffectedFunction> PropagateAffected(const std::vector<DefinitionRecord>& definitions,
+                                                const std::vector<CallRecord>& calls,
+                                                const std::vector<Finding>& findings,
+                                                const std::multimap<std::string, std::string>& spellings_by_qualname) {
   // Nodes: every defined function.
   std::unordered_map<std::string, size_t> id;
   std::vector<const DefinitionRecord*> node;

@@ -50,7 +50,7 @@ struct AffectedFunction {
   std::vector<Offence> offences;
   /// Every (bucket, API) the function reaches, transitively.
   std::vector<std::pair<Bucket, std::string>> apis;
-  std::vector<std::string> path;       ///< witness: this function → ... → a function with a direct offence
+  std::vector<std::string> path;  ///< witness: this function → ... → a function with a direct offence
   /// Reaches an unsupported API or a custom op without a target kernel (not only CUDA calls
   /// that migrate rewrites, nor only unknown APIs): only these are rows of
   /// full_unsupported_results.csv; the path and offences then lead to one. The others are listed
@@ -67,9 +67,9 @@ bool IsRealOffence(Bucket b);
 bool OffenceOf(const Finding& f, Offence* out);
 
 /// Call graph → affected functions, sorted by qualified name.
-std::vector<AffectedFunction> PropagateAffected(
-    const std::vector<DefinitionRecord>& definitions, const std::vector<CallRecord>& calls,
-    const std::vector<Finding>& findings,
-    const std::multimap<std::string, std::string>& spellings_by_qualname);
+std::vector<AffectedFunction> PropagateAffected(const std::vector<DefinitionRecord>& definitions,
+                                                const std::vector<CallRecord>& calls,
+                                                const std::vector<Finding>& findings,
+                                                const std::multimap<std::string, std::string>& spellings_by_qualname);
 
 }  // namespace portkit::analyse

@@ -25,31 +25,53 @@ bool OneOf(std::string_view s, const std::array<std::string_view, N>& set) {
   return false;
 }
 
-constexpr std::array<std::string_view, 10> kTensorAttrs = {"T", "mT", "H", "mH", "data", "grad",
-                                                           "real", "imag", "weight", "bias"};
-constexpr std::array<std::string_view, 28> kTensorNonTensorMethods = {
-    "size", "dim", "item", "tolist", "numel", "nelement", "element_size", "data_ptr",
-    "stride", "storage", "untyped_storage", "get_device", "numpy", "backward", "is_contiguous",
-    "is_floating_point", "is_complex", "is_pinned", "is_shared", "is_set_to", "ndimension",
-    "storage_offset", "register_hook", "equal", "__len__", "__iter__", "type", "has_names"};
-constexpr std::array<std::string_view, 9> kSeqProducers = {
-    "chunk", "split", "unbind", "tensor_split", "meshgrid", "broadcast_tensors", "std_mean",
-    "var_mean", "split_with_sizes"};
+constexpr std::array<std::string_view, 10> kTensorAttrs = {"T",    "mT",   "H",    "mH",     "data",
+                                                           "grad", "real", "imag", "weight", "bias"};
+constexpr std::array<std::string_view, 28> kTensorNonTensorMethods = {"size",
+                                                                      "dim",
+                                                                      "item",
+                                                                      "tolist",
+                                                                      "numel",
+                                                                      "nelement",
+                                                                      "element_size",
+                                                                      "data_ptr",
+                                                                      "stride",
+                                                                      "storage",
+                                                                      "untyped_storage",
+                                                                      "get_device",
+                                                                      "numpy",
+                                                                      "backward",
+                                                                      "is_contiguous",
+                                                                      "is_floating_point",
+                                                                      "is_complex",
+                                                                      "is_pinned",
+                                                                      "is_shared",
+                                                                      "is_set_to",
+                                                                      "ndimension",
+                                                                      "storage_offset",
+                                                                      "register_hook",
+                                                                      "equal",
+                                                                      "__len__",
+                                                                      "__iter__",
+                                                                      "type",
+                                                                      "has_names"};
+constexpr std::array<std::string_view, 9> kSeqProducers = {"chunk",        "split",    "unbind",
+                                                           "tensor_split", "meshgrid", "broadcast_tensors",
+                                                           "std_mean",     "var_mean", "split_with_sizes"};
 constexpr std::array<std::string_view, 7> kTensorNamespaces = {
-    "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nn.init",
-    "torch.sparse"};
+    "torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nn.init", "torch.sparse"};
 // Torch's own; a target's device method comes from ModuleResolver::IsModuleSelfMethod.
 constexpr std::array<std::string_view, 13> kModuleSelfMethods = {
-    "cuda", "cpu", "to", "train", "eval", "half", "float", "double", "bfloat16",
+    "cuda",           "cpu",  "to",    "train",   "eval", "half", "float", "double", "bfloat16",
     "requires_grad_", "type", "apply", "to_empty"};
 
 bool TorchFunctionReturnsNonTensor(std::string_view last) {
   if (StartsWith(last, "is_") || StartsWith(last, "set_") || StartsWith(last, "get_") ||
       StartsWith(last, "manual_seed") || StartsWith(last, "use_"))
     return true;
-  static constexpr std::array<std::string_view, 12> kOthers = {
-      "numel", "save", "load", "compile", "no_grad", "enable_grad", "inference_mode",
-      "device", "seed", "initial_seed", "autocast", "typename"};
+  static constexpr std::array<std::string_view, 12> kOthers = {"numel",   "save",         "load",           "compile",
+                                                               "no_grad", "enable_grad",  "inference_mode", "device",
+                                                               "seed",    "initial_seed", "autocast",       "typename"};
   return OneOf(last, kOthers);
 }
 
@@ -70,20 +92,17 @@ bool IsAutogradFunction(const ClassInfo* cls) {
 Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modules) {
   std::string a(attr);
   switch (base.kind) {
-    case ValueKind::kExternal:
-      return Value::External(base.name + "." + a);
+    case ValueKind::kExternal: return Value::External(base.name + "." + a);
     case ValueKind::kTensor:
       if (OneOf(attr, kTensorAttrs)) return Value::Tensor();
-      if (attr == "shape" || attr == "dtype" || attr == "device" || attr == "ndim" ||
-          attr == "is_cuda" || attr == "requires_grad")
+      if (attr == "shape" || attr == "dtype" || attr == "device" || attr == "ndim" || attr == "is_cuda" ||
+          attr == "requires_grad")
         return Value::Other();
       return Value::Method("torch.Tensor." + a, "torch.Tensor");
     case ValueKind::kInstance:
-      if (StartsWith(base.name, "torch.nn.") && (attr == "weight" || attr == "bias"))
-        return Value::Tensor();
+      if (StartsWith(base.name, "torch.nn.") && (attr == "weight" || attr == "bias")) return Value::Tensor();
       return Value::Method(base.name + "." + a, base.name);
-    case ValueKind::kUserModule:
-      return modules ? modules->Export(base.name, a) : Value::Unknown();
+    case ValueKind::kUserModule: return modules ? modules->Export(base.name, a) : Value::Unknown();
     case ValueKind::kUserClass: {
       std::string method = FindMethod(base.cls, a);
       // `op = MyFunction.apply` of a torch.autograd.Function runs the class's forward.
@@ -99,8 +118,7 @@ Value AttributeOf(const Value& base, std::string_view attr, ModuleResolver* modu
       if (!c->torch_base.empty()) return Value::Method(c->torch_base + "." + a, c->torch_base, c);
       return Value::Unknown();
     }
-    default:
-      return Value::Unknown();
+    default: return Value::Unknown();
   }
 }
 
@@ -119,16 +137,13 @@ std::string FindMethod(const ClassInfo* cls, std::string_view name) {
 
 std::string CalledFunction(const Value& callee) {
   switch (callee.kind) {
-    case ValueKind::kUserFunction:
-      return callee.name;
-    case ValueKind::kUserClass:
-      return FindMethod(callee.cls, "__init__");
+    case ValueKind::kUserFunction: return callee.name;
+    case ValueKind::kUserClass: return FindMethod(callee.cls, "__init__");
     case ValueKind::kUserInstance:
       if (!callee.cls) return {};
       if (std::string f = FindMethod(callee.cls, "__call__"); !f.empty()) return f;
       return callee.cls->is_torch_module() ? FindMethod(callee.cls, "forward") : std::string();
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -139,8 +154,8 @@ Value CallResult(const Value& callee, const ModuleResolver* modules) {
       if (!StartsWith(q, "torch.")) return Value::Unknown();
       std::string_view last = LastComponent(q);
       if (IsTorchClassName(q)) {
-        if (q == "torch.nn.Parameter" || q == "torch.nn.parameter.Parameter" ||
-            q == "torch.Tensor" || (last.size() > 6 && last.substr(last.size() - 6) == "Tensor"))
+        if (q == "torch.nn.Parameter" || q == "torch.nn.parameter.Parameter" || q == "torch.Tensor" ||
+            (last.size() > 6 && last.substr(last.size() - 6) == "Tensor"))
           return Value::Tensor();
         return Value::Instance(q);
       }
@@ -163,14 +178,11 @@ Value CallResult(const Value& callee, const ModuleResolver* modules) {
       }
       return Value::Unknown();
     }
-    case ValueKind::kInstance:
-      return StartsWith(callee.name, "torch.nn.") ? Value::Tensor() : Value::Unknown();
-    case ValueKind::kUserClass:
-      return Value::UserInstance(callee.cls);
+    case ValueKind::kInstance: return StartsWith(callee.name, "torch.nn.") ? Value::Tensor() : Value::Unknown();
+    case ValueKind::kUserClass: return Value::UserInstance(callee.cls);
     case ValueKind::kUserInstance:
       return callee.cls && callee.cls->is_torch_module() ? Value::Tensor() : Value::Unknown();
-    default:
-      return Value::Unknown();
+    default: return Value::Unknown();
   }
 }
 
@@ -201,10 +213,8 @@ std::vector<std::string> LookupNames(const Value& callee) {
     if (std::string alias = PublicNnName(callee.name); !alias.empty()) names.push_back(std::move(alias));
     std::string method(LastComponent(callee.name));
     const std::string& owner = callee.owner;
-    if (StartsWith(owner, "torch.nn.") && owner != "torch.nn.Module")
-      names.push_back("torch.nn.Module." + method);
-    else if (StartsWith(owner, "torch.optim.lr_scheduler.") &&
-             owner != "torch.optim.lr_scheduler.LRScheduler")
+    if (StartsWith(owner, "torch.nn.") && owner != "torch.nn.Module") names.push_back("torch.nn.Module." + method);
+    else if (StartsWith(owner, "torch.optim.lr_scheduler.") && owner != "torch.optim.lr_scheduler.LRScheduler")
       names.push_back("torch.optim.lr_scheduler.LRScheduler." + method);
     else if (StartsWith(owner, "torch.optim.") && owner != "torch.optim.Optimizer")
       names.push_back("torch.optim.Optimizer." + method);

@@ -77,9 +77,7 @@ struct ClassInfo {
 
   const std::string& QualifiedName() const { return qualname; }
 
-  bool is_torch_module() const {
-    return torch_base.rfind("torch.nn.", 0) == 0;
-  }
+  bool is_torch_module() const { return torch_base.rfind("torch.nn.", 0) == 0; }
 };
 
 /// Answers questions about project modules; implemented by ProjectIndex.

@@ -10,7 +10,6 @@ struct DepthGuard {
 };
 }  // namespace
 
-
 struct FileWalker::Scope {
   enum class Kind : uint8_t { kModule, kClass, kFunction } kind;
   Scope* parent = nullptr;
@@ -42,11 +41,9 @@ class FileWalker::Kids {
   size_t begin_, end_;
 };
 
-FileWalker::FileWalker(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary,
-                       ProjectIndex& index, std::function<bool(const std::string&)> known_external,
-                       EventSink& sink)
-    : syn_(syn), src_(src), summary_(summary), index_(index),
-      known_external_(std::move(known_external)), sink_(sink) {
+FileWalker::FileWalker(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary, ProjectIndex& index,
+                       std::function<bool(const std::string&)> known_external, EventSink& sink)
+    : syn_(syn), src_(src), summary_(summary), index_(index), known_external_(std::move(known_external)), sink_(sink) {
   cursor_ = ts_tree_cursor_new(src.root());
 }
 
@@ -98,9 +95,7 @@ void FileWalker::Bind(TSNode target, const Value& v) {
   DepthGuard guard(depth_);
   if (depth_ > kMaxDepth) return;
   switch (syn_.Kind(target)) {
-    case NodeKind::kIdentifier:
-      BindName(Text(target), v);
-      break;
+    case NodeKind::kIdentifier: BindName(Text(target), v); break;
     case NodeKind::kAttribute: {
       TSNode obj = ts_node_child_by_field_id(target, syn_.f_object);
       Value base = Eval(obj, Use::kObject);
@@ -123,20 +118,24 @@ void FileWalker::Bind(TSNode target, const Value& v) {
       sink_.OnSubscriptAssign(current_assignment_, target, base, index);
       break;
     }
-    case NodeKind::kPatternList: case NodeKind::kTuplePattern: case NodeKind::kListPattern:
-    case NodeKind::kTuple: case NodeKind::kList: case NodeKind::kExpressionList: {
+    case NodeKind::kPatternList:
+    case NodeKind::kTuplePattern:
+    case NodeKind::kListPattern:
+    case NodeKind::kTuple:
+    case NodeKind::kList:
+    case NodeKind::kExpressionList: {
       Value element = v.kind == ValueKind::kTensorSeq ? Value::Tensor() : Value::Unknown();
       Kids kids(*this, target);
       for (size_t i = 0; i < kids.size(); ++i) Bind(kids[i], element);
       break;
     }
-    case NodeKind::kListSplatPattern: case NodeKind::kParenthesizedExpression: {
+    case NodeKind::kListSplatPattern:
+    case NodeKind::kParenthesizedExpression: {
       Kids kids(*this, target);
       for (size_t i = 0; i < kids.size(); ++i) Bind(kids[i], Value::Unknown());
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -157,7 +156,8 @@ void FileWalker::Exec(TSNode n) {
   switch (syn_.Kind(n)) {
     case NodeKind::kImportStatement: Import(n); return;
     case NodeKind::kImportFromStatement: ImportFrom(n); return;
-    case NodeKind::kFutureImportStatement: case NodeKind::kComment: return;
+    case NodeKind::kFutureImportStatement:
+    case NodeKind::kComment: return;
     case NodeKind::kFunctionDefinition: FunctionDef(n); return;
     case NodeKind::kClassDefinition: ClassDef(n); return;
     case NodeKind::kDecoratedDefinition: {
@@ -185,27 +185,35 @@ void FileWalker::Exec(TSNode n) {
       TSNode inner = PeelIterableWrappers(right);
       sink_.OnFor(n, inner, ts_node_eq(inner, right) ? iter : PeekValue(inner));
       Bind(ts_node_child_by_field_id(n, syn_.f_left),
-           iter.kind == ValueKind::kTensorSeq || iter.kind == ValueKind::kTensor ? Value::Tensor()
-                                                                                 : Value::Unknown());
+           iter.kind == ValueKind::kTensorSeq || iter.kind == ValueKind::kTensor ? Value::Tensor() : Value::Unknown());
       TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
       if (!ts_node_is_null(body)) ExecChildren(body);
       TSNode alt = ts_node_child_by_field_id(n, syn_.f_alternative);
       if (!ts_node_is_null(alt)) ExecChildren(alt);
       return;
     }
-    case NodeKind::kBlock: case NodeKind::kElseClause: case NodeKind::kElifClause:
-    case NodeKind::kFinallyClause: case NodeKind::kIfStatement: case NodeKind::kWhileStatement:
-    case NodeKind::kTryStatement: case NodeKind::kExceptClause: case NodeKind::kWithStatement:
-    case NodeKind::kWithClause: case NodeKind::kModule: {
+    case NodeKind::kBlock:
+    case NodeKind::kElseClause:
+    case NodeKind::kElifClause:
+    case NodeKind::kFinallyClause:
+    case NodeKind::kIfStatement:
+    case NodeKind::kWhileStatement:
+    case NodeKind::kTryStatement:
+    case NodeKind::kExceptClause:
+    case NodeKind::kWithStatement:
+    case NodeKind::kWithClause:
+    case NodeKind::kModule: {
       Kids kids(*this, n);
       for (size_t i = 0; i < kids.size(); ++i) {
         TSNode c = kids[i];
         switch (syn_.Kind(c)) {
-          case NodeKind::kBlock: case NodeKind::kElseClause: case NodeKind::kElifClause:
-          case NodeKind::kFinallyClause: case NodeKind::kExceptClause: case NodeKind::kWithClause:
-          case NodeKind::kWithItem:
-            Exec(c);
-            break;
+          case NodeKind::kBlock:
+          case NodeKind::kElseClause:
+          case NodeKind::kElifClause:
+          case NodeKind::kFinallyClause:
+          case NodeKind::kExceptClause:
+          case NodeKind::kWithClause:
+          case NodeKind::kWithItem: Exec(c); break;
           default:
             if (syn_.Kind(n) == NodeKind::kBlock || syn_.Kind(n) == NodeKind::kModule) Exec(c);
             else Eval(c);
@@ -218,7 +226,9 @@ void FileWalker::Exec(TSNode n) {
       if (!ts_node_is_null(value)) Eval(value);
       return;
     }
-    case NodeKind::kExpressionStatement: case NodeKind::kReturnStatement: default: {
+    case NodeKind::kExpressionStatement:
+    case NodeKind::kReturnStatement:
+    default: {
       Kids kids(*this, n);
       for (size_t i = 0; i < kids.size(); ++i) Eval(kids[i]);
       return;
@@ -233,8 +243,7 @@ void FileWalker::Import(TSNode n) {
     if (syn_.Kind(c) == NodeKind::kAliasedImport) {
       std::string module = Text(ts_node_child_by_field_id(c, syn_.f_name));
       sink_.OnImport({n, module, {}, false, false});
-      BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)),
-               index_.ImportValue(summary_, module, 0, ""));
+      BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)), index_.ImportValue(summary_, module, 0, ""));
     } else if (syn_.Kind(c) == NodeKind::kDottedName) {
       std::string full = Text(c);
       sink_.OnImport({n, full, {}, false, false});
@@ -253,8 +262,7 @@ void FileWalker::ImportFrom(TSNode n) {
     for (size_t i = 0; i < kids.size(); ++i) {
       if (syn_.Kind(kids[i]) == NodeKind::kImportPrefix)
         level = static_cast<int>(NodeText(kids[i], src_.source).size());
-      else
-        module = Text(kids[i]);
+      else module = Text(kids[i]);
     }
   } else {
     module = Text(mod);
@@ -275,10 +283,10 @@ void FileWalker::ImportFrom(TSNode n) {
         break;
       }
       case NodeKind::kAliasedImport:
-        if (level == 0) sink_.OnImport({c, module + "." + Text(ts_node_child_by_field_id(c, syn_.f_name)), {}, false, false});
+        if (level == 0)
+          sink_.OnImport({c, module + "." + Text(ts_node_child_by_field_id(c, syn_.f_name)), {}, false, false});
         BindName(Text(ts_node_child_by_field_id(c, syn_.f_alias)),
-                 index_.ImportValue(summary_, module, level,
-                                    Text(ts_node_child_by_field_id(c, syn_.f_name))));
+                 index_.ImportValue(summary_, module, level, Text(ts_node_child_by_field_id(c, syn_.f_name))));
         break;
       case NodeKind::kDottedName: {
         std::string name = Text(c);
@@ -286,8 +294,7 @@ void FileWalker::ImportFrom(TSNode n) {
         BindName(name, index_.ImportValue(summary_, module, level, name));
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -347,8 +354,7 @@ void FileWalker::ClassDef(TSNode n) {
       Kids kids(*this, body);
       for (size_t i = 0; i < kids.size(); ++i) {
         TSNode c = kids[i];
-        if (syn_.Kind(c) == NodeKind::kDecoratedDefinition)
-          c = ts_node_child_by_field_id(c, syn_.f_definition);
+        if (syn_.Kind(c) == NodeKind::kDecoratedDefinition) c = ts_node_child_by_field_id(c, syn_.f_definition);
         if (!ts_node_is_null(c) && syn_.Kind(c) == NodeKind::kFunctionDefinition)
           local.methods.insert(Text(ts_node_child_by_field_id(c, syn_.f_name)));
       }
@@ -385,8 +391,7 @@ void FileWalker::RunFunction(const Deferred& d) {
   sink_.OnFunction(d.qualname, d.def);
   std::string name = Text(ts_node_child_by_field_id(d.def, syn_.f_name));
   if (!ts_node_is_null(params))
-    BindParameters(params, d.cls, d.cls != nullptr,
-                   name == "forward" && d.cls && d.cls->is_torch_module(), true);
+    BindParameters(params, d.cls, d.cls != nullptr, name == "forward" && d.cls && d.cls->is_torch_module(), true);
   if (!ts_node_is_null(body)) ExecChildren(body);
   current_ = saved;
 }
@@ -397,29 +402,27 @@ Value FileWalker::Annotation(TSNode type) {
   type_test_ = true;  // `x: torch.cuda.FloatTensor` names a type, it does not use it
   Value v = Eval(type);
   type_test_ = saved;
-  if (v.kind == ValueKind::kExternal &&
-      (v.name == "torch.Tensor" || v.name == "torch.nn.Parameter"))
+  if (v.kind == ValueKind::kExternal && (v.name == "torch.Tensor" || v.name == "torch.nn.Parameter"))
     return Value::Tensor();
   if (v.kind == ValueKind::kExternal && IsTorchClassName(v.name)) return Value::Instance(v.name);
   if (v.kind == ValueKind::kUserClass) return Value::UserInstance(v.cls);
   // Builtin containers and scalars (dict, List[int], ...) are known not to be tensors.
-  static constexpr std::string_view kBuiltins[] = {"dict", "list", "set", "tuple", "str", "int",
-                                                   "float", "bool", "bytes", "Dict", "List",
-                                                   "Set", "Tuple", "Sequence", "Mapping"};
+  static constexpr std::string_view kBuiltins[] = {"dict", "list",  "set",   "tuple",    "str",
+                                                   "int",  "float", "bool",  "bytes",    "Dict",
+                                                   "List", "Set",   "Tuple", "Sequence", "Mapping"};
   std::string head = Text(type);
   head = head.substr(0, head.find('['));
   for (auto b : kBuiltins)
     if (head == b || head == "typing." + std::string(b)) return Value::Other();
   // Optional[torch.Tensor] and friends.
   std::string text = Text(type);
-  if (text.find("Tensor") != std::string::npos && syn_.Kind(ts_node_named_child(type, 0)) ==
-                                                      NodeKind::kSubscript)
+  if (text.find("Tensor") != std::string::npos && syn_.Kind(ts_node_named_child(type, 0)) == NodeKind::kSubscript)
     return Value::Tensor();
   return Value::Unknown();
 }
 
-void FileWalker::BindParameters(TSNode params, const ClassInfo* cls, bool is_method,
-                                bool is_forward, bool /*bind_now*/) {
+void FileWalker::BindParameters(TSNode params, const ClassInfo* cls, bool is_method, bool is_forward,
+                                bool /*bind_now*/) {
   Kids kids(*this, params);
   bool first = true;
   for (size_t i = 0; i < kids.size(); ++i) {
@@ -427,9 +430,7 @@ void FileWalker::BindParameters(TSNode params, const ClassInfo* cls, bool is_met
     std::string name;
     Value v;
     switch (syn_.Kind(p)) {
-      case NodeKind::kIdentifier:
-        name = Text(p);
-        break;
+      case NodeKind::kIdentifier: name = Text(p); break;
       case NodeKind::kTypedParameter: {
         TSNode id = ts_node_named_child(p, 0);
         name = Text(id);
@@ -437,16 +438,12 @@ void FileWalker::BindParameters(TSNode params, const ClassInfo* cls, bool is_met
         if (syn_.Kind(id) != NodeKind::kIdentifier) name.clear();
         break;
       }
-      case NodeKind::kDefaultParameter:
-        name = Text(ts_node_child_by_field_id(p, syn_.f_name));
-        break;
+      case NodeKind::kDefaultParameter: name = Text(ts_node_child_by_field_id(p, syn_.f_name)); break;
       case NodeKind::kTypedDefaultParameter:
         name = Text(ts_node_child_by_field_id(p, syn_.f_name));
         v = Annotation(ts_node_child_by_field_id(p, syn_.f_type));
         break;
-      default:
-        first = false;
-        continue;
+      default: first = false; continue;
     }
     if (name.empty()) continue;
     if (first && is_method) {
@@ -480,45 +477,36 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
   }
   NodeKind k = syn_.Kind(n);
   switch (k) {
-    case NodeKind::kFunctionDefinition: case NodeKind::kClassDefinition:
+    case NodeKind::kFunctionDefinition:
+    case NodeKind::kClassDefinition:
       if (!top) {
         scope.locals.insert(Text(ts_node_child_by_field_id(n, syn_.f_name)));
         return;
       }
       break;
-    case NodeKind::kLambda: case NodeKind::kListComprehension: case NodeKind::kSetComprehension:
-    case NodeKind::kDictionaryComprehension: case NodeKind::kGeneratorExpression:
-      return;
+    case NodeKind::kLambda:
+    case NodeKind::kListComprehension:
+    case NodeKind::kSetComprehension:
+    case NodeKind::kDictionaryComprehension:
+    case NodeKind::kGeneratorExpression: return;
     case NodeKind::kIdentifier:
       if (top) scope.locals.insert(Text(n));  // a bare parameter
       return;
-    case NodeKind::kTypedParameter:
-      CollectTargetNames(ts_node_named_child(n, 0), scope);
-      return;
-    case NodeKind::kDefaultParameter: case NodeKind::kTypedDefaultParameter:
-      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope);
-      return;
-    case NodeKind::kListSplatPattern: case NodeKind::kDictionarySplatPattern:
-      CollectTargetNames(n, scope);
-      return;
+    case NodeKind::kTypedParameter: CollectTargetNames(ts_node_named_child(n, 0), scope); return;
+    case NodeKind::kDefaultParameter:
+    case NodeKind::kTypedDefaultParameter: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope); return;
+    case NodeKind::kListSplatPattern:
+    case NodeKind::kDictionarySplatPattern: CollectTargetNames(n, scope); return;
     case NodeKind::kAssignment: {
       CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
       TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
       if (syn_.Kind(right) == NodeKind::kAssignment) CollectLocals(right, scope, false);  // a = b = 1
       return;
     }
-    case NodeKind::kAugmentedAssignment:
-      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
-      return;
-    case NodeKind::kForStatement:
-      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
-      break;
-    case NodeKind::kNamedExpression:
-      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope);
-      return;
-    case NodeKind::kAsPatternTarget:
-      CollectTargetNames(n, scope);
-      return;
+    case NodeKind::kAugmentedAssignment: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope); return;
+    case NodeKind::kForStatement: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope); break;
+    case NodeKind::kNamedExpression: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope); return;
+    case NodeKind::kAsPatternTarget: CollectTargetNames(n, scope); return;
     case NodeKind::kImportStatement: {
       Kids kids(*this, n);
       for (size_t i = 0; i < kids.size(); ++i) {
@@ -540,8 +528,7 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
         if (ts_node_eq(c, mod)) continue;
         if (syn_.Kind(c) == NodeKind::kAliasedImport)
           scope.locals.insert(Text(ts_node_child_by_field_id(c, syn_.f_alias)));
-        else if (syn_.Kind(c) == NodeKind::kDottedName)
-          scope.locals.insert(Text(c));
+        else if (syn_.Kind(c) == NodeKind::kDottedName) scope.locals.insert(Text(c));
       }
       return;
     }
@@ -550,24 +537,32 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
       for (size_t i = 0; i < kids.size(); ++i) scope.globals.insert(Text(kids[i]));
       return;
     }
-    default:
-      break;
+    default: break;
   }
   // Bindings happen in statements: only statement containers are entered, not expressions
   // (a walrus inside a deeper expression is the one binding this misses).
   switch (k) {
-    case NodeKind::kBlock: case NodeKind::kModule: case NodeKind::kIfStatement:
-    case NodeKind::kElifClause: case NodeKind::kElseClause: case NodeKind::kForStatement:
-    case NodeKind::kWhileStatement: case NodeKind::kTryStatement: case NodeKind::kExceptClause:
-    case NodeKind::kFinallyClause: case NodeKind::kWithStatement: case NodeKind::kWithClause:
-    case NodeKind::kWithItem: case NodeKind::kAsPattern: case NodeKind::kExpressionStatement:
-    case NodeKind::kDecoratedDefinition:
-      break;
-    case NodeKind::kParameters: case NodeKind::kLambdaParameters:
+    case NodeKind::kBlock:
+    case NodeKind::kModule:
+    case NodeKind::kIfStatement:
+    case NodeKind::kElifClause:
+    case NodeKind::kElseClause:
+    case NodeKind::kForStatement:
+    case NodeKind::kWhileStatement:
+    case NodeKind::kTryStatement:
+    case NodeKind::kExceptClause:
+    case NodeKind::kFinallyClause:
+    case NodeKind::kWithStatement:
+    case NodeKind::kWithClause:
+    case NodeKind::kWithItem:
+    case NodeKind::kAsPattern:
+    case NodeKind::kExpressionStatement:
+    case NodeKind::kDecoratedDefinition: break;
+    case NodeKind::kParameters:
+    case NodeKind::kLambdaParameters:
       if (!top) return;
       break;
-    default:
-      return;
+    default: return;
   }
   Kids kids(*this, n);
   bool params = k == NodeKind::kParameters || k == NodeKind::kLambdaParameters;
@@ -587,14 +582,11 @@ Value FileWalker::Eval(TSNode n, Use use) {
   switch (syn_.Kind(n)) {
     case NodeKind::kIdentifier: {
       Value v = Lookup(Text(n));
-      if (use == Use::kValue && v.kind == ValueKind::kExternal)
-        sink_.OnReference({n, v.name, {}, false, type_test_});
+      if (use == Use::kValue && v.kind == ValueKind::kExternal) sink_.OnReference({n, v.name, {}, false, type_test_});
       return v;
     }
-    case NodeKind::kAttribute:
-      return EvalAttribute(n, use);
-    case NodeKind::kCall:
-      return EvalCall(n);
+    case NodeKind::kAttribute: return EvalAttribute(n, use);
+    case NodeKind::kCall: return EvalCall(n);
     case NodeKind::kAssignment: {
       TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
       Value v = Eval(right);
@@ -614,31 +606,31 @@ Value FileWalker::Eval(TSNode n, Use use) {
       TSNode left = ts_node_child_by_field_id(n, syn_.f_left);
       Value l = Eval(left);
       if (syn_.Kind(left) == NodeKind::kIdentifier)
-        BindName(Text(left), l.kind == ValueKind::kTensor || r.kind == ValueKind::kTensor
-                                 ? Value::Tensor() : l);
+        BindName(Text(left), l.kind == ValueKind::kTensor || r.kind == ValueKind::kTensor ? Value::Tensor() : l);
       return l;
     }
     case NodeKind::kSubscript: {
       Value base = Eval(ts_node_child_by_field_id(n, syn_.f_value));
       Kids kids(*this, n);
       for (size_t i = 1; i < kids.size(); ++i) Eval(kids[i]);
-      if (base.kind == ValueKind::kTensor || base.kind == ValueKind::kTensorSeq)
-        return Value::Tensor();
+      if (base.kind == ValueKind::kTensor || base.kind == ValueKind::kTensorSeq) return Value::Tensor();
       return Value::Unknown();
     }
-    case NodeKind::kBinaryOperator: case NodeKind::kComparisonOperator: {
+    case NodeKind::kBinaryOperator:
+    case NodeKind::kComparisonOperator: {
       Kids kids(*this, n);
       bool tensor = false;
       bool saved = type_test_;
       // `type(m) is nn.X`, `x.dtype == torch.float64`: the operands are compared, not used.
       if (syn_.Kind(n) == NodeKind::kComparisonOperator) type_test_ = true;
-      for (size_t i = 0; i < kids.size(); ++i)
-        tensor |= Eval(kids[i]).kind == ValueKind::kTensor;
+      for (size_t i = 0; i < kids.size(); ++i) tensor |= Eval(kids[i]).kind == ValueKind::kTensor;
       type_test_ = saved;
       return tensor ? Value::Tensor() : Value::Unknown();
     }
-    case NodeKind::kUnaryOperator: case NodeKind::kParenthesizedExpression:
-    case NodeKind::kAwait: case NodeKind::kType: {
+    case NodeKind::kUnaryOperator:
+    case NodeKind::kParenthesizedExpression:
+    case NodeKind::kAwait:
+    case NodeKind::kType: {
       Kids kids(*this, n);
       Value v;
       for (size_t i = 0; i < kids.size(); ++i) v = Eval(kids[i], use);
@@ -677,10 +669,16 @@ Value FileWalker::Eval(TSNode n, Use use) {
       }
       return Value::Other();
     }
-    case NodeKind::kInteger: case NodeKind::kFloat: case NodeKind::kTrue: case NodeKind::kFalse:
-    case NodeKind::kNone: case NodeKind::kComment:
-      return Value::Other();
-    case NodeKind::kDictionary: case NodeKind::kList: case NodeKind::kSet: case NodeKind::kTuple: {
+    case NodeKind::kInteger:
+    case NodeKind::kFloat:
+    case NodeKind::kTrue:
+    case NodeKind::kFalse:
+    case NodeKind::kNone:
+    case NodeKind::kComment: return Value::Other();
+    case NodeKind::kDictionary:
+    case NodeKind::kList:
+    case NodeKind::kSet:
+    case NodeKind::kTuple: {
       // A container literal is not a tensor (its elements are still visited for events).
       bool dict = syn_.Kind(n) == NodeKind::kDictionary;
       Kids kids(*this, n);
@@ -699,11 +697,12 @@ Value FileWalker::Eval(TSNode n, Use use) {
       }
       return Value::Other();
     }
-    case NodeKind::kLambda: case NodeKind::kListComprehension: case NodeKind::kSetComprehension:
-    case NodeKind::kDictionaryComprehension: case NodeKind::kGeneratorExpression:
-      return ScopedComprehension(n);
-    case NodeKind::kKeywordArgument:
-      return Eval(ts_node_child_by_field_id(n, syn_.f_value));
+    case NodeKind::kLambda:
+    case NodeKind::kListComprehension:
+    case NodeKind::kSetComprehension:
+    case NodeKind::kDictionaryComprehension:
+    case NodeKind::kGeneratorExpression: return ScopedComprehension(n);
+    case NodeKind::kKeywordArgument: return Eval(ts_node_child_by_field_id(n, syn_.f_value));
     default: {
       Kids kids(*this, n);
       for (size_t i = 0; i < kids.size(); ++i) Eval(kids[i]);
@@ -747,8 +746,7 @@ Value FileWalker::PeekValue(TSNode n) {
   DepthGuard guard(depth_);
   if (depth_ > kMaxDepth) return Value::Unknown();
   switch (syn_.Kind(n)) {
-    case NodeKind::kIdentifier:
-      return Lookup(Text(n));
+    case NodeKind::kIdentifier: return Lookup(Text(n));
     case NodeKind::kAttribute: {
       Value base = PeekValue(ts_node_child_by_field_id(n, syn_.f_object));
       std::string attr = Text(ts_node_child_by_field_id(n, syn_.f_attribute));
@@ -757,10 +755,8 @@ Value FileWalker::PeekValue(TSNode n) {
       }
       return AttributeOf(base, attr, &index_);
     }
-    case NodeKind::kParenthesizedExpression:
-      return PeekValue(ts_node_named_child(n, 0));
-    default:
-      return Value::Unknown();
+    case NodeKind::kParenthesizedExpression: return PeekValue(ts_node_named_child(n, 0));
+    default: return Value::Unknown();
   }
 }
 
@@ -768,8 +764,7 @@ TSNode FileWalker::PeelIterableWrappers(TSNode n) {
   for (int depth = 0; depth < 8 && syn_.Kind(n) == NodeKind::kCall; ++depth) {
     std::string callee = DottedText(syn_, ts_node_child_by_field_id(n, syn_.f_function), src_.source);
     std::string last = callee.substr(callee.rfind('.') + 1);
-    if (last != "enumerate" && last != "tqdm" && last != "trange" && last != "iter" && last != "zip")
-      break;
+    if (last != "enumerate" && last != "tqdm" && last != "trange" && last != "iter" && last != "zip") break;
     TSNode args = ts_node_child_by_field_id(n, syn_.f_arguments);
     if (ts_node_is_null(args) || ts_node_named_child_count(args) == 0) break;
     TSNode first = ts_node_named_child(args, 0);
@@ -792,8 +787,8 @@ Value FileWalker::EvalAttribute(TSNode n, Use use) {
     if (v.kind == ValueKind::kExternal) {
       sink_.OnAttribute({n, v.name, {}, false, type_test_});
     } else {
-      sink_.OnReference({n, {}, NodeText(ts_node_child_by_field_id(n, syn_.f_attribute), src_.source),
-                         false, type_test_});
+      sink_.OnReference(
+          {n, {}, NodeText(ts_node_child_by_field_id(n, syn_.f_attribute), src_.source), false, type_test_});
     }
   }
   return v;
@@ -835,8 +830,8 @@ Value FileWalker::EvalCall(TSNode n) {
         if (k == NodeKind::kComment) continue;
         if (k == NodeKind::kKeywordArgument) {
           TSNode value = ts_node_child_by_field_id(a, syn_.f_value);
-          ev.args.push_back({NodeText(ts_node_child_by_field_id(a, syn_.f_name), src_.source),
-                             value, Eval(value), false});
+          ev.args.push_back(
+              {NodeText(ts_node_child_by_field_id(a, syn_.f_name), src_.source), value, Eval(value), false});
         } else if (k == NodeKind::kListSplat || k == NodeKind::kDictionarySplat) {
           ev.args.push_back({{}, a, Eval(a), true});
         } else if (type_test_call && i == 1) {
@@ -854,19 +849,17 @@ Value FileWalker::EvalCall(TSNode n) {
   if (is_method && ev.method == "register_buffer" && !ev.args.empty()) {
     TSNode obj = ts_node_child_by_field_id(fn, syn_.f_object);
     std::string name;
-    if (syn_.Kind(obj) == NodeKind::kIdentifier &&
-        StringLiteralValue(syn_, ev.args[0].value, src_.source, &name)) {
+    if (syn_.Kind(obj) == NodeKind::kIdentifier && StringLiteralValue(syn_, ev.args[0].value, src_.source, &name)) {
       Value self = Lookup(Text(obj));
-      if (self.kind == ValueKind::kUserInstance && self.cls)
-        attr_overlay_[{self.cls, name}] = Value::Tensor();
+      if (self.kind == ValueKind::kUserInstance && self.cls) attr_overlay_[{self.cls, name}] = Value::Tensor();
     }
   }
   ev.lookup = LookupNames(ev.callee);
   sink_.OnCall(ev);
   // importlib.import_module("name") is the module `name` (apex loads its extensions so).
   std::string imported;
-  if (ev.callee.kind == ValueKind::kExternal && ev.callee.name == "importlib.import_module" &&
-      ev.args.size() == 1 && ev.args[0].keyword.empty() && !ev.args[0].splat &&
+  if (ev.callee.kind == ValueKind::kExternal && ev.callee.name == "importlib.import_module" && ev.args.size() == 1 &&
+      ev.args[0].keyword.empty() && !ev.args[0].splat &&
       StringLiteralValue(syn_, ev.args[0].value, src_.source, &imported) && !imported.empty() &&
       imported.front() != '.')
     return index_.IsProjectModule(imported) ? Value::UserModule(imported) : Value::External(imported);

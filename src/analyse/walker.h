@@ -47,9 +47,8 @@ class EventSink {
 class FileWalker {
  public:
   /// `known_external(q)` tells whether a qualified name exists (for `from torch import *`).
-  FileWalker(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary,
-             ProjectIndex& index, std::function<bool(const std::string&)> known_external,
-             EventSink& sink);
+  FileWalker(const PySyntax& syn, const ParsedSource& src, const ModuleSummary& summary, ProjectIndex& index,
+             std::function<bool(const std::string&)> known_external, EventSink& sink);
   ~FileWalker();
   void Run();
 
@@ -76,8 +75,7 @@ class FileWalker {
   void FunctionDef(TSNode n);
   void ClassDef(TSNode n);
   void RunFunction(const Deferred& d);
-  void BindParameters(TSNode params, const ClassInfo* cls, bool is_method, bool is_forward,
-                      bool bind_now);
+  void BindParameters(TSNode params, const ClassInfo* cls, bool is_method, bool is_forward, bool bind_now);
   void CollectLocals(TSNode n, Scope& scope, bool top);
   void CollectTargetNames(TSNode target, Scope& scope);
   Value Annotation(TSNode type);

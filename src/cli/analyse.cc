@@ -11,8 +11,8 @@
 #include "cli/analyse_config.h"
 #include "cli/cli_common.h"
 #include "core/input_files.h"
-#include "target/target_facts.h"
 #include "render/analyse_report.h"
+#include "target/target_facts.h"
 
 namespace portkit::cli {
 namespace {
@@ -102,12 +102,13 @@ std::optional<int> Explain(int argc, char** argv, Context& ctx) {
   if (rule->empty()) {
     out = "Rules (portkit analyse --explain RULE prints one; --select/--ignore RULE,... filter them):\n";
     for (const analyse::RuleDoc* d : analyse::RuleDocs())
-      out += "  " + std::string(d->name) + std::string(d->name.size() < 28 ? 28 - d->name.size() : 1, ' ') +
-             "[" + std::string(d->family) + "] " + analyse::RuleSummary(*d) + "\n";
+      out += "  " + std::string(d->name) + std::string(d->name.size() < 28 ? 28 - d->name.size() : 1, ' ') + "[" +
+             std::string(d->family) + "] " + analyse::RuleSummary(*d) + "\n";
   } else if (const analyse::RuleDoc* d = analyse::FindRuleDoc(*rule)) {
     out = analyse::RuleDocText(*d);
   } else {
-    return Fail(ctx, InvalidArgument("--explain: unknown rule '" + *rule + "'; `portkit analyse --explain` lists them"));
+    return Fail(ctx,
+                InvalidArgument("--explain: unknown rule '" + *rule + "'; `portkit analyse --explain` lists them"));
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
@@ -144,8 +145,8 @@ Status ApplyConfig(const AnalyseConfig& config, const CLI::App& app, CLI::Option
                    const std::vector<std::string>& mode_names, ConfigurableSettings out, Context& ctx) {
   auto bad = [&](const char* key, const std::string& why) {
     auto at = config.places.find(key);
-    return InvalidArgument((at == config.places.end() ? config.file.string() : at->second) + ": tool.portkit." +
-                           key + ": " + why);
+    return InvalidArgument((at == config.places.end() ? config.file.string() : at->second) + ": tool.portkit." + key +
+                           ": " + why);
   };
   auto unset = [&](const char* flag) { return app.count(flag) == 0; };
   if (config.select && unset("--select")) {
@@ -231,8 +232,8 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
          "--fail-on", [&fail_on](const std::string& v) { fail_on = SplitCommas(v); },
          "exit 1 when the run has findings of these categories, comma-separated: " + choices +
              " (reports are written first)")
-      ->check(CLI::Validator([](std::string& value) { return FailOnError(SplitCommas(value)); },
-                             "CATEGORY[,CATEGORY...]"));
+      ->check(
+          CLI::Validator([](std::string& value) { return FailOnError(SplitCommas(value)); }, "CATEGORY[,CATEGORY...]"));
   app.add_option_function<std::string>(
          "--select", [&opt](const std::string& v) { opt.select = SplitCommas(v); },
          "report only the findings of these rules, comma-separated (rule names: --explain)")
@@ -242,8 +243,9 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
          "drop the findings of these rules, comma-separated; one finding is dropped by a comment "
          "`# portkit: ignore[RULE]` (or `# portkit: ignore`, every rule) on its line")
       ->check(RuleListValidator());
-  app.add_option("--explain", "print the doc of RULE (what it finds, why it matters, an example, what to use "
-                              "instead), or list the rules when no RULE is given; needs no other option")
+  app.add_option("--explain",
+                 "print the doc of RULE (what it finds, why it matters, an example, what to use "
+                 "instead), or list the rules when no RULE is given; needs no other option")
       ->expected(0, 1)
       ->type_name("[RULE]");
   app.add_option("--exclude", opt.exclude,
@@ -300,8 +302,8 @@ int AnalyseCommand(int argc, char** argv, Context& ctx) {
   if (size_t n = fail_on.empty() ? 0 : GateCount(*report, fail_on); n > 0) {
     std::string names;
     for (const auto& f : fail_on) names += (names.empty() ? "" : ",") + f;
-    ctx.logger.Error("findings gate: " + std::to_string(n) + " finding" + (n == 1 ? "" : "s") +
-                     " of --fail-on " + names + " (see the reports in " + report->results_dir.string() + ")");
+    ctx.logger.Error("findings gate: " + std::to_string(n) + " finding" + (n == 1 ? "" : "s") + " of --fail-on " +
+                     names + " (see the reports in " + report->results_dir.string() + ")");
     return kExitFindings;
   }
   return kExitOk;

@@ -1,7 +1,7 @@
 #include "cli/analyse_config.h"
 
-#include <algorithm>
 #include <toml++/toml.h>
+#include <algorithm>
 
 #include "core/atomic_file.h"
 
@@ -55,8 +55,8 @@ Expected<std::string> OneString(const std::filesystem::path& file, const std::st
 }  // namespace
 
 const std::vector<std::string>& AnalyseConfigKeys() {
-  static const std::vector<std::string> kKeys = {"select", "ignore",  "exclude",   "target",     "version",
-                                                 "mode",   "format",  "fail-on",   "env-path",   "max-file-mb"};
+  static const std::vector<std::string> kKeys = {"select", "ignore", "exclude", "target",   "version",
+                                                 "mode",   "format", "fail-on", "env-path", "max-file-mb"};
   return kKeys;
 }
 

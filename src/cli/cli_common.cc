@@ -15,16 +15,13 @@ namespace fs = std::filesystem;
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case ErrorCode::kOk:
-      return kExitOk;
+    case ErrorCode::kOk: return kExitOk;
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kNotFound:
     case ErrorCode::kIo:
     case ErrorCode::kParse:
-    case ErrorCode::kUnsupported:
-      return kExitUsage;
-    case ErrorCode::kInternal:
-      return kExitFailure;
+    case ErrorCode::kUnsupported: return kExitUsage;
+    case ErrorCode::kInternal: return kExitFailure;
   }
   return kExitFailure;
 }
@@ -36,7 +33,7 @@ int Fail(Context& ctx, const Status& status) {
 
 std::span<const Alias> CommonAliases() {
   static constexpr Alias kAliases[] = {
-      {"-env", "--env-path"}, {"-api", "--api-files"}, {"-dir", "--dir"},
+      {"-env", "--env-path"}, {"-api", "--api-files"},      {"-dir", "--dir"},
       {"-out", "--out"},      {"--job_type", "--job-type"},
   };
   return kAliases;
@@ -177,8 +174,7 @@ Status CheckInput(const fs::path& path, std::string_view option, PathKind kind) 
   std::error_code ec;
   PORTKIT_RETURN_IF_ERROR(RefuseSymlinkedPath(path, option));
   auto st = fs::status(path, ec);
-  if (ec || !fs::exists(st))
-    return NotFound(std::string(option) + " " + path.string() + " does not exist");
+  if (ec || !fs::exists(st)) return NotFound(std::string(option) + " " + path.string() + " does not exist");
   if (kind == PathKind::kFile && fs::is_directory(st))
     return InvalidArgument(std::string(option) + " " + path.string() + " is a folder; give a file");
   if (kind == PathKind::kDirectory && !fs::is_directory(st))

@@ -46,8 +46,7 @@ std::span<const Alias> CommonAliases();
 /// Rewrites the aliases in argv (argv[0] kept) and parses. Returns the exit code to end with
 /// (0 after --help, kExitUsage after a parse error, with CLI11's message on stderr), or nullopt
 /// when the command should run.
-std::optional<int> Parse(CLI::App& app, int argc, char** argv,
-                         std::span<const Alias> aliases = CommonAliases());
+std::optional<int> Parse(CLI::App& app, int argc, char** argv, std::span<const Alias> aliases = CommonAliases());
 
 /// `--format a,b`: `*formats` gets the list (validated against `allowed`, no duplicates). The
 /// default is `default_formats`.

@@ -13,7 +13,6 @@
 namespace portkit::cli {
 namespace fs = std::filesystem;
 
-
 namespace {
 
 /// Compares one pair of dumps into `out_dir` (options.reference / options.target): the reports,
@@ -47,12 +46,11 @@ RankOutcome ComparePair(accuracy::CompareOptions options, const fs::path& out_di
   // Tensor data that could not be read is corrupt input: the reports say which rows.
   if (!report->read_errors.empty()) {
     const std::string& message = report->read_errors.front().second;
-    outcome.code = Fail(ctx, ParseError(std::to_string(report->read_errors.size()) +
-                                        " tensor pairs could not be read (" + report->first_read_error_name + ": " +
-                                        message + "); the reports list them"));
+    outcome.code =
+        Fail(ctx, ParseError(std::to_string(report->read_errors.size()) + " tensor pairs could not be read (" +
+                             report->first_read_error_name + ": " + message + "); the reports list them"));
   } else if (fail_on_divergence && report->HasMismatch()) {
-    ctx.logger.Error("--fail-on-divergence: " + std::to_string(report->verdict_counts.at("No")) +
-                     " tensors judged No");
+    ctx.logger.Error("--fail-on-divergence: " + std::to_string(report->verdict_counts.at("No")) + " tensors judged No");
     outcome.code = kExitFindings;
   }
   return outcome;
@@ -65,11 +63,12 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   std::vector<std::string> formats;
   int jobs = 0;
   bool fail_on_divergence = false, force = false;
-  CLI::App app{"Compare an operator-level dump of a target run against a reference run (dumps written by "
-               "portkit.torch.dumper). Exit status: 0 done, 1 with --fail-on-divergence when a tensor is judged "
-               "No, 2 bad usage or input or output (also tensor data that cannot be read; the reports are still "
-               "written).",
-               "portkit compare"};
+  CLI::App app{
+      "Compare an operator-level dump of a target run against a reference run (dumps written by "
+      "portkit.torch.dumper). Exit status: 0 done, 1 with --fail-on-divergence when a tensor is judged "
+      "No, 2 bad usage or input or output (also tensor data that cannot be read; the reports are still "
+      "written).",
+      "portkit compare"};
   app.add_option("reference", ref_dir,
                  "the reference dump (e.g. fp32 on CPU/GPU), or a folder of one dump per rank (rank0/, rank1/, ...: "
                  "each rank is compared into -o/<rank>/; under mpirun -np N the ranks are split over the processes)")
@@ -134,11 +133,14 @@ int CompareCommand(int argc, char** argv, Context& ctx) {
   options.max_view_elements = max_view_elements;
   options.max_call_bytes = max_call_mb << 20;
   if (!ranks->empty()) {
-    return CompareRanks(*ranks, out_dir, *exchange, [&](const RankDumps& rank, const fs::path& out, Context& rank_ctx) {
-      accuracy::CompareOptions one = options;
-      one.reference = rank.reference, one.target = rank.target;
-      return ComparePair(one, out, files, fail_on_divergence, rank_ctx);
-    }, ctx);
+    return CompareRanks(
+        *ranks, out_dir, *exchange,
+        [&](const RankDumps& rank, const fs::path& out, Context& rank_ctx) {
+          accuracy::CompareOptions one = options;
+          one.reference = rank.reference, one.target = rank.target;
+          return ComparePair(one, out, files, fail_on_divergence, rank_ctx);
+        },
+        ctx);
   }
   // Under mpirun with a single pair of dumps, process 0 does the work and the others wait for its
   // exit code.

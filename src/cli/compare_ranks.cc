@@ -179,14 +179,14 @@ int CompareRanks(const std::vector<RankDumps>& ranks, const fs::path& out, prof:
         code = std::max(code, o.code);
       }
       std::fflush(stdout);
-      if (Status st = WriteFileAtomic(out / kRankSummaryFile, csv.str()); !st.ok()) code = std::max(code, Fail(ctx, st));
+      if (Status st = WriteFileAtomic(out / kRankSummaryFile, csv.str()); !st.ok())
+        code = std::max(code, Fail(ctx, st));
       else if (Status st = RecordWritten(out, {kRankSummaryFile}); !st.ok()) code = std::max(code, Fail(ctx, st));
       else
-        ctx.logger.Info(std::to_string(ranks.size()) + " ranks compared " +
-                        (processes == 1 ? std::string("in one process") :
-                                          "with " + std::to_string(processes) + " MPI processes") +
-                        "; reports in " + out.string() +
-                        "/<rank>/, summary in " + (out / kRankSummaryFile).string());
+        ctx.logger.Info(
+            std::to_string(ranks.size()) + " ranks compared " +
+            (processes == 1 ? std::string("in one process") : "with " + std::to_string(processes) + " MPI processes") +
+            "; reports in " + out.string() + "/<rank>/, summary in " + (out / kRankSummaryFile).string());
     }
   }
   return processes > 1 ? exchange.Broadcast(code) : code;

@@ -35,16 +35,16 @@ Expected<std::vector<RankDumps>> FindRankDumps(const std::filesystem::path& refe
 
 /// What one rank's compare left for the summary and the console.
 struct RankOutcome {
-  int code = 0;                 ///< the exit code the compare of this pair alone would have had
-  std::string table;            ///< what it printed on stdout
-  std::string log;              ///< what it logged (stderr lines, with their prefixes)
-  std::string first_divergence; ///< `name (phase, #index, ...)`, empty when none
+  int code = 0;                            ///< the exit code the compare of this pair alone would have had
+  std::string table;                       ///< what it printed on stdout
+  std::string log;                         ///< what it logged (stderr lines, with their prefixes)
+  std::string first_divergence;            ///< `name (phase, #index, ...)`, empty when none
   std::map<std::string, size_t> verdicts;  ///< rows per verdict name
 };
 
 /// Compares one rank pair, writing its reports into `out`; `ctx` logs into the rank's own log.
-using CompareOneRank = std::function<RankOutcome(const RankDumps& rank, const std::filesystem::path& out,
-                                                 Context& ctx)>;
+using CompareOneRank =
+    std::function<RankOutcome(const RankDumps& rank, const std::filesystem::path& out, Context& ctx)>;
 
 /// The file compare writes beside the rank folders.
 inline constexpr const char* kRankSummaryFile = "compare_ranks.csv";

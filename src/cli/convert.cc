@@ -10,12 +10,13 @@ namespace portkit::cli {
 
 int ConvertCommand(int argc, char** argv, Context& ctx) {
   std::string input, out, type = "npy", format = "text";
-  CLI::App app{"Convert dump tensors to .npy (bf16/fp8 widened to fp32) or .txt (flattened, one value a line). "
-               "Reads portkit dumps (manifest.jsonl + .safetensors) and HDF5 dumps laid out /op_name/seqid/"
-               "{input,output}/... (one .h5 file, or a folder: every .h5/.hdf5 file in it, each into its own "
-               "subfolder). Exit status: 0 done, 2 bad usage, or an input (file or tensor) that could not be "
-               "converted (the others are still written).",
-               "portkit convert"};
+  CLI::App app{
+      "Convert dump tensors to .npy (bf16/fp8 widened to fp32) or .txt (flattened, one value a line). "
+      "Reads portkit dumps (manifest.jsonl + .safetensors) and HDF5 dumps laid out /op_name/seqid/"
+      "{input,output}/... (one .h5 file, or a folder: every .h5/.hdf5 file in it, each into its own "
+      "subfolder). Exit status: 0 done, 2 bad usage, or an input (file or tensor) that could not be "
+      "converted (the others are still written).",
+      "portkit convert"};
   app.add_option("-d,--dump", input, "a dump folder, one .safetensors file, one .h5 file or a folder of .h5 files")
       ->required();
   app.add_option("--out,-O", out, "output folder; also -out")->required();
@@ -34,8 +35,8 @@ int ConvertCommand(int argc, char** argv, Context& ctx) {
   for (Status st : {CheckInput(input, "-d"), CheckOutputFolder(out, "-out")})
     if (!st.ok()) return Fail(ctx, st);
 
-  accuracy::ConvertOptions options{input, out, type == "txt" ? accuracy::ConvertType::kTxt : accuracy::ConvertType::kNpy,
-                                   force, max_view_elements};
+  accuracy::ConvertOptions options{
+      input, out, type == "txt" ? accuracy::ConvertType::kTxt : accuracy::ConvertType::kNpy, force, max_view_elements};
   auto report = accuracy::RunConvert(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   for (const auto& s : report->skipped) ctx.logger.Warning("skipped " + s);

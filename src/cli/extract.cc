@@ -11,11 +11,12 @@ namespace portkit::cli {
 int ExtractCommand(int argc, char** argv, Context& ctx) {
   std::string in, out, format = "text";
   std::vector<std::string> names;
-  CLI::App app{"Copy the named operators of a dump into a new dump (h5copy for HDF5 dumps). For an HDF5 dump, "
-               "-s takes /op_name or /op_name/seqid (exact; the new .h5 holds just those groups). Exit status: 0 "
-               "done, 2 bad usage or input or output, including a selected name that is not in the input (the "
-               "others are still extracted).",
-               "portkit extract"};
+  CLI::App app{
+      "Copy the named operators of a dump into a new dump (h5copy for HDF5 dumps). For an HDF5 dump, "
+      "-s takes /op_name or /op_name/seqid (exact; the new .h5 holds just those groups). Exit status: 0 "
+      "done, 2 bad usage or input or output, including a selected name that is not in the input (the "
+      "others are still extracted).",
+      "portkit extract"};
   app.add_option("-i,--input", in, "the dump folder, or an HDF5 dump (.h5)")->required();
   app.add_option("-o,--output", out, "the new dump folder, or the new .h5 file")->required();
   app.add_option("-s,--select", names,

@@ -72,7 +72,6 @@ int main(int argc, char** argv) {
     for (int a = 2; a < argc; ++a) args.push_back(argv[a]);
     return c.run(static_cast<int>(args.size()), args.data(), ctx);
   }
-  std::fprintf(stderr, "portkit: unknown command '%s'; run 'portkit --help' for the list\n",
-               first.c_str());
+  std::fprintf(stderr, "portkit: unknown command '%s'; run 'portkit --help' for the list\n", first.c_str());
   return 2;
 }

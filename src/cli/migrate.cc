@@ -7,8 +7,8 @@
 #include "analyse/api.h"
 #include "cli/cli_common.h"
 #include "core/input_files.h"
-#include "target/target_facts.h"
 #include "render/migrate_report.h"
+#include "target/target_facts.h"
 
 namespace portkit::cli {
 
@@ -16,10 +16,11 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   analyse::MigrateOptions opt;
   std::string input, output;
   std::vector<std::string> formats;
-  CLI::App app{"Migrated copy of a PyTorch project for the target: <output>/<basename(input)>_msft/, and beside "
-               "it <output>/<basename(input)>_msft_report/ with migration.patch, the change list (change_list.csv, "
-               "change_list.json) and migration_log.txt.",
-               "portkit migrate"};
+  CLI::App app{
+      "Migrated copy of a PyTorch project for the target: <output>/<basename(input)>_msft/, and beside "
+      "it <output>/<basename(input)>_msft_report/ with migration.patch, the change list (change_list.csv, "
+      "change_list.json) and migration_log.txt.",
+      "portkit migrate"};
   app.add_option("-i,--input", input, "folder of the project to migrate")->required();
   app.add_option("-o,--output", output, "folder for the migrated copy (created if missing)")->required();
   app.add_option("--target", opt.target, target::TargetOptionHelp(ctx.data_dir, true))
@@ -35,7 +36,8 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
                               "change numerics");
   auto* transfer = app.add_flag("--transfer-only,--transfer-to-npu", opt.transfer_only,
                                 "change nothing but add the target's run-time transfer import (transfer_import "
-                                "of its target.json) after the torch imports of the entry scripts (files with `if __name__ == \"__main__\":`, or those given with --entry)");
+                                "of its target.json) after the torch imports of the entry scripts (files with `if "
+                                "__name__ == \"__main__\":`, or those given with --entry)");
   transfer->excludes(unsafe);
   app.add_option("--entry", opt.entries,
                  "with --transfer-only: an entry script, relative to the input folder (repeatable); "
@@ -43,8 +45,8 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
       ->needs(transfer);
   size_t max_mb = analyse::kDefaultMaxPythonFileBytes >> 20;
   app.add_option("--max-file-mb", max_mb,
-                 "Python files larger than this are copied unchanged, not migrated (default " +
-                     std::to_string(max_mb) + "; a file's parse tree takes 60-75 times its size)")
+                 "Python files larger than this are copied unchanged, not migrated (default " + std::to_string(max_mb) +
+                     "; a file's parse tree takes 60-75 times its size)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   app.add_flag("--dry-run", opt.dry_run,
                "write nothing: print, per edit class, how many edits the migration would make in how many files, "

@@ -2,9 +2,9 @@
 #include <cstdio>
 
 #include "accuracy/api.h"
+#include "accuracy/dump.h"
 #include "cli/accuracy_commands.h"
 #include "cli/cli_common.h"
-#include "accuracy/dump.h"
 #include "core/atomic_file.h"
 #include "core/input_files.h"
 #include "core/output_policy.h"
@@ -33,14 +33,16 @@ Status CheckReplaceableOutput(const std::string& output, const std::string& dump
 int OverflowCommand(int argc, char** argv, Context& ctx) {
   std::string dir, format = "text", output;
   bool fail_on_overflow = false, force = false;
-  CLI::App app{"List the operators whose outputs overflow (inf/nan, or beyond fp16's range in fp16) in a dump, "
-               "in execution order, the first one marked, and name the origin: the first operator whose output "
-               "holds inf/nan while its floating inputs are finite (fill and creation operators such as full, "
-               "masked_fill or empty left out). Exit status: 0 done, 1 with --fail-on-overflow when an "
-               "operator other than a fill or creation operator overflows, 2 bad usage or input or output.",
-               "portkit overflow"};
+  CLI::App app{
+      "List the operators whose outputs overflow (inf/nan, or beyond fp16's range in fp16) in a dump, "
+      "in execution order, the first one marked, and name the origin: the first operator whose output "
+      "holds inf/nan while its floating inputs are finite (fill and creation operators such as full, "
+      "masked_fill or empty left out). Exit status: 0 done, 1 with --fail-on-overflow when an "
+      "operator other than a fill or creation operator overflows, 2 bad usage or input or output.",
+      "portkit overflow"};
   app.add_option("dump", dir, "a dump folder written by portkit.torch.dumper")->required();
-  app.add_option("--format", format, "text (a table) or json")->check(CLI::IsMember({"text", "json"}))
+  app.add_option("--format", format, "text (a table) or json")
+      ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
   app.add_option("-o,--output", output,
                  "write the table or JSON to this file (atomically) instead of stdout; an existing file is replaced "
@@ -49,8 +51,8 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   app.add_flag("--fail-on-overflow", fail_on_overflow,
                "exit 1 when an operator overflows (fill and creation operators, e.g. a -inf attention mask, left out)");
   if (auto rc = Parse(app, argc, argv)) return *rc;
-  for (Status st : {CheckInput(dir, "dump", PathKind::kDirectory),
-                    output.empty() ? Status::Ok() : CheckOutputFile(output, "-o")})
+  for (Status st :
+       {CheckInput(dir, "dump", PathKind::kDirectory), output.empty() ? Status::Ok() : CheckOutputFile(output, "-o")})
     if (!st.ok()) return Fail(ctx, st);
   if (Status st = CheckReplaceableOutput(output, dir, force); !st.ok()) return Fail(ctx, st);
 
@@ -73,8 +75,9 @@ int OverflowCommand(int argc, char** argv, Context& ctx) {
   ctx.logger.Info(std::to_string(report->overflowing.size()) + " overflowing operators; the first is " + first.name +
                   " #" + std::to_string(first.index) + " (" + first.reason + ").");
   if (report->origin)
-    ctx.logger.Info("The first inf/nan arises in " + report->origin->name + " #" + std::to_string(report->origin->index) +
-                    " (" + report->origin->phase + "): " + report->origin->reason + ".");
+    ctx.logger.Info("The first inf/nan arises in " + report->origin->name + " #" +
+                    std::to_string(report->origin->index) + " (" + report->origin->phase +
+                    "): " + report->origin->reason + ".");
   return fail_on_overflow && report->HasComputedOverflow() ? kExitFindings : kExitOk;
 }
 

@@ -113,7 +113,8 @@ int ExportTimeline(const std::string& dir, const std::string& output, bool force
                        "thread names, counters, instants and flows are absent; run `portkit prof import` again");
   if (s.moved)
     ctx.logger.Info(std::to_string(s.moved) + " events overlapped others on their track without nesting: moved to " +
-                    std::to_string(s.sibling_tracks) + " sibling tracks (\"<thread> (overlap N)\"), durations unchanged.");
+                    std::to_string(s.sibling_tracks) +
+                    " sibling tracks (\"<thread> (overlap N)\"), durations unchanged.");
   ctx.logger.Info("Wrote " + (output.empty() ? std::string("timeline/timeline.json") : out.string()) + ": " +
                   std::to_string(s.events) + " events, " + std::to_string(s.marks) +
                   " metadata/counter/instant/flow events, " + std::to_string(s.flows) + " launch flows added, " +
@@ -122,8 +123,7 @@ int ExportTimeline(const std::string& dir, const std::string& output, bool force
 }
 
 int Analyse(const std::string& dir, const std::string& output, const std::vector<std::string>& formats,
-            const std::string& fail_on, const std::string& target, bool force, int64_t max_string_bytes,
-            Context& ctx) {
+            const std::string& fail_on, const std::string& target, bool force, int64_t max_string_bytes, Context& ctx) {
   fs::path out = OutputFolder(output, dir, "analysis");
   if (Status st = CheckInput(dir, "--dir"); !st.ok()) return Fail(ctx, st);
   if (Status st = CheckOutputFolder(out, "--output"); !st.ok()) return Fail(ctx, st);
@@ -215,11 +215,10 @@ int Collect(const prof::CollectOptions& options, Context& ctx) {
   auto report = prof::RunCollect(options, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
   if (report->traces == 0)
-    return Fail(ctx, Status(ErrorCode::kInternal, "no trace was written (the program " +
-                                                      report->program.Describe() + "); " +
-                                                      (fs::exists(report->prof_dir)
-                                                           ? "what it left is in " + report->prof_dir.string()
-                                                           : "no PROF_* folder was kept")));
+    return Fail(ctx, Status(ErrorCode::kInternal,
+                            "no trace was written (the program " + report->program.Describe() + "); " +
+                                (fs::exists(report->prof_dir) ? "what it left is in " + report->prof_dir.string()
+                                                              : "no PROF_* folder was kept")));
   ctx.logger.Info("Raw trace(s) in " + report->prof_dir.string() + "; next: portkit prof import -dir " +
                   report->prof_dir.string());
   Print(report->prof_dir.string() + "\n");
@@ -232,19 +231,22 @@ int Collect(const prof::CollectOptions& options, Context& ctx) {
 }  // namespace
 
 int ProfCommand(int argc, char** argv, Context& ctx) {
-  CLI::App app{"Profiles of PyTorch programs: collect a trace, import traces into a SQLite store, export "
-               "summaries and a timeline, run the advisor, compare two profiles.",
-               "portkit prof"};
+  CLI::App app{
+      "Profiles of PyTorch programs: collect a trace, import traces into a SQLite store, export "
+      "summaries and a timeline, run the advisor, compare two profiles.",
+      "portkit prof"};
   app.require_subcommand(1);
 
   prof::CollectOptions collect_opt;
   std::string collect_output;
-  auto* collect = app.add_subcommand(
-      "collect", "run a Python program under the PyTorch profiler (no code changes) and write the raw "
-                 "trace into DIR/PROF_<timestamp>/");
+  auto* collect =
+      app.add_subcommand("collect",
+                         "run a Python program under the PyTorch profiler (no code changes) and write the raw "
+                         "trace into DIR/PROF_<timestamp>/");
   collect->add_option("--output", collect_output, "folder for the PROF_<timestamp> folder")->required();
-  collect->add_option("--steps", collect_opt.steps,
-                      "record this many steps (optimizer.step() calls) after a warm-up step; default: whole run")
+  collect
+      ->add_option("--steps", collect_opt.steps,
+                   "record this many steps (optimizer.step() calls) after a warm-up step; default: whole run")
       ->check(CLI::NonNegativeNumber);
   collect->add_flag("--record-shapes", collect_opt.record_shapes, "record operator input shapes");
   collect->add_flag("--with-stack", collect_opt.with_stack, "record Python stacks");
@@ -254,16 +256,19 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
 
   std::string import_dir;
   auto* import = app.add_subcommand(
-      "import", "import traces into <dir>/portkit.db: Kineto JSON(.gz), legacy torch profiler JSON, Ascend PyTorch profiler "
-                "trace_view.json and kernel_details.csv, recognised by their content");
-  import->add_option("-d,--dir", import_dir,
-                     "a PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file; "
-                     "also -dir")
+      "import",
+      "import traces into <dir>/portkit.db: Kineto JSON(.gz), legacy torch profiler JSON, Ascend PyTorch profiler "
+      "trace_view.json and kernel_details.csv, recognised by their content");
+  import
+      ->add_option("-d,--dir", import_dir,
+                   "a PROF_<timestamp> folder, any folder of traces (searched recursively) or one trace file; "
+                   "also -dir")
       ->required();
   prof::ImportLimits import_limits;
   uint64_t max_object_mb = import_limits.max_object_bytes >> 20;
-  import->add_option("--max-object-mb", max_object_mb,
-                     "the largest single event, top-level JSON member or CSV row read, in MiB (default 64)")
+  import
+      ->add_option("--max-object-mb", max_object_mb,
+                   "the largest single event, top-level JSON member or CSV row read, in MiB (default 64)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
   import->add_option("--max-expansion", import_limits.max_expansion,
                      "refuse a gzip trace that expands more than this many times its size once past 64 MiB "
@@ -272,9 +277,10 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
                      "refuse a trace with more events (or kernel_details rows) than this (default 100000000; 0 = no "
                      "limit)");
   uint64_t max_growth_mb = import_limits.max_store_growth_bytes >> 20;
-  import->add_option("--max-store-growth-mb", max_growth_mb,
-                     "refuse a trace whose rows would grow portkit.db by more than this many MiB (default 32768; 0 = "
-                     "no limit)")
+  import
+      ->add_option("--max-store-growth-mb", max_growth_mb,
+                   "refuse a trace whose rows would grow portkit.db by more than this many MiB (default 32768; 0 = "
+                   "no limit)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
 
   auto* exp = app.add_subcommand("export", "export summary | export timeline: files from an imported profile");
@@ -303,8 +309,10 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
 
   std::string analyse_dir, analyse_output, fail_on, analyse_target;
   std::vector<std::string> analyse_formats;
-  auto* analyse = app.add_subcommand("analyse", "advisor: time split, host operators (calls, self and total time), top kernels, and findings with "
-                                                "severity, evidence and advice (into <dir>/analysis/)");
+  auto* analyse = app.add_subcommand(
+      "analyse",
+      "advisor: time split, host operators (calls, self and total time), top kernels, and findings with "
+      "severity, evidence and advice (into <dir>/analysis/)");
   analyse->add_option("-d,--dir", analyse_dir, "the profile folder; also -dir")->required();
   analyse->add_option("-o,--output", analyse_output, "folder for the reports (default: <dir>/analysis)");
   AddFormatOption(*analyse, &analyse_formats, {"text", "html", "json"}, {"text", "html"});
@@ -319,8 +327,9 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   std::vector<std::string> diff_formats, more_base, more_compare;
   double fail_above = 0;
   prof::DiffOptions diff_opt;
-  auto* diff = app.add_subcommand("diff", "compare two profiles: step time and per-operator / per-kernel deltas "
-                                          "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
+  auto* diff = app.add_subcommand("diff",
+                                  "compare two profiles: step time and per-operator / per-kernel deltas "
+                                  "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
   diff->add_option("base", base_dir, "the base profile folder (imported first if needed)")->required();
   diff->add_option("compare", cmp_dir, "the profile to compare with it")->required();
   // One folder per flag: `--base-run A BASE CMP` must not take BASE and CMP as more runs.
@@ -359,11 +368,12 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     return Import(import_dir, import_limits, ctx);
   }
   const auto max_string_bytes = static_cast<int64_t>(max_string_mb << 20);
-  if (summary->parsed()) return ExportSummary(summary_dir, summary_output, summary_formats, report_force, max_string_bytes,
-                                             ctx);
+  if (summary->parsed())
+    return ExportSummary(summary_dir, summary_output, summary_formats, report_force, max_string_bytes, ctx);
   if (timeline->parsed()) return ExportTimeline(timeline_dir, timeline_output, timeline_force, max_string_bytes, ctx);
-  if (analyse->parsed()) return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, analyse_target,
-                                         report_force, max_string_bytes, ctx);
+  if (analyse->parsed())
+    return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, analyse_target, report_force,
+                   max_string_bytes, ctx);
   if (diff->parsed()) {
     diff_opt.base = base_dir;
     diff_opt.compare = cmp_dir;

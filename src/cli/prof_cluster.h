@@ -13,7 +13,7 @@ struct ClusterCommand {
   std::vector<std::string> formats;
   bool no_timeline = false, include_last_step = false;
   bool force = false;  ///< replace report files in a named -o that portkit did not write
-  int jobs = 0;  ///< threads reading ranks (0: one per core)
+  int jobs = 0;        ///< threads reading ranks (0: one per core)
 
   /// Adds `cluster` and its options to `prof`.
   void Register(CLI::App& prof);

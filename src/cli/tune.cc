@@ -47,7 +47,7 @@ struct BankArgs {
   BankAction action = BankAction::kList;
   std::string argument;  // the operator of show, the file of export / import
   std::vector<std::string> formats;
-  bool force = false;             // export: replace a file `bank export` did not write
+  bool force = false;  // export: replace a file `bank export` did not write
   uint64_t max_string_mb = tune::kDefaultMaxBankStringBytes >> 20;
 };
 
@@ -91,7 +91,8 @@ int BankCommand(const BankArgs& a, const std::string& bank_flag, Context& ctx) {
       auto listing = tune::RunBankExport(bank, max_string_bytes);
       if (!listing.ok()) return Fail(ctx, listing.status());
       WarnLeftOut(*listing, ctx);
-      if (Status st = WriteFileAtomic(a.argument, tune::EntriesToJson(listing->entries)); !st.ok()) return Fail(ctx, st);
+      if (Status st = WriteFileAtomic(a.argument, tune::EntriesToJson(listing->entries)); !st.ok())
+        return Fail(ctx, st);
       if (Status st = RecordWrittenFile(a.argument); !st.ok()) return Fail(ctx, st);
       ctx.logger.Info("Exported " + std::to_string(listing->entries.size()) + " entries to " + a.argument + ".");
       return kExitOk;
@@ -115,25 +116,35 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   // a GDAT run names the framework too.
   if (WantsGdat(argc, argv)) return TuneGdatCommand(argc, argv, ctx);
   if (WantsPytorchFramework(argc, argv)) return TunePytorchCommand(argc, argv, ctx);
-  CLI::App app{"Operator auto-tuning (AOE's OPAT): tunes MatMul and Conv2D kernels compiled and measured on this "
-               "machine, keeping the best strategies in a knowledge base.\n"
-               "Sub-commands: `tune bank list | show OP | export FILE | import FILE` inspect and share the "
-               "knowledge base.",
-               "portkit tune"};
+  CLI::App app{
+      "Operator auto-tuning (AOE's OPAT): tunes MatMul and Conv2D kernels compiled and measured on this "
+      "machine, keeping the best strategies in a knowledge base.\n"
+      "Sub-commands: `tune bank list | show OP | export FILE | import FILE` inspect and share the "
+      "knowledge base.",
+      "portkit tune"};
   tune::TuneOptions opt;
   std::string model, replay, output = ".", bank_flag, record;
   int parallel = 0;
   bool list_strategies = false;
   std::vector<std::string> formats;
-  app.add_option("--job-type", opt.job_type, "2 = operator tuning (OPAT) of an op list or profile; with --framework=pytorch: 1 = subgraph tuning (SGAT), 4 = gradient tuning (GDAT, also --simulate), see docs/tune.md; also --job_type")->default_val(2);
+  app.add_option("--job-type", opt.job_type,
+                 "2 = operator tuning (OPAT) of an op list or profile; with --framework=pytorch: 1 = subgraph tuning "
+                 "(SGAT), 4 = gradient tuning (GDAT, also --simulate), see docs/tune.md; also --job_type")
+      ->default_val(2);
   app.add_option("--model", model, "operator list JSON (see docs/tune.md) or a profile folder from `portkit prof`");
   app.add_option("--replay", replay, "run the strategy on a recorded landscape instead of compiling and measuring");
   app.add_option("--strategy", opt.strategy, "search strategy (see below)")->default_val(tune::kDefaultStrategy);
   app.add_option("--strategy-opt", opt.strategy_options, "strategy option NAME=VALUE (repeatable)");
-  app.add_option("--max-evals", opt.max_evals, "candidates evaluated per operator")->default_val(tune::kDefaultMaxEvals)->check(CLI::PositiveNumber);
-  app.add_option("--max-seconds", opt.max_seconds, "time limit per operator in seconds (0 = none)")->default_val(0)->check(CLI::NonNegativeNumber);
-  app.add_option("--patience", opt.patience, "stop an operator after this many evaluations without a new best (0 = never)")
-      ->default_val(tune::kDefaultPatience)->check(CLI::NonNegativeNumber);
+  app.add_option("--max-evals", opt.max_evals, "candidates evaluated per operator")
+      ->default_val(tune::kDefaultMaxEvals)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-seconds", opt.max_seconds, "time limit per operator in seconds (0 = none)")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--patience", opt.patience,
+                 "stop an operator after this many evaluations without a new best (0 = never)")
+      ->default_val(tune::kDefaultPatience)
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", opt.seed, "random seed of the strategies")->default_val(0);
   app.add_option("--parallel-compile", parallel,
                  "compiler processes at once, at least 1 (default $TE_PARALLEL_COMPILER, else the core count)")
@@ -144,18 +155,22 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
                  "~/.cache/portkit)");
   app.add_flag("--lookup-only", opt.lookup_only,
                "only use the bank's entries (opened read-only): nothing is tuned or stored");
-  app.add_flag("--repeat-tune", opt.repeat_tune, "re-tune operators found in the bank; replace only if better (also REPEAT_TUNE=True)");
+  app.add_flag("--repeat-tune", opt.repeat_tune,
+               "re-tune operators found in the bank; replace only if better (also REPEAT_TUNE=True)");
   app.add_option("--output", output, "folder for the result file, tuned_plan.json and the landscape")->default_val(".");
   app.add_option("--record", record, "landscape file of every measurement (default OUTPUT/tune_landscape.jsonl)");
   bool force = false;
   app.add_flag("--force", force, "replace tuned_plan.json / tune_report.json in --output that portkit did not write");
   app.add_option("--fix", opt.fixes, "restrict a knob: NAME=V1[,V2...] (repeatable)");
-  app.add_option("--repeats", opt.repeats, "timed repeats per candidate (median reported)")->default_val(7)->check(CLI::Range(5, 1000));
+  app.add_option("--repeats", opt.repeats, "timed repeats per candidate (median reported)")
+      ->default_val(7)
+      ->check(CLI::Range(5, 1000));
   app.add_option("--compiler", opt.compiler, "C++ compiler for candidates")->default_val("c++");
   app.add_flag("--list-strategies", list_strategies, "print the strategies and their options");
   AddFormatOption(app, &formats, {"text", "json"}, {"text"})
-      ->description("text: the table on the console; json: OUTPUT/tune_report.json, the whole report (comma list "
-                    "for both; default text)");
+      ->description(
+          "text: the table on the console; json: OUTPUT/tune_report.json, the whole report (comma list "
+          "for both; default text)");
   app.footer(tune::StrategyHelp() +
              "\nKnowledge base sub-commands (portkit tune bank SUB --help):\n"
              "  bank list [--format json]   the entries (default)\n"
@@ -169,10 +184,12 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   BankArgs bank_args;
   std::string show, export_file, import_file;
   bool list_flag = false;
-  auto* bank = app.add_subcommand("bank", "inspect and share a knowledge base: list, show OP, export FILE, import FILE");
+  auto* bank =
+      app.add_subcommand("bank", "inspect and share a knowledge base: list, show OP, export FILE, import FILE");
   bank->fallthrough();
-  bank->footer("The bank folder is --tune-bank DIR (or a tune_bank.db file), else $TUNE_BANK_PATH, else "
-               "$XDG_CACHE_HOME/portkit or ~/.cache/portkit. list, show and export open it read-only.");
+  bank->footer(
+      "The bank folder is --tune-bank DIR (or a tune_bank.db file), else $TUNE_BANK_PATH, else "
+      "$XDG_CACHE_HOME/portkit or ~/.cache/portkit. list, show and export open it read-only.");
   bank->add_option("--tune-bank", bank_flag, "knowledge base folder or tune_bank.db file");
   AddFormatOption(*bank, &bank_args.formats, {"text", "json"}, {"text"});
   bank->add_flag("--list", list_flag, "same as `bank list`");
@@ -190,7 +207,8 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
   bank_show->add_option("op", show, "signature, op name or op type")->required();
   auto* bank_export = bank->add_subcommand("export", "write the entries to a JSON file");
   bank_export->add_option("file", export_file, "JSON file to write")->required();
-  auto* bank_import = bank->add_subcommand("import", "merge a JSON file of entries; an entry replaces one only if faster");
+  auto* bank_import =
+      bank->add_subcommand("import", "merge a JSON file of entries; an entry replaces one only if faster");
   bank_import->add_option("file", import_file, "JSON file written by `bank export`")->required();
   bank->require_subcommand(0, 1);
   for (auto* sub : {bank_list, bank_show, bank_export, bank_import}) {
@@ -248,8 +266,9 @@ int TuneCommand(int argc, char** argv, Context& ctx) {
     if (Status st = CheckOutputFile(record, "--record"); !st.ok()) return Fail(ctx, st);
   if (!opt.lookup_only)
     if (Status st = CheckOutputFolder(BankFolder(opt.bank), "--tune-bank"); !st.ok())
-      return Fail(ctx, Status(st.code(), st.message() + "; tuning stores its results in the bank: give --lookup-only to "
-                                                        "only use its entries, or another --tune-bank"));
+      return Fail(ctx,
+                  Status(st.code(), st.message() + "; tuning stores its results in the bank: give --lookup-only to "
+                                                   "only use its entries, or another --tune-bank"));
 
   // The fixed-name files (the result file's name is new each run) follow the overwrite policy.
   std::vector<std::string> fixed_names = {"tuned_plan.json"};

@@ -1,12 +1,12 @@
 #include "cli/tune_gdat.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <string>
-#include <algorithm>
 #include <vector>
 
 #include "analyse/target.h"
@@ -69,13 +69,16 @@ Status Validate(const GdatArgs& a) {
     return InvalidArgument("--alpha-ms and --beta-ms-per-mb go together");
   if ((a.alpha_ms >= 0 || a.measure_comm) && a.describe.empty())
     return InvalidArgument("--alpha-ms, --beta-ms-per-mb and --measure-comm apply to --describe only");
-  if (a.alpha_ms >= 0 && a.measure_comm) return InvalidArgument("give --alpha-ms/--beta-ms-per-mb or --measure-comm, not both");
+  if (a.alpha_ms >= 0 && a.measure_comm)
+    return InvalidArgument("give --alpha-ms/--beta-ms-per-mb or --measure-comm, not both");
   if (a.simulate.empty() == a.model.empty())
-    return InvalidArgument("GDAT needs either --model pkg.module:make_model with --input (tune real DDP training) or "
-                           "--simulate MODEL.json (tune on the cost model), not both");
+    return InvalidArgument(
+        "GDAT needs either --model pkg.module:make_model with --input (tune real DDP training) or "
+        "--simulate MODEL.json (tune on the cost model), not both");
   if (!a.model.empty()) {
     if (!IsFactorySpec(a.model))
-      return InvalidArgument("--model " + a.model + ": expected pkg.module:callable (a function returning an nn.Module)");
+      return InvalidArgument("--model " + a.model +
+                             ": expected pkg.module:callable (a function returning an nn.Module)");
     if (a.inputs.empty()) return InvalidArgument("--model needs --input SHAPE (e.g. --input 8x3x32x32)");
   }
   if (a.exhaustive && a.simulate.empty()) return InvalidArgument("--exhaustive applies to --simulate only");
@@ -105,8 +108,8 @@ Expected<BackendDevice> DeviceOfBackend(const analyse::Target& t, const std::str
   if (own.count(backend)) return BackendDevice{t.facts().device_type, t.facts().python_module};
   std::string list;
   for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-  return InvalidArgument("--backend " + backend + ": not a process-group backend of target " + t.name() +
-                         " (" + t.facts().file().string() + "); choose one of " + list);
+  return InvalidArgument("--backend " + backend + ": not a process-group backend of target " + t.name() + " (" +
+                         t.facts().file().string() + "); choose one of " + list);
 }
 
 /// Shortest decimal that reads back as `v` (to_string would cut 1e-5 to 0.000010 and beyond).
@@ -122,17 +125,21 @@ std::string Number(double v) {
 }  // namespace
 
 int TuneGdatCommand(int argc, char** argv, Context& ctx) {
-  CLI::App app{"Gradient tuning (AOE's GDAT, --job-type=4): tunes DDP's bucket_cap_mb, first bucket size, "
-               "gradient_as_bucket_view, static_graph and (with --allow-lossy) the fp16 / PowerSGD comm hooks, so "
-               "that gradient all-reduce overlaps the backward pass. Online over the first steps of real DDP "
-               "training (--model), or on a cost model (--simulate).",
-               "portkit tune --job-type=4"};
+  CLI::App app{
+      "Gradient tuning (AOE's GDAT, --job-type=4): tunes DDP's bucket_cap_mb, first bucket size, "
+      "gradient_as_bucket_view, static_graph and (with --allow-lossy) the fp16 / PowerSGD comm hooks, so "
+      "that gradient all-reduce overlaps the backward pass. Online over the first steps of real DDP "
+      "training (--model), or on a cost model (--simulate).",
+      "portkit tune --job-type=4"};
   GdatArgs a;
   app.add_option("--job-type", a.job_type, "4 = gradient tuning (GDAT); also --job_type")->default_val(4);
   app.add_option("--framework", a.framework, "pytorch (DDP)")->default_val("pytorch");
-  app.add_option("--model", a.model, "pkg.module:callable returning the nn.Module to train (imported from the current folder or PYTHONPATH)");
+  app.add_option(
+      "--model", a.model,
+      "pkg.module:callable returning the nn.Module to train (imported from the current folder or PYTHONPATH)");
   app.add_option("--input", a.inputs, "input shape(s): 8x3x32x32, int64:8x128, comma list or repeated");
-  app.add_option("--simulate", a.simulate, "tune on a cost-model description (JSON, docs/tune.md GDAT) instead of real training");
+  app.add_option("--simulate", a.simulate,
+                 "tune on a cost-model description (JSON, docs/tune.md GDAT) instead of real training");
   app.add_option("--describe", a.describe,
                  "measure a cost-model description of --model on this machine (per-layer backward, forward, optimizer, "
                  "copy and cast costs) into this JSON file instead of tuning; then --simulate it");
@@ -140,8 +147,11 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--beta-ms-per-mb", a.beta_ms_per_mb, "--describe: all-reduce cost per MiB (ms) of that cluster")
       ->check(CLI::NonNegativeNumber);
-  app.add_flag("--measure-comm", a.measure_comm, "--describe: measure alpha and beta with --nproc local ranks (--backend)");
-  app.add_option("--nproc", a.nproc, "processes (ranks) started on this machine")->default_val(2)->check(CLI::Range(1, 256));
+  app.add_flag("--measure-comm", a.measure_comm,
+               "--describe: measure alpha and beta with --nproc local ranks (--backend)");
+  app.add_option("--nproc", a.nproc, "processes (ranks) started on this machine")
+      ->default_val(2)
+      ->check(CLI::Range(1, 256));
   app.add_option("--backend", a.backend,
                  "process group backend: gloo (CPU), CUDA's, or one of the target's (distributed_backends of its "
                  "target.json)")
@@ -150,13 +160,18 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
       ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   app.add_option("--output", a.output, "folder for aoe_result_gdat_*.json and gdat_settings.json")->default_val(".");
   app.add_option("--python", a.python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
-  app.add_option("--warmup", a.warmup, "untimed steps after each DDP rebuild")->default_val(2)->check(CLI::Range(1, 1000));
+  app.add_option("--warmup", a.warmup, "untimed steps after each DDP rebuild")
+      ->default_val(2)
+      ->check(CLI::Range(1, 1000));
   app.add_option("--measure", a.measure, "timed steps per point (median)")->default_val(5)->check(CLI::Range(1, 10000));
   app.add_option("--max-trials", a.max_trials, "points measured at most (0 = until the search converges)")
-      ->default_val(0)->check(CLI::NonNegativeNumber);
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--allow-lossy", a.allow_lossy, "also try the fp16 and PowerSGD hooks (they change the gradients)");
-  app.add_flag("--force", a.force, "replace OUTPUT/gdat_settings.json or the --describe file when portkit did not write it");
-  app.add_flag("--exhaustive", a.exhaustive, "--simulate: also evaluate every point and say whether the search found the optimum");
+  app.add_flag("--force", a.force,
+               "replace OUTPUT/gdat_settings.json or the --describe file when portkit did not write it");
+  app.add_flag("--exhaustive", a.exhaustive,
+               "--simulate: also evaluate every point and say whether the search found the optimum");
   app.add_option("--bucket-caps", a.bucket_caps, "bucket_cap_mb values, MiB (default 1,2,5,10,25,50,100)");
   app.add_option("--first-buckets", a.first_buckets, "first bucket caps, MiB (default 0.25,1,4,16)");
   app.add_option("--bucket-views", a.bucket_views, "gradient_as_bucket_view values (default 0,1)");
@@ -164,10 +179,13 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   app.add_option("--powersgd-ranks", a.powersgd_ranks, "PowerSGD ranks tried with --allow-lossy (default 1,4)");
   app.add_option("--lr", a.lr, "SGD learning rate of the training steps")->default_val(0.01);
   app.add_option("--seed", a.seed, "seed of the model and of the random batches")->default_val(0);
-  app.add_option("--timeout", a.timeout, "seconds before a stuck rank is ended")->default_val(600)->check(CLI::PositiveNumber);
-  app.footer("Writes OUTPUT/aoe_result_gdat_{timestamp}_pid{pid}.json (rewritten after every trial) and\n"
-             "OUTPUT/gdat_settings.json; apply it with portkit.gdat.make_ddp(model, portkit.gdat.load_settings(FILE)).\n"
-             "Environment: PORTKIT_PYTHON (interpreter), PORTKIT_PYTHON_DIR (companion package folder).");
+  app.add_option("--timeout", a.timeout, "seconds before a stuck rank is ended")
+      ->default_val(600)
+      ->check(CLI::PositiveNumber);
+  app.footer(
+      "Writes OUTPUT/aoe_result_gdat_{timestamp}_pid{pid}.json (rewritten after every trial) and\n"
+      "OUTPUT/gdat_settings.json; apply it with portkit.gdat.make_ddp(model, portkit.gdat.load_settings(FILE)).\n"
+      "Environment: PORTKIT_PYTHON (interpreter), PORTKIT_PYTHON_DIR (companion package folder).");
   if (auto code = Parse(app, argc, argv)) return *code;
 
   if (Status st = Validate(a); !st.ok()) return Fail(ctx, st);
@@ -196,7 +214,8 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
     cmd.insert(cmd.end(), {"describe", "--model", a.model, "--output", a.describe, "--nproc", std::to_string(a.nproc),
                            "--backend", a.backend, "--seed", std::to_string(a.seed)});
     for (const auto& in : a.inputs) cmd.insert(cmd.end(), {"--input", in});
-    if (a.alpha_ms >= 0) cmd.insert(cmd.end(), {"--alpha-ms", Number(a.alpha_ms), "--beta-ms-per-mb", Number(a.beta_ms_per_mb)});
+    if (a.alpha_ms >= 0)
+      cmd.insert(cmd.end(), {"--alpha-ms", Number(a.alpha_ms), "--beta-ms-per-mb", Number(a.beta_ms_per_mb)});
     if (a.measure_comm) cmd.push_back("--measure-comm");
     if (!device->import.empty()) cmd.insert(cmd.end(), {"--device-import", device->import});
   } else if (!a.simulate.empty()) {
@@ -215,8 +234,10 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
     if (a.allow_lossy) cmd.push_back("--allow-lossy");
     if (a.max_trials > 0) cmd.insert(cmd.end(), {"--max-trials", std::to_string(a.max_trials)});
     for (const auto& [flag, value] : {std::pair<const char*, const std::string&>{"--bucket-caps", a.bucket_caps},
-                                      {"--first-buckets", a.first_buckets}, {"--bucket-views", a.bucket_views},
-                                      {"--static-graphs", a.static_graphs}, {"--powersgd-ranks", a.powersgd_ranks}})
+                                      {"--first-buckets", a.first_buckets},
+                                      {"--bucket-views", a.bucket_views},
+                                      {"--static-graphs", a.static_graphs},
+                                      {"--powersgd-ranks", a.powersgd_ranks}})
       if (!value.empty()) cmd.insert(cmd.end(), {flag, value});
   }
 
@@ -229,8 +250,9 @@ int TuneGdatCommand(int argc, char** argv, Context& ctx) {
   spawn.stderr_mode = ChildOutput::kInherit;
   auto result = Spawn(spawn);
   if (!result.ok())
-    return Fail(ctx, Status(ErrorCode::kInternal, "cannot start " + a.python + " for GDAT: " + result.status().message() +
-                                                      " (give an interpreter with torch: --python or PORTKIT_PYTHON)"));
+    return Fail(ctx,
+                Status(ErrorCode::kInternal, "cannot start " + a.python + " for GDAT: " + result.status().message() +
+                                                 " (give an interpreter with torch: --python or PORTKIT_PYTHON)"));
   if (result->ok()) {
     if (Status st = RecordWrittenFile(written); !st.ok()) return Fail(ctx, st);
     return kExitOk;

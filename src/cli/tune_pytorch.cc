@@ -104,12 +104,13 @@ bool WantsPytorchFramework(int argc, char** argv) {
 }
 
 int TunePytorchCommand(int argc, char** argv, Context& ctx) {
-  CLI::App app{"SGAT for a PyTorch model (AOE's subgraph tuning, --job-type=1): captures the model with torch.fx, "
-               "splits it into blocks, times each block's strategies (eager, frozen TorchScript, "
-               "optimize_for_inference, conv-bn folding, channels_last, attention fusion, thread count; torch.compile on 2.x) "
-               "interleaved, keeps the winners in the "
-               "knowledge base and writes OUTPUT/optimized.pt, loadable with one call. See docs/tune.md.",
-               "portkit tune --framework=pytorch"};
+  CLI::App app{
+      "SGAT for a PyTorch model (AOE's subgraph tuning, --job-type=1): captures the model with torch.fx, "
+      "splits it into blocks, times each block's strategies (eager, frozen TorchScript, "
+      "optimize_for_inference, conv-bn folding, channels_last, attention fusion, thread count; torch.compile on 2.x) "
+      "interleaved, keeps the winners in the "
+      "knowledge base and writes OUTPUT/optimized.pt, loadable with one call. See docs/tune.md.",
+      "portkit tune --framework=pytorch"};
   std::string framework, model, output, bank, python;
   std::vector<std::string> inputs;
   int job_type = 1, rounds = 15, threads = 0, max_evals = 0;
@@ -133,21 +134,26 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   app.add_flag("--lookup-only", lookup_only, "use the bank's entries, tune nothing (misses stay eager)");
   app.add_flag("--repeat-tune", repeat_tune, "re-tune bank hits; replace only when beaten beyond noise (REPEAT_TUNE)");
   app.add_flag("--no-compile", no_compile, "do not try torch.compile (tried by default on torch 2.x)");
-  app.add_option("--rounds", rounds, "interleaved timing rounds per comparison")->default_val(15)->check(CLI::Range(3, 10000));
-  app.add_option("--threads", threads, "pin the intra-op thread count (default: tuned among 1, torch's default, the cores)")
+  app.add_option("--rounds", rounds, "interleaved timing rounds per comparison")
+      ->default_val(15)
+      ->check(CLI::Range(3, 10000));
+  app.add_option("--threads", threads,
+                 "pin the intra-op thread count (default: tuned among 1, torch's default, the cores)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--time-budget", time_budget,
                  "seconds the tuning may take (default 120: a ResNet-50-size model within 3 minutes on two cores; "
                  "0: no bound); subgraphs left when it is spent stay eager, losing candidates stop early")
       ->check(CLI::Range(0.0, 1e7));
   app.add_option("--python", python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
-  app.add_flag("--force", force, "replace optimized.pt / optimized.json / optimized_module.pt in --output that portkit did not write");
+  app.add_flag("--force", force,
+               "replace optimized.pt / optimized.json / optimized_module.pt in --output that portkit did not write");
   if (auto code = Parse(app, argc, argv)) return *code;
 
   if (job_type != 1 && job_type != 2)
-    return Fail(ctx, Status(ErrorCode::kUnsupported, "--job-type=" + std::to_string(job_type) +
-                                 ": with --framework=pytorch 1 (SGAT) and 2 (OPAT kernels inside the model, with "
-                                 "SGAT) are implemented here; 4 (GDAT) has its own options (docs/tune.md)"));
+    return Fail(ctx, Status(ErrorCode::kUnsupported,
+                            "--job-type=" + std::to_string(job_type) +
+                                ": with --framework=pytorch 1 (SGAT) and 2 (OPAT kernels inside the model, with "
+                                "SGAT) are implemented here; 4 (GDAT) has its own options (docs/tune.md)"));
   if (Status st = CheckModelSpec(model); !st.ok()) return Fail(ctx, st);
   std::string input_spec;
   for (const auto& i : inputs) input_spec += (input_spec.empty() ? "" : ",") + i;
@@ -164,8 +170,19 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   }
 
   SpawnOptions spawn;
-  spawn.argv = {python, "-m", "portkit.tune", "--model", model, "--input", input_spec, "--output", output,
-                "--job-type", std::to_string(job_type), "--rounds", std::to_string(rounds)};
+  spawn.argv = {python,
+                "-m",
+                "portkit.tune",
+                "--model",
+                model,
+                "--input",
+                input_spec,
+                "--output",
+                output,
+                "--job-type",
+                std::to_string(job_type),
+                "--rounds",
+                std::to_string(rounds)};
   if (job_type == 2) {
     // The companion tunes the kernels by running this very binary (portkit tune --job-type=2).
     std::error_code ec;
@@ -187,8 +204,8 @@ int TunePytorchCommand(int argc, char** argv, Context& ctx) {
   ctx.logger.Info("SGAT: " + python + " -m portkit.tune --model " + model + " --input " + input_spec);
   auto result = Spawn(spawn);
   if (!result.ok())
-    return Fail(ctx, InvalidArgument("cannot start the Python companion with '" + python + "': " +
-                                     result.status().message() + " (give --python or set PORTKIT_PYTHON)"));
+    return Fail(ctx, InvalidArgument("cannot start the Python companion with '" + python +
+                                     "': " + result.status().message() + " (give --python or set PORTKIT_PYTHON)"));
   if (result->ok()) {
     std::vector<std::string> present;
     for (const auto& name : artifact)

@@ -62,7 +62,8 @@ Status WriteTemporaryStreamed(const std::filesystem::path& path, const std::file
 /// Writes and syncs `content` to `tmp` (the temporary of `path`); on failure nothing is left.
 Status WriteTemporary(const std::filesystem::path& path, const std::filesystem::path& tmp, std::string_view content) {
   uint64_t size = 0;
-  return WriteTemporaryStreamed(path, tmp, [&](const ReportSet::Sink& sink) { return sink(content); }, size);
+  return WriteTemporaryStreamed(
+      path, tmp, [&](const ReportSet::Sink& sink) { return sink(content); }, size);
 }
 
 std::filesystem::path TemporaryOf(const std::filesystem::path& path) {

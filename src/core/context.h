@@ -17,8 +17,8 @@ namespace portkit {
 class DataDirs {
  public:
   DataDirs() = default;
-  DataDirs(std::filesystem::path dir) : dirs_{std::move(dir)} {}  // NOLINT: one folder
-  DataDirs(const char* dir) : DataDirs(std::filesystem::path(dir)) {}  // NOLINT
+  DataDirs(std::filesystem::path dir) : dirs_{std::move(dir)} {}              // NOLINT: one folder
+  DataDirs(const char* dir) : DataDirs(std::filesystem::path(dir)) {}         // NOLINT
   DataDirs(const std::string& dir) : DataDirs(std::filesystem::path(dir)) {}  // NOLINT
   explicit DataDirs(std::vector<std::filesystem::path> dirs) : dirs_(std::move(dirs)) {}
 

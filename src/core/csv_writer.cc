@@ -4,9 +4,7 @@
 
 namespace portkit {
 
-CsvWriter::CsvWriter(const std::vector<std::string>& header) : columns_(header.size()) {
-  AppendRow(header);
-}
+CsvWriter::CsvWriter(const std::vector<std::string>& header) : columns_(header.size()) { AppendRow(header); }
 
 void CsvWriter::AddRow(const std::vector<std::string>& cells) {
   assert(cells.size() == columns_);

@@ -102,7 +102,8 @@ class TreeWalker {
     std::vector<fs::directory_entry> entries;
     fs::directory_iterator it(dir, ec);
     if (ec) {
-      out_.push_back({dir, rel.empty() ? "." : rel, InputEntry::Kind::kUnreadable, "cannot list folder: " + ec.message()});
+      out_.push_back(
+          {dir, rel.empty() ? "." : rel, InputEntry::Kind::kUnreadable, "cannot list folder: " + ec.message()});
       return;
     }
     for (; it != fs::directory_iterator(); it.increment(ec)) {
@@ -130,9 +131,9 @@ class TreeWalker {
         if (!excluded_.empty() && excluded_.count(fs::weakly_canonical(e.path(), cec).string())) continue;
         if (IsMarkedOutput(e.path())) {
           std::string by = MarkedOutputCommand(e.path());
-          out_.push_back({e.path(), child_rel, InputEntry::Kind::kOutput,
-                          "output folder of an earlier portkit" + (by.empty() ? std::string() : " " + by) +
-                              " run; not entered"});
+          out_.push_back(
+              {e.path(), child_rel, InputEntry::Kind::kOutput,
+               "output folder of an earlier portkit" + (by.empty() ? std::string() : " " + by) + " run; not entered"});
           continue;
         }
         if (depth + 1 > options_.max_depth) {
@@ -319,8 +320,8 @@ std::string PythonStringLiteral(std::string_view text) {
       if ((p[i + k] & 0xC0) != 0x80) valid = false;
       else cp = (cp << 6) | (p[i + k] & 0x3F);
     }
-    if (valid && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-                  cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+    if (valid && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+                  (cp >= 0xD800 && cp <= 0xDFFF)))
       valid = false;
     if (valid && (cp == 0x2028 || cp == 0x2029 || (cp >= 0x80 && cp < 0xA0))) {
       // Not printable for repr(): escape as \uXXXX / \xXX.
@@ -440,24 +441,23 @@ Status CheckPrivateFolder(const fs::path& dir, std::string_view what) {
     return IoError(std::string(what) + " " + dir.string() + ": " + std::strerror(err));
   }
   if (S_ISLNK(st.st_mode))
-    return InvalidArgument(
-                  std::string(what) + " " + dir.string() + " is a symbolic link; its code is not loaded. Give the folder it points to");
+    return InvalidArgument(std::string(what) + " " + dir.string() +
+                           " is a symbolic link; its code is not loaded. Give the folder it points to");
   if (!S_ISDIR(st.st_mode))
     return InvalidArgument(std::string(what) + " " + dir.string() + " is " + KindOfMode(st.st_mode) + ", not a folder");
   std::string why = WhyNotPrivate(st, true);
   if (why.empty()) return Status::Ok();
   return InvalidArgument(
-                std::string(what) + " " + dir.string() + " " + why +
-                    ": the shared objects in it could be replaced by someone else and would run inside portkit, so none "
-                    "is loaded. Make it yours and private (chmod go-w) or use a private folder");
+      std::string(what) + " " + dir.string() + " " + why +
+      ": the shared objects in it could be replaced by someone else and would run inside portkit, so none "
+      "is loaded. Make it yours and private (chmod go-w) or use a private folder");
 }
 
 Expected<UniqueFd> OpenPrivateCode(const fs::path& file) {
   int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
-    if (err == ELOOP)
-      return InvalidArgument(file.string() + ": is a symbolic link; not loaded");
+    if (err == ELOOP) return InvalidArgument(file.string() + ": is a symbolic link; not loaded");
     return IoError(file.string() + ": cannot open: " + std::strerror(err));
   }
   UniqueFd owned(fd);
@@ -470,8 +470,7 @@ Expected<UniqueFd> OpenPrivateCode(const fs::path& file) {
     return InvalidArgument(file.string() + ": not a regular file (" + KindOfMode(st.st_mode) + "); not loaded");
   std::string why = WhyNotPrivate(st, false);
   if (!why.empty())
-    return InvalidArgument(file.string() + " " + why +
-                                                    ": someone else could have written its code; not loaded");
+    return InvalidArgument(file.string() + " " + why + ": someone else could have written its code; not loaded");
   return owned;
 }
 

@@ -56,7 +56,8 @@ Status CheckAgainst(const fs::path& file, std::string_view option, bool force, c
   if (S_ISDIR(st.st_mode)) return InvalidArgument(what + " is a folder; give a file name");
   if (!S_ISREG(st.st_mode)) return InvalidArgument(what + " is not a regular file; give another name");
   if (force || std::binary_search(listed.begin(), listed.end(), file.filename().string())) return Status::Ok();
-  return InvalidArgument(what + " already exists and portkit did not write it; give another name, or --force to replace it");
+  return InvalidArgument(what +
+                         " already exists and portkit did not write it; give another name, or --force to replace it");
 }
 
 std::vector<std::string> SortedWrittenFiles(const fs::path& folder) {
@@ -103,8 +104,6 @@ Status RecordWritten(const fs::path& folder, const std::vector<std::string>& nam
   return WriteFileAtomic(folder / std::string(kWrittenLedger), text);
 }
 
-Status RecordWrittenFile(const fs::path& file) {
-  return RecordWritten(FolderOf(file), {file.filename().string()});
-}
+Status RecordWrittenFile(const fs::path& file) { return RecordWritten(FolderOf(file), {file.filename().string()}); }
 
 }  // namespace portkit

@@ -21,48 +21,35 @@ namespace portkit::sql {
 std::string DescribeResultCode(int code) {
   switch (code & 0xff) {
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return "not a SQLite database, or a damaged one";
+    case SQLITE_NOTADB: return "not a SQLite database, or a damaged one";
     case SQLITE_FULL:
       return "the disk is full (no room for the database or its journal; free some space and run again)";
     case SQLITE_READONLY:
     case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return "cannot be written (permission denied, or a read-only file system)";
+    case SQLITE_AUTH: return "cannot be written (permission denied, or a read-only file system)";
     case SQLITE_CANTOPEN:
       return "cannot be opened (missing, permission denied, or a folder it needs cannot be written)";
-    case SQLITE_IOERR:
-      return "an input/output error of the file system";
+    case SQLITE_IOERR: return "an input/output error of the file system";
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return "locked by another process for longer than the wait allows";
-    case SQLITE_NOMEM:
-      return "out of memory";
-    case SQLITE_TOOBIG:
-      return "over the limit: a string or blob longer than the limit";
-    case SQLITE_INTERRUPT:
-      return "interrupted";
-    case SQLITE_CONSTRAINT:
-      return "a constraint failed";
+    case SQLITE_LOCKED: return "locked by another process for longer than the wait allows";
+    case SQLITE_NOMEM: return "out of memory";
+    case SQLITE_TOOBIG: return "over the limit: a string or blob longer than the limit";
+    case SQLITE_INTERRUPT: return "interrupted";
+    case SQLITE_CONSTRAINT: return "a constraint failed";
     case SQLITE_RANGE:
-    case SQLITE_MISMATCH:
-      return "a value of the wrong type";
-    default:
-      return "a database error";
+    case SQLITE_MISMATCH: return "a value of the wrong type";
+    default: return "a database error";
   }
 }
 
 ErrorCode ErrorCodeForResult(int code) {
   switch (code & 0xff) {
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return ErrorCode::kParse;
+    case SQLITE_NOTADB: return ErrorCode::kParse;
     case SQLITE_CONSTRAINT:
     case SQLITE_MISMATCH:
-    case SQLITE_TOOBIG:
-      return ErrorCode::kInvalidArgument;
-    default:
-      return ErrorCode::kIo;
+    case SQLITE_TOOBIG: return ErrorCode::kInvalidArgument;
+    default: return ErrorCode::kIo;
   }
 }
 
@@ -196,8 +183,8 @@ Expected<Database> Database::Open(const std::filesystem::path& path, const OpenO
   Database db;
   db.path_ = path.string();
   db.read_only_ = options.read_only;
-  int flags = options.read_only ? SQLITE_OPEN_READONLY
-                                : SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0);
+  int flags =
+      options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0);
   flags |= SQLITE_OPEN_NOMUTEX;
   std::string name = db.path_;
   if (options.read_only && options.immutable) {
@@ -253,7 +240,9 @@ Expected<Database> Database::Open(const std::filesystem::path& path, const OpenO
 }
 
 Database::Database(Database&& o) noexcept
-    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)), read_only_(o.read_only_),
+    : db_(std::exchange(o.db_, nullptr)),
+      path_(std::move(o.path_)),
+      read_only_(o.read_only_),
       limit_remedy_(std::move(o.limit_remedy_)) {}
 
 Database& Database::operator=(Database&& o) noexcept {
@@ -296,8 +285,10 @@ Status Database::ErrorFor(int code, std::string_view what, std::string_view sqli
   else msg += ": " + DescribeResultCode(code);
   if (primary == SQLITE_TOOBIG) {
     const int limit = db_ ? sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, -1) : 0;
-    msg += " of " + (limit >= (1 << 20) && limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
-                                                                   : std::to_string(limit) + " bytes") + "; not read";
+    msg += " of " +
+           (limit >= (1 << 20) && limit % (1 << 20) == 0 ? std::to_string(limit >> 20) + " MiB"
+                                                         : std::to_string(limit) + " bytes") +
+           "; not read";
     if (!limit_remedy_.empty()) msg += ". " + limit_remedy_;
     return Status(ErrorCode::kInvalidArgument, msg);
   }
@@ -336,9 +327,7 @@ Expected<int> Database::UserVersion() {
   return static_cast<int>(*row ? st->Int(0) : 0);
 }
 
-Status Database::SetUserVersion(int version) {
-  return Exec("PRAGMA user_version = " + std::to_string(version));
-}
+Status Database::SetUserVersion(int version) { return Exec("PRAGMA user_version = " + std::to_string(version)); }
 
 Expected<bool> Database::HasTables() {
   auto st = Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'");
@@ -358,8 +347,8 @@ Transaction::Transaction(Database& db, Mode mode) : db_(db) {
 Transaction::~Transaction() { Rollback(); }
 
 Status Transaction::Commit() {
-  if (!open_) return begin_status_.ok() ? Status(ErrorCode::kInternal, db_.path() + ": no open transaction")
-                                        : begin_status_;
+  if (!open_)
+    return begin_status_.ok() ? Status(ErrorCode::kInternal, db_.path() + ": no open transaction") : begin_status_;
   Status st = db_.Exec("COMMIT");
   if (!st.ok()) {
     Rollback();
@@ -479,8 +468,10 @@ Status CheckSchemaObjects(Database& db, std::string_view what, std::string_view 
   for (const auto& [name, o] : *have) {
     if (IsSqliteBookkeeping(name, o.type)) continue;
     if (o.type == "trigger")
-      return refuse("it holds a trigger '" + name + "' on '" + o.table + "' (SQL that would run on portkit's own "
-                    "writes), which " + a + " never has");
+      return refuse("it holds a trigger '" + name + "' on '" + o.table +
+                    "' (SQL that would run on portkit's own "
+                    "writes), which " +
+                    a + " never has");
     if (o.is_virtual) return refuse("'" + name + "' is a virtual table, which " + a + " never has");
     // An older version's indexes (dropped or rebuilt by the migrations) are not foreign; an index
     // runs no SQL of its own, only deterministic expressions.
@@ -488,8 +479,7 @@ Status CheckSchemaObjects(Database& db, std::string_view what, std::string_view 
     auto it = ref->find(name);
     if (it == ref->end()) return refuse("it holds a " + o.type + " '" + name + "' that " + a + " does not have");
     const SchemaObject& want = it->second;
-    if (o.type != want.type)
-      return refuse("'" + name + "' is a " + o.type + " where " + a + " has a " + want.type);
+    if (o.type != want.type) return refuse("'" + name + "' is a " + o.type + " where " + a + " has a " + want.type);
     if (mode == SchemaCheck::kNoForeignObjects) continue;
     if (o.type == "table" && o.columns != want.columns) {
       const std::string have_names = ColumnNames(o.columns), want_names = ColumnNames(want.columns);
@@ -508,7 +498,6 @@ Status CheckSchemaObjects(Database& db, std::string_view what, std::string_view 
   return Status::Ok();
 }
 
-
 /// What to do with a store at `have` (tables present or not): ok, create, migrate, or refuse.
 Status RefuseUnlessUsable(Database& db, const Schema& schema, int have, bool tables) {
   std::string what(schema.what);
@@ -519,17 +508,18 @@ Status RefuseUnlessUsable(Database& db, const Schema& schema, int have, bool tab
     return Status::Ok();  // created by the caller
   }
   if (have == 0)
-    return Status(ErrorCode::kUnsupported,
-                  db.path() + ": a " + what + " without a schema version (written by an older portkit, or not by "
-                  "portkit); this portkit reads schema " + std::to_string(schema.version) + remedy);
+    return Status(ErrorCode::kUnsupported, db.path() + ": a " + what +
+                                               " without a schema version (written by an older portkit, or not by "
+                                               "portkit); this portkit reads schema " +
+                                               std::to_string(schema.version) + remedy);
   if (have > schema.version)
-    return Status(ErrorCode::kUnsupported,
-                  db.path() + ": " + what + " schema " + std::to_string(have) + " is newer than this portkit reads (" +
-                      std::to_string(schema.version) + "); use a newer portkit" + remedy);
+    return Status(ErrorCode::kUnsupported, db.path() + ": " + what + " schema " + std::to_string(have) +
+                                               " is newer than this portkit reads (" + std::to_string(schema.version) +
+                                               "); use a newer portkit" + remedy);
   if (have < schema.version - static_cast<int>(schema.migrations.size()) || db.read_only())
-    return Status(ErrorCode::kUnsupported,
-                  db.path() + ": " + what + " schema " + std::to_string(have) + " is older than this portkit reads (" +
-                      std::to_string(schema.version) + ")" + (db.read_only() ? " and it is read-only" : "") + remedy);
+    return Status(ErrorCode::kUnsupported, db.path() + ": " + what + " schema " + std::to_string(have) +
+                                               " is older than this portkit reads (" + std::to_string(schema.version) +
+                                               ")" + (db.read_only() ? " and it is read-only" : "") + remedy);
   return Status::Ok();
 }
 

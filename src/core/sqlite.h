@@ -69,9 +69,9 @@ class Statement {
 
 struct OpenOptions {
   bool read_only = false;
-  bool create = true;             ///< ignored when read_only
-  int busy_timeout_ms = 30000;    ///< how long a writer waits for another one
-  bool wal = false;               ///< journal_mode=WAL (concurrent readers with one writer)
+  bool create = true;           ///< ignored when read_only
+  int busy_timeout_ms = 30000;  ///< how long a writer waits for another one
+  bool wal = false;             ///< journal_mode=WAL (concurrent readers with one writer)
   /// page_size for a new database (0: SQLite's default); set before the switch to WAL, which fixes
   /// it. Ignored for an existing database and when read_only.
   int page_size = 0;
@@ -177,9 +177,9 @@ class Transaction {
 /// The schema a store must have. Versions count from 1; `user_version` 0 means "no portkit
 /// schema yet" (a new file) or "written before schema versions existed" (tables but 0).
 struct Schema {
-  std::string_view what;          ///< "profile store", "tuning bank" (for messages)
+  std::string_view what;  ///< "profile store", "tuning bank" (for messages)
   int version = 1;
-  std::string_view create_sql;    ///< creates the current schema in an empty database
+  std::string_view create_sql;  ///< creates the current schema in an empty database
   /// The last steps up to `version`: migrations.back() turns version - 1 into version, the one
   /// before it version - 2 into version - 1, and so on. Versions older than the first step are
   /// refused.

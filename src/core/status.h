@@ -43,7 +43,7 @@ inline Status ParseError(std::string m) { return {ErrorCode::kParse, std::move(m
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : data_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : data_(std::move(value)) {}        // NOLINT: implicit by design
   Expected(Status status) : data_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(data_).ok() && "Expected<T> needs a value or an error");
   }
@@ -68,8 +68,8 @@ class [[nodiscard]] Expected {
 
 }  // namespace portkit
 
-#define PORTKIT_RETURN_IF_ERROR(expr)        \
-  do {                                       \
-    ::portkit::Status _st = (expr);          \
-    if (!_st.ok()) return _st;               \
+#define PORTKIT_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::portkit::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)

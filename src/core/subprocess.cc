@@ -5,14 +5,14 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -212,8 +212,7 @@ std::string ResolveProgram(const std::string& name) {
 Expected<ProcessResult> SpawnGuarded(const SpawnOptions& o, const std::vector<std::string>& env, Fd out_r, Fd out_w,
                                      Fd err_r, Fd err_w, SteadyClock::time_point start) {
   std::string program = ResolveProgram(o.argv[0]);
-  if (program.empty())
-    return Status(ErrorCode::kNotFound, "cannot run " + o.argv[0] + ": " + std::strerror(ENOENT));
+  if (program.empty()) return Status(ErrorCode::kNotFound, "cannot run " + o.argv[0] + ": " + std::strerror(ENOENT));
   std::vector<char*> args;
   for (const auto& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -245,9 +244,10 @@ Expected<ProcessResult> SpawnGuarded(const SpawnOptions& o, const std::vector<st
     }
     int in_fd = o.stdin_null ? dev_null.get() : 0;
     int out_fd = capture_out ? out_w.get() : o.stdout_mode == ChildOutput::kDiscard ? dev_null.get() : 1;
-    int err_fd = o.merge_stderr ? out_fd
-                 : capture_err ? err_w.get()
-                 : o.stderr_mode == ChildOutput::kDiscard ? dev_null.get() : 2;
+    int err_fd = o.merge_stderr                           ? out_fd
+                 : capture_err                            ? err_w.get()
+                 : o.stderr_mode == ChildOutput::kDiscard ? dev_null.get()
+                                                          : 2;
     // Copies above 2 first, so that dup2 onto 0..2 never overwrites one still needed; then the
     // report pipe goes to 3 and nothing else is kept (another thread's pipes must not stay open
     // in a long-lived guard).
@@ -331,8 +331,7 @@ Expected<ProcessResult> SpawnGuarded(const SpawnOptions& o, const std::vector<st
 
 std::string ProcessResult::Describe() const {
   switch (end) {
-    case End::kExited:
-      return "exited with status " + std::to_string(exit_code);
+    case End::kExited: return "exited with status " + std::to_string(exit_code);
     case End::kSignaled:
       if (signal == 0) return "ended abnormally (status lost)";
       return "killed by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
@@ -368,17 +367,19 @@ Expected<ProcessResult> Spawn(const SpawnOptions& o) {
   if ((capture_out && !MakePipe(&out_r, &out_w)) || (capture_err && !MakePipe(&err_r, &err_w)))
     return Status(ErrorCode::kInternal, std::string("cannot create a pipe: ") + std::strerror(errno));
   if (o.kill_with_parent)
-    return SpawnGuarded(o, ChildEnvironment(o), std::move(out_r), std::move(out_w), std::move(err_r),
-                        std::move(err_w), start);
+    return SpawnGuarded(o, ChildEnvironment(o), std::move(out_r), std::move(out_w), std::move(err_r), std::move(err_w),
+                        start);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (o.stdin_null) posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   if (capture_out) posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
-  else if (o.stdout_mode == ChildOutput::kDiscard) posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  else if (o.stdout_mode == ChildOutput::kDiscard)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   if (o.merge_stderr) posix_spawn_file_actions_adddup2(&actions, 1, 2);
   else if (capture_err) posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
-  else if (o.stderr_mode == ChildOutput::kDiscard) posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  else if (o.stderr_mode == ChildOutput::kDiscard)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, o.cwd.c_str());
 
   posix_spawnattr_t attr;

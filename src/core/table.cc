@@ -19,13 +19,11 @@ std::string Centered(const std::string& s, size_t width) {
 
 }  // namespace
 
-std::string RenderTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows) {
+std::string RenderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
   for (const auto& h : header) widths.push_back(DisplayWidth(h));
   for (const auto& row : rows)
-    for (size_t i = 0; i < row.size() && i < widths.size(); ++i)
-      widths[i] = std::max(widths[i], DisplayWidth(row[i]));
+    for (size_t i = 0; i < row.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], DisplayWidth(row[i]));
   std::string rule = "+";
   for (size_t w : widths) rule += std::string(w + 2, '-') + "+";
   rule += "\n";

@@ -8,7 +8,6 @@
 
 namespace portkit {
 
-std::string RenderTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows);
+std::string RenderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace portkit

@@ -17,8 +17,7 @@ Expected<std::vector<std::vector<std::string>>> ReadTsvRows(const std::filesyste
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
-    if (line.front() == '\t')
-      return ParseError(path.string() + ":" + std::to_string(line_no) + ":1: empty name");
+    if (line.front() == '\t') return ParseError(path.string() + ":" + std::to_string(line_no) + ":1: empty name");
     std::vector<std::string> fields;
     size_t start = 0;
     for (;;) {

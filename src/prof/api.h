@@ -35,10 +35,10 @@ struct ImportOptions {
 };
 
 struct ImportedTrace {
-  std::string path;       ///< relative to the profile folder
-  std::string importer;   ///< the importer that recognised the content
-  Status status;          ///< not ok: this file failed (nothing of it stored)
-  ImportResult result;    ///< valid when status is ok
+  std::string path;      ///< relative to the profile folder
+  std::string importer;  ///< the importer that recognised the content
+  Status status;         ///< not ok: this file failed (nothing of it stored)
+  ImportResult result;   ///< valid when status is ok
   double seconds = 0;
 };
 
@@ -87,7 +87,8 @@ struct ExportOptions {
 
 struct SummaryReport {
   std::filesystem::path folder;
-  std::vector<SummaryTable> tables;  ///< op_summary, op_statistic, api_statistic, kernel_statistic, step_trace, host_op_summary
+  std::vector<SummaryTable>
+      tables;  ///< op_summary, op_statistic, api_statistic, kernel_statistic, step_trace, host_op_summary
 };
 Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& ctx);
 
@@ -102,7 +103,7 @@ Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context
 
 struct AnalyseOptions {
   std::filesystem::path dir;
-  size_t top = 10;  ///< rows in the top operators / device tasks lists
+  size_t top = 10;                                         ///< rows in the top operators / device tasks lists
   int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
   /// The target whose facts the rules read (non-native operators, communication kernels, fused
   /// APIs): a name of data/targets or a folder holding a target.json; empty: the default target.
@@ -117,7 +118,7 @@ struct AnalyseReport {
   std::vector<std::pair<std::string, int64_t>> top_device_tasks;  ///< (name, total ns)
   /// The host operators with the most self time (count, self, total), at most `top`.
   std::vector<HostOpStat> host_ops;
-  std::vector<AdvisorFinding> findings;                           ///< most severe first
+  std::vector<AdvisorFinding> findings;  ///< most severe first
   /// Findings at `at_least` or more severe.
   size_t CountAtLeast(Severity at_least) const;
 };
@@ -148,7 +149,7 @@ struct DiffSide {
   std::filesystem::path folder;  ///< of the first run
   double step_ms = 0;            ///< mean over all measured steps of all runs
   size_t steps = 0;              ///< measured steps, all runs
-  size_t warmup_steps = 0;  ///< ProfilerStep#0 of traces with later steps: left out of step_ms
+  size_t warmup_steps = 0;       ///< ProfilerStep#0 of traces with later steps: left out of step_ms
   double warmup_ms = 0;
   size_t runs = 1;
   double step_median_ms = 0;  ///< median over all measured steps of all runs

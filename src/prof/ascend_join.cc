@@ -34,18 +34,22 @@ Status JoinPair(sql::Database& db, AscendJoin& join) {
   const std::string v = std::to_string(*tv), k = std::to_string(*tk);
   sql::Transaction tx(db);
   PORTKIT_RETURN_IF_ERROR(tx.status());
-  PORTKIT_RETURN_IF_ERROR(db.Exec(
-      "CREATE TEMP TABLE IF NOT EXISTS ascend_pairs (v INTEGER PRIMARY KEY, k INTEGER UNIQUE); "
-      "DELETE FROM ascend_pairs;"));
+  PORTKIT_RETURN_IF_ERROR(
+      db.Exec("CREATE TEMP TABLE IF NOT EXISTS ascend_pairs (v INTEGER PRIMARY KEY, k INTEGER UNIQUE); "
+              "DELETE FROM ascend_pairs;"));
   // Each task takes the first row on its stream starting within 1 µs; a row joins one task only.
   // The store keeps no index on time (docs/prof.md, "Store"): the join builds one for itself and
   // drops it again in the same transaction.
-  PORTKIT_RETURN_IF_ERROR(db.Exec("CREATE INDEX IF NOT EXISTS ascend_join_time ON events (trace, tid, ts) "
-                                  "WHERE kind = 'kernel'"));
-  PORTKIT_RETURN_IF_ERROR(db.Exec(
-      "INSERT OR IGNORE INTO ascend_pairs SELECT t.rowid, MIN(r.rowid) FROM events t JOIN events r "
-      "ON r.trace = " + k + " AND r.kind = 'kernel' AND r.tid = t.tid AND r.ts BETWEEN t.ts - 1000 AND t.ts + 1000 "
-      "WHERE t.trace = " + v + " AND t.kind = 'kernel' GROUP BY t.rowid ORDER BY t.rowid"));
+  PORTKIT_RETURN_IF_ERROR(
+      db.Exec("CREATE INDEX IF NOT EXISTS ascend_join_time ON events (trace, tid, ts) "
+              "WHERE kind = 'kernel'"));
+  PORTKIT_RETURN_IF_ERROR(
+      db.Exec("INSERT OR IGNORE INTO ascend_pairs SELECT t.rowid, MIN(r.rowid) FROM events t JOIN events r "
+              "ON r.trace = " +
+              k +
+              " AND r.kind = 'kernel' AND r.tid = t.tid AND r.ts BETWEEN t.ts - 1000 AND t.ts + 1000 "
+              "WHERE t.trace = " +
+              v + " AND t.kind = 'kernel' GROUP BY t.rowid ORDER BY t.rowid"));
   auto rows = Count(db, "SELECT COUNT(*) FROM events WHERE trace = " + k);
   if (!rows.ok()) return rows.status();
   auto joined = Count(db, "SELECT COUNT(*) FROM ascend_pairs");

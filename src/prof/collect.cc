@@ -73,13 +73,43 @@ std::string ScriptInterpreter(const std::string& program) {
 /// torchrun's options that take a value as the next word (`--nproc_per_node 2`); the rest are
 /// flags, and `--opt=value` is one word.
 bool TorchrunOptionTakesValue(const std::string& opt) {
-  static const char* const kWithValue[] = {
-      "--nnodes", "--nproc_per_node", "--nproc-per-node", "--rdzv_backend", "--rdzv-backend", "--rdzv_endpoint",
-      "--rdzv-endpoint", "--rdzv_id", "--rdzv-id", "--rdzv_conf", "--rdzv-conf", "--max_restarts", "--max-restarts",
-      "--monitor_interval", "--monitor-interval", "--start_method", "--start-method", "--role", "--node_rank",
-      "--node-rank", "--master_addr", "--master-addr", "--master_port", "--master-port", "--local_addr",
-      "--local-addr", "--log_dir", "--log-dir", "-r", "--redirects", "-t", "--tee", "--local_ranks_filter",
-      "--local-ranks-filter", "--logs_specs", "--logs-specs", "--rdzv_timeout"};
+  static const char* const kWithValue[] = {"--nnodes",
+                                           "--nproc_per_node",
+                                           "--nproc-per-node",
+                                           "--rdzv_backend",
+                                           "--rdzv-backend",
+                                           "--rdzv_endpoint",
+                                           "--rdzv-endpoint",
+                                           "--rdzv_id",
+                                           "--rdzv-id",
+                                           "--rdzv_conf",
+                                           "--rdzv-conf",
+                                           "--max_restarts",
+                                           "--max-restarts",
+                                           "--monitor_interval",
+                                           "--monitor-interval",
+                                           "--start_method",
+                                           "--start-method",
+                                           "--role",
+                                           "--node_rank",
+                                           "--node-rank",
+                                           "--master_addr",
+                                           "--master-addr",
+                                           "--master_port",
+                                           "--master-port",
+                                           "--local_addr",
+                                           "--local-addr",
+                                           "--log_dir",
+                                           "--log-dir",
+                                           "-r",
+                                           "--redirects",
+                                           "-t",
+                                           "--tee",
+                                           "--local_ranks_filter",
+                                           "--local-ranks-filter",
+                                           "--logs_specs",
+                                           "--logs-specs",
+                                           "--rdzv_timeout"};
   for (const char* o : kWithValue)
     if (opt == o) return true;
   return false;
@@ -96,8 +126,9 @@ Expected<std::vector<std::string>> TorchrunArgv(const std::vector<std::string>& 
     const std::string& a = command[i];
     if (a.empty() || a[0] != '-') break;
     if (a == "--no_python" || a == "--no-python")
-      return InvalidArgument("torchrun --no-python runs a program that is not Python; prof collect profiles Python "
-                             "programs through the PyTorch profiler");
+      return InvalidArgument(
+          "torchrun --no-python runs a program that is not Python; prof collect profiles Python "
+          "programs through the PyTorch profiler");
     if (a == "-m" || a == "--module") {
       module = true;
       continue;
@@ -118,8 +149,9 @@ Expected<std::vector<std::string>> TorchrunArgv(const std::vector<std::string>& 
 Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options) {
   std::vector<std::string> command = options.application.empty() ? options.command : SplitCommand(options.application);
   if (command.empty())
-    return InvalidArgument("no program to profile: give it after -- (portkit prof collect --output=DIR -- python "
-                           "train.py) or as --application=\"python train.py\"");
+    return InvalidArgument(
+        "no program to profile: give it after -- (portkit prof collect --output=DIR -- python "
+        "train.py) or as --application=\"python train.py\"");
   std::string exe = fs::path(command[0]).filename().string();
   if (exe == "torchrun") return TorchrunArgv(command, 1);
   // python -m torch.distributed.run / torch.distributed.launch: the same, with this interpreter.
@@ -132,8 +164,10 @@ Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options) {
     return argv;
   }
   if (exe.rfind("python", 0) != 0)
-    return InvalidArgument("the command must start with a Python interpreter (python, python3, /usr/bin/python3 "
-                           "...) or torchrun; got '" + command[0] + "'");
+    return InvalidArgument(
+        "the command must start with a Python interpreter (python, python3, /usr/bin/python3 "
+        "...) or torchrun; got '" +
+        command[0] + "'");
   // Interpreter options before the script (-u, -X ...) stay in front of the launcher.
   std::vector<std::string> argv = {command[0]};
   size_t i = 1;

@@ -126,16 +126,15 @@ Expected<Totals> ComputeTotals(Store& store) {
     PORTKIT_RETURN_IF_ERROR(FirstRow(store, "SELECT MAX(ts + dur) - MIN(ts) FROM events", [&](const sql::Statement& q) {
       t.step_ms = static_cast<double>(q.Int(0)) / 1e6;
     }));
-  PORTKIT_RETURN_IF_ERROR(Collect(
-      store,
-      "SELECT s.value || CASE WHEN e.input_dims IS NULL THEN '' ELSE ' ' || e.input_dims END, SUM(e.dur) "
-      "FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'cpu_op' GROUP BY 1",
-      &t.ops));
-  PORTKIT_RETURN_IF_ERROR(Collect(
-      store,
-      "SELECT s.value, SUM(e.dur) FROM events e JOIN strings s ON s.id = e.name "
-      "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1",
-      &t.kernels));
+  PORTKIT_RETURN_IF_ERROR(
+      Collect(store,
+              "SELECT s.value || CASE WHEN e.input_dims IS NULL THEN '' ELSE ' ' || e.input_dims END, SUM(e.dur) "
+              "FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'cpu_op' GROUP BY 1",
+              &t.ops));
+  PORTKIT_RETURN_IF_ERROR(Collect(store,
+                                  "SELECT s.value, SUM(e.dur) FROM events e JOIN strings s ON s.id = e.name "
+                                  "WHERE e.kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') GROUP BY 1",
+                                  &t.kernels));
   return t;
 }
 

@@ -13,11 +13,11 @@
 namespace portkit::prof {
 
 struct Totals {
-  double step_ms = 0;   ///< mean ProfilerStep time, or the whole span when no step is marked
+  double step_ms = 0;  ///< mean ProfilerStep time, or the whole span when no step is marked
   size_t steps = 0;
-  size_t warmup_steps = 0;  ///< ProfilerStep#0 of traces with later steps: left out of step_ms
-  double warmup_ms = 0;     ///< their total time
-  std::vector<std::pair<std::string, int64_t>> ops;      ///< key → total ns (CPU ops)
+  size_t warmup_steps = 0;                           ///< ProfilerStep#0 of traces with later steps: left out of step_ms
+  double warmup_ms = 0;                              ///< their total time
+  std::vector<std::pair<std::string, int64_t>> ops;  ///< key → total ns (CPU ops)
   std::vector<std::pair<std::string, int64_t>> kernels;  ///< name → total ns (device tasks)
 };
 
@@ -36,7 +36,7 @@ Expected<StepSeries> ComputeStepSeries(Store& store);
 
 struct DeltaRow {
   std::string key;
-  int64_t base_ns = 0, cmp_ns = 0;  ///< total per run (the mean over runs when several)
+  int64_t base_ns = 0, cmp_ns = 0;           ///< total per run (the mean over runs when several)
   double base_step_ns = 0, cmp_step_ns = 0;  ///< median per step over all runs of the side
   std::optional<ChangeInterval> change;      ///< of the per-step median; nullopt: < 2 steps a side
 };

@@ -49,8 +49,8 @@ double Quantile(const std::vector<double>& sorted_values, double q) {
 }
 
 std::optional<ChangeInterval> MedianChangeInterval(const std::vector<double>& base, const Resamples& base_draws,
-                                                   const std::vector<double>& compare,
-                                                   const Resamples& compare_draws, double confidence) {
+                                                   const std::vector<double>& compare, const Resamples& compare_draws,
+                                                   double confidence) {
   if (base.size() < 2 || compare.size() < 2) return std::nullopt;
   double base_median = Median(base);
   if (base_median == 0) return std::nullopt;

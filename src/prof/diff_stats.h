@@ -40,7 +40,7 @@ struct ChangeInterval {
 /// nullopt when the base median is 0 or a side has fewer than 2 values; resamples whose base
 /// median is 0 are left out.
 std::optional<ChangeInterval> MedianChangeInterval(const std::vector<double>& base, const Resamples& base_draws,
-                                                   const std::vector<double>& compare,
-                                                   const Resamples& compare_draws, double confidence);
+                                                   const std::vector<double>& compare, const Resamples& compare_draws,
+                                                   double confidence);
 
 }  // namespace portkit::prof

@@ -27,13 +27,12 @@ Expected<Store> OpenImported(const fs::path& dir, int64_t max_string_bytes, Cont
   return store;
 }
 
-
 SummaryTable HostOpSummary(const Profile& p) {
-  SummaryTable t{"host_op_summary",
-                 {"Name", "Input Shapes", "Count", "Self Time(us)", "Total Time(us)", "Avg Self Time(us)",
-                  "Self Ratio(%)"},
-                 {},
-                 {false, false, true, true, true, true, true}};
+  SummaryTable t{
+      "host_op_summary",
+      {"Name", "Input Shapes", "Count", "Self Time(us)", "Total Time(us)", "Avg Self Time(us)", "Self Ratio(%)"},
+      {},
+      {false, false, true, true, true, true, true}};
   auto rows = HostOpTable(p, true);
   int64_t all = 0;
   for (const auto& r : rows) all += r.self_ns;
@@ -123,7 +122,8 @@ Status ReadDiffRun(const fs::path& dir, int64_t max_string_bytes, Context& ctx, 
 }
 
 /// Appends the (key, ns) rows of another run; Deltas sums the rows of a key.
-void AddTotals(std::vector<std::pair<std::string, int64_t>>* into, const std::vector<std::pair<std::string, int64_t>>& add) {
+void AddTotals(std::vector<std::pair<std::string, int64_t>>* into,
+               const std::vector<std::pair<std::string, int64_t>>& add) {
   into->insert(into->end(), add.begin(), add.end());
 }
 
@@ -185,8 +185,8 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
                         DrawResamples(StepCounts(series[1]), options.resamples, kCompareSeed)};
   report.confidence = options.confidence;
   report.resamples = options.resamples;
-  report.step_change = MedianChangeInterval(FlatSteps(series[0]), draws[0], FlatSteps(series[1]), draws[1],
-                                            options.confidence);
+  report.step_change =
+      MedianChangeInterval(FlatSteps(series[0]), draws[0], FlatSteps(series[1]), draws[1], options.confidence);
   AddStepIntervals(&report.operators, false, series[0], draws[0], series[1], draws[1], options.confidence);
   AddStepIntervals(&report.kernels, true, series[0], draws[0], series[1], draws[1], options.confidence);
 
@@ -198,10 +198,8 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
     report.gate_note = "fewer than 2 steps on a side: no interval, the gate compares the mean step times";
   }
   if (options.fail_above_percent) {
-    if (report.gate == DiffGate::kInterval)
-      report.regressed = report.step_change->low > *options.fail_above_percent;
-    else
-      report.regressed = report.step_change_percent && *report.step_change_percent > *options.fail_above_percent;
+    if (report.gate == DiffGate::kInterval) report.regressed = report.step_change->low > *options.fail_above_percent;
+    else report.regressed = report.step_change_percent && *report.step_change_percent > *options.fail_above_percent;
   }
   return report;
 }

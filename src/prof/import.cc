@@ -55,7 +55,8 @@ std::vector<InputEntry> CandidateFiles(const fs::path& path, std::vector<std::pa
     } else if (e.kind == InputEntry::Kind::kOutput) {
       auto o = OwnOutputFolder(e);
       own->emplace(o.what, o.why);
-    } else if ((e.kind == InputEntry::Kind::kLink || e.kind == InputEntry::Kind::kSpecial) && HasTraceLikeName(e.path)) {
+    } else if ((e.kind == InputEntry::Kind::kLink || e.kind == InputEntry::Kind::kSpecial) &&
+               HasTraceLikeName(e.path)) {
       notes->emplace_back(e.path, e.note);
     }
   }
@@ -89,7 +90,7 @@ uint64_t FileDigest(const fs::path& p) {
 /// The stored traces whose files hold the same bytes as another stored trace: (copy, first).
 /// Only files of equal size are read.
 std::vector<std::pair<std::string, std::string>> FindDuplicates(const fs::path& folder,
-                                                                 const std::vector<std::string>& paths) {
+                                                                const std::vector<std::string>& paths) {
   std::map<uintmax_t, std::vector<std::string>> by_size;
   for (const auto& p : paths) {
     std::error_code ec;
@@ -207,8 +208,7 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
     if (importer) {
       found.push_back({file, importer});
     } else if (single_file) {
-      return ParseError(file.string() + ": not a trace portkit reads (it reads " + DescribeImporters(importers) +
-                        ")");
+      return ParseError(file.string() + ": not a trace portkit reads (it reads " + DescribeImporters(importers) + ")");
     } else if (HasTraceLikeName(file)) {
       report.skipped.emplace_back(Relative(file, report.folder), "not a trace portkit reads");
     }
@@ -226,8 +226,8 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
     report.skipped.emplace_back(file.lexically_relative(report.folder).generic_string(), why);
   std::sort(report.skipped.begin(), report.skipped.end());
   if (found.empty())
-    return NotFound("no trace found under " + options.input.string() + " (looked for " +
-                    DescribeImporters(importers) + ")");
+    return NotFound("no trace found under " + options.input.string() + " (looked for " + DescribeImporters(importers) +
+                    ")");
   for (const auto& [path, why] : report.skipped) log.Info("Skipped " + path + ": " + why + ".");
   auto store = Store::Open(report.database);
   if (!store.ok()) return store.status();
@@ -314,7 +314,8 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   // A killed earlier run's marker goes once everything it had left has been imported now.
   for (const auto& u : earlier) {
     if (u.running) continue;
-    bool covered = std::all_of(u.pending.begin(), u.pending.end(), [&](const std::string& p) { return imported.count(p) > 0; });
+    bool covered =
+        std::all_of(u.pending.begin(), u.pending.end(), [&](const std::string& p) { return imported.count(p) > 0; });
     if (covered) fs::remove(report.folder / (std::string(kImportMarkerPrefix) + std::to_string(u.pid)), rm_ec);
   }
   for (const auto& w : UnfinishedImportWarnings(report.folder)) log.Warning(w);

@@ -32,8 +32,7 @@ constexpr ByteTable kStringEnd(std::string_view("\"\\"));
 class Reader {
  public:
   Reader(gzFile f, std::string path, bool compressed, uint64_t compressed_bytes, const ImportLimits& limits)
-      : f_(f), path_(std::move(path)), compressed_(compressed), compressed_bytes_(compressed_bytes),
-        limits_(limits) {
+      : f_(f), path_(std::move(path)), compressed_(compressed), compressed_bytes_(compressed_bytes), limits_(limits) {
     buf_.reserve(1 << 20);
   }
   /// Makes at least one more byte available at pos_; false at end of input, on error or at a limit.
@@ -49,9 +48,9 @@ class Reader {
       base_ += drop;
     }
     if (keeping_ && pos_ - keep_ > limits_.max_object_bytes) {
-      limit_error_ = InvalidArgument(path_ + ": over the limit: an event or member larger than " +
-                                     std::to_string(limits_.max_object_bytes >> 20) + " MiB at byte " +
-                                     std::to_string(base_ + keep_) + "; not imported. --max-object-mb raises the limit");
+      limit_error_ = InvalidArgument(
+          path_ + ": over the limit: an event or member larger than " + std::to_string(limits_.max_object_bytes >> 20) +
+          " MiB at byte " + std::to_string(base_ + keep_) + "; not imported. --max-object-mb raises the limit");
       return false;
     }
     char chunk[1 << 16];
@@ -170,7 +169,9 @@ bool SkipValue(Reader& r) {
       // (an escaped byte's bit is cleared; an escape in the last byte carries to the next block).
       for (; end - p >= 16; p += 16) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        auto mask = [&](char x) { return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(x)))); };
+        auto mask = [&](char x) {
+          return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(x))));
+        };
         const unsigned quote = mask('"'), backslash = mask('\\'), open = mask('{') | mask('['),
                        close = mask('}') | mask(']');
         unsigned todo = quote | backslash | open | close;
@@ -239,8 +240,8 @@ bool ReadEventArray(Reader& r, const StreamCallbacks& cb, StreamStats* stats) {
     }
     if (cb.stop && cb.stop()) return true;
     if (c != '{') {
-      stats->stop_reason = "unexpected '" + std::string(1, c) + "' in the event array at byte " +
-                           std::to_string(r.offset());
+      stats->stop_reason =
+          "unexpected '" + std::string(1, c) + "' in the event array at byte " + std::to_string(r.offset());
       return false;
     }
     r.Keep(r.pos());

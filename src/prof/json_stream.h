@@ -14,10 +14,10 @@
 namespace portkit::prof {
 
 struct StreamStats {
-  uint64_t bytes_read = 0;       ///< uncompressed bytes consumed
-  uint64_t events = 0;           ///< complete event objects handed out
-  bool truncated = false;        ///< the input ended or broke inside the document
-  std::string stop_reason;       ///< why it stopped early, with the byte offset
+  uint64_t bytes_read = 0;  ///< uncompressed bytes consumed
+  uint64_t events = 0;      ///< complete event objects handed out
+  bool truncated = false;   ///< the input ended or broke inside the document
+  std::string stop_reason;  ///< why it stopped early, with the byte offset
 };
 
 /// Readable bytes that always follow an event handed to StreamCallbacks::on_event (their content

@@ -21,7 +21,8 @@ std::optional<OwnOutput> OwnOutputByPlace(const InputEntry& e) {
   for (fs::path dir = fs::path(e.rel).parent_path(); !dir.empty(); dir = dir.parent_path()) {
     const std::string name = dir.filename().string();
     if (name == "cluster_analysis_output")
-      found = OwnOutput{dir.generic_string() + "/", "portkit's own output (prof cluster's reports and merged timeline)"};
+      found =
+          OwnOutput{dir.generic_string() + "/", "portkit's own output (prof cluster's reports and merged timeline)"};
     else if (name == "timeline" || name == "summary" || name == "analysis" || name == "diff")
       found = OwnOutput{dir.generic_string() + "/", "portkit's own output (prof export, analyse or diff)"};
   }
@@ -44,7 +45,8 @@ std::optional<OwnOutput> OwnOutputByContent(const InputEntry& e, std::string_vie
 
 OwnOutput OwnOutputFolder(const InputEntry& e) {
   std::string command = MarkedOutputCommand(e.path);
-  return OwnOutput{e.rel + "/", "portkit's own output folder" + (command.empty() ? std::string() : " (" + command + ")")};
+  return OwnOutput{e.rel + "/",
+                   "portkit's own output folder" + (command.empty() ? std::string() : " (" + command + ")")};
 }
 
 }  // namespace portkit::prof

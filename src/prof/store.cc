@@ -1,8 +1,8 @@
 #include "prof/store.h"
 
+#include "core/input_files.h"
 #include "prof/import_limits.h"
 #include "prof/importers/chrome_trace.h"
-#include "core/input_files.h"
 
 #include <unistd.h>
 
@@ -156,9 +156,12 @@ Status HideRowsOutOfRange(sql::Database& db, StoreReadNotes* notes) {
   return db.Exec(
       "CREATE TEMP VIEW events AS SELECT rowid AS rowid, trace, kind, name, category, ts, dur, pid, tid, correlation, "
       "external_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, shared_memory, occupancy, bytes, "
-      "input_dims, input_types, parent, args, launch FROM main.events WHERE " + EventInRangeSql() + ";"
+      "input_dims, input_types, parent, args, launch FROM main.events WHERE " +
+      EventInRangeSql() +
+      ";"
       "CREATE TEMP VIEW marks AS SELECT rowid AS rowid, trace, ph, ts, pid, tid, event FROM main.marks WHERE " +
-      MarkInRangeSql() + ";"
+      MarkInRangeSql() +
+      ";"
       "CREATE TEMP VIEW kernels AS SELECT e.*, s.value AS name_text FROM temp.events e JOIN main.strings s "
       "ON s.id = e.name WHERE e.kind = 'kernel';"
       "CREATE TEMP VIEW kernel_launches AS SELECT k.trace, k.rowid AS kernel, k.launch AS launch, r.parent AS cpu_op "
@@ -178,7 +181,8 @@ std::string StoreReadNotes::Warning(const std::string& db_path) const {
   std::string what;
   if (events_left_out) what = std::to_string(events_left_out) + " events";
   if (marks_left_out) what += (what.empty() ? "" : " and ") + std::to_string(marks_left_out) + " marks";
-  return db_path + ": " + what + " left out: a timestamp or duration out of range (durations 0 to 1e14 ns, "
+  return db_path + ": " + what +
+         " left out: a timestamp or duration out of range (durations 0 to 1e14 ns, "
          "timestamps up to 4e18 ns; `prof import` never stores such rows: was the store edited?)";
 }
 
@@ -308,8 +312,8 @@ namespace {
 // AddEvent binds them.
 constexpr std::string_view kEventColumns = "trace, kind, name, category, ts, dur, pid, tid";
 constexpr std::string_view kEventOptionalColumns[] = {
-    "correlation", "external_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-    "registers", "shared_memory", "occupancy", "bytes", "input_dims", "input_types", "parent", "args", "launch"};
+    "correlation",   "external_id", "grid_x", "grid_y",     "grid_z",      "block_x", "block_y", "block_z", "registers",
+    "shared_memory", "occupancy",   "bytes",  "input_dims", "input_types", "parent",  "args",    "launch"};
 constexpr int kEventFixedColumns = 8;
 constexpr uint32_t kAllOptionalColumns = (1u << std::size(kEventOptionalColumns)) - 1;
 constexpr size_t kMaxInsertStatements = 64;
@@ -395,19 +399,26 @@ Status Store::DropTraces(const std::vector<std::string>& paths) {
     if (!row.ok()) return row.status();
     if (!*row) continue;
     std::string t = std::to_string(q->Int(0));
-    PORTKIT_RETURN_IF_ERROR(db_->Exec("DELETE FROM events WHERE trace = " + t + "; DELETE FROM devices WHERE trace = " +
-                                      t + "; DELETE FROM marks WHERE trace = " + t +
-                                      "; DELETE FROM traces WHERE id = " + t + ";"));
+    PORTKIT_RETURN_IF_ERROR(
+        db_->Exec("DELETE FROM events WHERE trace = " + t + "; DELETE FROM devices WHERE trace = " + t +
+                  "; DELETE FROM marks WHERE trace = " + t + "; DELETE FROM traces WHERE id = " + t + ";"));
   }
   return tx.Commit();
 }
 
 TraceWriter::TraceWriter(TraceWriter&& o) noexcept
-    : store_(o.store_), tx_(std::move(o.tx_)), id_(o.id_), marks_(o.marks_),
-      op_by_external_(std::move(o.op_by_external_)), unlinked_(std::move(o.unlinked_)),
-      needs_enclosing_(o.needs_enclosing_), call_by_correlation_(std::move(o.call_by_correlation_)),
-      unlaunched_(std::move(o.unlaunched_)), relink_launches_(o.relink_launches_),
-      id_of_key_(std::move(o.id_of_key_)), events_(o.events_),
+    : store_(o.store_),
+      tx_(std::move(o.tx_)),
+      id_(o.id_),
+      marks_(o.marks_),
+      op_by_external_(std::move(o.op_by_external_)),
+      unlinked_(std::move(o.unlinked_)),
+      needs_enclosing_(o.needs_enclosing_),
+      call_by_correlation_(std::move(o.call_by_correlation_)),
+      unlaunched_(std::move(o.unlaunched_)),
+      relink_launches_(o.relink_launches_),
+      id_of_key_(std::move(o.id_of_key_)),
+      events_(o.events_),
       start_pages_(o.start_pages_) {}
 
 TraceWriter::~TraceWriter() { Abort(); }
@@ -452,8 +463,8 @@ Status TraceWriter::CheckLimits() {
   auto pages = store_->Pages();
   if (!pages.ok()) return pages.status();
   if (start_pages_ < 0) start_pages_ = pages->first;
-  const auto grown = static_cast<uint64_t>(std::max<int64_t>(0, pages->first - start_pages_)) *
-                     static_cast<uint64_t>(pages->second);
+  const auto grown =
+      static_cast<uint64_t>(std::max<int64_t>(0, pages->first - start_pages_)) * static_cast<uint64_t>(pages->second);
   if (grown > store_->max_growth_bytes_)
     return InvalidArgument(db + ": over the limit: one trace grew the store by more than " +
                            std::to_string(store_->max_growth_bytes_ >> 20) + " MiB (" + std::to_string(events_) +
@@ -480,11 +491,11 @@ Status TraceWriter::AddEvent(const Event& e) {
     if (auto it = call_by_correlation_.find(e.correlation); it != call_by_correlation_.end()) launch = it->second;
   }
   // The optional columns in kEventOptionalColumns' order; absent ones (< 0, empty) stay NULL.
-  const int64_t ints[] = {e.correlation, e.external_id, e.grid[0], e.grid[1], e.grid[2],
-                          e.block[0], e.block[1], e.block[2], e.registers, e.shared_memory};
+  const int64_t ints[] = {e.correlation, e.external_id, e.grid[0],  e.grid[1],   e.grid[2],
+                          e.block[0],    e.block[1],    e.block[2], e.registers, e.shared_memory};
   static_assert(std::size(ints) + 7 == std::size(kEventOptionalColumns));
-  constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13,
-                     kParent = 1u << 14, kArgs = 1u << 15, kLaunch = 1u << 16;
+  constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13, kParent = 1u << 14,
+                     kArgs = 1u << 15, kLaunch = 1u << 16;
   uint32_t present = 0;
   for (size_t k = 0; k < std::size(ints); ++k)
     if (ints[k] >= 0) present |= 1u << k;
@@ -579,8 +590,8 @@ Status TraceWriter::LinkByExternalId() {
 Status TraceWriter::LinkLaunches() {
   sql::Database& db = *store_->db_;
   if (relink_launches_) {
-    PORTKIT_RETURN_IF_ERROR(db.Exec(std::string(kRelinkLaunches) + " AND trace = " + std::to_string(id_) +
-                                    "; DROP INDEX events_relink;"));
+    PORTKIT_RETURN_IF_ERROR(
+        db.Exec(std::string(kRelinkLaunches) + " AND trace = " + std::to_string(id_) + "; DROP INDEX events_relink;"));
   } else if (!unlaunched_.empty()) {
     auto upd = db.Prepare("UPDATE events SET launch = ? WHERE rowid = ?");
     if (!upd.ok()) return upd.status();
@@ -680,8 +691,7 @@ void Store::StartCheckpoint() {
     sql::OpenOptions options;
     options.create = false;
     auto db = sql::Database::Open(path, options);
-    if (db.ok())
-      (void)sqlite3_wal_checkpoint_v2(db->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    if (db.ok()) (void)sqlite3_wal_checkpoint_v2(db->raw(), nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   });
 }
 

@@ -72,8 +72,18 @@ Expected<sql::Database> OpenStoreForReading(const std::filesystem::path& db_path
 
 /// Categories of timed events.
 enum class EventKind : uint8_t {
-  kCpuOp, kUserAnnotation, kGpuAnnotation, kKernel, kMemcpy, kMemset, kRuntime, kDriver,
-  kSync, kPythonFunction, kStep, kOther
+  kCpuOp,
+  kUserAnnotation,
+  kGpuAnnotation,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kRuntime,
+  kDriver,
+  kSync,
+  kPythonFunction,
+  kStep,
+  kOther
 };
 const char* EventKindName(EventKind k);
 /// A task on the device (kernel, memcpy, memset): what a runtime/driver call launches.
@@ -84,14 +94,14 @@ struct Event {
   std::string_view name;
   std::string_view category;  ///< the trace's own `cat`
   int64_t ts_ns = 0, dur_ns = 0;
-  int64_t pid = 0, tid = 0;   ///< for device events: device and stream
+  int64_t pid = 0, tid = 0;  ///< for device events: device and stream
   int64_t correlation = -1, external_id = -1;
   // Kernel launch geometry and resources (-1 when absent).
   int64_t grid[3] = {-1, -1, -1}, block[3] = {-1, -1, -1};
   int64_t registers = -1, shared_memory = -1, bytes = -1;
   double occupancy = -1;
   std::string_view input_dims, input_types;  ///< raw JSON text when recorded
-  std::string_view args;                      ///< the event's `args` object, raw JSON text; empty when none
+  std::string_view args;                     ///< the event's `args` object, raw JSON text; empty when none
   /// Optional, for importers that intern names on a thread of their own: a small number
   /// (0, 1, 2, ... within one trace) that is the same for every event whose name (resp.
   /// category) has the same text, so the store's thread looks the text up once per distinct
@@ -167,9 +177,9 @@ class TraceWriter {
   std::vector<std::pair<int64_t, int64_t>> unlaunched_;  // (rowid, correlation)
   bool relink_launches_ = false;
   std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
-  uint64_t events_ = 0;          // added so far, for Store::SetTraceLimits
+  uint64_t events_ = 0;             // added so far, for Store::SetTraceLimits
   std::optional<int64_t> base_ns_;
-  int64_t start_pages_ = -1;     // the store's page count when the trace began (-1: not measured)
+  int64_t start_pages_ = -1;  // the store's page count when the trace began (-1: not measured)
   /// Checks the caps of Store::SetTraceLimits before the next event is stored.
   Status CheckLimits();
 };

@@ -7,12 +7,12 @@
 #include <set>
 #include <tuple>
 
+#include "analyse/rule_docs.h"
+#include "analyse/source_files.h"
 #include "core/atomic_file.h"
 #include "core/csv_writer.h"
 #include "core/json_writer.h"
 #include "core/table.h"
-#include "analyse/source_files.h"
-#include "analyse/rule_docs.h"
 
 namespace portkit::render {
 using namespace portkit::analyse;
@@ -25,8 +25,8 @@ std::string AdviceCsv(const std::vector<const Finding*>& rows) {
   CsvWriter w({"File", "Start Line", "End Line", "OP", "Tips"});
   for (const Finding* f : rows) {
     bool na = f->file == "NA";
-    w.AddRow({f->file, na ? "NA" : std::to_string(f->start_line),
-              na ? "NA" : std::to_string(f->end_line), f->op, f->tip});
+    w.AddRow(
+        {f->file, na ? "NA" : std::to_string(f->start_line), na ? "NA" : std::to_string(f->end_line), f->op, f->tip});
   }
   return w.str();
 }
@@ -90,10 +90,10 @@ std::vector<RenderedFile> AnalyseCsvFiles(const AnalyseReport& report) {
     case CsvLayout::kApiFindings: {
       std::map<Category, std::vector<const Finding*>> by_cat;
       for (const auto& f : findings) by_cat[f.category].push_back(&f);
-      const std::pair<const char*, Category> kFiles[] = {
-          {"unsupported_api.csv", Category::kUnsupported}, {"unknown_api.csv", Category::kUnknown},
-          {"api_precision_advice.csv", Category::kPrecision},
-          {"api_performance_advice.csv", Category::kPerformance}};
+      const std::pair<const char*, Category> kFiles[] = {{"unsupported_api.csv", Category::kUnsupported},
+                                                         {"unknown_api.csv", Category::kUnknown},
+                                                         {"api_precision_advice.csv", Category::kPrecision},
+                                                         {"api_performance_advice.csv", Category::kPerformance}};
       for (const auto& [name, cat] : kFiles) out.push_back({name, AdviceCsv(by_cat[cat]), by_cat[cat].size()});
       out.push_back(Csv("cuda_op_list.csv", CudaOpList(findings)));
       break;
@@ -110,8 +110,7 @@ std::vector<RenderedFile> AnalyseCsvFiles(const AnalyseReport& report) {
       out.push_back(Csv("affinity_api_call.csv", w));
       break;
     }
-    case CsvLayout::kNone:
-      break;
+    case CsvLayout::kNone: break;
   }
   return out;
 }
@@ -282,9 +281,7 @@ class LineCache {
 };
 
 const char* Level(Category c) {
-  return c == Category::kUnsupported                          ? "error"
-         : (c == Category::kUnknown || c == Category::kCuda) ? "warning"
-                                                               : "note";
+  return c == Category::kUnsupported ? "error" : (c == Category::kUnknown || c == Category::kCuda) ? "warning" : "note";
 }
 
 }  // namespace
@@ -319,8 +316,20 @@ std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_vers
       j.Key("shortDescription").BeginObject().Key("text").String(RuleSummary(*doc)).EndObject();
       std::string full = std::string(doc->what) + (doc->why.empty() ? "" : " Why it matters: " + std::string(doc->why));
       j.Key("fullDescription").BeginObject().Key("text").String(full).EndObject();
-      j.Key("help").BeginObject().Key("text").String(RuleDocText(*doc)).Key("markdown").String(RuleDocMarkdown(*doc)).EndObject();
-      j.Key("properties").BeginObject().Key("tags").BeginArray().String(std::string(doc->family)).EndArray().EndObject();
+      j.Key("help")
+          .BeginObject()
+          .Key("text")
+          .String(RuleDocText(*doc))
+          .Key("markdown")
+          .String(RuleDocMarkdown(*doc))
+          .EndObject();
+      j.Key("properties")
+          .BeginObject()
+          .Key("tags")
+          .BeginArray()
+          .String(std::string(doc->family))
+          .EndArray()
+          .EndObject();
     } else {
       j.Key("shortDescription").BeginObject().Key("text").String(id).EndObject();
     }
@@ -331,7 +340,8 @@ std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_vers
   // results and listed as notifications of the run instead.
   std::vector<const Finding*> project_level;
   for (const auto& f : findings)
-    if (f.file == "NA" || f.start_line == 0 || f.file.compare(0, prefix.size(), prefix) != 0) project_level.push_back(&f);
+    if (f.file == "NA" || f.start_line == 0 || f.file.compare(0, prefix.size(), prefix) != 0)
+      project_level.push_back(&f);
   j.Key("invocations").BeginArray().BeginObject();
   j.Key("executionSuccessful").Bool(true);
   if (!project_level.empty()) {
@@ -339,16 +349,34 @@ std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_vers
     for (const Finding* f : project_level) {
       j.BeginObject();
       j.Key("level").String("note");
-      j.Key("message").BeginObject().Key("text").String("project-level advice (not tied to a line, so not a result): " + f->op + ": " + f->tip).EndObject();
-      j.Key("associatedRule").BeginObject().Key("id").String(f->rule).Key("index").Int(static_cast<int64_t>(rule_index[f->rule])).EndObject();
+      j.Key("message")
+          .BeginObject()
+          .Key("text")
+          .String("project-level advice (not tied to a line, so not a result): " + f->op + ": " + f->tip)
+          .EndObject();
+      j.Key("associatedRule")
+          .BeginObject()
+          .Key("id")
+          .String(f->rule)
+          .Key("index")
+          .Int(static_cast<int64_t>(rule_index[f->rule]))
+          .EndObject();
       j.EndObject();
     }
     j.EndArray();
   }
   j.EndObject().EndArray();
-  j.Key("originalUriBaseIds").BeginObject().Key("SRCROOT").BeginObject()
-      .Key("description").BeginObject().Key("text").String("the analysed folder (" + report.project + ", given with -i)").EndObject()
-      .EndObject().EndObject();
+  j.Key("originalUriBaseIds")
+      .BeginObject()
+      .Key("SRCROOT")
+      .BeginObject()
+      .Key("description")
+      .BeginObject()
+      .Key("text")
+      .String("the analysed folder (" + report.project + ", given with -i)")
+      .EndObject()
+      .EndObject()
+      .EndObject();
   j.Key("columnKind").String("utf16CodeUnits");
   LineCache lines(report.input, report.project);
   j.Key("results").BeginArray();
@@ -360,8 +388,19 @@ std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_vers
     j.Key("level").String(Level(f.category));
     j.Key("message").BeginObject().Key("text").String(f.op + ": " + f.tip).EndObject();
     j.Key("locations").BeginArray().BeginObject().Key("physicalLocation").BeginObject();
-    j.Key("artifactLocation").BeginObject().Key("uri").String(UriPath(f.file.substr(prefix.size()))).Key("uriBaseId").String("SRCROOT").EndObject();
-    j.Key("region").BeginObject().Key("startLine").Int(f.start_line).Key("endLine").Int(std::max(f.end_line, f.start_line));
+    j.Key("artifactLocation")
+        .BeginObject()
+        .Key("uri")
+        .String(UriPath(f.file.substr(prefix.size())))
+        .Key("uriBaseId")
+        .String("SRCROOT")
+        .EndObject();
+    j.Key("region")
+        .BeginObject()
+        .Key("startLine")
+        .Int(f.start_line)
+        .Key("endLine")
+        .Int(std::max(f.end_line, f.start_line));
     uint32_t start_col = f.start_col ? lines.Column(f.file, f.start_line, f.start_col) : 0;
     uint32_t end_col = f.end_col ? lines.Column(f.file, std::max(f.end_line, f.start_line), f.end_col) : 0;
     if (start_col) {
@@ -369,8 +408,13 @@ std::string AnalyseSarif(const AnalyseReport& report, std::string_view tool_vers
       if (end_col && (f.end_line > f.start_line || end_col >= start_col)) j.Key("endColumn").Int(end_col);
     }
     j.EndObject().EndObject().EndObject().EndArray();
-    j.Key("properties").BeginObject().Key("category").String(CategoryName(f.category))
-        .Key("confidence").String(ConfidenceName(f.confidence)).EndObject();
+    j.Key("properties")
+        .BeginObject()
+        .Key("category")
+        .String(CategoryName(f.category))
+        .Key("confidence")
+        .String(ConfidenceName(f.confidence))
+        .EndObject();
     j.EndObject();
   }
   j.EndArray();
@@ -404,7 +448,8 @@ Expected<std::string> WriteAnalyseReports(const AnalyseReport& report, const std
   std::vector<RenderedFile> files;
   if (wants("csv")) files = AnalyseCsvFiles(report);
   if (wants("json")) files.push_back({"report.json", AnalyseJson(report), report.findings.size()});
-  if (wants("sarif")) files.push_back({"report.sarif", AnalyseSarif(report, PORTKIT_VERSION_STRING), report.findings.size()});
+  if (wants("sarif"))
+    files.push_back({"report.sarif", AnalyseSarif(report, PORTKIT_VERSION_STRING), report.findings.size()});
   Status first_error;
   std::vector<RenderedFile> written;
   for (auto& f : files) {

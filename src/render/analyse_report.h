@@ -38,7 +38,7 @@ std::string AnalyseSummaryTable(const analyse::AnalyseReport& report, std::vecto
 /// Writes the files of `formats` ("csv", "json", "sarif"), logs the closing lines, and writes
 /// pytorch_analysis.txt (the log so far and the table). Returns the table for the console. Every
 /// file is attempted; the first write error is returned.
-Expected<std::string> WriteAnalyseReports(const analyse::AnalyseReport& report,
-                                          const std::vector<std::string>& formats, Logger& log);
+Expected<std::string> WriteAnalyseReports(const analyse::AnalyseReport& report, const std::vector<std::string>& formats,
+                                          Logger& log);
 
 }  // namespace portkit::render

@@ -44,8 +44,10 @@ std::vector<std::string> CompareConclusion(const CompareReport& report) {
       line += "; the first output judged No is " + op.name + " (" + op.phase + ", #" + std::to_string(op.index) +
               "), whose error its inputs already carry";
     } else {
-      line += " (" + std::to_string(discrete) + " integer outputs of floating data, such as indices, which are not "
-              "used to locate a culprit, and " + std::to_string(inputs) + " inputs)";
+      line += " (" + std::to_string(discrete) +
+              " integer outputs of floating data, such as indices, which are not "
+              "used to locate a culprit, and " +
+              std::to_string(inputs) + " inputs)";
     }
     lines.push_back(line + ".");
   } else {
@@ -60,9 +62,9 @@ std::vector<std::string> CompareConclusion(const CompareReport& report) {
       shapes = r.message;
       return Status(ErrorCode::kInternal, "found");
     });
-    lines.push_back(std::to_string(report.shape_changes.size()) + " operators changed their output shapes; the first is " +
-                    sc.target.name + " (#" + std::to_string(sc.target.index) + ")" +
-                    (shapes.empty() ? "" : ": " + shapes) + ".");
+    lines.push_back(std::to_string(report.shape_changes.size()) +
+                    " operators changed their output shapes; the first is " + sc.target.name + " (#" +
+                    std::to_string(sc.target.index) + ")" + (shapes.empty() ? "" : ": " + shapes) + ".");
   }
   if (!report.unmatched_target_ops.empty() || !report.unmatched_reference_ops.empty())
     lines.push_back(std::to_string(report.unmatched_target_ops.size()) + " target and " +
@@ -103,9 +105,10 @@ Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles&
   // before it could write the marker, say), whatever the marker says.
   auto begins_as_report = [](const std::filesystem::path& p, const std::string& name) {
     const std::string_view head =
-        name == "compare_result.json"   ? std::string_view("{\n  \"reference\": ")
-        : name == "compare_report.html" ? std::string_view("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title>")
-                                        : std::string_view("NPU Name,Bench Name,NPU Dtype,Bench Dtype,");
+        name == "compare_result.json" ? std::string_view("{\n  \"reference\": ")
+        : name == "compare_report.html"
+            ? std::string_view("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title>")
+            : std::string_view("NPU Name,Bench Name,NPU Dtype,Bench Dtype,");
     auto fd = OpenInputFile(p, Links::kRefuse);
     if (!fd.ok()) return false;
     std::string buf(head.size(), '\0');
@@ -123,10 +126,10 @@ Status CheckCompareOutputs(const std::filesystem::path& dir, const CompareFiles&
     const std::string type = DescribeFileType(p);
     if (type == "missing") continue;
     auto it = written.find(name);
-    const bool ours = type == "a regular file" &&
-                      (std::find(ledger.begin(), ledger.end(), name) != ledger.end() ||
-                       (it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec) ||
-                       begins_as_report(p, name));
+    const bool ours =
+        type == "a regular file" &&
+        (std::find(ledger.begin(), ledger.end(), name) != ledger.end() ||
+         (it != written.end() && std::filesystem::file_size(p, ec) == it->second && !ec) || begins_as_report(p, name));
     if (!ours)
       return InvalidArgument("-o " + dir.string() + ": " + p.string() + " exists (" + type +
                              ") and is not a compare report (not in the folder's " + std::string(kWrittenLedger) +
@@ -151,8 +154,8 @@ Status WriteCompareFiles(const CompareReport& report, const std::filesystem::pat
     PORTKIT_RETURN_IF_ERROR(set.AddStreamed("compare_result.json",
                                             [&](const ReportSet::Sink& sink) { return CompareJsonTo(report, sink); }));
   if (files.html)
-    PORTKIT_RETURN_IF_ERROR(
-        set.AddStreamed("compare_report.html", [&](const ReportSet::Sink& sink) { return CompareHtmlTo(report, sink); }));
+    PORTKIT_RETURN_IF_ERROR(set.AddStreamed("compare_report.html",
+                                            [&](const ReportSet::Sink& sink) { return CompareHtmlTo(report, sink); }));
   if (files.msprobe)
     PORTKIT_RETURN_IF_ERROR(set.AddStreamed(
         "compare_result_msprobe.csv", [&](const ReportSet::Sink& sink) { return CompareMsprobeCsvTo(report, sink); }));

@@ -59,14 +59,31 @@ std::string CompareCsv(const CompareReport& report) {
 }
 
 Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
-  CsvWriter csv({"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
-                 "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                 "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max",
-                 "Bench min", "Bench mean", "Bench l2norm", "Accuracy Reached or Not", "Err_message"});
+  CsvWriter csv({"NPU Name",
+                 "Bench Name",
+                 "NPU Dtype",
+                 "Bench Dtype",
+                 "NPU Tensor Shape",
+                 "Bench Tensor Shape",
+                 "Cosine",
+                 "EucDist",
+                 "MaxAbsErr",
+                 "MaxRelativeErr",
+                 "One Thousandth Err Ratio",
+                 "Five Thousandths Err Ratio",
+                 "NPU max",
+                 "NPU min",
+                 "NPU mean",
+                 "NPU l2norm",
+                 "Bench max",
+                 "Bench min",
+                 "Bench mean",
+                 "Bench l2norm",
+                 "Accuracy Reached or Not",
+                 "Err_message"});
   csv.Reserve(kPieceBytes + 4096);
-  static const char* const kMetricColumns[] = {"Cosine",         "EucDist",
-                                               "MaxAbsErr",      "MaxRelativeErr",
-                                               "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
+  static const char* const kMetricColumns[] = {
+      "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
   PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
     std::vector<std::string> cells;
     cells.reserve(22);

@@ -98,7 +98,7 @@ Status AppendStateBox(const CompareReport& report, std::string& h) {
     PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
       if (r.target_op != report.first_divergence_op || report.first_divergence_op < 0) return Status::Ok();
       std::string key = TensorKey(r.target.name.empty() ? r.reference.name : r.target.name);
-      const char* role = r.replay ? "replayed output (reference inputs: its own error)"
+      const char* role = r.replay   ? "replayed output (reference inputs: its own error)"
                          : r.output ? "live output"
                                     : "input (error it was given)";
       h += std::string("<tr") + (r.verdict == Verdict::kNo ? " class=\"no\"" : "") + "><td>" + Html(key) + "</td><td>" +
@@ -111,8 +111,8 @@ Status AppendStateBox(const CompareReport& report, std::string& h) {
   } else if (report.drift_start) {
     const auto& op = *report.drift_start;
     h += "<div id=\"culprit\" class=\"drift\" data-state=\"drift\"><h2>Precision drift, no localised culprit: "
-         "starts at <span id=\"drift-name\">" + Html(op.name) + "</span> (" + Html(op.phase) + ", operator #" +
-         std::to_string(op.index) + ")</h2>";
+         "starts at <span id=\"drift-name\">" +
+         Html(op.name) + "</span> (" + Html(op.phase) + ", operator #" + std::to_string(op.index) + ")</h2>";
     if (!report.drift_evidence.empty()) h += "<p><b>Why:</b> " + Html(report.drift_evidence) + "</p>";
     h += ModuleAndStack(op);
     h += "<p><b>What to do:</b> ordinary rounding of the target's types may explain this error, so no operator is "
@@ -154,14 +154,15 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
     series.push_back({1.0 - cos, r.target_op});
     return Status::Ok();
   }));
-  std::string h = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
-                  "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
-                  "#culprit{border:2px solid #b00;background:#fff5f5;padding:0.6em 1em;margin-bottom:1.5em}"
-                  "#culprit h2{margin:0 0 0.4em 0;color:#b00}.ok{border-color:#2a7;background:#f4fff8}"
-                  "#culprit.ok h2{color:#185}#culprit.drift{border-color:#c80;background:#fffaf0}"
-                  "#culprit.drift h2{color:#a60}"
-                  "</style></head><body><h1>portkit compare</h1>";
+  std::string h =
+      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>portkit compare</title><style>"
+      "body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}.no{color:#b00}"
+      "#culprit{border:2px solid #b00;background:#fff5f5;padding:0.6em 1em;margin-bottom:1.5em}"
+      "#culprit h2{margin:0 0 0.4em 0;color:#b00}.ok{border-color:#2a7;background:#f4fff8}"
+      "#culprit.ok h2{color:#185}#culprit.drift{border-color:#c80;background:#fffaf0}"
+      "#culprit.drift h2{color:#a60}"
+      "</style></head><body><h1>portkit compare</h1>";
   PORTKIT_RETURN_IF_ERROR(AppendStateBox(report, h));
   for (const auto& line : CompareConclusion(report))
     if (line.rfind("First divergence", 0) != 0 && line.rfind("Precision drift", 0) != 0)

@@ -21,8 +21,18 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
       j.Null();
       return;
     }
-    j.BeginObject().Key("index").Int(op->index).Key("name").String(op->name).Key("phase").String(op->phase)
-        .Key("module").String(op->module).Key("stack").String(op->stack).EndObject();
+    j.BeginObject()
+        .Key("index")
+        .Int(op->index)
+        .Key("name")
+        .String(op->name)
+        .Key("phase")
+        .String(op->phase)
+        .Key("module")
+        .String(op->module)
+        .Key("stack")
+        .String(op->stack)
+        .EndObject();
   };
   op_json(report.first_divergence, "first_divergence");
   j.Key("first_divergence_basis").String(report.first_divergence_basis);
@@ -31,8 +41,13 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
   j.Key("divergence_state").String(accuracy::DivergenceStateName(report.divergence_state));
   op_json(report.drift_start, "drift_start");
   j.Key("drift_evidence").String(report.drift_evidence);
-  j.Key("replayed_operators").BeginObject().Key("ok").Int(static_cast<int64_t>(report.replay_ok))
-      .Key("skipped").Int(static_cast<int64_t>(report.replay_skipped)).EndObject();
+  j.Key("replayed_operators")
+      .BeginObject()
+      .Key("ok")
+      .Int(static_cast<int64_t>(report.replay_ok))
+      .Key("skipped")
+      .Int(static_cast<int64_t>(report.replay_skipped))
+      .EndObject();
   auto op_list = [&](const std::vector<CompareOp>& ops, const char* key) {
     j.Key(key).BeginArray();
     for (const auto& op : ops)
@@ -61,15 +76,20 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
     j.EndObject();
   }
   j.EndArray();
-  j.Key("unaligned_operators").BeginObject().Key("target").Int(static_cast<int64_t>(report.unaligned_target_ops))
-      .Key("reference").Int(static_cast<int64_t>(report.unaligned_reference_ops)).EndObject();
+  j.Key("unaligned_operators")
+      .BeginObject()
+      .Key("target")
+      .Int(static_cast<int64_t>(report.unaligned_target_ops))
+      .Key("reference")
+      .Int(static_cast<int64_t>(report.unaligned_reference_ops))
+      .EndObject();
   j.Key("verdicts").BeginObject();
   for (const auto& [v, n] : report.verdict_counts) j.Key(v).Int(static_cast<int64_t>(n));
   j.EndObject();
   j.Key("rows").BeginArray();
   // The metrics beyond the CSV's, and the count of identical inf/nan positions left out.
-  static const char* const kExtra[] = {"RMSE", "MeanAbsErr", "MeanRelErr", "KLDivergence", "MaxULPErr",
-                                       "SmallValueErrRatio"};
+  static const char* const kExtra[] = {"RMSE",         "MeanAbsErr", "MeanRelErr",
+                                       "KLDivergence", "MaxULPErr",  "SmallValueErrRatio"};
   PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) {
     j.BeginObject();
     j.Key("npu_name").String(r.target.name.empty() ? "N/A" : r.target.name);

@@ -290,8 +290,14 @@ class MsprobeCsv {
     const DumpScalar* b = FindScalar(rop_, s.key);
     auto type = [](const DumpScalar* x) { return x->type.empty() ? kNa : "<class '" + x->type + "'>"; };
     auto shape = [](const DumpScalar* x) { return x->type.empty() ? kNa : std::string("[]"); };
-    std::vector<std::string> cells = {tcall_ + "." + s.key, b ? rcall_ + "." + b->key : kNa, type(&s),
-                                      b ? type(b) : kNa, shape(&s), b ? shape(b) : kNa, kNa, kNa};
+    std::vector<std::string> cells = {tcall_ + "." + s.key,
+                                      b ? rcall_ + "." + b->key : kNa,
+                                      type(&s),
+                                      b ? type(b) : kNa,
+                                      shape(&s),
+                                      b ? shape(b) : kNa,
+                                      kNa,
+                                      kNa};
     if (summary_) {
       std::vector<std::string> rel;
       for (int i = 0; i < 4; ++i) {
@@ -313,10 +319,14 @@ class MsprobeCsv {
   }
 
   void Tensor(const DumpTensor& t, const DumpTensor* b, const CompareRow* r) {
-    std::vector<std::string> cells = {tcall_ + "." + t.key, b ? rcall_ + "." + b->key : kNa,
-                                      accuracy::TorchDTypeName(t.dtype), b ? accuracy::TorchDTypeName(b->dtype) : kNa,
-                                      accuracy::ShapeText(t.shape), b ? accuracy::ShapeText(b->shape) : kNa,
-                                      Grad(t.requires_grad), b ? Grad(b->requires_grad) : kNa};
+    std::vector<std::string> cells = {tcall_ + "." + t.key,
+                                      b ? rcall_ + "." + b->key : kNa,
+                                      accuracy::TorchDTypeName(t.dtype),
+                                      b ? accuracy::TorchDTypeName(b->dtype) : kNa,
+                                      accuracy::ShapeText(t.shape),
+                                      b ? accuracy::ShapeText(b->shape) : kNa,
+                                      Grad(t.requires_grad),
+                                      b ? Grad(b->requires_grad) : kNa};
     // The statistics: the dump's own (what msprobe prints), else those compare computed.
     auto stats = [](const DumpTensor* x, const accuracy::CompareSide* side) {
       std::vector<std::string> out;
@@ -335,8 +345,8 @@ class MsprobeCsv {
     if (summary_) {
       std::vector<std::string> rel;
       for (int i = 0; i < 4; ++i) {
-        auto [d, e] = b ? SummaryDiff(npu[static_cast<size_t>(i)], bench[static_cast<size_t>(i)])
-                        : std::make_pair(kNa, kNa);
+        auto [d, e] =
+            b ? SummaryDiff(npu[static_cast<size_t>(i)], bench[static_cast<size_t>(i)]) : std::make_pair(kNa, kNa);
         cells.push_back(d), rel.push_back(e);
       }
       cells.insert(cells.end(), rel.begin(), rel.end());
@@ -348,8 +358,10 @@ class MsprobeCsv {
     cells.emplace_back(Grad(t.requires_grad) == (b ? Grad(b->requires_grad) : kNa) ? "True" : "False");
     // msprobe's Result: pass / warning / error; here Yes → pass, No → error, Unmatched → warning.
     const accuracy::Verdict v = r ? r->verdict : accuracy::Verdict::kUnmatched;
-    cells.emplace_back(v == accuracy::Verdict::kYes ? "pass" : v == accuracy::Verdict::kNo ? "error"
-                       : v == accuracy::Verdict::kUnmatched ? "warning" : "");
+    cells.emplace_back(v == accuracy::Verdict::kYes         ? "pass"
+                       : v == accuracy::Verdict::kNo        ? "error"
+                       : v == accuracy::Verdict::kUnmatched ? "warning"
+                                                            : "");
     cells.push_back(r ? r->message : b ? "" : "No bench data matched.");
     cells.push_back(StackCell());
     if (!summary_) {
@@ -425,12 +437,13 @@ Status CompareMsprobeCsvTo(const CompareReport& report, const ReportSet::Sink& s
     return Status::Ok();
   }));
   const bool summary = !any_data && any_stats;
-  std::vector<std::string> header = {"NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape",
-                                     "Bench Tensor Shape", "NPU Requires_grad", "Bench Requires_grad"};
-  static const char* const kData[] = {"Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio",
-                                      "Five Thousandths Err Ratio"};
-  static const char* const kSummary[] = {"Max diff", "Min diff", "Mean diff", "L2norm diff", "MaxRelativeErr",
-                                         "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr"};
+  std::vector<std::string> header = {"NPU Name",          "Bench Name",         "NPU Dtype",
+                                     "Bench Dtype",       "NPU Tensor Shape",   "Bench Tensor Shape",
+                                     "NPU Requires_grad", "Bench Requires_grad"};
+  static const char* const kData[] = {
+      "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
+  static const char* const kSummary[] = {"Max diff",       "Min diff",       "Mean diff",       "L2norm diff",
+                                         "MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr"};
   if (summary) header.insert(header.end(), std::begin(kSummary), std::end(kSummary));
   else header.insert(header.end(), std::begin(kData), std::end(kData));
   for (const char* c : {"NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",

@@ -14,20 +14,13 @@ void Strings(JsonWriter& j, const char* key, const std::vector<std::string>& val
 
 std::string_view CodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kNotFound:
-      return "not_found";
-    case ErrorCode::kIo:
-      return "io";
-    case ErrorCode::kParse:
-      return "parse";
-    case ErrorCode::kUnsupported:
-      return "unsupported";
-    case ErrorCode::kInternal:
-      return "internal";
+    case ErrorCode::kOk: return "ok";
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kParse: return "parse";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kInternal: return "internal";
   }
   return "internal";
 }
@@ -45,11 +38,12 @@ std::string OverflowText(const accuracy::OverflowReport& report) {
   std::string text = RenderTable({"", "index", "operator", "phase", "module", "stack"}, rows);
   if (report.origin)
     text += "Origin of the first inf/nan: " + report.origin->name + " #" + std::to_string(report.origin->index) + " (" +
-            report.origin->phase + (report.origin->stack.empty() ? "" : ", " + report.origin->stack) + "): " +
-            report.origin->reason + "\n";
+            report.origin->phase + (report.origin->stack.empty() ? "" : ", " + report.origin->stack) +
+            "): " + report.origin->reason + "\n";
   else
-    text += "Origin of the first inf/nan: none found (only fill/creation operators, or inputs already inf/nan, or no "
-            "inf/nan at all)\n";
+    text +=
+        "Origin of the first inf/nan: none found (only fill/creation operators, or inputs already inf/nan, or no "
+        "inf/nan at all)\n";
   return text;
 }
 
@@ -84,7 +78,14 @@ std::string ConvertJson(const accuracy::ConvertReport& report) {
   j.Key("type").String(accuracy::ConvertTypeName(report.type));
   j.Key("written").BeginArray();
   for (const auto& w : report.written)
-    j.BeginObject().Key("file").String(w.file).Key("source").String(w.source).Key("widened").Bool(w.widened).EndObject();
+    j.BeginObject()
+        .Key("file")
+        .String(w.file)
+        .Key("source")
+        .String(w.source)
+        .Key("widened")
+        .Bool(w.widened)
+        .EndObject();
   j.EndArray();
   Strings(j, "index_files", report.index_files);
   j.Key("widened").Int(static_cast<int64_t>(report.widened));

@@ -25,7 +25,7 @@ std::string MigrateDryRunTable(const analyse::MigrateReport& report);
 /// Writes the change lists of `formats` ("csv", "json") and migration_log.txt (the log so far and
 /// the table) into the report's reports folder beside the copy, atomically. Returns the table for the console.
 /// Every file is attempted; the first write error is returned.
-Expected<std::string> WriteMigrateReports(const analyse::MigrateReport& report,
-                                          const std::vector<std::string>& formats, Logger& log);
+Expected<std::string> WriteMigrateReports(const analyse::MigrateReport& report, const std::vector<std::string>& formats,
+                                          Logger& log);
 
 }  // namespace portkit::render

@@ -49,14 +49,15 @@ std::string Bars(const std::vector<std::pair<std::string, int64_t>>& rows, int64
 std::string ProfAdvisorText(const prof::AnalyseReport& r) {
   const prof::Breakdown& b = r.breakdown;
   std::string out = "portkit prof analyse\n\n";
-  out += "profiled time: " + Duration(b.wall) +
-         (b.steps ? " over " + std::to_string(b.steps) + " steps (" +
-                        Duration(b.wall / static_cast<int64_t>(b.steps)) + " per step)"
-                  : " (no steps marked)") +
-         (b.warmup_steps ? "; warm-up (ProfilerStep#0, " + std::to_string(b.warmup_steps) + " trace" +
-                               (b.warmup_steps > 1 ? "s" : "") + ") reported apart: " + Duration(b.warmup) + ", left out"
-                         : std::string()) +
-         "\n";
+  out +=
+      "profiled time: " + Duration(b.wall) +
+      (b.steps ? " over " + std::to_string(b.steps) + " steps (" + Duration(b.wall / static_cast<int64_t>(b.steps)) +
+                     " per step)"
+               : " (no steps marked)") +
+      (b.warmup_steps ? "; warm-up (ProfilerStep#0, " + std::to_string(b.warmup_steps) + " trace" +
+                            (b.warmup_steps > 1 ? "s" : "") + ") reported apart: " + Duration(b.warmup) + ", left out"
+                      : std::string()) +
+      "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& [what, ns] : r.time_split) rows.push_back({what, Duration(ns), Share(ns, b.wall)});
   out += RenderTable({"time split", "time", "share"}, rows);
@@ -140,8 +141,16 @@ std::string ProfAdvisorJson(const prof::AnalyseReport& r) {
   }
   j.Key("host_operators").BeginArray();
   for (const auto& op : r.host_ops)
-    j.BeginObject().Key("name").String(op.name).Key("count").Int(op.count).Key("self_ns").Int(op.self_ns)
-        .Key("total_ns").Int(op.total_ns).EndObject();
+    j.BeginObject()
+        .Key("name")
+        .String(op.name)
+        .Key("count")
+        .Int(op.count)
+        .Key("self_ns")
+        .Int(op.self_ns)
+        .Key("total_ns")
+        .Int(op.total_ns)
+        .EndObject();
   j.EndArray();
   j.Key("findings").BeginArray();
   for (const auto& f : r.findings) {

@@ -27,7 +27,8 @@ std::string Dur(int64_t ns) {
 }
 std::string Pct(int64_t part, int64_t whole) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f%%", whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  std::snprintf(buf, sizeof buf, "%.2f%%",
+                whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
   return buf;
 }
 std::string Fixed(double v, int digits) {
@@ -83,9 +84,8 @@ std::vector<std::vector<std::string>> BreakdownRows(const ClusterReport& r) {
   }
   return rows;
 }
-const std::vector<std::string> kBreakdownHeader = {"rank",          "device span",  "idle",    "compute",
-                                                   "non-compute",   "communication", "exposed comm",
-                                                   "comm overlapped"};
+const std::vector<std::string> kBreakdownHeader = {"rank",        "device span",   "idle",         "compute",
+                                                   "non-compute", "communication", "exposed comm", "comm overlapped"};
 
 std::vector<std::vector<std::string>> SlowRows(const ClusterReport& r, bool only_slow) {
   std::vector<std::vector<std::string>> rows;
@@ -96,8 +96,8 @@ std::vector<std::vector<std::string>> SlowRows(const ClusterReport& r, bool only
   }
   return rows;
 }
-const std::vector<std::string> kSlowHeader = {"step", "quantity", "min", "max", "mean", "(max-min)/mean", "slow",
-                                              "rank to look at"};
+const std::vector<std::string> kSlowHeader = {"step", "quantity",       "min",  "max",
+                                              "mean", "(max-min)/mean", "slow", "rank to look at"};
 
 }  // namespace
 
@@ -123,7 +123,9 @@ std::string ProfClusterText(const ClusterReport& r) {
   if (r.ranks.size() < 2) out += "needs 2 or more ranks\n";
   else if (r.slow_ranks.empty()) out += "no step common to all ranks\n";
   else if (!slow) out += "none in " + std::to_string(r.slow_ranks.size() / 3) + " step(s)\n";
-  else out += std::to_string(slow) + " of " + std::to_string(r.slow_ranks.size()) + " checks\n" + RenderTable(kSlowHeader, SlowRows(r, true));
+  else
+    out += std::to_string(slow) + " of " + std::to_string(r.slow_ranks.size()) + " checks\n" +
+           RenderTable(kSlowHeader, SlowRows(r, true));
   const auto& comm = r.communication;
   out += "\nCommunication: " + std::to_string(comm.collectives.size()) + " collective(s) matched across ranks, " +
          std::to_string(comm.matrix.size()) + " link(s), " + std::to_string(comm.slow_links) + " slow link(s)\n";
@@ -284,10 +286,11 @@ std::string ClusterCommunicationMatrixJson(const ClusterReport& r) {
 }
 
 std::string ProfClusterHtml(const ClusterReport& r) {
-  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>portkit prof cluster</title>"
-                  "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}"
-                  ".slow{background:#fdd}.bar{display:flex;height:14px;width:480px}</style></head><body>\n";
+  std::string h =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>portkit prof cluster</title>"
+      "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+      "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}"
+      ".slow{background:#fdd}.bar{display:flex;height:14px;width:480px}</style></head><body>\n";
   h += "<h1>Cluster of " + std::to_string(r.ranks.size()) + " rank(s)</h1>\n";
   auto table = [&](const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                    const std::vector<bool>& slow = {}) {
@@ -306,7 +309,9 @@ std::string ProfClusterHtml(const ClusterReport& r) {
   // One bar per rank: compute / other busy / idle, as shares of its device span.
   for (const auto& b : r.breakdown) {
     const TimeSplit& s = b.total;
-    auto width = [&](int64_t part) { return Fixed(s.window ? 100.0 * static_cast<double>(part) / static_cast<double>(s.window) : 0.0, 2); };
+    auto width = [&](int64_t part) {
+      return Fixed(s.window ? 100.0 * static_cast<double>(part) / static_cast<double>(s.window) : 0.0, 2);
+    };
     h += "<div>rank " + std::to_string(b.rank) + "<div class=\"bar\"><div style=\"width:" + width(s.compute) +
          "%;background:#4a8\" title=\"compute\"></div><div style=\"width:" + width(s.non_compute()) +
          "%;background:#e94\" title=\"non-compute\"></div><div style=\"width:" + width(s.idle()) +

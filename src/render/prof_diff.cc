@@ -46,8 +46,8 @@ std::vector<std::string> CsvCells(const prof::DeltaRow& r) {
   auto cells = Cells(r);
   cells.push_back(MsOf(r.base_step_ns));
   cells.push_back(MsOf(r.cmp_step_ns));
-  for (double prof::ChangeInterval::*field : {&prof::ChangeInterval::percent, &prof::ChangeInterval::low,
-                                               &prof::ChangeInterval::high})
+  for (double prof::ChangeInterval::*field :
+       {&prof::ChangeInterval::percent, &prof::ChangeInterval::low, &prof::ChangeInterval::high})
     cells.push_back(r.change ? Fixed((*r.change).*field, "%.2f") : "");
   return cells;
 }
@@ -61,11 +61,11 @@ std::string ProfDiffText(const prof::DiffReport& r) {
   std::string out = line;
   const int level = static_cast<int>(r.confidence * 100 + 0.5);
   if (r.step_change) {
-    std::snprintf(line, sizeof line,
-                  "median step: %.3f ms (%zu run%s) -> %.3f ms (%zu run%s): %+.2f%%, %d%% interval [%+.2f%%, %+.2f%%]\n",
-                  r.base.step_median_ms, r.base.runs, r.base.runs == 1 ? "" : "s", r.compare.step_median_ms,
-                  r.compare.runs, r.compare.runs == 1 ? "" : "s", r.step_change->percent, level, r.step_change->low,
-                  r.step_change->high);
+    std::snprintf(
+        line, sizeof line,
+        "median step: %.3f ms (%zu run%s) -> %.3f ms (%zu run%s): %+.2f%%, %d%% interval [%+.2f%%, %+.2f%%]\n",
+        r.base.step_median_ms, r.base.runs, r.base.runs == 1 ? "" : "s", r.compare.step_median_ms, r.compare.runs,
+        r.compare.runs == 1 ? "" : "s", r.step_change->percent, level, r.step_change->low, r.step_change->high);
     out += line;
   }
   if (!r.gate_note.empty()) out += "gate: " + r.gate_note + "\n";
@@ -137,12 +137,18 @@ std::string ProfDiffJson(const prof::DiffReport& r) {
     j.Key(key).BeginArray();
     for (const auto& row : *rows) {
       j.BeginObject()
-          .Key("name").String(row.key)
-          .Key("base_ns").Int(row.base_ns)
-          .Key("compare_ns").Int(row.cmp_ns)
-          .Key("delta_ns").Int(row.cmp_ns - row.base_ns)
-          .Key("base_step_median_ns").Fixed(row.base_step_ns, 1)
-          .Key("compare_step_median_ns").Fixed(row.cmp_step_ns, 1)
+          .Key("name")
+          .String(row.key)
+          .Key("base_ns")
+          .Int(row.base_ns)
+          .Key("compare_ns")
+          .Int(row.cmp_ns)
+          .Key("delta_ns")
+          .Int(row.cmp_ns - row.base_ns)
+          .Key("base_step_median_ns")
+          .Fixed(row.base_step_ns, 1)
+          .Key("compare_step_median_ns")
+          .Fixed(row.cmp_step_ns, 1)
           .Key("step_change");
       interval(row.change);
       j.EndObject();

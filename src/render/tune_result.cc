@@ -13,10 +13,14 @@ using tune::RepoStatus;
 
 void OpObject(JsonWriter& w, const OpResult& op) {
   w.BeginObject()
-      .Key("op_name").String(op.op.name)
-      .Key("op_type").String(op.op.type)
-      .Key("performance_before_tune(us)").Fixed(op.before_us, 3)
-      .Key("performance_after_tune(us)").Fixed(op.after_us, 3)
+      .Key("op_name")
+      .String(op.op.name)
+      .Key("op_type")
+      .String(op.op.type)
+      .Key("performance_before_tune(us)")
+      .Fixed(op.before_us, 3)
+      .Key("performance_after_tune(us)")
+      .Fixed(op.after_us, 3)
       .Key("performance_improvement")
       .String(tune::Percent(op.before_us > 0 ? (op.before_us - op.after_us) / op.before_us * 100 : 0))
       .EndObject();
@@ -36,7 +40,9 @@ std::string TuneResultJson(const tune::SessionResult& r, std::string_view state,
   w.Key("model_performance_improvement").String(tune::Percent(t.improvement_percent()));
   w.Key("model_result_performance(ms)").Fixed(t.result_ms, 6);
   w.Key("opat_tuning_result")
-      .String(!state.empty() ? std::string(state) : r.ops.empty() ? "tuning failed" : "tuning successful");
+      .String(!state.empty()  ? std::string(state)
+              : r.ops.empty() ? "tuning failed"
+                              : "tuning successful");
   if (!failure.empty()) w.Key("failure").String(std::string(failure));
   w.Key("repo_modified_operators").BeginObject();
   w.Key("add_repo_operators").BeginArray();
@@ -47,32 +53,55 @@ std::string TuneResultJson(const tune::SessionResult& r, std::string_view state,
   for (const auto& op : r.ops)
     if (op.status == RepoStatus::kUpdate) OpObject(w, op);
   w.EndArray().EndObject();
-  w.Key("repo_summary").BeginObject()
-      .Key("repo_add_num").Int(a.add)
-      .Key("repo_hit_num").Int(a.hit)
-      .Key("repo_reserved_num").Int(a.reserved)
-      .Key("repo_unsatisfied_num").Int(a.unsatisfied)
-      .Key("repo_update_num").Int(a.update)
-      .Key("total_num").Int(a.total())
+  w.Key("repo_summary")
+      .BeginObject()
+      .Key("repo_add_num")
+      .Int(a.add)
+      .Key("repo_hit_num")
+      .Int(a.hit)
+      .Key("repo_reserved_num")
+      .Int(a.reserved)
+      .Key("repo_unsatisfied_num")
+      .Int(a.unsatisfied)
+      .Key("repo_update_num")
+      .Int(a.update)
+      .Key("total_num")
+      .Int(a.total())
       .EndObject();
   w.Key("operators").BeginArray();
   for (const auto& op : r.ops) {
     w.BeginObject()
-        .Key("op_name").String(op.op.name)
-        .Key("op_type").String(op.op.type)
-        .Key("count").Int(op.op.count)
-        .Key("repo_status").String(tune::RepoStatusName(op.status))
-        .Key("performance_before_tune(us)").Fixed(op.before_us, 3)
-        .Key("performance_after_tune(us)").Fixed(op.after_us, 3)
-        .Key("strategy").String(op.config)
-        .Key("measured_here").Bool(op.measured_here)
-        .Key("evaluations").Int(op.evaluations)
+        .Key("op_name")
+        .String(op.op.name)
+        .Key("op_type")
+        .String(op.op.type)
+        .Key("count")
+        .Int(op.op.count)
+        .Key("repo_status")
+        .String(tune::RepoStatusName(op.status))
+        .Key("performance_before_tune(us)")
+        .Fixed(op.before_us, 3)
+        .Key("performance_after_tune(us)")
+        .Fixed(op.after_us, 3)
+        .Key("strategy")
+        .String(op.config)
+        .Key("measured_here")
+        .Bool(op.measured_here)
+        .Key("evaluations")
+        .Int(op.evaluations)
         .EndObject();
   }
   w.EndArray();
   w.Key("untuned_operators").BeginArray();
   for (const auto& u : r.untuned)
-    w.BeginObject().Key("op_name").String(u.op.name).Key("op_type").String(u.op.type).Key("reason").String(u.reason).EndObject();
+    w.BeginObject()
+        .Key("op_name")
+        .String(u.op.name)
+        .Key("op_type")
+        .String(u.op.type)
+        .Key("reason")
+        .String(u.reason)
+        .EndObject();
   w.EndArray();
   w.EndObject().EndObject();
   return w.str() + "\n";
@@ -83,18 +112,32 @@ std::string TunedPlanJson(const tune::SessionResult& r) {
   w.BeginObject().Key("model").String(r.name).Key("ops").BeginArray();
   for (const auto& op : r.ops) {
     w.BeginObject()
-        .Key("op_name").String(op.op.name)
-        .Key("op_type").String(op.op.type)
-        .Key("signature").String(op.signature)
-        .Key("strategy").String(op.config)
-        .Key("source").String(op.source)
-        .Key("measured_here").Bool(op.measured_here)
-        .Key("time_us").Fixed(op.after_us, 3)
+        .Key("op_name")
+        .String(op.op.name)
+        .Key("op_type")
+        .String(op.op.type)
+        .Key("signature")
+        .String(op.signature)
+        .Key("strategy")
+        .String(op.config)
+        .Key("source")
+        .String(op.source)
+        .Key("measured_here")
+        .Bool(op.measured_here)
+        .Key("time_us")
+        .Fixed(op.after_us, 3)
         .EndObject();
   }
   w.EndArray().Key("untuned").BeginArray();
   for (const auto& u : r.untuned)
-    w.BeginObject().Key("op_name").String(u.op.name).Key("op_type").String(u.op.type).Key("reason").String(u.reason).EndObject();
+    w.BeginObject()
+        .Key("op_name")
+        .String(u.op.name)
+        .Key("op_type")
+        .String(u.op.type)
+        .Key("reason")
+        .String(u.reason)
+        .EndObject();
   w.EndArray().EndObject();
   return w.str() + "\n";
 }

@@ -81,7 +81,8 @@ class RulesReader {
         }
       }
       if (r.api.empty()) return Error(what + " has no \"api\"");
-      if ((r.position >= 0) == !r.keyword.empty()) return Error(what + " needs exactly one of \"position\", \"keyword\"");
+      if ((r.position >= 0) == !r.keyword.empty())
+        return Error(what + " needs exactly one of \"position\", \"keyword\"");
       if (!has_method) r.method = r.api.find('.') == std::string::npos;
       out->push_back(std::move(r));
     }
@@ -145,13 +146,15 @@ Expected<MigrateRules> LoadMigrateRules(const fs::path& dir) {
     } else if (key == "arg_rewrites") {
       PORTKIT_RETURN_IF_ERROR(r.ArgRewrites(field.value, &rules.args));
     } else if (key == "keyword_rewrites") {
-      PORTKIT_RETURN_IF_ERROR(r.Records<KeywordRewrite>(
-          field.value, key, {"api", "keyword", "if_true", "expression"}, &rules.keywords,
-          [](std::vector<std::string>& v) { return KeywordRewrite{v[0], v[1], v[2], v[3]}; }));
+      PORTKIT_RETURN_IF_ERROR(r.Records<KeywordRewrite>(field.value, key, {"api", "keyword", "if_true", "expression"},
+                                                        &rules.keywords, [](std::vector<std::string>& v) {
+                                                          return KeywordRewrite{v[0], v[1], v[2], v[3]};
+                                                        }));
     } else if (key == "keyword_additions") {
-      PORTKIT_RETURN_IF_ERROR(r.Records<KeywordAddition>(
-          field.value, key, {"api", "when_keyword", "keyword", "value"}, &rules.additions,
-          [](std::vector<std::string>& v) { return KeywordAddition{v[0], v[1], v[2], v[3]}; }));
+      PORTKIT_RETURN_IF_ERROR(r.Records<KeywordAddition>(field.value, key, {"api", "when_keyword", "keyword", "value"},
+                                                         &rules.additions, [](std::vector<std::string>& v) {
+                                                           return KeywordAddition{v[0], v[1], v[2], v[3]};
+                                                         }));
     } else {
       return r.Error("unknown key \"" + key + "\" (known: about, arg_rewrites, keyword_rewrites, keyword_additions)");
     }

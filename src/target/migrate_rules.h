@@ -20,7 +20,7 @@ struct ArgRewrite {
   std::string keyword;  ///< else: the keyword argument of this name
   std::string replacement;
   std::vector<std::string> skip;  ///< case-insensitive regexes: a match leaves the argument alone
-  bool always = true;   ///< false: only for the reference's DEVICE_ID modes (not applied)
+  bool always = true;             ///< false: only for the reference's DEVICE_ID modes (not applied)
 };
 
 /// `api(keyword=True)` → `if_true`; `keyword=False` is removed; `keyword=<expr>` → `expression`

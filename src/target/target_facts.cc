@@ -128,7 +128,8 @@ class FactsReader {
       if (field.value.get_object().get(inner)) return Error("\"" + where + "\" must be an object");
       if (key == "activations") {
         for (auto a : inner)
-          PORTKIT_RETURN_IF_ERROR(Strings(a.value, where + "." + std::string(a.key), &(*activations)[std::string(a.key)]));
+          PORTKIT_RETURN_IF_ERROR(
+              Strings(a.value, where + "." + std::string(a.key), &(*activations)[std::string(a.key)]));
       } else if (key == "replacements") {
         for (auto r : inner) {
           std::string name(r.key), at = where + "." + name;
@@ -172,8 +173,7 @@ class FactsReader {
       op.why = "not a native activation on the target (native: " + native_list + ")";
       op.ops = ops;
       auto r = replacements.find(name);
-      op.replacement = r != replacements.end() ? r->second.first
-                                               : "a native activation (" + native_list + ")";
+      op.replacement = r != replacements.end() ? r->second.first : "a native activation (" + native_list + ")";
       op.caveat = r != replacements.end() && !r->second.second.empty()
                       ? r->second.second
                       : "a different activation changes the model: fine-tune or retrain with it and check the accuracy";
@@ -195,7 +195,8 @@ class FactsReader {
                                                  : nullptr;
       if (text) PORTKIT_RETURN_IF_ERROR(String(field.value, where, text));
       else if (key == "ops") PORTKIT_RETURN_IF_ERROR(Strings(field.value, where, &out->ops));
-      else if (key == "decomposed_backward") PORTKIT_RETURN_IF_ERROR(Strings(field.value, where, &out->decomposed_backward));
+      else if (key == "decomposed_backward")
+        PORTKIT_RETURN_IF_ERROR(Strings(field.value, where, &out->decomposed_backward));
       else
         return Error("unknown key \"" + where +
                      "\" (known: name, why, modules, ops, decomposed, decomposed_backward, replacement, caveat)");
@@ -328,8 +329,7 @@ std::string JoinNames(const std::vector<std::string>& names) {
 
 Expected<std::string> DefaultTargetName(const DataDirs& data) {
   std::vector<std::string> names = ListTargets(data);
-  if (names.empty())
-    return NotFound("no targets: no folder of " + data.Describe() + " has a targets/<name>/" + kFile);
+  if (names.empty()) return NotFound("no targets: no folder of " + data.Describe() + " has a targets/<name>/" + kFile);
   std::vector<fs::path> defaults;
   std::string name;
   for (const auto& n : names) {
@@ -394,8 +394,10 @@ std::string CheckTargetChoice(const DataDirs& data, const std::string& value, bo
   auto facts = LoadTarget(data, value);
   if (!facts.ok()) return facts.status().message();
   if (for_migrate && !facts->migratable())
-    return "target '" + facts->name + "' is not an accelerator (\"kind\": \"cpu\"), so there is nothing to migrate to; "
-           "targets for migrate: " + JoinNames(MigrateTargets(data));
+    return "target '" + facts->name +
+           "' is not an accelerator (\"kind\": \"cpu\"), so there is nothing to migrate to; "
+           "targets for migrate: " +
+           JoinNames(MigrateTargets(data));
   return {};
 }
 

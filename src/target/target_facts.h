@@ -63,17 +63,17 @@ enum class TargetKind : uint8_t {
 };
 
 struct TargetFacts {
-  std::string name;         ///< "npu"
+  std::string name;  ///< "npu"
   std::string description;
   TargetKind kind = TargetKind::kAccelerator;  ///< "kind": "accelerator" or "cpu" (required)
-  std::filesystem::path dir;  ///< folder holding target.json (and the support lists)
-  bool is_default = false;  ///< the target used when none is named
-  std::vector<std::string> versions;  ///< torch versions with support lists ("2.1")
-  std::string device_type;    ///< device string replacing "cuda" ("npu"); empty for none
-  std::string python_module;  ///< module that provides the device ("torch_npu"); empty for none
-  std::string import_line;    ///< the line that loads it ("import torch_npu")
-  std::string device_module;  ///< counterpart of torch.cuda: torch.cuda.X → <device_module>.X
-  std::string transfer_import;  ///< import that maps CUDA calls to the device at run time
+  std::filesystem::path dir;                   ///< folder holding target.json (and the support lists)
+  bool is_default = false;                     ///< the target used when none is named
+  std::vector<std::string> versions;           ///< torch versions with support lists ("2.1")
+  std::string device_type;                     ///< device string replacing "cuda" ("npu"); empty for none
+  std::string python_module;                   ///< module that provides the device ("torch_npu"); empty for none
+  std::string import_line;                     ///< the line that loads it ("import torch_npu")
+  std::string device_module;                   ///< counterpart of torch.cuda: torch.cuda.X → <device_module>.X
+  std::string transfer_import;                 ///< import that maps CUDA calls to the device at run time
   /// The dispatch key the target's kernels are registered for ("PrivateUse1"); empty: unknown.
   std::string dispatch_key;
   /// The target's own process-group backends ("hccl"), its preferred one first. Without

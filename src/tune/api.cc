@@ -64,8 +64,9 @@ Status ValidateTuneOptions(const TuneOptions& o) {
   SearchSpace space = (*probe_op)->Space(4096);
   for (const auto& fix : o.fixes) PORTKIT_RETURN_IF_ERROR(ApplyFix(space, fix));
   if (o.model.empty() && o.replay.empty())
-    return InvalidArgument("give --model FILE (an operator list or a profile folder) or --replay LANDSCAPE; see "
-                           "portkit tune --help");
+    return InvalidArgument(
+        "give --model FILE (an operator list or a profile folder) or --replay LANDSCAPE; see "
+        "portkit tune --help");
   if (o.bank.empty()) return InvalidArgument("no tuning bank location given (--tune-bank)");
   return Status::Ok();
 }
@@ -185,9 +186,9 @@ Expected<TuneReport> RunTune(const TuneOptions& o, Context& ctx) {
         break;
       }
     if (first_rejected)
-      return Status(ErrorCode::kInternal,
-                    "no operator could build and run its default kernel (" + first_rejected->op.name + ": " +
-                        first_rejected->reason + "); check the compiler (--compiler " + o.compiler + ")");
+      return Status(ErrorCode::kInternal, "no operator could build and run its default kernel (" +
+                                              first_rejected->op.name + ": " + first_rejected->reason +
+                                              "); check the compiler (--compiler " + o.compiler + ")");
   }
   report.accounting = Accounting(report.session);
   report.totals = Totals(report.session);

@@ -18,7 +18,7 @@
 namespace portkit::tune {
 
 struct TuneOptions {
-  int job_type = 2;                   ///< 2 = operator tuning (OPAT), the only one implemented
+  int job_type = 2;  ///< 2 = operator tuning (OPAT), the only one implemented
   /// The operators: an op list (JSON, see docs/tune.md) or a profile folder holding the
   /// `portkit.db` of `portkit prof import`. Exactly one of `model` and `replay` is set.
   std::filesystem::path model;
@@ -26,14 +26,14 @@ struct TuneOptions {
   std::filesystem::path replay;
   std::string strategy = kDefaultStrategy;
   std::vector<std::string> strategy_options;  ///< NAME=VALUE
-  int max_evals = kDefaultMaxEvals;   ///< candidates per operator, >= 1
-  double max_seconds = 0;             ///< per operator, 0 = no limit, >= 0
-  int patience = kDefaultPatience;    ///< evaluations without a new best before stopping, 0 = never
-  uint64_t seed = 0;                  ///< of the strategies' random choices
-  bool repeat_tune = false;           ///< re-tune operators the bank holds; replace only if faster
-  std::vector<std::string> fixes;     ///< --fix NAME=V1[,V2...]
-  int repeats = 7;                    ///< timed repeats per candidate, 5 to 1000
-  int parallel_compile = 1;           ///< compiler processes at once, >= 1
+  int max_evals = kDefaultMaxEvals;           ///< candidates per operator, >= 1
+  double max_seconds = 0;                     ///< per operator, 0 = no limit, >= 0
+  int patience = kDefaultPatience;            ///< evaluations without a new best before stopping, 0 = never
+  uint64_t seed = 0;                          ///< of the strategies' random choices
+  bool repeat_tune = false;                   ///< re-tune operators the bank holds; replace only if faster
+  std::vector<std::string> fixes;             ///< --fix NAME=V1[,V2...]
+  int repeats = 7;                            ///< timed repeats per candidate, 5 to 1000
+  int parallel_compile = 1;                   ///< compiler processes at once, >= 1
   std::string compiler = "c++";
   /// The knowledge base: a folder (its tune_bank.db; kernels are cached in its kernels/) or a
   /// database file. Created when missing.
@@ -41,7 +41,7 @@ struct TuneOptions {
   /// Where to write the landscape of a measuring run (empty: not written). Lines are appended as
   /// candidates are measured, then the file is rewritten sorted.
   std::filesystem::path record;
-  int hardware_threads = 0;           ///< bounds the THREADS knob; <= 0: this machine's cores
+  int hardware_threads = 0;  ///< bounds the THREADS knob; <= 0: this machine's cores
   /// Only look the operators up: the bank is opened read-only (a read-only file or folder works),
   /// nothing is compiled, measured or stored; operators without a usable entry are untuned.
   bool lookup_only = false;
@@ -51,16 +51,16 @@ struct TuneOptions {
 };
 
 struct TuneTimings {
-  double load_seconds = 0;   ///< reading the operators and opening the bank
-  double tune_seconds = 0;   ///< the session (building, measuring, bank writes)
+  double load_seconds = 0;  ///< reading the operators and opening the bank
+  double tune_seconds = 0;  ///< the session (building, measuring, bank writes)
   double total_seconds = 0;
 };
 
 struct TuneReport {
-  SessionResult session;      ///< per-operator results, untuned operators, bank path, key
+  SessionResult session;  ///< per-operator results, untuned operators, bank path, key
   RepoAccounting accounting;
-  ModelTotals totals;         ///< model time before and after, from counts x per-call times
-  std::string input;          ///< the op list, profile folder or landscape read
+  ModelTotals totals;  ///< model time before and after, from counts x per-call times
+  std::string input;   ///< the op list, profile folder or landscape read
   /// Rows of the input left out before any operator was made of them, and why (OpList::left_out).
   std::vector<std::string> input_left_out;
   bool replay = false;
@@ -86,8 +86,8 @@ Expected<TuneReport> RunTune(const TuneOptions& options, Context& ctx);
 
 /// A bank's entries, as read.
 struct BankListing {
-  std::filesystem::path path;   ///< the database file
-  int schema_version = 0;       ///< 0: written before schema versions (read as it is)
+  std::filesystem::path path;  ///< the database file
+  int schema_version = 0;      ///< 0: written before schema versions (read as it is)
   std::vector<BankEntry> entries;
   /// Entries left out (a string over the limit, a time out of range): one line each, naming the
   /// bank, the entry and why (KnowledgeBase::List).

@@ -24,7 +24,8 @@ Builder::Builder(BuildOptions options, Logger& logger) : options_(std::move(opti
   version.argv = {options_.compiler, "--version"};
   version.timeout_seconds = 60;
   version.merge_stderr = true;
-  if (auto run = Spawn(version); run.ok() && run->ok()) compiler_version_ = run->output.substr(0, run->output.find('\n'));
+  if (auto run = Spawn(version); run.ok() && run->ok())
+    compiler_version_ = run->output.substr(0, run->output.find('\n'));
   // -march=native code is only valid on this CPU: its model and SIMD flags are part of the key.
   machine_ = CpuDescription();
   RemoveStaleObjects();
@@ -74,8 +75,8 @@ std::string Builder::Key(const std::string& source) const {
 bool LooksLikeInfrastructureFailure(const std::string& out) {
   for (const char* p : {"No space left on device", "File size limit exceeded", "Disk quota exceeded",
                         "Read-only file system", "internal compiler error", "signal terminated program",
-                        "Cannot allocate memory", "out of memory", "virtual memory exhausted", "cannot open output file",
-                        "Permission denied", "Input/output error", "Too many open files"})
+                        "Cannot allocate memory", "out of memory", "virtual memory exhausted",
+                        "cannot open output file", "Permission denied", "Input/output error", "Too many open files"})
     if (out.find(p) != std::string::npos) return true;
   return false;
 }
@@ -116,8 +117,9 @@ BuildResult Builder::BuildOne(const std::string& source, bool use_cache) {
   }
   // Compile to a private name, then rename: a concurrent tuner building the same key, or one
   // killed mid-compile, never leaves a half-written object under the final name.
-  fs::path tmp = options_.cache_dir / (key + ".so.tmp" + std::to_string(getpid()) + "_" +
-                                       std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000));
+  fs::path tmp =
+      options_.cache_dir / (key + ".so.tmp" + std::to_string(getpid()) + "_" +
+                            std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000));
   // Its own process group (Spawn), so that a timeout kills the compiler driver and its children
   // (cc1plus, as, ld) together.
   SpawnOptions compile;

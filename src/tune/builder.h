@@ -14,10 +14,10 @@ namespace portkit::tune {
 
 struct BuildOptions {
   std::string compiler = "c++";
-  std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native", "-ffp-contract=fast",
-                                    "-shared", "-fPIC", "-w"};
+  std::vector<std::string> flags = {"-std=c++20", "-O3", "-march=native", "-ffp-contract=fast", "-shared",
+                                    "-fPIC",      "-w"};
   std::filesystem::path cache_dir;
-  int parallel = 1;  ///< compiler processes at once
+  int parallel = 1;           ///< compiler processes at once
   int timeout_seconds = 300;  ///< a compile running longer is killed and the candidate rejected
 };
 

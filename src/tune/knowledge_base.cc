@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <tuple>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -13,11 +12,12 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
+#include "core/input_files.h"
 #include "core/json_writer.h"
 #include "tune/builder.h"
 #include "tune/operators/operator.h"
-#include "core/input_files.h"
 
 #ifndef PORTKIT_VERSION_STRING
 #define PORTKIT_VERSION_STRING "0.0.0"
@@ -167,7 +167,8 @@ Status MigrateUnversioned(sql::Database& db) {
   }
   auto update = db.Prepare("UPDATE OR REPLACE entries SET validators = ?1 WHERE rowid = ?2");
   if (!update.ok()) return update.status();
-  for (const auto& [rowid, validators] : rekeyed) PORTKIT_RETURN_IF_ERROR(update->Bind(1, validators).Bind(2, rowid).Run());
+  for (const auto& [rowid, validators] : rekeyed)
+    PORTKIT_RETURN_IF_ERROR(update->Bind(1, validators).Bind(2, rowid).Run());
   PORTKIT_RETURN_IF_ERROR(db.SetUserVersion(1));  // EnsureSchema takes it on to the current version
   return tx.Commit();
 }
@@ -204,7 +205,8 @@ Status CheckIsSqlite(const fs::path& path) {
   if (auto probe = OpenInputFile(path); !probe.ok()) return probe.status();
   std::ifstream in(path, std::ios::binary);
   in.read(header, sizeof header);
-  if (in.gcount() == sizeof header && std::string_view(header, sizeof header) == std::string_view("SQLite format 3\0", 16))
+  if (in.gcount() == sizeof header &&
+      std::string_view(header, sizeof header) == std::string_view("SQLite format 3\0", 16))
     return Status::Ok();
   return ParseError(path.string() + ": not a tuning bank (not a SQLite database); " + kRemedy);
 }
@@ -228,7 +230,8 @@ Expected<KnowledgeBase> KnowledgeBase::Open(const fs::path& location, BankAccess
   options.run_stored_triggers = false;
   if (access == BankAccess::kReadOnly) {
     if (!fs::exists(path, ec))
-      return NotFound("no tuning bank at " + path.string() + " (it is created by the first `portkit tune` run; "
+      return NotFound("no tuning bank at " + path.string() +
+                      " (it is created by the first `portkit tune` run; "
                       "give the folder with --tune-bank)");
     PORTKIT_RETURN_IF_ERROR(CheckIsSqlite(path));
     options.read_only = true;
@@ -302,7 +305,7 @@ Expected<std::optional<BankEntry>> KnowledgeBase::Lookup(const std::string& op_k
 }
 
 Expected<StoreOutcome> KnowledgeBase::StoreIfBetter(const BankEntry& e, const std::string& remeasured_config,
-                                                   double remeasured_us) {
+                                                    double remeasured_us) {
   // BEGIN IMMEDIATE takes the write lock before reading, so the compare-and-replace of two
   // concurrent tuners is serialised (the busy timeout makes the second one wait). The
   // transaction rolls back on every early return; a failed COMMIT is rolled back too.
@@ -420,7 +423,8 @@ std::string CheckEntry(const BankEntry& e, double flops) {
   if (!op.ok()) return "operator type '" + e.op_type + "' has no tunable kernel";
   if (e.op_key.rfind(e.op_type + "|", 0) != 0) return "op_key '" + e.op_key + "' is not of type " + e.op_type;
   int cores = 0;
-  if (size_t at = e.validators.find("cores="); at != std::string::npos) cores = std::atoi(e.validators.c_str() + at + 6);
+  if (size_t at = e.validators.find("cores="); at != std::string::npos)
+    cores = std::atoi(e.validators.c_str() + at + 6);
   if (cores < 1 || cores > 4096) return "validators name no core count (cores=N)";
   SearchSpace space = (*op)->Space(cores);
   auto config = space.Parse(e.config);
@@ -490,15 +494,24 @@ std::string EntriesToJson(const std::vector<BankEntry>& entries) {
   w.BeginObject().Key("portkit_tune_bank").Int(1).Key("entries").BeginArray();
   for (const auto& e : entries) {
     w.BeginObject()
-        .Key("op_key").String(e.op_key)
-        .Key("validators").String(e.validators)
-        .Key("op_type").String(e.op_type)
-        .Key("op_name").String(e.op_name)
-        .Key("config").String(e.config)
-        .Key("time_us").Double(e.time_us)
-        .Key("default_us").Double(e.default_us)
-        .Key("updated").String(e.updated)
-        .Key("measured_here").Bool(e.measured_here)
+        .Key("op_key")
+        .String(e.op_key)
+        .Key("validators")
+        .String(e.validators)
+        .Key("op_type")
+        .String(e.op_type)
+        .Key("op_name")
+        .String(e.op_name)
+        .Key("config")
+        .String(e.config)
+        .Key("time_us")
+        .Double(e.time_us)
+        .Key("default_us")
+        .Double(e.default_us)
+        .Key("updated")
+        .String(e.updated)
+        .Key("measured_here")
+        .Bool(e.measured_here)
         .EndObject();
   }
   w.EndArray().EndObject();
@@ -508,8 +521,7 @@ std::string EntriesToJson(const std::vector<BankEntry>& entries) {
 Expected<std::vector<BankEntry>> EntriesFromJson(std::string_view json, std::string_view file) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(simdjson::padded_string(json)).get(root))
-    return ParseError(std::string(file) + ": not valid JSON");
+  if (parser.parse(simdjson::padded_string(json)).get(root)) return ParseError(std::string(file) + ": not valid JSON");
   simdjson::dom::array arr;
   if (root["entries"].get_array().get(arr)) return ParseError(std::string(file) + ": entries: missing or not an array");
   std::vector<BankEntry> out;
@@ -517,8 +529,11 @@ Expected<std::vector<BankEntry>> EntriesFromJson(std::string_view json, std::str
   for (auto item : arr) {
     std::string where = std::string(file) + ": entries[" + std::to_string(i++) + "].";
     BankEntry e;
-    for (auto [name, dst] : {std::pair<const char*, std::string*>{"op_key", &e.op_key}, {"validators", &e.validators},
-                             {"op_type", &e.op_type}, {"op_name", &e.op_name}, {"config", &e.config},
+    for (auto [name, dst] : {std::pair<const char*, std::string*>{"op_key", &e.op_key},
+                             {"validators", &e.validators},
+                             {"op_type", &e.op_type},
+                             {"op_name", &e.op_name},
+                             {"config", &e.config},
                              {"updated", &e.updated}}) {
       std::string_view s;
       if (item[name].get_string().get(s)) return ParseError(where + name + ": missing or not a string");

@@ -29,11 +29,11 @@ struct BankEntry {
   std::string op_key;      ///< Signature(op)
   std::string validators;  ///< BankValidators(...) of the machine, toolchain and kernel template
   std::string op_type;
-  std::string op_name;     ///< the name the operator had when it was stored (informative)
-  std::string config;      ///< SearchSpace::Key of the stored strategy
-  double time_us = 0;      ///< measured time of the stored strategy
-  double default_us = 0;   ///< measured time of the default strategy in the same run
-  std::string updated;     ///< UTC time of the last write, ISO 8601
+  std::string op_name;    ///< the name the operator had when it was stored (informative)
+  std::string config;     ///< SearchSpace::Key of the stored strategy
+  double time_us = 0;     ///< measured time of the stored strategy
+  double default_us = 0;  ///< measured time of the default strategy in the same run
+  std::string updated;    ///< UTC time of the last write, ISO 8601
   /// Measured on this machine by a tuning run (true), or imported from a file (false): an
   /// imported time never replaces a measured entry and is re-measured by REPEAT_TUNE.
   bool measured_here = true;
@@ -74,8 +74,7 @@ class KnowledgeBase {
   /// the object otherwise). Stored views and triggers are never run. A string longer than
   /// `max_string_bytes` is never loaded (List leaves its entry out; other reads fail with "over
   /// the limit").
-  static Expected<KnowledgeBase> Open(const std::filesystem::path& location,
-                                      BankAccess access = BankAccess::kReadWrite,
+  static Expected<KnowledgeBase> Open(const std::filesystem::path& location, BankAccess access = BankAccess::kReadWrite,
                                       int64_t max_string_bytes = kDefaultMaxBankStringBytes);
 
   Expected<std::optional<BankEntry>> Lookup(const std::string& op_key, const std::string& validators);

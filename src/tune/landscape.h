@@ -51,8 +51,8 @@ struct Landscape {
  private:
   void Append(const std::string& line);
   bool OpenStream();
-  std::filesystem::path stream_path_;   // asked for
-  std::filesystem::path stream_file_;   // written
+  std::filesystem::path stream_path_;  // asked for
+  std::filesystem::path stream_file_;  // written
   std::shared_ptr<FILE> stream_;
   std::string stream_error_;
 };

@@ -31,7 +31,8 @@ Expected<std::vector<int64_t>> IntArray(simdjson::dom::element e, std::string_vi
     out.push_back(x);
   }
   if (want && out.size() != want)
-    return FieldError(where, field, "expected " + std::to_string(want) + " integers, got " + std::to_string(out.size()));
+    return FieldError(where, field,
+                      "expected " + std::to_string(want) + " integers, got " + std::to_string(out.size()));
   return out;
 }
 
@@ -46,10 +47,10 @@ Status CheckShapes(OpDesc& op, std::string_view where) {
     if (op.inputs.size() != 2 || op.inputs[0].size() != 2 || op.inputs[1].size() != 2)
       return FieldError(where, "inputs", "MatMul takes two 2-D inputs, A[M,K] and B[K,N]");
     if (op.inputs[0][1] != op.inputs[1][0])
-      return FieldError(where, "inputs", "MatMul inner dimensions differ: A is [" + std::to_string(op.inputs[0][0]) +
-                                             "," + std::to_string(op.inputs[0][1]) + "], B is [" +
-                                             std::to_string(op.inputs[1][0]) + "," + std::to_string(op.inputs[1][1]) +
-                                             "]");
+      return FieldError(where, "inputs",
+                        "MatMul inner dimensions differ: A is [" + std::to_string(op.inputs[0][0]) + "," +
+                            std::to_string(op.inputs[0][1]) + "], B is [" + std::to_string(op.inputs[1][0]) + "," +
+                            std::to_string(op.inputs[1][1]) + "]");
     op.layout = "ND";
   } else {
     if (op.inputs.size() != 2 || op.inputs[0].size() != 4 || op.inputs[1].size() != 4)
@@ -60,9 +61,9 @@ Status CheckShapes(OpDesc& op, std::string_view where) {
     if (op.groups < 1 || x[1] % op.groups || w[0] % op.groups)
       return FieldError(where, "attrs.groups", "groups must divide the input and output channels");
     if (w[1] * op.groups != x[1])
-      return FieldError(where, "inputs", "weight channels (" + std::to_string(w[1]) + ") x groups (" +
-                                             std::to_string(op.groups) + ") differ from input channels (" +
-                                             std::to_string(x[1]) + ")");
+      return FieldError(where, "inputs",
+                        "weight channels (" + std::to_string(w[1]) + ") x groups (" + std::to_string(op.groups) +
+                            ") differ from input channels (" + std::to_string(x[1]) + ")");
     for (int i = 0; i < 2; ++i) {
       // Bounded like the dimensions so that the output-size arithmetic cannot overflow.
       if (op.stride[i] < 1 || op.stride[i] > kMaxDim)
@@ -174,8 +175,10 @@ Expected<OpDesc> ValidateOp(OpDesc op, std::string_view where, std::string* untu
   }
   if (elements > kMaxTensorElements || macs > kMaxMacs) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "too large to tune here (%.3g elements in its largest tensor, %.3g "
-                  "multiply-adds; limits %.3g and %.3g)", elements, macs, kMaxTensorElements, kMaxMacs);
+    std::snprintf(buf, sizeof buf,
+                  "too large to tune here (%.3g elements in its largest tensor, %.3g "
+                  "multiply-adds; limits %.3g and %.3g)",
+                  elements, macs, kMaxTensorElements, kMaxMacs);
     *untuned_reason = buf;
     return op;
   }
@@ -236,8 +239,8 @@ std::string OpToJson(const OpDesc& op) {
   out += "], \"attrs\": {\"bias\": ";
   out += op.bias ? "true" : "false";
   if (op.type == "Conv2D")
-    out += ", \"stride\": " + Shape({op.stride[0], op.stride[1]}) + ", \"padding\": " +
-           Shape({op.padding[0], op.padding[1]}) + ", \"groups\": " + std::to_string(op.groups);
+    out += ", \"stride\": " + Shape({op.stride[0], op.stride[1]}) +
+           ", \"padding\": " + Shape({op.padding[0], op.padding[1]}) + ", \"groups\": " + std::to_string(op.groups);
   out += "}, \"dtype\": ";
   JsonWriter::AppendEscaped(out, op.dtype);
   out += ", \"count\": " + std::to_string(op.count) + "}";

@@ -43,7 +43,7 @@ struct UntunedOp {
 
 struct OpList {
   std::string name;
-  std::vector<OpDesc> ops;       ///< supported operators, in file order
+  std::vector<OpDesc> ops;  ///< supported operators, in file order
   std::vector<UntunedOp> untuned;
   /// Rows of the input that were left out before any operator was made of them, and why (one line
   /// each, naming the input): a profile store's events out of the importers' range.

@@ -29,7 +29,8 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
       "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, s.value, e.input_dims FROM events e JOIN strings s ON s.id = e.name "
       "WHERE e.kind = 'cpu_op' AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d', 'aten::linear', "
       "'aten::matmul') ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid");
-  if (!st.ok()) return ParseError(db_path.string() + ": not a portkit profile database (" + st.status().message() + ")");
+  if (!st.ok())
+    return ParseError(db_path.string() + ": not a portkit profile database (" + st.status().message() + ")");
   struct Group {
     int64_t first_ts;
     size_t order;
@@ -53,7 +54,7 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
       first = false;
     }
     if (open && ts < open_end && end <= open_end) continue;  // inside an outer listed call
-    if (st->IsNull(6)) continue;  // no shapes: does not hide its callees
+    if (st->IsNull(6)) continue;                             // no shapes: does not hide its callees
     open = true;
     open_end = end;
     std::string name(st->Text(5));
@@ -101,8 +102,9 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     if (name == "aten::conv2d") {
       op.type = "Conv2D";
       op.inputs = {shape(0), shape(1)};
-      list.untuned.push_back({op, "profiles do not record the stride and padding of aten::conv2d; export the op list "
-                                  "with python -m portkit.export_ops instead"});
+      list.untuned.push_back({op,
+                              "profiles do not record the stride and padding of aten::conv2d; export the op list "
+                              "with python -m portkit.export_ops instead"});
       continue;
     }
     op.type = "MatMul";

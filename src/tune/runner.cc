@@ -64,8 +64,8 @@ Loaded Load(const std::filesystem::path& so) {
 }  // namespace
 
 std::string ValidateOutput(const std::vector<float>& out, const Workload& w) {
-  if (out.size() != w.reference.size()) return "output has " + std::to_string(out.size()) + " values, reference " +
-                                               std::to_string(w.reference.size());
+  if (out.size() != w.reference.size())
+    return "output has " + std::to_string(out.size()) + " values, reference " + std::to_string(w.reference.size());
   for (size_t i = 0; i < out.size(); ++i) {
     double ref = w.reference[i], got = out[i];
     double diff = std::fabs(got - ref);
@@ -146,7 +146,8 @@ std::vector<Measurement> RunChild(const std::vector<std::filesystem::path>& obje
   };
   // The report has room for kMaxObjects sample counts (Measure: 1, MeasureInterleaved: 2).
   if (objects.empty() || objects.size() > kMaxObjects)
-    return all(MeasureStatus::kLoadError, "internal error: " + std::to_string(objects.size()) + " objects in one child");
+    return all(MeasureStatus::kLoadError,
+               "internal error: " + std::to_string(objects.size()) + " objects in one child");
   ForkOptions fork_options;
   fork_options.timeout_seconds = o.timeout_seconds;
   auto child = RunForked([&](int fd) { return Child(fd, objects, w, o); }, fork_options);
@@ -155,10 +156,11 @@ std::vector<Measurement> RunChild(const std::vector<std::filesystem::path>& obje
   if (run.end == ProcessResult::End::kTimedOut)
     return all(MeasureStatus::kTimeout, "timed out after " + std::to_string(o.timeout_seconds) + " s");
   if (run.end == ProcessResult::End::kSignaled)
-    return all(MeasureStatus::kCrashed, std::string("crashed (signal ") + std::to_string(run.signal) + ", " +
-                                            strsignal(run.signal) + ")");
+    return all(MeasureStatus::kCrashed,
+               std::string("crashed (signal ") + std::to_string(run.signal) + ", " + strsignal(run.signal) + ")");
   Report rep;
-  if (run.output.size() < sizeof rep) return all(MeasureStatus::kCrashed, "the measuring process exited without a report");
+  if (run.output.size() < sizeof rep)
+    return all(MeasureStatus::kCrashed, "the measuring process exited without a report");
   std::memcpy(&rep, run.output.data(), sizeof rep);
   rep.detail[sizeof rep.detail - 1] = 0;
   std::vector<std::vector<double>> samples(objects.size());
@@ -207,9 +209,8 @@ Measurement Measure(const std::filesystem::path& shared_object, const Workload& 
   return RunChild({shared_object}, w, o)[0];
 }
 
-std::pair<Measurement, Measurement> MeasureInterleaved(const std::filesystem::path& a,
-                                                       const std::filesystem::path& b, const Workload& w,
-                                                       const MeasureOptions& o) {
+std::pair<Measurement, Measurement> MeasureInterleaved(const std::filesystem::path& a, const std::filesystem::path& b,
+                                                       const Workload& w, const MeasureOptions& o) {
   auto r = RunChild({a, b}, w, o);
   return {r[0], r[1]};
 }

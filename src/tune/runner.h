@@ -12,9 +12,9 @@
 namespace portkit::tune {
 
 struct MeasureOptions {
-  int repeats = 7;            ///< timed repeats (>= 5); the median is reported
-  double min_repeat_us = 500; ///< calls are batched so that one repeat lasts at least this long
-  int timeout_seconds = 60;   ///< the child (its process group) is killed after this
+  int repeats = 7;             ///< timed repeats (>= 5); the median is reported
+  double min_repeat_us = 500;  ///< calls are batched so that one repeat lasts at least this long
+  int timeout_seconds = 60;    ///< the child (its process group) is killed after this
 };
 
 enum class MeasureStatus { kOk, kWrongResult, kCrashed, kTimeout, kLoadError };
@@ -22,9 +22,9 @@ const char* MeasureStatusName(MeasureStatus s);
 
 struct Measurement {
   MeasureStatus status = MeasureStatus::kLoadError;
-  double median_us = 0;          ///< per call
+  double median_us = 0;  ///< per call
   std::vector<double> samples_us;
-  std::string detail;            ///< why it was rejected
+  std::string detail;  ///< why it was rejected
 };
 
 /// "" when every value of `out` is within the workload's tolerance of its fp64 reference
@@ -36,8 +36,7 @@ Measurement Measure(const std::filesystem::path& shared_object, const Workload& 
 
 /// Times two validated candidates alternately (a, b, a, b, ...) in one child so that both see
 /// the same machine state; used to confirm a new best against the incumbent.
-std::pair<Measurement, Measurement> MeasureInterleaved(const std::filesystem::path& a,
-                                                       const std::filesystem::path& b, const Workload& w,
-                                                       const MeasureOptions& o);
+std::pair<Measurement, Measurement> MeasureInterleaved(const std::filesystem::path& a, const std::filesystem::path& b,
+                                                       const Workload& w, const MeasureOptions& o);
 
 }  // namespace portkit::tune

@@ -28,8 +28,8 @@ double SearchQuality::Percentile(double p) const {
 }
 
 Expected<std::vector<SearchQuality>> ReplaySearchQuality(const Landscape& landscape, const std::string& strategy,
-                                                         const std::vector<std::string>& options,
-                                                         const Budget& budget, int seeds, double margin) {
+                                                         const std::vector<std::string>& options, const Budget& budget,
+                                                         int seeds, double margin) {
   // The recording machine's space, as the session builds it for a replay.
   int threads = 1;
   if (size_t at = landscape.validators.find("cores="); at != std::string::npos)
@@ -65,7 +65,8 @@ Expected<std::vector<SearchQuality>> ReplaySearchQuality(const Landscape& landsc
       (*made)->Initialise(space, start, OperatorSeed(static_cast<uint64_t>(s), sig));
       ReplayEvaluator evaluator(space, points);
       Logger quiet(nullptr, [] { return std::chrono::system_clock::time_point{}; });
-      TuneOutcome o = TuneOperator(space, start, std::nullopt, **made, evaluator, budget, quiet, "", [] { return 0.0; });
+      TuneOutcome o =
+          TuneOperator(space, start, std::nullopt, **made, evaluator, budget, quiet, "", [] { return 0.0; });
       q.ratio.push_back(o.best_us / q.optimum_us);
       q.evaluations.push_back(o.evaluations);
     }

@@ -14,11 +14,11 @@
 namespace portkit::tune {
 
 struct SearchQuality {
-  std::string op;             ///< "name (type)"
-  size_t configs = 0;         ///< recorded configurations (the replayed space)
-  size_t near_optimum = 0;    ///< of them within `margin` of the optimum
-  double optimum_us = 0;      ///< the landscape's best valid time
-  std::vector<double> ratio;  ///< per seed: best found / optimum (>= 1), seeds in order
+  std::string op;                ///< "name (type)"
+  size_t configs = 0;            ///< recorded configurations (the replayed space)
+  size_t near_optimum = 0;       ///< of them within `margin` of the optimum
+  double optimum_us = 0;         ///< the landscape's best valid time
+  std::vector<double> ratio;     ///< per seed: best found / optimum (>= 1), seeds in order
   std::vector<int> evaluations;  ///< per seed: candidates evaluated
   /// Share of seeds whose best is within `margin` of the optimum.
   double HitRate(double margin = 0.05) const;
@@ -29,7 +29,7 @@ struct SearchQuality {
 /// Runs `strategy` (with `options`) on every operator of `landscape` for seeds 0 .. seeds-1
 /// (each mixed with the operator's signature as the session does) under `budget`.
 Expected<std::vector<SearchQuality>> ReplaySearchQuality(const Landscape& landscape, const std::string& strategy,
-                                                         const std::vector<std::string>& options,
-                                                         const Budget& budget, int seeds, double margin = 0.05);
+                                                         const std::vector<std::string>& options, const Budget& budget,
+                                                         int seeds, double margin = 0.05);
 
 }  // namespace portkit::tune

@@ -63,14 +63,17 @@ Expected<Config> SearchSpace::Parse(std::string_view key) const {
     if (end == std::string_view::npos) end = key.size();
     std::string_view item = key.substr(pos, end - pos);
     size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return ParseError("strategy '" + std::string(key) + "': expected NAME=VALUE items");
+    if (eq == std::string_view::npos)
+      return ParseError("strategy '" + std::string(key) + "': expected NAME=VALUE items");
     int k = Find(item.substr(0, eq));
-    if (k < 0) return ParseError("strategy '" + std::string(key) + "': unknown knob " + std::string(item.substr(0, eq)));
+    if (k < 0)
+      return ParseError("strategy '" + std::string(key) + "': unknown knob " + std::string(item.substr(0, eq)));
     int v = 0;
     auto val = item.substr(eq + 1);
     auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), v);
     if (ec != std::errc() || p != val.data() + val.size())
-      return ParseError("strategy '" + std::string(key) + "': " + std::string(item.substr(0, eq)) + " is not an integer");
+      return ParseError("strategy '" + std::string(key) + "': " + std::string(item.substr(0, eq)) +
+                        " is not an integer");
     c[static_cast<size_t>(k)] = v;
     seen[static_cast<size_t>(k)] = true;
     pos = end + 1;

@@ -72,7 +72,10 @@ class SearchSpace {
   /// Pins knob `name` to `values` (must be a subset of its list); errors name the knob.
   Status Restrict(std::string_view name, const std::vector<int>& values);
   /// Only these configurations (keys) are valid from now on (replay of a recorded landscape).
-  void AllowOnly(std::set<std::string> keys) { allowed_ = std::move(keys); has_allowed_ = true; }
+  void AllowOnly(std::set<std::string> keys) {
+    allowed_ = std::move(keys);
+    has_allowed_ = true;
+  }
 
  private:
   std::vector<Knob> knobs_;

@@ -1,8 +1,8 @@
 #include "tune/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -136,7 +136,8 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
 
     const std::string& op_validators = key_of(desc.type);
     auto entry = bank.Lookup(sig, op_validators);
-    if (!entry.ok()) return RunFailed("cannot read the tuning bank " + bank.path().string() + ": " + entry.status().message());
+    if (!entry.ok())
+      return RunFailed("cannot read the tuning bank " + bank.path().string() + ": " + entry.status().message());
     OpResult r;
     r.op = desc;
     r.signature = sig;
@@ -179,8 +180,10 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
     if (found) {
       auto parsed = space.Parse(found->config);
       if (parsed.ok() && space.Valid(*parsed)) stored = *parsed;
-      else logger.Warning(label + ": the stored strategy is outside this run's space (" +
-                          (parsed.ok() ? space.Check(*parsed) : parsed.status().message()) + "); re-tuning from the default.");
+      else
+        logger.Warning(label + ": the stored strategy is outside this run's space (" +
+                       (parsed.ok() ? space.Check(*parsed) : parsed.status().message()) +
+                       "); re-tuning from the default.");
     }
 
     if (record) record->AddOp(desc);
@@ -190,8 +193,8 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
     auto strategy = MakeStrategy(options.strategy, options.strategy_options);
     if (!strategy.ok()) return strategy.status();
     (*strategy)->Initialise(space, default_config, OperatorSeed(options.seed, sig));
-    TuneOutcome out = TuneOperator(space, default_config, stored, **strategy, *evaluator, options.budget, logger, label,
-                                   seconds);
+    TuneOutcome out =
+        TuneOperator(space, default_config, stored, **strategy, *evaluator, options.budget, logger, label, seconds);
     if (!evaluator->failure().empty()) return RunFailed(label + ": " + evaluator->failure());
     r.evaluations = out.evaluations;
     r.stop_reason = out.stop_reason;
@@ -228,13 +231,15 @@ Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& opt
     auto store = [&](const BankEntry& entry, const std::string& remeasured_config,
                      double remeasured_us) -> Expected<StoreOutcome> {
       auto st = bank.StoreIfBetter(entry, remeasured_config, remeasured_us);
-      if (!st.ok()) return RunFailed("cannot write the tuning bank " + bank.path().string() + ": " + st.status().message());
+      if (!st.ok())
+        return RunFailed("cannot write the tuning bank " + bank.path().string() + ": " + st.status().message());
       return *st;
     };
     // A concurrent tuner may have stored another entry meanwhile: what runs is what the bank holds.
     auto report_kept = [&]() -> Status {
       auto kept = bank.Lookup(sig, op_validators);
-      if (!kept.ok()) return RunFailed("cannot read the tuning bank " + bank.path().string() + ": " + kept.status().message());
+      if (!kept.ok())
+        return RunFailed("cannot read the tuning bank " + bank.path().string() + ": " + kept.status().message());
       if (kept->has_value() && CheckEntry(**kept, (*op)->Flops()).empty()) {
         r.config = (**kept).config;
         r.after_us = (**kept).time_us;

@@ -48,11 +48,11 @@ struct OpResult {
   /// Found in the bank (counted as a hit, seed 004): a plain hit, or under REPEAT_TUNE an entry
   /// re-tuned to update / reserved; also an entry a concurrent tuner stored before this one could.
   bool bank_hit = false;
-  std::string config;       ///< the strategy the operator runs with after this session
-  std::string source;       ///< "tuned", "bank" or "default"
+  std::string config;         ///< the strategy the operator runs with after this session
+  std::string source;         ///< "tuned", "bank" or "default"
   bool measured_here = true;  ///< false: the bank entry used was imported and not re-measured here
-  double before_us = 0;     ///< default strategy
-  double after_us = 0;      ///< chosen strategy
+  double before_us = 0;       ///< default strategy
+  double after_us = 0;        ///< chosen strategy
   int evaluations = 0;
   std::string stop_reason;
 };

@@ -23,8 +23,7 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-Comparison CompareSamples(const std::vector<double>& candidate, const std::vector<double>& incumbent,
-                          double min_gain) {
+Comparison CompareSamples(const std::vector<double>& candidate, const std::vector<double>& incumbent, double min_gain) {
   Comparison c;
   c.candidate_us = Median(candidate);
   c.incumbent_us = Median(incumbent);
@@ -32,8 +31,7 @@ Comparison CompareSamples(const std::vector<double>& candidate, const std::vecto
   c.pairs = static_cast<int>(n);
   if (n == 0) return c;
   std::vector<double> ratios;
-  for (size_t i = 0; i < n; ++i)
-    ratios.push_back(candidate[i] > 0 ? incumbent[i] / candidate[i] : 0.0);
+  for (size_t i = 0; i < n; ++i) ratios.push_back(candidate[i] > 0 ? incumbent[i] / candidate[i] : 0.0);
   std::sort(ratios.begin(), ratios.end());
   c.speedup = Median(ratios);
   if (n < 5) {
@@ -58,10 +56,16 @@ Comparison CompareSamples(const std::vector<double>& candidate, const std::vecto
 
 CompileEvaluator::CompileEvaluator(const TunableOperator& op, const SearchSpace& space, Builder& builder,
                                    MeasureOptions measure, Landscape* landscape, Logger& logger)
-    : op_(op), space_(space), builder_(builder), measure_(measure), landscape_(landscape), logger_(logger),
+    : op_(op),
+      space_(space),
+      builder_(builder),
+      measure_(measure),
+      landscape_(landscape),
+      logger_(logger),
       signature_(Signature(op.desc())) {
   // The interleaved confirmation runs two candidates in one child: its timeout covers both.
-  measure_.timeout_seconds = std::max(measure_.timeout_seconds, CandidateTimeoutSeconds(op.Flops(), measure_.repeats, 2));
+  measure_.timeout_seconds =
+      std::max(measure_.timeout_seconds, CandidateTimeoutSeconds(op.Flops(), measure_.repeats, 2));
 }
 
 int CandidateTimeoutSeconds(double flops, int repeats, int candidates) {
@@ -94,8 +98,8 @@ std::vector<Evaluation> CompileEvaluator::Evaluate(const std::vector<Config>& ba
     if (!builds[i].ok) {
       std::string why = builder_.CheckToolchain(op_.Source(space_, op_.DefaultConfig(space_, 1)));
       if (!why.empty())
-        failure_ = "the toolchain cannot build a known-good kernel (" + why + "); the candidate's error was: " +
-                   builds[i].error;
+        failure_ = "the toolchain cannot build a known-good kernel (" + why +
+                   "); the candidate's error was: " + builds[i].error;
       break;
     }
   const Workload* w = failure_.empty() ? &workload() : nullptr;
@@ -302,8 +306,8 @@ TuneOutcome TuneOperator(const SearchSpace& space, const Config& start, const st
     }
     for (const auto& c : duplicates) strategy.Report(c, seen[c]);
   }
-  logger.Info(label + ": " + std::to_string(r.evaluations) + " candidates evaluated (" +
-              std::to_string(r.rejected) + " rejected), stopped: " + r.stop_reason + ".");
+  logger.Info(label + ": " + std::to_string(r.evaluations) + " candidates evaluated (" + std::to_string(r.rejected) +
+              " rejected), stopped: " + r.stop_reason + ".");
   return r;
 }
 

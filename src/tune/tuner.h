@@ -39,8 +39,8 @@ struct Evaluation {
 constexpr double kMinGain = 0.01;
 struct Comparison {
   double candidate_us = 0, incumbent_us = 0;  ///< medians of the interleaved samples
-  double speedup = 0;       ///< median of incumbent_i / candidate_i (or the ratio of single values)
-  double lower_bound = 0;   ///< of the speed-up (= speedup with fewer than 5 pairs)
+  double speedup = 0;                         ///< median of incumbent_i / candidate_i (or the ratio of single values)
+  double lower_bound = 0;                     ///< of the speed-up (= speedup with fewer than 5 pairs)
   int pairs = 0;
   bool significant = false;
 };

@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)dump;
   // And as the end-of-dump marker beside a valid one-line manifest.
   if (FILE* f = std::fopen((dir / "manifest.jsonl").c_str(), "wb")) {
-    std::fputs("{\"index\": 0, \"name\": \"aten::add\", \"kind\": \"op\", \"phase\": \"forward\", \"tensors\": []}\n", f);
+    std::fputs("{\"index\": 0, \"name\": \"aten::add\", \"kind\": \"op\", \"phase\": \"forward\", \"tensors\": []}\n",
+               f);
     std::fclose(f);
   }
   if (FILE* f = std::fopen((dir / "dump_complete.json").c_str(), "wb")) {

@@ -1,9 +1,9 @@
 #pragma once
-/// Comparison metrics (the thresholds of Ascend's accuracy tools, docs/accuracy.md): each accumulates over chunks of elements (target N,
-/// reference B, decoded to double) and finalises once, so a tensor of any size streams through
-/// in constant memory. One file per metric; MakeMetrics lists them in column order. MetricSet
-/// runs them all: it computes the element errors of a chunk once and hands every metric the
-/// same Chunk, so each metric's loop is a plain, branch-free reduction.
+/// Comparison metrics (the thresholds of Ascend's accuracy tools, docs/accuracy.md): each accumulates over chunks of
+/// elements (target N, reference B, decoded to double) and finalises once, so a tensor of any size streams through in
+/// constant memory. One file per metric; MakeMetrics lists them in column order. MetricSet runs them all: it computes
+/// the element errors of a chunk once and hands every metric the same Chunk, so each metric's loop is a plain,
+/// branch-free reduction.
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -77,8 +77,8 @@ inline double LaneMax(const double* x, size_t count, double start, bool& saw_nan
   return LaneMaxOf(count, start, saw_nan, [x](size_t i) { return x[i]; });
 }
 
-/// Per-dtype tolerances of the target type (the thresholds of Ascend's accuracy tools, docs/accuracy.md): elements with |B| < small_value are
-/// judged by absolute error against small_value_atol; ulp is the MaxULPErr threshold.
+/// Per-dtype tolerances of the target type (the thresholds of Ascend's accuracy tools, docs/accuracy.md): elements with
+/// |B| < small_value are judged by absolute error against small_value_atol; ulp is the MaxULPErr threshold.
 struct Tolerance {
   double small_value, small_value_atol, ulp;
 };

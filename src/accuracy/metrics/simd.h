@@ -24,9 +24,7 @@ PORTKIT_AVX2_FN inline V4d Load(const double* p) {
   return v;
 }
 PORTKIT_AVX2_FN inline void Store(double* p, V4d v) { std::memcpy(p, &v, sizeof v); }
-PORTKIT_AVX2_FN inline V4d Abs(V4d v) {
-  return reinterpret_cast<V4d>(reinterpret_cast<V4i>(v) & 0x7fffffffffffffffLL);
-}
+PORTKIT_AVX2_FN inline V4d Abs(V4d v) { return reinterpret_cast<V4d>(reinterpret_cast<V4i>(v) & 0x7fffffffffffffffLL); }
 /// mask ? a : b, lane by lane (mask lanes all ones or all zeros).
 PORTKIT_AVX2_FN inline V4d Select(V4i mask, V4d a, V4d b) {
   return reinterpret_cast<V4d>((reinterpret_cast<V4i>(a) & mask) | (reinterpret_cast<V4i>(b) & ~mask));

@@ -69,10 +69,11 @@ std::unique_ptr<Metric> MakeSmallValueErrRatio(DType target, bool vector) {
 
 Tolerance ToleranceFor(DType t) {
   switch (t) {
-    case DType::kF16: case DType::kBF16: case DType::kF8E4M3: case DType::kF8E5M2:
-      return {std::ldexp(1.0, -10), std::ldexp(1.0, -16), 1.0};
-    default:
-      return {std::ldexp(1.0, -20), std::ldexp(1.0, -30), 32.0};
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: return {std::ldexp(1.0, -10), std::ldexp(1.0, -16), 1.0};
+    default: return {std::ldexp(1.0, -20), std::ldexp(1.0, -30), 32.0};
   }
 }
 

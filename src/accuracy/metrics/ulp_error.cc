@@ -1,7 +1,7 @@
 // Metric: MaxULPErr = max |N − B| / ulp_T(B): the error in units in the last place of B in the
 // target's floating type T (fp32: 2^(e−23), floor 2^−149; fp16: 2^(e−10), floor 2^−24; bf16:
-// 2^(e−7), floor 2^−133; fp64 and non-float types: fp32's). Thresholds (the thresholds of Ascend's accuracy tools, docs/accuracy.md): 1 for
-// fp16/bf16, 32 for fp32. A nan element → nan.
+// 2^(e−7), floor 2^−133; fp64 and non-float types: fp32's). Thresholds (the thresholds of Ascend's accuracy tools,
+// docs/accuracy.md): 1 for fp16/bf16, 32 for fp32. A nan element → nan.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

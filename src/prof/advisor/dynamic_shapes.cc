@@ -71,7 +71,8 @@ class DynamicShapesRule : public AdvisorRule {
     std::vector<std::tuple<size_t, size_t, std::string>> ranked;
     for (const auto& [op, cm] : dynamic_ops) ranked.emplace_back(cm.first, cm.second, op);
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-      return std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(a)) < std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(b));
+      return std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(a)) <
+             std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(b));
     });
     std::string evidence;
     for (size_t i = 0; i < ranked.size() && i < 5; ++i)

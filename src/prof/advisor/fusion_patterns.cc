@@ -1,7 +1,7 @@
 // Advisor rule: fusion_patterns
 // What it finds: operator sequences a fused kernel replaces — the sequences of msprof-analyze's
-//   timeline_fusion_ops.yaml (RMSNorm, rotary, SwiGLU, GeGLU, attention, ...), matched as regexes over each thread's aten ops in time
-//   order (data/advisor/fusion_patterns.tsv).
+//   timeline_fusion_ops.yaml (RMSNorm, rotary, SwiGLU, GeGLU, attention, ...), matched as regexes over each thread's
+//   aten ops in time order (data/advisor/fusion_patterns.tsv).
 // Why it matters: each op is a kernel launch and a round trip of the tensor through memory.
 // Advice: the target's fused API (target.json profile.fusion_apis), else the data file's.
 #include <map>
@@ -56,7 +56,8 @@ class FusionPatternRule : public AdvisorRule {
           size_t from = static_cast<size_t>(it->position(2)), to = from + static_cast<size_t>(it->length(2));
           ++count;
           auto first = std::lower_bound(s.starts.begin(), s.starts.end(), from) - s.starts.begin();
-          for (size_t i = static_cast<size_t>(first); i < s.starts.size() && s.starts[i] < to; ++i) time += s.events[i]->dur;
+          for (size_t i = static_cast<size_t>(first); i < s.starts.size() && s.starts[i] < to; ++i)
+            time += s.events[i]->dur;
         }
       }
       if (count == 0) continue;

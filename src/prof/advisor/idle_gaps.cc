@@ -20,7 +20,8 @@ class IdleGapsRule : public AdvisorRule {
     if (share < 0.2) return;
     out.push_back({std::string(name()), share > 0.5 ? Severity::kHigh : Severity::kMedium,
                    "the device is idle " + Share(idle, b.wall) + " of the time",
-                   Duration(idle) + " idle of " + Duration(b.wall) + (b.steps ? " over " + std::to_string(b.steps) + " steps" : ""),
+                   Duration(idle) + " idle of " + Duration(b.wall) +
+                       (b.steps ? " over " + std::to_string(b.steps) + " steps" : ""),
                    "overlap host work with the device: more DataLoader workers, pin_memory, no host syncs"});
   }
 };

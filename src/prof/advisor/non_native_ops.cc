@@ -85,8 +85,8 @@ class NonNativeOpsRule : public AdvisorRule {
     if (!op.why.empty()) evidence += "; " + op.name + " is " + op.why;
     double share = step_time ? static_cast<double>(total) / static_cast<double>(step_time) : 0;
     Severity sev = share > 0.05 ? Severity::kHigh : share > 0.01 ? Severity::kMedium : Severity::kLow;
-    std::string advice = "replace " + op.name + (op.modules.empty() ? "" : " (" + op.modules + ")") + " with " +
-                         op.replacement;
+    std::string advice =
+        "replace " + op.name + (op.modules.empty() ? "" : " (" + op.modules + ")") + " with " + op.replacement;
     if (!op.caveat.empty()) advice += "; " + op.caveat;
     out.push_back({std::string(name()), sev,
                    op.name + " does not run natively on the target: " + Share(total, step_time) + " of step time",

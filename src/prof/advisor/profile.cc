@@ -44,7 +44,8 @@ Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_
     e.correlation = q->Int(8);
     if (e.kind == "step") {
       auto [it, fresh] = steps.emplace(std::make_pair(e.trace, e.name), Step{e.trace, e.ts, e.end(), e.name});
-      if (!fresh) it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
+      if (!fresh)
+        it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
     }
     p.events.push_back(std::move(e));
   }
@@ -97,7 +98,8 @@ Breakdown ComputeBreakdown(const Profile& p) {
     std::map<int64_t, Profile::Step> span;
     for (const auto& e : p.events) {
       auto [it, fresh] = span.emplace(e.trace, Profile::Step{e.trace, e.ts, e.end(), ""});
-      if (!fresh) it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
+      if (!fresh)
+        it->second.start = std::min(it->second.start, e.ts), it->second.end = std::max(it->second.end, e.end());
     }
     for (auto& [t, s] : span) windows.push_back(s);
   } else {
@@ -152,7 +154,8 @@ Breakdown ComputeBreakdown(const Profile& p) {
       continue;
     }
     // First window whose end is after the event's start; then on while windows start before its end.
-    auto first = std::upper_bound(idx.begin(), idx.end(), e.ts, [&](int64_t ts, size_t wi) { return ts < windows[wi].end; });
+    auto first =
+        std::upper_bound(idx.begin(), idx.end(), e.ts, [&](int64_t ts, size_t wi) { return ts < windows[wi].end; });
     for (auto k = first; k != idx.end() && windows[*k].start < e.end(); ++k) add(e, *k);
   }
   for (size_t wi = 0; wi < windows.size(); ++wi) {

@@ -16,7 +16,8 @@ std::string Duration(int64_t ns) {
 
 std::string Share(int64_t part, int64_t whole) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  std::snprintf(buf, sizeof buf, "%.1f%%",
+                whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
   return buf;
 }
 
@@ -25,8 +26,9 @@ std::vector<std::pair<std::string, int64_t>> TopByTime(const Profile& p, bool de
   for (const auto& e : p.events)
     if (device ? p.IsDevice(e) : e.kind == "cpu_op") totals[e.name] += e.dur;
   std::vector<std::pair<std::string, int64_t>> v(totals.begin(), totals.end());
-  std::sort(v.begin(), v.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   if (v.size() > n) v.resize(n);
   return v;
 }

@@ -34,10 +34,10 @@ class ShortTasksRule : public AdvisorRule {
       out.push_back({std::string(name()), busy < 0.3 ? Severity::kHigh : Severity::kMedium,
                      "launch-bound: launch calls take " + Share(b.launch, b.wall) +
                          " of step time while the device is busy " + Share(b.device_busy, b.wall),
-                     "runtime/driver calls that launched device tasks " + Duration(b.launch) + ", device busy " + Duration(b.device_busy) +
-                         " of " + Duration(b.wall) + "; " + std::to_string(short_device) + " of " +
-                         std::to_string(device) + " device tasks are shorter than 10 us (" + Duration(short_time) +
-                         " in all)",
+                     "runtime/driver calls that launched device tasks " + Duration(b.launch) + ", device busy " +
+                         Duration(b.device_busy) + " of " + Duration(b.wall) + "; " + std::to_string(short_device) +
+                         " of " + std::to_string(device) + " device tasks are shorter than 10 us (" +
+                         Duration(short_time) + " in all)",
                      "fuse small operators, grow the batch, or capture the step as a graph"});
       return;
     }

@@ -35,11 +35,11 @@ const char* TaskClassName(TaskClass c);
 struct DeviceTask {
   int64_t start = 0, end = 0;  ///< absolute ns
   int64_t stream = -1;
-  int64_t correlation = -1;    ///< links it to the runtime call that launched it
-  int32_t name = 0;            ///< index into RankTrace::names
+  int64_t correlation = -1;  ///< links it to the runtime call that launched it
+  int32_t name = 0;          ///< index into RankTrace::names
   TaskClass cls = TaskClass::kCompute;
-  bool receive = false;        ///< a receive (recv / irecv): pipeline bubbles in msprof's step trace
-  int32_t step = -1;           ///< index into RankTrace::steps (-1: launched outside every step)
+  bool receive = false;  ///< a receive (recv / irecv): pipeline bubbles in msprof's step trace
+  int32_t step = -1;     ///< index into RankTrace::steps (-1: launched outside every step)
 };
 
 /// The arguments Kineto records on a collective kernel (absent ones are -1 / empty).
@@ -62,7 +62,7 @@ struct CommTask {
 
 /// A step (ProfilerStep#N) of a rank, on the host.
 struct RankStep {
-  int64_t number = 0;           ///< N of ProfilerStep#N
+  int64_t number = 0;                  ///< N of ProfilerStep#N
   int64_t cpu_start = 0, cpu_end = 0;  ///< absolute ns
 };
 
@@ -75,24 +75,24 @@ enum class RankSource : uint8_t {
 
 /// What the analysis keeps of one rank's trace.
 struct RankTrace {
-  std::string file;     ///< relative to the input folder
+  std::string file;  ///< relative to the input folder
   int64_t rank = -1;
   int64_t world_size = -1;
   std::string backend;
   RankSource rank_source = RankSource::kDistributedInfo;
-  bool has_base_time = false;        ///< baseTimeNanoseconds present (ts relative to it)
+  bool has_base_time = false;  ///< baseTimeNanoseconds present (ts relative to it)
   /// An event array (the legacy profiler of torch builds without Kineto): its timestamps count
   /// from its own profiler's start, so it cannot be aligned with other ranks on absolute time.
   bool relative_clock = false;
-  uint64_t host_with_stream = 0;     ///< host events with a stream field, not counted as device time
+  uint64_t host_with_stream = 0;  ///< host events with a stream field, not counted as device time
   int64_t base_ns = 0;
   int64_t first_ns = 0, last_ns = 0;  ///< absolute span of the trace's timed events
   uint64_t events = 0, bytes = 0;
   bool truncated = false;
-  std::vector<std::string> names;     ///< device task names
-  std::vector<DeviceTask> tasks;      ///< sorted by start
-  std::vector<CommTask> comms;        ///< in start order
-  std::vector<RankStep> steps;        ///< sorted by start
+  std::vector<std::string> names;  ///< device task names
+  std::vector<DeviceTask> tasks;   ///< sorted by start
+  std::vector<CommTask> comms;     ///< in start order
+  std::vector<RankStep> steps;     ///< sorted by start
   /// Device tasks left out as HTA leaves them out: launched at or after the start of the last
   /// step (an incomplete step), or with no launch on the host. Only when there are 2+ steps.
   uint64_t excluded_tasks = 0;
@@ -104,8 +104,8 @@ struct RankTrace {
 /// include_last_profiler_step).
 /// `communication_kernels`: substrings of device task names that mark communication, besides
 /// HTA's `nccl...Kernel` / `rccl...Kernel` (the target's profile.communication_kernels).
-Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::string& display,
-                                  int64_t rank_hint, bool include_last_step = false,
+Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::string& display, int64_t rank_hint,
+                                  bool include_last_step = false,
                                   const std::vector<std::string>& communication_kernels = {});
 
 /// The rank in a file name ("rank-3", "rank_3", "rank3", case-insensitive), or -1.
@@ -122,20 +122,20 @@ inline constexpr const char* kClusterOutputFolder = "cluster_analysis_output";
 /// object or a torch_npu trace_view.json (an event array with string timestamps; its device
 /// tasks are the events with a "Stream Id", HCCL's `hcom_` tasks communication). `skipped` gets
 /// the other files (relative path, why).
-Expected<std::vector<std::filesystem::path>> FindRankFiles(
-    const std::filesystem::path& dir, std::vector<std::pair<std::string, std::string>>* skipped);
+Expected<std::vector<std::filesystem::path>> FindRankFiles(const std::filesystem::path& dir,
+                                                           std::vector<std::pair<std::string, std::string>>* skipped);
 
 // ---- analysis ---------------------------------------------------------------------------------
 
 /// Time split of one window of a rank's device timeline (HTA's temporal breakdown).
 struct TimeSplit {
-  int64_t window = 0;         ///< the window's length
-  int64_t busy = 0;           ///< union of every device task
-  int64_t compute = 0;        ///< union of computation tasks
-  int64_t communication = 0;  ///< union of communication tasks
-  int64_t memory = 0;         ///< union of memcpy / memset tasks
-  int64_t overlapped = 0;     ///< communication time during which computation also ran
-  int64_t receive = 0;        ///< union of receive tasks (msprof's Bubble)
+  int64_t window = 0;           ///< the window's length
+  int64_t busy = 0;             ///< union of every device task
+  int64_t compute = 0;          ///< union of computation tasks
+  int64_t communication = 0;    ///< union of communication tasks
+  int64_t memory = 0;           ///< union of memcpy / memset tasks
+  int64_t overlapped = 0;       ///< communication time during which computation also ran
+  int64_t receive = 0;          ///< union of receive tasks (msprof's Bubble)
   int64_t receive_exposed = 0;  ///< receive time with no computation
   /// HTA's idle time: no device task at all.
   int64_t idle() const { return window - busy; }
@@ -174,9 +174,9 @@ struct SlowRankCheck {
   std::string quantity;  ///< compute, communication, free
   int64_t min = 0, max = 0;
   double mean = 0;
-  double ratio = 0;     ///< (max - min) / mean
-  bool slow = false;    ///< ratio > kSlowRankRatio
-  int64_t suspect = -1; ///< the rank to look at: most compute / free time, least communication
+  double ratio = 0;      ///< (max - min) / mean
+  bool slow = false;     ///< ratio > kSlowRankRatio
+  int64_t suspect = -1;  ///< the rank to look at: most compute / free time, least communication
 };
 inline constexpr double kSlowRankRatio = 0.05;
 
@@ -186,18 +186,18 @@ std::vector<SlowRankCheck> FindSlowRanks(const std::vector<RankBreakdown>& ranks
 /// One collective (or point-to-point transfer) as seen by one rank.
 struct CollectiveRank {
   int64_t rank = 0;
-  int64_t start = 0, end = 0;   ///< absolute ns
-  int64_t wait = 0;             ///< from this rank's start to the last rank's start
-  int64_t transit = 0;          ///< from the last rank's start to this rank's end
+  int64_t start = 0, end = 0;  ///< absolute ns
+  int64_t wait = 0;            ///< from this rank's start to the last rank's start
+  int64_t transit = 0;         ///< from the last rank's start to this rank's end
   int64_t bytes = -1;
-  double bandwidth_gbps = -1;   ///< bytes / transit in GB/s (1e9 bytes); -1 without bytes
+  double bandwidth_gbps = -1;  ///< bytes / transit in GB/s (1e9 bytes); -1 without bytes
 };
 
 /// One collective across ranks: the n-th task of the same operation in the same group on each rank.
 struct Collective {
   std::string op, group, kernel;
-  int64_t index = 0;     ///< its ordinal among the collectives of that op and group
-  int64_t step = -1;     ///< the step of its first rank
+  int64_t index = 0;  ///< its ordinal among the collectives of that op and group
+  int64_t step = -1;  ///< the step of its first rank
   std::vector<CollectiveRank> ranks;
   int64_t Duration() const;  ///< from the first start to the last end
 };
@@ -207,8 +207,8 @@ struct MatrixLink {
   std::string op;
   int64_t src = 0, dst = 0;
   int64_t count = 0, bytes = 0, transit = 0;
-  double bandwidth_gbps = -1;  ///< bytes / transit
-  bool point_to_point = false; ///< src/dst recorded; otherwise the ring neighbour in the group
+  double bandwidth_gbps = -1;   ///< bytes / transit
+  bool point_to_point = false;  ///< src/dst recorded; otherwise the ring neighbour in the group
   bool slow = false;
 };
 
@@ -261,8 +261,8 @@ bool BuiltWithMpi();
 /// between processes; the single-process run goes through the same reduction.
 struct RankDigest {
   size_t file_index = 0;
-  Status status;        ///< not ok: the file could not be read (the rest is empty)
-  RankTrace trace;      ///< tasks: the communication tasks only
+  Status status;    ///< not ok: the file could not be read (the rest is empty)
+  RankTrace trace;  ///< tasks: the communication tasks only
   RankBreakdown breakdown;
   uint64_t device_tasks = 0;
 };
@@ -274,8 +274,8 @@ Status DeserializeDigests(std::string_view bytes, std::vector<RankDigest>* out);
 // ---- the command ------------------------------------------------------------------------------
 
 struct ClusterOptions {
-  std::filesystem::path dir;   ///< the folder of per-rank traces
-  bool timeline = true;        ///< build the merged timeline
+  std::filesystem::path dir;       ///< the folder of per-rank traces
+  bool timeline = true;            ///< build the merged timeline
   bool include_last_step = false;  ///< keep the last (often incomplete) step, see ReadRankTrace
   Exchange* exchange = nullptr;    ///< null: one process
   /// Substrings of device task names that are communication (besides NCCL's and RCCL's kernels);
@@ -295,17 +295,17 @@ struct RankSummary {
 
 struct ClusterReport {
   std::filesystem::path dir;
-  int64_t origin_ns = 0;  ///< the earliest first event of all ranks (absolute ns)
-  std::vector<RankSummary> ranks;          ///< by rank
-  std::vector<RankBreakdown> breakdown;    ///< by rank
+  int64_t origin_ns = 0;                 ///< the earliest first event of all ranks (absolute ns)
+  std::vector<RankSummary> ranks;        ///< by rank
+  std::vector<RankBreakdown> breakdown;  ///< by rank
   std::vector<SlowRankCheck> slow_ranks;
   CommunicationReport communication;
-  std::vector<StepTraceRow> step_trace;    ///< by step, then rank
+  std::vector<StepTraceRow> step_trace;                      ///< by step, then rank
   std::vector<std::pair<std::string, std::string>> skipped;  ///< files that are no trace, or unreadable
   /// Notes about the whole run, printed before the tables: a run without device tasks (CPU only),
   /// ranks on their own clocks.
   std::vector<std::string> notes;
-  std::string timeline_json;               ///< empty when not asked for
+  std::string timeline_json;  ///< empty when not asked for
   uint64_t timeline_events = 0;
   double seconds_reading = 0, seconds_analysing = 0;
   /// False on the processes of an MPI job other than 0: they hold no report and write nothing.
@@ -323,7 +323,6 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx);
 /// The merged timeline: every event of every rank, one process per rank (pid = rank), times
 /// shifted to `origin_ns`, sorted by time. Streams the files again.
 Expected<std::string> BuildMergedTimeline(const std::vector<std::filesystem::path>& files,
-                                          const std::vector<RankTrace>& ranks, int64_t origin_ns,
-                                          uint64_t* events);
+                                          const std::vector<RankTrace>& ranks, int64_t origin_ns, uint64_t* events);
 
 }  // namespace portkit::prof::cluster

@@ -98,7 +98,8 @@ CommunicationReport AnalyseCommunication(const std::vector<RankTrace>& ranks) {
         std::vector<int64_t> group = ParseRankList(a.group_ranks);
         if (group.size() < 2) group = participants;
         auto it = std::find(group.begin(), group.end(), cr.rank);
-        if (group.size() >= 2 && it != group.end()) dst = group[static_cast<size_t>((it - group.begin() + 1)) % group.size()];
+        if (group.size() >= 2 && it != group.end())
+          dst = group[static_cast<size_t>((it - group.begin() + 1)) % group.size()];
       }
       if (dst < 0) continue;
       MatrixLink& link = links[{col.op, src, dst}];

@@ -71,7 +71,8 @@ class Mpi final : public Exchange {
                     0, MPI_COMM_WORLD) != MPI_SUCCESS)
       return Status(ErrorCode::kInternal, "MPI_Gatherv of the digests failed");
     std::vector<std::string> out;
-    for (size_t i = 0; i < counts.size(); ++i) out.push_back(all.substr(static_cast<size_t>(displs[i]), static_cast<size_t>(counts[i])));
+    for (size_t i = 0; i < counts.size(); ++i)
+      out.push_back(all.substr(static_cast<size_t>(displs[i]), static_cast<size_t>(counts[i])));
     return out;
   }
   int Broadcast(int value) override {

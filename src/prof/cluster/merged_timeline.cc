@@ -177,8 +177,7 @@ class RankRewriter {
 }  // namespace
 
 Expected<std::string> BuildMergedTimeline(const std::vector<std::filesystem::path>& files,
-                                          const std::vector<RankTrace>& ranks, int64_t origin_ns,
-                                          uint64_t* count) {
+                                          const std::vector<RankTrace>& ranks, int64_t origin_ns, uint64_t* count) {
   std::vector<OutEvent> all;
   std::vector<std::string> metadata;
   uint64_t next_flow_id = 1;

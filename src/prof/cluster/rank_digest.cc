@@ -57,8 +57,8 @@ void PutSplit(Writer& w, const TimeSplit& s) {
 }
 TimeSplit GetSplit(Reader& r) {
   TimeSplit s;
-  for (int64_t* v : {&s.window, &s.busy, &s.compute, &s.communication, &s.memory, &s.overlapped, &s.receive,
-                     &s.receive_exposed})
+  for (int64_t* v :
+       {&s.window, &s.busy, &s.compute, &s.communication, &s.memory, &s.overlapped, &s.receive, &s.receive_exposed})
     *v = r.I();
   return s;
 }
@@ -103,11 +103,11 @@ std::string SerializeDigests(const std::vector<RankDigest>& digests) {
     if (!d.status.ok()) continue;
     const RankTrace& t = d.trace;
     w.S(t.file);
-    for (int64_t v : {t.rank, t.world_size, static_cast<int64_t>(t.rank_source),
-                      static_cast<int64_t>(t.has_base_time), static_cast<int64_t>(t.relative_clock),
-                      static_cast<int64_t>(t.host_with_stream), t.base_ns, t.first_ns, t.last_ns,
-                      static_cast<int64_t>(t.events), static_cast<int64_t>(t.bytes), static_cast<int64_t>(t.truncated),
-                      static_cast<int64_t>(t.excluded_tasks), static_cast<int64_t>(d.device_tasks)})
+    for (int64_t v :
+         {t.rank, t.world_size, static_cast<int64_t>(t.rank_source), static_cast<int64_t>(t.has_base_time),
+          static_cast<int64_t>(t.relative_clock), static_cast<int64_t>(t.host_with_stream), t.base_ns, t.first_ns,
+          t.last_ns, static_cast<int64_t>(t.events), static_cast<int64_t>(t.bytes), static_cast<int64_t>(t.truncated),
+          static_cast<int64_t>(t.excluded_tasks), static_cast<int64_t>(d.device_tasks)})
       w.I(v);
     w.S(t.backend);
     w.I(static_cast<int64_t>(t.names.size()));
@@ -121,7 +121,8 @@ std::string SerializeDigests(const std::vector<RankDigest>& digests) {
     for (const auto& c : t.comms) {
       w.I(static_cast<int64_t>(c.task));
       for (const std::string* s : {&c.args.op, &c.args.group, &c.args.group_ranks, &c.args.dtype}) w.S(*s);
-      for (int64_t v : {c.args.in_nelems, c.args.out_nelems, c.args.group_size, c.args.src_rank, c.args.dst_rank}) w.I(v);
+      for (int64_t v : {c.args.in_nelems, c.args.out_nelems, c.args.group_size, c.args.src_rank, c.args.dst_rank})
+        w.I(v);
     }
     w.I(static_cast<int64_t>(t.steps.size()));
     for (const auto& s : t.steps) w.I(s.number), w.I(s.cpu_start), w.I(s.cpu_end);
@@ -203,7 +204,8 @@ Status DeserializeDigests(std::string_view bytes, std::vector<RankDigest>* out) 
     }
     out->push_back(std::move(d));
   }
-  if (!r.ok || !r.done()) return Status(ErrorCode::kInternal, "the rank summaries exchanged between processes are damaged");
+  if (!r.ok || !r.done())
+    return Status(ErrorCode::kInternal, "the rank summaries exchanged between processes are damaged");
   return Status::Ok();
 }
 

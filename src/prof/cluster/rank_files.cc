@@ -15,7 +15,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool LooksLikeRankFileName(const std::string& rel) {
-  auto ends = [&](std::string_view s) { return rel.size() >= s.size() && rel.compare(rel.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](std::string_view s) {
+    return rel.size() >= s.size() && rel.compare(rel.size() - s.size(), s.size(), s) == 0;
+  };
   return ends(".json") || ends(".json.gz");
 }
 

@@ -19,8 +19,7 @@ bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0
 /// HTA's `^nccl.*Kernel`, plus ROCm's rccl, plus the names the target's data marks as
 /// communication (profile.communication_kernels: HCCL's `hcom_` tasks on the NPU).
 bool IsCommName(std::string_view name, const std::vector<std::string>& markers) {
-  if (StartsWith(name, "nccl") || StartsWith(name, "rccl"))
-    return name.find("Kernel", 4) != std::string_view::npos;
+  if (StartsWith(name, "nccl") || StartsWith(name, "rccl")) return name.find("Kernel", 4) != std::string_view::npos;
   for (const auto& m : markers)
     if (!m.empty() && name.find(m) != std::string_view::npos) return true;
   return false;
@@ -103,9 +102,9 @@ class RankReader {
   std::vector<std::string> names;
   std::unordered_map<std::string, int32_t> name_ids;
   std::vector<PendingTask> tasks;
-  std::vector<CollectiveArgs> task_args;  // parallel to tasks (empty op when none)
+  std::vector<CollectiveArgs> task_args;              // parallel to tasks (empty op when none)
   std::vector<std::pair<int64_t, int64_t>> launches;  // (correlation, ts) of host events
-  std::vector<RankStep> steps;              // relative times until Finish
+  std::vector<RankStep> steps;                        // relative times until Finish
   int64_t first = INT64_MAX, last = INT64_MIN;
   uint64_t events = 0;
   uint64_t host_with_stream = 0;  // host events carrying a stream field (launchers): not device time
@@ -266,9 +265,8 @@ int64_t RankFromFileName(const std::string& name) {
   return found;
 }
 
-Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::string& display,
-                                  int64_t rank_hint, bool include_last_step,
-                                  const std::vector<std::string>& communication_kernels) {
+Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::string& display, int64_t rank_hint,
+                                  bool include_last_step, const std::vector<std::string>& communication_kernels) {
   RankTrace out;
   out.file = display;
   RankReader reader;
@@ -342,7 +340,8 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
   // Ascend traces (no correlation ids) keep every task and take their step from their start.
   const bool filter = out.steps.size() >= 2 && !launches.empty();
   int64_t last_start = 0, last_end = 0;
-  for (const auto& s : out.steps) last_start = std::max(last_start, s.cpu_start), last_end = std::max(last_end, s.cpu_end);
+  for (const auto& s : out.steps)
+    last_start = std::max(last_start, s.cpu_start), last_end = std::max(last_end, s.cpu_end);
   std::vector<size_t> order(reader.tasks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -366,7 +365,8 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
         if (out.steps[s].cpu_start <= *launched && *launched < out.steps[s].cpu_end) t.step = static_cast<int32_t>(s);
     } else if (launches.empty()) {
       // No launches recorded (Ascend): the last step that started on the host before the task.
-      for (size_t s = 0; s < out.steps.size() && out.steps[s].cpu_start <= t.start; ++s) t.step = static_cast<int32_t>(s);
+      for (size_t s = 0; s < out.steps.size() && out.steps[s].cpu_start <= t.start; ++s)
+        t.step = static_cast<int32_t>(s);
     }
     if (t.cls == TaskClass::kCommunication) out.comms.push_back({out.tasks.size(), std::move(reader.task_args[i])});
     out.tasks.push_back(t);
@@ -385,7 +385,8 @@ int64_t CommTask::Bytes() const {
   else if (d == "double" || d == "float64" || d == "long" || d == "int64" || d == "uint64" || d == "complexfloat")
     size = 8;
   else if (d == "half" || d == "float16" || d == "bfloat16" || d == "short" || d == "int16" || d == "uint16") size = 2;
-  else if (d == "byte" || d == "char" || d == "bool" || d == "int8" || d == "uint8" || StartsWith(d, "float8")) size = 1;
+  else if (d == "byte" || d == "char" || d == "bool" || d == "int8" || d == "uint8" || StartsWith(d, "float8"))
+    size = 1;
   else if (d == "complexdouble") size = 16;
   if (size < 0 || n > INT64_MAX / size) return -1;
   return n * size;

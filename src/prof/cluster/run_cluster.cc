@@ -37,12 +37,13 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
   auto t0 = std::chrono::steady_clock::now();
   // This process's share: files p, p + P, p + 2P, ...
   std::vector<size_t> mine;
-  for (size_t i = static_cast<size_t>(exchange->process()); i < files->size(); i += static_cast<size_t>(exchange->processes()))
+  for (size_t i = static_cast<size_t>(exchange->process()); i < files->size();
+       i += static_cast<size_t>(exchange->processes()))
     mine.push_back(i);
   std::vector<RankDigest> digests(mine.size());
   {
-    ThreadPool pool(std::max(1, std::min<int>(ctx.jobs > 0 ? ctx.jobs : ThreadPool::DefaultThreads(),
-                                              static_cast<int>(mine.size()))));
+    ThreadPool pool(std::max(
+        1, std::min<int>(ctx.jobs > 0 ? ctx.jobs : ThreadPool::DefaultThreads(), static_cast<int>(mine.size()))));
     pool.ParallelFor(mine.size(), [&](int, size_t k) {
       size_t i = mine[k];
       std::error_code ec;
@@ -51,7 +52,8 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
       int64_t hint = RankFromAscendFolder((*files)[i], options.dir);
       if (hint < 0) hint = RankFromFileName((*files)[i].filename().string());
       if (hint < 0) hint = RankFromFileName(display);
-      digests[k] = DigestRank(i, ReadRankTrace((*files)[i], display, hint, options.include_last_step, communication_kernels));
+      digests[k] =
+          DigestRank(i, ReadRankTrace((*files)[i], display, hint, options.include_last_step, communication_kernels));
     });
   }
   std::vector<RankDigest> all;
@@ -66,7 +68,8 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
     }
     if (!report.root) return report;
   }
-  std::sort(all.begin(), all.end(), [](const RankDigest& a, const RankDigest& b) { return a.file_index < b.file_index; });
+  std::sort(all.begin(), all.end(),
+            [](const RankDigest& a, const RankDigest& b) { return a.file_index < b.file_index; });
   // An empty or broken rank file is skipped with its reason: the other ranks are still analysed.
   std::vector<RankDigest> readable;
   for (auto& d : all) {
@@ -83,8 +86,8 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
   if (readable.empty())
     return all.front().status.code() == ErrorCode::kOk
                ? NotFound(options.dir.string() + ": no readable trace")
-               : Status(all.front().status.code(),
-                        options.dir.string() + ": no rank trace could be read; the first: " + all.front().status.message());
+               : Status(all.front().status.code(), options.dir.string() + ": no rank trace could be read; the first: " +
+                                                       all.front().status.message());
   all = std::move(readable);
 
   // By rank; two files of one rank are an error naming both.
@@ -131,13 +134,16 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
     if (r.rank_source == RankSource::kAssumedZero)
       notes.push_back("no rank in the trace nor in its file name: taken as rank 0");
     if (r.world_size > 0 && r.rank >= r.world_size)
-      notes.push_back("rank " + std::to_string(r.rank) + " is not below the world size " + std::to_string(r.world_size));
+      notes.push_back("rank " + std::to_string(r.rank) + " is not below the world size " +
+                      std::to_string(r.world_size));
     if (r.relative_clock)
-      notes.push_back("legacy profiler trace (torch without Kineto): times count from its own profiler's start, not "
-                      "aligned with the other ranks");
+      notes.push_back(
+          "legacy profiler trace (torch without Kineto): times count from its own profiler's start, not "
+          "aligned with the other ranks");
     if (r.host_with_stream)
-      notes.push_back(std::to_string(r.host_with_stream) +
-                      " host event(s) with a stream field (kernel launchers such as Triton's) not counted as device time");
+      notes.push_back(
+          std::to_string(r.host_with_stream) +
+          " host event(s) with a stream field (kernel launchers such as Triton's) not counted as device time");
     if (!r.has_base_time && !r.relative_clock) notes.push_back("no baseTimeNanoseconds: timestamps taken as absolute");
     if (r.truncated) notes.push_back("truncated trace: the events before the damage were read");
     if (r.world_size > 0 && static_cast<size_t>(r.world_size) != ranks.size())
@@ -176,9 +182,10 @@ Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx) 
   report.seconds_reading = std::chrono::duration<double>(t1 - t0).count();
   report.seconds_analysing = std::chrono::duration<double>(t2 - t1).count();
   ctx.logger.Info("Read " + std::to_string(ranks.size()) + " rank(s) from " + options.dir.string() +
-                  (report.processes > 1 ? " with " + std::to_string(report.processes) + " MPI processes (" +
-                                              std::to_string(report.exchanged_bytes) + " bytes of rank digests gathered)"
-                                        : ""));
+                  (report.processes > 1
+                       ? " with " + std::to_string(report.processes) + " MPI processes (" +
+                             std::to_string(report.exchanged_bytes) + " bytes of rank digests gathered)"
+                       : ""));
   return report;
 }
 

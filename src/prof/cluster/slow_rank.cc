@@ -1,7 +1,7 @@
 // msprof-analyze's slow-rank rule: for each step and each of compute, communication and free
-// time (msprof's Free: neither computing nor communicating), the spread across ranks (max - min) / mean above 0.05 marks the step. The rank to
-// look at is the one with the most compute or free time (it holds the others up), or the least
-// communication time (the others wait for it inside their collectives, so its own wait is short).
+// time (msprof's Free: neither computing nor communicating), the spread across ranks (max - min) / mean above 0.05
+// marks the step. The rank to look at is the one with the most compute or free time (it holds the others up), or the
+// least communication time (the others wait for it inside their collectives, so its own wait is short).
 #include <map>
 
 #include "prof/cluster/cluster.h"
@@ -25,9 +25,7 @@ std::vector<SlowRankCheck> FindSlowRanks(const std::vector<RankBreakdown>& ranks
       double sum = 0;
       bool first = true;
       for (const auto& [rank, split] : per_rank) {
-        int64_t v = c.quantity == "compute" ? split->compute
-                    : least                  ? split->communication
-                                             : split->free();
+        int64_t v = c.quantity == "compute" ? split->compute : least ? split->communication : split->free();
         sum += static_cast<double>(v);
         if (first || v < c.min) {
           c.min = v;

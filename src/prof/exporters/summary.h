@@ -11,7 +11,7 @@
 namespace portkit::prof {
 
 struct SummaryTable {
-  std::string name;                         ///< file stem ("op_statistic")
+  std::string name;  ///< file stem ("op_statistic")
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   /// Per column: whether its cells are numbers (written as JSON numbers); empty: all text.

@@ -32,17 +32,13 @@ struct MarkRow {
 /// A track: (trace, pid, tid).
 struct TrackKey {
   int64_t trace, pid, tid;
-  bool operator<(const TrackKey& o) const {
-    return std::tie(trace, pid, tid) < std::tie(o.trace, o.pid, o.tid);
-  }
+  bool operator<(const TrackKey& o) const { return std::tie(trace, pid, tid) < std::tie(o.trace, o.pid, o.tid); }
 };
 
 /// Where a flow at (trace, pid, tid, ts) binds: the lane of the shortest event starting there.
 struct PointKey {
   int64_t trace, pid, tid, ts;
-  bool operator==(const PointKey& o) const {
-    return trace == o.trace && pid == o.pid && tid == o.tid && ts == o.ts;
-  }
+  bool operator==(const PointKey& o) const { return trace == o.trace && pid == o.pid && tid == o.tid && ts == o.ts; }
 };
 struct PointHash {
   size_t operator()(const PointKey& k) const {
@@ -139,7 +135,7 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
     }
   }
   std::map<int64_t, std::string> trace_names;
-  std::set<int64_t> with_detail;  // traces imported with schema 2 (args and marks kept)
+  std::set<int64_t> with_detail;     // traces imported with schema 2 (args and marks kept)
   std::map<int64_t, int64_t> clock;  // trace → baseTimeNanoseconds (traces that have one)
   {
     auto q = db.Prepare("SELECT id, path, marks, base_ns FROM traces");
@@ -261,9 +257,7 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
     for (int32_t lane = 1; lane < count; ++lane) lane_tid[{track, lane}] = ++next;
     stats->sibling_tracks += static_cast<uint64_t>(count - 1);
   }
-  auto tid_of = [&](const TrackKey& track, int32_t lane) {
-    return lane == 0 ? track.tid : lane_tid.at({track, lane});
-  };
+  auto tid_of = [&](const TrackKey& track, int32_t lane) { return lane == 0 ? track.tid : lane_tid.at({track, lane}); };
 
   std::string out(kTimelineHead);
   // Processes the trace did not name: "TRACE pid N".
@@ -281,8 +275,8 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
     std::string thread = named != thread_names.end() ? named->second : "tid " + std::to_string(track.tid);
     Separator(out);
     out += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(process[{track.trace, track.pid}]) +
-           ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" +
-           Escaped(thread + " (overlap " + std::to_string(where.second) + ")") + "}}";
+           ",\"tid\":" + std::to_string(tid) +
+           ",\"args\":{\"name\":" + Escaped(thread + " (overlap " + std::to_string(where.second) + ")") + "}}";
   }
 
   // The trace's own metadata, counters, instants and flows, with pid and ts changed.

@@ -6,20 +6,20 @@
 #include <array>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <limits>
-#include <unordered_map>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
-#include <cstdlib>
-#include <cstring>
-#include <map>
 #include <set>
+#include <thread>
+#include <unordered_map>
 
-#include "prof/json_stream.h"
 #include "prof/importers/importer.h"
+#include "prof/json_stream.h"
 
 namespace portkit::prof {
 
@@ -77,9 +77,7 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns, bool* out_of_range) {
   return true;
 }
 
-std::string_view::size_type JsonStart(std::string_view head) {
-  return head.find_first_not_of(" \t\r\n");
-}
+std::string_view::size_type JsonStart(std::string_view head) { return head.find_first_not_of(" \t\r\n"); }
 
 bool LooksLikeTraceObject(std::string_view head) {
   auto first = JsonStart(head);
@@ -113,7 +111,8 @@ namespace {
 
 EventKind KindOf(std::string_view cat, std::string_view name, bool legacy) {
   bool step = name.rfind("ProfilerStep#", 0) == 0;
-  if (cat == "cpu_op" || cat == "Operator" || (legacy && cat.empty())) return step ? EventKind::kStep : EventKind::kCpuOp;
+  if (cat == "cpu_op" || cat == "Operator" || (legacy && cat.empty()))
+    return step ? EventKind::kStep : EventKind::kCpuOp;
   if (cat == "user_annotation") return step ? EventKind::kStep : EventKind::kUserAnnotation;
   if (cat == "gpu_user_annotation") return EventKind::kGpuAnnotation;
   if (cat == "kernel" || cat == "Kernel") return EventKind::kKernel;
@@ -290,7 +289,10 @@ class BatchQueue {
 class EventParser {
  public:
   EventParser(BatchQueue& queue, std::string_view format, ImportResult& result)
-      : queue_(queue), legacy_(format == "legacy"), ascend_(format == "ascend_pt"), result_(result),
+      : queue_(queue),
+        legacy_(format == "legacy"),
+        ascend_(format == "ascend_pt"),
+        result_(result),
         batch_(queue.Empty()) {}
 
   /// Hands the last, partly filled batch over.
@@ -322,8 +324,7 @@ class EventParser {
     static_assert(kEventPadding >= simdjson::SIMDJSON_PADDING);
     simdjson::ondemand::document doc;
     simdjson::ondemand::object obj;
-    if (parser_.iterate(text.data(), text.size(), text.size() + kEventPadding).get(doc) ||
-        doc.get_object().get(obj)) {
+    if (parser_.iterate(text.data(), text.size(), text.size() + kEventPadding).get(doc) || doc.get_object().get(obj)) {
       ++result_.skipped;
       return;
     }
@@ -498,10 +499,10 @@ class EventParser {
   ImportResult& result_;
   std::unique_ptr<Batch> batch_;
   std::array<uint64_t, static_cast<size_t>(EventKind::kOther) + 1> per_kind_{};
-  std::map<int64_t, std::string> process_names_;  // pid → process_name metadata
-  std::set<int64_t> unnamed_pids_;                // pids of cat-less events stored before their name
-  std::string meta_name_;                         // args.name of the event in hand
-  std::deque<std::string> texts_;                 // names and categories by key (a deque: views stay valid)
+  std::map<int64_t, std::string> process_names_;        // pid → process_name metadata
+  std::set<int64_t> unnamed_pids_;                      // pids of cat-less events stored before their name
+  std::string meta_name_;                               // args.name of the event in hand
+  std::deque<std::string> texts_;                       // names and categories by key (a deque: views stay valid)
   std::unordered_map<std::string_view, int32_t> keys_;  // text (viewing texts_) → key
   simdjson::ondemand::parser parser_;
   std::string ph_, cat_, name_;
@@ -605,9 +606,8 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
   if (stats.truncated && result.events == 0)
     return ParseError(path + ": corrupt trace, no complete event before the damage (" + stats.stop_reason + ")");
   if (stats.truncated)
-    result.warning = "truncated or corrupt: " + stats.stop_reason + "; kept the " +
-                     std::to_string(result.events) + " events before it (" +
-                     std::to_string(stats.bytes_read) + " bytes read)";
+    result.warning = "truncated or corrupt: " + stats.stop_reason + "; kept the " + std::to_string(result.events) +
+                     " events before it (" + std::to_string(stats.bytes_read) + " bytes read)";
   if (result.invalid) {
     std::string note = std::to_string(result.invalid) +
                        " events left out: a timestamp, duration or id out of range (durations 0 to 1e14 ns, "

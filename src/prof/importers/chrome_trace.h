@@ -16,8 +16,7 @@ namespace portkit::prof {
 /// Imports the trace at `path` as `format` ("kineto", "legacy": CPU ops without a category,
 /// "ascend_pt"). Either the whole trace is stored or, on error, nothing is.
 Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& path, const std::string& display,
-                                         std::string_view format, Store& store,
-                                         const ImportLimits& limits = {});
+                                         std::string_view format, Store& store, const ImportLimits& limits = {});
 
 // Sniff helpers over the first bytes of a file.
 /// `{` with a Kineto top-level key (traceEvents, schemaVersion, deviceProperties).

@@ -20,15 +20,15 @@ namespace portkit::prof {
 
 /// What one import stored.
 struct ImportResult {
-  std::string format;                       ///< kineto, legacy, ascend_pt, ascend_pt kernel_details
-  uint64_t events = 0;                      ///< timed events stored
-  uint64_t marks = 0;                       ///< metadata, counters, instants, flows kept for the timeline
-  uint64_t skipped = 0;                     ///< events not stored (malformed, invalid)
-  uint64_t invalid = 0;                     ///< of which had an out-of-range number (ts, dur, id)
-  uint64_t bytes = 0;                       ///< uncompressed bytes read
+  std::string format;    ///< kineto, legacy, ascend_pt, ascend_pt kernel_details
+  uint64_t events = 0;   ///< timed events stored
+  uint64_t marks = 0;    ///< metadata, counters, instants, flows kept for the timeline
+  uint64_t skipped = 0;  ///< events not stored (malformed, invalid)
+  uint64_t invalid = 0;  ///< of which had an out-of-range number (ts, dur, id)
+  uint64_t bytes = 0;    ///< uncompressed bytes read
   bool truncated = false;
-  std::string warning;                      ///< what was not imported and why
-  std::map<std::string, uint64_t> per_kind; ///< stored events by kind
+  std::string warning;                       ///< what was not imported and why
+  std::map<std::string, uint64_t> per_kind;  ///< stored events by kind
 };
 
 class Importer {
@@ -44,8 +44,8 @@ class Importer {
   /// Imports the file at `path` into `store` as the trace named `display` (its path relative
   /// to the profile folder). Either the whole trace is stored or, on error, nothing is. Memory is
   /// bounded by `limits` whatever the file; going over one is an error naming it.
-  virtual Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                        Store& store, const ImportLimits& limits) const = 0;
+  virtual Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display, Store& store,
+                                        const ImportLimits& limits) const = 0;
 };
 
 /// How many leading bytes Sniff sees.
@@ -59,8 +59,7 @@ std::vector<std::unique_ptr<Importer>> MakeImporters();
 std::string ReadFirstBytes(const std::filesystem::path& path, size_t max_bytes = kSniffBytes);
 
 /// The importer that reads content starting with `first_bytes`, or null.
-const Importer* DetectImporter(const std::vector<std::unique_ptr<Importer>>& importers,
-                               std::string_view first_bytes);
+const Importer* DetectImporter(const std::vector<std::unique_ptr<Importer>>& importers, std::string_view first_bytes);
 
 /// One line listing what the importers read (for "no trace found" messages).
 std::string DescribeImporters(const std::vector<std::unique_ptr<Importer>>& importers);

@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/input_files.h"
 #include "core/csv_reader.h"
+#include "core/input_files.h"
 #include "core/json_writer.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/importers/importer.h"
@@ -42,8 +42,8 @@ std::vector<std::string> HeaderColumns(std::string_view head) {
 /// the file's size (docs/safety.md, Limits); a row is at most limits.max_object_bytes (an
 /// unterminated quote would otherwise make one field of the rest of the file) and a gzip file
 /// expands at most limits.max_expansion times. `*bytes` counts the uncompressed bytes read.
-Status StreamCsv(const std::filesystem::path& path, CsvStreamParser& parser,
-                 const CsvStreamParser::RecordFn& on_record, const ImportLimits& limits, uint64_t* bytes) {
+Status StreamCsv(const std::filesystem::path& path, CsvStreamParser& parser, const CsvStreamParser::RecordFn& on_record,
+                 const ImportLimits& limits, uint64_t* bytes) {
   auto fd = OpenInputFile(path);  // regular files only (docs/safety.md)
   if (!fd.ok()) return fd.status();
   struct stat st_disk {};
@@ -82,8 +82,8 @@ class KernelDetailsImporter final : public Importer {
     return has("Name") && has("Start Time(us)") && has("Duration(us)");
   }
 
-  Expected<ImportResult> Import(const std::filesystem::path& file, const std::string& display,
-                                Store& store, const ImportLimits& limits) const override {
+  Expected<ImportResult> Import(const std::filesystem::path& file, const std::string& display, Store& store,
+                                const ImportLimits& limits) const override {
     const std::string path = file.string();
     ImportResult result;
     result.format = "ascend_pt kernel_details";
@@ -92,8 +92,8 @@ class KernelDetailsImporter final : public Importer {
     long name = -1, type = -1, start = -1, dur = -1, stream = -1, device = -1, block = -1, shapes = -1, types = -1;
     // Columns kept in the event's args (op_summary and op_statistic read them): msprof's op type,
     // the accelerator core (AI_CORE, AI_VECTOR_CORE, AI_CPU, HCCL, ...), formats and outputs.
-    static constexpr const char* kArgColumns[] = {"Type", "Accelerator Core", "Input Formats", "Output Shapes",
-                                                  "Output Data Types", "Output Formats"};
+    static constexpr const char* kArgColumns[] = {"Type",          "Accelerator Core",  "Input Formats",
+                                                  "Output Shapes", "Output Data Types", "Output Formats"};
     std::vector<std::pair<const char*, long>> arg_columns;
     std::string args;
     std::optional<TraceWriter> writer;
@@ -114,8 +114,8 @@ class KernelDetailsImporter final : public Importer {
           return it == header.end() ? -1 : it - header.begin();
         };
         name = col("Name"), type = col("Type"), start = col("Start Time(us)"), dur = col("Duration(us)"),
-        stream = col("Stream ID"), device = col("Device_id"), block = col("Block Dim"),
-        shapes = col("Input Shapes"), types = col("Input Data Types");
+        stream = col("Stream ID"), device = col("Device_id"), block = col("Block Dim"), shapes = col("Input Shapes"),
+        types = col("Input Data Types");
         for (const char* c : kArgColumns)
           if (long at = col(c); at >= 0) arg_columns.emplace_back(c, at);
         if (name < 0 || start < 0 || dur < 0)

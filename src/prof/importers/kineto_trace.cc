@@ -11,8 +11,7 @@ class KinetoTraceImporter final : public Importer {
   std::string_view name() const override { return "kineto"; }
   std::string_view description() const override { return "Kineto JSON (*.json, *.json.gz)"; }
   bool Sniff(std::string_view first_bytes) const override { return LooksLikeTraceObject(first_bytes); }
-  Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                Store& store,
+  Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display, Store& store,
                                 const ImportLimits& limits) const override {
     return ImportChromeTrace(path, display, "kineto", store, limits);
   }

@@ -11,8 +11,7 @@ class LegacyTraceImporter final : public Importer {
   std::string_view name() const override { return "legacy"; }
   std::string_view description() const override { return "legacy torch profiler JSON"; }
   bool Sniff(std::string_view first_bytes) const override { return LooksLikeEventArray(first_bytes); }
-  Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                Store& store,
+  Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display, Store& store,
                                 const ImportLimits& limits) const override {
     return ImportChromeTrace(path, display, "legacy", store, limits);
   }

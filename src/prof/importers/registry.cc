@@ -30,8 +30,7 @@ std::string ReadFirstBytes(const std::filesystem::path& path, size_t max_bytes) 
   return out;
 }
 
-const Importer* DetectImporter(const std::vector<std::unique_ptr<Importer>>& importers,
-                               std::string_view first_bytes) {
+const Importer* DetectImporter(const std::vector<std::unique_ptr<Importer>>& importers, std::string_view first_bytes) {
   if (first_bytes.empty()) return nullptr;
   for (const auto& importer : importers)
     if (importer->Sniff(first_bytes)) return importer.get();

@@ -13,8 +13,7 @@ class TorchNpuTraceImporter final : public Importer {
   bool Sniff(std::string_view first_bytes) const override {
     return LooksLikeEventArray(first_bytes) && HasStringTimestamp(first_bytes);
   }
-  Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display,
-                                Store& store,
+  Expected<ImportResult> Import(const std::filesystem::path& path, const std::string& display, Store& store,
                                 const ImportLimits& limits) const override {
     return ImportChromeTrace(path, display, "ascend_pt", store, limits);
   }

@@ -18,8 +18,8 @@ struct Workload {
   std::vector<std::vector<float>> inputs;  ///< in kernel argument order; an empty one is passed as null
   std::vector<long> dims;                  ///< the kernel's `dims` argument
   size_t output_size = 0;
-  std::vector<double> reference;           ///< computed and kept in double precision (fp64)
-  double rtol = 0, atol = 0;               ///< |out - ref| <= atol + rtol * |ref|
+  std::vector<double> reference;  ///< computed and kept in double precision (fp64)
+  double rtol = 0, atol = 0;      ///< |out - ref| <= atol + rtol * |ref|
 };
 
 /// Tolerance by dtype for a sum of `terms` products of values in [-1, 1), against the fp64

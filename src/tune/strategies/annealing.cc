@@ -14,7 +14,8 @@ namespace {
 class Annealing : public Strategy {
  public:
   explicit Annealing(const StrategyOptions& o)
-      : t0_(OptionOr(o, "t0", 0.2)), cooling_(OptionOr(o, "cooling", 0.93)),
+      : t0_(OptionOr(o, "t0", 0.2)),
+        cooling_(OptionOr(o, "cooling", 0.93)),
         restart_(static_cast<int>(OptionOr(o, "restart", 12))) {}
 
   void Initialise(const SearchSpace& space, const Config& start, uint64_t seed) override {
@@ -84,7 +85,8 @@ class Annealing : public Strategy {
 }  // namespace
 
 StrategyInfo AnnealingInfo() {
-  return {"annealing", "simulated annealing over one-step neighbours, with restarts",
+  return {"annealing",
+          "simulated annealing over one-step neighbours, with restarts",
           {{"t0", 0.2, "start temperature (relative loss accepted with probability 1/e)"},
            {"cooling", 0.93, "temperature factor per evaluation"},
            {"restart", 12, "evaluations without improvement before a random restart"}},

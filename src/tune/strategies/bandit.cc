@@ -78,8 +78,7 @@ class Bandit : public Strategy {
     // Reward: the share of the configurations measured so far that this one beats (dense, in
     // [0, 1]; a rejected one earns 0), so arms are told apart long before one finds a new best.
     auto pos = std::lower_bound(costs_.begin(), costs_.end(), cost);
-    double reward = costs_.empty() ? 1.0
-                                   : static_cast<double>(costs_.end() - pos) / static_cast<double>(costs_.size());
+    double reward = costs_.empty() ? 1.0 : static_cast<double>(costs_.end() - pos) / static_cast<double>(costs_.size());
     arms_[a].strategy->Report(c, cost);
     if (std::isfinite(cost)) arms_[a].reward += reward;
     if (std::isfinite(cost)) costs_.insert(pos, cost);
@@ -97,7 +96,7 @@ class Bandit : public Strategy {
   double exploration_;
   std::vector<Arm> arms_;
   std::map<Config, std::vector<size_t>> owner_;  // arms whose proposal awaits its Report
-  std::vector<double> costs_;  // sorted costs of every valid configuration reported
+  std::vector<double> costs_;                    // sorted costs of every valid configuration reported
   double best_ = 0;
   int pulls_ = 0;
   Config start_;
@@ -106,7 +105,8 @@ class Bandit : public Strategy {
 }  // namespace
 
 StrategyInfo BanditInfo() {
-  return {"bandit", "UCB1 bandit over random, annealing and genetic",
+  return {"bandit",
+          "UCB1 bandit over random, annealing and genetic",
           {{"exploration", 0.7, "UCB1 exploration weight"}},
           [](const StrategyOptions& o) -> std::unique_ptr<Strategy> { return std::make_unique<Bandit>(o); }};
 }

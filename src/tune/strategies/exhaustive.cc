@@ -25,8 +25,10 @@ class Exhaustive : public Strategy {
 }  // namespace
 
 StrategyInfo ExhaustiveInfo() {
-  return {"exhaustive", "every valid configuration, in order", {},
-          [](const StrategyOptions&) -> std::unique_ptr<Strategy> { return std::make_unique<Exhaustive>(); }};
+  return {
+      "exhaustive", "every valid configuration, in order", {}, [](const StrategyOptions&) -> std::unique_ptr<Strategy> {
+        return std::make_unique<Exhaustive>();
+      }};
 }
 
 }  // namespace portkit::tune

@@ -84,7 +84,8 @@ class Genetic : public Strategy {
 }  // namespace
 
 StrategyInfo GeneticInfo() {
-  return {"genetic", "tournament selection, uniform crossover, mutation",
+  return {"genetic",
+          "tournament selection, uniform crossover, mutation",
           {{"population", 8, "configurations kept (and random seeds at the start)"},
            {"mutation", 0.15, "probability that a knob of a child takes a random value"},
            {"tournament", 2, "parents drawn per selection (the fittest wins)"}},

@@ -113,7 +113,7 @@ class Guided : public Strategy {
 
   void Report(const Config& c, double cost) override {
     auto it = index_.find(c);
-    if (it == index_.end()) return;  // outside the space: nothing to learn
+    if (it == index_.end()) return;               // outside the space: nothing to learn
     if (state_[it->second] == kMeasured) return;  // answered again from the tuner's cache
     state_[it->second] = kMeasured;
     if (std::isfinite(cost) && cost > 0) measured_.push_back({std::log(cost), it->second});

@@ -27,8 +27,10 @@ class RandomSearch : public Strategy {
 }  // namespace
 
 StrategyInfo RandomInfo() {
-  return {"random", "uniform sampling without replacement", {},
-          [](const StrategyOptions&) -> std::unique_ptr<Strategy> { return std::make_unique<RandomSearch>(); }};
+  return {
+      "random", "uniform sampling without replacement", {}, [](const StrategyOptions&) -> std::unique_ptr<Strategy> {
+        return std::make_unique<RandomSearch>();
+      }};
 }
 
 }  // namespace portkit::tune

@@ -53,7 +53,9 @@ std::string StrategyHelp() {
     for (const auto& opt : info.options) {
       char def[32];
       std::snprintf(def, sizeof def, "%g", opt.default_value);
-      out += "      " + opt.name + "=" + def + std::string(opt.name.size() + std::strlen(def) < 20 ? 20 - opt.name.size() - std::strlen(def) : 1, ' ') + opt.help + "\n";
+      out += "      " + opt.name + "=" + def +
+             std::string(opt.name.size() + std::strlen(def) < 20 ? 20 - opt.name.size() - std::strlen(def) : 1, ' ') +
+             opt.help + "\n";
     }
   }
   return out;

@@ -18,8 +18,7 @@ TEST(AlignKeys, IdenticalRunsPairOneToOne) {
 
 TEST(AlignKeys, ExtraOperatorsOnEitherSideStayUnmatched) {
   // The target has a cast before mm and lacks the reference's view.
-  EXPECT_EQ(AlignKeys({"cast", "mm", "relu", "sum"}, {"mm", "view", "relu", "sum"}),
-            (Pairs{{1, 0}, {2, 2}, {3, 3}}));
+  EXPECT_EQ(AlignKeys({"cast", "mm", "relu", "sum"}, {"mm", "view", "relu", "sum"}), (Pairs{{1, 0}, {2, 2}, {3, 3}}));
 }
 
 // A transformer-sized run (8000 operators a side): the target has an extra cast first, and the

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "accuracy/api.h"
-#include "test_dump.h"
 #include "core/log.h"
+#include "test_dump.h"
 
 namespace portkit::accuracy {
 namespace {
@@ -18,7 +18,8 @@ const fs::path kFixtures = fs::path(PORTKIT_TEST_DATA_DIR) / ".." / "tests" / "f
 class AccuracyApiTest : public testing::DumpTest {};
 
 const CompareRow* FindRow(const CompareReport& r, const std::string& target_name) {
-  auto it = std::find_if(r.rows.begin(), r.rows.end(), [&](const CompareRow& row) { return row.target.name == target_name; });
+  auto it =
+      std::find_if(r.rows.begin(), r.rows.end(), [&](const CompareRow& row) { return row.target.name == target_name; });
   return it == r.rows.end() ? nullptr : &*it;
 }
 

@@ -59,7 +59,7 @@ TEST_F(CompareExactTest, HugeValuesAreWrittenWithTheirMagnitudeInEveryReport) {
   std::string csv = render::CompareCsv(r);
   EXPECT_NE(csv.find("-3.4028234663852886e+38"), std::string::npos) << csv;
   EXPECT_NE(csv.find("3.0000000054977558e+38"), std::string::npos) << csv;  // 3e38f as a double
-  EXPECT_EQ(csv.find("0000000000000000000"), std::string::npos) << csv;   // no %f expansions
+  EXPECT_EQ(csv.find("0000000000000000000"), std::string::npos) << csv;     // no %f expansions
 }
 
 TEST_F(CompareExactTest, Int64AboveTwoToThe53IsComparedAsIntegers) {
@@ -109,7 +109,8 @@ TEST_F(CompareExactTest, OneElementTensorsAreJudgedByRelativeError) {
 }
 
 TEST_F(CompareExactTest, TypesThatAreNotComparedGetARowSayingWhy) {
-  TestTensor complex{"output.0", "complex64", {4}, {}, "not saved: safetensors has no element type for torch.complex64"};
+  TestTensor complex{
+      "output.0", "complex64", {4}, {}, "not saved: safetensors has no element type for torch.complex64"};
   std::vector<uint8_t> fp8{0x38, 0x40, 0xb8, 0x00};  // 1, 2, -1, 0 in e4m3fn
   std::vector<uint16_t> u16{1, 65535, 3, 4};
   TestTensor f8{"output.0", "F8_E4M3", {4}, fp8, ""}, uu{"output.1", "U16", {4}, testing::Bytes(u16), ""};
@@ -147,7 +148,8 @@ TEST_F(CompareExactTest, StatisticsOnlyDumpsAreJudgedFromTheirStatistics) {
 
 /// Names of `count` operators cycling through a transformer layer's operators.
 std::vector<std::string> LayerKeys(size_t count) {
-  const char* layer[] = {"aten::mm", "aten::add", "aten::gelu", "aten::native_layer_norm", "aten::mul", "aten::_softmax"};
+  const char* layer[] = {"aten::mm",  "aten::add",     "aten::gelu", "aten::native_layer_norm",
+                         "aten::mul", "aten::_softmax"};
   std::vector<std::string> out;
   for (size_t i = 0; i < count; ++i) out.push_back(std::string(layer[i % 6]) + "|forward");
   return out;
@@ -234,10 +236,11 @@ TEST_F(CompareExactTest, UnmatchedOperatorsAreListedWhereTheyRan) {
   auto r = Compare({op("aten::a"), op("aten::b"), op("aten::y"), op("aten::c")},
                    {op("aten::a"), op("aten::x"), op("aten::b"), op("aten::c")});
   std::vector<std::string> order;
-  for (const auto& row : r.rows) order.push_back(row.target.name.empty() ? "ref:" + row.reference.name : row.target.name);
-  EXPECT_EQ(order, (std::vector<std::string>{"aten::a.forward.0.output.0", "aten::x.forward.1.*",
-                                             "aten::b.forward.2.output.0", "ref:aten::y.forward.2.*",
-                                             "aten::c.forward.3.output.0"}));
+  for (const auto& row : r.rows)
+    order.push_back(row.target.name.empty() ? "ref:" + row.reference.name : row.target.name);
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"aten::a.forward.0.output.0", "aten::x.forward.1.*", "aten::b.forward.2.output.0",
+                                      "ref:aten::y.forward.2.*", "aten::c.forward.3.output.0"}));
 }
 
 TEST_F(CompareExactTest, AShapeChangeIsOneRowNamingBothShapes) {
@@ -251,8 +254,9 @@ TEST_F(CompareExactTest, AShapeChangeIsOneRowNamingBothShapes) {
   ASSERT_EQ(r.shape_changes.size(), 1u);
   EXPECT_TRUE(r.unmatched_target_ops.empty() && r.unmatched_reference_ops.empty());
   auto lines = render::CompareConclusion(r);
-  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
-                          [](const std::string& l) { return l.find("changed their output shapes") != std::string::npos; }));
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("changed their output shapes") != std::string::npos;
+  }));
 }
 
 TEST_F(CompareExactTest, TheConsoleNeverSaysNoDivergenceWhileRowsAreNo) {
@@ -338,8 +342,8 @@ TEST_F(CompareExactTest, RowsOfSeparatedMatchesAndReplaysAreInExecutionOrder) {
   for (int i = 0; i < 300; ++i) ref.push_back({"aten::only_ref", "forward", {F32("output.0", {1})}});
   ref.push_back({"aten::mul", "forward", {F32("input.0", {1, 2}), F32("output.0", {2, 4})}});
   for (int i = 0; i < 200; ++i) tgt.push_back({"aten::only_tgt", "forward", {F32("output.0", {1})}});
-  TestOp mul{"aten::mul", "forward", {F32("input.0", {1, 2}), F32("output.0", {2, 4.5f}),
-                                      F32("replay.output.0", {2, 4.5f})}};
+  TestOp mul{
+      "aten::mul", "forward", {F32("input.0", {1, 2}), F32("output.0", {2, 4.5f}), F32("replay.output.0", {2, 4.5f})}};
   mul.replay = "{\"status\": \"ok\", \"reference_index\": 300}";
   tgt.push_back(mul);
   auto report = Compare(ref, tgt);
@@ -368,7 +372,8 @@ TEST_F(CompareExactTest, SpilledRowsRenderAsRowsKeptInMemory) {
   for (int i = 0; i < 6000; ++i) {
     const char* name = i % 3 == 0 ? "aten::mm" : i % 3 == 1 ? "aten::add" : "aten::relu";
     const float x = static_cast<float>(i % 17) + 0.5f;
-    TestOp op{name, "forward",
+    TestOp op{name,
+              "forward",
               {F32("input.0", {x, 2 * x, 3 * x, 4 * x}), F32("input.1", {1, 2, 3, 4}),
                F32("output.0", {x, x + 1, x + 2, x + 3})},
               i % 500 != 0};  // tensor data every 500th operator, statistics only otherwise
@@ -403,13 +408,15 @@ TEST_F(CompareExactTest, SpilledRowsRenderAsRowsKeptInMemory) {
   EXPECT_EQ(render::CompareHtml(*spilled), render::CompareHtml(*kept));
   EXPECT_EQ(render::CompareConclusion(*spilled), render::CompareConclusion(*kept));
   size_t n = 0;
-  ASSERT_TRUE(spilled->ForEachRow([&](const CompareRow& r) {
-    const CompareRow& k = kept->rows[n++];
-    EXPECT_EQ(r.target.name, k.target.name);
-    EXPECT_EQ(r.reference.stats.has_value(), k.reference.stats.has_value());
-    EXPECT_EQ(r.metrics.count("Cosine"), k.metrics.count("Cosine"));
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(spilled
+                  ->ForEachRow([&](const CompareRow& r) {
+                    const CompareRow& k = kept->rows[n++];
+                    EXPECT_EQ(r.target.name, k.target.name);
+                    EXPECT_EQ(r.reference.stats.has_value(), k.reference.stats.has_value());
+                    EXPECT_EQ(r.metrics.count("Cosine"), k.metrics.count("Cosine"));
+                    return Status::Ok();
+                  })
+                  .ok());
   EXPECT_EQ(n, 18001u);
   EXPECT_EQ(std::distance(fs::directory_iterator(tmp_), fs::directory_iterator()), 2);  // ref and tgt only
 

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "accuracy/hdf5_dump.h"
-#include "core/subprocess.h"
 #include "accuracy/hdf5_types.h"
+#include "core/subprocess.h"
 
 namespace portkit::accuracy {
 namespace {
@@ -134,8 +134,8 @@ class Hdf5FileTest : public ::testing::Test {
       std::vector<hsize_t> chunk(dims.size(), 2);
       H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
     }
-    hid_t space = dims.empty() ? H5Screate(H5S_SCALAR)
-                               : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    hid_t space =
+        dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
     hid_t ds = H5Dcreate2(file, path, file_type, space, lcpl, dcpl, H5P_DEFAULT);
     ASSERT_GE(ds, 0) << path;
     ASSERT_GE(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0) << path;

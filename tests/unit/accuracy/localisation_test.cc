@@ -126,11 +126,15 @@ TEST_F(LocalisationTest, IndicesAndNumericallyZeroOutputsAreNotCulprits) {
   std::vector<float> g = Noise(64, 3), a = Noise(64, 5);
   // max_pool's indices differ on a tie; a bias gradient that cancels to ~1e-9 noise differs in
   // sign. Neither is the operator's own error.
-  TestOp pool_r{"aten::max_pool2d_with_indices", "forward", {F32("input.0", a), F32("output.0", {1, 2}), I64("output.1", {0, 5})}};
+  TestOp pool_r{"aten::max_pool2d_with_indices",
+                "forward",
+                {F32("input.0", a), F32("output.0", {1, 2}), I64("output.1", {0, 5})}};
   TestOp pool_t = pool_r;
   pool_t.tensors[2] = I64("output.1", {1, 5});
-  TestOp conv_r{"aten::convolution_backward", "backward",
-                {F32("input.0", g), F32("input.1", a), F32("output.0", {0.5f, -0.25f, 1}), F32("output.2", {1e-9f, -2e-9f, 3e-9f})}};
+  TestOp conv_r{"aten::convolution_backward",
+                "backward",
+                {F32("input.0", g), F32("input.1", a), F32("output.0", {0.5f, -0.25f, 1}),
+                 F32("output.2", {1e-9f, -2e-9f, 3e-9f})}};
   TestOp conv_t = conv_r;
   conv_t.tensors[3] = F32("output.2", {-2e-9f, 1e-9f, 0.5e-9f});
   auto r = Compare({pool_r, conv_r}, {pool_t, conv_t});
@@ -170,8 +174,8 @@ TEST_F(LocalisationTest, OverflowNamesTheOriginNotTheMask) {
   auto mask = RunOverflow({tmp_ / "mask"}, ctx_);
   ASSERT_TRUE(mask.ok());
   EXPECT_FALSE(mask->origin.has_value());
-  ASSERT_EQ(mask->overflowing.size(), 3u);  // full, triu, masked_fill: listed...
-  EXPECT_TRUE(mask->overflowing[1].mask);   // ...triu passes the mask along
+  ASSERT_EQ(mask->overflowing.size(), 3u);    // full, triu, masked_fill: listed...
+  EXPECT_TRUE(mask->overflowing[1].mask);     // ...triu passes the mask along
   EXPECT_FALSE(mask->HasComputedOverflow());  // ...and the --fail-on-overflow gate stays quiet
   std::string text = render::OverflowText(*r);
   EXPECT_NE(text.find("Origin of the first inf/nan: aten::sum #5"), std::string::npos) << text;

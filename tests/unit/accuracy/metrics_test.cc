@@ -90,8 +90,8 @@ TEST(Metrics, KlDivergenceOverManyMagnitudes) {
 
 TEST(Metrics, UlpErrorOverManyElementsMatchesFrexp) {
   // Long enough for the vectorised path; zeros, denormal-range and large references included.
-  for (auto [t, mant, floor_exp] : {std::tuple{DType::kF32, 23, -149}, std::tuple{DType::kF16, 10, -24},
-                                    std::tuple{DType::kBF16, 7, -133}}) {
+  for (auto [t, mant, floor_exp] :
+       {std::tuple{DType::kF32, 23, -149}, std::tuple{DType::kF16, 10, -24}, std::tuple{DType::kBF16, 7, -133}}) {
     std::vector<double> n, b;
     double expected = 0;
     for (int i = 0; i < 1001; ++i) {
@@ -262,13 +262,15 @@ TEST(Safetensors, ReadsTensorsAndMetadata) {
 
 TEST(Safetensors, LyingOrTruncatedFilesAreErrorsNamingTheTensor) {
   std::string data(8, '\0');
-  std::string lies = WriteTemp("portkit_lie.safetensors",
-                               Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", data));
+  std::string lies =
+      WriteTemp("portkit_lie.safetensors",
+                Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", data));
   auto a = SafetensorsFile::Open(lies);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().message(), lies + ": 'x': data_offsets [0, 16] outside the 8 data bytes (truncated file?)");
-  std::string size = WriteTemp("portkit_size.safetensors",
-                               Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", data));
+  std::string size =
+      WriteTemp("portkit_size.safetensors",
+                Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", data));
   auto b = SafetensorsFile::Open(size);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().message(), size + ": 'x': 8 bytes for 3 elements of F32");
@@ -279,7 +281,8 @@ TEST(Safetensors, LyingOrTruncatedFilesAreErrorsNamingTheTensor) {
   // A shape whose byte count wraps around 2^64 (2^62 × 4 bytes ≡ 0) is not taken for 0 bytes.
   std::string wrap = WriteTemp("portkit_wrap.safetensors",
                                Safetensors("{\"x\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904], "
-                                           "\"data_offsets\": [0, 0]}}", data));
+                                           "\"data_offsets\": [0, 0]}}",
+                                           data));
   auto d = SafetensorsFile::Open(wrap);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), wrap + ": 'x': 0 bytes for 4611686018427387904 elements of F32");

@@ -18,8 +18,8 @@ namespace portkit::accuracy {
 namespace {
 namespace fs = std::filesystem;
 
-std::string Tensor(const std::string& dtype, const std::string& shape, double max, double min, double mean,
-                   double norm, const std::string& extra = "") {
+std::string Tensor(const std::string& dtype, const std::string& shape, double max, double min, double mean, double norm,
+                   const std::string& extra = "") {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 R"({"type": "torch.Tensor", "dtype": "%s", "shape": %s, "Max": %.17g, "Min": %.17g, "Mean": %.17g, )"
@@ -35,13 +35,25 @@ std::string DumpJson(const std::string& task, double skew, const std::string& ex
   std::string lin = Tensor("torch.float32", "[4, 16]", 3.0, -3.0, 0.02, 9.0, extra);
   std::string relu = Tensor("torch.float32", "[4, 16]", 3.0 + skew, 0.0, 0.7 + skew, 6.0 + skew, extra);
   std::string soft = Tensor("torch.float32", "[4, 16]", 0.4 + skew / 10, 0.01, 0.0625, 0.6, extra);
-  return R"({"task": ")" + task + R"(", "level": "L1", "framework": "pytorch", "dump_data_dir": null, "data": {)"
-         R"("Functional.linear.0.forward": {"input_args": [)" + in + R"(, {"type": "int", "value": 3}], )"
-         R"("input_kwargs": {"bias": null}, "output": [)" + lin + R"(]}, )"
-         R"("Functional.relu.0.forward": {"input_args": [)" + lin + R"(], "input_kwargs": {}, "output": [)" + relu + R"(]}, )"
-         R"("Tensor.softmax.0.forward": {"input_args": [)" + relu + R"(], "input_kwargs": {"dim": {"type": "int", "value": -1}}, )"
-         R"("output": [)" + soft + R"(]}, )"
-         R"("Functional.linear.0.backward": {"input": [)" + lin + R"(], "output": [)" + in + R"(, null]}}})";
+  return R"({"task": ")" + task +
+         R"(", "level": "L1", "framework": "pytorch", "dump_data_dir": null, "data": {)"
+         R"("Functional.linear.0.forward": {"input_args": [)" +
+         in +
+         R"(, {"type": "int", "value": 3}], )"
+         R"("input_kwargs": {"bias": null}, "output": [)" +
+         lin +
+         R"(]}, )"
+         R"("Functional.relu.0.forward": {"input_args": [)" +
+         lin + R"(], "input_kwargs": {}, "output": [)" + relu +
+         R"(]}, )"
+         R"("Tensor.softmax.0.forward": {"input_args": [)" +
+         relu +
+         R"(], "input_kwargs": {"dim": {"type": "int", "value": -1}}, )"
+         R"("output": [)" +
+         soft +
+         R"(]}, )"
+         R"("Functional.linear.0.backward": {"input": [)" +
+         lin + R"(], "output": [)" + in + R"(, null]}}})";
 }
 
 class MsprobeDump : public ::testing::Test {
@@ -109,8 +121,9 @@ TEST_F(MsprobeDump, Md5ModeChecksumsAndTensorModeWithoutDataFilesIsComparedBySta
   fs::path dir = Write("tensor", DumpJson("tensor", 0, R"(, "data_name": "Functional.linear.0.forward.input.0.pt")"));
   auto tensor = Dump::Load(dir);
   ASSERT_TRUE(tensor.ok());
-  EXPECT_EQ(tensor->warning, (dir / "dump.json").string() + ": msprobe tensor mode without a dump_tensor_data/ folder "
-                                                             "beside it: compared by the statistics in dump.json");
+  EXPECT_EQ(tensor->warning, (dir / "dump.json").string() +
+                                 ": msprobe tensor mode without a dump_tensor_data/ folder "
+                                 "beside it: compared by the statistics in dump.json");
   EXPECT_TRUE(tensor->ops[0].file.empty());
   // With the folder, each operator's tensors are read from their files.
   fs::create_directories(dir / "dump_tensor_data");
@@ -136,8 +149,10 @@ void WriteNpy(const fs::path& file, const std::vector<float>& values) {
 
 TEST_F(MsprobeDump, TensorModeIsComparedFromItsDataFilesAndAMissingOneIsAReadError) {
   const std::string json = R"({"task": "tensor", "level": "L1", "framework": "pytorch", "data": {)"
-      R"("Functional.relu.0.forward": {"input_args": [)" + Tensor("torch.float32", "[4]", 2, -2, 0, 3, R"(, "data_name": "in.npy")") +
-      R"(], "input_kwargs": {}, "output": [)" + Tensor("torch.float32", "[4]", 2, 0, 1, 3, R"(, "data_name": "out.npy")") + R"(]}}})";
+                           R"("Functional.relu.0.forward": {"input_args": [)" +
+                           Tensor("torch.float32", "[4]", 2, -2, 0, 3, R"(, "data_name": "in.npy")") +
+                           R"(], "input_kwargs": {}, "output": [)" +
+                           Tensor("torch.float32", "[4]", 2, 0, 1, 3, R"(, "data_name": "out.npy")") + R"(]}}})";
   fs::path ref = Write("ref", json), tgt = Write("tgt", json);
   for (const fs::path& d : {ref, tgt}) fs::create_directories(d / "dump_tensor_data");
   WriteNpy(ref / "dump_tensor_data" / "in.npy", {-2, -1, 1, 2});
@@ -171,8 +186,10 @@ TEST_F(MsprobeDump, TensorModeIsComparedFromItsDataFilesAndAMissingOneIsAReadErr
 
 TEST_F(MsprobeDump, ADataFileContradictingDumpJsonsDtypeIsNamedNotASilentNA) {
   const std::string json = R"({"task": "tensor", "level": "L1", "framework": "pytorch", "data": {)"
-      R"("Functional.relu.0.forward": {"input_args": [)" + Tensor("torch.float32", "[4]", 2, -2, 0, 3, R"(, "data_name": "in.npy")") +
-      R"(], "input_kwargs": {}, "output": [)" + Tensor("torch.float32", "[4]", 2, 0, 1, 3, R"(, "data_name": "out.npy")") + R"(]}}})";
+                           R"("Functional.relu.0.forward": {"input_args": [)" +
+                           Tensor("torch.float32", "[4]", 2, -2, 0, 3, R"(, "data_name": "in.npy")") +
+                           R"(], "input_kwargs": {}, "output": [)" +
+                           Tensor("torch.float32", "[4]", 2, 0, 1, 3, R"(, "data_name": "out.npy")") + R"(]}}})";
   fs::path ref = Write("ref", json), tgt = Write("tgt", json);
   for (const fs::path& d : {ref, tgt}) fs::create_directories(d / "dump_tensor_data");
   WriteNpy(ref / "dump_tensor_data" / "in.npy", {-2, -1, 1, 2});
@@ -190,8 +207,8 @@ TEST_F(MsprobeDump, ADataFileContradictingDumpJsonsDtypeIsNamedNotASilentNA) {
   auto report = RunCompare(o, ctx_);
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_EQ(report->rows.size(), 2u);
-  const std::string note = (tgt / "dump_tensor_data" / "in.npy").string() +
-                           ": holds descr '<c8' data, dump.json says F32; not compared";
+  const std::string note =
+      (tgt / "dump_tensor_data" / "in.npy").string() + ": holds descr '<c8' data, dump.json says F32; not compared";
   EXPECT_EQ(report->rows[0].verdict, Verdict::kNotApplicable);
   EXPECT_EQ(report->rows[0].message, note);
   ASSERT_EQ(report->warnings.size(), 1u);
@@ -206,8 +223,9 @@ TEST_F(MsprobeDump, AnEmptyDumpIsAnErrorOnEitherSide) {
   auto r = RunCompare(o, ctx_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kParse);
-  EXPECT_EQ(r.status().message(), o.target.string() + ": the target dump has no operators (dump.json's \"data\" "
-                                                       "holds no API or module call); nothing to compare");
+  EXPECT_EQ(r.status().message(), o.target.string() +
+                                      ": the target dump has no operators (dump.json's \"data\" "
+                                      "holds no API or module call); nothing to compare");
   std::swap(o.reference, o.target);
   auto r2 = RunCompare(o, ctx_);
   ASSERT_FALSE(r2.ok());
@@ -219,9 +237,10 @@ TEST_F(MsprobeDump, DumpJsonIsReadAsAStreamOneCallAtATime) {
   // name written with an escape, entries that are no call, a value that is no object.
   fs::path d = Write("order", R"({"level": "L1", "dump_data_dir": {"x": ["]", "}", "\"{"]}, "data": {)"
                               R"("Functional.re\u006cu.0.forward": {"output": [)" +
-                              Tensor("torch.float32", "[2]", 1, 0, 0.5, 1) +
-                              R"(]}, "odd name": {}, "Tensor.add.0.forward": 3, "Tensor.mul.0.forward": {}}, )"
-                              R"("task": "statistics"}  )" "\n");
+                                  Tensor("torch.float32", "[2]", 1, 0, 0.5, 1) +
+                                  R"(]}, "odd name": {}, "Tensor.add.0.forward": 3, "Tensor.mul.0.forward": {}}, )"
+                                  R"("task": "statistics"}  )"
+                                  "\n");
   auto dump = LoadMsprobeDump(d);
   ASSERT_TRUE(dump.ok()) << dump.status().message();
   ASSERT_EQ(dump->ops.size(), 2u);
@@ -229,7 +248,8 @@ TEST_F(MsprobeDump, DumpJsonIsReadAsAStreamOneCallAtATime) {
   EXPECT_EQ(dump->ops[0].tensors.size(), 1u);
   EXPECT_EQ(dump->ops[1].call, "Tensor.mul.0.forward");
   EXPECT_EQ(dump->ops[1].index, 2);  // the call that was no object still took its index
-  EXPECT_EQ(dump->warning, (d / "dump.json").string() + ": 1 entries with no API.N.phase name skipped (first: odd name)");
+  EXPECT_EQ(dump->warning,
+            (d / "dump.json").string() + ": 1 entries with no API.N.phase name skipped (first: odd name)");
   const std::string file = (Write("x", "{}") / "dump.json").string();
   auto error = [&](const std::string& json, uint64_t cap = kDefaultMaxCallBytes) {
     auto r = LoadMsprobeDump(Write("x", json), cap);
@@ -241,14 +261,18 @@ TEST_F(MsprobeDump, DumpJsonIsReadAsAStreamOneCallAtATime) {
             file + ": not valid JSON: text after the end of the document at byte 44");
   EXPECT_EQ(error(R"({"data": {"Functional.relu.0.forward": {"a": [}]}}})"),
             file + ": not valid JSON: a stray '}' at byte 46");
-  EXPECT_EQ(error(R"({"data": {"Functional.relu.0.forward": {"a": tru}}})").find(file + ": not valid JSON: the call at byte 10 ("), 0u);
+  EXPECT_EQ(error(R"({"data": {"Functional.relu.0.forward": {"a": tru}}})")
+                .find(file + ": not valid JSON: the call at byte 10 ("),
+            0u);
   EXPECT_EQ(error(R"({"data": []})"), file + ": no \"data\" object; not an msprobe dump.json");
   EXPECT_EQ(error(R"([1, 2])"), file + ": not valid JSON: not an object; not an msprobe dump.json");
   EXPECT_EQ(error(R"({"data": {}})"), "(loaded)");
   // One call over the cap: over the limit, naming the flag; the default reads it.
-  const std::string big = R"({"data": {"Functional.relu.0.forward": {"input_args": [)" + std::string(3000, ' ') + "]}}}";
-  EXPECT_EQ(error(big, 1024), file + ": over the limit: the call at byte 10 is larger than 1024 bytes of JSON; not read. "
-                                     "--max-call-mb raises the limit");
+  const std::string big =
+      R"({"data": {"Functional.relu.0.forward": {"input_args": [)" + std::string(3000, ' ') + "]}}}";
+  EXPECT_EQ(error(big, 1024), file +
+                                  ": over the limit: the call at byte 10 is larger than 1024 bytes of JSON; not read. "
+                                  "--max-call-mb raises the limit");
   EXPECT_EQ(error(big), "(loaded)");
 }
 

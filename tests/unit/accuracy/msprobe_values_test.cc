@@ -34,7 +34,8 @@ TEST_F(MsprobeValues, NonTensorArgumentsAndNoneResultsAreKeptInCallOrder) {
                         R"("Mean": 2.0, "Norm": 3.1622776601683795, "requires_grad": false})";
   Write("dump.json", R"({"task": "statistics", "data": {"Tensor.pow.0.forward": {"input_args": [)" + t +
                          R"(, {"type": "int", "value": 2}, {"type": "float", "value": 1e-05}], "input_kwargs": )"
-                         R"({"inplace": {"type": "bool", "value": false}}, "output": [)" + t + R"(, null]}}})");
+                         R"({"inplace": {"type": "bool", "value": false}}, "output": [)" +
+                         t + R"(, null]}}})");
   auto dump = LoadMsprobeDump(dir_);
   ASSERT_TRUE(dump.ok()) << dump.status().message();
   ASSERT_EQ(dump->ops.size(), 1u);
@@ -56,12 +57,14 @@ TEST_F(MsprobeValues, NonTensorArgumentsAndNoneResultsAreKeptInCallOrder) {
 }
 
 TEST_F(MsprobeValues, StackJsonOfBothLayouts) {
-  Write("stack.json", R"json({"0": [["Functional.linear.0.forward", "Functional.linear.1.forward"], )json"
-                      R"json(["File a.py, line 1, in f, \n y = g(x)"]], "Tensor.add.0.forward": ["File b.py, line 2"]})json");
+  Write("stack.json",
+        R"json({"0": [["Functional.linear.0.forward", "Functional.linear.1.forward"], )json"
+        R"json(["File a.py, line 1, in f, \n y = g(x)"]], "Tensor.add.0.forward": ["File b.py, line 2"]})json");
   auto stacks = LoadMsprobeStacks(dir_);
   ASSERT_TRUE(stacks.ok()) << stacks.status().message();
   ASSERT_EQ(stacks->size(), 3u);
-  EXPECT_EQ(stacks->at("Functional.linear.1.forward"), std::vector<std::string>{"File a.py, line 1, in f, \n y = g(x)"});
+  EXPECT_EQ(stacks->at("Functional.linear.1.forward"),
+            std::vector<std::string>{"File a.py, line 1, in f, \n y = g(x)"});
   EXPECT_EQ(stacks->at("Tensor.add.0.forward"), std::vector<std::string>{"File b.py, line 2"});
   Write("stack.json", "{\"0\": [");
   auto broken = LoadMsprobeStacks(dir_);

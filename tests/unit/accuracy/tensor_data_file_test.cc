@@ -43,10 +43,12 @@ std::string Zip(const std::vector<Entry>& entries, bool zip64 = false) {
     Put(dir, 0x02014b50, 4), Put(dir, 20, 2), Put(dir, 20, 2), Put(dir, 0, 2), Put(dir, e.method, 2), Put(dir, 0, 4);
     Put(dir, 0, 4);  // crc
     Put(dir, zip64 ? 0xFFFFFFFF : e.data.size(), 4), Put(dir, zip64 ? 0xFFFFFFFF : e.data.size(), 4);
-    Put(dir, e.name.size(), 2), Put(dir, zip64 ? 28 : 0, 2), Put(dir, 0, 2), Put(dir, 0, 2), Put(dir, 0, 2), Put(dir, 0, 4);
+    Put(dir, e.name.size(), 2), Put(dir, zip64 ? 28 : 0, 2), Put(dir, 0, 2), Put(dir, 0, 2), Put(dir, 0, 2),
+        Put(dir, 0, 4);
     Put(dir, zip64 ? 0xFFFFFFFF : local, 4);
     dir += e.name;
-    if (zip64) Put(dir, 1, 2), Put(dir, 24, 2), Put(dir, e.data.size(), 8), Put(dir, e.data.size(), 8), Put(dir, local, 8);
+    if (zip64)
+      Put(dir, 1, 2), Put(dir, 24, 2), Put(dir, e.data.size(), 8), Put(dir, e.data.size(), 8), Put(dir, local, 8);
   }
   const uint64_t dir_at = out.size();
   out += dir;
@@ -88,9 +90,10 @@ std::string Ints(const std::vector<int64_t>& v) {
 std::string TensorPickle(const std::string& type, int64_t numel, int64_t offset, const std::vector<int64_t>& shape,
                          const std::vector<int64_t>& strides) {
   return std::string("\x80\x02") + "ctorch._utils\n_rebuild_tensor_v2\n" + std::string("q\0((", 4) + Str("storage") +
-         "ctorch\n" + type +
-         "\n" + Str("0") + Str("cpu") + Int(numel) + "tQ" + Int(offset) + Ints(shape) + Ints(strides) +
-         "\x89" "ccollections\nOrderedDict\n)Rq\x01tRq\x02.";
+         "ctorch\n" + type + "\n" + Str("0") + Str("cpu") + Int(numel) + "tQ" + Int(offset) + Ints(shape) +
+         Ints(strides) +
+         "\x89"
+         "ccollections\nOrderedDict\n)Rq\x01tRq\x02.";
 }
 
 template <typename T>
@@ -99,7 +102,9 @@ std::string Bytes(const std::vector<T>& v) {
 }
 
 std::string TorchFile(const std::string& pickle, const std::string& storage, bool zip64 = false) {
-  return Zip({{"archive/data.pkl", pickle}, {"archive/byteorder", "little"}, {"archive/data/0", storage},
+  return Zip({{"archive/data.pkl", pickle},
+              {"archive/byteorder", "little"},
+              {"archive/data/0", storage},
               {"archive/version", "3\n"}},
              zip64);
 }
@@ -147,12 +152,14 @@ TEST_F(TensorDataFileTest, ContiguousFloatTensorIsReadInPlace) {
 TEST_F(TensorDataFileTest, OffsetViewAndTransposedViewKeepTheWholeStorage) {
   std::vector<double> storage = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   // x[2:5] of a 12-element storage: contiguous from element 2.
-  auto slice = TensorDataFile::Open(Write("s.pt", TorchFile(TensorPickle("DoubleStorage", 12, 2, {3}, {1}), Bytes(storage))));
+  auto slice =
+      TensorDataFile::Open(Write("s.pt", TorchFile(TensorPickle("DoubleStorage", 12, 2, {3}, {1}), Bytes(storage))));
   ASSERT_TRUE(slice.ok()) << slice.status().message();
   EXPECT_EQ(Read(*slice, *slice->Find(""), 0, 3), (std::vector<double>{2, 3, 4}));
   // arange(12).reshape(3, 4).t()[1:]: shape (3, 3), strides (1, 4), offset 1; gathered in C order,
   // from any element on (pieces that cross rows).
-  auto view = TensorDataFile::Open(Write("v.pt", TorchFile(TensorPickle("DoubleStorage", 12, 1, {3, 3}, {1, 4}), Bytes(storage))));
+  auto view = TensorDataFile::Open(
+      Write("v.pt", TorchFile(TensorPickle("DoubleStorage", 12, 1, {3, 3}, {1, 4}), Bytes(storage))));
   ASSERT_TRUE(view.ok()) << view.status().message();
   const TensorInfo& t = *view->Find("");
   EXPECT_EQ(t.strides, (std::vector<int64_t>{1, 4}));
@@ -161,7 +168,8 @@ TEST_F(TensorDataFileTest, OffsetViewAndTransposedViewKeepTheWholeStorage) {
   // Every other element of a 3-d view: x[::2, :, ::2] of shape (2, 2, 3) in a 4x2x6 storage.
   std::vector<double> big(48);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i);
-  auto strided = TensorDataFile::Open(Write("w.pt", TorchFile(TensorPickle("DoubleStorage", 48, 0, {2, 2, 3}, {24, 6, 2}), Bytes(big))));
+  auto strided = TensorDataFile::Open(
+      Write("w.pt", TorchFile(TensorPickle("DoubleStorage", 48, 0, {2, 2, 3}, {24, 6, 2}), Bytes(big))));
   ASSERT_TRUE(strided.ok()) << strided.status().message();
   EXPECT_EQ(Read(*strided, *strided->Find(""), 0, 12),
             (std::vector<double>{0, 2, 4, 6, 8, 10, 24, 26, 28, 30, 32, 34}));
@@ -169,24 +177,29 @@ TEST_F(TensorDataFileTest, OffsetViewAndTransposedViewKeepTheWholeStorage) {
 }
 
 TEST_F(TensorDataFileTest, ScalarBf16Int64BoolAndUnsupportedTypes) {
-  auto scalar = TensorDataFile::Open(Write("0d.pt", TorchFile(TensorPickle("FloatStorage", 1, 0, {}, {}), Bytes(std::vector<float>{2.5f}))));
+  auto scalar = TensorDataFile::Open(
+      Write("0d.pt", TorchFile(TensorPickle("FloatStorage", 1, 0, {}, {}), Bytes(std::vector<float>{2.5f}))));
   ASSERT_TRUE(scalar.ok()) << scalar.status().message();
   EXPECT_TRUE(scalar->Find("")->shape.empty());
   EXPECT_EQ(scalar->Find("")->numel(), 1u);
   EXPECT_EQ(Read(*scalar, *scalar->Find(""), 0, 1), (std::vector<double>{2.5}));
   // bf16 1.0 and -2.0.
-  auto bf16 = TensorDataFile::Open(Write("b.pt", TorchFile(TensorPickle("BFloat16Storage", 2, 0, {2}, {1}), Bytes(std::vector<uint16_t>{0x3F80, 0xC000}))));
+  auto bf16 = TensorDataFile::Open(Write("b.pt", TorchFile(TensorPickle("BFloat16Storage", 2, 0, {2}, {1}),
+                                                           Bytes(std::vector<uint16_t>{0x3F80, 0xC000}))));
   ASSERT_TRUE(bf16.ok()) << bf16.status().message();
   EXPECT_EQ(bf16->Find("")->dtype, DType::kBF16);
   EXPECT_EQ(Read(*bf16, *bf16->Find(""), 0, 2), (std::vector<double>{1, -2}));
-  auto i64 = TensorDataFile::Open(Write("i.pt", TorchFile(TensorPickle("LongStorage", 2, 0, {2}, {1}), Bytes(std::vector<int64_t>{-7, 1LL << 40}))));
+  auto i64 = TensorDataFile::Open(Write(
+      "i.pt", TorchFile(TensorPickle("LongStorage", 2, 0, {2}, {1}), Bytes(std::vector<int64_t>{-7, 1LL << 40}))));
   ASSERT_TRUE(i64.ok()) << i64.status().message();
   EXPECT_EQ(Read(*i64, *i64->Find(""), 0, 2), (std::vector<double>{-7, 1099511627776.0}));
-  auto b = TensorDataFile::Open(Write("bool.pt", TorchFile(TensorPickle("BoolStorage", 3, 0, {3}, {1}), std::string("\x01\x00\x01", 3))));
+  auto b = TensorDataFile::Open(
+      Write("bool.pt", TorchFile(TensorPickle("BoolStorage", 3, 0, {3}, {1}), std::string("\x01\x00\x01", 3))));
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->Find("")->dtype, DType::kBool);
   // A complex tensor opens, with no element type to compare (compare writes "not compared").
-  auto c = TensorDataFile::Open(Write("c.pt", TorchFile(TensorPickle("ComplexFloatStorage", 2, 0, {2}, {1}), std::string(16, '\0'))));
+  auto c = TensorDataFile::Open(
+      Write("c.pt", TorchFile(TensorPickle("ComplexFloatStorage", 2, 0, {2}, {1}), std::string(16, '\0'))));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->Find("")->dtype, DType::kUnknown);
 }
@@ -205,36 +218,52 @@ TEST_F(TensorDataFileTest, Zip64ArchivesAreRead) {
 TEST_F(TensorDataFileTest, PickleNamingAnythingButATensorIsRefusedNeverRun) {
   const std::string storage = Bytes(std::vector<float>{1});
   // torch.save of an object whose __reduce__ is os.system("touch PWNED").
-  std::string evil = std::string("\x80\x02") + "cos\nsystem\n" + std::string("q\0", 2) + Str("touch " + (dir_ / "PWNED").string()) + "\x85R.";
-  EXPECT_EQ(OpenError("evil.pt", TorchFile(evil, storage)),
-            (dir_ / "evil.pt").string() + ": archive/data.pkl: byte 2: refers to os.system, which a saved tensor does "
-            "not use: refused, nothing in the file was run (accepted: torch._utils._rebuild_tensor_v2/_v3, "
-            "torch._utils._rebuild_parameter, collections.OrderedDict, torch.*Storage, torch.storage.UntypedStorage, "
-            "torch dtypes)");
+  std::string evil = std::string("\x80\x02") + "cos\nsystem\n" + std::string("q\0", 2) +
+                     Str("touch " + (dir_ / "PWNED").string()) + "\x85R.";
+  EXPECT_EQ(
+      OpenError("evil.pt", TorchFile(evil, storage)),
+      (dir_ / "evil.pt").string() +
+          ": archive/data.pkl: byte 2: refers to os.system, which a saved tensor does "
+          "not use: refused, nothing in the file was run (accepted: torch._utils._rebuild_tensor_v2/_v3, "
+          "torch._utils._rebuild_parameter, collections.OrderedDict, torch.*Storage, torch.storage.UntypedStorage, "
+          "torch dtypes)");
   EXPECT_FALSE(fs::exists(dir_ / "PWNED"));
   // builtins.eval by STACK_GLOBAL (protocol 4).
-  std::string eval = std::string("\x80\x04\x95\x10\0\0\0\0\0\0\0", 11) + "\x8c\x08" "builtins" "\x8c\x04" "eval\x93" +
-                     "\x8c\x04" "1+1\x85R.";
+  std::string eval = std::string("\x80\x04\x95\x10\0\0\0\0\0\0\0", 11) +
+                     "\x8c\x08"
+                     "builtins"
+                     "\x8c\x04"
+                     "eval\x93" +
+                     "\x8c\x04"
+                     "1+1\x85R.";
   EXPECT_NE(OpenError("eval.pt", TorchFile(eval, storage)).find("refers to builtins.eval, which a saved tensor"),
             std::string::npos);
   // A storage class called as a function, and an object built by NEWOBJ: refused.
   std::string call = std::string("\x80\x02") + "ctorch\nFloatStorage\n)R.";
-  EXPECT_NE(OpenError("call.pt", TorchFile(call, storage)).find("calls torch.FloatStorage, which a saved tensor does not"),
-            std::string::npos);
+  EXPECT_NE(
+      OpenError("call.pt", TorchFile(call, storage)).find("calls torch.FloatStorage, which a saved tensor does not"),
+      std::string::npos);
   std::string newobj = std::string("\x80\x02") + "ccollections\nOrderedDict\n)\x81.";
   EXPECT_NE(OpenError("newobj.pt", TorchFile(newobj, storage)).find("opcode 0x81 is not one a saved tensor uses"),
             std::string::npos);
   // Anything but a tensor at the end.
-  EXPECT_NE(OpenError("list.pt", TorchFile(std::string("\x80\x02]q\0.", 6), storage)).find("holds a list, not a tensor"),
-            std::string::npos);
+  EXPECT_NE(
+      OpenError("list.pt", TorchFile(std::string("\x80\x02]q\0.", 6), storage)).find("holds a list, not a tensor"),
+      std::string::npos);
 }
 
 TEST_F(TensorDataFileTest, PickleOpcodesOfOtherProtocolsAndWrappers) {
   // Protocol 4 framing, SHORT_BINUNICODE, MEMOIZE and BINGET, LONG1 sizes, a Parameter wrapper.
-  std::string p = std::string("\x80\x04\x95\0\0\0\0\0\0\0\0", 11) + "\x8c\x0c" "torch._utils\x94\x8c\x12_rebuild_parameter\x94\x93\x94" +
-                  "\x8c\x0c" "torch._utils\x94\x8c\x12_rebuild_tensor_v2\x94\x93\x94((\x8c\x07storage\x94" +
-                  "\x8c\x05torch\x94\x8c\x0c" "FloatStorage\x94\x93\x94\x8c\x01" "0\x8c\x03" "cpu\x8a\x01\x04tQ" + Int(0) +
-                  "\x8a\x01\x02\x8a\x01\x02\x86K\x02K\x01\x86\x88}tR\x88}\x87R.";
+  std::string p = std::string("\x80\x04\x95\0\0\0\0\0\0\0\0", 11) +
+                  "\x8c\x0c"
+                  "torch._utils\x94\x8c\x12_rebuild_parameter\x94\x93\x94" +
+                  "\x8c\x0c"
+                  "torch._utils\x94\x8c\x12_rebuild_tensor_v2\x94\x93\x94((\x8c\x07storage\x94" +
+                  "\x8c\x05torch\x94\x8c\x0c"
+                  "FloatStorage\x94\x93\x94\x8c\x01"
+                  "0\x8c\x03"
+                  "cpu\x8a\x01\x04tQ" +
+                  Int(0) + "\x8a\x01\x02\x8a\x01\x02\x86K\x02K\x01\x86\x88}tR\x88}\x87R.";
   auto t = ReadPickledTensor(p, "mem");
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->dtype, DType::kF32);
@@ -255,7 +284,8 @@ TEST_F(TensorDataFileTest, PickleOpcodesOfOtherProtocolsAndWrappers) {
             "mem: byte 26: the pickle ends inside an opcode: truncated?");
   EXPECT_EQ(ReadPickledTensor(p.substr(0, p.size() - 1), "mem").status().message(),
             "mem: ends without a STOP opcode: truncated?");
-  EXPECT_EQ(ReadPickledTensor("\x80\x02h\x05.", "mem").status().message(), "mem: byte 2: memo entry 5 was never stored");
+  EXPECT_EQ(ReadPickledTensor("\x80\x02h\x05.", "mem").status().message(),
+            "mem: byte 2: memo entry 5 was never stored");
   EXPECT_NE(ReadPickledTensor("\x80\x02t.", "mem").status().message().find("without a mark"), std::string::npos);
   EXPECT_NE(ReadPickledTensor(".", "mem").status().message().find("finds the stack empty"), std::string::npos);
 }
@@ -270,17 +300,21 @@ TEST_F(TensorDataFileTest, BrokenAndLyingTorchFilesAreErrorsNamingTheFile) {
   for (size_t cut : {size_t{3}, size_t{30}, size_t{100}, good.size() - 1})
     EXPECT_NE(OpenError("x.pt", good.substr(0, cut)).find(p + ": "), std::string::npos) << cut;
   // data.pkl says 1000 elements; the record holds 24 bytes.
-  EXPECT_EQ(OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 1000, 0, {1000}, {1}), Bytes(std::vector<float>(6, 1)))),
-            p + ": archive/data/0 holds 24 bytes, data.pkl says 1000 elements of F32: the header lies, or the file is "
-                "truncated");
+  EXPECT_EQ(
+      OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 1000, 0, {1000}, {1}), Bytes(std::vector<float>(6, 1)))),
+      p + ": archive/data/0 holds 24 bytes, data.pkl says 1000 elements of F32: the header lies, or the file is "
+          "truncated");
   // Shape, offset or strides that reach past the storage.
-  EXPECT_EQ(OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 6, 4, {2, 3}, {3, 1}), Bytes(std::vector<float>(6, 1)))),
-            p + ": FloatStorage: the tensor (shape [2, 3], offset 4) reaches element 9 of a storage of 6 elements: the "
-                "header lies, or the file is truncated");
-  EXPECT_NE(OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 6, 0, {2, 3}, {1000000, 1}), Bytes(std::vector<float>(6, 1))))
+  EXPECT_EQ(
+      OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 6, 4, {2, 3}, {3, 1}), Bytes(std::vector<float>(6, 1)))),
+      p + ": FloatStorage: the tensor (shape [2, 3], offset 4) reaches element 9 of a storage of 6 elements: the "
+          "header lies, or the file is truncated");
+  EXPECT_NE(OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 6, 0, {2, 3}, {1000000, 1}),
+                                        Bytes(std::vector<float>(6, 1))))
                 .find("reaches element 1000002 of a storage of 6"),
             std::string::npos);
-  EXPECT_NE(OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 6, 0, {2, 3}, {int64_t{1} << 62, 1}), Bytes(std::vector<float>(6, 1))))
+  EXPECT_NE(OpenError("x.pt", TorchFile(TensorPickle("FloatStorage", 6, 0, {2, 3}, {int64_t{1} << 62, 1}),
+                                        Bytes(std::vector<float>(6, 1))))
                 .find("strides reach beyond any file"),
             std::string::npos);
   // The storage record named by data.pkl is missing.
@@ -301,7 +335,8 @@ TEST_F(TensorDataFileTest, BrokenAndLyingTorchFilesAreErrorsNamingTheFile) {
   EXPECT_NE(OpenError("x.pt", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15))
                 .find("the legacy torch.save format (torch < 1.6"),
             std::string::npos);
-  EXPECT_EQ(OpenError("x.pt", "hello"), p + ": neither a torch.save zip archive nor a .npy file (5 bytes; no known signature)");
+  EXPECT_EQ(OpenError("x.pt", "hello"),
+            p + ": neither a torch.save zip archive nor a .npy file (5 bytes; no known signature)");
   EXPECT_EQ(OpenError("x.pt", ""), p + ": neither a torch.save zip archive nor a .npy file (0 bytes; empty)");
   // A directory whose entries point outside the file.
   std::string lying = good;
@@ -322,30 +357,37 @@ std::string Npy(const std::string& dict, const std::string& data, int major = 1)
 }
 
 TEST_F(TensorDataFileTest, NpyFilesInCAndFortranOrder) {
-  auto c = TensorDataFile::Open(Write("c.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", Bytes(std::vector<float>{1, 2, 3, 4, 5, 6}))));
+  auto c = TensorDataFile::Open(Write("c.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                                   Bytes(std::vector<float>{1, 2, 3, 4, 5, 6}))));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(Read(*c, *c->Find(""), 0, 6), (std::vector<double>{1, 2, 3, 4, 5, 6}));
   // Fortran order: the same 2x3 matrix stored column by column; read back in C order.
-  auto f = TensorDataFile::Open(Write("f.npy", Npy("{'descr': '<i8', 'fortran_order': True, 'shape': (2, 3), }", Bytes(std::vector<int64_t>{1, 4, 2, 5, 3, 6}), 2)));
+  auto f = TensorDataFile::Open(Write("f.npy", Npy("{'descr': '<i8', 'fortran_order': True, 'shape': (2, 3), }",
+                                                   Bytes(std::vector<int64_t>{1, 4, 2, 5, 3, 6}), 2)));
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(Read(*f, *f->Find(""), 0, 6), (std::vector<double>{1, 2, 3, 4, 5, 6}));
-  auto scalar = TensorDataFile::Open(Write("s.npy", Npy("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", Bytes(std::vector<double>{-3}))));
+  auto scalar = TensorDataFile::Open(
+      Write("s.npy", Npy("{'descr': '<f8', 'fortran_order': False, 'shape': (), }", Bytes(std::vector<double>{-3}))));
   ASSERT_TRUE(scalar.ok()) << scalar.status().message();
   EXPECT_EQ(Read(*scalar, *scalar->Find(""), 0, 1), (std::vector<double>{-3}));
-  auto complex = TensorDataFile::Open(Write("x.npy", Npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0'))));
+  auto complex = TensorDataFile::Open(
+      Write("x.npy", Npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0'))));
   ASSERT_TRUE(complex.ok()) << complex.status().message();
   EXPECT_EQ(complex->Find("")->dtype, DType::kUnknown);
   const std::string p = (dir_ / "bad.npy").string();
-  EXPECT_EQ(OpenError("bad.npy", Npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'))),
-            p + ": big-endian data (descr '>f4') is not read");
+  EXPECT_EQ(
+      OpenError("bad.npy", Npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'))),
+      p + ": big-endian data (descr '>f4') is not read");
   EXPECT_EQ(OpenError("bad.npy", Npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "x")),
             p + ": an object array (descr '|O', pickled Python objects) is not read");
-  EXPECT_EQ(OpenError("bad.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000,), }", std::string(8, '\0'))),
-            p + ": 8 data bytes for shape [1000] of F32 (1000 elements): truncated, or the header lies");
+  EXPECT_EQ(
+      OpenError("bad.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000,), }", std::string(8, '\0'))),
+      p + ": 8 data bytes for shape [1000] of F32 (1000 elements): truncated, or the header lies");
   EXPECT_EQ(OpenError("bad.npy", Npy("{'descr': '<f4', 'shape': (1,), }", std::string(4, '\0'))),
             p + ": the .npy header is not a dict of descr, fortran_order and shape");
-  EXPECT_EQ(OpenError("bad.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", "")),
-            p + ": the .npy header is not a dict of descr, fortran_order and shape");
+  EXPECT_EQ(
+      OpenError("bad.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", "")),
+      p + ": the .npy header is not a dict of descr, fortran_order and shape");
   std::string cut = Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
   EXPECT_NE(OpenError("bad.npy", cut.substr(0, 30)).find("runs past the end of the file"), std::string::npos);
 }
@@ -379,8 +421,8 @@ TEST_F(TensorDataFileTest, ViewsReadingStorageElementsMoreThanOnceAreCapped) {
   EXPECT_TRUE(TensorDataFile::Open(Write("bomb.pt", bomb), TensorLimits{0}).ok());
   // A view whose elements are distinct is never capped, however large against the cap.
   std::vector<float> storage(64, 2.0f);
-  auto strided = TensorDataFile::Open(Write("s.pt", TorchFile(TensorPickle("FloatStorage", 64, 0, {8, 4}, {8, 2}), Bytes(storage))),
-                                      TensorLimits{4});
+  auto strided = TensorDataFile::Open(
+      Write("s.pt", TorchFile(TensorPickle("FloatStorage", 64, 0, {8, 4}, {8, 2}), Bytes(storage))), TensorLimits{4});
   EXPECT_TRUE(strided.ok()) << strided.status().message();
   EXPECT_EQ(strided->TypeName(), "FloatStorage");
 }

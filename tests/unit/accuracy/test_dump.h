@@ -74,7 +74,8 @@ inline void WriteSafetensors(const std::filesystem::path& path, const std::vecto
   uint64_t n = header.size();
   out.write(reinterpret_cast<const char*>(&n), 8);
   out << header;
-  for (const auto* t : tensors) out.write(reinterpret_cast<const char*>(t->bytes.data()), static_cast<std::streamsize>(t->bytes.size()));
+  for (const auto* t : tensors)
+    out.write(reinterpret_cast<const char*>(t->bytes.data()), static_cast<std::streamsize>(t->bytes.size()));
 }
 
 /// The manifest statistics of a tensor, as the dumper computes them (a nan makes max/min nan).
@@ -93,8 +94,8 @@ inline std::string StatsJson(const TestTensor& t) {
     mx = std::max(mx, x), mn = std::min(mn, x), sum += x, sq += x * x;
   }
   if (nan) mx = mn = NAN;
-  return ", \"max\": " + JsonNumber(mx) + ", \"min\": " + JsonNumber(mn) + ", \"mean\": " +
-         JsonNumber(sum / static_cast<double>(n)) + ", \"norm\": " + JsonNumber(std::sqrt(sq)) +
+  return ", \"max\": " + JsonNumber(mx) + ", \"min\": " + JsonNumber(mn) +
+         ", \"mean\": " + JsonNumber(sum / static_cast<double>(n)) + ", \"norm\": " + JsonNumber(std::sqrt(sq)) +
          ", \"nan\": " + std::to_string(nan) + ", \"inf\": " + std::to_string(inf);
 }
 
@@ -123,14 +124,14 @@ inline void WriteDump(const std::filesystem::path& dir, const std::vector<TestOp
     bool data = !op.stats_only && !stored.empty();
     if (data) WriteSafetensors(dir / file, stored);
     manifest << "{\"index\": " << i << ", \"name\": \"" << op.name << "\", \"kind\": \"op\", \"phase\": \"" << op.phase
-             << "\", \"module\": \"Net\", \"stack\": \"train.py:" << i << "\", \"overflow\": false, \"file\": "
-             << (data ? "\"" + std::string(file) + "\"" : std::string("null")) << ", \"tensors\": [" << tensors << "]"
-             << (op.replay.empty() ? "" : ", \"replay\": " + op.replay) << "}\n";
+             << "\", \"module\": \"Net\", \"stack\": \"train.py:" << i
+             << "\", \"overflow\": false, \"file\": " << (data ? "\"" + std::string(file) + "\"" : std::string("null"))
+             << ", \"tensors\": [" << tensors << "]" << (op.replay.empty() ? "" : ", \"replay\": " + op.replay)
+             << "}\n";
   }
   // The end-of-dump marker, last, as the dumper writes it.
   std::ofstream(dir / "dump_complete.json") << "{\"records\": " << ops.size() << "}\n";
 }
-
 
 /// A test with a run Context (quiet logger, one thread) and a fresh temporary folder per test;
 /// `CompareDumps` writes two dumps there and compares them in process.

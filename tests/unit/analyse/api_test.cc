@@ -24,9 +24,8 @@ const fs::path kCifar = kDataDir.parent_path() / "examples" / "cifar_cuda";
 class EngineApi : public ::testing::Test {
  protected:
   void SetUp() override {
-    out_ = fs::temp_directory_path() /
-           ("portkit_api_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    out_ = fs::temp_directory_path() / ("portkit_api_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(out_);
   }
   void TearDown() override { fs::remove_all(out_); }

@@ -26,9 +26,9 @@ Instrumented Instrument(const std::string& source, int depth = 0) {
   Instrumented out;
   out.loops = FindDataLoops(syn, parsed, *s, index);
   out.text = InstrumentSource(syn, parsed, out.loops, depth, &out.warning);
-  EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'),
-            std::count(source.begin(), source.end(), '\n'))
-      << "a line was added or removed:\n" << out.text;
+  EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'), std::count(source.begin(), source.end(), '\n'))
+      << "a line was added or removed:\n"
+      << out.text;
   return out;
 }
 
@@ -40,21 +40,21 @@ std::string Line(const std::string& text, int n) {  // 1-based
 
 TEST(DynamicShape, RecognisesDataLoaderLoopsByValueAndByName) {
   auto r = Instrument(
-      "import torch\n"                                                   // 1
-      "from torch.utils.data import DataLoader\n"                        // 2
-      "from tqdm import tqdm\n"                                          // 3
-      "def train(ds, prefetcher):\n"                                     // 4
-      "    dl = DataLoader(ds, batch_size=2)\n"                          // 5
-      "    for x in dl:\n"                                               // 6
-      "        pass\n"                                                   // 7
-      "    for i, (a, b) in tqdm(enumerate(dl)):\n"                      // 8
-      "        pass\n"                                                   // 9
-      "    for batch in prefetcher:\n"                                   // 10
-      "        pass\n"                                                   // 11
-      "    for epoch in range(3):\n"                                     // 12
-      "        pass\n"                                                   // 13
-      "    for x in self.val_loader:\n"                                  // 14
-      "        pass\n");                                                 // 15
+      "import torch\n"                               // 1
+      "from torch.utils.data import DataLoader\n"    // 2
+      "from tqdm import tqdm\n"                      // 3
+      "def train(ds, prefetcher):\n"                 // 4
+      "    dl = DataLoader(ds, batch_size=2)\n"      // 5
+      "    for x in dl:\n"                           // 6
+      "        pass\n"                               // 7
+      "    for i, (a, b) in tqdm(enumerate(dl)):\n"  // 8
+      "        pass\n"                               // 9
+      "    for batch in prefetcher:\n"               // 10
+      "        pass\n"                               // 11
+      "    for epoch in range(3):\n"                 // 12
+      "        pass\n"                               // 13
+      "    for x in self.val_loader:\n"              // 14
+      "        pass\n");                             // 15
   ASSERT_EQ(r.loops.size(), 4u);
   EXPECT_EQ(Line(r.text, 6), "    for x in DETECTOR.start(dl):");
   EXPECT_EQ(Line(r.text, 8), "    for i, (a, b) in DETECTOR.start(tqdm(enumerate(dl))):");
@@ -67,45 +67,45 @@ TEST(DynamicShape, RecognisesDataLoaderLoopsByValueAndByName) {
 
 TEST(DynamicShape, FollowsNamesBoundToLoadersAndLoaderWrappers) {
   auto r = Instrument(
-      "from tqdm import tqdm\n"                                          // 1
-      "def train(train_loader, data, n):\n"                              // 2
-      "    pbar = enumerate(train_loader)\n"                             // 3
-      "    for i, batch in pbar:\n"                                      // 4
-      "        pass\n"                                                   // 5
-      "    bar = tqdm(enumerate(train_loader), total=n)\n"               // 6
-      "    for i, batch in bar:\n"                                       // 7
-      "        pass\n"                                                   // 8
-      "    it = iter(train_loader)\n"                                    // 9
-      "    for batch in it:\n"                                           // 10
-      "        pass\n"                                                   // 11
-      "    rows = enumerate(data)\n"                                     // 12
-      "    for i, row in rows:\n"                                        // 13
-      "        pass\n"                                                   // 14
-      "    steps = tqdm(range(n))\n"                                     // 15
-      "    for s in steps:\n"                                            // 16
-      "        pass\n");                                                 // 17
+      "from tqdm import tqdm\n"                             // 1
+      "def train(train_loader, data, n):\n"                 // 2
+      "    pbar = enumerate(train_loader)\n"                // 3
+      "    for i, batch in pbar:\n"                         // 4
+      "        pass\n"                                      // 5
+      "    bar = tqdm(enumerate(train_loader), total=n)\n"  // 6
+      "    for i, batch in bar:\n"                          // 7
+      "        pass\n"                                      // 8
+      "    it = iter(train_loader)\n"                       // 9
+      "    for batch in it:\n"                              // 10
+      "        pass\n"                                      // 11
+      "    rows = enumerate(data)\n"                        // 12
+      "    for i, row in rows:\n"                           // 13
+      "        pass\n"                                      // 14
+      "    steps = tqdm(range(n))\n"                        // 15
+      "    for s in steps:\n"                               // 16
+      "        pass\n");                                    // 17
   ASSERT_EQ(r.loops.size(), 3u);
   EXPECT_EQ(Line(r.text, 4), "    for i, batch in DETECTOR.start(pbar):");
   EXPECT_EQ(Line(r.text, 7), "    for i, batch in DETECTOR.start(bar):");
   EXPECT_EQ(Line(r.text, 10), "    for batch in DETECTOR.start(it):");
-  EXPECT_EQ(Line(r.text, 13), "    for i, row in rows:");   // not a loader
-  EXPECT_EQ(Line(r.text, 16), "    for s in steps:");       // tqdm of a range
+  EXPECT_EQ(Line(r.text, 13), "    for i, row in rows:");  // not a loader
+  EXPECT_EQ(Line(r.text, 16), "    for s in steps:");      // tqdm of a range
 }
 
 TEST(DynamicShape, FollowsReBindingsThroughWrappersOfAnyName) {
   auto r = Instrument(
-      "def train(train_loader, nb, other):\n"                          // 1
-      "    pbar = enumerate(train_loader)\n"                            // 2
-      "    pbar = ProgressBar(pbar, total=nb)\n"                        // 3
-      "    for i, (imgs, targets, paths, _) in pbar:\n"                 // 4
-      "        pass\n"                                                  // 5
-      "    for a, b in zip(other, train_loader):\n"                     // 6
-      "        pass\n"                                                  // 7
-      "    for i in range(len(train_loader)):\n"                        // 8
-      "        pass\n"                                                  // 9
-      "    n = len(train_loader)\n"                                     // 10
-      "    for i in Bar(n):\n"                                          // 11
-      "        pass\n");                                                // 12
+      "def train(train_loader, nb, other):\n"            // 1
+      "    pbar = enumerate(train_loader)\n"             // 2
+      "    pbar = ProgressBar(pbar, total=nb)\n"         // 3
+      "    for i, (imgs, targets, paths, _) in pbar:\n"  // 4
+      "        pass\n"                                   // 5
+      "    for a, b in zip(other, train_loader):\n"      // 6
+      "        pass\n"                                   // 7
+      "    for i in range(len(train_loader)):\n"         // 8
+      "        pass\n"                                   // 9
+      "    n = len(train_loader)\n"                      // 10
+      "    for i in Bar(n):\n"                           // 11
+      "        pass\n");                                 // 12
   ASSERT_EQ(r.loops.size(), 2u);
   EXPECT_EQ(Line(r.text, 4), "    for i, (imgs, targets, paths, _) in DETECTOR.start(pbar):");
   EXPECT_EQ(Line(r.text, 6), "    for a, b in DETECTOR.start(zip(other, train_loader)):");
@@ -115,17 +115,17 @@ TEST(DynamicShape, FollowsReBindingsThroughWrappersOfAnyName) {
 
 TEST(DynamicShape, WrapsTheLoaderOfAnIteratorKeptForNext) {
   auto r = Instrument(
-      "class Trainer:\n"                                                // 1
-      "    def __init__(self, data_loader):\n"                          // 2
-      "        self.data_loader = data_loader\n"                        // 3
-      "        self._it = iter(self.data_loader)\n"                     // 4
-      "    def run_step(self):\n"                                       // 5
-      "        return next(self._it)\n"                                 // 6
-      "def loop(train_loader, val_loader):\n"                           // 7
-      "    it = iter(train_loader)\n"                                   // 8
-      "    while True:\n"                                               // 9
-      "        batch = next(it)\n"                                      // 10
-      "    sample = next(iter(val_loader))\n");                         // 11
+      "class Trainer:\n"                             // 1
+      "    def __init__(self, data_loader):\n"       // 2
+      "        self.data_loader = data_loader\n"     // 3
+      "        self._it = iter(self.data_loader)\n"  // 4
+      "    def run_step(self):\n"                    // 5
+      "        return next(self._it)\n"              // 6
+      "def loop(train_loader, val_loader):\n"        // 7
+      "    it = iter(train_loader)\n"                // 8
+      "    while True:\n"                            // 9
+      "        batch = next(it)\n"                   // 10
+      "    sample = next(iter(val_loader))\n");      // 11
   ASSERT_EQ(r.loops.size(), 2u);
   EXPECT_TRUE(r.loops[0].at_iterator);
   EXPECT_EQ(Line(r.text, 4), "        self._it = iter(DETECTOR.start(self.data_loader))");
@@ -137,18 +137,18 @@ TEST(DynamicShape, LoopsInDataPipelineClassesAreRejectedWithTheReason) {
   PySyntax syn;
   PythonParser parser;
   ParsedSource parsed = parser.Parse(
-      "from torch.utils.data import DataLoader, Dataset, Sampler\n"      // 1
-      "class Stats(Dataset):\n"                                          // 2
-      "    def mean(self):\n"                                            // 3
-      "        for x in DataLoader(self):\n"                             // 4
-      "            pass\n"                                               // 5
-      "class GroupSampler(Sampler):\n"                                   // 6
-      "    def __iter__(self):\n"                                        // 7
-      "        for idx in iter(self.loader):\n"                          // 8
-      "            yield idx\n"                                          // 9
-      "def show(batches):\n"                                             // 10
-      "    for b in batches:\n"                                          // 11
-      "        pass\n");                                                 // 12
+      "from torch.utils.data import DataLoader, Dataset, Sampler\n"  // 1
+      "class Stats(Dataset):\n"                                      // 2
+      "    def mean(self):\n"                                        // 3
+      "        for x in DataLoader(self):\n"                         // 4
+      "            pass\n"                                           // 5
+      "class GroupSampler(Sampler):\n"                               // 6
+      "    def __iter__(self):\n"                                    // 7
+      "        for idx in iter(self.loader):\n"                      // 8
+      "            yield idx\n"                                      // 9
+      "def show(batches):\n"                                         // 10
+      "    for b in batches:\n"                                      // 11
+      "        pass\n");                                             // 12
   auto summary = std::make_unique<ModuleSummary>(SummariseModule(syn, parsed, "m", false));
   ModuleSummary* s = summary.get();
   ProjectIndex index;
@@ -159,32 +159,34 @@ TEST(DynamicShape, LoopsInDataPipelineClassesAreRejectedWithTheReason) {
   EXPECT_TRUE(loops.empty());
   ASSERT_EQ(rejected.size(), 3u);
   EXPECT_EQ(rejected[0].line, 4u);
-  EXPECT_EQ(rejected[0].reason, "inside the data-pipeline class Stats (it fetches samples; it is not the training loop)");
+  EXPECT_EQ(rejected[0].reason,
+            "inside the data-pipeline class Stats (it fetches samples; it is not the training loop)");
   EXPECT_EQ(rejected[1].line, 8u);
-  EXPECT_EQ(rejected[1].reason, "inside the data-pipeline class GroupSampler (it fetches samples; it is not the training loop)");
+  EXPECT_EQ(rejected[1].reason,
+            "inside the data-pipeline class GroupSampler (it fetches samples; it is not the training loop)");
   EXPECT_EQ(rejected[2].line, 11u);
   EXPECT_EQ(rejected[2].reason, "`batches` is not bound in its function to a loader or a wrapper of one");
 }
 
 TEST(DynamicShape, ATestClassNamedAfterALoaderIsNoDataPipelineClass) {
   auto r = Instrument(
-      "import unittest\n"                                               // 1
-      "class TestCombinedLoader(unittest.TestCase):\n"                  // 2
-      "    def test_all(self):\n"                                       // 3
-      "        for b in self.train_loader:\n"                           // 4
-      "            pass\n");                                            // 5
+      "import unittest\n"                               // 1
+      "class TestCombinedLoader(unittest.TestCase):\n"  // 2
+      "    def test_all(self):\n"                       // 3
+      "        for b in self.train_loader:\n"           // 4
+      "            pass\n");                            // 5
   ASSERT_EQ(r.loops.size(), 1u);
   EXPECT_EQ(Line(r.text, 4), "        for b in DETECTOR.start(self.train_loader):");
 }
 
 TEST(DynamicShape, ImportGoesAfterFutureImportsAndNotBeforeAShebang) {
   auto r = Instrument(
-      "#!/usr/bin/env python\n"                                          // 1
-      "from __future__ import annotations\n"                             // 2
-      "\n"                                                               // 3
-      "def f(loader):\n"                                                 // 4
-      "    for b in loader:\n"                                           // 5
-      "        pass\n");                                                 // 6
+      "#!/usr/bin/env python\n"               // 1
+      "from __future__ import annotations\n"  // 2
+      "\n"                                    // 3
+      "def f(loader):\n"                      // 4
+      "    for b in loader:\n"                // 5
+      "        pass\n");                      // 6
   EXPECT_EQ(Line(r.text, 1), "#!/usr/bin/env python");
   EXPECT_EQ(Line(r.text, 2), "from __future__ import annotations");
   EXPECT_EQ(Line(r.text, 3).rfind("import sys as _msft_sys", 0), 0u);
@@ -192,7 +194,8 @@ TEST(DynamicShape, ImportGoesAfterFutureImportsAndNotBeforeAShebang) {
 }
 
 TEST(DynamicShape, ImportOnACommentLineAndDepthOfTheFile) {
-  auto r = Instrument("  # a comment\nclass A:\n    def f(self):\n        for b in self.loader:\n            pass\n", 2);
+  auto r =
+      Instrument("  # a comment\nclass A:\n    def f(self):\n        for b in self.loader:\n            pass\n", 2);
   EXPECT_NE(Line(r.text, 1).find("\"../..\""), std::string::npos);
   EXPECT_NE(Line(r.text, 1).find("import DETECTOR  # a comment"), std::string::npos);
 }

@@ -128,8 +128,9 @@ TEST(CheckNesting, OperatorsThatEndTheirOperandDoNotNest) {
   for (int i = 0; i < 1000; ++i) lines += "x = -y; z -= -1; w **= -2\nif not a: b = -c if d else -e\nelse: pass\n";
   EXPECT_EQ(CheckNesting(lines).line, 0u);
   // Strings, comments and numbers with exponents are no operators.
-  EXPECT_EQ(CheckNesting("s = '" + Repeat("- ", 500) + "'\n# " + Repeat("not ", 500) + "\nn = " +
-                         Repeat("1e-5 + ", 500) + "1\n").line,
+  EXPECT_EQ(CheckNesting("s = '" + Repeat("- ", 500) + "'\n# " + Repeat("not ", 500) +
+                         "\nn = " + Repeat("1e-5 + ", 500) + "1\n")
+                .line,
             0u);
 }
 

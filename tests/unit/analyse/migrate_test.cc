@@ -187,7 +187,6 @@ TEST_F(Scratch, RunMigrateWithoutPythonWarnsAndKeepsTheTreeSitterCheck) {
   EXPECT_NE(logger.Contents().find("were not compiled with CPython"), std::string::npos);
 }
 
-
 // --unsafe: the fused masked index_put returns a new tensor, so `x[m] = v` becomes
 // `x = fused(x, m, v)` only where nothing can see the old object changed in place.
 TEST_F(Scratch, UnsafeIndexPutRewritesOnlyUnsharedLocals) {

@@ -16,9 +16,7 @@ struct Use {
   std::string file;
   uint32_t line;
   std::string name;
-  bool operator<(const Use& o) const {
-    return std::tie(file, line, name) < std::tie(o.file, o.line, o.name);
-  }
+  bool operator<(const Use& o) const { return std::tie(file, line, name) < std::tie(o.file, o.line, o.name); }
 };
 
 class Recorder : public EventSink {
@@ -29,9 +27,7 @@ class Recorder : public EventSink {
     if (!ev.lookup.empty()) out_.insert({file_, StartLine(ev.node), ev.lookup.front()});
     if (ev.receiver_unknown) unknown_.insert({file_, StartLine(ev.node), std::string(ev.method)});
   }
-  void OnAttribute(const AttributeEvent& ev) override {
-    out_.insert({file_, StartLine(ev.node), ev.qname});
-  }
+  void OnAttribute(const AttributeEvent& ev) override { out_.insert({file_, StartLine(ev.node), ev.qname}); }
   void OnString(const StringEvent&) override {}
 
  private:
@@ -64,8 +60,9 @@ class Project {
     index_.Freeze();
     for (auto& [path, parsed] : parsed_) {
       Recorder rec(path, uses_, unknown_);
-      FileWalker(syn_, parsed, *summaries_[path], index_,
-                 [](const std::string& q) { return q == "torch.cdist" || q == "torch.randn"; }, rec)
+      FileWalker(
+          syn_, parsed, *summaries_[path], index_,
+          [](const std::string& q) { return q == "torch.cdist" || q == "torch.randn"; }, rec)
           .Run();
     }
   }
@@ -96,11 +93,11 @@ class Project {
 
 TEST(Resolver, TargetDeviceMethodReturnsTheModule) {
   Files files{{"m.py",
-               "import torch\n"                     // 1
-               "m = torch.nn.Linear(2, 2)\n"        // 2
-               "def f():\n"                         // 3
-               "    a = m.xpu()\n"                  // 4
-               "    a.cuda()\n"}};                  // 5
+               "import torch\n"               // 1
+               "m = torch.nn.Linear(2, 2)\n"  // 2
+               "def f():\n"                   // 3
+               "    a = m.xpu()\n"            // 4
+               "    a.cuda()\n"}};            // 5
   Project with(files, {"xpu"});
   EXPECT_TRUE(with.Has("m.py", 5, "torch.nn.Linear.cuda")) << with.Dump();
   Project without(files);
@@ -109,20 +106,20 @@ TEST(Resolver, TargetDeviceMethodReturnsTheModule) {
 
 TEST(Resolver, ImportForms) {
   Project p(Files{{"m.py",
-              "import torch\n"                                   // 1
-              "import torch as t\n"                              // 2
-              "import torch.nn as nn\n"                          // 3
-              "from torch import nn as nn2\n"                    // 4
-              "from torch.nn import functional as F\n"           // 5
-              "from torch.nn.functional import relu as r\n"      // 6
-              "import torch.nn.functional\n"                     // 7
-              "torch.cdist(a, b)\n"                              // 8
-              "t.cdist(a, b)\n"                                  // 9
-              "nn.Linear(2, 2)\n"                                // 10
-              "nn2.Conv2d(1, 1, 3)\n"                            // 11
-              "F.gelu(x)\n"                                      // 12
-              "r(x)\n"                                           // 13
-              "torch.nn.functional.softplus(x)\n"}});            // 14
+                   "import torch\n"                               // 1
+                   "import torch as t\n"                          // 2
+                   "import torch.nn as nn\n"                      // 3
+                   "from torch import nn as nn2\n"                // 4
+                   "from torch.nn import functional as F\n"       // 5
+                   "from torch.nn.functional import relu as r\n"  // 6
+                   "import torch.nn.functional\n"                 // 7
+                   "torch.cdist(a, b)\n"                          // 8
+                   "t.cdist(a, b)\n"                              // 9
+                   "nn.Linear(2, 2)\n"                            // 10
+                   "nn2.Conv2d(1, 1, 3)\n"                        // 11
+                   "F.gelu(x)\n"                                  // 12
+                   "r(x)\n"                                       // 13
+                   "torch.nn.functional.softplus(x)\n"}});        // 14
   EXPECT_TRUE(p.Has("m.py", 8, "torch.cdist")) << p.Dump();
   EXPECT_TRUE(p.Has("m.py", 9, "torch.cdist"));
   EXPECT_TRUE(p.Has("m.py", 10, "torch.nn.Linear"));
@@ -134,22 +131,22 @@ TEST(Resolver, ImportForms) {
 
 TEST(Resolver, ShadowingByParameterLocalLoopAndClassAttribute) {
   Project p(Files{{"s.py",
-              "import torch\n"                                   // 1
-              "from torch.nn import functional as F\n"           // 2
-              "def f(torch):\n"                                  // 3
-              "    return torch.cdist(a, b)\n"                   // 4
-              "def g():\n"                                       // 5
-              "    torch.cdist(a, b)\n"                          // 6: local assigned below → not torch
-              "    torch = None\n"                               // 7
-              "def h(items):\n"                                  // 8
-              "    for F in items:\n"                            // 9
-              "        F.relu(x)\n"                              // 10
-              "class C:\n"                                       // 11
-              "    torch = object()\n"                           // 12
-              "    def m(self):\n"                               // 13
-              "        return torch.cdist(a, b)\n"               // 14: class scope invisible → module torch
-              "def k():\n"                                       // 15
-              "    return torch.cdist(a, b)\n"}});               // 16
+                   "import torch\n"                          // 1
+                   "from torch.nn import functional as F\n"  // 2
+                   "def f(torch):\n"                         // 3
+                   "    return torch.cdist(a, b)\n"          // 4
+                   "def g():\n"                              // 5
+                   "    torch.cdist(a, b)\n"                 // 6: local assigned below → not torch
+                   "    torch = None\n"                      // 7
+                   "def h(items):\n"                         // 8
+                   "    for F in items:\n"                   // 9
+                   "        F.relu(x)\n"                     // 10
+                   "class C:\n"                              // 11
+                   "    torch = object()\n"                  // 12
+                   "    def m(self):\n"                      // 13
+                   "        return torch.cdist(a, b)\n"      // 14: class scope invisible → module torch
+                   "def k():\n"                              // 15
+                   "    return torch.cdist(a, b)\n"}});      // 16
   EXPECT_FALSE(p.AnyOnLine("s.py", 4)) << p.Dump();
   EXPECT_FALSE(p.AnyOnLine("s.py", 6));
   EXPECT_FALSE(p.AnyOnLine("s.py", 10));
@@ -168,18 +165,18 @@ TEST(Resolver, RelativeImportsReExportsAndStarImports) {
       {"app/pkg/mod.py", "from torch import heaviside\n"},
       {"app/sub/__init__.py", ""},
       {"app/sub/deep.py",
-       "from ..pkg import mod\n"                                 // 1
-       "from .. import helpers\n"                                // 2
-       "from ..star_all import *\n"                              // 3
-       "from ..star_noall import *\n"                            // 4
-       "from app import cdist_wrapper\n"                         // 5
-       "mod.heaviside(x, y)\n"                                   // 6
-       "helpers.make().cuda()\n"                                 // 7
-       "F.relu(x)\n"                                             // 8
-       "var_mean(x)\n"                                           // 9
-       "cdist_wrapper(a, b)\n"                                   // 10
-       "hidden(x)\n"                                             // 11: not in __all__
-       "_secret(x)\n"},                                          // 12: private, no __all__
+       "from ..pkg import mod\n"          // 1
+       "from .. import helpers\n"         // 2
+       "from ..star_all import *\n"       // 3
+       "from ..star_noall import *\n"     // 4
+       "from app import cdist_wrapper\n"  // 5
+       "mod.heaviside(x, y)\n"            // 6
+       "helpers.make().cuda()\n"          // 7
+       "F.relu(x)\n"                      // 8
+       "var_mean(x)\n"                    // 9
+       "cdist_wrapper(a, b)\n"            // 10
+       "hidden(x)\n"                      // 11: not in __all__
+       "_secret(x)\n"},                   // 12: private, no __all__
   });
   EXPECT_TRUE(p.Has("app/sub/deep.py", 6, "torch.heaviside")) << p.Dump();
   EXPECT_FALSE(p.AnyOnLine("app/sub/deep.py", 7));  // project function: return type not tracked
@@ -198,15 +195,15 @@ TEST(Resolver, ExternalStarImportUsesKnownNames) {
 
 TEST(Resolver, DecoratorsAndBaseClasses) {
   Project p(Files{{"d.py",
-              "import torch\n"
-              "from torch import nn\n"
-              "@torch.jit.script\n"                              // 3
-              "def f(x):\n"
-              "    return x\n"
-              "@torch.no_grad()\n"                               // 6
-              "def g(x):\n"
-              "    return x\n"
-              "class Net(nn.Module):\n"}});                      // 9
+                   "import torch\n"
+                   "from torch import nn\n"
+                   "@torch.jit.script\n"  // 3
+                   "def f(x):\n"
+                   "    return x\n"
+                   "@torch.no_grad()\n"  // 6
+                   "def g(x):\n"
+                   "    return x\n"
+                   "class Net(nn.Module):\n"}});  // 9
   EXPECT_TRUE(p.Has("d.py", 3, "torch.jit.script")) << p.Dump();
   EXPECT_TRUE(p.Has("d.py", 6, "torch.no_grad"));
   EXPECT_TRUE(p.Has("d.py", 9, "torch.nn.Module"));
@@ -214,32 +211,32 @@ TEST(Resolver, DecoratorsAndBaseClasses) {
 
 TEST(Resolver, ReceiverTyping) {
   Project p(Files{{"r.py",
-              "import torch\n"                                   // 1
-              "import torch.nn as nn\n"                          // 2
-              "x = torch.randn(3)\n"                             // 3
-              "x.cuda()\n"                                       // 4
-              "def typed(t: torch.Tensor):\n"                    // 5
-              "    t.pin_memory()\n"                             // 6
-              "def untyped(y):\n"                                // 7
-              "    y.cuda()\n"                                   // 8
-              "class Net(nn.Module):\n"                          // 9
-              "    def __init__(self):\n"                        // 10
-              "        super().__init__()\n"                     // 11
-              "        self.w = nn.Parameter(torch.zeros(2))\n"  // 12
-              "        self.register_buffer('buf', torch.zeros(1))\n"  // 13
-              "        self.fc = nn.Linear(2, 2)\n"              // 14
-              "    def forward(self, x):\n"                      // 15
-              "        self.w.cuda()\n"                          // 16
-              "        self.buf.cuda()\n"                        // 17
-              "        self.fc.cuda()\n"                         // 18
-              "        x.pin_memory()\n"                         // 19
-              "        self.cuda()\n"                            // 20
-              "        return self.fc(x).relu()\n"               // 21
-              "net = Net()\n"                                    // 22
-              "net.half()\n"                                     // 23
-              "net(x).softmax(-1)\n"                             // 24
-              "a, b = x.chunk(2)\n"                              // 25
-              "a.view(-1)\n"}});                                 // 26
+                   "import torch\n"                                         // 1
+                   "import torch.nn as nn\n"                                // 2
+                   "x = torch.randn(3)\n"                                   // 3
+                   "x.cuda()\n"                                             // 4
+                   "def typed(t: torch.Tensor):\n"                          // 5
+                   "    t.pin_memory()\n"                                   // 6
+                   "def untyped(y):\n"                                      // 7
+                   "    y.cuda()\n"                                         // 8
+                   "class Net(nn.Module):\n"                                // 9
+                   "    def __init__(self):\n"                              // 10
+                   "        super().__init__()\n"                           // 11
+                   "        self.w = nn.Parameter(torch.zeros(2))\n"        // 12
+                   "        self.register_buffer('buf', torch.zeros(1))\n"  // 13
+                   "        self.fc = nn.Linear(2, 2)\n"                    // 14
+                   "    def forward(self, x):\n"                            // 15
+                   "        self.w.cuda()\n"                                // 16
+                   "        self.buf.cuda()\n"                              // 17
+                   "        self.fc.cuda()\n"                               // 18
+                   "        x.pin_memory()\n"                               // 19
+                   "        self.cuda()\n"                                  // 20
+                   "        return self.fc(x).relu()\n"                     // 21
+                   "net = Net()\n"                                          // 22
+                   "net.half()\n"                                           // 23
+                   "net(x).softmax(-1)\n"                                   // 24
+                   "a, b = x.chunk(2)\n"                                    // 25
+                   "a.view(-1)\n"}});                                       // 26
   EXPECT_TRUE(p.Has("r.py", 4, "torch.Tensor.cuda")) << p.Dump();
   EXPECT_TRUE(p.Has("r.py", 6, "torch.Tensor.pin_memory"));
   EXPECT_TRUE(p.UnknownReceiver("r.py", 8, "cuda"));

@@ -61,7 +61,8 @@ TEST(RuleDocs, FilterBySelectAndIgnore) {
 TEST(RuleDocs, InlineSuppressions) {
   fs::path root = fs::temp_directory_path() / ("portkit_rule_docs_" + std::to_string(::getpid()));
   fs::create_directories(root);
-  std::ofstream(root / "m.py") << "a()  # portkit: ignore[r1, r2]\nb()  #portkit:ignore\nc()\nd()  # portkit: ignore[r3]\n";
+  std::ofstream(root / "m.py")
+      << "a()  # portkit: ignore[r1, r2]\nb()  #portkit:ignore\nc()\nd()  # portkit: ignore[r3]\n";
   std::vector<Finding> f;
   for (uint32_t line : {1u, 2u, 3u, 4u}) {
     Finding x;

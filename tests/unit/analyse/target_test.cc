@@ -82,7 +82,8 @@ CallShape Positional(size_t n) {
 TEST(CustomOps, CommentsDoNotCountAsParametersOrRegistrations) {
   CppScan kernels = ScanCppSource(
       "at::Tensor fused(const at::Tensor& x /* rows, cols */, // input, row-major\n"
-      "                 double eps /* default 1e-5, see doc */) {\n  return x;\n}\n", "k.cu");
+      "                 double eps /* default 1e-5, see doc */) {\n  return x;\n}\n",
+      "k.cu");
   ASSERT_EQ(kernels.functions.count("fused"), 1u);
   EXPECT_EQ(kernels.functions.find("fused")->second, 2);
   CppScan bindings = ScanCppSource(
@@ -90,7 +91,8 @@ TEST(CustomOps, CommentsDoNotCountAsParametersOrRegistrations) {
       "  m.def(\"fused\", &fused, \"fused op, with a comma\");\n"
       "  // m.def(\"old_fused\", &old_fused);\n"
       "  /* m.def(\"older\", &older); */\n"
-      "}\n", "b.cpp");
+      "}\n",
+      "b.cpp");
   CustomOpTable table;
   std::vector<CppScan> scans;
   scans.push_back(std::move(kernels));
@@ -104,7 +106,8 @@ TEST(CustomOps, CommentsDoNotCountAsParametersOrRegistrations) {
 TEST(CustomOps, PybindAndTorchLibraryRegistrationsWithArgumentCounts) {
   CppScan kernels = ScanCppSource(
       "at::Tensor nms_cuda(const at::Tensor& boxes, const at::Tensor& scores, double thr) {\n"
-      "  return boxes;\n}\n", "k.cu");
+      "  return boxes;\n}\n",
+      "k.cu");
   CppScan bindings = ScanCppSource(
       "#include <torch/extension.h>\n"
       "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
@@ -115,7 +118,8 @@ TEST(CustomOps, PybindAndTorchLibraryRegistrationsWithArgumentCounts) {
       "}\n"
       "TORCH_LIBRARY_IMPL(myops, CUDA, m) {\n"
       "  m.impl(\"roi_align\", &roi_align_cuda);\n"
-      "}\n", "b.cpp");
+      "}\n",
+      "b.cpp");
   CustomOpTable table;
   std::vector<CppScan> scans;
   scans.push_back(std::move(kernels));
@@ -134,8 +138,7 @@ TEST(CustomOps, PybindAndTorchLibraryRegistrationsWithArgumentCounts) {
   EXPECT_EQ(roi->arg_count, 5);
 }
 
-CallShape Call(size_t positional, std::vector<std::string_view> keywords, bool star = false,
-               bool double_star = false) {
+CallShape Call(size_t positional, std::vector<std::string_view> keywords, bool star = false, bool double_star = false) {
   CallShape c;
   c.positional = positional;
   c.keywords = std::move(keywords);
@@ -154,11 +157,11 @@ CustomOpTable TableOf(std::vector<std::pair<std::string, std::string>> sources) 
 
 TEST(CustomOps, PyArgDefaultsAndKeywordNames) {
   CustomOpTable t = TableOf({{"b.cu",
-      "PYBIND11_MODULE(ext, m) {\n"
-      "  m.def(\"ball_query\", &ball_query, \"doc, with a comma\", py::arg(\"xyz\"),\n"
-      "        py::arg(\"new_xyz\"), py::arg(\"radius\"), py::arg(\"nsample\") = 16);\n"
-      "  m.def(\"voxelize\", [](at::Tensor p, at::Tensor v) { return p; });\n"
-      "}\n"}});
+                              "PYBIND11_MODULE(ext, m) {\n"
+                              "  m.def(\"ball_query\", &ball_query, \"doc, with a comma\", py::arg(\"xyz\"),\n"
+                              "        py::arg(\"new_xyz\"), py::arg(\"radius\"), py::arg(\"nsample\") = 16);\n"
+                              "  m.def(\"voxelize\", [](at::Tensor p, at::Tensor v) { return p; });\n"
+                              "}\n"}});
   ASSERT_EQ(t.ops.size(), 2u);
   const CustomOp* bq = t.Match("ball_query", Call(3, {}));
   ASSERT_NE(bq, nullptr);  // nsample defaults
@@ -176,21 +179,22 @@ TEST(CustomOps, PyArgDefaultsAndKeywordNames) {
 }
 
 TEST(CustomOps, SplatsMatchOnlyWhereTheArityCanFit) {
-  CustomOpTable t = TableOf({{"k.cu", "int chamfer_forward(at::Tensor a, at::Tensor b, at::Tensor c, at::Tensor d) {\n}\n"},
-                             {"b.cpp", "PYBIND11_MODULE(ext, m) {\n  m.def(\"forward\", &chamfer_forward, \"fwd\");\n}\n"}});
+  CustomOpTable t =
+      TableOf({{"k.cu", "int chamfer_forward(at::Tensor a, at::Tensor b, at::Tensor c, at::Tensor d) {\n}\n"},
+               {"b.cpp", "PYBIND11_MODULE(ext, m) {\n  m.def(\"forward\", &chamfer_forward, \"fwd\");\n}\n"}});
   EXPECT_NE(t.Match("forward", Call(4, {})), nullptr);
-  EXPECT_NE(t.Match("forward", Call(0, {}, true, true)), nullptr);  // *a can supply four
+  EXPECT_NE(t.Match("forward", Call(0, {}, true, true)), nullptr);   // *a can supply four
   EXPECT_EQ(t.Match("forward", Call(0, {}, false, true)), nullptr);  // **kw: positional-only op
-  EXPECT_EQ(t.Match("forward", Call(5, {}, true)), nullptr);          // already too many
+  EXPECT_EQ(t.Match("forward", Call(5, {}, true)), nullptr);         // already too many
 }
 
 TEST(CustomOps, TorchLibrarySchemaDefaultsAndCpuOnlyOps) {
   CustomOpTable t = TableOf({{"ops.cu",
-      "TORCH_LIBRARY(dev, m) {\n  m.def(\"scale(Tensor x, float s=1.0) -> Tensor\");\n}\n"
-      "TORCH_LIBRARY_IMPL(dev, CUDA, m) {\n  m.impl(\"scale\", &scale_cuda);\n}\n"},
-     {"host.cpp",
-      "TORCH_LIBRARY(host, m) {\n  m.def(\"host_sort(Tensor x) -> Tensor\");\n}\n"
-      "TORCH_LIBRARY_IMPL(host, CPU, m) {\n  m.impl(\"host_sort\", &host_sort);\n}\n"}});
+                              "TORCH_LIBRARY(dev, m) {\n  m.def(\"scale(Tensor x, float s=1.0) -> Tensor\");\n}\n"
+                              "TORCH_LIBRARY_IMPL(dev, CUDA, m) {\n  m.impl(\"scale\", &scale_cuda);\n}\n"},
+                             {"host.cpp",
+                              "TORCH_LIBRARY(host, m) {\n  m.def(\"host_sort(Tensor x) -> Tensor\");\n}\n"
+                              "TORCH_LIBRARY_IMPL(host, CPU, m) {\n  m.impl(\"host_sort\", &host_sort);\n}\n"}});
   EXPECT_NE(t.Match("scale", Call(1, {})), nullptr);
   EXPECT_NE(t.Match("scale", Call(1, {"s"})), nullptr);
   EXPECT_EQ(t.Match("scale", Call(1, {"t"})), nullptr);
@@ -207,12 +211,14 @@ TEST(CustomOps, TorchLibrarySchemaDefaultsAndCpuOnlyOps) {
 // op, and the module a call goes through picks among them.
 TEST(CustomOps, EveryModuleKeepsItsOwnRegistration) {
   std::vector<CppScan> scans;
-  scans.push_back(ScanCppSource("at::Tensor fwd_a(at::Tensor x, at::Tensor y, at::Tensor z) { return x; }\n"
-                                "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &fwd_a, \"a (CUDA)\"); }\n",
-                                "csrc/a/a.cpp"));
-  scans.push_back(ScanCppSource("at::Tensor fwd_b(at::Tensor x, at::Tensor y, double s, bool h) { return x; }\n"
-                                "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &fwd_b, \"b (CUDA)\"); }\n",
-                                "csrc/b/b.cpp"));
+  scans.push_back(
+      ScanCppSource("at::Tensor fwd_a(at::Tensor x, at::Tensor y, at::Tensor z) { return x; }\n"
+                    "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &fwd_a, \"a (CUDA)\"); }\n",
+                    "csrc/a/a.cpp"));
+  scans.push_back(
+      ScanCppSource("at::Tensor fwd_b(at::Tensor x, at::Tensor y, double s, bool h) { return x; }\n"
+                    "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &fwd_b, \"b (CUDA)\"); }\n",
+                    "csrc/b/b.cpp"));
   scans.push_back(ScanCppSource("__global__ void k() {}\n", "csrc/a/k.cu"));
   std::vector<ExtensionBuild> builds = ScanExtensionBuilds(
       "ext = [CUDAExtension(name='pkg.a_cuda', sources=['csrc/a/a.cpp', 'csrc/a/k.cu']),\n"
@@ -231,7 +237,7 @@ TEST(CustomOps, EveryModuleKeepsItsOwnRegistration) {
   EXPECT_EQ(b->modules, (std::vector<std::string>{"b_cuda"}));
   EXPECT_EQ(t.Match("forward", Call(3, {}), "b_cuda"), nullptr);  // a_cuda's arity, b_cuda's call
   EXPECT_NE(t.Match("forward", Call(3, {}), "a_cuda"), nullptr);
-  EXPECT_EQ(t.Match("forward", Call(3, {}), "numpy"), nullptr);   // every forward belongs elsewhere
+  EXPECT_EQ(t.Match("forward", Call(3, {}), "numpy"), nullptr);  // every forward belongs elsewhere
   EXPECT_NE(t.Match("forward", Call(4, {})), nullptr);           // receiver unknown: any that fits
 }
 
@@ -241,13 +247,17 @@ TEST(CustomOps, EveryModuleKeepsItsOwnRegistration) {
 TEST(CustomOps, CpuExtensionsInAProjectWithCudaSources) {
   auto table = [](std::vector<ExtensionBuild> builds) {
     std::vector<CppScan> scans;
-    scans.push_back(ScanCppSource("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
-                                  "  m.def(\"adam_update\", &adam_update);\n"
-                                  "  py::class_<io_handle_t>(m, \"aio_handle\").def(\"wait\", &io_handle_t::wait);\n"
-                                  "  m.def(\"fused\", &fused);\n"
-                                  "}\n", "csrc/adam/cpu_adam.cpp"));
-    scans.push_back(ScanCppSource("void adam_update(at::Tensor p, double lr) {\n}\n"
-                                  "int io_handle_t::wait() { return 0; }\n", "csrc/adam/cpu_adam_impl.cpp"));
+    scans.push_back(
+        ScanCppSource("PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+                      "  m.def(\"adam_update\", &adam_update);\n"
+                      "  py::class_<io_handle_t>(m, \"aio_handle\").def(\"wait\", &io_handle_t::wait);\n"
+                      "  m.def(\"fused\", &fused);\n"
+                      "}\n",
+                      "csrc/adam/cpu_adam.cpp"));
+    scans.push_back(
+        ScanCppSource("void adam_update(at::Tensor p, double lr) {\n}\n"
+                      "int io_handle_t::wait() { return 0; }\n",
+                      "csrc/adam/cpu_adam_impl.cpp"));
     scans.push_back(ScanCppSource("// CUDA kernels\nvoid fused(at::Tensor p) {\n  cudaStream_t s;\n}\n",
                                   "csrc/adam/multi_tensor_adam.cu"));
     CustomOpTable t;
@@ -323,8 +333,10 @@ Finding Offending(const std::string& function, const std::string& api, uint32_t 
 
 TEST(ThirdParty, RecursionCyclesPropagateWithWitnessPaths) {
   // entry -> a <-> b (a cycle) -> leaf (unsupported); lone -> nothing.
-  std::vector<DefinitionRecord> defs = {{"m.entry", "lib/m.py", 1, {}}, {"m.a", "lib/m.py", 2, {}},
-                                        {"m.b", "lib/m.py", 3, {}},     {"m.leaf", "lib/m.py", 4, {}},
+  std::vector<DefinitionRecord> defs = {{"m.entry", "lib/m.py", 1, {}},
+                                        {"m.a", "lib/m.py", 2, {}},
+                                        {"m.b", "lib/m.py", 3, {}},
+                                        {"m.leaf", "lib/m.py", 4, {}},
                                         {"m.lone", "lib/m.py", 5, {}}};
   std::vector<CallRecord> calls = {{"m.entry", "m.a", "", "lib/m.py", 1, 1},
                                    {"m.a", "m.b", "", "lib/m.py", 2, 2},

@@ -45,7 +45,17 @@ TEST(CsvWriter, WritesHeaderAndRows) {
 
 TEST(JsonWriter, NestedAndEscaped) {
   JsonWriter j;
-  j.BeginObject().Key("a").Int(1).Key("s").String("q\"\n").Key("l").BeginArray().Bool(true).Null().EndArray().EndObject();
+  j.BeginObject()
+      .Key("a")
+      .Int(1)
+      .Key("s")
+      .String("q\"\n")
+      .Key("l")
+      .BeginArray()
+      .Bool(true)
+      .Null()
+      .EndArray()
+      .EndObject();
   EXPECT_EQ(j.str(), "{\n  \"a\": 1,\n  \"s\": \"q\\\"\\n\",\n  \"l\": [\n    true,\n    null\n  ]\n}\n");
 }
 
@@ -60,7 +70,9 @@ TEST(JsonWriter, BytesOutsideUtf8AreSurrogateEscaped) {
   // Latin-1, a stray continuation byte, a cut sequence, an overlong form, an encoded surrogate and
   // a code point past U+10FFFF: each byte that is not part of well-formed UTF-8 is \udcXX.
   EXPECT_EQ(escaped("caf\xe9.py"), "\"caf\\udce9.py\"");
-  EXPECT_EQ(escaped("\x80" "a"), "\"\\udc80a\"");
+  EXPECT_EQ(escaped("\x80"
+                    "a"),
+            "\"\\udc80a\"");
   EXPECT_EQ(escaped("a\xe2\x82"), "\"a\\udce2\\udc82\"");
   EXPECT_EQ(escaped("\xc0\xaf"), "\"\\udcc0\\udcaf\"");
   EXPECT_EQ(escaped("\xed\xa0\x80"), "\"\\udced\\udca0\\udc80\"");
@@ -129,15 +141,17 @@ TEST(ReportSet, StreamedFilesArePiecesInOrderAndFailuresLeaveNothing) {
   std::string pieces;
   {
     ReportSet set(dir, ".set.complete");
-    ASSERT_TRUE(set.AddStreamed("s.json", [&](const ReportSet::Sink& sink) -> Status {
-                     j.BeginObject().Key("a").Int(1);
-                     pieces += j.str();
-                     PORTKIT_RETURN_IF_ERROR(sink(j.Take()));
-                     EXPECT_EQ(j.size(), 0u);
-                     j.Key("b").BeginArray().Int(2).Int(3).EndArray().EndObject();
-                     pieces += j.str();
-                     return sink(j.Take());
-                   }).ok());
+    ASSERT_TRUE(set.AddStreamed("s.json",
+                                [&](const ReportSet::Sink& sink) -> Status {
+                                  j.BeginObject().Key("a").Int(1);
+                                  pieces += j.str();
+                                  PORTKIT_RETURN_IF_ERROR(sink(j.Take()));
+                                  EXPECT_EQ(j.size(), 0u);
+                                  j.Key("b").BeginArray().Int(2).Int(3).EndArray().EndObject();
+                                  pieces += j.str();
+                                  return sink(j.Take());
+                                })
+                    .ok());
     ASSERT_TRUE(set.Publish().ok());
   }
   JsonWriter whole;

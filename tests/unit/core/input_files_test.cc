@@ -222,9 +222,7 @@ TEST_F(InputFilesTest, PrivateFoldersAndCode) {
 // Room for a copy: apparent sizes (a sparse file in full) against the free space.
 TEST_F(InputFilesTest, FreeSpaceAndSparseFiles) {
   Write(dir_ / "small.py", std::string(1000, 'x'));
-  {
-    std::ofstream sparse(dir_ / "sparse.py");
-  }
+  { std::ofstream sparse(dir_ / "sparse.py"); }
   fs::resize_file(dir_ / "sparse.py", 64u << 20);  // 64 MiB of hole
   CopySize size = MeasureCopy({dir_ / "small.py", dir_ / "sparse.py", dir_ / "missing.py"});
   EXPECT_EQ(size.bytes, 1000u + (64u << 20));

@@ -29,9 +29,7 @@ class OutputPolicyTest : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(OutputPolicyTest, MissingFileMayBeWritten) {
-  EXPECT_TRUE(CheckReplaceable(dir_ / "t.json", "-o", false).ok());
-}
+TEST_F(OutputPolicyTest, MissingFileMayBeWritten) { EXPECT_TRUE(CheckReplaceable(dir_ / "t.json", "-o", false).ok()); }
 
 TEST_F(OutputPolicyTest, UsersFileIsRefusedWithoutForce) {
   Write(dir_ / "train.py", "print(1)\n");

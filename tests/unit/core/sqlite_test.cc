@@ -25,8 +25,11 @@ class SqliteTest : public ::testing::Test {
   fs::path dir_;
 };
 
-const Schema kV2{"test store", 2, "CREATE TABLE t (a INTEGER, b TEXT); CREATE TABLE extra (x);",
-                 {"CREATE TABLE extra (x);"}, "delete it and start again"};
+const Schema kV2{"test store",
+                 2,
+                 "CREATE TABLE t (a INTEGER, b TEXT); CREATE TABLE extra (x);",
+                 {"CREATE TABLE extra (x);"},
+                 "delete it and start again"};
 
 TEST_F(SqliteTest, CreatesTheSchemaInANewFile) {
   auto db = Database::Open(dir_ / "a.db");
@@ -147,7 +150,10 @@ TEST(SqliteSchema, ConcurrentCreatorsBothSucceed) {
       ASSERT_GE(pid, 0);
       if (pid == 0) {
         auto db = Database::Open(path);
-        if (!db.ok()) { fprintf(stderr, "open: %s\n", db.status().message().c_str()); _exit(1); }
+        if (!db.ok()) {
+          fprintf(stderr, "open: %s\n", db.status().message().c_str());
+          _exit(1);
+        }
         Status st = EnsureSchema(*db, kV2);
         if (!st.ok()) fprintf(stderr, "schema: %s\n", st.message().c_str());
         _exit(st.ok() ? 0 : 1);
@@ -162,7 +168,6 @@ TEST(SqliteSchema, ConcurrentCreatorsBothSucceed) {
   }
   std::filesystem::remove_all(tmpl);
 }
-
 
 // ---- Hostile databases (docs/safety.md, "SQLite inputs") -------------------------------------
 
@@ -182,11 +187,13 @@ TEST_F(SqliteTest, ATriggerAForeignViewTableOrColumnIsRefusedNamingIt) {
   const Case cases[] = {
       {"CREATE TRIGGER spy AFTER INSERT ON t BEGIN DELETE FROM t; END;",
        "it holds a trigger 'spy' on 't' (SQL that would run on portkit's own writes), which a test store never has"},
-      {"DROP VIEW v; CREATE VIEW v AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS a FROM n;",
+      {"DROP VIEW v; CREATE VIEW v AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i AS a "
+       "FROM n;",
        "the view 'v' is not a test store's own (its SQL differs)"},
       {"CREATE TABLE extra (x);", "it holds a table 'extra' that a test store does not have"},
       {"ALTER TABLE t ADD COLUMN c;", "table 't' has the columns (a, b, c) where a test store has (a, b)"},
-      {"ALTER TABLE t RENAME TO t2; DROP VIEW v; CREATE VIEW t AS SELECT 1 AS a, 'x' AS b; CREATE VIEW v AS SELECT a FROM t;",
+      {"ALTER TABLE t RENAME TO t2; DROP VIEW v; CREATE VIEW t AS SELECT 1 AS a, 'x' AS b; CREATE VIEW v AS SELECT a "
+       "FROM t;",
        "'t' is a view where a test store has a table"},
   };
   int i = 0;
@@ -231,9 +238,9 @@ TEST_F(SqliteTest, AValueOverTheLimitIsRefusedBeforeItIsLoaded) {
   auto row = q->Step();
   ASSERT_FALSE(row.ok());
   EXPECT_EQ(row.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(row.status().message(),
-            (dir_ / "big.db").string() + ": statement failed: over the limit: a string or blob longer than the limit "
-                                         "of 65536 bytes; not read. --max-string-mb raises it");
+  EXPECT_EQ(row.status().message(), (dir_ / "big.db").string() +
+                                        ": statement failed: over the limit: a string or blob longer than the limit "
+                                        "of 65536 bytes; not read. --max-string-mb raises it");
 }
 
 TEST_F(SqliteTest, ResultCodesAreSaidHonestly) {

@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 const fs::path kTraces = fs::path(PORTKIT_TEST_DATA_DIR) / ".." / "tests" / "data" / "traces";
 
 std::string Op(const std::string& name, int tid, int ts, int dur, const std::string& cat = "cpu_op") {
-  return "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": 1, \"tid\": " +
-         std::to_string(tid) + ", \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
-         ", \"args\": {\"Input Dims\": [[8, 32]]}}";
+  return "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
+         "\", \"pid\": 1, \"tid\": " + std::to_string(tid) + ", \"ts\": " + std::to_string(ts) +
+         ", \"dur\": " + std::to_string(dur) + ", \"args\": {\"Input Dims\": [[8, 32]]}}";
 }
 
 class ProfAdvisor : public ::testing::Test {
@@ -61,8 +61,8 @@ TEST_F(ProfAdvisor, NonNativeOpsNamesMishItsShareAndTheFix) {
   fs::path d = dir_ / "mish";
   fs::create_directories(d);
   std::ofstream(d / "mish.pt.trace.json")
-      << "{\"schemaVersion\": 1, \"traceEvents\": [" << Op("ProfilerStep#1", 1, 1000, 1000, "user_annotation")
-      << ", " << Op("aten::conv2d", 1, 1010, 100) << ", " << Op("aten::mish", 1, 1200, 200) << ", "
+      << "{\"schemaVersion\": 1, \"traceEvents\": [" << Op("ProfilerStep#1", 1, 1000, 1000, "user_annotation") << ", "
+      << Op("aten::conv2d", 1, 1010, 100) << ", " << Op("aten::mish", 1, 1200, 200) << ", "
       << Op("aten::empty", 1, 1210, 50) << ", " << Op("MishBackward0", 1, 1500, 310) << ", "
       << Op("aten::mish_backward", 1, 1505, 300) << ", " << Op("aten::softplus", 2, 1100, 10) << ", "
       << Op("aten::tanh", 2, 1120, 10) << ", " << Op("aten::mul", 2, 1140, 10) << ", "
@@ -90,8 +90,8 @@ TEST_F(ProfAdvisor, NonNativeOpsNamesMishItsShareAndTheFix) {
   // The old advice (use the fused torch.nn.Mish) is gone.
   for (const auto& x : r->findings) EXPECT_EQ(x.advice.find("one fused kernel"), std::string::npos);
   // Host-operator table: self and total time.
-  auto mish = std::find_if(r->host_ops.begin(), r->host_ops.end(),
-                           [](const HostOpStat& s) { return s.name == "aten::mish"; });
+  auto mish =
+      std::find_if(r->host_ops.begin(), r->host_ops.end(), [](const HostOpStat& s) { return s.name == "aten::mish"; });
   ASSERT_NE(mish, r->host_ops.end());
   EXPECT_EQ(mish->count, 2);
   EXPECT_EQ(mish->self_ns, 150'000 + 900'000);
@@ -161,11 +161,13 @@ namespace {
 TEST_F(ProfAdvisor, TheWarmUpStepIsReportedApart) {
   fs::path d = dir_ / "warmup";
   fs::create_directories(d);
-  std::ofstream(d / "w.pt.trace.json")
-      << "{\"schemaVersion\": 1, \"traceEvents\": [" << Op("ProfilerStep#0", 1, 0, 5000, "user_annotation") << ", "
-      << Op("aten::conv2d", 1, 100, 4000) << ", " << Op("ProfilerStep#1", 1, 6000, 1000, "user_annotation") << ", "
-      << Op("aten::conv2d", 1, 6100, 500) << ", " << Op("ProfilerStep#2", 1, 7000, 3000, "user_annotation") << ", "
-      << Op("aten::conv2d", 1, 7100, 500) << "]}";
+  std::ofstream(d / "w.pt.trace.json") << "{\"schemaVersion\": 1, \"traceEvents\": ["
+                                       << Op("ProfilerStep#0", 1, 0, 5000, "user_annotation") << ", "
+                                       << Op("aten::conv2d", 1, 100, 4000) << ", "
+                                       << Op("ProfilerStep#1", 1, 6000, 1000, "user_annotation") << ", "
+                                       << Op("aten::conv2d", 1, 6100, 500) << ", "
+                                       << Op("ProfilerStep#2", 1, 7000, 3000, "user_annotation") << ", "
+                                       << Op("aten::conv2d", 1, 7100, 500) << "]}";
   auto imported = RunImport({d}, ctx_);
   ASSERT_TRUE(imported.ok() && imported->FirstFailure().ok());
   auto r = RunAnalyse({d}, ctx_);

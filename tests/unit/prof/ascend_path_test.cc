@@ -53,12 +53,12 @@ class AscendPath : public ::testing::Test {
 };
 
 std::string Meta(int64_t pid, const std::string& process) {
-  return R"({"ph": "M", "name": "process_name", "pid": )" + std::to_string(pid) +
-         R"(, "tid": 0, "args": {"name": ")" + process + "\"}}";
+  return R"({"ph": "M", "name": "process_name", "pid": )" + std::to_string(pid) + R"(, "tid": 0, "args": {"name": ")" +
+         process + "\"}}";
 }
 std::string Task(int64_t pid, const std::string& name, const std::string& ts, double dur) {
-  return R"({"ph": "X", "name": ")" + name + R"(", "pid": )" + std::to_string(pid) +
-         R"(, "tid": 3, "ts": ")" + ts + R"(", "dur": )" + std::to_string(dur) + "}";
+  return R"({"ph": "X", "name": ")" + name + R"(", "pid": )" + std::to_string(pid) + R"(, "tid": 3, "ts": ")" + ts +
+         R"(", "dur": )" + std::to_string(dur) + "}";
 }
 std::string Step(const std::string& ts, double dur) {
   return R"({"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": ")" + ts +
@@ -115,8 +115,8 @@ TEST_F(AscendPath, MetadataAfterTheEventsStillNamesTheProcesses) {
 }
 
 TEST_F(AscendPath, HcclTasksAreCommunicationNotCompute) {
-  std::string text = "[" + Meta(800, "Ascend Hardware") + ", " + Meta(801, "HCCL") + ", " + Step("1000.0", 200) +
-                     ", " + Task(800, "aclnnMm_MatMulAiCore_MatMul", "1010.0", 50) + ", " +
+  std::string text = "[" + Meta(800, "Ascend Hardware") + ", " + Meta(801, "HCCL") + ", " + Step("1000.0", 200) + ", " +
+                     Task(800, "aclnnMm_MatMulAiCore_MatMul", "1010.0", 50) + ", " +
                      Task(801, "hcom_allReduce__123_0_1", "1070.0", 80) + "]";
   ImportText("hccl", "trace_view.json", text);
   auto a = RunAnalyse({dir_ / "hccl"}, ctx_);
@@ -138,10 +138,9 @@ namespace {
 TEST_F(AscendPath, KernelDetailsJoinsTheTraceViewTasksOfItsFolder) {
   fs::path out = dir_ / "run_ascend_pt" / "ASCEND_PROFILER_OUTPUT";
   fs::create_directories(out);
-  std::ofstream(out / "trace_view.json")
-      << "[" + Meta(800, "Ascend Hardware") + ", " + Step("1000.000", 300) + ", " +
-             Task(800, "aclnnAdd_AddAiCore_Add", "1010.500", 20) + ", " +
-             Task(800, "aclnnMm_MatMulAiCore_MatMul", "1050.250", 40) + "]";
+  std::ofstream(out / "trace_view.json") << "[" + Meta(800, "Ascend Hardware") + ", " + Step("1000.000", 300) + ", " +
+                                                Task(800, "aclnnAdd_AddAiCore_Add", "1010.500", 20) + ", " +
+                                                Task(800, "aclnnMm_MatMulAiCore_MatMul", "1050.250", 40) + "]";
   std::ofstream(out / "kernel_details.csv")
       << "Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),"
          "Block Dim,Input Shapes,Input Data Types\n"

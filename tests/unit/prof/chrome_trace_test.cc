@@ -36,14 +36,16 @@ std::string Write(const std::string& name, const std::string& text) {
 }
 
 TEST(JsonStream, SplitsEventsAndMembersInAnyOrder) {
-  std::string path = Write("portkit_stream.json",
-                           "{\"schemaVersion\": 1, \"traceEvents\": [{\"name\": \"a}\\\"]\", \"ph\": \"X\"},"
-                           " {\"name\": \"b\", \"args\": {\"x\": [1, {\"y\": 2}]}}], \"deviceProperties\": [{\"id\": 0}]}");
+  std::string path =
+      Write("portkit_stream.json",
+            "{\"schemaVersion\": 1, \"traceEvents\": [{\"name\": \"a}\\\"]\", \"ph\": \"X\"},"
+            " {\"name\": \"b\", \"args\": {\"x\": [1, {\"y\": 2}]}}], \"deviceProperties\": [{\"id\": 0}]}");
   std::vector<std::string> events, keys;
   StreamStats stats;
   Status st = SplitTraceEvents(
-      path, {[&](std::string_view e) { events.emplace_back(e); },
-             [&](std::string_view k, std::string_view v) { keys.push_back(std::string(k) + "=" + std::string(v)); }},
+      path,
+      {[&](std::string_view e) { events.emplace_back(e); },
+       [&](std::string_view k, std::string_view v) { keys.push_back(std::string(k) + "=" + std::string(v)); }},
       &stats);
   ASSERT_TRUE(st.ok()) << st.message();
   ASSERT_EQ(events.size(), 2u);

@@ -22,8 +22,8 @@ constexpr int64_t kBaseNs = 1'700'000'000'000'000'000;
 constexpr int64_t kCompute[4] = {300, 300, 300, 400};
 constexpr int64_t kEnd[4] = {700, 700, 800, 700};
 
-std::string Event(const std::string& cat, const std::string& name, int64_t ts, int64_t dur,
-                  const std::string& args, int pid = 1, int tid = 1) {
+std::string Event(const std::string& cat, const std::string& name, int64_t ts, int64_t dur, const std::string& args,
+                  int pid = 1, int tid = 1) {
   return "{\"ph\":\"X\",\"cat\":\"" + cat + "\",\"name\":\"" + name + "\",\"pid\":" + std::to_string(pid) +
          ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + std::to_string(ts) + ",\"dur\":" + std::to_string(dur) +
          ",\"args\":{" + args + "}}";
@@ -65,8 +65,8 @@ std::string RankTraceText(int rank, bool with_rank = true) {
   std::string info = with_rank ? "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + std::to_string(rank) +
                                      ", \"world_size\": 4},\n"
                                : "";
-  return "{\"schemaVersion\": 1,\n" + info + "\"traceEvents\": [\n" + ev + "\n],\n\"baseTimeNanoseconds\": " +
-         std::to_string(kBaseNs - rank * 1'000'000) + "}\n";
+  return "{\"schemaVersion\": 1,\n" + info + "\"traceEvents\": [\n" + ev +
+         "\n],\n\"baseTimeNanoseconds\": " + std::to_string(kBaseNs - rank * 1'000'000) + "}\n";
 }
 
 class Cluster : public ::testing::Test {
@@ -75,7 +75,8 @@ class Cluster : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("portkit_cluster_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "job");
-    for (int r = 0; r < 4; ++r) std::ofstream(dir_ / "job" / ("worker" + std::to_string(r) + ".json")) << RankTraceText(r);
+    for (int r = 0; r < 4; ++r)
+      std::ofstream(dir_ / "job" / ("worker" + std::to_string(r) + ".json")) << RankTraceText(r);
   }
   void TearDown() override { fs::remove_all(dir_); }
   Logger logger_{nullptr, SystemClock()};
@@ -187,8 +188,9 @@ TEST_F(Cluster, ClearErrors) {
   auto dup = RunCluster({dir_ / "dup", false}, ctx_);
   ASSERT_FALSE(dup.ok());
   EXPECT_EQ(dup.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(dup.status().message(), (dir_ / "dup").string() +
-                                        ": rank 1 appears twice: a.json and b.json; keep one trace per rank in the folder");
+  EXPECT_EQ(
+      dup.status().message(),
+      (dir_ / "dup").string() + ": rank 1 appears twice: a.json and b.json; keep one trace per rank in the folder");
 
   fs::create_directories(dir_ / "norank");
   std::ofstream(dir_ / "norank" / "trace.json") << RankTraceText(2, false);

@@ -95,8 +95,8 @@ TEST(DiffStats, RunToRunNoiseWidensTheIntervalOfSeveralRuns) {
     base.insert(base.end(), b.begin(), b.end());
     cmp.insert(cmp.end(), c.begin(), c.end());
   }
-  auto runs = MedianChangeInterval(base, DrawResamples({20, 20, 20}, 2000, 1), cmp,
-                                   DrawResamples({20, 20, 20}, 2000, 2), 0.95);
+  auto runs =
+      MedianChangeInterval(base, DrawResamples({20, 20, 20}, 2000, 1), cmp, DrawResamples({20, 20, 20}, 2000, 2), 0.95);
   auto pooled = MedianChangeInterval(base, DrawResamples({60}, 2000, 1), cmp, DrawResamples({60}, 2000, 2), 0.95);
   ASSERT_TRUE(runs && pooled);
   EXPECT_GT(runs->high - runs->low, pooled->high - pooled->low);

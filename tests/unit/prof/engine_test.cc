@@ -140,7 +140,8 @@ TEST_F(ProfEngine, DiffPoolsSeveralRunsAndGatesOnTheInterval) {
   auto single = RunDiff({dir_ / "base", dir_ / "cmp", 10.0}, ctx_);
   ASSERT_TRUE(single.ok());
   ASSERT_EQ(single->operators.size(), diff->operators.size());
-  for (size_t i = 0; i < diff->operators.size(); ++i) EXPECT_EQ(single->operators[i].base_ns, diff->operators[i].base_ns);
+  for (size_t i = 0; i < diff->operators.size(); ++i)
+    EXPECT_EQ(single->operators[i].base_ns, diff->operators[i].base_ns);
   // Reproducible: the same input, the same intervals.
   auto again = RunDiff(o, ctx_);
   EXPECT_EQ(again->step_change->low, diff->step_change->low);
@@ -177,17 +178,23 @@ TEST_F(ProfEngine, CollectArgvRunsTorchrunWorkersUnderTheLauncher) {
   fs::create_directories(bin);
   std::ofstream(bin / "torchrun") << "#!/opt/py/bin/python3.11\nimport sys\n";
   CollectOptions o;
-  o.command = {(bin / "torchrun").string(), "--nproc_per_node", "2", "--master-port=29555", "--standalone",
-               "train.py", "--epochs", "1"};
+  o.command = {(bin / "torchrun").string(),
+               "--nproc_per_node",
+               "2",
+               "--master-port=29555",
+               "--standalone",
+               "train.py",
+               "--epochs",
+               "1"};
   auto argv = CollectArgv(o);
   ASSERT_TRUE(argv.ok()) << argv.status().message();
   EXPECT_EQ(*argv, (std::vector<std::string>{"/opt/py/bin/python3.11", "-m", "torch.distributed.run",
                                              "--nproc_per_node", "2", "--master-port=29555", "--standalone", "-m",
                                              "portkit.prof_launch", "train.py", "--epochs", "1"}));
   o.command = {(bin / "torchrun").string(), "--nnodes=1", "-m", "pkg.train", "-x"};
-  EXPECT_EQ(*CollectArgv(o), (std::vector<std::string>{"/opt/py/bin/python3.11", "-m", "torch.distributed.run",
-                                                       "--nnodes=1", "-m", "portkit.prof_launch", "-m", "pkg.train",
-                                                       "-x"}));
+  EXPECT_EQ(*CollectArgv(o),
+            (std::vector<std::string>{"/opt/py/bin/python3.11", "-m", "torch.distributed.run", "--nnodes=1", "-m",
+                                      "portkit.prof_launch", "-m", "pkg.train", "-x"}));
   o.command = {"python3", "-m", "torch.distributed.run", "--nproc-per-node", "2", "t.py"};
   EXPECT_EQ(*CollectArgv(o), (std::vector<std::string>{"python3", "-m", "torch.distributed.run", "--nproc-per-node",
                                                        "2", "-m", "portkit.prof_launch", "t.py"}));

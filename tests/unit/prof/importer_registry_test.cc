@@ -88,8 +88,9 @@ TEST_F(ImporterRegistry, ContentThatIsNoTraceIsNotClaimed) {
   EXPECT_EQ(Detect(Write("empty.json", "")), "none");
   EXPECT_EQ(Detect(Write("notes.txt", "hello")), "none");
   // portkit's own op_summary has "Task Start Time(us)", not the kernel_details columns.
-  EXPECT_EQ(Detect(Write("op_summary.csv", "Trace,Device_id,Stream,Op Name,OP Type,Task Type,Task Start Time(us),"
-                                           "Task Duration(us)\n")),
+  EXPECT_EQ(Detect(Write("op_summary.csv",
+                         "Trace,Device_id,Stream,Op Name,OP Type,Task Type,Task Start Time(us),"
+                         "Task Duration(us)\n")),
             "none");
   EXPECT_EQ(Detect(dir_ / "missing.json"), "none");
 }

@@ -169,8 +169,8 @@ TEST_F(ProfStore, EveryEventKeepsItsColumnsWhicheverInsertWroteIt) {
     e.category = "kernel";
     e.ts_ns = k;
     e.dur_ns = 1;
-    int64_t* ints[] = {&e.correlation, &e.external_id, &e.grid[0], &e.grid[1], &e.grid[2], &e.block[0],
-                       &e.block[1], &e.block[2], &e.registers, &e.shared_memory};
+    int64_t* ints[] = {&e.correlation, &e.external_id, &e.grid[0],  &e.grid[1],   &e.grid[2],
+                       &e.block[0],    &e.block[1],    &e.block[2], &e.registers, &e.shared_memory};
     for (int c = 0; c < 10; ++c)
       if (has(k, c)) *ints[c] = 1000 * k + c;
     if (has(k, 10)) e.occupancy = k + 0.5;
@@ -266,7 +266,8 @@ TEST_F(ProfStore, FinishLinksEveryLaunchAndLeavesNoIndex) {
     }
     ASSERT_TRUE(writer->Finish(6000, 0, "").ok());
     std::vector<std::string> indexes;
-    auto q = store->db().Prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'events%' ORDER BY name");
+    auto q = store->db().Prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'events%' ORDER BY name");
     ASSERT_TRUE(q.ok());
     while (*q->Step()) indexes.emplace_back(q->Text(0));
     EXPECT_TRUE(indexes.empty()) << nested;
@@ -280,14 +281,16 @@ TEST_F(ProfStore, FinishLinksEveryLaunchAndLeavesNoIndex) {
       EXPECT_TRUE(*c->Step()) << sql;
       return c->Int(0);
     };
-    const std::string t = "(SELECT id FROM traces WHERE path = '" + std::string(nested ? "nested.json" : "a.json") + "')";
+    const std::string t =
+        "(SELECT id FROM traces WHERE path = '" + std::string(nested ? "nested.json" : "a.json") + "')";
     EXPECT_EQ(count("SELECT COUNT(*) FROM events WHERE kind = 'runtime' AND parent IS NULL AND trace = " + t), 0)
         << nested;
     // Each kernel's launch is the call of its correlation id, and that call's op is the kernel's op.
     EXPECT_EQ(count("SELECT COUNT(*) FROM kernel_launches l JOIN events k ON k.rowid = l.kernel "
                     "JOIN events r ON r.rowid = l.launch JOIN events o ON o.rowid = l.cpu_op "
                     "WHERE r.correlation = k.correlation AND r.kind = 'runtime' AND o.kind = 'cpu_op' "
-                    "AND o.ts = k.ts - 30 AND l.trace = " + t),
+                    "AND o.ts = k.ts - 30 AND l.trace = " +
+                    t),
               2000)
         << nested;
   }
@@ -347,12 +350,13 @@ TEST_F(ProfStore, AStoreOfSchemaTwoGetsItsLaunchLinks) {
       ASSERT_TRUE(writer->AddEvent(kernel).ok());
     }
     ASSERT_TRUE(writer->Finish(100, 0, "").ok());
-    ASSERT_TRUE(store->db()
-                    .Exec(std::string(testing::kUndoSchemaThreeLaunch) +
-                          "CREATE INDEX events_kind ON events (trace, kind, ts); "
-                          "CREATE INDEX events_launch ON events (trace, correlation) WHERE kind IN ('runtime', 'driver'); "
-                          "PRAGMA user_version = 2;")
-                    .ok());
+    ASSERT_TRUE(
+        store->db()
+            .Exec(std::string(testing::kUndoSchemaThreeLaunch) +
+                  "CREATE INDEX events_kind ON events (trace, kind, ts); "
+                  "CREATE INDEX events_launch ON events (trace, correlation) WHERE kind IN ('runtime', 'driver'); "
+                  "PRAGMA user_version = 2;")
+            .ok());
   }
   auto store = Store::OpenForReading(path_);
   ASSERT_TRUE(store.ok()) << store.status().message();
@@ -375,7 +379,6 @@ TEST_F(ProfStore, AReadOnlyStoreCannotBeWritten) {
   ASSERT_TRUE(store.ok());
   EXPECT_FALSE(store->BeginTrace("a.json", "kineto").ok());
 }
-
 
 // ---- A store portkit did not write (docs/safety.md, "SQLite inputs") --------------------------
 

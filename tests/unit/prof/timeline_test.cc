@@ -80,8 +80,8 @@ void Parse(const std::string& json, Parsed* out) {
     if (ph == "\"X\"") {
       int64_t dur = Ns(e["dur"].value());
       std::string name = Str(e["name"].value());
-      out->complete.insert(name + "|" + Field(e, "cat") + "|" + std::to_string(rel) + "|" + std::to_string(dur) +
-                           "|" + Field(e, "args"));
+      out->complete.insert(name + "|" + Field(e, "cat") + "|" + std::to_string(rel) + "|" + std::to_string(dur) + "|" +
+                           Field(e, "args"));
       auto& longest = out->dur_by_name[name];
       longest = std::max(longest, dur);
       continue;
@@ -89,7 +89,8 @@ void Parse(const std::string& json, Parsed* out) {
     std::string text = ph;
     for (auto [key, value] : e) {
       if (key == "pid" || key == "ph" || (key == "tid" && (ph == "\"s\"" || ph == "\"f\"" || ph == "\"t\""))) continue;
-      text += "|" + std::string(key) + "=" + (key == "ts" ? (ph == "\"M\"" ? "" : std::to_string(rel)) : simdjson::minify(value));
+      text += "|" + std::string(key) + "=" +
+              (key == "ts" ? (ph == "\"M\"" ? "" : std::to_string(rel)) : simdjson::minify(value));
     }
     out->other.insert(text);
     if (ph == "\"s\"" || ph == "\"f\"" || ph == "\"t\"") ++out->flows;
@@ -153,10 +154,10 @@ TEST_F(Timeline, ARealKinetoTraceComesBackWithArgsNamesInstantsAndFlows) {
 }
 
 TEST_F(Timeline, EveryReferenceTraceKeepsItsEventsAndDurations) {
-  for (const char* name : {"critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
-                           "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz",
-                           "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
-                           "triton_example__triton_example.json.gz"}) {
+  for (const char* name :
+       {"critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
+        "cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz",
+        "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", "triton_example__triton_example.json.gz"}) {
     SCOPED_TRACE(name);
     Parsed before, after;
     Parse(ReadMaybeGzip(kKineto / name), &before);
@@ -224,7 +225,8 @@ TEST_F(Timeline, CountersAndOverlapsOnSiblingTracksNeverClipped) {
   EXPECT_NE(copy_tid, 5);
   EXPECT_EQ(flow_end_tid, copy_tid);
   for (auto& [track, spans] : tracks) {
-    std::sort(spans.begin(), spans.end(), [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
+    std::sort(spans.begin(), spans.end(),
+              [](auto a, auto b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
     std::vector<int64_t> open;
     for (auto [start, end] : spans) {
       while (!open.empty() && open.back() <= start) open.pop_back();

@@ -53,8 +53,7 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   EXPECT_EQ(npu->library_ops.count("torchvision.ops.ps_roi_align"), 0u);
   EXPECT_EQ(npu->profile.communication_kernels, (std::vector<std::string>{"hccl", "HCCL", "Hccl", "hcom_"}));
   // Mish is not a native activation on the NPU: the advisor's non_native_ops rule reads this.
-  EXPECT_EQ(npu->profile.native_activations,
-            (std::vector<std::string>{"Relu", "LeakyRelu", "PRelu", "Elu", "SRelu"}));
+  EXPECT_EQ(npu->profile.native_activations, (std::vector<std::string>{"Relu", "LeakyRelu", "PRelu", "Elu", "SRelu"}));
   // Mish first (profile.non_native_ops), then every activation of profile.native_ops that
   // native_activations does not list, by name, with its replacement and accuracy note.
   std::vector<std::string> non_native;
@@ -117,9 +116,10 @@ TEST(TargetFacts, DataOnlyTargetByPath) {
 TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   const std::string ok = R"("kind": "accelerator", "device_type": "t", )";
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"devce_type\": \"t\"}"),
-            file() + ": unknown key \"devce_type\" (known: name, description, kind, default, versions, device_type, "
-                     "python_module, import_line, device_module, transfer_import, dispatch_key, distributed_backends, "
-                     "amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
+            file() +
+                ": unknown key \"devce_type\" (known: name, description, kind, default, versions, device_type, "
+                "python_module, import_line, device_module, transfer_import, dispatch_key, distributed_backends, "
+                "amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
             file() + ": \"renames.methods\" must be an object of strings");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"method\": {}}}"),
@@ -129,8 +129,9 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"kind\": \"gpu\"}"), file() + ": \"kind\" must be \"accelerator\" or \"cpu\"");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"default\": \"yes\"}"), file() + ": \"default\" must be true or false");
   EXPECT_EQ(ErrorOf("{\"description\": \"no name\"}"),
-            file() + ": missing required keys \"name\", \"kind\", \"device_type\" (docs/targets.md describes "
-                     "target.json)");
+            file() +
+                ": missing required keys \"name\", \"kind\", \"device_type\" (docs/targets.md describes "
+                "target.json)");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"kind\": \"cpu\"}"),
             file() + ": missing required key \"device_type\" (docs/targets.md describes target.json)");
   EXPECT_EQ(ErrorOf("{\"name\": \"\", " + ok + "\"versions\": []}"), file() + ": \"name\" is empty");
@@ -142,8 +143,9 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"non_native_ops\": [{\"name\": \"Mish\"}]}}"),
             file() + ": each of \"profile.non_native_ops\" needs a \"name\" and a \"replacement\"");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"profile\": {\"non_native_ops\": [{\"nme\": \"Mish\"}]}}"),
-            file() + ": unknown key \"profile.non_native_ops.nme\" (known: name, why, modules, ops, decomposed, "
-                     "decomposed_backward, replacement, caveat)");
+            file() +
+                ": unknown key \"profile.non_native_ops.nme\" (known: name, why, modules, ops, decomposed, "
+                "decomposed_backward, replacement, caveat)");
   EXPECT_EQ(ErrorOf("{" + ok + "\"name\": \"t\"}"), "ok");
   auto missing = LoadTargetFacts(dir_ / "nope");
   ASSERT_FALSE(missing.ok());

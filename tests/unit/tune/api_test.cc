@@ -137,7 +137,12 @@ TEST_F(TuneApiTest, OptionsAreCheckedBeforeAnythingIsReadOrCreated) {
       {"repeats", [](TuneOptions& o) { o.repeats = 2; }, "--repeats 2: give 5 to 1000"},
       {"parallel", [](TuneOptions& o) { o.parallel_compile = 0; }, "--parallel-compile 0: give at least 1"},
       {"fix", [](TuneOptions& o) { o.fixes = {"BOGUS=1"}; }, "--fix BOGUS: unknown knob"},
-      {"no input", [](TuneOptions& o) { o.replay.clear(); o.model.clear(); }, "give --model FILE"},
+      {"no input",
+       [](TuneOptions& o) {
+         o.replay.clear();
+         o.model.clear();
+       },
+       "give --model FILE"},
   };
   for (const auto& c : cases) {
     TuneOptions o = options_;

@@ -131,8 +131,7 @@ TEST_F(KernelTest, ConcurrentConvolutionsAreEachCorrect) {
                                     1 + i % 2, i % 2, g));
         Workload w = op.MakeWorkload();
         FillDeterministic(w.inputs[0], 100 + t * 30 + i);
-        ReferenceConv2d(w.inputs[0].data(), w.inputs[1].data(), w.inputs[2].data(), w.reference.data(),
-                        w.dims.data());
+        ReferenceConv2d(w.inputs[0].data(), w.inputs[1].data(), w.inputs[2].data(), w.reference.data(), w.dims.data());
         std::vector<const float*> in;
         for (const auto& v : w.inputs) in.push_back(v.empty() ? nullptr : v.data());
         std::vector<float> out(w.output_size, std::nanf(""));

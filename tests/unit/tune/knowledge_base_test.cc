@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdio>
 
 #include <chrono>
 #include <fstream>
@@ -189,7 +189,8 @@ TEST_F(KnowledgeBaseTest, SigkilledWriterLeavesItConsistent) {
     auto kb = KnowledgeBase::Open(dir_);
     if (!kb.ok()) _exit(3);
     for (long i = 0;; ++i) {
-      (void)kb->StoreIfBetter(Entry("op" + std::to_string(i % 500), std::string(200, 'x'), 1e6 - static_cast<double>(i)));
+      (void)kb->StoreIfBetter(
+          Entry("op" + std::to_string(i % 500), std::string(200, 'x'), 1e6 - static_cast<double>(i)));
       if (i == 50) (void)!write(ready[1], "r", 1);
     }
   }
@@ -224,10 +225,11 @@ void WriteUnversionedBank(const fs::path& db_path, const std::vector<std::pair<s
   fs::create_directories(db_path.parent_path());
   auto db = sql::Database::Open(db_path);
   ASSERT_TRUE(db.ok()) << db.status().message();
-  ASSERT_TRUE(db->Exec("CREATE TABLE IF NOT EXISTS entries (op_key TEXT NOT NULL, validators TEXT NOT NULL, op_type TEXT "
-                       "NOT NULL, op_name TEXT NOT NULL, config TEXT NOT NULL, time_us REAL NOT NULL, default_us REAL "
-                       "NOT NULL, updated TEXT NOT NULL, PRIMARY KEY (op_key, validators))")
-                  .ok());
+  ASSERT_TRUE(
+      db->Exec("CREATE TABLE IF NOT EXISTS entries (op_key TEXT NOT NULL, validators TEXT NOT NULL, op_type TEXT "
+               "NOT NULL, op_name TEXT NOT NULL, config TEXT NOT NULL, time_us REAL NOT NULL, default_us REAL "
+               "NOT NULL, updated TEXT NOT NULL, PRIMARY KEY (op_key, validators))")
+          .ok());
   for (const auto& [op_key, validators] : rows) {
     auto st = db->Prepare("INSERT INTO entries VALUES (?1, ?2, 'MatMul', 'fc', 'A=1', 5, 10, '2026-01-01T00:00:00Z')");
     ASSERT_TRUE(st.ok());
@@ -258,11 +260,12 @@ TEST_F(KnowledgeBaseTest, ANewerSchemaIsRefusedWithWhatToDo) {
     ASSERT_FALSE(kb.ok());
     EXPECT_EQ(kb.status().code(), ErrorCode::kUnsupported);
     const std::string& m = kb.status().message();
-    EXPECT_EQ(m.rfind((dir_ / "tune_bank.db").string() + ": tuning bank schema " +
-                          std::to_string(kBankSchemaVersion + 1) + " is newer than this portkit reads (" +
-                          std::to_string(kBankSchemaVersion) + "); use a newer portkit; give another --tune-bank folder",
-                      0),
-              0u)
+    EXPECT_EQ(
+        m.rfind((dir_ / "tune_bank.db").string() + ": tuning bank schema " + std::to_string(kBankSchemaVersion + 1) +
+                    " is newer than this portkit reads (" + std::to_string(kBankSchemaVersion) +
+                    "); use a newer portkit; give another --tune-bank folder",
+                0),
+        0u)
         << m;
   }
   EXPECT_EQ(UserVersion(dir_ / "tune_bank.db"), kBankSchemaVersion + 1);  // left alone
@@ -358,7 +361,6 @@ TEST(BankKeyTest, DependsOnTheKernelNotOnThePortkitVersion) {
   EXPECT_NE(BankValidators(m, h), BankValidators(MachineValidators("c++ 12.2.0", {"-O2", "-march=native"}), h));
 }
 
-
 // ---- A bank portkit did not write (docs/safety.md, "SQLite inputs") ---------------------------
 
 TEST_F(KnowledgeBaseTest, ARecursiveViewAsEntriesIsRefusedAtOnce) {
@@ -399,11 +401,13 @@ TEST_F(KnowledgeBaseTest, ATriggerIsRefusedBeforeTheToolWrites) {
   {
     auto db = sql::Database::Open(dir_ / "tune_bank.db");
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->Exec("CREATE TRIGGER zap AFTER INSERT ON entries BEGIN UPDATE entries SET config = 'PWNED'; END;").ok());
+    ASSERT_TRUE(
+        db->Exec("CREATE TRIGGER zap AFTER INSERT ON entries BEGIN UPDATE entries SET config = 'PWNED'; END;").ok());
   }
   auto kb = KnowledgeBase::Open(dir_);
   ASSERT_FALSE(kb.ok());
-  EXPECT_NE(kb.status().message().find("holds a trigger 'zap' on 'entries'"), std::string::npos) << kb.status().message();
+  EXPECT_NE(kb.status().message().find("holds a trigger 'zap' on 'entries'"), std::string::npos)
+      << kb.status().message();
 }
 
 TEST_F(KnowledgeBaseTest, ListLeavesOutTimesOutOfRangeAndStringsOverTheLimit) {
@@ -440,8 +444,12 @@ TEST_F(KnowledgeBaseTest, ListLeavesOutTimesOutOfRangeAndStringsOverTheLimit) {
 TEST_F(KnowledgeBaseTest, CheckEntryRefusesATimeAboveAnHour) {
   BankEntry e{"MatMul|float32|ND|[64,128],[128,96]|bias=1",
               "cpu=Example CPU;flags=avx2 fma;cores=2;compiler=c++ 12.2.0;cxxflags=-O3;template=0000000000000000",
-              "MatMul", "fc1", "MC=48,NC=768,KC=128,MR=8,NR=48,VW=16,PACK_A=1,ORDER=1,UNROLL=4,THREADS=1", 8.88,
-              42.4, "2026-01-01T00:00:00Z"};
+              "MatMul",
+              "fc1",
+              "MC=48,NC=768,KC=128,MR=8,NR=48,VW=16,PACK_A=1,ORDER=1,UNROLL=4,THREADS=1",
+              8.88,
+              42.4,
+              "2026-01-01T00:00:00Z"};
   EXPECT_EQ(CheckEntry(e, 0), "");
   e.default_us = 1e308;
   EXPECT_NE(CheckEntry(e, 0).find("default_us 1e+308"), std::string::npos) << CheckEntry(e, 0);

@@ -65,15 +65,17 @@ TEST(OpListTest, ValidateOpAppliesTheOpListChecks) {
 }
 
 TEST(OpListTest, OperatorsTooLargeToTuneHereAreUntuned) {
-  auto list = ParseOpList(R"({"ops": [{"op_name": "huge", "op_type": "MatMul", "inputs": [[1048576, 1048576], [1048576, 2]]},
+  auto list =
+      ParseOpList(R"({"ops": [{"op_name": "huge", "op_type": "MatMul", "inputs": [[1048576, 1048576], [1048576, 2]]},
     {"op_name": "slow", "op_type": "Conv2D", "inputs": [[64, 512, 64, 64], [512, 512, 3, 3]], "attrs": {"padding": [1, 1]}},
     {"op_name": "ok", "op_type": "MatMul", "inputs": [[128, 768], [768, 3072]]}]})",
-                          "ops.json");
+                  "ops.json");
   ASSERT_TRUE(list.ok()) << list.status().message();
   ASSERT_EQ(list->ops.size(), 1u);
   EXPECT_EQ(list->ops[0].name, "ok");
   ASSERT_EQ(list->untuned.size(), 2u);
-  EXPECT_EQ(list->untuned[0].reason.rfind("too large to tune here (1.1e+12 elements", 0), 0u) << list->untuned[0].reason;
+  EXPECT_EQ(list->untuned[0].reason.rfind("too large to tune here (1.1e+12 elements", 0), 0u)
+      << list->untuned[0].reason;
   EXPECT_EQ(list->untuned[1].reason.rfind("too large to tune here", 0), 0u) << list->untuned[1].reason;
 }
 
@@ -82,7 +84,9 @@ TEST(OpListTest, ErrorsNameTheFileAndField) {
     const char* json;
     const char* message;
   } cases[] = {
-      {"{", "f.json: not valid JSON (The JSON document has an improper structure: missing or superfluous commas, braces, missing keys, etc.)"},
+      {"{",
+       "f.json: not valid JSON (The JSON document has an improper structure: missing or superfluous commas, braces, "
+       "missing keys, etc.)"},
       {"[]", "f.json: expected an object {\"name\": ..., \"ops\": [...]}"},
       {"{\"ops\": 3}", "f.json: ops: missing or not an array"},
       {"{\"ops\": [{\"inputs\": []}]}", "f.json: ops[0].op_type: missing or not a string"},

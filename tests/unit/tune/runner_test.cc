@@ -56,9 +56,9 @@ TEST_F(RunnerTest, RejectsBadCandidatesAndTimesAGoodOne) {
   std::string good = op_->Source(space, op_->DefaultConfig(space, 2));
   std::vector<std::string> sources = {
       good,
-      std::string(kPrelude) + "  *(volatile int*)nullptr = 1; }\n",                     // crashes
+      std::string(kPrelude) + "  *(volatile int*)nullptr = 1; }\n",                           // crashes
       std::string(kPrelude) + "  for (long i = 0; i < d[0] * d[1]; ++i) out[i] = 0.5f; }\n",  // wrong
-      std::string(kPrelude) + "  for (;;) { asm volatile(\"\"); } }\n",                     // hangs
+      std::string(kPrelude) + "  for (;;) { asm volatile(\"\"); } }\n",                       // hangs
       "this is not C++\n",
   };
   auto builds = builder.BuildAll(sources);
@@ -96,8 +96,7 @@ TEST_F(RunnerTest, RejectsBadCandidatesAndTimesAGoodOne) {
 
   // Two objects in one child: the second is really loaded, not the first again under a reused
   // /proc/self/fd/N name, so a wrong second candidate is caught.
-  auto [good_first, wrong_second] =
-      MeasureInterleaved(builds[0].shared_object, builds[2].shared_object, workload_, mo);
+  auto [good_first, wrong_second] = MeasureInterleaved(builds[0].shared_object, builds[2].shared_object, workload_, mo);
   EXPECT_EQ(wrong_second.status, MeasureStatus::kWrongResult) << wrong_second.detail;
   EXPECT_EQ(wrong_second.detail.rfind("output[0] = 0.5, reference", 0), 0u) << wrong_second.detail;
 
@@ -201,7 +200,8 @@ TEST(BuilderTest, ACompileRunningPastItsTimeoutIsKilledAndRejected) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(builds.size(), 1u);
   EXPECT_FALSE(builds[0].ok);
-  EXPECT_EQ(builds[0].error.rfind("compile timed out: " + cc.string() + " timed out after 1 s", 0), 0u) << builds[0].error;
+  EXPECT_EQ(builds[0].error.rfind("compile timed out: " + cc.string() + " timed out after 1 s", 0), 0u)
+      << builds[0].error;
   EXPECT_LT(seconds, 10);
   EXPECT_FALSE(fs::exists(builds[0].shared_object));
 

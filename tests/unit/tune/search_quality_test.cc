@@ -50,10 +50,10 @@ TEST(SearchQualityTest, DefaultStrategyReachesFivePercentOfTheOptimumInNinetyPer
         ASSERT_EQ(q.ratio.size(), static_cast<size_t>(kSeeds));
         for (double r : q.ratio) EXPECT_GE(r, 1.0) << q.op;  // never better than the recorded optimum
         for (int e : q.evaluations) EXPECT_LE(e, kDefaultMaxEvals) << q.op;
-        EXPECT_GE(q.HitRate(0.05), 0.90)
-            << file.filename() << " " << q.op << " batch " << batch << ": within 5 % of the optimum in "
-            << 100 * q.HitRate(0.05) << " % of seeds (median " << q.Percentile(50) << ", p90 " << q.Percentile(90)
-            << ", worst " << q.Percentile(100) << "×)";
+        EXPECT_GE(q.HitRate(0.05), 0.90) << file.filename() << " " << q.op << " batch " << batch
+                                         << ": within 5 % of the optimum in " << 100 * q.HitRate(0.05)
+                                         << " % of seeds (median " << q.Percentile(50) << ", p90 " << q.Percentile(90)
+                                         << ", worst " << q.Percentile(100) << "×)";
       }
     }
   }

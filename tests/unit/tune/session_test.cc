@@ -6,9 +6,9 @@
 #include <simdjson.h>
 #include <unistd.h>
 
+#include "render/tune_render.h"
 #include "replay_test_util.h"
 #include "tune/operators/gemm/gemm_space.h"
-#include "render/tune_render.h"
 #include "tune/report.h"
 
 namespace portkit::tune {
@@ -171,13 +171,16 @@ TEST_F(SessionTest, ResultFileHasTheAoeFields) {
   ASSERT_FALSE(opat["repo_modified_operators"]["add_repo_operators"].get_array().get(added));
   EXPECT_EQ(added.size(), 2u);
   for (auto op : added)
-    for (const char* field : {"op_name", "op_type", "performance_before_tune(us)", "performance_after_tune(us)",
-                              "performance_improvement"})
+    for (const char* field :
+         {"op_name", "op_type", "performance_before_tune(us)", "performance_after_tune(us)", "performance_improvement"})
       EXPECT_FALSE(op[field].error()) << field;
   int64_t n;
   auto summary = opat["repo_summary"];
-  for (auto [field, want] : {std::pair<const char*, int64_t>{"repo_add_num", 2}, {"repo_hit_num", 0},
-                             {"repo_reserved_num", 0}, {"repo_unsatisfied_num", 0}, {"repo_update_num", 0},
+  for (auto [field, want] : {std::pair<const char*, int64_t>{"repo_add_num", 2},
+                             {"repo_hit_num", 0},
+                             {"repo_reserved_num", 0},
+                             {"repo_unsatisfied_num", 0},
+                             {"repo_update_num", 0},
                              {"total_num", 2}}) {
     ASSERT_FALSE(summary[field].get_int64().get(n)) << field;
     EXPECT_EQ(n, want) << field;

@@ -34,14 +34,15 @@ struct Fixture {
   }
 };
 
-TuneOutcome Search(Fixture& f, const std::string& name, Budget budget, uint64_t seed, std::vector<std::string>* log_out) {
+TuneOutcome Search(Fixture& f, const std::string& name, Budget budget, uint64_t seed,
+                   std::vector<std::string>* log_out) {
   Logger logger(nullptr, [] { return std::chrono::system_clock::time_point{}; });  // stable log text
   auto strategy = MakeStrategy(name, {});
   EXPECT_TRUE(strategy.ok());
   (*strategy)->Initialise(f.space, f.start, seed);
   ReplayEvaluator evaluator(f.space, *f.points);
-  auto out = TuneOperator(f.space, f.start, std::nullopt, **strategy, evaluator, budget, logger, "op",
-                          [] { return 0.0; });
+  auto out =
+      TuneOperator(f.space, f.start, std::nullopt, **strategy, evaluator, budget, logger, "op", [] { return 0.0; });
   if (log_out) log_out->push_back(logger.Contents());
   return out;
 }
@@ -112,8 +113,8 @@ TEST(StrategiesTest, MaxSecondsStopsTheSearch) {
   b.max_evals = 1000;
   b.max_seconds = 5;
   double now = 0;  // a clock that advances one second per look
-  auto out = TuneOperator(f.space, f.start, std::nullopt, **strategy, evaluator, b, logger, "op",
-                          [&] { return now++; });
+  auto out =
+      TuneOperator(f.space, f.start, std::nullopt, **strategy, evaluator, b, logger, "op", [&] { return now++; });
   EXPECT_EQ(out.stop_reason, "max-seconds reached");
   EXPECT_GE(out.evaluations, 1);
   EXPECT_LE(out.evaluations, 5);

@@ -59,8 +59,8 @@ TEST_F(TrustTest, RepeatTuneCountsEveryFoundOperatorAsAHit) {
   auto second = Run(again);
   ASSERT_TRUE(second.ok()) << second.status().message();
   const RepoAccounting& a = second->accounting;
-  EXPECT_EQ(a.hit, 2);                         // both found in the bank
-  EXPECT_EQ(a.reserved + a.update, a.hit);     // each re-tuned hit ends as one of them
+  EXPECT_EQ(a.hit, 2);                      // both found in the bank
+  EXPECT_EQ(a.reserved + a.update, a.hit);  // each re-tuned hit ends as one of them
   EXPECT_EQ(a.add, 0);
   EXPECT_EQ(a.total(), a.add + a.hit + a.unsatisfied);
   EXPECT_EQ(a.total(), 2);
@@ -110,7 +110,8 @@ TEST_F(TrustTest, APoisonedEntryIsNeverAHitAndIsReplaced) {
       auto db = sql::Database::Open(BankDatabasePath(options_.bank));
       ASSERT_TRUE(db.ok());
       ASSERT_TRUE(db->Exec("UPDATE entries SET config = substr(config, 1, instr(config, 'THREADS=') - 1) || "
-                           "'THREADS=9999', time_us = 0.001").ok());
+                           "'THREADS=9999', time_us = 0.001")
+                      .ok());
     }
     TuneOptions o = options_;
     o.repeat_tune = repeat;

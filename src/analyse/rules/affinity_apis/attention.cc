@@ -69,15 +69,15 @@ TSNode NextUse(const PySyntax& syn, TSNode scope, std::string_view src, std::str
     if (!ts_node_is_null(use)) return false;
     if (ts_node_end_byte(c) <= after) return false;
     NodeKind k = syn.Kind(c);
-    if (!ts_node_eq(c, scope) && (k == NodeKind::kFunctionDefinition || k == NodeKind::kClassDefinition ||
-                                  k == NodeKind::kLambda))
+    if (!ts_node_eq(c, scope) &&
+        (k == NodeKind::kFunctionDefinition || k == NodeKind::kClassDefinition || k == NodeKind::kLambda))
       return false;
     if (k == NodeKind::kIdentifier && ts_node_start_byte(c) >= after && NodeText(c, src) == name) {
       TSNode parent = ts_node_parent(c);
-      bool store = syn.Kind(parent) == NodeKind::kAssignment &&
-                   ts_node_eq(ts_node_child_by_field_id(parent, syn.f_left), c);
-      bool member = syn.Kind(parent) == NodeKind::kAttribute &&
-                    ts_node_eq(ts_node_child_by_field_id(parent, syn.f_attribute), c);
+      bool store =
+          syn.Kind(parent) == NodeKind::kAssignment && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_left), c);
+      bool member =
+          syn.Kind(parent) == NodeKind::kAttribute && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_attribute), c);
       if (!store && !member) use = c;
     }
     return true;
@@ -145,8 +145,8 @@ class AttentionRule : public Rule {
     if (ts_node_is_null(out)) return;
     // The hand-written path of code that already calls a fused kernel when it can.
     if (affinity::InFallbackOfFused(syn, ctx.source, out,
-                                    {"scaled_dot_product_attention", "sdpa", "flash", "fused",
-                                     "fusion_attention", "memory_efficient_attention", "xformers"}))
+                                    {"scaled_dot_product_attention", "sdpa", "flash", "fused", "fusion_attention",
+                                     "memory_efficient_attention", "xformers"}))
       return;
     affinity::Report(ctx, out, "attention (matmul-softmax-matmul)", "special", *api, name());
   }

@@ -90,8 +90,7 @@ TSNode PreviousBinding(const PySyntax& syn, std::string_view src, TSNode scope, 
 
 bool IsTransposedLastTwo(const PySyntax& syn, TSNode n, std::string_view src) {
   n = SkipParens(syn, n);
-  if (syn.Kind(n) == NodeKind::kAttribute)
-    return NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src) == "mT";
+  if (syn.Kind(n) == NodeKind::kAttribute) return NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src) == "mT";
   if (syn.Kind(n) != NodeKind::kCall) return false;
   std::string_view fn = CalleeText(syn, n, src);
   if (LastName(fn) != "transpose") return false;
@@ -113,8 +112,7 @@ bool IsBoolMask(const PySyntax& syn, TSNode n, std::string_view src, int depth) 
       return text.find(" is ") == std::string_view::npos && text.find(" in ") == std::string_view::npos;
     }
     case NodeKind::kUnaryOperator:
-      return OperatorOf(n, src) == "~" &&
-             IsBoolMask(syn, ts_node_child_by_field_id(n, syn.f_argument), src, depth);
+      return OperatorOf(n, src) == "~" && IsBoolMask(syn, ts_node_child_by_field_id(n, syn.f_argument), src, depth);
     case NodeKind::kBinaryOperator: {
       std::string_view op = OperatorOf(n, src);
       if (op != "&" && op != "|" && op != "^") return false;
@@ -123,14 +121,13 @@ bool IsBoolMask(const PySyntax& syn, TSNode n, std::string_view src, int depth) 
     }
     case NodeKind::kCall:
       return OneOf(LastName(CalleeText(syn, n, src)),
-                   {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or",
-                    "logical_not", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge"});
+                   {"isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
+                    "logical_xor", "eq", "ne", "lt", "le", "gt", "ge"});
     case NodeKind::kIdentifier: {
       TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, n), NodeText(n, src), ts_node_start_byte(n));
       return IsBoolMask(syn, bound, src, depth + 1);
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -141,8 +138,7 @@ bool IsScalar(const PySyntax& syn, TSNode n, std::string_view src, int depth) {
     case NodeKind::kInteger:
     case NodeKind::kFloat:
     case NodeKind::kTrue:
-    case NodeKind::kFalse:
-      return true;
+    case NodeKind::kFalse: return true;
     case NodeKind::kUnaryOperator:
       return OperatorOf(n, src) != "~" && IsScalar(syn, ts_node_child_by_field_id(n, syn.f_argument), src, depth);
     case NodeKind::kCall: {
@@ -154,36 +150,34 @@ bool IsScalar(const PySyntax& syn, TSNode n, std::string_view src, int depth) {
     }
     case NodeKind::kAttribute: {
       std::string_view text = NodeText(n, src);
-      return OneOf(text, {"math.inf", "math.pi", "math.e", "math.nan", "np.inf", "np.nan", "numpy.inf",
-                          "numpy.nan", "np.pi"});
+      return OneOf(
+          text, {"math.inf", "math.pi", "math.e", "math.nan", "np.inf", "np.nan", "numpy.inf", "numpy.nan", "np.pi"});
     }
     case NodeKind::kIdentifier: {
       TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, n), NodeText(n, src), ts_node_start_byte(n));
       return IsScalar(syn, bound, src, depth + 1);
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
 bool IsFreshTensor(const PySyntax& syn, TSNode n, std::string_view src) {
   n = SkipParens(syn, n);
   switch (syn.Kind(n)) {
-    case NodeKind::kBinaryOperator:
-      return true;  // arithmetic makes a new tensor
+    case NodeKind::kBinaryOperator: return true;  // arithmetic makes a new tensor
     case NodeKind::kCall: {
       if (OneOf(LastName(CalleeText(syn, n, src)),
-                {"clone", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
-                 "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-                 "arange", "linspace", "cat", "stack", "where"}))
+                {"clone",      "zeros",  "ones",       "empty",     "full",       "rand",      "randn",
+                 "randint",    "tensor", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+                 "randn_like", "arange", "linspace",   "cat",       "stack",      "where"}))
         return true;
       // A method of a fresh temporary (`torch.randn(4).to(dev)`, `(a + b).view(-1)`): even when
       // it returns its receiver or a view of it, nothing else refers to that storage.
       TSNode fn = ts_node_child_by_field_id(n, syn.f_function);
-      return syn.Kind(fn) == NodeKind::kAttribute && IsFreshTensor(syn, ts_node_child_by_field_id(fn, syn.f_object), src);
+      return syn.Kind(fn) == NodeKind::kAttribute &&
+             IsFreshTensor(syn, ts_node_child_by_field_id(fn, syn.f_object), src);
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -241,11 +235,12 @@ bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statem
     if (pk == NodeKind::kAttribute && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_object), c)) {
       std::string_view attr = NodeText(ts_node_child_by_field_id(parent, syn.f_attribute), src);
       TSNode gp = ts_node_parent(parent);
-      bool called = syn.Kind(gp) == NodeKind::kCall && ts_node_eq(ts_node_child_by_field_id(gp, syn.f_function), parent);
+      bool called =
+          syn.Kind(gp) == NodeKind::kCall && ts_node_eq(ts_node_child_by_field_id(gp, syn.f_function), parent);
       // A property read (`x.shape`, `x.is_cuda`) keeps no reference, except the view properties.
       if (!called && !OneOf(attr, {"T", "mT", "H", "mH", "data", "real", "imag", "grad"})) return true;
-      if (called && OneOf(attr, {"size", "dim", "numel", "sum", "mean", "item", "tolist", "any", "all", "abs",
-                                 "norm", "max", "min", "clone", "std", "var"}))
+      if (called && OneOf(attr, {"size", "dim", "numel", "sum", "mean", "item", "tolist", "any", "all", "abs", "norm",
+                                 "max", "min", "clone", "std", "var"}))
         return true;
     }
     if (pk == NodeKind::kArgumentList) {
@@ -255,11 +250,13 @@ bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statem
       // torch functions keep no reference to their arguments; only those returning a view (or a
       // list of views) of an argument could let another name see the object.
       if ((callee.starts_with("torch.") || callee.starts_with("F.")) &&
-          !OneOf(LastName(callee), {"reshape", "flatten", "squeeze", "unsqueeze", "narrow", "select", "t",
-                                    "transpose", "permute", "movedim", "unbind", "split", "chunk", "tensor_split",
-                                    "as_strided", "view_as_real", "view_as_complex", "diagonal", "swapaxes",
-                                    "swapdims", "unflatten", "expand", "broadcast_to", "atleast_1d", "atleast_2d",
-                                    "atleast_3d", "hsplit", "vsplit", "dsplit", "detach", "real", "imag"}))
+          !OneOf(LastName(callee),
+                 {"reshape",    "flatten",      "squeeze",    "unsqueeze",    "narrow",          "select",
+                  "t",          "transpose",    "permute",    "movedim",      "unbind",          "split",
+                  "chunk",      "tensor_split", "as_strided", "view_as_real", "view_as_complex", "diagonal",
+                  "swapaxes",   "swapdims",     "unflatten",  "expand",       "broadcast_to",    "atleast_1d",
+                  "atleast_2d", "atleast_3d",   "hsplit",     "vsplit",       "dsplit",          "detach",
+                  "real",       "imag"}))
         return true;
     }
     safe = false;
@@ -280,7 +277,10 @@ bool MentionsAny(std::string_view text, std::initializer_list<std::string_view> 
     else if (comment) continue;
     else if (quote) quote = c == quote ? 0 : quote;
     else if (c == '"' || c == '\'') quote = c;
-    else if (c == '#') { comment = true; continue; }
+    else if (c == '#') {
+      comment = true;
+      continue;
+    }
     lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   for (std::string_view t : tokens)
@@ -299,7 +299,8 @@ bool InFallbackOfFused(const PySyntax& syn, std::string_view src, TSNode n,
       // The owning `if` from its start up to this branch: its condition and the branches before.
       TSNode owner = ts_node_parent(p);
       if (ts_node_is_null(owner)) continue;
-      std::string_view before(src.data() + ts_node_start_byte(owner), ts_node_start_byte(p) - ts_node_start_byte(owner));
+      std::string_view before(src.data() + ts_node_start_byte(owner),
+                              ts_node_start_byte(p) - ts_node_start_byte(owner));
       if (MentionsAny(before, fused_tokens)) return true;
     } else if (k == NodeKind::kIfStatement) {
       TSNode consequence = ts_node_child_by_field_id(p, syn.f_consequence);

@@ -45,8 +45,11 @@ bool IsNumpyExpression(const PySyntax& syn, TSNode n, std::string_view src, int 
     n = ts_node_named_child(n, 0);
   if (ts_node_is_null(n) || depth > 4) return false;
   switch (syn.Kind(n)) {
-    case NodeKind::kComparisonOperator: case NodeKind::kBinaryOperator: case NodeKind::kBooleanOperator:
-    case NodeKind::kUnaryOperator: case NodeKind::kNotOperator: {
+    case NodeKind::kComparisonOperator:
+    case NodeKind::kBinaryOperator:
+    case NodeKind::kBooleanOperator:
+    case NodeKind::kUnaryOperator:
+    case NodeKind::kNotOperator: {
       bool numpy = false;
       for (TSNode c : NamedChildren(n)) numpy = numpy || IsNumpyExpression(syn, c, src, depth);
       return numpy;
@@ -63,14 +66,12 @@ bool IsNumpyExpression(const PySyntax& syn, TSNode n, std::string_view src, int 
       if (NodeText(ts_node_child_by_field_id(n, syn.f_attribute), src) == "numpy") return true;
       return IsNumpyExpression(syn, obj, src, depth);
     }
-    case NodeKind::kSubscript:
-      return IsNumpyExpression(syn, ts_node_child_by_field_id(n, syn.f_value), src, depth);
+    case NodeKind::kSubscript: return IsNumpyExpression(syn, ts_node_child_by_field_id(n, syn.f_value), src, depth);
     case NodeKind::kIdentifier: {
       TSNode bound = PreviousBinding(syn, src, EnclosingScope(syn, n), NodeText(n, src), ts_node_start_byte(n));
       return IsNumpyExpression(syn, bound, src, depth + 1);
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -22,8 +22,7 @@ class RotaryRule : public Rule {
     if (!first) return;
     const auto& syn = ctx.syntax;
     NodeKind k = syn.Kind(first->value);
-    if ((k != NodeKind::kTuple && k != NodeKind::kList) || ts_node_named_child_count(first->value) != 2)
-      return;
+    if ((k != NodeKind::kTuple && k != NodeKind::kList) || ts_node_named_child_count(first->value) != 2) return;
     TSNode head = ts_node_named_child(first->value, 0);
     if (syn.Kind(head) != NodeKind::kUnaryOperator || ctx.Text(head).substr(0, 1) != "-") return;
     affinity::Report(ctx, ev.node, "rotary embedding (neg-cat-mul-add)", "special", *api, name());

@@ -88,16 +88,13 @@ class ApiSupportRule : public Rule {
   // `call`: a call of the API; otherwise a reference (`norm=nn.SyncBatchNorm`,
   // `self.clip = torch.nn.utils.clip_grad_norm`), reported with medium confidence: the use happens
   // later, through a value the analyser does not follow (third_party does not propagate it).
-  void Classify(TSNode node, const std::vector<std::string>& names, RuleContext& ctx,
-                bool report_unknown, bool call) {
+  void Classify(TSNode node, const std::vector<std::string>& names, RuleContext& ctx, bool report_unknown, bool call) {
     const Target& t = ctx.target;
     if (t.all_supported()) return;  // the cpu target: only CUDA-only code matters
     for (const auto& q : names) {
       if (const std::string* note = t.Unsupported(q)) {
-        std::string tip = note->empty()
-                              ? "This API is not supported on " + t.name() + " (torch " +
-                                    t.list_version() + ")."
-                              : *note;
+        std::string tip =
+            note->empty() ? "This API is not supported on " + t.name() + " (torch " + t.list_version() + ")." : *note;
         ctx.Report(node, q, tip, Category::kUnsupported, call ? Confidence::kHigh : Confidence::kMedium, name());
         return;
       }

@@ -2,8 +2,8 @@
 // What it finds: CUDA-only code (data/cuda/cuda_only.json) — torch.cuda.* and
 //   torch.backends.cudnn/cuda APIs, called, referenced, assigned
 //   (`torch.backends.cudnn.benchmark = True`) or imported (`from torch.cuda.amp import autocast`,
-//   `from torch.utils.cpp_extension import CUDA_HOME`: the import line itself); `.cuda()` calls and `.is_cuda` reads; CUDA device
-//   strings ("cuda", "cuda:1", "cuda:{}".format(i), f"cuda:{k}", "cuda:" + str(i), also inside
+//   `from torch.utils.cpp_extension import CUDA_HOME`: the import line itself); `.cuda()` calls and `.is_cuda` reads;
+//   CUDA device strings ("cuda", "cuda:1", "cuda:{}".format(i), f"cuda:{k}", "cuda:" + str(i), also inside
 //   torch.device(...)); distributed backend names in any case ("nccl", "NCCL"); environment
 //   variables only CUDA reads (`os.environ["CUDA_VISIBLE_DEVICES"]`, any upper-case `NCCL_*`,
 //   `CUDA_*`, `CUDNN_*` name); CUDA extension build helpers (`CUDA_HOME`) and compiler settings
@@ -40,8 +40,7 @@ class CudaSpecificRule : public Rule {
     if (!ev.lookup.empty() && IsCudaApi(ctx.target, ev.lookup.front())) {
       // Probing for CUDA is how portable code stays portable; only the cpu target lets it be.
       const std::string& q = ev.lookup.front();
-      if (ctx.target.cpu_only() &&
-          (q == "torch.cuda.is_available" || q == "torch.cuda.device_count")) return;
+      if (ctx.target.cpu_only() && (q == "torch.cuda.is_available" || q == "torch.cuda.device_count")) return;
       ReportApi(ev.node, ev.lookup.front(), ctx);
       return;
     }
@@ -87,7 +86,8 @@ class CudaSpecificRule : public Rule {
     const std::string& device_module = ctx.target.facts().device_module;
     std::string use;
     if (const std::string* replacement = ctx.target.Rewrite(ev.qname)) use = *replacement;
-    else if (!device_module.empty() && ev.qname.rfind("torch.cuda.", 0) == 0) use = device_module + "." + ev.qname.substr(11);
+    else if (!device_module.empty() && ev.qname.rfind("torch.cuda.", 0) == 0)
+      use = device_module + "." + ev.qname.substr(11);
     else if (!device_module.empty() && ev.qname == "torch.cuda") use = device_module;
     Report(ev.node, ev.qname, "Imports CUDA-specific " + ev.qname, use, ctx, false);
   }
@@ -100,7 +100,8 @@ class CudaSpecificRule : public Rule {
       if (IsDeviceSuffix(rest)) {
         const std::string& device_type = ctx.target.facts().device_type;
         // migrate rewrites literal devices ("cuda", "cuda:1"), not format templates.
-        bool literal = !ev.formatted && (rest.empty() || (rest.size() > 1 && std::isdigit(static_cast<unsigned char>(rest[1]))));
+        bool literal =
+            !ev.formatted && (rest.empty() || (rest.size() > 1 && std::isdigit(static_cast<unsigned char>(rest[1]))));
         Report(ev.node, "device string " + v, "CUDA device string",
                device_type.empty() ? "" : "\"" + device_type + std::string(rest) + "\"", ctx, literal);
         return;
@@ -120,8 +121,7 @@ class CudaSpecificRule : public Rule {
     const std::string* renamed = Find(renamed_vars, ev.value);
     if (renamed || std::find(env_vars.begin(), env_vars.end(), ev.value) != env_vars.end() ||
         IsCudaEnvName(ctx.target, ev.value)) {
-      Report(ev.node, "env " + ev.value, "CUDA environment variable " + ev.value,
-             renamed ? *renamed : "", ctx);
+      Report(ev.node, "env " + ev.value, "CUDA environment variable " + ev.value, renamed ? *renamed : "", ctx);
       return;
     }
     const auto& build = ctx.target.cuda().build_strings;
@@ -157,7 +157,8 @@ class CudaSpecificRule : public Rule {
   static bool IsCudaEnvName(const Target& t, const std::string& v) {
     for (const auto& prefix : t.cuda().env_var_prefixes) {
       if (v.size() <= prefix.size() || v.compare(0, prefix.size(), prefix) != 0) continue;
-      return std::all_of(v.begin(), v.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
+      return std::all_of(v.begin(), v.end(),
+                         [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
     }
     return false;
   }
@@ -211,12 +212,12 @@ class CudaSpecificRule : public Rule {
   }
 
   // `use`: the target's replacement, empty when the target names none.
-  void Report(TSNode node, std::string op, const std::string& what, const std::string& use,
-              RuleContext& ctx, bool migrated = true) {
+  void Report(TSNode node, std::string op, const std::string& what, const std::string& use, RuleContext& ctx,
+              bool migrated = true) {
     const Target& t = ctx.target;
     if (t.cpu_only()) {
-      ctx.Report(node, std::move(op), what + ": not available in a CPU-only deployment.",
-                 Category::kUnsupported, Confidence::kHigh, name());
+      ctx.Report(node, std::move(op), what + ": not available in a CPU-only deployment.", Category::kUnsupported,
+                 Confidence::kHigh, name());
     } else {
       std::string tip = what + ": migrate for " + t.name();
       if (!use.empty()) tip += " (use " + use + (migrated ? "; `portkit migrate` rewrites it)" : ")");

@@ -12,11 +12,10 @@
 //   project Python class defines and that takes the call, a torch tensor method
 //   (`t.flatten(2)`), or a method of a container item (`ts[0].op()`) is not the op, unless the
 //   receiver is spelled as the extension module's name (`fused_layer_norm_cuda.forward(...)`
-//   with the module bound by `importlib.import_module` elsewhere). Ops with CPU kernels only are not CUDA operators: built by
-//   `CppExtension`, registered under CPU dispatch keys only, or bound in a file that mentions no
-//   CUDA with functions defined in sources that mention none (DeepSpeed's `cpu_adam`,
-//   libaio bindings), even in a project that has `.cu` files. Also
-//   builds of CUDA extensions through torch.utils.cpp_extension (CUDAExtension, load,
+//   with the module bound by `importlib.import_module` elsewhere). Ops with CPU kernels only are not CUDA operators:
+//   built by `CppExtension`, registered under CPU dispatch keys only, or bound in a file that mentions no CUDA with
+//   functions defined in sources that mention none (DeepSpeed's `cpu_adam`, libaio bindings), even in a project that
+//   has `.cu` files. Also builds of CUDA extensions through torch.utils.cpp_extension (CUDAExtension, load,
 //   load_inline).
 // Why it matters: a user-defined CUDA operator has no implementation on the target; it must be
 //   re-implemented (e.g. as an Ascend C operator) or replaced by torch ops.
@@ -42,8 +41,8 @@ class CustomCudaOpRule : public Rule {
     if (q && q->rfind("torch.utils.cpp_extension.", 0) == 0) {
       std::string fn = q->substr(26);
       // load_inline without cuda_sources compiles C++ only: a CPU extension.
-      bool cpu_inline = fn == "load_inline" &&
-                        std::none_of(ev.args.begin(), ev.args.end(), [](const auto& a) { return a.keyword == "cuda_sources"; });
+      bool cpu_inline = fn == "load_inline" && std::none_of(ev.args.begin(), ev.args.end(),
+                                                            [](const auto& a) { return a.keyword == "cuda_sources"; });
       if (fn == "CUDAExtension" || fn == "load" || (fn == "load_inline" && !cpu_inline)) {
         ctx.Report(ev.node, *q, "Builds a CUDA extension: its operators are user-defined CUDA operators.",
                    Category::kCuda, Confidence::kHigh, name());
@@ -93,12 +92,13 @@ class CustomCudaOpRule : public Rule {
     if (unknown_receiver) {
       // A receiver spelled as an extension module's name (`fused_layer_norm_cuda.forward(...)`
       // with `fused_layer_norm_cuda = importlib.import_module(...)` set in another function).
-      TSNode obj = ts_node_child_by_field_id(ts_node_child_by_field_id(ev.node, ctx.syntax.f_function),
-                                             ctx.syntax.f_object);
+      TSNode obj =
+          ts_node_child_by_field_id(ts_node_child_by_field_id(ev.node, ctx.syntax.f_function), ctx.syntax.f_object);
       // An item of a container (`ts[0].flatten(2)`) is no extension module.
       if (ctx.syntax.Kind(obj) == NodeKind::kSubscript) return;
       if (ctx.syntax.Kind(obj) == NodeKind::kAttribute) obj = ts_node_child_by_field_id(obj, ctx.syntax.f_attribute);
-      if (ctx.syntax.Kind(obj) == NodeKind::kIdentifier) op = ctx.custom_ops.MatchInModule(called, shape, ctx.Text(obj));
+      if (ctx.syntax.Kind(obj) == NodeKind::kIdentifier)
+        op = ctx.custom_ops.MatchInModule(called, shape, ctx.Text(obj));
     }
     bool by_module = op != nullptr;
     if (!op) op = ctx.custom_ops.Match(called, shape, receiver_module);
@@ -111,8 +111,7 @@ class CustomCudaOpRule : public Rule {
       if (ctx.custom_ops.PythonMethodFits(called, shape)) return;
       std::string m(called);
       const std::string* owners = ctx.target.TorchOnlyMethod(m);
-      if ((owners && owners->find("tensor") != std::string::npos) ||
-          ctx.target.KnownInAnyVersion("torch.Tensor." + m))
+      if ((owners && owners->find("tensor") != std::string::npos) || ctx.target.KnownInAnyVersion("torch.Tensor." + m))
         return;
     }
     std::string where = op->file + ":" + std::to_string(op->line);

@@ -18,8 +18,8 @@ class GlobalAdviceRule : public ProjectRule {
  public:
   std::string_view name() const override { return "global_advice"; }
 
-  void Finish(const std::vector<Finding>&, const std::vector<std::string>& seen,
-              const Target& target, std::vector<Finding>& out) override {
+  void Finish(const std::vector<Finding>&, const std::vector<std::string>& seen, const Target& target,
+              std::vector<Finding>& out) override {
     auto has = [&](const std::string& s) { return std::binary_search(seen.begin(), seen.end(), s); };
     for (const auto& s : target.advice().suggest_use) {
       bool used = std::any_of(s.when_used.begin(), s.when_used.end(), has);

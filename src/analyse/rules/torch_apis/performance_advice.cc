@@ -13,8 +13,7 @@ namespace portkit::analyse {
 namespace {
 
 bool LooksLikeDtype(const Argument& a) {
-  return a.type.kind == ValueKind::kExternal && a.type.name.rfind("torch.", 0) == 0 &&
-         a.type.name != "torch.device";
+  return a.type.kind == ValueKind::kExternal && a.type.name.rfind("torch.", 0) == 0 && a.type.name != "torch.device";
 }
 
 class PerformanceAdviceRule : public Rule {
@@ -55,8 +54,7 @@ class PerformanceAdviceRule : public Rule {
       if (arg) break;
       // Method rules: a positional non_blocking must be a literal boolean to count.
       const Argument* cand = ev.Positional(p);
-      if (cand && (!rule.method || ctx.Text(cand->value) == "True" || ctx.Text(cand->value) == "False"))
-        arg = cand;
+      if (cand && (!rule.method || ctx.Text(cand->value) == "True" || ctx.Text(cand->value) == "False")) arg = cand;
     }
     std::string value = arg ? std::string(ctx.Text(arg->value)) : rule.default_value;
     bool literal = !arg || arg->type.kind == ValueKind::kOther;

@@ -21,8 +21,8 @@ class ThirdPartyApiRule : public Rule {
     if (!apis) return;
     for (const auto& q : ev.lookup) {
       if (const std::string* evidence = apis->Evidence(q)) {
-        ctx.Report(ev.node, q, "Unsupported third-party API (from -api results): " + *evidence,
-                   Category::kUnsupported, Confidence::kHigh, name());
+        ctx.Report(ev.node, q, "Unsupported third-party API (from -api results): " + *evidence, Category::kUnsupported,
+                   Confidence::kHigh, name());
         return;
       }
     }

@@ -67,7 +67,9 @@ class UnknownReceiverRule : public Rule {
     }
     if (op.empty()) return;
     std::string tip = "Receiver type not inferred: ." + method + "() is a method of " +
-                      (tensor && module ? "torch tensors and modules" : tensor ? "torch tensors" : "torch modules") +
+                      (tensor && module ? "torch tensors and modules"
+                       : tensor         ? "torch tensors"
+                                        : "torch modules") +
                       "; annotate the receiver to classify it exactly." + unsupported;
     ctx.Report(ev.node, op, tip, Category::kUnknown, Confidence::kLow, name());
   }

@@ -44,8 +44,8 @@ Workload Conv2dOperator::MakeWorkload() const {
     w.inputs[2].resize(static_cast<size_t>(wt[0]));
     FillDeterministic(w.inputs[2], 13);
   }
-  w.dims = {x[0], x[1], x[2], x[3], wt[0], wt[2], wt[3], d.stride[0], d.stride[1], d.padding[0], d.padding[1],
-            d.groups, oh_, ow_};
+  w.dims = {x[0],        x[1],        x[2],         x[3],         wt[0],    wt[2], wt[3],
+            d.stride[0], d.stride[1], d.padding[0], d.padding[1], d.groups, oh_,   ow_};
   w.output_size = static_cast<size_t>(x[0] * wt[0] * oh_ * ow_);
   w.reference.resize(w.output_size);
   ReferenceConv2d(w.inputs[0].data(), w.inputs[1].data(), d.bias ? w.inputs[2].data() : nullptr, w.reference.data(),

@@ -37,8 +37,8 @@ Workload GemmOperator::MakeWorkload() const {
   w.dims = {m_, n_, k_};
   w.output_size = static_cast<size_t>(m_ * n_);
   w.reference.resize(w.output_size);
-  ReferenceGemm(w.inputs[0].data(), w.inputs[1].data(), desc().bias ? w.inputs[2].data() : nullptr,
-                w.reference.data(), m_, n_, k_);
+  ReferenceGemm(w.inputs[0].data(), w.inputs[1].data(), desc().bias ? w.inputs[2].data() : nullptr, w.reference.data(),
+                m_, n_, k_);
   SetTolerance(desc().dtype, k_, w);
   return w;
 }
