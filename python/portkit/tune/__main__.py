@@ -3,12 +3,15 @@
     python -m portkit.tune --model pkg.module:make_model --input 8x3x224x224[,int64:8x128] \
         --output DIR [--bank DIR] [--lookup-only] [--repeat-tune] [--job-type 1|2 [--portkit BIN] [--max-evals N]]
         [--no-compile] [--threads N] [--time-budget SECONDS]
+        [--precision fp32|bf16|int8-dynamic [--max-rel-err E] [--min-cosine C]]
 
 ``--model`` names a callable (``module:attr``, imported with the current folder on sys.path)
 returning an ``nn.Module``. ``--input`` lists the example inputs, comma-separated, each
 ``[DTYPE:]D0xD1x...[:LOW..HIGH]`` (float32 by default). Values are drawn uniformly from
 [LOW, HIGH) when a range is given (``int64:8x16:0..50`` for an ``nn.Embedding(50)``); without one,
 floating-point inputs are standard normal and integer inputs are drawn from [0, 100).
+``--precision`` (default fp32) opts in to lower-precision whole-model candidates, each accepted only
+when its outputs on the example inputs keep ``--max-rel-err`` / ``--min-cosine`` against fp32 eager.
 Progress goes to stderr; a one-line JSON summary to stdout. Exit 0 done, 1 tuning failed,
 2 bad arguments (module not importable, bad --input).
 """
@@ -147,6 +150,12 @@ def main(argv=None):
     ap.add_argument("--min-sample-ms", type=float, default=2.0)
     ap.add_argument("--time-budget", type=float, default=None,
                     help="seconds the tuning may take (default: portkit.tune's, 120; 0: no bound)")
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "int8-dynamic"),
+                    help="fp32 (default): no lower-precision candidate; bf16 or int8-dynamic: try them too")
+    ap.add_argument("--max-rel-err", type=float, default=None,
+                    help="accuracy check: largest max|out - fp32| / max|fp32| accepted (default per mode)")
+    ap.add_argument("--min-cosine", type=float, default=None,
+                    help="accuracy check: smallest cosine similarity with fp32's output accepted (default per mode)")
     args = ap.parse_args(argv)
     try:
         import torch  # noqa: F401
@@ -170,6 +179,12 @@ def main(argv=None):
             raise UsageError("--threads must be at least 1")
         if args.time_budget is not None and not args.time_budget >= 0:
             raise UsageError("--time-budget must be a number of seconds (0: no bound)")
+        if args.precision == "fp32" and (args.max_rel_err is not None or args.min_cosine is not None):
+            raise UsageError("--max-rel-err and --min-cosine apply to --precision bf16 or int8-dynamic only")
+        if args.max_rel_err is not None and not args.max_rel_err >= 0:
+            raise UsageError("--max-rel-err must be a number at least 0")
+        if args.min_cosine is not None and not -1 <= args.min_cosine <= 1:
+            raise UsageError("--min-cosine must be a number between -1 and 1")
         parsed = parse_inputs(",".join(args.input))
         model = load_factory(args.model)
         inputs = make_inputs(parsed)
@@ -204,7 +219,9 @@ def main(argv=None):
                              tuning_name=args.model, threads=args.threads,
                              job_types=("sgat", "opat") if args.job_type == 2 else ("sgat",),
                              portkit=args.portkit, opat_max_evals=args.max_evals, time_budget=budget,
-                             max_bank_string_mb=args.max_string_mb)
+                             max_bank_string_mb=args.max_string_mb, precision=args.precision,
+                             accuracy={k: v for k, v in (("max_rel_err", args.max_rel_err),
+                                                         ("min_cosine", args.min_cosine)) if v is not None})
     except TuneError as e:
         sys.stderr.write("portkit tune: error: %s\n" % e)
         return 1
@@ -216,6 +233,8 @@ def main(argv=None):
                                           "tuned", "artifact", "result_file", "seconds", "cost")}
     if "opat_kernels" in report:
         summary["opat_kernels"] = report["opat_kernels"]
+    if "precision" in report:
+        summary["precision"] = report["precision"]
     summary["model_bank"] = report.get("model_repo")
     sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     return 0

@@ -294,3 +294,124 @@ def compile_module(module, mode=None, threads=None):
     if threads is not None:
         options["cpp.threads"] = int(threads)
     return torch.compile(module, options=options)
+
+
+# ---- lower precision (opt-in: optimize(precision="bf16" | "int8-dynamic")) ----
+
+#: The precision modes of ``optimize``; "fp32" (the default) tries no lower-precision candidate.
+PRECISIONS = ("fp32", "bf16", "int8-dynamic")
+
+#: Whole-model lower-precision strategies -> the precision mode that allows them. Their outputs
+#: are not fp32's: each is accepted by the accuracy check (sgat.accuracy) instead of fp32's
+#: tolerance.
+LOWP_STRATEGIES = {"bf16_autocast": "bf16", "bf16_weights": "bf16", "int8_dynamic": "int8-dynamic"}
+
+#: The accuracy a lower-precision candidate must keep on the example inputs against fp32 eager,
+#: per mode: the largest absolute difference over the output's largest magnitude
+#: (``max_rel_err``, the worst output) and the cosine similarity of the flattened output with
+#: fp32's (``min_cosine``, the worst output).
+DEFAULT_ACCURACY = {"bf16": {"max_rel_err": 2e-2, "min_cosine": 0.999},
+                    "int8-dynamic": {"max_rel_err": 5e-2, "min_cosine": 0.99}}
+
+
+def _to_fp32(out):
+    """bfloat16 tensors of a (nested) output back to float32; everything else as it is."""
+    if isinstance(out, torch.Tensor):
+        return out.float() if out.dtype == torch.bfloat16 else out
+    if isinstance(out, tuple) and hasattr(out, "_fields"):
+        return type(out)(*(_to_fp32(o) for o in out))
+    if isinstance(out, (list, tuple)):
+        return type(out)(_to_fp32(o) for o in out)
+    if isinstance(out, dict):
+        return type(out)((k, _to_fp32(v)) for k, v in out.items())
+    return out
+
+
+class Bf16Autocast(torch.nn.Module):
+    """The wrapped fp32 module run under ``torch.autocast("cpu", dtype=torch.bfloat16)`` (the ops
+    autocast lists run in bfloat16, the others in fp32); bfloat16 outputs are returned as float32."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = self.inner(*args)
+        return _to_fp32(out)
+
+
+class Bf16Weights(torch.nn.Module):
+    """The wrapped module with its floating-point parameters and buffers in bfloat16, run on its
+    float32 inputs cast to bfloat16; bfloat16 outputs are returned as float32."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        args = [a.bfloat16() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in args]
+        return _to_fp32(self.inner(*args))
+
+
+def _quantize_dynamic():
+    """torch.ao.quantization.quantize_dynamic (torch >= 1.10) or torch.quantization's (older)."""
+    ao = getattr(getattr(torch, "ao", None), "quantization", None)
+    fn = getattr(ao, "quantize_dynamic", None) or getattr(getattr(torch, "quantization", None), "quantize_dynamic",
+                                                          None)
+    if fn is None:
+        raise ValueError("this torch has no quantize_dynamic")
+    return fn
+
+
+#: The layers int8_dynamic quantizes (weights int8, activations quantized per call).
+DYNAMIC_QUANT_LAYERS = (torch.nn.Linear, torch.nn.LSTM, torch.nn.GRU)
+
+
+def lowp_unavailable(strategy):
+    """Why ``strategy`` cannot run on this torch at all, or "" when it can."""
+    if strategy in ("bf16_autocast", "bf16_weights"):
+        if not hasattr(torch, "autocast") and strategy == "bf16_autocast":
+            return "this torch has no torch.autocast"
+        return ""
+    if strategy == "int8_dynamic":
+        try:
+            _quantize_dynamic()
+        except ValueError as e:
+            return str(e)
+        engines = [e for e in torch.backends.quantized.supported_engines if e != "none"]
+        if not engines:
+            return "this torch has no quantized engine"
+        return ""
+    return "unknown strategy %r" % strategy
+
+
+def build_lowp(strategy, module):
+    """The module of a lower-precision strategy over a copy of ``module`` (eval mode); raises
+    ValueError when it does not apply."""
+    import warnings
+
+    why = lowp_unavailable(strategy)
+    if why:
+        raise ValueError(why)
+    if strategy == "bf16_autocast":
+        return Bf16Autocast(copy.deepcopy(module)).eval()
+    if strategy == "bf16_weights":
+        return Bf16Weights(copy.deepcopy(module).to(torch.bfloat16)).eval()
+    if strategy == "int8_dynamic":
+        if not any(isinstance(m, DYNAMIC_QUANT_LAYERS) for m in module.modules()):
+            raise ValueError("no Linear, LSTM or GRU layer to quantize")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch 2.8 announces the API's move to torchao
+            return _quantize_dynamic()(copy.deepcopy(module), set(DYNAMIC_QUANT_LAYERS), dtype=torch.qint8).eval()
+    raise ValueError("unknown strategy %r" % strategy)
+
+
+def lowp_torchscript(strategy, built, inputs):
+    """TorchScript of a lower-precision module for ``torch.jit.load`` users (not frozen); raises
+    ValueError where TorchScript cannot hold it (torch.autocast)."""
+    if strategy == "bf16_autocast":
+        raise ValueError("TorchScript does not keep torch.autocast on the CPU")
+    if strategy == "bf16_weights":
+        return torch.jit.trace(built, tuple(inputs), check_trace=False)
+    return script_or_trace(built, inputs)

@@ -162,17 +162,27 @@ def _still_in_race(active, samples, keep, stopped):
     return out
 
 
-def thread_switcher(candidates, threads_of):
+def thread_switcher(candidates, threads_of, blas_of=None):
     """A ``prepare`` for measure_interleaved that runs each candidate at its intra-op thread count
-    (``threads_of(name)``). When the count changes, the candidate runs once untimed first: the
-    first call after torch.set_num_threads is slower than the following ones (the new count's
-    worker threads wake up, oneDNN primitives for that count), which a model that keeps one count
-    never pays."""
+    (``threads_of(name)``) and, with ``blas_of``, at its BLAS thread count (``blas_of(name)``;
+    None: left as it is) where the BLAS library has a pool of its own (portkit.tune.blas). When a
+    count changes, the candidate runs once untimed first: the first call after
+    torch.set_num_threads is slower than the following ones (the new count's worker threads wake
+    up, oneDNN primitives for that count), which a model that keeps one count never pays."""
     import torch
+
+    from . import blas
 
     def prepare(name):
         t = threads_of(name)
+        b = blas_of(name) if blas_of is not None else None
+        changed = False
         if torch.get_num_threads() != t:
             torch.set_num_threads(t)
+            changed = True
+        if b is not None and blas.get_threads() not in (None, b):
+            blas.set_threads(b)
+            changed = True
+        if changed:
             candidates[name]()
     return prepare

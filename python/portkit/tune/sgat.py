@@ -17,6 +17,7 @@ import torch
 
 from .. import __version__ as PORTKIT_VERSION
 from .. import safe_load
+from . import blas as blas_mod
 from . import candidates as cands
 from . import ort
 from .bank import Bank, BankError, default_bank_dir
@@ -38,7 +39,7 @@ MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_c
 #: Whole-model strategies whose module runs eagerly (no TorchScript): the artifact holds it as
 #: torch.save wrote it (EAGER_MODULE), which portkit.tune.load returns; optimized.pt is TorchScript
 #: for torch.jit.load.
-PICKLED_STRATEGIES = ("eager", "fx_fused")
+PICKLED_STRATEGIES = ("eager", "fx_fused") + tuple(cands.LOWP_STRATEGIES)
 
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
@@ -70,10 +71,12 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
-def _validators(threads):
-    return json.dumps({"torch": torch.__version__, "cpu": cpu_model(), "cores": os.cpu_count(),
-                       "threads": threads, "strategies": cands.STRATEGY_SET_VERSION,
-                       "portkit": PORTKIT_VERSION}, sort_keys=True)
+def _validators(threads, precision="fp32"):
+    doc = {"torch": torch.__version__, "cpu": cpu_model(), "cores": os.cpu_count(), "threads": threads,
+           "strategies": cands.STRATEGY_SET_VERSION, "portkit": PORTKIT_VERSION}
+    if precision != "fp32":
+        doc["precision"] = precision  # a lower-precision plan is never found by an fp32 run
+    return json.dumps(doc, sort_keys=True)
 
 
 def _flatten(out):
@@ -104,21 +107,71 @@ def outputs_match(got, want, rtol=1e-4, atol=1e-5):
     return True, ""
 
 
-class Plan:
-    """What the artifact is: the whole-model strategy, per-subgraph strategies, thread count."""
+#: What the accuracy check of a lower-precision candidate measures (docs/tune.md, "Lower precision").
+ACCURACY_METRIC = ("max_rel_err: max|out - fp32| / max|fp32| of each output, the worst output; cosine: cosine "
+                   "similarity of each flattened output with fp32's, the worst output; on the example inputs, "
+                   "against fp32 eager")
 
-    def __init__(self, strategy, threads, subgraphs=None, compile_mode=None, ort_options=None):
+
+def accuracy(got, want):
+    """({"max_rel_err": e, "cosine": c}, "") of ``got`` against the fp32 outputs ``want``, the worst
+    output of each; (None, why) when the outputs do not correspond (count, shape) or are not finite."""
+    g, w = _flatten(got), _flatten(want)
+    if len(g) != len(w):
+        return None, "%d outputs instead of %d" % (len(g), len(w))
+    worst_rel, worst_cos = 0.0, 1.0
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a.shape != b.shape:
+            return None, "output %d has shape %s instead of %s" % (i, tuple(a.shape), tuple(b.shape))
+        a = a.to_dense() if a.layout != torch.strided else a
+        a, b = a.detach().double().flatten(), b.detach().double().flatten()
+        if not a.numel():
+            continue
+        if not bool(torch.isfinite(a).all()):
+            return None, "output %d has non-finite values" % i
+        diff = float((a - b).abs().max())
+        scale = float(b.abs().max())
+        worst_rel = max(worst_rel, diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf")))
+        na, nb = float(a.norm()), float(b.norm())
+        cos = 1.0 if na == nb == 0 else (float((a * b).sum()) / (na * nb) if na > 0 and nb > 0 else 0.0)
+        worst_cos = min(worst_cos, cos)
+    return {"max_rel_err": worst_rel, "cosine": worst_cos}, ""
+
+
+def accuracy_ok(metrics, thresholds):
+    """(ok, why) of accuracy() metrics against {"max_rel_err": at most, "min_cosine": at least}."""
+    if metrics["max_rel_err"] > thresholds["max_rel_err"]:
+        return False, "max relative error %.4g > %.4g" % (metrics["max_rel_err"], thresholds["max_rel_err"])
+    if metrics["cosine"] < thresholds["min_cosine"]:
+        return False, "cosine similarity %.6f < %.6f" % (metrics["cosine"], thresholds["min_cosine"])
+    return True, ""
+
+
+class Plan:
+    """What the artifact is: the whole-model strategy, per-subgraph strategies, thread count (and
+    BLAS thread count where the BLAS library has a pool of its own), precision."""
+
+    def __init__(self, strategy, threads, subgraphs=None, compile_mode=None, ort_options=None, blas_threads=None,
+                 accuracy=None):
         self.strategy = strategy
         self.threads = threads
         self.subgraphs = subgraphs or {}
         self.compile_mode = compile_mode
         self.ort_options = ort_options  # ONNX Runtime's session settings of an onnxruntime plan
+        self.blas_threads = blas_threads  # None: no separate BLAS pool (torch's count governs BLAS)
+        self.precision = cands.LOWP_STRATEGIES.get(strategy, "fp32")
+        self.accuracy = accuracy  # accuracy() of a lower-precision plan on the example inputs
 
     def to_json(self):
         doc = {"strategy": self.strategy, "threads": self.threads, "subgraphs": self.subgraphs,
                "compile_mode": self.compile_mode}
         if self.ort_options is not None:
             doc["ort_options"] = self.ort_options
+        if self.blas_threads is not None:
+            doc["blas_threads"] = self.blas_threads
+        if self.precision != "fp32":
+            doc["precision"] = self.precision
+            doc["accuracy"] = self.accuracy
         return doc
 
 
@@ -174,6 +227,14 @@ def model_variant(strategy, model, cap, choices, sub_inputs, inputs):
             raise TuneError("the model was not captured by torch.fx")
         ts = _build_composite(cap, choices, sub_inputs, inputs)
         return ts, "freeze" if strategy == "composite" else "optimize_for_inference"
+    if strategy in cands.LOWP_STRATEGIES:
+        built = cands.build_lowp(strategy, eager_module(model, cap))
+        ts = cands.lowp_torchscript(strategy, built, inputs)
+        with torch.no_grad():
+            ok, why = outputs_match(ts(*inputs), built(*inputs))
+        if not ok:
+            raise TuneError("its TorchScript does not reproduce the module (%s)" % why)
+        return ts, "none"
     raise TuneError("unknown strategy %r" % strategy)
 
 
@@ -183,6 +244,8 @@ def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, comp
     (None: torch's count at the first call); TorchScript strategies run at any count."""
     if strategy == "eager":
         return eager_module(model, cap)
+    if strategy in cands.LOWP_STRATEGIES:
+        return cands.build_lowp(strategy, eager_module(model, cap))
     if strategy == "fx_fused":
         if cap is None or not cap.traced:
             raise TuneError("the model was not captured by torch.fx")
@@ -222,6 +285,7 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     path = os.path.join(output, ARTIFACT)
     tmp = path + ".tmp%d" % os.getpid()
     load_transform = None
+    artifact_note = None
     if plan.strategy == ort.STRATEGY:
         return _save_ort_artifact(output, plan, model, inputs)
     if plan.strategy in COMPILE_STRATEGIES:
@@ -235,12 +299,15 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     else:
         try:
             ts, finish = model_variant(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs)
-        except Exception:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
             if plan.strategy not in PICKLED_STRATEGIES:
                 raise
             # An eager plan of a model TorchScript can neither script nor trace (dict outputs,
             # data-dependent Python): the artifact is the pickled module alone.
             ts = finish = None
+            if plan.strategy in cands.LOWP_STRATEGIES:
+                artifact_note = ("no optimized.pt (TorchScript) for %s: %s; portkit.tune.load returns the pickled "
+                                 "module %s" % (plan.strategy, _why(e), EAGER_MODULE))
         if ts is not None:
             finished = cands.FINISHES[finish](ts)
             if finish == "optimize_for_inference" and not _roundtrip_ok(finished):
@@ -258,6 +325,8 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
             os.remove(os.path.join(output, ARTIFACT))  # an earlier run's TorchScript is not this plan
     doc = dict(plan.to_json(), artifact=artifact, kind=kind, load_transform=load_transform,
                torch=torch.__version__, portkit=PORTKIT_VERSION)
+    if artifact_note:
+        doc["artifact_note"] = artifact_note
     if plan.strategy in PICKLED_STRATEGIES:
         # TorchScript runs the model through its interpreter, which is not what was timed (nor
         # always as fast: 4 % slower on the example MLP on torch 2.8), and cannot save oneDNN's
@@ -317,7 +386,8 @@ def load(path):
     """Loads an artifact written by ``optimize`` / ``portkit tune --framework=pytorch`` in one call.
 
     ``path`` is OUTPUT/optimized.pt or its folder. Sets torch's intra-op thread count to the one the
-    plan chose (process-wide, as torch.set_num_threads does) and applies the plan's load transform.
+    plan chose (process-wide, as torch.set_num_threads does), and the BLAS library's own thread
+    count where the plan records one (``blas_threads``), and applies the plan's load transform.
     A TorchScript artifact also loads with plain ``torch.jit.load(path)`` (then at the process's
     thread count, and without the load transform when the plan has one).
 
@@ -343,6 +413,8 @@ def load(path):
         files.verify(*main)
         if plan.get("threads"):
             torch.set_num_threads(int(plan["threads"]))
+        if isinstance(plan.get("blas_threads"), int) and plan["blas_threads"] >= 1:
+            blas_mod.set_threads(plan["blas_threads"])  # a no-op where torch's count governs BLAS
         _register_kernels(files, plan)
         with files.open(*main) as f:
             if plan.get("kind") == ort.STRATEGY:
@@ -464,7 +536,7 @@ def _stored_threads(detail):
     return threads, sub, ""
 
 
-def choose_model_plan(timings, pairs, baseline, preferred_threads):
+def choose_model_plan(timings, pairs, baseline, preferred_threads, variants=()):
     """The name of the (strategy, threads) pair that replaces the baseline, or None to keep it.
 
     ``timings``: {name: Timing} from one interleaved run; ``pairs``: {name: (strategy, threads)};
@@ -473,7 +545,10 @@ def choose_model_plan(timings, pairs, baseline, preferred_threads):
     replaces it only when faster beyond the noise, so the plan is never a noisy pick over a
     built-in. A thread count other than ``preferred_threads`` must earn its place too: when the
     same strategy at ``preferred_threads`` was timed and the pick is not faster than it beyond the
-    noise, that one is taken. The result must then be faster than the baseline beyond the noise."""
+    noise, that one is taken. ``variants``: the names that run at a BLAS thread count other than the
+    process's (portkit.tune.blas); such a pick must beat the same (strategy, threads) at the
+    process's BLAS count beyond the noise, else that one is taken. The result must then be faster
+    than the baseline beyond the noise."""
     others = {n: t for n, t in timings.items() if n != baseline}
     builtin = [t for n, t in others.items() if pairs[n][0] in BUILTIN_STRATEGIES]
     ours = [t for n, t in others.items() if pairs[n][0] not in BUILTIN_STRATEGIES]
@@ -486,7 +561,11 @@ def choose_model_plan(timings, pairs, baseline, preferred_threads):
         return None
     strategy, threads = pairs[best.name]
     if threads != preferred_threads:
-        same = [t for n, t in timings.items() if pairs[n] == (strategy, preferred_threads)]
+        same = [t for n, t in timings.items() if pairs[n] == (strategy, preferred_threads) and n not in variants]
+        if same and not significantly_faster(best, same[0]):
+            best = same[0]
+    if best.name in variants:
+        same = [t for n, t in timings.items() if pairs[n] == pairs[best.name] and n not in variants]
         if same and not significantly_faster(best, same[0]):
             best = same[0]
     if best.name == baseline or not significantly_faster(best, timings[baseline]):
@@ -521,7 +600,7 @@ class Report(dict):
 def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=False, repeat_tune=None,
              output=None, use_compile=None, compile_mode=None, rounds=15, warmup=2, min_sample_s=0.002,
              final_rounds=None, progress=True, tuning_name=None, threads=None, portkit=None, opat_max_evals=None,
-             time_budget=DEFAULT_TIME_BUDGET_S, max_bank_string_mb=1):
+             time_budget=DEFAULT_TIME_BUDGET_S, max_bank_string_mb=1, precision="fp32", accuracy=None):
     """Tunes ``model`` for ``example_inputs`` on this machine; returns (optimized module, Report).
 
     ``example_inputs``: the tensors (a tuple, or one tensor) the model is tuned and checked on:
@@ -544,7 +623,16 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     strategy (Linear layers on the routed kernels) competes per subgraph like any other.
 
     ``max_bank_string_mb``: a bank entry holding a longer string is never loaded and is ignored
-    with "over the limit" (0: no cap)."""
+    with "over the limit" (0: no cap).
+
+    ``precision``: "fp32" (the default: every candidate computes eager's fp32 outputs), or opt in
+    to lower-precision whole-model candidates that compete with the fp32 ones: "bf16"
+    (``bf16_autocast``: the model under torch.autocast("cpu", torch.bfloat16); ``bf16_weights``:
+    weights and inputs in bfloat16) or "int8-dynamic" (``int8_dynamic``: quantize_dynamic of the
+    Linear, LSTM and GRU layers). Each must pass an accuracy check on ``example_inputs`` against
+    fp32 eager (``accuracy``: {"max_rel_err": at most, "min_cosine": at least}; default
+    candidates.DEFAULT_ACCURACY[precision]) and be faster beyond the noise than the fastest of
+    torch's fp32 paths; the report's ``precision`` records each one's accuracy and speed."""
     job_types = tuple(job_types)
     if not set(job_types) <= {"sgat", 1, "opat", 2}:
         raise TuneError("unknown job type in %r (use 'sgat' and/or 'opat')" % (job_types,))
@@ -562,8 +650,22 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     if time_budget is not None and not time_budget > 0:
         raise TuneError("time_budget must be a positive number of seconds (or None for no bound), not %r"
                         % (time_budget,))
+    if precision not in cands.PRECISIONS:
+        raise TuneError("precision must be one of %s, not %r" % (", ".join(cands.PRECISIONS), precision))
+    thresholds = None
+    if precision != "fp32":
+        thresholds = dict(cands.DEFAULT_ACCURACY[precision])
+        unknown = set(accuracy or {}) - set(thresholds)
+        if unknown:
+            raise TuneError("accuracy: unknown key(s) %s (max_rel_err, min_cosine)" % ", ".join(sorted(unknown)))
+        for k, v in (accuracy or {}).items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v == v:
+                raise TuneError("accuracy[%r] must be a number, not %r" % (k, v))
+            thresholds[k] = float(v)
+    elif accuracy:
+        raise TuneError("accuracy thresholds apply to precision='bf16' or 'int8-dynamic' only")
     inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    settings = _Settings(bank=bank, use_opat=use_opat, lookup_only=lookup_only, repeat_tune=repeat_tune,
+    settings = _Settings(precision=precision, accuracy=thresholds, bank=bank, use_opat=use_opat, lookup_only=lookup_only, repeat_tune=repeat_tune,
                          output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
                          warmup=warmup, min_sample_s=min_sample_s, final_rounds=final_rounds,
                          tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals,
@@ -603,6 +705,7 @@ class _Settings:
 
     def __init__(self, **values):
         self.max_bank_string_mb = 1  # optimize()'s default, for callers that build settings themselves
+        self.precision, self.accuracy = "fp32", None
         self.__dict__.update(values)
 
 
@@ -638,6 +741,18 @@ class _Tuning:
         self.opat_records = []
         self.onnx_bytes = None
         self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
+        # The BLAS library's own thread count where torch.set_num_threads does not set it
+        # (portkit.tune.blas; None: torch's count governs BLAS): the process's, and per candidate.
+        self.default_blas = blas_mod.get_threads()
+        self.blas_threads = self.default_blas
+        self.blas_of = {}  # candidate name -> BLAS thread count it runs at
+        self.variants = set()  # candidates at a BLAS count other than the process's
+        if self.default_blas is not None:
+            self.report["blas"] = dict(blas_mod.separate_pool(), process_threads=self.default_blas)
+        self.last_accuracy = None
+        if settings.precision != "fp32":
+            self.report["precision"] = {"mode": settings.precision, "metric": ACCURACY_METRIC,
+                                        "thresholds": dict(settings.accuracy), "candidates": {}}
 
     def by(self, share):
         """The time.monotonic() by which ``share`` of the budget is spent (None: no budget)."""
@@ -680,6 +795,8 @@ class _Tuning:
             if self.reuse_plan:
                 self.plan_strategy = self.model_entry["strategy"]
                 self.threads = int(self.s.threads) if self.s.threads is not None else self.stored_threads
+                if self.default_blas is not None and self.stored_blas is not None and self.s.threads is None:
+                    self.blas_threads = self.stored_blas
                 if self.plan_strategy == ort.STRATEGY:
                     self.ort_options[self.threads] = self.model_entry["detail"].get("ort_options")
                 self.say("bank hit for the model plan: %s at %d threads (no candidate timed)"
@@ -696,6 +813,7 @@ class _Tuning:
             self.result.status = "tuning failed"
             self.result.write()
             torch.set_num_threads(self.default_threads)
+            blas_mod.set_threads(self.default_blas)
             raise
         finally:
             if self.store:
@@ -708,19 +826,23 @@ class _Tuning:
             self.note("whole model as one subgraph: " + cap.reason,
                       "capture: " + cap.reason + "; the whole model is one subgraph")
         self.model_hash = structural_hash(cap.split if cap.traced else self.model, self.inputs)
-        self.model_key = ("model", self.model_hash, input_signature(self.inputs), _validators(None))
+        self.model_key = ("model", self.model_hash, input_signature(self.inputs),
+                          _validators(None, self.s.precision))
         self.known_sub = set(cands.STRATEGIES) - (set() if self.s.use_opat else set(cands.OPAT_STRATEGIES))
 
     def _model_entry(self):
         """The model-level bank entry: the plan and its thread count (reused unless REPEAT_TUNE)."""
-        entry, why = (self.store.lookup(*self.model_key, set(MODEL_STRATEGIES)) if self.store else (None, ""))
+        allowed = set(MODEL_STRATEGIES) | set(self._lowp_strategies())
+        entry, why = (self.store.lookup(*self.model_key, allowed) if self.store else (None, ""))
         if why:
             self.note("ignored bank entry: " + why, "bank: ignoring " + why)
         if entry and entry["strategy"] in COMPILE_STRATEGIES and not self.s.use_compile:
             entry = None  # the stored plan needs what this run was told not to use
-        self.stored_threads = self.stored_sub_threads = None
+        self.stored_threads = self.stored_sub_threads = self.stored_blas = None
         if entry is not None:
             self.stored_threads, self.stored_sub_threads, why = _stored_threads(entry["detail"])
+            b = entry["detail"].get("blas_threads")
+            self.stored_blas = b if isinstance(b, int) and not isinstance(b, bool) and b >= 1 else None
             if why:
                 self.note("ignored bank entry: " + why, "bank: ignoring " + why)
                 entry = None
@@ -918,7 +1040,12 @@ class _Tuning:
         self.ort_options[count] = built[best][1]
         return built[best][0]
 
-    def check(self, name, module):
+    def check(self, name, module, lowp=False, record=False):
+        """Whether ``module`` reproduces eager's outputs (fp32 tolerance); ``lowp``: whether it passes
+        the accuracy check of the run's precision mode instead (``record``: into the report's
+        ``precision.candidates``)."""
+        if lowp:
+            return self._check_accuracy(name, module, record)
         with torch.no_grad():
             got = module(*self.inputs)
             ok, why = outputs_match(got, self.reference)
@@ -936,6 +1063,23 @@ class _Tuning:
             self.note("%s refused: %s" % (name, why))
         return ok
 
+    def _check_accuracy(self, name, module, record):
+        with torch.no_grad():
+            got = module(*self.inputs)
+        metrics, why = accuracy(got, self.reference)
+        ok = metrics is not None
+        if ok:
+            ok, why = accuracy_ok(metrics, self.s.accuracy)
+        self.last_accuracy = metrics
+        if record:
+            rec = dict(metrics or {}, accepted=ok)
+            if not ok:
+                rec["note"] = why
+            self.report["precision"]["candidates"][name] = rec
+        if not ok:
+            self.note("%s refused: accuracy against fp32 eager on the example inputs: %s" % (name, why))
+        return ok
+
     def _model_strategies(self):
         s, traced = self.s, self.cap.traced
         composite_applies = traced and any(c != "eager" for c in self.choices.values())
@@ -948,6 +1092,13 @@ class _Tuning:
             strategies += ["composite", "composite_ofi"]
         if traced:
             strategies.append("fx_fused")
+        for strategy in self._lowp_strategies():
+            why = cands.lowp_unavailable(strategy)
+            if why:
+                self.note("%s not tried: %s" % (strategy, why))
+                self.report["precision"]["candidates"][strategy] = {"accepted": False, "note": why}
+            else:
+                strategies.append(strategy)
         if ort.available():
             strategies.append(ort.STRATEGY)
         else:
@@ -962,10 +1113,31 @@ class _Tuning:
             strategies += ["torch_compile", "torch_compile_autotune"]
         return strategies
 
+    def _lowp_strategies(self):
+        """The lower-precision whole-model strategies the run's precision mode allows."""
+        return [k for k, v in cands.LOWP_STRATEGIES.items() if v == self.s.precision]
+
+    def _blas_counts(self, t, strategy):
+        """The BLAS thread counts a candidate at ``t`` torch threads runs at: the process's and ``t``
+        where the BLAS library has a pool of its own and the thread count is tuned, else the
+        process's (None without a separate pool)."""
+        if self.default_blas is None or self.s.threads is not None or strategy == ort.STRATEGY:
+            return [self.default_blas]
+        return sorted({self.default_blas, t})
+
+    def _name(self, strategy, t, b):
+        """A candidate's name: ``strategy@Nt``, with ``+Mb`` when it runs at M BLAS threads other
+        than the process's."""
+        name = "%s@%dt" % (strategy, t)
+        return name if b == self.default_blas else "%s+%db" % (name, b)
+
     def _build_candidates(self, strategy, runs, pairs):
-        """Builds ``strategy`` at every thread count and checks its first call there; adds the
-        ones that reproduce eager to ``runs`` / ``pairs``."""
-        counts = [t for t in self.thread_counts if "%s@%dt" % (strategy, t) != self.baseline]
+        """Builds ``strategy`` at every thread count (and BLAS thread count) and checks its first
+        call there; adds the ones that reproduce eager (or, lower-precision ones, pass the accuracy
+        check) to ``runs`` / ``pairs``."""
+        combos = [(t, b) for t in self.thread_counts for b in self._blas_counts(t, strategy)
+                  if self._name(strategy, t, b) != self.baseline]
+        counts = sorted({t for t, _ in combos})
         # A TorchScript module runs at any count as built. Inductor writes the thread count into
         # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
         # on torch's count, so a torch.compile candidate is built per count with inductor's
@@ -974,31 +1146,44 @@ class _Tuning:
         if per_count:
             self.say("%s: compiling at %s threads (inductor; each count's first call compiles)"
                      % (strategy, "/".join(str(t) for t in counts)))
+        lowp = strategy in cands.LOWP_STRATEGIES
         info = self.report["builds"][strategy] = {"build_s": 0.0, "first_call_s": {}}
-        m = None
-        for t in counts:
-            name = "%s@%dt" % (strategy, t)
+        m = built_at = None
+        for t, b in combos:
+            name = self._name(strategy, t, b)
             torch.set_num_threads(t)
-            if m is None or per_count:
+            blas_mod.set_threads(b)
+            if m is None or (per_count and built_at != t):
                 t0 = time.time()
                 try:
                     m = self.build(strategy, t)
                 except Exception as e:  # noqa: BLE001 - a strategy that does not apply is a finding
                     info["error"] = "%s: %s" % (type(e).__name__, str(e)[:200])
                     self.say("%s does not apply: %s" % (strategy, type(e).__name__))
+                    if lowp:
+                        self.report["precision"]["candidates"][strategy] = {"accepted": False,
+                                                                            "note": info["error"]}
                     return
+                built_at = t
                 info["build_s"] = round(info["build_s"] + time.time() - t0, 3)
             t0 = time.time()
             try:
-                ok = self.check(name, m)
+                ok = self.check(name, m, lowp=lowp, record=True)
             except Exception as e:  # noqa: BLE001 - e.g. inductor failing to compile
                 self.note("%s failed: %s: %s" % (name, type(e).__name__, str(e)[:200]),
                           "%s failed: %s" % (name, type(e).__name__))
                 ok = False
-            info["first_call_s"][str(t)] = round(time.time() - t0, 3)
+            if b == self.default_blas:
+                info["first_call_s"][str(t)] = round(time.time() - t0, 3)
+            else:
+                info.setdefault("blas_first_call_s", {})["%d+%db" % (t, b)] = round(time.time() - t0, 3)
             if ok:
                 runs[name] = (lambda m=m: m(*self.inputs))
                 pairs[name] = (strategy, t)
+                self.blas_of[name] = b
+                if b != self.default_blas:
+                    self.variants.add(name)
+        blas_mod.set_threads(self.default_blas)
 
     def _time_model_candidates(self):
         """{name: Timing} of every whole-model (strategy, threads) pair that reproduces eager,
@@ -1014,17 +1199,26 @@ class _Tuning:
             return {}
         runs[self.baseline] = lambda: self.model(*self.inputs)
         self.pairs[self.baseline] = ("eager", self.default_threads)
+        self.blas_of[self.baseline] = self.default_blas
         self.say("whole model: timing %s interleaved" % ", ".join(sorted(runs)))
         # Grouped by thread count: the count changes once per group and round (a change costs the
         # next call more than a steady count does), never between two samples of one count.
         count = lambda n: self.pairs[n][1]
         stopped = self.cost["stopped_early"]
         timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                      prepare=thread_switcher(runs, count), group=count, deadline=self.by(0.95),
-                                      keep=(self.baseline,), stopped=stopped)
+                                      prepare=thread_switcher(runs, count, self.blas_of.get),
+                                      group=count, deadline=self.by(0.95), keep=(self.baseline,), stopped=stopped)
         for n, t in timings.items():
             self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
                                                 baseline=n == self.baseline)
+            if self.default_blas is not None:
+                self.report["candidates"][n]["blas_threads"] = self.blas_of[n]
+        precision = self.report.get("precision")
+        base = timings[self.baseline].median
+        for n, rec in (precision or {}).get("candidates", {}).items():
+            if n in timings:
+                rec.update(median_ms=round(timings[n].median * 1e3, 4),
+                           speedup_vs_baseline=round(base / timings[n].median, 4) if timings[n].median > 0 else None)
         return timings
 
     # ---- choose ----
@@ -1032,12 +1226,15 @@ class _Tuning:
         fixed = self.s.threads is not None
         self.plan_strategy = "eager"
         self.threads = self.sub_threads if fixed else self.default_threads
+        self.blas_threads = self.default_blas
         if timings:
             best = choose_model_plan(timings, self.pairs, self.baseline,
-                                     self.sub_threads if fixed else self.default_threads)
+                                     self.sub_threads if fixed else self.default_threads, self.variants)
             if best is not None:
                 self.plan_strategy, self.threads = self.pairs[best]
+                self.blas_threads = self.blas_of.get(best, self.default_blas)
         torch.set_num_threads(self.threads)
+        blas_mod.set_threads(self.blas_threads)
 
     def _model_record(self):
         """The model-level plan as a result-file record (for an opaque model, its only one)."""
@@ -1077,20 +1274,34 @@ class _Tuning:
         self.plan = plan = Plan(strategy, self.threads,
                                 dict(self.choices) if strategy in ("composite", "composite_ofi") else {},
                                 (COMPILE_STRATEGIES[strategy] or s.compile_mode) if strategy in COMPILE_STRATEGIES
-                                else None, self.ort_options.get(self.threads) if strategy == ort.STRATEGY else None)
-        self.say("plan: %s, %d threads" % (plan.strategy, plan.threads))
-        if not s.output:
+                                else None, self.ort_options.get(self.threads) if strategy == ort.STRATEGY else None,
+                                blas_threads=self.blas_threads)
+        blas_mod.set_threads(plan.blas_threads)
+        lowp = plan.precision != "fp32"
+        self.say("plan: %s, %d threads%s%s" % (plan.strategy, plan.threads,
+                                               "" if plan.blas_threads is None else ", %d BLAS threads"
+                                               % plan.blas_threads, ", %s" % plan.precision if lowp else ""))
+        if lowp or not s.output:
+            # A lower-precision plan's accuracy cost is measured on the module before it is saved,
+            # and recorded in the plan.
             chosen = self.build(plan.strategy, plan.threads)
-            if not self.check(plan.strategy, chosen):
-                raise TuneError("the chosen plan %s does not reproduce eager's outputs" % plan.strategy)
-            return chosen, None
+            if not self.check(plan.strategy, chosen, lowp=lowp):
+                raise TuneError("the chosen plan %s does not %s" % (
+                    plan.strategy, "pass the accuracy check" if lowp else "reproduce eager's outputs"))
+            if lowp:
+                plan.accuracy = self.last_accuracy
+            if not s.output:
+                return chosen, None
         # With an artifact, what is checked (and returned) is the artifact loaded back: building
         # the plan once more beforehand would only repeat the work (a compile, an export).
         artifact = save_artifact(s.output, plan, self.cap, self.model, self.inputs, self.sub_inputs,
                                  self.opat_records)
         chosen = load(artifact)
-        if not self.check("the saved artifact", chosen):
-            raise TuneError("the saved artifact %s does not reproduce eager's outputs" % artifact)
+        if not self.check("the saved artifact", chosen, lowp=lowp):
+            raise TuneError("the saved artifact %s does not %s" % (
+                artifact, "pass the accuracy check" if lowp else "reproduce eager's outputs"))
+        if lowp:
+            self.report["precision"]["artifact_accuracy"] = self.last_accuracy
         files = self.report["files"]
         files += [artifact, os.path.join(s.output, PLAN)]
         if plan.strategy in PICKLED_STRATEGIES:
@@ -1106,7 +1317,8 @@ class _Tuning:
         count = lambda n: self.default_threads if n == "baseline" else plan.threads
         t0 = time.monotonic()
         timings = measure_interleaved(final, rounds=s.final_rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                      prepare=thread_switcher(final, count),
+                                      prepare=thread_switcher(final, count, lambda n: self.default_blas
+                                                              if n == "baseline" else plan.blas_threads),
                                       # A plan from the bank: a short before/after, the run is a lookup.
                                       deadline=self.by(0.05 if self.reuse_plan else 1.1),
                                       keep=("baseline", "result"))
@@ -1114,13 +1326,16 @@ class _Tuning:
         self.cost["seconds"] = round(time.monotonic() - self.clock0, 3)
         report["cost"] = self.cost
         torch.set_num_threads(plan.threads)  # the returned module runs at the plan's count
+        blas_mod.set_threads(plan.blas_threads)
         result.baseline, result.result = timings["baseline"], timings["result"]
         mrec.update(before_us=timings["baseline"].median * 1e6, after_us=timings["result"].median * 1e6)
         if self.store and not self.reuse_plan and not s.lookup_only:
             self.store.store(*self.model_key, name=result.tuning_name, strategy=plan.strategy,
                              detail=dict({"threads": plan.threads, "subgraph_threads": self.sub_threads,
                                           "compile_mode": plan.compile_mode},
-                                         **({"ort_options": plan.ort_options} if plan.ort_options else {})),
+                                         **({"ort_options": plan.ort_options} if plan.ort_options else {}),
+                                         **({"blas_threads": plan.blas_threads}
+                                            if plan.blas_threads is not None else {})),
                              eager_us=timings["baseline"].median * 1e6, best_us=timings["result"].median * 1e6)
         ratio, ci = paired_ratio(timings["result"], timings["baseline"])
         result.status = "tuning successful"
@@ -1128,6 +1343,14 @@ class _Tuning:
                         "speedup_ci95": [round(1.0 / ci[1], 4), round(1.0 / ci[0], 4)] if ci[0] > 0 else None,
                         "model_bank": report.get("model_repo"), "notes": report["notes"], "tuning_cost": self.cost,
                         "model_candidates_ms": {n: round(c["median_ms"], 4) for n, c in report["candidates"].items()}}
+        if "precision" in report:
+            # The mode asked for, each lower-precision candidate's accuracy and speed, and the plan's
+            # precision with its accuracy cost and speed-up.
+            report["precision"].update(plan_precision=plan.precision, plan_accuracy=plan.accuracy,
+                                       plan_speedup=result.extra["speedup"])
+            result.extra["precision"] = report["precision"]
+        if plan.blas_threads is not None:
+            result.extra["blas"] = dict(report["blas"], plan_threads=plan.blas_threads)
         result.write()
         if result.path:
             report["files"].append(result.path)
