@@ -22,7 +22,10 @@ def _loaded_libraries():
             paths = {line.split()[-1] for line in f if "/" in line and ".so" in line}
     except OSError:
         return []
-    return sorted(p for p in paths if "blas" in os.path.basename(p).lower())
+    # Only OpenBLAS's own names: other BLAS-like libraries mapped in (cuBLAS, a Python package's
+    # renamed OpenBLAS) are not torch's CPU BLAS.
+    return sorted(p for p in paths if "openblas" in os.path.basename(p).lower()
+                  or os.path.basename(p).startswith("libblas.so"))
 
 
 def _find():

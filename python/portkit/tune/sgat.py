@@ -1072,7 +1072,9 @@ class _Tuning:
             ok, why = accuracy_ok(metrics, self.s.accuracy)
         self.last_accuracy = metrics
         if record:
-            rec = dict(metrics or {}, accepted=ok)
+            rec = dict(metrics or {}, accepted=ok, strategy=name.split("@")[0], threads=torch.get_num_threads())
+            if self.default_blas is not None:
+                rec["blas_threads"] = blas_mod.get_threads()
             if not ok:
                 rec["note"] = why
             self.report["precision"]["candidates"][name] = rec
@@ -1086,8 +1088,9 @@ class _Tuning:
         if s.lookup_only:
             return ["composite", "composite_ofi"] if composite_applies else []
         strategies = ["script_freeze", "optimize_for_inference"]
-        if any(t != self.default_threads for t in self.thread_counts):
-            strategies.insert(0, "eager")  # eager at another thread count
+        if any(t != self.default_threads for t in self.thread_counts) or \
+                self._blas_counts(self.default_threads, "eager") != [self.default_blas]:
+            strategies.insert(0, "eager")  # eager at another thread count (or BLAS thread count)
         if composite_applies:
             strategies += ["composite", "composite_ofi"]
         if traced:
