@@ -665,8 +665,8 @@ def optimize(model, example_inputs, bank=None, job_types=("sgat",), lookup_only=
     elif accuracy:
         raise TuneError("accuracy thresholds apply to precision='bf16' or 'int8-dynamic' only")
     inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    settings = _Settings(precision=precision, accuracy=thresholds, bank=bank, use_opat=use_opat, lookup_only=lookup_only, repeat_tune=repeat_tune,
-                         output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
+    settings = _Settings(precision=precision, accuracy=thresholds, bank=bank, use_opat=use_opat,
+                         lookup_only=lookup_only, repeat_tune=repeat_tune, output=output, use_compile=use_compile, compile_mode=compile_mode, rounds=rounds,
                          warmup=warmup, min_sample_s=min_sample_s, final_rounds=final_rounds,
                          tuning_name=tuning_name, threads=threads, portkit=portkit, opat_max_evals=opat_max_evals,
                          time_budget=time_budget, max_bank_string_mb=max_bank_string_mb)
