@@ -1,7 +1,7 @@
 #pragma once
-/// `portkit tune --job-type=4`: GDAT, gradient (DDP communication) tuning. The engine lives in
-/// the Python companion (python/portkit/gdat), since it must run inside the training processes;
-/// this layer checks every option and path, then runs `python -m portkit.gdat simulate|train`.
+/// `portkit tune --job-type=4`: GDAT, gradient (DDP communication) tuning. argv → GdatOptions,
+/// every option and path checked before any work, tune::RunGdat (src/tune/api.h, which runs the
+/// Python companion), then the exit code.
 #include "core/context.h"
 
 namespace portkit::cli {

@@ -1,6 +1,7 @@
 #pragma once
-/// `portkit tune --framework=pytorch`: SGAT for a PyTorch model, run by the Python companion
-/// (python -m portkit.tune); this layer checks the arguments and spawns it.
+/// `portkit tune --framework=pytorch`: SGAT for a PyTorch model. argv → SgatOptions, every option
+/// and path checked before any work, tune::RunSgat (src/tune/api.h, which runs the Python
+/// companion), then the exit code.
 #include <string_view>
 
 #include "core/context.h"

@@ -1,7 +1,9 @@
 #pragma once
 /// The tuning engine as a library: `RunTune` tunes a model's operators (AOE's OPAT) against a
 /// knowledge base and returns what happened to each; the `RunBank*` functions read and merge a
-/// knowledge base. No argv, stdout or exit codes here: the command line (src/cli/tune.cc) turns
+/// knowledge base; `RunSgat` (subgraph tuning of a PyTorch model) and `RunGdat` (DDP gradient
+/// tuning) run the Python companion, where those engines live because they must run inside a
+/// PyTorch process. No argv, stdout or exit codes here: the command line (src/cli/tune*.cc) turns
 /// flags and environment into these options, and src/render/tune_*.cc renders the reports.
 #include <cstdint>
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "core/context.h"
 #include "core/status.h"
+#include "core/subprocess.h"
 #include "tune/knowledge_base.h"
 #include "tune/report.h"
 #include "tune/session.h"
@@ -117,5 +120,117 @@ struct BankImportReport {
 /// are marked not measured here: one replaces an imported entry only if faster, never a
 /// measured one.
 Expected<BankImportReport> RunBankImport(const std::filesystem::path& bank, const std::filesystem::path& file);
+
+/// How a run of the Python companion ended.
+enum class CompanionEnd {
+  kOk,       ///< exit status 0
+  kRefused,  ///< exit status 2: it refused the model, input or description, and said why on stderr
+  kFailed,   ///< any other end (another status, a signal, a timeout): CompanionRun::failure says which
+};
+
+/// One run of the Python companion (`python -m portkit.<module>`), whose stdout and stderr are
+/// this process's: its progress and its own messages reach the user as it runs.
+struct CompanionRun {
+  std::string python;             ///< the interpreter: the option, else $PORTKIT_PYTHON, else python3
+  std::vector<std::string> argv;  ///< the whole command line run
+  ProcessResult process;          ///< how it ended (no output captured)
+  CompanionEnd end = CompanionEnd::kFailed;
+  std::string failure;  ///< kFailed: one line naming the companion and how it ended
+};
+
+/// SGAT, subgraph tuning of a PyTorch model (AOE's job type 1; docs/tune.md "PyTorch models"),
+/// run by `python -m portkit.tune`: the model is captured with torch.fx and split into blocks,
+/// each block's strategies are timed interleaved, the winners kept in the knowledge base and the
+/// optimized model written to `output`.
+struct SgatOptions {
+  /// 1 = SGAT; 2 = OPAT kernels for the model's Linear layers first (portkit tune --job-type=2
+  /// into the same bank, run by the companion), then SGAT with them as a candidate.
+  int job_type = 1;
+  std::string model;                ///< Python factory pkg.module:make_model returning an nn.Module
+  std::vector<std::string> inputs;  ///< [DTYPE:]D0xD1x...[:LOW..HIGH] parts or comma lists of them
+  std::filesystem::path output;     ///< folder for optimized.pt, optimized.json and the result file
+  std::filesystem::path bank;       ///< knowledge-base folder; empty: the companion's default
+  std::string python;               ///< interpreter with torch; empty: $PORTKIT_PYTHON, else python3
+  int rounds = 15;                  ///< interleaved timing rounds per comparison, 3 to 10000
+  int threads = 0;                  ///< pin the intra-op thread count; 0: tuned
+  int max_evals = 0;                ///< job type 2: candidates per kernel; 0: portkit tune's default
+  double time_budget = -1;          ///< seconds the tuning may take; < 0: the companion's default; 0: none
+  bool lookup_only = false;         ///< use the bank's entries, tune nothing
+  bool repeat_tune = false;         ///< re-tune bank hits; replace only when beaten beyond noise
+  bool no_compile = false;          ///< do not try torch.compile
+  /// Job type 2: how this program was started (argv[0]), the `portkit` the companion runs when
+  /// this process's executable (/proc/self/exe) cannot be read.
+  std::string program_name = "portkit";
+};
+
+/// The fixed names of the artifact an SGAT run writes into its output folder (docs/safety.md,
+/// Outputs); the result file's name is new each run.
+const std::vector<std::string>& SgatArtifactNames();
+
+struct SgatReport {
+  CompanionRun companion;
+  /// The names of SgatArtifactNames() present in the output folder after a run that ended kOk.
+  std::vector<std::string> artifact_files;
+};
+
+/// Checks the options without reading or creating anything: the job type (kUnsupported), the
+/// model factory, the --input syntax (every part's dtype, dimensions and value range) and the
+/// numeric options (kInvalidArgument naming the option).
+Status ValidateSgatOptions(const SgatOptions& options);
+
+/// Validates the options, then runs `python -m portkit.tune` with the companion first on
+/// PYTHONPATH and logs the command. The companion's own end is in the report; an error only when
+/// the options are bad or the interpreter cannot be started (kInvalidArgument, with what to do).
+Expected<SgatReport> RunSgat(const SgatOptions& options, Context& ctx);
+
+/// GDAT, gradient (DDP communication) tuning (AOE's job type 4; docs/tune.md "GDAT"), run by
+/// `python -m portkit.gdat`: online over the first steps of real DDP training (`model`), on a
+/// cost-model description (`simulate`), or measuring such a description of `model` (`describe`).
+/// Exactly one of `model` (without `describe`) and `simulate` is given.
+struct GdatOptions {
+  std::string framework = "pytorch";   ///< the only one implemented (DDP)
+  std::string model;                   ///< pkg.module:callable returning the nn.Module to train
+  std::vector<std::string> inputs;     ///< input shapes (8x3x32x32, int64:8x128), with `model`
+  std::filesystem::path simulate;      ///< cost-model description (JSON) to tune on
+  std::filesystem::path describe;      ///< measure a description of `model` into this file instead
+  std::filesystem::path output = ".";  ///< folder for aoe_result_gdat_*.json and gdat_settings.json
+  std::string python;                  ///< interpreter with torch; empty: $PORTKIT_PYTHON, else python3
+  std::string backend = "gloo";        ///< process-group backend: gloo, CUDA's, or the target's
+  std::string target;                  ///< the target whose backends are offered; empty: the default
+  double alpha_ms = -1;                ///< describe: all-reduce latency to simulate (< 0: not given)
+  double beta_ms_per_mb = -1;          ///< describe: all-reduce cost per MiB (given with alpha_ms)
+  bool measure_comm = false;           ///< describe: measure alpha and beta with `nproc` local ranks
+  int nproc = 2;                       ///< ranks started on this machine, 1 to 256
+  int warmup = 2;                      ///< untimed steps after each DDP rebuild, >= 1
+  int measure = 5;                     ///< timed steps per point (median), >= 1
+  int max_trials = 0;                  ///< points measured at most; 0: until the search converges
+  int seed = 0;                        ///< of the model and of the random batches
+  double lr = 0.01;                    ///< SGD learning rate of the training steps
+  double timeout = 600;                ///< seconds before a stuck rank is ended, > 0
+  bool allow_lossy = false;            ///< also try the fp16 and PowerSGD hooks
+  bool exhaustive = false;             ///< simulate: evaluate every point too
+  /// Comma lists of the values searched; empty: the companion's defaults (docs/tune.md).
+  std::string bucket_caps, first_buckets, bucket_views, static_graphs, powersgd_ranks;
+};
+
+/// The one fixed-name file a GDAT run writes: the `describe` file, else OUTPUT/gdat_settings.json
+/// (the result file's name is new each run).
+std::filesystem::path GdatWrittenFile(const GdatOptions& options);
+
+struct GdatReport {
+  CompanionRun companion;
+  std::filesystem::path written;  ///< GdatWrittenFile(options): written when companion.end is kOk
+};
+
+/// Checks the options without creating anything: the framework, which options go together, the
+/// model factory, and that `backend` is a process-group backend of `target` (read from `data`:
+/// the target's distributed_backends and CUDA's). kInvalidArgument naming the option, or the
+/// target's loading error.
+Status ValidateGdatOptions(const GdatOptions& options, const DataDirs& data);
+
+/// Validates the options (with ctx.data_dir), then runs `python -m portkit.gdat describe |
+/// simulate | train` with the companion first on PYTHONPATH. The companion's own end is in the
+/// report; an error when the options are bad, or kInternal when the interpreter cannot be started.
+Expected<GdatReport> RunGdat(const GdatOptions& options, Context& ctx);
 
 }  // namespace portkit::tune

@@ -5,6 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace portkit::tune {
 namespace {
@@ -41,300 +48,407 @@ const char* RepoStatusName(RepoStatus s) {
   return "unknown";
 }
 
-Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& options, KnowledgeBase& bank,
-                                   const Landscape* replay, Landscape* record, Logger& logger) {
-  auto start_time = std::chrono::steady_clock::now();
-  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count(); };
-  // Validate the strategy and its options once, before any work.
-  if (auto probe = MakeStrategy(options.strategy, options.strategy_options); !probe.ok()) return probe.status();
+namespace {
 
-  SessionResult result;
-  result.name = list.name.empty() ? "portkit_tune" : list.name;
-  result.strategy = options.strategy;
-  result.untuned = list.untuned;
-  result.bank_path = bank.path().string();
+/// Where an operator stands after a pass: kNext goes on to the next pass; kDone ends the operator
+/// here (it is listed untuned, or it was a hit).
+enum class Pass { kNext, kDone };
 
-  std::unique_ptr<Builder> builder;
-  std::string validators;
-  int hardware_threads = options.hardware_threads;
-  std::vector<std::string> fixes = options.fixes;
-  if (replay) {
-    validators = replay->validators;
-    // The space is the recording machine's (its core count bounds THREADS) with its --fix.
-    if (size_t at = validators.find("cores="); at != std::string::npos)
-      hardware_threads = std::max(1, std::atoi(validators.c_str() + at + 6));
-    fixes.insert(fixes.begin(), replay->fixes.begin(), replay->fixes.end());
-  } else {
-    builder = std::make_unique<Builder>(options.build, logger);
-    if (builder->compiler_version().empty())
-      return RunFailed("cannot run the compiler '" + options.build.compiler + "' (needed to build candidates)");
-    validators = MachineValidators(builder->compiler_version(), options.build.flags);
-    if (record) {
-      record->validators = validators;
-      record->fixes = options.fixes;
+/// One operator in the works: what each pass finds and hands on to the next.
+struct OpWork {
+  explicit OpWork(const OpDesc& d) : desc(d), sig(Signature(d)), label(d.name + " (" + d.type + ")") {}
+  const OpDesc& desc;
+  std::string sig, label;
+  std::unique_ptr<TunableOperator> op;
+  SearchSpace space;
+  Config default_config;
+  const std::map<std::string, LandscapePoint>* points = nullptr;  ///< a replay's recorded points
+  std::string op_validators;                                      ///< the bank key of its type
+  std::optional<BankEntry> found;                                 ///< a usable bank entry
+  std::string unusable_config;                                    ///< the config of an unusable one
+  std::optional<Config> stored;  ///< the found entry's configuration, when inside this run's space
+  std::unique_ptr<Evaluator> evaluator;
+  TuneOutcome out;
+  double best_us = 0, default_us = 0;  ///< from the interleaved comparison when there was one
+  bool better_than_default = false;
+  OpResult r;
+};
+
+/// A session over a model's operators, pass by pass: capture (the toolchain, or the recording
+/// replayed) → per operator: space → bank lookup → measure → choose and save.
+class Session {
+ public:
+  Session(const OpList& list, const SessionOptions& options, KnowledgeBase& bank, const Landscape* replay,
+          Landscape* record, Logger& logger)
+      : list_(list),
+        options_(options),
+        bank_(bank),
+        replay_(replay),
+        record_(record),
+        logger_(logger),
+        start_(std::chrono::steady_clock::now()),
+        progress_(logger, list.ops.size()),
+        hardware_threads_(options.hardware_threads),
+        fixes_(options.fixes) {}
+
+  Expected<SessionResult> Run() {
+    // Validate the strategy and its options once, before any work.
+    if (auto probe = MakeStrategy(options_.strategy, options_.strategy_options); !probe.ok()) return probe.status();
+    result_.name = list_.name.empty() ? "portkit_tune" : list_.name;
+    result_.strategy = options_.strategy;
+    result_.untuned = list_.untuned;
+    result_.bank_path = bank_.path().string();
+    PORTKIT_RETURN_IF_ERROR(Capture());
+    result_.validators = validators_;
+    PORTKIT_RETURN_IF_ERROR(ReportProgress());
+    for (const auto& desc : list_.ops) {
+      PORTKIT_RETURN_IF_ERROR(TuneOne(desc));
+      result_.seconds = Seconds();
+      PORTKIT_RETURN_IF_ERROR(ReportProgress());
     }
+    result_.seconds = Seconds();
+    return std::move(result_);
   }
 
-  result.validators = validators;
-  // The bank key: the machine and toolchain, and the kernel template of the operator's type.
-  std::map<std::string, std::string> bank_validators;
-  auto key_of = [&](const std::string& type) -> const std::string& {
-    auto it = bank_validators.find(type);
-    if (it == bank_validators.end())
-      it = bank_validators.emplace(type, BankValidators(validators, KernelTemplateHash(type))).first;
-    return it->second;
-  };
+ private:
+  double Seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
-  Progress progress(logger, list.ops.size());
-  if (options.on_progress)
-    if (Status st = options.on_progress(result); !st.ok()) return RunFailed(st.message());
-  auto tune_one = [&](const OpDesc& desc) -> Status {
-    std::string sig = Signature(desc);
-    std::string label = desc.name + " (" + desc.type + ")";
-    progress.Start("Tune " + label + ".");
-    auto op = MakeOperator(desc);
-    if (!op.ok()) {
-      result.untuned.push_back({desc, op.status().message()});
-      progress.Done(label + ": not tuned.");
+  Status ReportProgress() {
+    if (options_.on_progress)
+      if (Status st = options_.on_progress(result_); !st.ok()) return RunFailed(st.message());
+    return Status::Ok();
+  }
+
+  /// The machine the candidates run on: a replay's recording (its validators, core count and
+  /// --fix), or this one (the compiler's version).
+  Status Capture() {
+    if (replay_) {
+      validators_ = replay_->validators;
+      // The space is the recording machine's (its core count bounds THREADS) with its --fix.
+      if (size_t at = validators_.find("cores="); at != std::string::npos)
+        hardware_threads_ = std::max(1, std::atoi(validators_.c_str() + at + 6));
+      fixes_.insert(fixes_.begin(), replay_->fixes.begin(), replay_->fixes.end());
       return Status::Ok();
     }
-    SearchSpace space = (*op)->Space(hardware_threads);
-    for (size_t f = 0; f < fixes.size(); ++f) {
-      Status st = ApplyFix(space, fixes[f]);
-      if (!st.ok() && replay && f < replay->fixes.size())
-        return InvalidArgument((replay->file.empty() ? std::string("the replayed landscape") : replay->file) +
+    builder_ = std::make_unique<Builder>(options_.build, logger_);
+    if (builder_->compiler_version().empty())
+      return RunFailed("cannot run the compiler '" + options_.build.compiler + "' (needed to build candidates)");
+    validators_ = MachineValidators(builder_->compiler_version(), options_.build.flags);
+    if (record_) {
+      record_->validators = validators_;
+      record_->fixes = options_.fixes;
+    }
+    return Status::Ok();
+  }
+
+  /// The bank key: the machine and toolchain, and the kernel template of the operator's type.
+  const std::string& BankKey(const std::string& type) {
+    auto it = bank_validators_.find(type);
+    if (it == bank_validators_.end())
+      it = bank_validators_.emplace(type, BankValidators(validators_, KernelTemplateHash(type))).first;
+    return it->second;
+  }
+
+  Pass Untuned(const OpWork& w, std::string reason, const std::string& done) {
+    result_.untuned.push_back({w.desc, std::move(reason)});
+    progress_.Done(w.label + done);
+    return Pass::kDone;
+  }
+
+  Status EvaluatorFailure(const OpWork& w) const {
+    if (!w.evaluator->failure().empty()) return RunFailed(w.label + ": " + w.evaluator->failure());
+    return Status::Ok();
+  }
+
+  Status TuneOne(const OpDesc& desc) {
+    OpWork w(desc);
+    progress_.Start("Tune " + w.label + ".");
+    for (auto pass : {&Session::MakeSpace, &Session::LookUp, &Session::Measure}) {
+      auto next = (this->*pass)(w);
+      if (!next.ok()) return next.status();
+      if (*next == Pass::kDone) return Status::Ok();
+    }
+    PORTKIT_RETURN_IF_ERROR(ChooseAndSave(w));
+    logger_.Info(w.label + ": " + RepoStatusName(w.r.status) + ", " + Us(w.r.before_us) + " -> " + Us(w.r.after_us) +
+                 " with " + w.r.config + ".");
+    result_.ops.push_back(w.r);
+    progress_.Done(w.label + ": " + RepoStatusName(w.r.status) + ".");
+    return Status::Ok();
+  }
+
+  /// The operator's space with the --fix values, its default, and for a replay the recorded
+  /// points only.
+  Expected<Pass> MakeSpace(OpWork& w) {
+    auto op = MakeOperator(w.desc);
+    if (!op.ok()) return Untuned(w, op.status().message(), ": not tuned.");
+    w.op = std::move(*op);
+    w.space = w.op->Space(hardware_threads_);
+    for (size_t f = 0; f < fixes_.size(); ++f) {
+      Status st = ApplyFix(w.space, fixes_[f]);
+      if (!st.ok() && replay_ && f < replay_->fixes.size())
+        return InvalidArgument((replay_->file.empty() ? std::string("the replayed landscape") : replay_->file) +
                                ": fix: " + st.message());
       PORTKIT_RETURN_IF_ERROR(st);
     }
     // The default is chosen before a replay narrows the space to the recorded points, so that it
     // is the recording's default; a --fix set that leaves no valid configuration is an error.
-    Config default_config = (*op)->DefaultConfig(space, hardware_threads);
-    if (std::string why = space.Check(default_config); !why.empty()) {
+    w.default_config = w.op->DefaultConfig(w.space, hardware_threads_);
+    if (std::string why = w.space.Check(w.default_config); !why.empty()) {
       std::string all;
-      for (const auto& f : fixes) all += (all.empty() ? "" : " ") + f;
-      return InvalidArgument("--fix " + all + ": no configuration of " + desc.type +
+      for (const auto& f : fixes_) all += (all.empty() ? "" : " ") + f;
+      return InvalidArgument("--fix " + all + ": no configuration of " + w.desc.type +
                              " satisfies the constraints with these values (" + why + ")");
     }
-    const std::map<std::string, LandscapePoint>* points = nullptr;
-    if (replay) {
-      auto it = replay->points.find(sig);
-      if (it == replay->points.end()) {
-        result.untuned.push_back({desc, "not in the replayed landscape"});
-        progress.Done(label + ": not in the landscape.");
-        return Status::Ok();
-      }
-      points = &it->second;
-      std::set<std::string> keys;
-      for (const auto& [key, p] : *points) keys.insert(key);
-      space.AllowOnly(std::move(keys));
-    }
-    if (replay && !points->count(space.Key(default_config))) {
-      result.untuned.push_back({desc, "the default strategy is not in the replayed landscape"});
-      progress.Done(label + ": default not recorded.");
-      return Status::Ok();
-    }
+    if (!replay_) return Pass::kNext;
+    auto it = replay_->points.find(w.sig);
+    if (it == replay_->points.end()) return Untuned(w, "not in the replayed landscape", ": not in the landscape.");
+    w.points = &it->second;
+    std::set<std::string> keys;
+    for (const auto& [key, p] : *w.points) keys.insert(key);
+    w.space.AllowOnly(std::move(keys));
+    if (!w.points->count(w.space.Key(w.default_config)))
+      return Untuned(w, "the default strategy is not in the replayed landscape", ": default not recorded.");
+    return Pass::kNext;
+  }
 
-    const std::string& op_validators = key_of(desc.type);
-    auto entry = bank.Lookup(sig, op_validators);
+  /// The bank's entry: a usable one is a hit (done unless re-tuning); lookup only ends here.
+  Expected<Pass> LookUp(OpWork& w) {
+    w.op_validators = BankKey(w.desc.type);
+    auto entry = bank_.Lookup(w.sig, w.op_validators);
     if (!entry.ok())
-      return RunFailed("cannot read the tuning bank " + bank.path().string() + ": " + entry.status().message());
-    OpResult r;
-    r.op = desc;
-    r.signature = sig;
+      return RunFailed("cannot read the tuning bank " + bank_.path().string() + ": " + entry.status().message());
+    w.r.op = w.desc;
+    w.r.signature = w.sig;
     // Every hit is validated: an entry whose configuration is not in the operator's space, or
     // whose times are not plausible, is never used (nor written into the plan); the operator is
     // tuned as if it were missing and the entry replaced.
-    std::optional<BankEntry> found;
-    std::string unusable_config;
     if (entry->has_value()) {
-      std::string bad = CheckEntry(**entry, (*op)->Flops());
+      std::string bad = CheckEntry(**entry, w.op->Flops());
       if (bad.empty()) {
-        found = **entry;
+        w.found = **entry;
       } else {
-        unusable_config = (*entry)->config;
-        logger.Warning(label + ": the knowledge base entry is unusable (" + bad + "); " +
-                       (options.lookup_only ? "not used." : "tuning as if it were missing."));
+        w.unusable_config = (*entry)->config;
+        logger_.Warning(w.label + ": the knowledge base entry is unusable (" + bad + "); " +
+                        (options_.lookup_only ? "not used." : "tuning as if it were missing."));
       }
     }
-    if (found && !options.repeat_tune) {
-      r.status = RepoStatus::kHit;
-      r.bank_hit = true;
-      r.config = found->config;
-      r.source = "bank";
-      r.measured_here = found->measured_here;
-      r.before_us = found->default_us;
-      r.after_us = found->time_us;
-      logger.Info(label + ": knowledge base hit, " + found->config + " (" + Us(found->time_us) +
-                  (found->measured_here ? "" : ", imported: not measured here") + ").");
-      result.ops.push_back(r);
-      progress.Done(label + ": hit.");
-      return Status::Ok();
+    if (w.found && !options_.repeat_tune) {
+      RecordHit(w);
+      return Pass::kDone;
     }
-    if (options.lookup_only) {
-      result.untuned.push_back({desc, unusable_config.empty() ? "not in the knowledge base (lookup only)"
-                                                              : "the knowledge base entry is unusable (lookup only)"});
-      progress.Done(label + ": not in the bank.");
-      return Status::Ok();
-    }
-    std::optional<Config> stored;
-    if (found) {
-      auto parsed = space.Parse(found->config);
-      if (parsed.ok() && space.Valid(*parsed)) stored = *parsed;
+    if (options_.lookup_only)
+      return Untuned(w,
+                     w.unusable_config.empty() ? "not in the knowledge base (lookup only)"
+                                               : "the knowledge base entry is unusable (lookup only)",
+                     ": not in the bank.");
+    if (w.found) {
+      auto parsed = w.space.Parse(w.found->config);
+      if (parsed.ok() && w.space.Valid(*parsed)) w.stored = *parsed;
       else
-        logger.Warning(label + ": the stored strategy is outside this run's space (" +
-                       (parsed.ok() ? space.Check(*parsed) : parsed.status().message()) +
-                       "); re-tuning from the default.");
+        logger_.Warning(w.label + ": the stored strategy is outside this run's space (" +
+                        (parsed.ok() ? w.space.Check(*parsed) : parsed.status().message()) +
+                        "); re-tuning from the default.");
     }
+    return Pass::kNext;
+  }
 
-    if (record) record->AddOp(desc);
-    std::unique_ptr<Evaluator> evaluator;
-    if (replay) evaluator = std::make_unique<ReplayEvaluator>(space, *points);
-    else evaluator = std::make_unique<CompileEvaluator>(**op, space, *builder, options.measure, record, logger);
-    auto strategy = MakeStrategy(options.strategy, options.strategy_options);
+  void RecordHit(OpWork& w) {
+    const BankEntry& found = *w.found;
+    w.r.status = RepoStatus::kHit;
+    w.r.bank_hit = true;
+    w.r.config = found.config;
+    w.r.source = "bank";
+    w.r.measured_here = found.measured_here;
+    w.r.before_us = found.default_us;
+    w.r.after_us = found.time_us;
+    logger_.Info(w.label + ": knowledge base hit, " + found.config + " (" + Us(found.time_us) +
+                 (found.measured_here ? "" : ", imported: not measured here") + ").");
+    result_.ops.push_back(w.r);
+    progress_.Done(w.label + ": hit.");
+  }
+
+  /// Runs the strategy, then compares its best with the default in one interleaved measurement.
+  Expected<Pass> Measure(OpWork& w) {
+    if (record_) record_->AddOp(w.desc);
+    if (replay_) w.evaluator = std::make_unique<ReplayEvaluator>(w.space, *w.points);
+    else
+      w.evaluator = std::make_unique<CompileEvaluator>(*w.op, w.space, *builder_, options_.measure, record_, logger_);
+    auto strategy = MakeStrategy(options_.strategy, options_.strategy_options);
     if (!strategy.ok()) return strategy.status();
-    (*strategy)->Initialise(space, default_config, OperatorSeed(options.seed, sig));
-    TuneOutcome out =
-        TuneOperator(space, default_config, stored, **strategy, *evaluator, options.budget, logger, label, seconds);
-    if (!evaluator->failure().empty()) return RunFailed(label + ": " + evaluator->failure());
-    r.evaluations = out.evaluations;
-    r.stop_reason = out.stop_reason;
-    if (!std::isfinite(out.default_us)) {
+    (*strategy)->Initialise(w.space, w.default_config, OperatorSeed(options_.seed, w.sig));
+    w.out = TuneOperator(w.space, w.default_config, w.stored, **strategy, *w.evaluator, options_.budget, logger_,
+                         w.label, [this] { return Seconds(); });
+    PORTKIT_RETURN_IF_ERROR(EvaluatorFailure(w));
+    w.r.evaluations = w.out.evaluations;
+    w.r.stop_reason = w.out.stop_reason;
+    if (!std::isfinite(w.out.default_us)) {
       // The default strategy is known-good: unless it only ran out of time (a huge operator on
       // a loaded machine), its failure is the toolchain's or the machine's, not a result.
-      if (!replay && out.default_status != "timeout")
-        return RunFailed(label + ": the default strategy " + space.Key(default_config) + " failed (" +
-                         out.default_status + "); the compiler (--compiler " + options.build.compiler +
+      if (!replay_ && w.out.default_status != "timeout")
+        return RunFailed(w.label + ": the default strategy " + w.space.Key(w.default_config) + " failed (" +
+                         w.out.default_status + "); the compiler (--compiler " + options_.build.compiler +
                          "), the kernel cache or the machine is broken");
-      result.untuned.push_back({desc, "the default strategy was rejected (" + out.default_status + ")"});
-      progress.Done(label + ": failed.");
-      return Status::Ok();
+      return Untuned(w, "the default strategy was rejected (" + w.out.default_status + ")", ": failed.");
     }
-    // Before/after from one interleaved measurement; the best replaces the default only when it
-    // is significantly faster (CompareSamples), so run-to-run noise is not stored as a gain.
-    double best_us = out.best_us, default_us = out.default_us;
-    bool better_than_default = false;
-    if (out.best != default_config && std::isfinite(best_us)) {
-      if (auto cmp = evaluator->Compare(out.best, default_config)) {
-        best_us = cmp->candidate_us;
-        default_us = cmp->incumbent_us;
-        better_than_default = cmp->significant;
-        if (!cmp->significant)
-          logger.Info(label + ": best " + space.Key(out.best) + " is not significantly faster than the default (" +
-                      Us(best_us) + " vs " + Us(default_us) + ", speed-up lower bound " +
-                      std::to_string(cmp->lower_bound) + ").");
-      }
-    }
-    if (!evaluator->failure().empty()) return RunFailed(label + ": " + evaluator->failure());
-    r.before_us = default_us;
-    std::string best_key = space.Key(out.best);
-    BankEntry e{sig, op_validators, desc.type, desc.name, best_key, best_us, default_us, "", true};
-    auto store = [&](const BankEntry& entry, const std::string& remeasured_config,
-                     double remeasured_us) -> Expected<StoreOutcome> {
-      auto st = bank.StoreIfBetter(entry, remeasured_config, remeasured_us);
-      if (!st.ok())
-        return RunFailed("cannot write the tuning bank " + bank.path().string() + ": " + st.status().message());
-      return *st;
-    };
-    // A concurrent tuner may have stored another entry meanwhile: what runs is what the bank holds.
-    auto report_kept = [&]() -> Status {
-      auto kept = bank.Lookup(sig, op_validators);
-      if (!kept.ok())
-        return RunFailed("cannot read the tuning bank " + bank.path().string() + ": " + kept.status().message());
-      if (kept->has_value() && CheckEntry(**kept, (*op)->Flops()).empty()) {
-        r.config = (**kept).config;
-        r.after_us = (**kept).time_us;
-        r.measured_here = (**kept).measured_here;
-        r.source = "bank";
-      }
-      return Status::Ok();
-    };
-    if (found) {
-      // Re-tune of an entry found in the bank (a hit): ends as update or reserved.
-      r.bank_hit = true;
-      double stored_now = out.stored_us;
-      bool better = better_than_default;
-      if (stored && out.best == *stored) {
-        better = false;
-      } else if (stored && std::isfinite(stored_now) && better) {
-        auto cmp = evaluator->Compare(out.best, *stored);
-        if (!evaluator->failure().empty()) return RunFailed(label + ": " + evaluator->failure());
-        better = cmp && cmp->significant;
-        if (cmp) {
-          stored_now = cmp->incumbent_us;
-          e.time_us = cmp->candidate_us;
-        }
-      }
-      // The stored strategy, re-measured here (+inf when it no longer runs here: then any valid
-      // best replaces it).
-      double stored_fresh = stored && std::isfinite(stored_now) ? stored_now : kRejected;
-      if (better) {
-        auto st = store(e, found->config, stored ? stored_fresh : found->time_us);
-        if (!st.ok()) return st.status();
-        r.status = *st == StoreOutcome::kKept ? RepoStatus::kReserved : RepoStatus::kUpdate;
-      } else {
-        r.status = RepoStatus::kReserved;
-      }
-      if (r.status == RepoStatus::kUpdate) {
-        r.config = best_key;
-        r.after_us = e.time_us;
-        r.source = "tuned";
-      } else {
-        r.config = found->config;
-        r.after_us = std::isfinite(stored_fresh) ? stored_fresh : found->time_us;
-        r.measured_here = found->measured_here;
-        r.source = "bank";
-        if (!found->measured_here && stored && std::isfinite(stored_fresh)) {
-          // An imported entry kept: it is now measured here, with this machine's time.
-          BankEntry again = *found;
-          again.time_us = stored_fresh;
-          again.default_us = default_us;
-          again.measured_here = true;
-          again.updated.clear();
-          auto st = store(again, found->config, kRejected);
-          if (!st.ok()) return st.status();
-          r.measured_here = true;
-        }
-        if (better) PORTKIT_RETURN_IF_ERROR(report_kept());
-      }
-    } else if (better_than_default) {
-      auto st = store(e, unusable_config, kRejected);
-      if (!st.ok()) return st.status();
-      r.status = *st == StoreOutcome::kKept ? RepoStatus::kReserved : RepoStatus::kAdd;
-      r.config = best_key;
-      r.after_us = best_us;
-      r.source = "tuned";
-      if (*st == StoreOutcome::kKept) {
-        // A concurrent tuner stored a faster entry first: the bank had it when this result was
-        // stored, so it counts as a hit kept (reserved); that entry is what runs.
-        r.bank_hit = true;
-        PORTKIT_RETURN_IF_ERROR(report_kept());
-      }
-    } else {
-      if (!unusable_config.empty()) {
-        // Nothing replaces the unusable entry: remove it, so that no later run trips on it.
-        auto removed = bank.RemoveIfStill(sig, op_validators, unusable_config);
-        if (!removed.ok())
-          return RunFailed("cannot write the tuning bank " + bank.path().string() + ": " + removed.status().message());
-      }
-      r.status = RepoStatus::kUnsatisfied;
-      r.config = space.Key(default_config);
-      r.after_us = default_us;
-      r.source = "default";
-    }
-    logger.Info(label + ": " + RepoStatusName(r.status) + ", " + Us(r.before_us) + " -> " + Us(r.after_us) + " with " +
-                r.config + ".");
-    result.ops.push_back(r);
-    progress.Done(label + ": " + RepoStatusName(r.status) + ".");
-    return Status::Ok();
-  };
-  for (const auto& desc : list.ops) {
-    PORTKIT_RETURN_IF_ERROR(tune_one(desc));
-    result.seconds = seconds();
-    if (options.on_progress)
-      if (Status st = options.on_progress(result); !st.ok()) return RunFailed(st.message());
+    CompareWithDefault(w);
+    PORTKIT_RETURN_IF_ERROR(EvaluatorFailure(w));
+    w.r.before_us = w.default_us;
+    return Pass::kNext;
   }
-  result.seconds = seconds();
-  return result;
+
+  /// Before/after from one interleaved measurement; the best replaces the default only when it
+  /// is significantly faster (CompareSamples), so run-to-run noise is not stored as a gain.
+  void CompareWithDefault(OpWork& w) {
+    w.best_us = w.out.best_us;
+    w.default_us = w.out.default_us;
+    w.better_than_default = false;
+    if (w.out.best == w.default_config || !std::isfinite(w.best_us)) return;
+    auto cmp = w.evaluator->Compare(w.out.best, w.default_config);
+    if (!cmp) return;
+    w.best_us = cmp->candidate_us;
+    w.default_us = cmp->incumbent_us;
+    w.better_than_default = cmp->significant;
+    if (!cmp->significant)
+      logger_.Info(w.label + ": best " + w.space.Key(w.out.best) + " is not significantly faster than the default (" +
+                   Us(w.best_us) + " vs " + Us(w.default_us) + ", speed-up lower bound " +
+                   std::to_string(cmp->lower_bound) + ").");
+  }
+
+  /// AOE's repository rules: a re-tuned hit ends as update or reserved, a new best is added, and
+  /// an operator whose default is best stays unsatisfied.
+  Status ChooseAndSave(OpWork& w) {
+    BankEntry e{w.sig,     w.op_validators, w.desc.type, w.desc.name, w.space.Key(w.out.best),
+                w.best_us, w.default_us,    "",          true};
+    if (w.found) return SaveRetuned(w, e);
+    if (w.better_than_default) return SaveNew(w, e);
+    return KeepDefault(w);
+  }
+
+  Expected<StoreOutcome> Store(const BankEntry& entry, const std::string& remeasured_config, double remeasured_us) {
+    auto st = bank_.StoreIfBetter(entry, remeasured_config, remeasured_us);
+    if (!st.ok())
+      return RunFailed("cannot write the tuning bank " + bank_.path().string() + ": " + st.status().message());
+    return *st;
+  }
+
+  /// A concurrent tuner may have stored another entry meanwhile: what runs is what the bank holds.
+  Status ReportKept(OpWork& w) {
+    auto kept = bank_.Lookup(w.sig, w.op_validators);
+    if (!kept.ok())
+      return RunFailed("cannot read the tuning bank " + bank_.path().string() + ": " + kept.status().message());
+    if (kept->has_value() && CheckEntry(**kept, w.op->Flops()).empty()) {
+      w.r.config = (**kept).config;
+      w.r.after_us = (**kept).time_us;
+      w.r.measured_here = (**kept).measured_here;
+      w.r.source = "bank";
+    }
+    return Status::Ok();
+  }
+
+  /// Re-tune of an entry found in the bank (a hit): ends as update or reserved.
+  Status SaveRetuned(OpWork& w, BankEntry& e) {
+    const BankEntry& found = *w.found;
+    w.r.bank_hit = true;
+    double stored_now = w.out.stored_us;
+    bool better = w.better_than_default;
+    if (w.stored && w.out.best == *w.stored) {
+      better = false;
+    } else if (w.stored && std::isfinite(stored_now) && better) {
+      auto cmp = w.evaluator->Compare(w.out.best, *w.stored);
+      PORTKIT_RETURN_IF_ERROR(EvaluatorFailure(w));
+      better = cmp && cmp->significant;
+      if (cmp) {
+        stored_now = cmp->incumbent_us;
+        e.time_us = cmp->candidate_us;
+      }
+    }
+    // The stored strategy, re-measured here (+inf when it no longer runs here: then any valid
+    // best replaces it).
+    double stored_fresh = w.stored && std::isfinite(stored_now) ? stored_now : kRejected;
+    w.r.status = RepoStatus::kReserved;
+    if (better) {
+      auto st = Store(e, found.config, w.stored ? stored_fresh : found.time_us);
+      if (!st.ok()) return st.status();
+      if (*st != StoreOutcome::kKept) w.r.status = RepoStatus::kUpdate;
+    }
+    if (w.r.status == RepoStatus::kUpdate) {
+      w.r.config = e.config;
+      w.r.after_us = e.time_us;
+      w.r.source = "tuned";
+      return Status::Ok();
+    }
+    w.r.config = found.config;
+    w.r.after_us = std::isfinite(stored_fresh) ? stored_fresh : found.time_us;
+    w.r.measured_here = found.measured_here;
+    w.r.source = "bank";
+    if (!found.measured_here && w.stored && std::isfinite(stored_fresh)) {
+      // An imported entry kept: it is now measured here, with this machine's time.
+      BankEntry again = found;
+      again.time_us = stored_fresh;
+      again.default_us = w.default_us;
+      again.measured_here = true;
+      again.updated.clear();
+      auto st = Store(again, found.config, kRejected);
+      if (!st.ok()) return st.status();
+      w.r.measured_here = true;
+    }
+    if (better) PORTKIT_RETURN_IF_ERROR(ReportKept(w));
+    return Status::Ok();
+  }
+
+  /// A best significantly faster than the default, for an operator the bank did not hold.
+  Status SaveNew(OpWork& w, const BankEntry& e) {
+    auto st = Store(e, w.unusable_config, kRejected);
+    if (!st.ok()) return st.status();
+    w.r.status = *st == StoreOutcome::kKept ? RepoStatus::kReserved : RepoStatus::kAdd;
+    w.r.config = e.config;
+    w.r.after_us = w.best_us;
+    w.r.source = "tuned";
+    if (*st == StoreOutcome::kKept) {
+      // A concurrent tuner stored a faster entry first: the bank had it when this result was
+      // stored, so it counts as a hit kept (reserved); that entry is what runs.
+      w.r.bank_hit = true;
+      PORTKIT_RETURN_IF_ERROR(ReportKept(w));
+    }
+    return Status::Ok();
+  }
+
+  /// Nothing beat the default: it stays, and an unusable entry is removed.
+  Status KeepDefault(OpWork& w) {
+    if (!w.unusable_config.empty()) {
+      // Nothing replaces the unusable entry: remove it, so that no later run trips on it.
+      auto removed = bank_.RemoveIfStill(w.sig, w.op_validators, w.unusable_config);
+      if (!removed.ok())
+        return RunFailed("cannot write the tuning bank " + bank_.path().string() + ": " + removed.status().message());
+    }
+    w.r.status = RepoStatus::kUnsatisfied;
+    w.r.config = w.space.Key(w.default_config);
+    w.r.after_us = w.default_us;
+    w.r.source = "default";
+    return Status::Ok();
+  }
+
+  const OpList& list_;
+  const SessionOptions& options_;
+  KnowledgeBase& bank_;
+  const Landscape* replay_;
+  Landscape* record_;
+  Logger& logger_;
+  std::chrono::steady_clock::time_point start_;
+  Progress progress_;
+  SessionResult result_;
+  std::unique_ptr<Builder> builder_;
+  std::string validators_;
+  int hardware_threads_;
+  std::vector<std::string> fixes_;
+  std::map<std::string, std::string> bank_validators_;
+};
+
+}  // namespace
+
+Expected<SessionResult> RunSession(const OpList& list, const SessionOptions& options, KnowledgeBase& bank,
+                                   const Landscape* replay, Landscape* record, Logger& logger) {
+  return Session(list, options, bank, replay, record, logger).Run();
 }
 
 }  // namespace portkit::tune
