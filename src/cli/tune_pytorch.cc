@@ -42,6 +42,18 @@ void AddSgatOptions(CLI::App& app, tune::SgatOptions& o, std::string& framework,
                  "seconds the tuning may take (default 120: a ResNet-50-size model within 3 minutes on two cores; "
                  "0: no bound); subgraphs left when it is spent stay eager, losing candidates stop early")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--precision", o.precision,
+                 "fp32 (default): no lower-precision candidate; bf16 or int8-dynamic: whole-model candidates in "
+                 "that precision too, each kept only within the accuracy limits on your inputs (docs/tune.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "int8-dynamic"}));
+  app.add_option("--max-rel-err", o.max_rel_err,
+                 "with --precision bf16|int8-dynamic: largest max|out - fp32| / max|fp32| accepted "
+                 "(default 0.02 for bf16, 0.05 for int8-dynamic)")
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--min-cosine", o.min_cosine,
+                 "with --precision bf16|int8-dynamic: smallest cosine similarity to fp32 accepted "
+                 "(default 0.999 for bf16, 0.99 for int8-dynamic)")
+      ->check(CLI::Range(-1.0, 1.0));
   app.add_option("--python", o.python, "Python interpreter with torch (default $PORTKIT_PYTHON, else python3)");
   app.add_flag("--force", force,
                "replace optimized.pt / optimized.json / optimized_module.pt in --output that portkit did not write");

@@ -158,6 +158,11 @@ struct SgatOptions {
   bool lookup_only = false;         ///< use the bank's entries, tune nothing
   bool repeat_tune = false;         ///< re-tune bank hits; replace only when beaten beyond noise
   bool no_compile = false;          ///< do not try torch.compile
+  /// "fp32" (default: no lower-precision candidate), "bf16" or "int8-dynamic": whole-model
+  /// candidates in that precision too, each accepted only within the accuracy limits below.
+  std::string precision = "fp32";
+  double max_rel_err = -1;  ///< accuracy limit on max|out - fp32| / max|fp32|; < 0: the mode's default
+  double min_cosine = -2;   ///< accuracy limit on the outputs' cosine similarity to fp32; < -1: the default
   /// Job type 2: how this program was started (argv[0]), the `portkit` the companion runs when
   /// this process's executable (/proc/self/exe) cannot be read.
   std::string program_name = "portkit";

@@ -1,5 +1,6 @@
 // SGAT for a PyTorch model: the options checked here, the tuning done by the Python companion
 // (python/portkit/tune), run as `python -m portkit.tune`.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -116,6 +117,13 @@ std::string ThisProgram(const std::string& program_name) {
   return ec ? program_name : self.string();
 }
 
+// A limit as the companion's argparse reads it back exactly (shortest round-trip form).
+std::string FormatLimit(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 std::vector<std::string> SgatArgv(const SgatOptions& o, const std::string& python) {
   std::vector<std::string> argv = {python,
                                    "-m",
@@ -141,6 +149,9 @@ std::vector<std::string> SgatArgv(const SgatOptions& o, const std::string& pytho
   if (o.no_compile) argv.push_back("--no-compile");
   if (o.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(o.threads)});
   if (o.time_budget >= 0) argv.insert(argv.end(), {"--time-budget", std::to_string(o.time_budget)});
+  if (o.precision != "fp32") argv.insert(argv.end(), {"--precision", o.precision});
+  if (o.max_rel_err >= 0) argv.insert(argv.end(), {"--max-rel-err", FormatLimit(o.max_rel_err)});
+  if (o.min_cosine >= -1) argv.insert(argv.end(), {"--min-cosine", FormatLimit(o.min_cosine)});
   return argv;
 }
 
@@ -168,6 +179,11 @@ Status ValidateSgatOptions(const SgatOptions& o) {
     return InvalidArgument("--max-evals " + std::to_string(o.max_evals) +
                            ": give at least 1 (0: portkit tune's default)");
   if (o.time_budget > 1e7) return InvalidArgument("--time-budget: give 0 (no bound) to 10000000 seconds");
+  if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "int8-dynamic")
+    return InvalidArgument("--precision " + o.precision + ": give fp32, bf16 or int8-dynamic");
+  if (o.precision == "fp32" && (o.max_rel_err >= 0 || o.min_cosine >= -1))
+    return InvalidArgument("--max-rel-err and --min-cosine apply to --precision bf16 or int8-dynamic only");
+  if (o.min_cosine > 1) return InvalidArgument("--min-cosine: give -1 to 1");
   return Status::Ok();
 }
 

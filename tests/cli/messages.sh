@@ -44,6 +44,13 @@ check "tune --job-type=1 without --framework says what is missing" \
 check "tune --job_type 1 (the original spelling) says the same" \
   "[ $rc = 2 ] && grep -qF -- '--job-type=1 (subgraph tuning, SGAT) tunes a PyTorch model' '$tmp/t2'"
 
+# SGAT's lower-precision mode: the limits belong to bf16/int8-dynamic; an unknown precision names the choices.
+"$PORTKIT" tune --framework=pytorch --model=m:make --input 2x3 --output "$tmp/tp" --max-rel-err 0.1 >"$tmp/t3" 2>&1; rc=$?
+check "tune --max-rel-err without --precision says it belongs to bf16/int8-dynamic" \
+  "[ $rc = 2 ] && grep -qF -- '--max-rel-err and --min-cosine apply to --precision bf16 or int8-dynamic only' '$tmp/t3'"
+"$PORTKIT" tune --framework=pytorch --model=m:make --input 2x3 --output "$tmp/tp" --precision fp16 >"$tmp/t4" 2>&1; rc=$?
+check "tune --precision fp16 names the choices" "[ $rc = 2 ] && grep -q 'fp32' '$tmp/t4' && grep -q 'int8-dynamic' '$tmp/t4'"
+
 # report.json for a project with a Latin-1 file name: valid UTF-8 JSON, the name's bytes
 # recoverable (each byte outside UTF-8 as \udcXX, Python's surrogateescape).
 mkdir -p "$tmp/l1"
