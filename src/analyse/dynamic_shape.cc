@@ -263,81 +263,123 @@ std::vector<WrappedLoop> FindDataLoops(const PySyntax& syn, const ParsedSource& 
   return loops;
 }
 
-std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src, const std::vector<WrappedLoop>& loops,
-                             int depth, std::string* warning) {
-  const std::string& text = src.source;
-  // Line starts; the first line starts after a BOM, which stays the file's first bytes.
-  const size_t bom = StartsWithBom(text) ? kUtf8Bom.size() : 0;
-  // Line ends as CPython reads them: "\n", "\r\n" and a lone "\r".
+namespace {
+
+/// Line starts; the first line starts after a BOM, which stays the file's first bytes. Line ends
+/// as CPython reads them: "\n", "\r\n" and a lone "\r".
+std::vector<size_t> LineStarts(std::string_view text, size_t bom) {
   std::vector<size_t> line_start{bom};
   for (size_t i = 0; i < text.size(); ++i)
     if (text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')))
       line_start.push_back(i + 1);
-  size_t lines = line_start.size();
-  // Rows covered by a top-level statement other than its first row, and top-level starts.
-  std::vector<char> occupied(lines, 0);
-  std::vector<int> simple_start(lines, 0);  // 1: a simple statement starts at column 0
-  uint32_t min_row = 0;
+  return line_start;
+}
+
+/// The rows of the module's top-level statements.
+struct TopLevelRows {
+  std::vector<char> occupied;     ///< covered by a top-level statement other than its first row
+  std::vector<int> simple_start;  ///< 1: a simple statement starts at column 0
+  uint32_t min_row = 0;           ///< first row after the `from __future__` imports
+};
+
+TopLevelRows ScanTopLevel(const PySyntax& syn, const ParsedSource& src, size_t lines, size_t bom) {
+  TopLevelRows rows{std::vector<char>(lines, 0), std::vector<int>(lines, 0), 0};
   TSNode root = src.root();
   uint32_t count = ts_node_named_child_count(root);
   for (uint32_t i = 0; i < count; ++i) {
     TSNode c = ts_node_named_child(root, i);
     TSPoint a = ts_node_start_point(c), b = ts_node_end_point(c);
-    for (uint32_t r = a.row + 1; r <= b.row && r < lines; ++r) occupied[r] = 1;
+    for (uint32_t r = a.row + 1; r <= b.row && r < lines; ++r) rows.occupied[r] = 1;
     NodeKind k = syn.Kind(c);
     if (k == NodeKind::kFutureImportStatement) {
-      min_row = b.row + 1;
-      occupied[a.row] = 1;
+      rows.min_row = b.row + 1;
+      rows.occupied[a.row] = 1;
       continue;
     }
     if (a.column == (a.row == 0 ? bom : 0) && a.row < lines) {
-      if (!IsCompound(k)) simple_start[a.row] = 1;
-      else if (k != NodeKind::kComment) occupied[a.row] = 1;
+      if (!IsCompound(k)) rows.simple_start[a.row] = 1;
+      else if (k != NodeKind::kComment) rows.occupied[a.row] = 1;
     }
   }
-  std::string prefix = ImportPrefix(depth);
-  long insert_row = -1;
-  bool as_statement = false;
-  for (uint32_t r = min_row; r < lines; ++r) {
-    if (occupied[r]) continue;
+  return rows;
+}
+
+/// The first row the DETECTOR import can go on, or -1: a row where a simple statement starts
+/// (`*as_statement`: the import goes before it, as a statement of the same line), or a blank or
+/// comment row (not the shebang, nor a PEP 263 coding line).
+long ImportRow(std::string_view text, const std::vector<size_t>& line_start, const TopLevelRows& rows,
+               bool* as_statement) {
+  const size_t lines = line_start.size();
+  for (uint32_t r = rows.min_row; r < lines; ++r) {
+    if (rows.occupied[r]) continue;
     size_t b = line_start[r];
     size_t e = r + 1 < lines ? line_start[r + 1] - 1 : text.size();
     std::string_view line(text.data() + b, e - b);
     size_t first = line.find_first_not_of(" \t\r");
-    if (simple_start[r]) {
-      insert_row = r;
-      as_statement = true;
-      break;
+    if (rows.simple_start[r]) {
+      *as_statement = true;
+      return r;
     }
     bool blank = first == std::string_view::npos;
     bool comment = !blank && line[first] == '#';
     if (r == 0 && line.rfind("#!", 0) == 0) continue;  // keep the shebang working
     // A PEP 263 coding line must stay a comment of its own on line 1 or 2.
     if (r < 2 && comment && !DeclaredEncoding(line).empty()) continue;
-    if (blank || comment) {
-      insert_row = r;
-      break;
-    }
+    if (blank || comment) return r;
   }
+  return -1;
+}
+
+/// No free line: the import goes at the end of the last line (functions run after import).
+void AppendImportToLastLine(std::string& out, const std::string& prefix, std::string* warning) {
+  if (warning) *warning = "no free line before the code for the DETECTOR import; appended to the last line";
+  if (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
+    size_t eol = out.size() - (out.size() >= 2 && out.compare(out.size() - 2, 2, "\r\n") == 0 ? 2 : 1);
+    out.insert(eol, "; " + prefix);  // before the whole line end, "\r\n" included
+  } else {
+    out += "\n" + prefix;  // cannot happen without a trailing line; adds one line at the end
+  }
+}
+
+/// Inserts the import at `row_byte` of the edited text: before a statement, on a blank line, or
+/// before a comment.
+void InsertImportAt(std::string& out, size_t row_byte, const std::string& prefix, bool as_statement) {
+  size_t line_end = out.find_first_of("\r\n", row_byte);
+  std::string_view line(out.data() + row_byte, (line_end == std::string::npos ? out.size() : line_end) - row_byte);
+  size_t first = line.find_first_not_of(" \t\r");
+  if (as_statement) {
+    out.insert(row_byte, prefix + "; ");
+  } else if (first == std::string_view::npos) {
+    out.insert(row_byte, prefix);
+  } else {
+    out.insert(row_byte + first, prefix + "  ");  // before a comment
+    out.erase(row_byte, first);                   // the comment line's leading spaces would be an indent
+  }
+}
+
+}  // namespace
+
+std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src, const std::vector<WrappedLoop>& loops,
+                             int depth, std::string* warning) {
+  const std::string& text = src.source;
+  const size_t bom = StartsWithBom(text) ? kUtf8Bom.size() : 0;
+  const std::vector<size_t> line_start = LineStarts(text, bom);
+  const TopLevelRows rows = ScanTopLevel(syn, src, line_start.size(), bom);
+  std::string prefix = ImportPrefix(depth);
+  bool as_statement = false;
+  const long insert_row = ImportRow(text, line_start, rows, &as_statement);
   // Apply edits from the end so byte offsets stay valid.
   std::string out = text;
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
     out.insert(it->end_byte, ")");
     out.insert(it->start_byte, "DETECTOR.start(");
   }
-  // Recompute the insertion byte in the edited text: edits only add bytes inside lines, so the
-  // row's start moves by the bytes added before it.
   if (insert_row < 0) {
-    // No free line: put the import at the end of the last line (functions run after import).
-    if (warning) *warning = "no free line before the code for the DETECTOR import; appended to the last line";
-    if (!out.empty() && (out.back() == '\n' || out.back() == '\r')) {
-      size_t eol = out.size() - (out.size() >= 2 && out.compare(out.size() - 2, 2, "\r\n") == 0 ? 2 : 1);
-      out.insert(eol, "; " + prefix);  // before the whole line end, "\r\n" included
-    } else {
-      out += "\n" + prefix;  // cannot happen without a trailing line; adds one line at the end
-    }
+    AppendImportToLastLine(out, prefix, warning);
     return out;
   }
+  // Recompute the insertion byte in the edited text: edits only add bytes inside lines, so the
+  // row's start moves by the bytes added before it.
   size_t row_byte = line_start[static_cast<size_t>(insert_row)];
   size_t shift = 0;
   for (const auto& l : loops)
@@ -350,17 +392,7 @@ std::string InstrumentSource(const PySyntax& syn, const ParsedSource& src, const
                    std::to_string(insert_row + 1) + ")";
     }
   }
-  size_t line_end = out.find_first_of("\r\n", row_byte);
-  std::string_view line(out.data() + row_byte, (line_end == std::string::npos ? out.size() : line_end) - row_byte);
-  size_t first = line.find_first_not_of(" \t\r");
-  if (as_statement) {
-    out.insert(row_byte, prefix + "; ");
-  } else if (first == std::string_view::npos) {
-    out.insert(row_byte, prefix);
-  } else {
-    out.insert(row_byte + first, prefix + "  ");  // before a comment
-    out.erase(row_byte, first);                   // the comment line's leading spaces would be an indent
-  }
+  InsertImportAt(out, row_byte, prefix, as_statement);
   return out;
 }
 

@@ -1038,26 +1038,22 @@ Expected<MigrateReport> DryRunMigrate(const MigrateOptions& opt, Context& ctx, c
   return report;
 }
 
-}  // namespace
-
-Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
-  Logger& log = ctx.logger;
+/// The input folder must exist and be a folder.
+Status CheckInputFolder(const MigrateOptions& opt, const fs::path& input) {
   std::error_code ec;
-  fs::path input(opt.input);
-  if (!fs::is_directory(input, ec)) {
-    std::string what = "input " + opt.input.string() +
-                       (fs::exists(input, ec) ? " is not a folder" : " does not exist") +
-                       "; give the folder of the project to migrate (-i DIR)";
-    return fs::exists(input, ec) ? InvalidArgument(what) : NotFound(what);
-  }
-  input = fs::weakly_canonical(fs::absolute(input), ec);
-  std::string version_warning;
-  auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &version_warning);
-  if (!target.ok()) return target.status();
-  if (!target->facts().migratable()) return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
-  const target::TargetFacts& facts = target->facts();
+  if (fs::is_directory(input, ec)) return Status::Ok();
+  std::string what = "input " + opt.input.string() + (fs::exists(input, ec) ? " is not a folder" : " does not exist") +
+                     "; give the folder of the project to migrate (-i DIR)";
+  return fs::exists(input, ec) ? InvalidArgument(what) : NotFound(what);
+}
+
+/// The target must be one migrate can write for, and the options must fit it and the input.
+Status CheckTargetOptions(const MigrateOptions& opt, const Context& ctx, const Target& target, const fs::path& input) {
+  std::error_code ec;
+  const target::TargetFacts& facts = target.facts();
+  if (!facts.migratable()) return InvalidArgument(target::CheckTargetChoice(ctx.data_dir, opt.target, true));
   if (opt.transfer_only && facts.transfer_import.empty())
-    return InvalidArgument("target " + target->name() +
+    return InvalidArgument("target " + target.name() +
                            " names no transfer_import in its target.json; "
                            "--transfer-only needs one");
   if (!opt.entries.empty() && !opt.transfer_only) return InvalidArgument("--entry is used with --transfer-only");
@@ -1066,171 +1062,256 @@ Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
     if (p.is_absolute() || p.empty() || *p.begin() == ".." || !fs::is_regular_file(input / p, ec))
       return InvalidArgument("--entry " + e + ": not a file inside the input folder (give its path relative to it)");
   }
-  auto rules = target::LoadMigrateRules(facts.dir);
-  if (!rules.ok()) return rules.status();
-  CompiledRules compiled(*rules);
+  return Status::Ok();
+}
+
+/// The report's header: target, options, project name and output folders.
+MigrateReport NewMigrateReport(const MigrateOptions& opt, const Target& target, const fs::path& input) {
   MigrateReport report;
-  report.target = target->name();
+  report.target = target.name();
   report.unsafe = opt.unsafe;
   report.transfer_only = opt.transfer_only;
-  report.list_version = target->list_version();
+  report.list_version = target.list_version();
   report.project = input.filename().string();
   const std::string& base = report.project;
-  fs::path results = fs::absolute(opt.output) / (base + "_msft");
-  fs::path reports = fs::absolute(opt.output) / MigrateReportsFolderName(base);
-  report.results_dir = results;
-  report.reports_dir = reports;
-  if (opt.dry_run) return DryRunMigrate(opt, ctx, *target, compiled, input, std::move(report));
-  // A folder this command did not write is never overwritten without --force (docs/safety.md).
-  bool reused = fs::exists(results, ec);
-  const OutputMarker marker = reused ? ReadOutputMarker(results) : OutputMarker{};
-  for (const fs::path& folder : {results, reports}) {
-    const OutputMarker m = folder == results ? marker : ReadOutputMarker(folder);
-    if (!opt.force && m.command != "migrate" && fs::exists(folder, ec) && !fs::is_empty(folder, ec))
-      return InvalidArgument("output folder " + folder.string() +
-                             " already exists and was not written by portkit migrate; remove it, choose another "
-                             "-o, or give --force to write into it");
-    if (!opt.force && m.command == "migrate" && m.running)
-      return InvalidArgument("output folder " + folder.string() + " is being written by another portkit migrate (pid " +
-                             std::to_string(m.pid) + "); wait for it to end, or give --force");
-  }
-  const std::vector<std::string>& earlier_files = marker.files;
-  for (const fs::path& folder : {results, reports}) {
-    fs::create_directories(folder, ec);
-    if (ec || !fs::is_directory(folder, ec))
-      return IoError("output folder " + folder.string() + " cannot be created" + (ec ? ": " + ec.message() : ""));
-  }
-  if (!version_warning.empty()) log.Warning(version_warning);
-  log.Info("Migration to " + target->name() + " start" +
-           (opt.transfer_only ? " (--transfer-only: `" + facts.transfer_import + "` at the entry points)"
-            : opt.unsafe      ? " (--unsafe: affinity replacements too)"
-                              : "") +
-           ".");
-  ThreadPool pool(ctx.jobs);
-  LoadedProject project;
-  // Latin-1 and cp1252 sources are rewritten as text and written back in their own encoding.
-  LoadProject({input, base, {results, reports}, {}, opt.max_file_bytes, facts.DeviceMethods()}, log, pool, project);
-  // Room for the copy, measured before anything is written: a full disk never leaves a copy cut
-  // half-way, and a sparse file is never written out in full silently (docs/safety.md).
-  {
-    std::vector<fs::path> copied;
-    for (const auto& f : project.py) copied.push_back(f.file->path);
-    for (const auto* group : {&project.sources.cpp, &project.sources.others})
-      for (const auto& f : *group) copied.push_back(f.path);
-    CopySize size = MeasureCopy(copied);
-    for (const auto& note : size.sparse) log.Warning(note);
-    if (Status room = CheckFreeSpace(results, size.bytes, "the migrated copy"); !room.ok()) {
-      if (!reused) fs::remove(results, ec);  // only the empty folders this run created
-      fs::remove(reports, ec);
-      return room;
+  report.results_dir = fs::absolute(opt.output) / (base + "_msft");
+  report.reports_dir = fs::absolute(opt.output) / MigrateReportsFolderName(base);
+  return report;
+}
+
+/// The output side of a migration: the migrated copy (`results`) and the reports folder, their
+/// markers, the files written into them, the patch, and the first error met while writing (a
+/// failed write is logged and the others go on).
+class MigrateOutput {
+ public:
+  MigrateOutput(Logger& log, MigrateReport& report)
+      : log_(log), report_(report), results_(report.results_dir), reports_(report.reports_dir) {}
+
+  /// A folder this command did not write is never overwritten without --force (docs/safety.md);
+  /// then both folders are created.
+  Status Prepare(bool force) {
+    reused_ = fs::exists(results_, ec_);
+    marker_ = reused_ ? ReadOutputMarker(results_) : OutputMarker{};
+    for (const fs::path& folder : {results_, reports_}) {
+      const OutputMarker m = folder == results_ ? marker_ : ReadOutputMarker(folder);
+      if (!force && m.command != "migrate" && fs::exists(folder, ec_) && !fs::is_empty(folder, ec_))
+        return InvalidArgument("output folder " + folder.string() +
+                               " already exists and was not written by portkit migrate; remove it, choose another "
+                               "-o, or give --force to write into it");
+      if (!force && m.command == "migrate" && m.running)
+        return InvalidArgument("output folder " + folder.string() +
+                               " is being written by another portkit migrate (pid " + std::to_string(m.pid) +
+                               "); wait for it to end, or give --force");
     }
+    for (const fs::path& folder : {results_, reports_}) {
+      fs::create_directories(folder, ec_);
+      if (ec_ || !fs::is_directory(folder, ec_))
+        return IoError("output folder " + folder.string() + " cannot be created" + (ec_ ? ": " + ec_.message() : ""));
+    }
+    return Status::Ok();
   }
-  // Marked before the first file is written (docs/safety.md, Crash markers): a run killed from here
-  // on leaves a marker that the next run recognises; it lists what this run may write and what
-  // the earlier run wrote, so the next run still removes the files of neither.
-  if (reused && marker.command == "migrate" && !marker.finished) {
-    log.Warning(results.string() + ": an earlier portkit migrate (pid " + std::to_string(marker.pid) +
-                ") into this folder did not finish (killed?); its output is replaced");
-    for (const auto& name : RemoveStaleTemporariesBelow(results))
-      log.Warning(name + ": removed (left by the run that was killed)");
-  }
-  {
-    std::vector<std::string> planned = earlier_files;
+
+  /// Room for the copy, measured before anything is written: a full disk never leaves a copy cut
+  /// half-way, and a sparse file is never written out in full silently (docs/safety.md). Then the
+  /// folders are marked before the first file is written (docs/safety.md, Crash markers): a run
+  /// killed from here on leaves a marker that the next run recognises; it lists what this run
+  /// may write and what the earlier run wrote, so the next run still removes the files of
+  /// neither.
+  Status Start(const LoadedProject& project) {
+    PORTKIT_RETURN_IF_ERROR(CheckRoom(project));
+    if (reused_ && marker_.command == "migrate" && !marker_.finished) {
+      log_.Warning(results_.string() + ": an earlier portkit migrate (pid " + std::to_string(marker_.pid) +
+                   ") into this folder did not finish (killed?); its output is replaced");
+      for (const auto& name : RemoveStaleTemporariesBelow(results_))
+        log_.Warning(name + ": removed (left by the run that was killed)");
+    }
+    std::vector<std::string> planned = marker_.files;
     for (const auto& f : project.sources.python) planned.push_back(f.rel);
     for (const auto* group : {&project.sources.cpp, &project.sources.others, &project.sources.links})
       for (const auto& f : *group) planned.push_back(f.rel);
     std::sort(planned.begin(), planned.end());
     planned.erase(std::unique(planned.begin(), planned.end()), planned.end());
-    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(results, "migrate", planned));
-    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(reports, "migrate", {"migration.patch"}));
+    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(results_, "migrate", planned));
+    PORTKIT_RETURN_IF_ERROR(MarkOutputStarted(reports_, "migrate", {"migration.patch"}));
+    return Status::Ok();
   }
 
-  std::vector<FileResult> out = MigratePythonFiles(opt, project, *target, compiled, pool, log);
+  /// Each Python file: migrated (its changes in the report and the patch) or copied unchanged.
+  void WritePythonFiles(const LoadedProject& project, std::vector<FileResult>& out) {
+    for (size_t i = 0; i < project.py.size(); ++i) {
+      const SourceFile& sf = *project.py[i].file;
+      FileResult& r = out[i];
+      fs::path dest = results_ / sf.rel;
+      for (const auto& w : r.warnings) {
+        log_.Warning(w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": " + w.message);
+        report_.warnings.push_back(w);
+      }
+      if (r.reverted) {
+        log_.Error(sf.display + ": " + r.revert_reason + "; left unchanged");
+        report_.warnings.push_back({sf.display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
+      }
+      if (r.text.empty() || r.edits.empty() || r.reverted) {
+        AppendChanges(report_, sf.display, {}, r.reviews);
+        Write(dest, [&] { return CopyFileAtomic(sf.path, dest); });
+        continue;
+      }
+      AppendChanges(report_, sf.display, std::move(r.edits), r.reviews);
+      patch_ += UnifiedDiff(SourceBytes(project.py[i], r), r.text, sf.rel);
+      ++report_.files_changed;
+      Write(dest, [&] { return WriteFileAtomic(dest, r.text); });
+    }
+  }
 
-  std::string patch;
-  Status first_error;
-  auto write = [&](const fs::path& dest, const std::function<Status()>& fn) {
-    fs::create_directories(dest.parent_path(), ec);
+  /// The migrated launch scripts, the other files copied unchanged, and links copied as links,
+  /// never as what they point to (docs/safety.md).
+  void WriteOtherFiles(const LoadedProject& project, std::vector<ScriptResult> scripts) {
+    for (auto& script : scripts) {
+      fs::path dest = results_ / script.file->rel;
+      AppendChanges(report_, script.file->display, std::move(script.edits), {});
+      patch_ += UnifiedDiff(script.original, script.text, script.file->rel);
+      ++report_.files_changed;
+      Write(dest, [&] { return WriteFileAtomic(dest, script.text); });
+    }
+    for (const auto* group : {&project.sources.cpp, &project.sources.others})
+      for (const auto& f : *group) {
+        if (std::any_of(scripts.begin(), scripts.end(), [&](const ScriptResult& r) { return r.file == &f; })) continue;
+        fs::path dest = results_ / f.rel;
+        Write(dest, [&] { return CopyFileAtomic(f.path, dest); });
+      }
+    for (const auto& f : project.sources.links) {
+      fs::path dest = results_ / f.rel;
+      Write(dest, [&] { return CopySymlinkAtomic(f.path, dest); });
+    }
+  }
+
+  /// The patch, the removal of files an earlier run wrote that this one did not, and the
+  /// finished markers; the first error of the whole output, if any.
+  Status Finish(const LoadedProject& project) {
+    // Files the loader could not analyse were copied unchanged.
+    report_.warnings.insert(report_.warnings.end(), project.problems.begin(), project.problems.end());
+    Status st = WriteFileAtomic(reports_ / "migration.patch", patch_);
+    if (!st.ok()) Failed(st);
+    std::sort(report_.files_written.begin(), report_.files_written.end());
+    RemoveStaleFiles();
+    if (Status marked = MarkOutput(results_, "migrate", report_.files_written); !marked.ok() && first_error_.ok())
+      first_error_ = marked;
+    if (Status marked = MarkOutput(reports_, "migrate", {"migration.patch"}); !marked.ok() && first_error_.ok())
+      first_error_ = marked;
+    return first_error_;
+  }
+
+ private:
+  Status CheckRoom(const LoadedProject& project) {
+    std::vector<fs::path> copied;
+    for (const auto& f : project.py) copied.push_back(f.file->path);
+    for (const auto* group : {&project.sources.cpp, &project.sources.others})
+      for (const auto& f : *group) copied.push_back(f.path);
+    CopySize size = MeasureCopy(copied);
+    for (const auto& note : size.sparse) log_.Warning(note);
+    if (Status room = CheckFreeSpace(results_, size.bytes, "the migrated copy"); !room.ok()) {
+      if (!reused_) fs::remove(results_, ec_);  // only the empty folders this run created
+      fs::remove(reports_, ec_);
+      return room;
+    }
+    return Status::Ok();
+  }
+
+  void Failed(const Status& st) {
+    log_.Error(st.message());
+    if (first_error_.ok()) first_error_ = st;
+  }
+
+  void Write(const fs::path& dest, const std::function<Status()>& fn) {
+    fs::create_directories(dest.parent_path(), ec_);
     Status st = fn();
     if (!st.ok()) {
-      log.Error(st.message());
-      if (first_error.ok()) first_error = st;
+      Failed(st);
       return;
     }
-    report.files_written.push_back(dest.lexically_relative(results).generic_string());
-    ++report.files_copied;
-  };
-  for (size_t i = 0; i < project.py.size(); ++i) {
-    const SourceFile& sf = *project.py[i].file;
-    FileResult& r = out[i];
-    fs::path dest = results / sf.rel;
-    for (const auto& w : r.warnings) {
-      log.Warning(w.file + (w.line ? ":" + std::to_string(w.line) : "") + ": " + w.message);
-      report.warnings.push_back(w);
+    report_.files_written.push_back(dest.lexically_relative(results_).generic_string());
+    ++report_.files_copied;
+  }
+
+  /// Files an earlier run wrote that this run did not (deleted from the project since) are
+  /// removed, so the copy mirrors the project; only names recorded in the marker are touched.
+  void RemoveStaleFiles() {
+    for (const auto& old : marker_.files) {
+      if (std::binary_search(report_.files_written.begin(), report_.files_written.end(), old)) continue;
+      fs::path stale = results_ / old;
+      if (fs::symlink_status(stale, ec_).type() == fs::file_type::directory) continue;
+      if (fs::remove(stale, ec_)) log_.Warning(old + ": removed from the migrated copy (no longer in the project)");
     }
-    if (r.reverted) {
-      log.Error(sf.display + ": " + r.revert_reason + "; left unchanged");
-      report.warnings.push_back({sf.display, 0, 0, "not_migrated", r.revert_reason + "; left unchanged"});
-    }
-    if (r.text.empty() || r.edits.empty() || r.reverted) {
-      AppendChanges(report, sf.display, {}, r.reviews);
-      write(dest, [&] { return CopyFileAtomic(sf.path, dest); });
-      continue;
-    }
-    AppendChanges(report, sf.display, std::move(r.edits), r.reviews);
-    patch += UnifiedDiff(SourceBytes(project.py[i], r), r.text, sf.rel);
-    ++report.files_changed;
-    write(dest, [&] { return WriteFileAtomic(dest, r.text); });
   }
-  std::vector<ScriptResult> scripts;
-  if (!opt.transfer_only) scripts = MigrateLaunchScripts(project, facts, log);
-  for (auto& script : scripts) {
-    fs::path dest = results / script.file->rel;
-    AppendChanges(report, script.file->display, std::move(script.edits), {});
-    patch += UnifiedDiff(script.original, script.text, script.file->rel);
-    ++report.files_changed;
-    write(dest, [&] { return WriteFileAtomic(dest, script.text); });
-  }
-  for (const auto* group : {&project.sources.cpp, &project.sources.others})
-    for (const auto& f : *group) {
-      if (std::any_of(scripts.begin(), scripts.end(), [&](const ScriptResult& r) { return r.file == &f; })) continue;
-      fs::path dest = results / f.rel;
-      write(dest, [&] { return CopyFileAtomic(f.path, dest); });
-    }
-  // Links are copied as links, never as what they point to (docs/safety.md).
-  for (const auto& f : project.sources.links) {
-    fs::path dest = results / f.rel;
-    write(dest, [&] { return CopySymlinkAtomic(f.path, dest); });
-  }
-  // Files the loader could not analyse were copied unchanged.
-  report.warnings.insert(report.warnings.end(), project.problems.begin(), project.problems.end());
-  Status st = WriteFileAtomic(reports / "migration.patch", patch);
-  if (!st.ok()) {
-    log.Error(st.message());
-    if (first_error.ok()) first_error = st;
-  }
-  std::sort(report.files_written.begin(), report.files_written.end());
-  // Files an earlier run wrote that this run did not (deleted from the project since) are removed,
-  // so the copy mirrors the project; only names recorded in the marker are touched.
-  for (const auto& old : earlier_files) {
-    if (std::binary_search(report.files_written.begin(), report.files_written.end(), old)) continue;
-    fs::path stale = results / old;
-    if (fs::symlink_status(stale, ec).type() == fs::file_type::directory) continue;
-    if (fs::remove(stale, ec)) log.Warning(old + ": removed from the migrated copy (no longer in the project)");
-  }
-  if (Status marked = MarkOutput(results, "migrate", report.files_written); !marked.ok() && first_error.ok())
-    first_error = marked;
-  if (Status marked = MarkOutput(reports, "migrate", {"migration.patch"}); !marked.ok() && first_error.ok())
-    first_error = marked;
-  if (!first_error.ok()) return first_error;
+
+  Logger& log_;
+  MigrateReport& report_;
+  const fs::path results_, reports_;
+  std::error_code ec_;
+  bool reused_ = false;
+  OutputMarker marker_;
+  std::string patch_;
+  Status first_error_;
+};
+
+void LogMigrateStart(Logger& log, const MigrateOptions& opt, const Target& target) {
+  log.Info("Migration to " + target.name() + " start" +
+           (opt.transfer_only ? " (--transfer-only: `" + target.facts().transfer_import + "` at the entry points)"
+            : opt.unsafe      ? " (--unsafe: affinity replacements too)"
+                              : "") +
+           ".");
+}
+
+void LogMigrateSuccess(Logger& log, const MigrateOptions& opt, const Target& target, const MigrateReport& report) {
+  const fs::path& results = report.results_dir;
+  const fs::path& reports = report.reports_dir;
   log.Info(Progress::Percent(1, 1) + "Migration success: " + std::to_string(report.files_changed) + " files changed, " +
            std::to_string(report.changes.size()) + " changes.");
   log.Info("The migrated copy is " + results.string() + "; the reports are beside it in " + reports.string() +
            " (`patch -p1 < " + (reports / "migration.patch").string() + "` applies the same changes to the original).");
+  const target::TargetFacts& facts = target.facts();
   if (!opt.transfer_only && !facts.transfer_import.empty())
     log.Info("To run CUDA code unchanged instead, `portkit migrate --transfer-only` adds only `" +
-             facts.transfer_import + "` to the entry scripts; it maps most CUDA calls to " + target->name() +
+             facts.transfer_import + "` to the entry scripts; it maps most CUDA calls to " + target.name() +
              " at run time.");
+}
+
+}  // namespace
+
+Expected<MigrateReport> RunMigrate(const MigrateOptions& opt, Context& ctx) {
+  Logger& log = ctx.logger;
+  std::error_code ec;
+  fs::path input(opt.input);
+  PORTKIT_RETURN_IF_ERROR(CheckInputFolder(opt, input));
+  input = fs::weakly_canonical(fs::absolute(input), ec);
+  std::string version_warning;
+  auto target = Target::Load(ctx.data_dir, opt.target, opt.version, &version_warning);
+  if (!target.ok()) return target.status();
+  PORTKIT_RETURN_IF_ERROR(CheckTargetOptions(opt, ctx, *target, input));
+  const target::TargetFacts& facts = target->facts();
+  auto rules = target::LoadMigrateRules(facts.dir);
+  if (!rules.ok()) return rules.status();
+  CompiledRules compiled(*rules);
+  MigrateReport report = NewMigrateReport(opt, *target, input);
+  if (opt.dry_run) return DryRunMigrate(opt, ctx, *target, compiled, input, std::move(report));
+  MigrateOutput output(log, report);
+  PORTKIT_RETURN_IF_ERROR(output.Prepare(opt.force));
+  if (!version_warning.empty()) log.Warning(version_warning);
+  LogMigrateStart(log, opt, *target);
+  ThreadPool pool(ctx.jobs);
+  LoadedProject project;
+  // Latin-1 and cp1252 sources are rewritten as text and written back in their own encoding.
+  LoadProject(
+      {input, report.project, {report.results_dir, report.reports_dir}, {}, opt.max_file_bytes, facts.DeviceMethods()},
+      log, pool, project);
+  PORTKIT_RETURN_IF_ERROR(output.Start(project));
+
+  std::vector<FileResult> out = MigratePythonFiles(opt, project, *target, compiled, pool, log);
+  output.WritePythonFiles(project, out);
+  std::vector<ScriptResult> scripts;
+  if (!opt.transfer_only) scripts = MigrateLaunchScripts(project, facts, log);
+  output.WriteOtherFiles(project, std::move(scripts));
+  PORTKIT_RETURN_IF_ERROR(output.Finish(project));
+  LogMigrateSuccess(log, opt, *target, report);
   return report;
 }
 

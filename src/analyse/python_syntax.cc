@@ -337,216 +337,269 @@ bool IsClauseKeyword(std::string_view w) {
 
 }  // namespace
 
-NestingProblem CheckNesting(std::string_view s) {
-  NestingProblem problem;
-  const size_t n = s.size();
-  uint32_t depth = 0, line = 1;
-  size_t line_start = 0;
-  std::vector<uint32_t> indents{0};
-  auto newline = [&](size_t next) {
-    ++line;
-    line_start = next;
-  };
-  auto fail = [&](size_t at, std::string what) {
-    problem.line = line;
-    problem.col = static_cast<uint32_t>(at - line_start + 1);
-    problem.what = std::move(what);
-    return problem;
-  };
-  size_t i = StartsWithBom(s) ? kUtf8Bom.size() : 0;
-  bool line_begins = true;
-  OperatorNesting ops;
-  auto nested_too_deep = [&](size_t at) {
-    return fail(at, "operators nested more than " + std::to_string(kMaxOperatorNesting) +
-                        " deep without brackets (unary -, +, ~, not, await, lambda, ** or conditional "
-                        "expressions; no real code comes near)");
-  };
-  while (i < n) {
-    if (line_begins) {
-      line_begins = false;
-      if (depth == 0) {
-        // The indentation of a logical line, as CPython's tokenizer measures it.
-        uint32_t col = 0;
-        size_t j = i;
-        for (; j < n; ++j) {
-          if (s[j] == ' ') ++col;
-          else if (s[j] == '\t') col = (col / 8 + 1) * 8;
-          else if (s[j] == '\f') col = 0;
-          else break;
-        }
-        bool blank = j == n || s[j] == '\n' || s[j] == '\r' || s[j] == '#';
-        if (!blank && col > indents.back()) {
-          indents.push_back(col);
-          if (indents.size() - 1 > kMaxIndentLevels)
-            return fail(j, "more than " + std::to_string(kMaxIndentLevels) +
-                               " levels of indentation (CPython refuses this too)");
-        }
-        while (!blank && col < indents.back()) indents.pop_back();
-        i = j;
+namespace {
+
+/// What a word does to the operator nesting: `not`, `and`, `or`, `if`, `else`, `lambda`, `await`,
+/// `in`, `is` and the clause keywords are operators or separators; any other word is an operand.
+void ApplyWord(OperatorNesting& ops, std::string_view w) {
+  if (w == "not") {
+    if (ops.after_operand()) ops.Binary();  // `not in`
+    else ops.Not();
+  } else if (w == "and" || w == "or") {
+    ops.BooleanOperator();
+  } else if (w == "if") {
+    if (ops.after_operand()) ops.BooleanOperator();  // a conditional expression
+    else ops.Separator(true);                        // an if statement
+  } else if (w == "else") {
+    if (ops.after_operand()) ops.Tail(false);  // a conditional expression
+    else ops.Separator(true);
+  } else if (w == "lambda") {
+    ops.Tail(true);
+  } else if (w == "await") {
+    ops.Unary();
+  } else if (w == "in" || w == "is") {
+    ops.Binary();
+  } else if (IsClauseKeyword(w)) {
+    ops.Separator(true);
+  } else {
+    ops.Operand();
+  }
+}
+
+/// One pass of CheckNesting over a source: logical lines and their indentation, brackets, strings
+/// and comments, and the operators nested between them. Each step returns false once a limit is
+/// passed (then `problem_` says where).
+class NestingScanner {
+ public:
+  explicit NestingScanner(std::string_view s) : s_(s), n_(s.size()) {}
+
+  NestingProblem Run() {
+    i_ = StartsWithBom(s_) ? kUtf8Bom.size() : 0;
+    bool line_begins = true;
+    while (i_ < n_) {
+      if (line_begins && depth_ == 0) {
+        line_begins = false;
+        if (!Indentation()) return problem_;
         continue;
       }
+      line_begins = false;
+      if (!Token(&line_begins)) return problem_;
     }
-    switch (s[i]) {
+    return problem_;
+  }
+
+ private:
+  void NewLine(size_t next) {
+    ++line_;
+    line_start_ = next;
+  }
+
+  bool Fail(size_t at, std::string what) {
+    problem_.line = line_;
+    problem_.col = static_cast<uint32_t>(at - line_start_ + 1);
+    problem_.what = std::move(what);
+    return false;
+  }
+
+  bool OperatorsWithinLimit(size_t at) {
+    if (ops_.depth() <= kMaxOperatorNesting) return true;
+    return Fail(at, "operators nested more than " + std::to_string(kMaxOperatorNesting) +
+                        " deep without brackets (unary -, +, ~, not, await, lambda, ** or conditional "
+                        "expressions; no real code comes near)");
+  }
+
+  /// The indentation of a logical line, as CPython's tokenizer measures it.
+  bool Indentation() {
+    uint32_t col = 0;
+    size_t j = i_;
+    for (; j < n_; ++j) {
+      if (s_[j] == ' ') ++col;
+      else if (s_[j] == '\t') col = (col / 8 + 1) * 8;
+      else if (s_[j] == '\f') col = 0;
+      else break;
+    }
+    bool blank = j == n_ || s_[j] == '\n' || s_[j] == '\r' || s_[j] == '#';
+    if (!blank && col > indents_.back()) {
+      indents_.push_back(col);
+      if (indents_.size() - 1 > kMaxIndentLevels)
+        return Fail(
+            j, "more than " + std::to_string(kMaxIndentLevels) + " levels of indentation (CPython refuses this too)");
+    }
+    while (!blank && col < indents_.back()) indents_.pop_back();
+    i_ = j;
+    return true;
+  }
+
+  /// One token at `i_`; sets `*line_begins` after a line end.
+  bool Token(bool* line_begins) {
+    switch (s_[i_]) {
       case '#':
-        while (i < n && s[i] != '\n' && s[i] != '\r') ++i;
-        break;
+        while (i_ < n_ && s_[i_] != '\n' && s_[i_] != '\r') ++i_;
+        return true;
       case '\\':
         // A backslash at a line end joins the lines: the next one is no new logical line.
-        if (i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r')) {
-          i += s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n' ? 3 : 2;
-          newline(i);
+        if (i_ + 1 < n_ && (s_[i_ + 1] == '\n' || s_[i_ + 1] == '\r')) {
+          i_ += s_[i_ + 1] == '\r' && i_ + 2 < n_ && s_[i_ + 2] == '\n' ? 3 : 2;
+          NewLine(i_);
         } else {
-          ++i;
+          ++i_;
         }
-        break;
+        return true;
       case '\n':
       case '\r':
-        i += s[i] == '\r' && i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
-        newline(i);
-        line_begins = true;
-        if (depth == 0) ops.LineEnd();
-        break;
+        i_ += s_[i_] == '\r' && i_ + 1 < n_ && s_[i_ + 1] == '\n' ? 2 : 1;
+        NewLine(i_);
+        *line_begins = true;
+        if (depth_ == 0) ops_.LineEnd();
+        return true;
       case '(':
       case '[':
-      case '{':
-        if (++depth > kMaxBracketDepth)
-          return fail(
-              i, "brackets nested more than " + std::to_string(kMaxBracketDepth) + " deep (CPython refuses this too)");
-        ops.Open();
-        ++i;
-        break;
+      case '{': return OpenBracket();
       case ')':
       case ']':
       case '}':
-        if (depth > 0) --depth;
-        ops.Close();
-        ++i;
-        break;
+        if (depth_ > 0) --depth_;
+        ops_.Close();
+        ++i_;
+        return true;
       case '\'':
       case '"':
-        i = SkipString(s, i, newline);
-        ops.Operand();
-        break;
+        i_ = SkipString(s_, i_, [this](size_t next) { NewLine(next); });
+        ops_.Operand();
+        return true;
       case ' ':
       case '\t':
-      case '\f': ++i; break;
-      default: {
-        const size_t at = i;
-        const char c = s[i];
-        const char next = i + 1 < n ? s[i + 1] : '\0';
-        if (IsWordByte(c)) {
-          size_t e = i;
-          if (std::isdigit(static_cast<unsigned char>(c))) {  // a number: 1e-5 is one operand
-            while (e < n && (IsWordByte(s[e]) || s[e] == '.' ||
-                             ((s[e] == '-' || s[e] == '+') && (s[e - 1] == 'e' || s[e - 1] == 'E'))))
-              ++e;
-            ops.Operand();
-            i = e;
-            break;
-          }
-          while (e < n && IsWordByte(s[e])) ++e;
-          std::string_view w = s.substr(i, e - i);
-          i = e;
-          if (w == "not") {
-            if (ops.after_operand()) ops.Binary();  // `not in`
-            else ops.Not();
-          } else if (w == "and" || w == "or") {
-            ops.BooleanOperator();
-          } else if (w == "if") {
-            if (ops.after_operand()) ops.BooleanOperator();  // a conditional expression
-            else ops.Separator(true);                        // an if statement
-          } else if (w == "else") {
-            if (ops.after_operand()) ops.Tail(false);  // a conditional expression
-            else ops.Separator(true);
-          } else if (w == "lambda") {
-            ops.Tail(true);
-          } else if (w == "await") {
-            ops.Unary();
-          } else if (w == "in" || w == "is") {
-            ops.Binary();
-          } else if (IsClauseKeyword(w)) {
-            ops.Separator(true);
-          } else {
-            ops.Operand();
-          }
-          if (ops.depth() > kMaxOperatorNesting) return nested_too_deep(at);
-          break;
-        }
-        ++i;
-        switch (c) {
-          case '-':
-          case '+':
-          case '~':
-            if (next == '=' || (c == '-' && next == '>')) {  // -= += ->
-              ops.Separator(true);
-              ++i;
-            } else if (c != '~' && ops.after_operand()) {
-              ops.Binary();
-            } else {
-              ops.Unary();
-            }
-            break;
-          case '*':
-            if (next == '*') ++i;
-            if (i < n && s[i] == '=') {  // *= **=
-              ops.Separator(true);
-              ++i;
-            } else if (next == '*' || !ops.after_operand()) {
-              ops.Unary();  // a ** b nests to the right; *x and **x unpack
-            } else {
-              ops.Binary();
-            }
-            break;
-          case '=':
-            if (next == '=') {
-              ops.Binary();
-              ++i;
-            } else {
-              ops.Separator(false);
-            }
-            break;
-          case ',': ops.Separator(false); break;
-          case ';': ops.Separator(true); break;
-          case ':':
-            if (next == '=') {  // :=
-              ops.Separator(true);
-              ++i;
-            } else {
-              ops.Colon();
-            }
-            break;
-          case '.':
-            if (std::isdigit(static_cast<unsigned char>(next))) {  // .5
-              while (i < n && (IsWordByte(s[i]) || s[i] == '.')) ++i;
-              ops.Operand();
-            }
-            break;
-          case '@':
-            if (ops.after_operand()) ops.Binary();
-            else ops.Separator(true);  // a decorator
-            break;
-          case '<':
-          case '>':
-          case '!':
-          case '/':
-          case '%':
-          case '&':
-          case '|':
-          case '^':
-            // Binary operators; their augmented forms (<<= //= ...) are assignments.
-            while (i < n && (s[i] == '<' || s[i] == '>' || s[i] == '/' || s[i] == '=')) ++i;
-            if (s[i - 1] == '=' && i - at >= 2 && !(i - at == 2 && (c == '<' || c == '>' || c == '!')))
-              ops.Separator(true);
-            else ops.Binary();
-            break;
-          default: break;
-        }
-        if (ops.depth() > kMaxOperatorNesting) return nested_too_deep(at);
-      }
+      case '\f': ++i_; return true;
+      default: return IsWordByte(s_[i_]) ? Word() : Operator();
     }
   }
-  return problem;
-}
+
+  bool OpenBracket() {
+    if (++depth_ > kMaxBracketDepth)
+      return Fail(i_,
+                  "brackets nested more than " + std::to_string(kMaxBracketDepth) + " deep (CPython refuses this too)");
+    ops_.Open();
+    ++i_;
+    return true;
+  }
+
+  /// A name, a keyword or a number.
+  bool Word() {
+    const size_t at = i_;
+    size_t e = i_;
+    if (std::isdigit(static_cast<unsigned char>(s_[i_]))) {  // a number: 1e-5 is one operand
+      while (e < n_ && (IsWordByte(s_[e]) || s_[e] == '.' ||
+                        ((s_[e] == '-' || s_[e] == '+') && (s_[e - 1] == 'e' || s_[e - 1] == 'E'))))
+        ++e;
+      ops_.Operand();
+      i_ = e;
+      return true;
+    }
+    while (e < n_ && IsWordByte(s_[e])) ++e;
+    std::string_view w = s_.substr(i_, e - i_);
+    i_ = e;
+    ApplyWord(ops_, w);
+    return OperatorsWithinLimit(at);
+  }
+
+  /// Any other byte: an operator, a separator, `.5`, or something of no interest here.
+  bool Operator() {
+    const size_t at = i_;
+    const char c = s_[i_];
+    const char next = i_ + 1 < n_ ? s_[i_ + 1] : '\0';
+    ++i_;
+    switch (c) {
+      case '-':
+      case '+':
+      case '~': PlusMinusTilde(c, next); break;
+      case '*': Star(next); break;
+      case '=':
+        if (next == '=') {
+          ops_.Binary();
+          ++i_;
+        } else {
+          ops_.Separator(false);
+        }
+        break;
+      case ',': ops_.Separator(false); break;
+      case ';': ops_.Separator(true); break;
+      case ':':
+        if (next == '=') {  // :=
+          ops_.Separator(true);
+          ++i_;
+        } else {
+          ops_.Colon();
+        }
+        break;
+      case '.':
+        if (std::isdigit(static_cast<unsigned char>(next))) {  // .5
+          while (i_ < n_ && (IsWordByte(s_[i_]) || s_[i_] == '.')) ++i_;
+          ops_.Operand();
+        }
+        break;
+      case '@':
+        if (ops_.after_operand()) ops_.Binary();
+        else ops_.Separator(true);  // a decorator
+        break;
+      case '<':
+      case '>':
+      case '!':
+      case '/':
+      case '%':
+      case '&':
+      case '|':
+      case '^': BinaryOrAugmented(c, at); break;
+      default: break;
+    }
+    return OperatorsWithinLimit(at);
+  }
+
+  /// `-`, `+`, `~` (`i_` is past it).
+  void PlusMinusTilde(char c, char next) {
+    if (next == '=' || (c == '-' && next == '>')) {  // -= += ->
+      ops_.Separator(true);
+      ++i_;
+    } else if (c != '~' && ops_.after_operand()) {
+      ops_.Binary();
+    } else {
+      ops_.Unary();
+    }
+  }
+
+  /// `*`, `**`, `*=`, `**=` (`i_` is past the first `*`).
+  void Star(char next) {
+    if (next == '*') ++i_;
+    if (i_ < n_ && s_[i_] == '=') {  // *= **=
+      ops_.Separator(true);
+      ++i_;
+    } else if (next == '*' || !ops_.after_operand()) {
+      ops_.Unary();  // a ** b nests to the right; *x and **x unpack
+    } else {
+      ops_.Binary();
+    }
+  }
+
+  /// Binary operators; their augmented forms (<<= //= ...) are assignments.
+  void BinaryOrAugmented(char c, size_t at) {
+    while (i_ < n_ && (s_[i_] == '<' || s_[i_] == '>' || s_[i_] == '/' || s_[i_] == '=')) ++i_;
+    if (s_[i_ - 1] == '=' && i_ - at >= 2 && !(i_ - at == 2 && (c == '<' || c == '>' || c == '!')))
+      ops_.Separator(true);
+    else ops_.Binary();
+  }
+
+  std::string_view s_;
+  size_t n_;
+  size_t i_ = 0;
+  uint32_t depth_ = 0, line_ = 1;
+  size_t line_start_ = 0;
+  std::vector<uint32_t> indents_{0};
+  OperatorNesting ops_;
+  NestingProblem problem_;
+};
+
+}  // namespace
+
+NestingProblem CheckNesting(std::string_view s) { return NestingScanner(s).Run(); }
 
 ParsedSource PythonParser::Parse(std::string source) {
   ParsedSource out;

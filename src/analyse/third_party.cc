@@ -83,137 +83,198 @@ bool OffenceOf(const Finding& f, Offence* out) {
   return false;
 }
 
+namespace {
+
+using Adjacency = std::vector<std::vector<size_t>>;
+using ApiSet = std::set<std::pair<Bucket, std::string>>;
+
+/// Every defined function a node; an edge for each call between two of them (sorted, unique).
+struct CallGraph {
+  std::unordered_map<std::string, size_t> id;
+  std::vector<const DefinitionRecord*> node;
+  Adjacency callees, callers;
+
+  CallGraph(const std::vector<DefinitionRecord>& definitions, const std::vector<CallRecord>& calls) {
+    for (const auto& d : definitions) {
+      if (id.emplace(d.qualname, node.size()).second) node.push_back(&d);
+    }
+    callees.resize(node.size());
+    callers.resize(node.size());
+    for (const auto& c : calls) {
+      auto a = id.find(c.caller), b = id.find(c.callee);
+      if (a == id.end() || b == id.end()) continue;
+      callees[a->second].push_back(b->second);
+      callers[b->second].push_back(a->second);
+    }
+    for (auto* adj : {&callees, &callers})
+      for (auto& v : *adj) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+      }
+  }
+};
+
+/// Strongly connected components of the call graph, callees first; `comp` maps a node to its.
+struct Components {
+  std::vector<long> comp;
+  std::vector<std::vector<size_t>> sccs;
+};
+
+/// Tarjan's SCCs, iterative (deep call chains must not overflow the stack).
+class Tarjan {
+ public:
+  explicit Tarjan(const Adjacency& callees)
+      : callees_(callees), index_(callees.size(), -1), low_(callees.size(), 0), on_stack_(callees.size(), 0) {
+    out_.comp.assign(callees.size(), -1);
+  }
+
+  Components Run() && {
+    for (size_t root = 0; root < callees_.size(); ++root)
+      if (index_[root] < 0) Visit(root);
+    return std::move(out_);
+  }
+
+ private:
+  void Visit(size_t root) {
+    std::vector<std::pair<size_t, size_t>> work{{root, 0}};
+    while (!work.empty()) {
+      auto& [v, next] = work.back();
+      if (next == 0 && index_[v] < 0) {
+        index_[v] = low_[v] = counter_++;
+        stack_.push_back(v);
+        on_stack_[v] = 1;
+      }
+      if (next < callees_[v].size()) {
+        size_t w = callees_[v][next++];
+        if (index_[w] < 0) {
+          work.push_back({w, 0});
+        } else if (on_stack_[w]) {
+          low_[v] = std::min(low_[v], index_[w]);
+        }
+        continue;
+      }
+      if (low_[v] == index_[v]) PopComponent(v);
+      size_t done = v;
+      work.pop_back();
+      if (!work.empty()) low_[work.back().first] = std::min(low_[work.back().first], low_[done]);
+    }
+  }
+
+  void PopComponent(size_t v) {
+    std::vector<size_t> scc;
+    size_t w;
+    do {
+      w = stack_.back();
+      stack_.pop_back();
+      on_stack_[w] = 0;
+      out_.comp[w] = static_cast<long>(out_.sccs.size());
+      scc.push_back(w);
+    } while (w != v);
+    out_.sccs.push_back(std::move(scc));
+  }
+
+  const Adjacency& callees_;
+  std::vector<long> index_, low_;
+  std::vector<char> on_stack_;
+  std::vector<size_t> stack_;
+  long counter_ = 0;
+  Components out_;
+};
+
+/// APIs reachable from each SCC: its members' own plus those of the SCCs it calls. Only
+/// (bucket, API) pairs propagate, not call sites, so the sets stay small on big libraries.
+std::vector<ApiSet> ReachableApis(const Components& c, const Adjacency& callees,
+                                  const std::vector<std::set<Offence>>& direct) {
+  std::vector<ApiSet> reach(c.sccs.size());
+  for (size_t k = 0; k < c.sccs.size(); ++k) {
+    for (size_t v : c.sccs[k]) {
+      for (const auto& o : direct[v]) reach[k].emplace(o.bucket, o.api);
+      for (size_t w : callees[v]) {
+        size_t cw = static_cast<size_t>(c.comp[w]);
+        if (cw != k) reach[k].insert(reach[cw].begin(), reach[cw].end());
+      }
+    }
+  }
+  return reach;
+}
+
+/// Witness paths: breadth-first over callers from the functions with a direct offence (only the
+/// real ones when `real_only`). Each node's next hop towards one; -1: has a direct offence; -2:
+/// not reached.
+std::vector<long> WitnessHops(const Adjacency& callers, const std::vector<std::set<Offence>>& direct, bool real_only) {
+  const size_t n = callers.size();
+  std::vector<long> next_hop(n, -2);
+  std::deque<size_t> queue;
+  for (size_t v = 0; v < n; ++v)
+    for (const auto& o : direct[v])
+      if (!real_only || IsRealOffence(o.bucket)) {
+        next_hop[v] = -1;
+        queue.push_back(v);
+        break;
+      }
+  while (!queue.empty()) {
+    size_t v = queue.front();
+    queue.pop_front();
+    for (size_t u : callers[v])
+      if (next_hop[u] == -2) next_hop[u] = static_cast<long>(v), queue.push_back(u);
+  }
+  return next_hop;
+}
+
+/// The qualified name first, then the other spellings of it, sorted, without repeats.
+std::vector<std::string> SpellingsOf(const std::string& qualname,
+                                     const std::multimap<std::string, std::string>& spellings_by_qualname) {
+  std::vector<std::string> spellings{qualname};
+  auto [b, e] = spellings_by_qualname.equal_range(qualname);
+  for (auto it = b; it != e; ++it)
+    if (it->second != qualname) spellings.push_back(it->second);
+  std::sort(spellings.begin() + 1, spellings.end());
+  spellings.erase(std::unique(spellings.begin(), spellings.end()), spellings.end());
+  return spellings;
+}
+
+}  // namespace
+
 std::vector<AffectedFunction> PropagateAffected(const std::vector<DefinitionRecord>& definitions,
                                                 const std::vector<CallRecord>& calls,
                                                 const std::vector<Finding>& findings,
                                                 const std::multimap<std::string, std::string>& spellings_by_qualname) {
-  // Nodes: every defined function.
-  std::unordered_map<std::string, size_t> id;
-  std::vector<const DefinitionRecord*> node;
-  for (const auto& d : definitions) {
-    if (id.emplace(d.qualname, node.size()).second) node.push_back(&d);
-  }
-  size_t n = node.size();
-  std::vector<std::vector<size_t>> callees(n), callers(n);
-  for (const auto& c : calls) {
-    auto a = id.find(c.caller), b = id.find(c.callee);
-    if (a == id.end() || b == id.end()) continue;
-    callees[a->second].push_back(b->second);
-    callers[b->second].push_back(a->second);
-  }
-  for (auto* adj : {&callees, &callers})
-    for (auto& v : *adj) {
-      std::sort(v.begin(), v.end());
-      v.erase(std::unique(v.begin(), v.end()), v.end());
-    }
+  const CallGraph graph(definitions, calls);
+  const size_t n = graph.node.size();
   std::vector<std::set<Offence>> direct(n);
   for (const auto& f : findings) {
     Offence o;
     if (!OffenceOf(f, &o)) continue;
-    auto it = id.find(f.function);
-    if (it != id.end()) direct[it->second].insert(o);
+    auto it = graph.id.find(f.function);
+    if (it != graph.id.end()) direct[it->second].insert(o);
   }
-  // Tarjan's SCCs (iterative). SCCs come out callees-first, so one pass propagates.
-  std::vector<long> index(n, -1), low(n, 0), comp(n, -1);
-  std::vector<char> on_stack(n, 0);
-  std::vector<size_t> stack;
-  std::vector<std::vector<size_t>> sccs;
-  long counter = 0;
-  for (size_t root = 0; root < n; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<size_t, size_t>> work{{root, 0}};
-    while (!work.empty()) {
-      auto& [v, next] = work.back();
-      if (next == 0 && index[v] < 0) {
-        index[v] = low[v] = counter++;
-        stack.push_back(v);
-        on_stack[v] = 1;
-      }
-      if (next < callees[v].size()) {
-        size_t w = callees[v][next++];
-        if (index[w] < 0) {
-          work.push_back({w, 0});
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-        continue;
-      }
-      if (low[v] == index[v]) {
-        std::vector<size_t> scc;
-        size_t w;
-        do {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = 0;
-          comp[w] = static_cast<long>(sccs.size());
-          scc.push_back(w);
-        } while (w != v);
-        sccs.push_back(std::move(scc));
-      }
-      size_t done = v;
-      work.pop_back();
-      if (!work.empty()) low[work.back().first] = std::min(low[work.back().first], low[done]);
-    }
-  }
-  // APIs reachable from each SCC: its members' own plus those of the SCCs it calls. Only
-  // (bucket, API) pairs propagate, not call sites, so the sets stay small on big libraries.
-  std::vector<std::set<std::pair<Bucket, std::string>>> reach(sccs.size());
-  for (size_t c = 0; c < sccs.size(); ++c) {
-    for (size_t v : sccs[c]) {
-      for (const auto& o : direct[v]) reach[c].emplace(o.bucket, o.api);
-      for (size_t w : callees[v]) {
-        size_t cw = static_cast<size_t>(comp[w]);
-        if (cw != c) reach[c].insert(reach[cw].begin(), reach[cw].end());
-      }
-    }
-  }
-  // Witness paths: breadth-first over callers from the functions with a direct offence; once
-  // from the real offences (unsupported, custom op without a target kernel), once from any (CUDA
-  // calls that migrate rewrites, unknown APIs), so that a function reaching a real offence shows
-  // the path to one.
-  auto witness = [&](bool real_only) {
-    std::vector<long> next_hop(n, -2);  // -1: has a direct offence; -2: not reached
-    std::deque<size_t> queue;
-    for (size_t v = 0; v < n; ++v)
-      for (const auto& o : direct[v])
-        if (!real_only || IsRealOffence(o.bucket)) {
-          next_hop[v] = -1;
-          queue.push_back(v);
-          break;
-        }
-    while (!queue.empty()) {
-      size_t v = queue.front();
-      queue.pop_front();
-      for (size_t u : callers[v])
-        if (next_hop[u] == -2) next_hop[u] = static_cast<long>(v), queue.push_back(u);
-    }
-    return next_hop;
-  };
-  std::vector<long> next_real = witness(true), next_any = witness(false);
+  // SCCs come out callees-first, so one pass propagates.
+  const Components components = Tarjan(graph.callees).Run();
+  const std::vector<ApiSet> reach = ReachableApis(components, graph.callees, direct);
+  // Once from the real offences (unsupported, custom op without a target kernel), once from any
+  // (CUDA calls that migrate rewrites, unknown APIs), so that a function reaching a real offence
+  // shows the path to one.
+  std::vector<long> next_real = WitnessHops(graph.callers, direct, true);
+  std::vector<long> next_any = WitnessHops(graph.callers, direct, false);
   std::vector<AffectedFunction> out;
   for (size_t v = 0; v < n; ++v) {
-    const auto& apis = reach[static_cast<size_t>(comp[v])];
+    const auto& apis = reach[static_cast<size_t>(components.comp[v])];
     if (apis.empty()) continue;
     AffectedFunction a;
-    a.qualname = node[v]->qualname;
-    a.file = node[v]->file;
-    a.line = node[v]->line;
+    a.qualname = graph.node[v]->qualname;
+    a.file = graph.node[v]->file;
+    a.line = graph.node[v]->line;
     a.apis.assign(apis.begin(), apis.end());
     a.real = std::any_of(apis.begin(), apis.end(), [](const auto& p) { return IsRealOffence(p.first); });
     const std::vector<long>& next_hop = a.real ? next_real : next_any;
     long end = static_cast<long>(v);
     for (long h = end; h >= 0 && a.path.size() <= n; h = next_hop[static_cast<size_t>(h)]) {
-      a.path.push_back(node[static_cast<size_t>(h)]->qualname);
+      a.path.push_back(graph.node[static_cast<size_t>(h)]->qualname);
       end = h;
     }
     for (const auto& o : direct[static_cast<size_t>(end)])
       if (!a.real || IsRealOffence(o.bucket)) a.offences.push_back(o);
-    a.spellings.push_back(a.qualname);
-    auto [b, e] = spellings_by_qualname.equal_range(a.qualname);
-    for (auto it = b; it != e; ++it)
-      if (it->second != a.qualname) a.spellings.push_back(it->second);
-    std::sort(a.spellings.begin() + 1, a.spellings.end());
-    a.spellings.erase(std::unique(a.spellings.begin(), a.spellings.end()), a.spellings.end());
+    a.spellings = SpellingsOf(a.qualname, spellings_by_qualname);
     out.push_back(std::move(a));
   }
   std::sort(out.begin(), out.end(),

@@ -160,38 +160,14 @@ void FileWalker::Exec(TSNode n) {
     case NodeKind::kComment: return;
     case NodeKind::kFunctionDefinition: FunctionDef(n); return;
     case NodeKind::kClassDefinition: ClassDef(n); return;
-    case NodeKind::kDecoratedDefinition: {
-      Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) {
-        TSNode c = kids[i];
-        if (syn_.Kind(c) == NodeKind::kDecorator) {
-          Kids inner(*this, c);
-          for (size_t j = 0; j < inner.size(); ++j) Eval(inner[j]);
-        } else {
-          Exec(c);
-        }
-      }
-      return;
-    }
+    case NodeKind::kDecoratedDefinition: ExecDecorated(n); return;
     case NodeKind::kGlobalStatement: {
       Kids kids(*this, n);
       for (size_t i = 0; i < kids.size(); ++i) current_->globals.insert(Text(kids[i]));
       return;
     }
     case NodeKind::kNonlocalStatement: return;
-    case NodeKind::kForStatement: {
-      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
-      Value iter = Eval(right);
-      TSNode inner = PeelIterableWrappers(right);
-      sink_.OnFor(n, inner, ts_node_eq(inner, right) ? iter : PeekValue(inner));
-      Bind(ts_node_child_by_field_id(n, syn_.f_left),
-           iter.kind == ValueKind::kTensorSeq || iter.kind == ValueKind::kTensor ? Value::Tensor() : Value::Unknown());
-      TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
-      if (!ts_node_is_null(body)) ExecChildren(body);
-      TSNode alt = ts_node_child_by_field_id(n, syn_.f_alternative);
-      if (!ts_node_is_null(alt)) ExecChildren(alt);
-      return;
-    }
+    case NodeKind::kForStatement: ExecFor(n); return;
     case NodeKind::kBlock:
     case NodeKind::kElseClause:
     case NodeKind::kElifClause:
@@ -202,25 +178,7 @@ void FileWalker::Exec(TSNode n) {
     case NodeKind::kExceptClause:
     case NodeKind::kWithStatement:
     case NodeKind::kWithClause:
-    case NodeKind::kModule: {
-      Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) {
-        TSNode c = kids[i];
-        switch (syn_.Kind(c)) {
-          case NodeKind::kBlock:
-          case NodeKind::kElseClause:
-          case NodeKind::kElifClause:
-          case NodeKind::kFinallyClause:
-          case NodeKind::kExceptClause:
-          case NodeKind::kWithClause:
-          case NodeKind::kWithItem: Exec(c); break;
-          default:
-            if (syn_.Kind(n) == NodeKind::kBlock || syn_.Kind(n) == NodeKind::kModule) Exec(c);
-            else Eval(c);
-        }
-      }
-      return;
-    }
+    case NodeKind::kModule: ExecCompound(n); return;
     case NodeKind::kWithItem: {
       TSNode value = ts_node_child_by_field_id(n, syn_.f_value);
       if (!ts_node_is_null(value)) Eval(value);
@@ -232,6 +190,54 @@ void FileWalker::Exec(TSNode n) {
       Kids kids(*this, n);
       for (size_t i = 0; i < kids.size(); ++i) Eval(kids[i]);
       return;
+    }
+  }
+}
+
+void FileWalker::ExecDecorated(TSNode n) {
+  Kids kids(*this, n);
+  for (size_t i = 0; i < kids.size(); ++i) {
+    TSNode c = kids[i];
+    if (syn_.Kind(c) == NodeKind::kDecorator) {
+      Kids inner(*this, c);
+      for (size_t j = 0; j < inner.size(); ++j) Eval(inner[j]);
+    } else {
+      Exec(c);
+    }
+  }
+}
+
+void FileWalker::ExecFor(TSNode n) {
+  TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
+  Value iter = Eval(right);
+  TSNode inner = PeelIterableWrappers(right);
+  sink_.OnFor(n, inner, ts_node_eq(inner, right) ? iter : PeekValue(inner));
+  Bind(ts_node_child_by_field_id(n, syn_.f_left),
+       iter.kind == ValueKind::kTensorSeq || iter.kind == ValueKind::kTensor ? Value::Tensor() : Value::Unknown());
+  TSNode body = ts_node_child_by_field_id(n, syn_.f_body);
+  if (!ts_node_is_null(body)) ExecChildren(body);
+  TSNode alt = ts_node_child_by_field_id(n, syn_.f_alternative);
+  if (!ts_node_is_null(alt)) ExecChildren(alt);
+}
+
+void FileWalker::ExecCompound(TSNode n) {
+  // The statements of a block or module; the clauses of a compound statement, whose other
+  // children (conditions, `with` items' values, ...) are expressions.
+  const bool statements = syn_.Kind(n) == NodeKind::kBlock || syn_.Kind(n) == NodeKind::kModule;
+  Kids kids(*this, n);
+  for (size_t i = 0; i < kids.size(); ++i) {
+    TSNode c = kids[i];
+    switch (syn_.Kind(c)) {
+      case NodeKind::kBlock:
+      case NodeKind::kElseClause:
+      case NodeKind::kElifClause:
+      case NodeKind::kFinallyClause:
+      case NodeKind::kExceptClause:
+      case NodeKind::kWithClause:
+      case NodeKind::kWithItem: Exec(c); break;
+      default:
+        if (statements) Exec(c);
+        else Eval(c);
     }
   }
 }
@@ -469,78 +475,12 @@ void FileWalker::CollectTargetNames(TSNode target, Scope& scope) {
   for (size_t i = 0; i < kids.size(); ++i) CollectTargetNames(kids[i], scope);
 }
 
-void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
-  DepthGuard guard(depth_);
-  if (depth_ > kMaxDepth) {
-    too_deep_ = true;
-    return;
-  }
-  NodeKind k = syn_.Kind(n);
-  switch (k) {
-    case NodeKind::kFunctionDefinition:
-    case NodeKind::kClassDefinition:
-      if (!top) {
-        scope.locals.insert(Text(ts_node_child_by_field_id(n, syn_.f_name)));
-        return;
-      }
-      break;
-    case NodeKind::kLambda:
-    case NodeKind::kListComprehension:
-    case NodeKind::kSetComprehension:
-    case NodeKind::kDictionaryComprehension:
-    case NodeKind::kGeneratorExpression: return;
-    case NodeKind::kIdentifier:
-      if (top) scope.locals.insert(Text(n));  // a bare parameter
-      return;
-    case NodeKind::kTypedParameter: CollectTargetNames(ts_node_named_child(n, 0), scope); return;
-    case NodeKind::kDefaultParameter:
-    case NodeKind::kTypedDefaultParameter: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope); return;
-    case NodeKind::kListSplatPattern:
-    case NodeKind::kDictionarySplatPattern: CollectTargetNames(n, scope); return;
-    case NodeKind::kAssignment: {
-      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
-      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
-      if (syn_.Kind(right) == NodeKind::kAssignment) CollectLocals(right, scope, false);  // a = b = 1
-      return;
-    }
-    case NodeKind::kAugmentedAssignment: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope); return;
-    case NodeKind::kForStatement: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope); break;
-    case NodeKind::kNamedExpression: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope); return;
-    case NodeKind::kAsPatternTarget: CollectTargetNames(n, scope); return;
-    case NodeKind::kImportStatement: {
-      Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) {
-        TSNode c = kids[i];
-        if (syn_.Kind(c) == NodeKind::kAliasedImport)
-          scope.locals.insert(Text(ts_node_child_by_field_id(c, syn_.f_alias)));
-        else {
-          std::string full = Text(c);
-          scope.locals.insert(full.substr(0, full.find('.')));
-        }
-      }
-      return;
-    }
-    case NodeKind::kImportFromStatement: {
-      TSNode mod = ts_node_child_by_field_id(n, syn_.f_module_name);
-      Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) {
-        TSNode c = kids[i];
-        if (ts_node_eq(c, mod)) continue;
-        if (syn_.Kind(c) == NodeKind::kAliasedImport)
-          scope.locals.insert(Text(ts_node_child_by_field_id(c, syn_.f_alias)));
-        else if (syn_.Kind(c) == NodeKind::kDottedName) scope.locals.insert(Text(c));
-      }
-      return;
-    }
-    case NodeKind::kGlobalStatement: {
-      Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) scope.globals.insert(Text(kids[i]));
-      return;
-    }
-    default: break;
-  }
-  // Bindings happen in statements: only statement containers are entered, not expressions
-  // (a walrus inside a deeper expression is the one binding this misses).
+namespace {
+
+// Whether CollectLocals looks for bindings inside a node of kind `k`: bindings happen in
+// statements, so only statement containers are entered, not expressions (a walrus inside a
+// deeper expression is the one binding this misses); parameter lists only at the top.
+bool EntersForLocals(NodeKind k, bool top) {
   switch (k) {
     case NodeKind::kBlock:
     case NodeKind::kModule:
@@ -557,16 +497,90 @@ void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
     case NodeKind::kWithItem:
     case NodeKind::kAsPattern:
     case NodeKind::kExpressionStatement:
-    case NodeKind::kDecoratedDefinition: break;
+    case NodeKind::kDecoratedDefinition: return true;
     case NodeKind::kParameters:
-    case NodeKind::kLambdaParameters:
-      if (!top) return;
-      break;
-    default: return;
+    case NodeKind::kLambdaParameters: return top;
+    default: return false;
   }
+}
+
+}  // namespace
+
+void FileWalker::CollectLocals(TSNode n, Scope& scope, bool top) {
+  DepthGuard guard(depth_);
+  if (depth_ > kMaxDepth) {
+    too_deep_ = true;
+    return;
+  }
+  NodeKind k = syn_.Kind(n);
+  if (!CollectBindings(n, k, scope, top) || !EntersForLocals(k, top)) return;
   Kids kids(*this, n);
   bool params = k == NodeKind::kParameters || k == NodeKind::kLambdaParameters;
   for (size_t i = 0; i < kids.size(); ++i) CollectLocals(kids[i], scope, params);
+}
+
+bool FileWalker::CollectBindings(TSNode n, NodeKind k, Scope& scope, bool top) {
+  switch (k) {
+    case NodeKind::kFunctionDefinition:
+    case NodeKind::kClassDefinition:
+      if (top) return true;
+      scope.locals.insert(Text(ts_node_child_by_field_id(n, syn_.f_name)));
+      return false;
+    case NodeKind::kLambda:
+    case NodeKind::kListComprehension:
+    case NodeKind::kSetComprehension:
+    case NodeKind::kDictionaryComprehension:
+    case NodeKind::kGeneratorExpression: return false;
+    case NodeKind::kIdentifier:
+      if (top) scope.locals.insert(Text(n));  // a bare parameter
+      return false;
+    case NodeKind::kTypedParameter: CollectTargetNames(ts_node_named_child(n, 0), scope); return false;
+    case NodeKind::kDefaultParameter:
+    case NodeKind::kTypedDefaultParameter:
+      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope);
+      return false;
+    case NodeKind::kListSplatPattern:
+    case NodeKind::kDictionarySplatPattern:
+    case NodeKind::kAsPatternTarget: CollectTargetNames(n, scope); return false;
+    case NodeKind::kAssignment: {
+      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
+      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
+      if (syn_.Kind(right) == NodeKind::kAssignment) CollectLocals(right, scope, false);  // a = b = 1
+      return false;
+    }
+    case NodeKind::kAugmentedAssignment:
+      CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope);
+      return false;
+    case NodeKind::kForStatement: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_left), scope); return true;
+    case NodeKind::kNamedExpression: CollectTargetNames(ts_node_child_by_field_id(n, syn_.f_name), scope); return false;
+    case NodeKind::kImportStatement:
+    case NodeKind::kImportFromStatement: CollectImportedNames(n, k, scope); return false;
+    case NodeKind::kGlobalStatement: {
+      Kids kids(*this, n);
+      for (size_t i = 0; i < kids.size(); ++i) scope.globals.insert(Text(kids[i]));
+      return false;
+    }
+    default: return true;
+  }
+}
+
+void FileWalker::CollectImportedNames(TSNode n, NodeKind k, Scope& scope) {
+  TSNode mod = k == NodeKind::kImportFromStatement ? ts_node_child_by_field_id(n, syn_.f_module_name) : TSNode{};
+  Kids kids(*this, n);
+  for (size_t i = 0; i < kids.size(); ++i) {
+    TSNode c = kids[i];
+    if (k == NodeKind::kImportFromStatement) {
+      if (ts_node_eq(c, mod)) continue;
+      if (syn_.Kind(c) == NodeKind::kAliasedImport)
+        scope.locals.insert(Text(ts_node_child_by_field_id(c, syn_.f_alias)));
+      else if (syn_.Kind(c) == NodeKind::kDottedName) scope.locals.insert(Text(c));
+    } else if (syn_.Kind(c) == NodeKind::kAliasedImport) {
+      scope.locals.insert(Text(ts_node_child_by_field_id(c, syn_.f_alias)));
+    } else {
+      std::string full = Text(c);
+      scope.locals.insert(full.substr(0, full.find('.')));
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -587,46 +601,11 @@ Value FileWalker::Eval(TSNode n, Use use) {
     }
     case NodeKind::kAttribute: return EvalAttribute(n, use);
     case NodeKind::kCall: return EvalCall(n);
-    case NodeKind::kAssignment: {
-      TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
-      Value v = Eval(right);
-      TSNode type = ts_node_child_by_field_id(n, syn_.f_type);
-      if (!ts_node_is_null(type)) {
-        Value annotated = Annotation(type);
-        if (!annotated.is_unknown()) v = annotated;
-      }
-      TSNode saved = current_assignment_;
-      current_assignment_ = n;
-      Bind(ts_node_child_by_field_id(n, syn_.f_left), v);
-      current_assignment_ = saved;
-      return v;
-    }
-    case NodeKind::kAugmentedAssignment: {
-      Value r = Eval(ts_node_child_by_field_id(n, syn_.f_right));
-      TSNode left = ts_node_child_by_field_id(n, syn_.f_left);
-      Value l = Eval(left);
-      if (syn_.Kind(left) == NodeKind::kIdentifier)
-        BindName(Text(left), l.kind == ValueKind::kTensor || r.kind == ValueKind::kTensor ? Value::Tensor() : l);
-      return l;
-    }
-    case NodeKind::kSubscript: {
-      Value base = Eval(ts_node_child_by_field_id(n, syn_.f_value));
-      Kids kids(*this, n);
-      for (size_t i = 1; i < kids.size(); ++i) Eval(kids[i]);
-      if (base.kind == ValueKind::kTensor || base.kind == ValueKind::kTensorSeq) return Value::Tensor();
-      return Value::Unknown();
-    }
+    case NodeKind::kAssignment: return EvalAssignment(n);
+    case NodeKind::kAugmentedAssignment: return EvalAugmentedAssignment(n);
+    case NodeKind::kSubscript: return EvalSubscript(n);
     case NodeKind::kBinaryOperator:
-    case NodeKind::kComparisonOperator: {
-      Kids kids(*this, n);
-      bool tensor = false;
-      bool saved = type_test_;
-      // `type(m) is nn.X`, `x.dtype == torch.float64`: the operands are compared, not used.
-      if (syn_.Kind(n) == NodeKind::kComparisonOperator) type_test_ = true;
-      for (size_t i = 0; i < kids.size(); ++i) tensor |= Eval(kids[i]).kind == ValueKind::kTensor;
-      type_test_ = saved;
-      return tensor ? Value::Tensor() : Value::Unknown();
-    }
+    case NodeKind::kComparisonOperator: return EvalOperator(n);
     case NodeKind::kUnaryOperator:
     case NodeKind::kParenthesizedExpression:
     case NodeKind::kAwait:
@@ -641,34 +620,8 @@ Value FileWalker::Eval(TSNode n, Use use) {
       Bind(ts_node_child_by_field_id(n, syn_.f_name), v);
       return v;
     }
-    case NodeKind::kConditionalExpression: {
-      Kids kids(*this, n);
-      Value first;
-      bool same = true;
-      for (size_t i = 0; i < kids.size(); ++i) {
-        Value v = Eval(kids[i]);
-        if (i == 0) first = v;
-        else if (i == 2 && v.kind != first.kind) same = false;
-      }
-      return same ? first : Value::Unknown();
-    }
-    case NodeKind::kString: {
-      std::string value;
-      if (StringLiteralValue(syn_, n, src_.source, &value)) {
-        sink_.OnString({n, std::move(value)});
-      } else {
-        Kids kids(*this, n);  // f-string interpolations
-        for (size_t i = 0; i < kids.size(); ++i) {
-          TSNode c = kids[i];
-          std::string_view type = ts_node_type(c);
-          if (type == "string_content" || type == "escape_sequence") value.append(NodeText(c, src_.source));
-          else if (type == "interpolation") value.append("{}");
-          Eval(c);
-        }
-        sink_.OnFormattedString({n, std::move(value), true});
-      }
-      return Value::Other();
-    }
+    case NodeKind::kConditionalExpression: return EvalConditional(n);
+    case NodeKind::kString: return EvalString(n);
     case NodeKind::kInteger:
     case NodeKind::kFloat:
     case NodeKind::kTrue:
@@ -678,25 +631,7 @@ Value FileWalker::Eval(TSNode n, Use use) {
     case NodeKind::kDictionary:
     case NodeKind::kList:
     case NodeKind::kSet:
-    case NodeKind::kTuple: {
-      // A container literal is not a tensor (its elements are still visited for events).
-      bool dict = syn_.Kind(n) == NodeKind::kDictionary;
-      Kids kids(*this, n);
-      for (size_t i = 0; i < kids.size(); ++i) {
-        TSNode c = kids[i];
-        if (dict && std::string_view(ts_node_type(c)) == "pair") {
-          // `{nn.AdaptiveMaxPool2d: hook}`: a key is looked up, not used.
-          bool saved = type_test_;
-          type_test_ = true;
-          Eval(ts_node_child_by_field_name(c, "key", 3));
-          type_test_ = saved;
-          Eval(ts_node_child_by_field_name(c, "value", 5));
-        } else {
-          Eval(c);
-        }
-      }
-      return Value::Other();
-    }
+    case NodeKind::kTuple: return EvalContainer(n);
     case NodeKind::kLambda:
     case NodeKind::kListComprehension:
     case NodeKind::kSetComprehension:
@@ -709,6 +644,99 @@ Value FileWalker::Eval(TSNode n, Use use) {
       return Value::Unknown();
     }
   }
+}
+
+Value FileWalker::EvalAssignment(TSNode n) {
+  TSNode right = ts_node_child_by_field_id(n, syn_.f_right);
+  Value v = Eval(right);
+  TSNode type = ts_node_child_by_field_id(n, syn_.f_type);
+  if (!ts_node_is_null(type)) {
+    Value annotated = Annotation(type);
+    if (!annotated.is_unknown()) v = annotated;
+  }
+  TSNode saved = current_assignment_;
+  current_assignment_ = n;
+  Bind(ts_node_child_by_field_id(n, syn_.f_left), v);
+  current_assignment_ = saved;
+  return v;
+}
+
+Value FileWalker::EvalAugmentedAssignment(TSNode n) {
+  Value r = Eval(ts_node_child_by_field_id(n, syn_.f_right));
+  TSNode left = ts_node_child_by_field_id(n, syn_.f_left);
+  Value l = Eval(left);
+  if (syn_.Kind(left) == NodeKind::kIdentifier)
+    BindName(Text(left), l.kind == ValueKind::kTensor || r.kind == ValueKind::kTensor ? Value::Tensor() : l);
+  return l;
+}
+
+Value FileWalker::EvalSubscript(TSNode n) {
+  Value base = Eval(ts_node_child_by_field_id(n, syn_.f_value));
+  Kids kids(*this, n);
+  for (size_t i = 1; i < kids.size(); ++i) Eval(kids[i]);
+  if (base.kind == ValueKind::kTensor || base.kind == ValueKind::kTensorSeq) return Value::Tensor();
+  return Value::Unknown();
+}
+
+Value FileWalker::EvalOperator(TSNode n) {
+  Kids kids(*this, n);
+  bool tensor = false;
+  bool saved = type_test_;
+  // `type(m) is nn.X`, `x.dtype == torch.float64`: the operands are compared, not used.
+  if (syn_.Kind(n) == NodeKind::kComparisonOperator) type_test_ = true;
+  for (size_t i = 0; i < kids.size(); ++i) tensor |= Eval(kids[i]).kind == ValueKind::kTensor;
+  type_test_ = saved;
+  return tensor ? Value::Tensor() : Value::Unknown();
+}
+
+Value FileWalker::EvalConditional(TSNode n) {
+  Kids kids(*this, n);
+  Value first;
+  bool same = true;
+  for (size_t i = 0; i < kids.size(); ++i) {
+    Value v = Eval(kids[i]);
+    if (i == 0) first = v;
+    else if (i == 2 && v.kind != first.kind) same = false;
+  }
+  return same ? first : Value::Unknown();
+}
+
+Value FileWalker::EvalString(TSNode n) {
+  std::string value;
+  if (StringLiteralValue(syn_, n, src_.source, &value)) {
+    sink_.OnString({n, std::move(value)});
+  } else {
+    Kids kids(*this, n);  // f-string interpolations
+    for (size_t i = 0; i < kids.size(); ++i) {
+      TSNode c = kids[i];
+      std::string_view type = ts_node_type(c);
+      if (type == "string_content" || type == "escape_sequence") value.append(NodeText(c, src_.source));
+      else if (type == "interpolation") value.append("{}");
+      Eval(c);
+    }
+    sink_.OnFormattedString({n, std::move(value), true});
+  }
+  return Value::Other();
+}
+
+Value FileWalker::EvalContainer(TSNode n) {
+  // A container literal is not a tensor (its elements are still visited for events).
+  bool dict = syn_.Kind(n) == NodeKind::kDictionary;
+  Kids kids(*this, n);
+  for (size_t i = 0; i < kids.size(); ++i) {
+    TSNode c = kids[i];
+    if (dict && std::string_view(ts_node_type(c)) == "pair") {
+      // `{nn.AdaptiveMaxPool2d: hook}`: a key is looked up, not used.
+      bool saved = type_test_;
+      type_test_ = true;
+      Eval(ts_node_child_by_field_name(c, "key", 3));
+      type_test_ = saved;
+      Eval(ts_node_child_by_field_name(c, "value", 5));
+    } else {
+      Eval(c);
+    }
+  }
+  return Value::Other();
 }
 
 Value FileWalker::ScopedComprehension(TSNode n) {

@@ -65,8 +65,22 @@ class FileWalker {
   Value Eval(TSNode n, Use use = Use::kValue);
   Value EvalCall(TSNode n);
   Value EvalAttribute(TSNode n, Use use);
+  Value EvalAssignment(TSNode n);
+  Value EvalAugmentedAssignment(TSNode n);
+  Value EvalSubscript(TSNode n);
+  /// Binary and comparison operators: a tensor when an operand is one.
+  Value EvalOperator(TSNode n);
+  Value EvalConditional(TSNode n);
+  /// A string literal (OnString) or an f-string (OnFormattedString, its interpolations visited).
+  Value EvalString(TSNode n);
+  /// A dict, list, set or tuple literal (a dict's keys are type tests).
+  Value EvalContainer(TSNode n);
   void Exec(TSNode n);
   void ExecChildren(TSNode n);
+  void ExecDecorated(TSNode n);
+  void ExecFor(TSNode n);
+  /// A block or module (statements), or a compound statement (clauses and expressions).
+  void ExecCompound(TSNode n);
   void Bind(TSNode target, const Value& v);
   void BindName(const std::string& name, const Value& v);
   Value Lookup(const std::string& name);
@@ -77,6 +91,9 @@ class FileWalker {
   void RunFunction(const Deferred& d);
   void BindParameters(TSNode params, const ClassInfo* cls, bool is_method, bool is_forward, bool bind_now);
   void CollectLocals(TSNode n, Scope& scope, bool top);
+  /// The names node `n` (of kind `k`) binds in `scope`; whether its children may bind more.
+  bool CollectBindings(TSNode n, NodeKind k, Scope& scope, bool top);
+  void CollectImportedNames(TSNode n, NodeKind k, Scope& scope);
   void CollectTargetNames(TSNode target, Scope& scope);
   Value Annotation(TSNode type);
   Value ScopedComprehension(TSNode n);

@@ -181,6 +181,114 @@ bool IsFreshTensor(const PySyntax& syn, TSNode n, std::string_view src) {
   }
 }
 
+namespace {
+
+// `x[...] = v` or `x[...] += v` (`subscript` is `x[...]`): another in-place write of the object.
+bool IsSubscriptWrite(const PySyntax& syn, TSNode subscript) {
+  TSNode gp = ts_node_parent(subscript);
+  return (syn.Kind(gp) == NodeKind::kAssignment || syn.Kind(gp) == NodeKind::kAugmentedAssignment) &&
+         ts_node_eq(ts_node_child_by_field_id(gp, syn.f_left), subscript);
+}
+
+// `x.attr` or `x.method(...)` (`attribute` is `x.attr`): a property read (`x.shape`, `x.is_cuda`)
+// keeps no reference, except the view properties; nor do the methods returning a new value.
+bool AttributeKeepsNoReference(const PySyntax& syn, std::string_view src, TSNode attribute) {
+  std::string_view attr = NodeText(ts_node_child_by_field_id(attribute, syn.f_attribute), src);
+  TSNode gp = ts_node_parent(attribute);
+  bool called = syn.Kind(gp) == NodeKind::kCall && ts_node_eq(ts_node_child_by_field_id(gp, syn.f_function), attribute);
+  if (!called) return !OneOf(attr, {"T", "mT", "H", "mH", "data", "real", "imag", "grad"});
+  return OneOf(attr, {"size", "dim", "numel", "sum", "mean", "item", "tolist", "any", "all", "abs", "norm", "max",
+                      "min", "clone", "std", "var"});
+}
+
+// An argument of a call (`arguments` is its argument list): torch functions keep no reference to
+// their arguments; only those returning a view (or a list of views) of an argument could let
+// another name see the object.
+bool ArgumentKeepsNoReference(const PySyntax& syn, std::string_view src, TSNode arguments) {
+  TSNode call = ts_node_parent(arguments);
+  std::string_view callee = CalleeText(syn, call, src);
+  if (OneOf(callee, {"print", "len", "isinstance"})) return true;
+  return (callee.starts_with("torch.") || callee.starts_with("F.")) &&
+         !OneOf(LastName(callee),
+                {"reshape",    "flatten",      "squeeze",    "unsqueeze",    "narrow",          "select",
+                 "t",          "transpose",    "permute",    "movedim",      "unbind",          "split",
+                 "chunk",      "tensor_split", "as_strided", "view_as_real", "view_as_complex", "diagonal",
+                 "swapaxes",   "swapdims",     "unflatten",  "expand",       "broadcast_to",    "atleast_1d",
+                 "atleast_2d", "atleast_3d",   "hsplit",     "vsplit",       "dsplit",          "detach",
+                 "real",       "imag"});
+}
+
+// Whether a use `c` of the name before the statement (or in the same loop) cannot keep a
+// reference to the object. Bound again (`x = ...`), the name no longer refers to the object we
+// are proving things about; any use not listed here may keep a reference.
+bool UseKeepsNoReference(const PySyntax& syn, std::string_view src, TSNode c) {
+  TSNode parent = ts_node_parent(c);
+  switch (syn.Kind(parent)) {
+    case NodeKind::kComparisonOperator:
+    case NodeKind::kBinaryOperator:
+    case NodeKind::kAugmentedAssignment: return true;
+    case NodeKind::kSubscript:
+      // x[...] = v (another in-place write of the fresh object) is fine; a read x[i] may be a view.
+      return ts_node_eq(ts_node_child_by_field_id(parent, syn.f_value), c) && IsSubscriptWrite(syn, parent);
+    case NodeKind::kAttribute:
+      return ts_node_eq(ts_node_child_by_field_id(parent, syn.f_object), c) &&
+             AttributeKeepsNoReference(syn, src, parent);
+    case NodeKind::kArgumentList: return ArgumentKeepsNoReference(syn, src, parent);
+    default: return false;
+  }
+}
+
+// The walk of RebindKeepsMeaning over the function: every use of the name must be one that the
+// rebinding cannot change the meaning of.
+class RebindCheck {
+ public:
+  RebindCheck(const PySyntax& syn, std::string_view src, TSNode scope, TSNode statement, TSNode binding,
+              std::string_view name)
+      : syn_(syn), src_(src), scope_(scope), statement_(statement), binding_(binding), name_(name) {
+    // The outermost loop around the statement inside the function: a use anywhere in it may run
+    // after the statement.
+    for (TSNode p = ts_node_parent(statement); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p))
+      if (syn.Kind(p) == NodeKind::kForStatement || syn.Kind(p) == NodeKind::kWhileStatement) loop_ = p;
+  }
+
+  bool safe() const { return safe_; }
+
+  // Whether the walk enters `c`'s children.
+  bool Visit(TSNode c) {
+    if (!safe_) return false;
+    NodeKind k = syn_.Kind(c);
+    if (k == NodeKind::kGlobalStatement || k == NodeKind::kNonlocalStatement) {
+      if (NodeText(c, src_).find(name_) != std::string_view::npos) safe_ = false;
+      return false;
+    }
+    if (k == NodeKind::kParameters) {
+      for (TSNode p : NamedChildren(c))
+        if (NodeText(p, src_) == name_) safe_ = false;
+      return false;
+    }
+    if (k != NodeKind::kIdentifier || NodeText(c, src_) != name_) return true;
+    if (Within(c, statement_) || Within(c, binding_)) return true;
+    if (!InNestedScope(syn_, c, scope_)) {  // a closure sees the object, not the new binding
+      bool after = ts_node_start_byte(c) >= ts_node_end_byte(statement_);
+      if (after && (ts_node_is_null(loop_) || !Within(c, loop_))) return true;  // sees the new value
+      // Before the statement (or in the same loop): only uses that cannot keep a reference.
+      if (UseKeepsNoReference(syn_, src_, c)) return true;
+    }
+    safe_ = false;
+    return false;
+  }
+
+ private:
+  const PySyntax& syn_;
+  std::string_view src_;
+  TSNode scope_, statement_, binding_;
+  TSNode loop_{};
+  std::string_view name_;
+  bool safe_ = true;
+};
+
+}  // namespace
+
 bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statement, std::string_view name) {
   TSNode scope = EnclosingScope(syn, statement);
   if (ts_node_is_null(scope) || syn.Kind(scope) != NodeKind::kFunctionDefinition) return false;
@@ -188,81 +296,9 @@ bool RebindKeepsMeaning(const PySyntax& syn, std::string_view src, TSNode statem
   // that no caller, attribute or other name can hold it.
   TSNode bound = PreviousBinding(syn, src, scope, name, ts_node_start_byte(statement));
   if (ts_node_is_null(bound) || !IsFreshTensor(syn, bound, src)) return false;
-  TSNode binding = ts_node_parent(bound);
-  // The outermost loop around the statement inside the function: a use anywhere in it may run
-  // after the statement.
-  TSNode loop{};
-  for (TSNode p = ts_node_parent(statement); !ts_node_is_null(p) && !ts_node_eq(p, scope); p = ts_node_parent(p))
-    if (syn.Kind(p) == NodeKind::kForStatement || syn.Kind(p) == NodeKind::kWhileStatement) loop = p;
-  bool safe = true;
-  ForEachNamedNode(scope, [&](TSNode c) {
-    if (!safe) return false;
-    NodeKind k = syn.Kind(c);
-    if (k == NodeKind::kGlobalStatement || k == NodeKind::kNonlocalStatement) {
-      if (NodeText(c, src).find(name) != std::string_view::npos) safe = false;
-      return false;
-    }
-    if (k == NodeKind::kParameters) {
-      for (TSNode p : NamedChildren(c))
-        if (NodeText(p, src) == name) safe = false;
-      return false;
-    }
-    if (k != NodeKind::kIdentifier || NodeText(c, src) != name) return true;
-    if (Within(c, statement) || Within(c, binding)) return true;
-    if (InNestedScope(syn, c, scope)) {  // a closure sees the object, not the new binding
-      safe = false;
-      return false;
-    }
-    bool after = ts_node_start_byte(c) >= ts_node_end_byte(statement);
-    if (after && (ts_node_is_null(loop) || !Within(c, loop))) return true;  // sees the new value
-    // Before the statement (or in the same loop): only uses that cannot keep a reference.
-    TSNode parent = ts_node_parent(c);
-    NodeKind pk = syn.Kind(parent);
-    if (pk == NodeKind::kComparisonOperator) return true;
-    if (pk == NodeKind::kBinaryOperator || pk == NodeKind::kAugmentedAssignment) return true;
-    if (pk == NodeKind::kAssignment && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_left), c)) {
-      // Bound again: this name no longer refers to the object we are proving things about.
-      safe = false;
-      return false;
-    }
-    if (pk == NodeKind::kSubscript && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_value), c)) {
-      // x[...] = v (another in-place write of the fresh object) is fine; a read x[i] may be a view.
-      TSNode gp = ts_node_parent(parent);
-      if ((syn.Kind(gp) == NodeKind::kAssignment || syn.Kind(gp) == NodeKind::kAugmentedAssignment) &&
-          ts_node_eq(ts_node_child_by_field_id(gp, syn.f_left), parent))
-        return true;
-    }
-    if (pk == NodeKind::kAttribute && ts_node_eq(ts_node_child_by_field_id(parent, syn.f_object), c)) {
-      std::string_view attr = NodeText(ts_node_child_by_field_id(parent, syn.f_attribute), src);
-      TSNode gp = ts_node_parent(parent);
-      bool called =
-          syn.Kind(gp) == NodeKind::kCall && ts_node_eq(ts_node_child_by_field_id(gp, syn.f_function), parent);
-      // A property read (`x.shape`, `x.is_cuda`) keeps no reference, except the view properties.
-      if (!called && !OneOf(attr, {"T", "mT", "H", "mH", "data", "real", "imag", "grad"})) return true;
-      if (called && OneOf(attr, {"size", "dim", "numel", "sum", "mean", "item", "tolist", "any", "all", "abs", "norm",
-                                 "max", "min", "clone", "std", "var"}))
-        return true;
-    }
-    if (pk == NodeKind::kArgumentList) {
-      TSNode call = ts_node_parent(parent);
-      std::string_view callee = CalleeText(syn, call, src);
-      if (OneOf(callee, {"print", "len", "isinstance"})) return true;
-      // torch functions keep no reference to their arguments; only those returning a view (or a
-      // list of views) of an argument could let another name see the object.
-      if ((callee.starts_with("torch.") || callee.starts_with("F.")) &&
-          !OneOf(LastName(callee),
-                 {"reshape",    "flatten",      "squeeze",    "unsqueeze",    "narrow",          "select",
-                  "t",          "transpose",    "permute",    "movedim",      "unbind",          "split",
-                  "chunk",      "tensor_split", "as_strided", "view_as_real", "view_as_complex", "diagonal",
-                  "swapaxes",   "swapdims",     "unflatten",  "expand",       "broadcast_to",    "atleast_1d",
-                  "atleast_2d", "atleast_3d",   "hsplit",     "vsplit",       "dsplit",          "detach",
-                  "real",       "imag"}))
-        return true;
-    }
-    safe = false;
-    return false;
-  });
-  return safe;
+  RebindCheck check(syn, src, scope, statement, ts_node_parent(bound), name);
+  ForEachNamedNode(scope, [&](TSNode c) { return check.Visit(c); });
+  return check.safe();
 }
 
 namespace {
