@@ -716,6 +716,79 @@ bool Hdf5PathExists(hid_t id, const std::string& path) {
   }
 }
 
+/// Sorts the wanted paths (normalised) of the file `id` into `result`: missing, covered (inside
+/// another selected object, when no destinations are given) or copied; returns the destination of
+/// each path found.
+std::map<std::string, std::string> SelectHdf5Objects(hid_t id, const std::vector<std::string>& names,
+                                                     const std::vector<std::string>& wanted,
+                                                     const std::vector<std::string>& dest, Hdf5ExtractResult* result) {
+  std::map<std::string, std::string> dest_of;  // selected path -> destination
+  // Ancestors first so that a seqid inside a selected operator is not copied twice.
+  std::vector<size_t> order(wanted.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::count(wanted[a].begin(), wanted[a].end(), '/') < std::count(wanted[b].begin(), wanted[b].end(), '/');
+  });
+  std::vector<std::string> selected;
+  std::vector<bool> found(wanted.size(), false), covered(wanted.size(), false);
+  for (size_t i : order) {
+    const std::string& p = wanted[i];
+    if (!Hdf5PathExists(id, p)) continue;
+    found[i] = true;
+    // With explicit destinations every pair is copied as given (h5copy copies what it is told).
+    if (dest.empty())
+      for (const std::string& s : selected)
+        if (p == s || (p.size() > s.size() && p.compare(0, s.size(), s) == 0 && p[s.size()] == '/')) covered[i] = true;
+    if (!covered[i]) selected.push_back(p);
+    dest_of[p] = dest.empty() ? p : dest[i];
+  }
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (!found[i]) result->missing.push_back(names[i]);
+    else if (covered[i]) result->covered.push_back(wanted[i]);
+    else result->copied.push_back(wanted[i]);
+  }
+  return dest_of;
+}
+
+/// Copies `copied` from the open file `src` (read from `in`) into the file `tmp`, created, or
+/// opened when `appended` (a copy of `out`), then flushes and closes it. Messages name `out`.
+Status CopyHdf5Objects(hid_t src, const fs::path& in, const fs::path& tmp, const fs::path& out, bool appended,
+                       const std::vector<std::string>& copied, const std::map<std::string, std::string>& dest_of,
+                       ErrorCapture& cap) {
+  Handle fout(appended ? H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
+                       : H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+              H5Fclose);
+  if (!fout.ok())
+    return IoError(out.string() + (appended ? ": cannot open to append" : ": cannot create") + cap.Detail());
+  Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  if (!lcpl.ok() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
+    return IoError(out.string() + ": HDF5 property list" + cap.Detail());
+  for (const std::string& p : copied) {
+    const std::string& d = dest_of.at(p);
+    if (Hdf5PathExists(fout.get(), d))
+      return InvalidArgument(out.string() + ": " + d + " already exists; not copied again (h5copy refuses too)");
+    if (H5Ocopy(src, p.c_str(), fout.get(), d.c_str(), H5P_DEFAULT, lcpl.get()) < 0)
+      return IoError(Where(in, p) + ": cannot copy into " + out.string() + (d != p ? " as " + d : "") + cap.Detail());
+  }
+  if (H5Fflush(fout.get(), H5F_SCOPE_GLOBAL) < 0 || !fout.Close())
+    return IoError(out.string() + ": cannot write" + cap.Detail());
+  return Status::Ok();
+}
+
+/// Syncs the written `tmp` to disk and renames it onto `out`.
+Status SyncAndRename(const fs::path& tmp, const fs::path& out) {
+  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    int err = errno;
+    if (fd >= 0) ::close(fd);
+    return IoError(out.string() + ": cannot write: " + std::strerror(err));
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), out.c_str()) != 0)
+    return IoError(out.string() + ": cannot rename into place: " + std::strerror(errno));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out, const std::vector<std::string>& names,
@@ -738,78 +811,27 @@ Expected<Hdf5ExtractResult> ExtractHdf5(const fs::path& in, const fs::path& out,
     if (dest.back().empty() || dest.back()[0] != '/' || dest.back() == "/")
       return InvalidArgument("-d " + raw + ": not an object path (/op_name or /op_name/seqid)");
   }
-  std::map<std::string, std::string> dest_of;  // selected path -> destination
-  // Ancestors first so that a seqid inside a selected operator is not copied twice.
-  std::vector<size_t> order(wanted.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::count(wanted[a].begin(), wanted[a].end(), '/') < std::count(wanted[b].begin(), wanted[b].end(), '/');
-  });
-  std::vector<std::string> selected;
-  std::vector<bool> found(wanted.size(), false), covered(wanted.size(), false);
-  for (size_t i : order) {
-    const std::string& p = wanted[i];
-    if (!Hdf5PathExists(file->id_, p)) continue;
-    found[i] = true;
-    // With explicit destinations every pair is copied as given (h5copy copies what it is told).
-    if (dest.empty())
-      for (const std::string& s : selected)
-        if (p == s || (p.size() > s.size() && p.compare(0, s.size(), s) == 0 && p[s.size()] == '/')) covered[i] = true;
-    if (!covered[i]) selected.push_back(p);
-    dest_of[p] = dest.empty() ? p : dest[i];
-  }
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    if (!found[i]) result.missing.push_back(names[i]);
-    else if (covered[i]) result.covered.push_back(wanted[i]);
-    else result.copied.push_back(wanted[i]);
-  }
+  const std::map<std::string, std::string> dest_of = SelectHdf5Objects(file->id_, names, wanted, dest, &result);
   if (result.copied.empty()) return result;
 
   fs::path tmp = out;
   tmp += ".tmp." + std::to_string(::getpid());
-  auto fail = [&](const std::string& msg) -> Status {
-    fs::remove(tmp, ec);
-    return IoError(msg);
-  };
   result.appended = append && fs::exists(out, ec);
+  Status st = Status::Ok();
   if (result.appended) {
     if (H5Fis_hdf5(out.c_str()) <= 0)
       return InvalidArgument(out.string() +
                              ": exists and is not an HDF5 file; not appended to (give a new -o, or "
                              "--force to replace it)");
     fs::copy_file(out, tmp, fs::copy_options::overwrite_existing, ec);
-    if (ec) return fail(out.string() + ": cannot copy it to append to: " + ec.message());
+    if (ec) st = IoError(out.string() + ": cannot copy it to append to: " + ec.message());
   }
-  {
-    Handle fout(result.appended ? H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)
-                                : H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                H5Fclose);
-    if (!fout.ok())
-      return fail(out.string() + (result.appended ? ": cannot open to append" : ": cannot create") + cap.Detail());
-    Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-    if (!lcpl.ok() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
-      return fail(out.string() + ": HDF5 property list" + cap.Detail());
-    for (const std::string& p : result.copied) {
-      const std::string& d = dest_of[p];
-      if (Hdf5PathExists(fout.get(), d)) {
-        fs::remove(tmp, ec);
-        return InvalidArgument(out.string() + ": " + d + " already exists; not copied again (h5copy refuses too)");
-      }
-      if (H5Ocopy(file->id_, p.c_str(), fout.get(), d.c_str(), H5P_DEFAULT, lcpl.get()) < 0)
-        return fail(Where(in, p) + ": cannot copy into " + out.string() + (d != p ? " as " + d : "") + cap.Detail());
-    }
-    if (H5Fflush(fout.get(), H5F_SCOPE_GLOBAL) < 0 || !fout.Close())
-      return fail(out.string() + ": cannot write" + cap.Detail());
+  if (st.ok()) st = CopyHdf5Objects(file->id_, in, tmp, out, result.appended, result.copied, dest_of, cap);
+  if (st.ok()) st = SyncAndRename(tmp, out);
+  if (!st.ok()) {
+    fs::remove(tmp, ec);  // a failure leaves `out` as it was, and no temporary
+    return st;
   }
-  int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    int err = errno;
-    if (fd >= 0) ::close(fd);
-    return fail(out.string() + ": cannot write: " + std::strerror(err));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), out.c_str()) != 0)
-    return fail(out.string() + ": cannot rename into place: " + std::strerror(errno));
   return result;
 }
 

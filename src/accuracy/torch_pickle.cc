@@ -7,8 +7,10 @@
 // pickle's length.
 #include "accuracy/torch_pickle.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <unordered_map>
 
 namespace portkit::accuracy {
@@ -101,6 +103,39 @@ bool IsTorchDTypeName(std::string_view name) {
 
 /// A saved tensor's pickle holds a few dozen values; the cap keeps a hostile one's memory small.
 constexpr size_t kMaxValues = size_t{1} << 18;
+
+/// The opcodes a saved tensor's pickle uses, by what they do (CPython's Lib/pickletools.py);
+/// every other opcode is refused.
+enum class OpGroup : uint8_t {
+  kRefused,
+  kControl,        ///< PROTO, FRAME, STOP
+  kStack,          ///< MARK, POP_MARK, POP, DUP
+  kMemo,           ///< BINPUT, LONG_BINPUT, MEMOIZE, BINGET, LONG_BINGET
+  kNumber,         ///< NONE, NEWTRUE, NEWFALSE, BININT*, LONG1, LONG4, BINFLOAT
+  kString,         ///< the BIN*STRING, *BINUNICODE* and *BINBYTES* opcodes
+  kNewContainer,   ///< EMPTY_*, TUPLE, LIST, DICT, TUPLE1-3
+  kFillContainer,  ///< APPEND, APPENDS, SETITEM, SETITEMS
+  kCall            ///< GLOBAL, STACK_GLOBAL, BINPERSID, REDUCE, BUILD
+};
+
+constexpr void SetOpGroup(std::array<OpGroup, 256>& groups, std::initializer_list<unsigned char> ops, OpGroup g) {
+  for (unsigned char op : ops) groups[op] = g;
+}
+
+constexpr std::array<OpGroup, 256> MakeOpGroups() {
+  std::array<OpGroup, 256> g{};  // kRefused
+  SetOpGroup(g, {0x80, 0x95, '.'}, OpGroup::kControl);
+  SetOpGroup(g, {'(', '1', '0', '2'}, OpGroup::kStack);
+  SetOpGroup(g, {'q', 'r', 0x94, 'h', 'j'}, OpGroup::kMemo);
+  SetOpGroup(g, {'N', 0x88, 0x89, 'K', 'M', 'J', 0x8a, 0x8b, 'G'}, OpGroup::kNumber);
+  SetOpGroup(g, {'X', 0x8c, 0x8d, 'U', 'T', 'C', 'B', 0x8e}, OpGroup::kString);
+  SetOpGroup(g, {')', ']', '}', 't', 'l', 'd', 0x85, 0x86, 0x87}, OpGroup::kNewContainer);
+  SetOpGroup(g, {'a', 's', 'e', 'u'}, OpGroup::kFillContainer);
+  SetOpGroup(g, {'c', 0x93, 'Q', 'R', 'b'}, OpGroup::kCall);
+  return g;
+}
+
+constexpr std::array<OpGroup, 256> kOpGroups = MakeOpGroups();
 
 class Machine {
  public:
@@ -307,56 +342,119 @@ class Machine {
     return FailAt(at, "calls " + f.s + ", which a saved tensor does not: refused");
   }
 
+  Status Truncated(size_t at) const { return FailAt(at, "the pickle ends inside an opcode: truncated?"); }
+  Status Underflow(uint8_t op, size_t at) const {
+    return FailAt(at, "opcode '" + Printable(std::string(1, static_cast<char>(op))) +
+                          "' finds the stack empty: not a valid pickle");
+  }
+  Status Refused(uint8_t op, size_t at) const {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", op);
+    return FailAt(at, std::string("opcode ") + hex + " is not one a saved tensor uses: refused, nothing was run");
+  }
+
+  /// One opcode: dispatched by its group (kOpGroups); an opcode of no group is refused.
   Status Step(uint8_t op, size_t at) {
-    const auto truncated = [&] { return FailAt(at, "the pickle ends inside an opcode: truncated?"); };
-    const auto underflow = [&] {
-      return FailAt(at, "opcode '" + Printable(std::string(1, static_cast<char>(op))) +
-                            "' finds the stack empty: not a valid pickle");
-    };
+    switch (kOpGroups[op]) {
+      case OpGroup::kControl: return StepControl(op, at);
+      case OpGroup::kStack: return StepStack(op, at);
+      case OpGroup::kMemo: return StepMemo(op, at);
+      case OpGroup::kNumber: return StepNumber(op, at);
+      case OpGroup::kString: return StepString(op, at);
+      case OpGroup::kNewContainer: return StepNewContainer(op, at);
+      case OpGroup::kFillContainer: return StepFillContainer(op, at);
+      case OpGroup::kCall: return StepCall(op, at);
+      case OpGroup::kRefused: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// PROTO, FRAME, STOP.
+  Status StepControl(uint8_t op, size_t at) {
     uint64_t n = 0;
-    std::string_view b;
-    uint32_t x = 0, y = 0;
     switch (op) {
       case 0x80:  // PROTO
-        if (!Le(1, &n)) return truncated();
+        if (!Le(1, &n)) return Truncated(at);
         if (n > 5) return FailAt(at, "pickle protocol " + std::to_string(n) + " is not known");
         return Status::Ok();
       case 0x95:  // FRAME: a length hint only
-        if (!Le(8, &n)) return truncated();
+        if (!Le(8, &n)) return Truncated(at);
         return Status::Ok();
       case '.':  // STOP
-        if (!Pop(&result_)) return underflow();
+        if (!Pop(&result_)) return Underflow(op, at);
         stopped_ = true;
         return Status::Ok();
+      default: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// MARK, POP_MARK, POP, DUP.
+  Status StepStack(uint8_t op, size_t at) {
+    uint32_t x = 0;
+    switch (op) {
       case '(':  // MARK
         marks_.push_back(stack_.size());
         return Status::Ok();
       case '1': {  // POP_MARK
         std::vector<uint32_t> dropped;
-        if (!PopToMark(&dropped)) return underflow();
+        if (!PopToMark(&dropped)) return Underflow(op, at);
         return Status::Ok();
       }
       case '0':  // POP
-        if (!Pop(&x)) return underflow();
+        if (!Pop(&x)) return Underflow(op, at);
         return Status::Ok();
       case '2':  // DUP
-        if (stack_.empty()) return underflow();
+        if (stack_.empty()) return Underflow(op, at);
         stack_.push_back(stack_.back());
         return Status::Ok();
+      default: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// BINPUT, LONG_BINPUT, MEMOIZE, BINGET, LONG_BINGET.
+  Status StepMemo(uint8_t op, size_t at) {
+    uint64_t n = 0;
+    switch (op) {
+      case 'q':
+      case 'r':
+      case 0x94: {  // BINPUT / LONG_BINPUT / MEMOIZE
+        if (op == 0x94) n = memo_.size();
+        else if (!Le(op == 'q' ? 1 : 4, &n)) return Truncated(at);
+        if (stack_.empty()) return Underflow(op, at);
+        memo_[n] = stack_.back();
+        return Status::Ok();
+      }
+      case 'h':
+      case 'j': {  // BINGET / LONG_BINGET
+        if (!Le(op == 'h' ? 1 : 4, &n)) return Truncated(at);
+        auto it = memo_.find(n);
+        if (it == memo_.end()) return FailAt(at, "memo entry " + std::to_string(n) + " was never stored");
+        stack_.push_back(it->second);
+        return Status::Ok();
+      }
+      default: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// NONE, NEWTRUE / NEWFALSE, the ints, BINFLOAT.
+  Status StepNumber(uint8_t op, size_t at) {
+    uint64_t n = 0;
+    Value v;
+    switch (op) {
       case 'N': return Push(Value{});
       case 0x88:
-      case 0x89: {  // NEWTRUE / NEWFALSE
-        Value v;
+      case 0x89:  // NEWTRUE / NEWFALSE
         v.kind = Kind::kBool;
         v.i = op == 0x88;
         return Push(std::move(v));
-      }
       case 'K':
       case 'M':
       case 'J': {  // BININT1 / BININT2 / BININT (signed)
         int len = op == 'K' ? 1 : op == 'M' ? 2 : 4;
-        if (!Le(len, &n)) return truncated();
-        Value v;
+        if (!Le(len, &n)) return Truncated(at);
         v.kind = Kind::kInt;
         v.i =
             op == 'J' ? static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(n))) : static_cast<int64_t>(n);
@@ -364,142 +462,140 @@ class Machine {
       }
       case 0x8a:
       case 0x8b: {  // LONG1 / LONG4: little-endian two's complement of n bytes
-        if (!Le(op == 0x8a ? 1 : 4, &n)) return truncated();
+        if (!Le(op == 0x8a ? 1 : 4, &n)) return Truncated(at);
         if (n > 8) return FailAt(at, "an integer of " + std::to_string(n) + " bytes: larger than a tensor uses");
-        uint64_t v = 0;
-        if (!Le(static_cast<int>(n), &v)) return truncated();
-        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);  // sign-extend
-        Value val;
-        val.kind = Kind::kInt;
-        val.i = static_cast<int64_t>(v);
-        return Push(std::move(val));
+        uint64_t bits = 0;
+        if (!Le(static_cast<int>(n), &bits)) return Truncated(at);
+        if (n > 0 && n < 8 && (bits >> (8 * n - 1)) & 1) bits |= ~uint64_t{0} << (8 * n);  // sign-extend
+        v.kind = Kind::kInt;
+        v.i = static_cast<int64_t>(bits);
+        return Push(std::move(v));
       }
       case 'G': {  // BINFLOAT, big-endian
-        if (!Take(8, &b)) return truncated();
+        std::string_view b;
+        if (!Take(8, &b)) return Truncated(at);
         uint64_t bits = 0;
         for (char c : b) bits = (bits << 8) | static_cast<uint8_t>(c);
-        Value v;
         v.kind = Kind::kFloat;
         std::memcpy(&v.f, &bits, 8);
         return Push(std::move(v));
       }
-      case 'X':     // BINUNICODE
-      case 0x8c:    // SHORT_BINUNICODE
-      case 0x8d:    // BINUNICODE8
-      case 'U':     // SHORT_BINSTRING
-      case 'T':     // BINSTRING
-      case 'C':     // SHORT_BINBYTES
-      case 'B':     // BINBYTES
-      case 0x8e: {  // BINBYTES8
-        int len = (op == 0x8c || op == 'U' || op == 'C') ? 1 : (op == 0x8d || op == 0x8e) ? 8 : 4;
-        if (!Le(len, &n)) return truncated();
-        if (!Take(n, &b)) return truncated();
-        Value v;
-        v.kind = Kind::kString;
-        v.s = std::string(b);
-        return Push(std::move(v));
-      }
-      case ')': {  // EMPTY_TUPLE
-        Value v;
+      default: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// BINUNICODE, SHORT_BINUNICODE, BINUNICODE8, SHORT_BINSTRING, BINSTRING, SHORT_BINBYTES,
+  /// BINBYTES, BINBYTES8: a length of 1, 4 or 8 bytes, then the bytes.
+  Status StepString(uint8_t op, size_t at) {
+    const int len = (op == 0x8c || op == 'U' || op == 'C') ? 1 : (op == 0x8d || op == 0x8e) ? 8 : 4;
+    uint64_t n = 0;
+    std::string_view b;
+    if (!Le(len, &n)) return Truncated(at);
+    if (!Take(n, &b)) return Truncated(at);
+    Value v;
+    v.kind = Kind::kString;
+    v.s = std::string(b);
+    return Push(std::move(v));
+  }
+
+  /// EMPTY_TUPLE / EMPTY_LIST / EMPTY_DICT, TUPLE / LIST / DICT from the mark, TUPLE1-3.
+  Status StepNewContainer(uint8_t op, size_t at) {
+    Value v;
+    switch (op) {
+      case ')':  // EMPTY_TUPLE
         v.kind = Kind::kTuple;
         return Push(std::move(v));
-      }
       case ']':
-      case '}': {  // EMPTY_LIST / EMPTY_DICT
-        Value v;
+      case '}':  // EMPTY_LIST / EMPTY_DICT
         v.kind = op == ']' ? Kind::kList : Kind::kDict;
         return Push(std::move(v));
-      }
       case 't':
       case 'l':
-      case 'd': {  // TUPLE / LIST / DICT from the mark
-        Value v;
+      case 'd':  // TUPLE / LIST / DICT from the mark
         v.kind = op == 't' ? Kind::kTuple : op == 'l' ? Kind::kList : Kind::kDict;
         if (!PopToMark(&v.items)) return FailAt(at, "a tuple, list or dict without a mark");
         if (op == 'd' && v.items.size() % 2) return FailAt(at, "a dict with an odd number of items");
         return Push(std::move(v));
-      }
       case 0x85:
       case 0x86:
-      case 0x87: {  // TUPLE1-3
-        Value v;
+      case 0x87:  // TUPLE1-3
         v.kind = Kind::kTuple;
         v.items.resize(op - 0x84u);
         for (size_t i = v.items.size(); i-- > 0;)
-          if (!Pop(&v.items[i])) return underflow();
+          if (!Pop(&v.items[i])) return Underflow(op, at);
         return Push(std::move(v));
-      }
+      default: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// APPEND, SETITEM, APPENDS / SETITEMS from the mark.
+  Status StepFillContainer(uint8_t op, size_t at) {
+    uint32_t x = 0, y = 0;
+    switch (op) {
       case 'a':  // APPEND
-        if (!Pop(&x) || stack_.empty()) return underflow();
+        if (!Pop(&x) || stack_.empty()) return Underflow(op, at);
         if (values_[stack_.back()].kind != Kind::kList) return FailAt(at, "APPEND to something not a list");
         values_[stack_.back()].items.push_back(x);
         return Status::Ok();
       case 's':  // SETITEM
-        if (!Pop(&y) || !Pop(&x) || stack_.empty()) return underflow();
+        if (!Pop(&y) || !Pop(&x) || stack_.empty()) return Underflow(op, at);
         if (values_[stack_.back()].kind != Kind::kDict) return FailAt(at, "SETITEM on something not a dict");
         values_[stack_.back()].items.push_back(x), values_[stack_.back()].items.push_back(y);
         return Status::Ok();
       case 'e':
       case 'u': {  // APPENDS / SETITEMS from the mark
         std::vector<uint32_t> items;
-        if (!PopToMark(&items) || stack_.empty()) return underflow();
+        if (!PopToMark(&items) || stack_.empty()) return Underflow(op, at);
         Value& target = values_[stack_.back()];
         if (target.kind != (op == 'e' ? Kind::kList : Kind::kDict) || (op == 'u' && items.size() % 2))
           return FailAt(at, op == 'e' ? "APPENDS to something not a list" : "SETITEMS on something not a dict");
         target.items.insert(target.items.end(), items.begin(), items.end());
         return Status::Ok();
       }
-      case 'q':
-      case 'r':
-      case 0x94: {  // BINPUT / LONG_BINPUT / MEMOIZE
-        if (op == 0x94) n = memo_.size();
-        else if (!Le(op == 'q' ? 1 : 4, &n)) return truncated();
-        if (stack_.empty()) return underflow();
-        memo_[n] = stack_.back();
-        return Status::Ok();
-      }
-      case 'h':
-      case 'j': {  // BINGET / LONG_BINGET
-        if (!Le(op == 'h' ? 1 : 4, &n)) return truncated();
-        auto it = memo_.find(n);
-        if (it == memo_.end()) return FailAt(at, "memo entry " + std::to_string(n) + " was never stored");
-        stack_.push_back(it->second);
-        return Status::Ok();
-      }
+      default: break;
+    }
+    return Refused(op, at);
+  }
+
+  /// GLOBAL, STACK_GLOBAL, BINPERSID, REDUCE, BUILD: what would run code in Python, held to the
+  /// allow-list of Global / PersistentId / Reduce.
+  Status StepCall(uint8_t op, size_t at) {
+    uint32_t x = 0, y = 0;
+    switch (op) {
       case 'c': {  // GLOBAL module\nname\n
         size_t nl = p_.find('\n', pos_);
-        if (nl == std::string_view::npos) return truncated();
+        if (nl == std::string_view::npos) return Truncated(at);
         std::string_view module = p_.substr(pos_, nl - pos_);
         size_t nl2 = p_.find('\n', nl + 1);
-        if (nl2 == std::string_view::npos) return truncated();
+        if (nl2 == std::string_view::npos) return Truncated(at);
         std::string_view name = p_.substr(nl + 1, nl2 - nl - 1);
         pos_ = nl2 + 1;
         return Global(module, name, at);
       }
       case 0x93: {  // STACK_GLOBAL
-        if (!Pop(&y) || !Pop(&x)) return underflow();
+        if (!Pop(&y) || !Pop(&x)) return Underflow(op, at);
         if (values_[x].kind != Kind::kString || values_[y].kind != Kind::kString)
           return FailAt(at, "STACK_GLOBAL of something not a name");
         std::string module = values_[x].s, name = values_[y].s;
         return Global(module, name, at);
       }
       case 'Q':  // BINPERSID
-        if (!Pop(&x)) return underflow();
+        if (!Pop(&x)) return Underflow(op, at);
         return PersistentId(x, at);
       case 'R':  // REDUCE
-        if (!Pop(&y) || !Pop(&x)) return underflow();
+        if (!Pop(&y) || !Pop(&x)) return Underflow(op, at);
         return Reduce(x, y, at);
       case 'b': {  // BUILD: the state of a dict or tensor; not needed for the data
-        if (!Pop(&y) || stack_.empty()) return underflow();
+        if (!Pop(&y) || stack_.empty()) return Underflow(op, at);
         Kind k = values_[stack_.back()].kind;
         if (k != Kind::kDict && k != Kind::kTensor) return FailAt(at, std::string("BUILD on ") + KindName(k));
         return Status::Ok();
       }
       default: break;
     }
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02x", op);
-    return FailAt(at, std::string("opcode ") + hex + " is not one a saved tensor uses: refused, nothing was run");
+    return Refused(op, at);
   }
 
   std::string_view p_;
