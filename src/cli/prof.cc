@@ -354,7 +354,7 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   AddMaxStringOption(*diff, &max_string_mb);
 
   ClusterCommand cluster;
-  cluster.Register(app);
+  cluster.Register(app, ctx);
 
   if (auto rc = Parse(app, argc, argv)) return *rc;
   if (cluster.parsed()) return cluster.Run(ctx);

@@ -6,11 +6,12 @@
 #include "core/atomic_file.h"
 #include "core/output_policy.h"
 #include "render/prof_cluster.h"
+#include "target/target_facts.h"
 
 namespace portkit::cli {
 namespace fs = std::filesystem;
 
-void ClusterCommand::Register(CLI::App& prof) {
+void ClusterCommand::Register(CLI::App& prof, const Context& ctx) {
   command = prof.add_subcommand(
       "cluster",
       "multi-rank analysis of a folder of per-rank Kineto traces: ranks aligned on absolute time, temporal "
@@ -25,6 +26,9 @@ void ClusterCommand::Register(CLI::App& prof) {
   command->add_flag("--force", force, "replace files in -o that portkit did not write (refused otherwise)");
   command->add_flag("--include-last-step", include_last_step,
                     "keep device work launched in the last profiler step (HTA leaves it out as incomplete)");
+  // Checked here, before any work: the target names its collective library's tasks.
+  command->add_option("--target", target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
 }
 
 namespace {
@@ -49,6 +53,7 @@ int RunAndWrite(const ClusterCommand& c, prof::cluster::Exchange& exchange, Cont
   options.dir = c.dir;
   options.timeline = !c.no_timeline;
   options.include_last_step = c.include_last_step;
+  options.target = c.target;
   options.exchange = &exchange;
   auto report = prof::cluster::RunCluster(options, ctx);
   if (!report.ok()) return fail(report.status());

@@ -170,43 +170,53 @@ Status ImportReport::FirstFailure() const {
   return Status::Ok();
 }
 
-Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
-  Logger& log = ctx.logger;
-  std::error_code ec;
-  if (!fs::exists(options.input, ec))
-    return NotFound(options.input.string() +
-                    " does not exist; give a PROF_<timestamp> folder, a folder of traces or a trace file");
-  ImportReport report;
-  report.folder = ProfileFolder(options.input);
-  report.database = report.folder / kStoreFileName;
-  const auto importers = MakeImporters();
-  struct Found {
-    fs::path path;
-    const Importer* importer;
-  };
-  std::vector<Found> found;
-  bool single_file = fs::is_regular_file(options.input, ec);
-  std::vector<std::pair<fs::path, std::string>> not_read;
-  const Importer* kineto = nullptr;
-  for (const auto& i : importers)
-    if (i->name() == "kineto") kineto = i.get();
+namespace {
+
+using Importers = std::vector<std::unique_ptr<Importer>>;
+
+/// A trace found under the input, with the importer that recognised it.
+struct FoundTrace {
+  fs::path path;
+  const Importer* importer;
+};
+
+/// What the search of the input found: the traces to import and portkit's own outputs (what,
+/// why), which are never read back.
+struct FoundInput {
+  std::vector<FoundTrace> traces;
   std::map<std::string, std::string> own;
-  for (const auto& entry : CandidateFiles(options.input, &not_read, &own)) {
+};
+
+/// The importer of `file` from its first bytes `head`; null when none reads it.
+const Importer* ImporterOf(const fs::path& file, const std::string& head, const Importers& importers,
+                           const ImportLimits& limits) {
+  if (const Importer* importer = DetectImporter(importers, head)) return importer;
+  // A JSON object whose first kSniffBytes hold none of a trace's keys may still have its
+  // traceEvents further on (after a long first member): look for it at the top level.
+  auto first = head.find_first_not_of(" \t\r\n");
+  if (head.size() >= kSniffBytes && first != std::string::npos && head[first] == '{' &&
+      HasTopLevelMember(file.string(), "traceEvents", limits)) {
+    for (const auto& i : importers)
+      if (i->name() == "kineto") return i.get();
+  }
+  return nullptr;
+}
+
+/// Finds the traces under options.input by their content; report.skipped gets the files left
+/// out, with why (sorted). Errors: a single file that is no trace, no trace at all.
+Expected<FoundInput> FindTraces(const ImportOptions& options, const Importers& importers, bool single_file,
+                                ImportReport& report) {
+  FoundInput in;
+  std::vector<std::pair<fs::path, std::string>> not_read;
+  for (const auto& entry : CandidateFiles(options.input, &not_read, &in.own)) {
     const fs::path& file = entry.path;
     std::string head = ReadFirstBytes(file);
     if (auto o = OwnOutputByContent(entry, head); o && !single_file) {
-      own.emplace(o->what, o->why);
+      in.own.emplace(o->what, o->why);
       continue;
     }
-    const Importer* importer = DetectImporter(importers, head);
-    // A JSON object whose first kSniffBytes hold none of a trace's keys may still have its
-    // traceEvents further on (after a long first member): look for it at the top level.
-    auto first = head.find_first_not_of(" \t\r\n");
-    if (!importer && head.size() >= kSniffBytes && first != std::string::npos && head[first] == '{' &&
-        HasTopLevelMember(file.string(), "traceEvents", options.limits))
-      importer = kineto;
-    if (importer) {
-      found.push_back({file, importer});
+    if (const Importer* importer = ImporterOf(file, head, importers, options.limits)) {
+      in.traces.push_back({file, importer});
     } else if (single_file) {
       return ParseError(file.string() + ": not a trace portkit reads (it reads " + DescribeImporters(importers) + ")");
     } else if (HasTraceLikeName(file)) {
@@ -215,60 +225,47 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
   }
   // Never read back: importing them would count every event a second time.
   // (`own` is empty for a single file: a file named on the command line is imported as asked.)
-  for (const auto& [what, why] : own) report.skipped.emplace_back(what, why);
-  auto is_own = [&](const std::string& stored) {
-    for (const auto& [what, why] : own)
-      if (stored == what || (what.back() == '/' && stored.rfind(what, 0) == 0)) return true;
-    return false;
-  };
+  for (const auto& [what, why] : in.own) report.skipped.emplace_back(what, why);
   // lexically: fs::relative would resolve the very link being reported.
   for (const auto& [file, why] : not_read)
     report.skipped.emplace_back(file.lexically_relative(report.folder).generic_string(), why);
   std::sort(report.skipped.begin(), report.skipped.end());
-  if (found.empty())
+  if (in.traces.empty())
     return NotFound("no trace found under " + options.input.string() + " (looked for " + DescribeImporters(importers) +
                     ")");
-  for (const auto& [path, why] : report.skipped) log.Info("Skipped " + path + ": " + why + ".");
-  auto store = Store::Open(report.database);
-  if (!store.ok()) return store.status();
-  store->SetTraceLimits(options.limits.max_events, options.limits.max_store_growth_bytes);
-  // The crash marker: which traces are still to come; removed once the run ends.
-  const fs::path marker = report.folder / (std::string(kImportMarkerPrefix) + std::to_string(getpid()));
-  std::vector<std::string> pending;
-  for (const auto& f : found) pending.push_back(Relative(f.path, report.folder));
-  const auto earlier = UnfinishedImports(report.folder);
-  PORTKIT_RETURN_IF_ERROR(WriteImportMarker(marker, pending));
-  std::set<std::string> imported;
-  Progress progress(log, found.size());
-  for (const auto& [file, importer] : found) {
-    ImportedTrace t;
-    t.path = Relative(file, report.folder);
-    t.importer = std::string(importer->name());
-    progress.Start("Import " + t.path + ".");
-    auto start = std::chrono::steady_clock::now();
-    auto result = importer->Import(file, t.path, *store, options.limits);
-    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!result.ok()) {
-      t.status = result.status();
-      progress.Done("Import " + t.path + " failed.");
-    } else {
-      t.result = std::move(*result);
-      if (!t.result.warning.empty()) log.Warning(t.path + ": " + t.result.warning);
-      char rate[32];
-      std::snprintf(rate, sizeof rate, "%.1f",
-                    t.seconds > 0 ? static_cast<double>(t.result.bytes) / 1e6 / t.seconds : 0.0);
-      progress.Done("Imported " + t.path + ": " + std::to_string(t.result.events) + " events (" + rate + " MB/s).");
-    }
-    if (t.status.ok()) imported.insert(t.path);
-    report.traces.push_back(std::move(t));
-    pending.erase(pending.begin());
-    if (Status st = WriteImportMarker(marker, pending); !st.ok()) log.Warning(st.message());
+  return in;
+}
+
+/// Imports one trace, timed; its failure is in the result's status.
+ImportedTrace ImportOne(const FoundTrace& found, Store& store, const ImportOptions& options, const fs::path& folder,
+                        Progress& progress, Logger& log) {
+  ImportedTrace t;
+  t.path = Relative(found.path, folder);
+  t.importer = std::string(found.importer->name());
+  progress.Start("Import " + t.path + ".");
+  auto start = std::chrono::steady_clock::now();
+  auto result = found.importer->Import(found.path, t.path, store, options.limits);
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    t.status = result.status();
+    progress.Done("Import " + t.path + " failed.");
+    return t;
   }
-  // An ASCEND_PROFILER_OUTPUT folder is one profile: kernel_details rows join trace_view's tasks.
+  t.result = std::move(*result);
+  if (!t.result.warning.empty()) log.Warning(t.path + ": " + t.result.warning);
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.1f", t.seconds > 0 ? static_cast<double>(t.result.bytes) / 1e6 / t.seconds : 0.0);
+  progress.Done("Imported " + t.path + ": " + std::to_string(t.result.events) + " events (" + rate + " MB/s).");
+  return t;
+}
+
+/// An ASCEND_PROFILER_OUTPUT folder is one profile: kernel_details rows join trace_view's tasks.
+/// The counts and notes of the traces involved change accordingly.
+Status JoinAscend(Store& store, ImportReport& report, Logger& log) {
   std::vector<std::pair<std::string, std::string>> by_importer;
   for (const auto& t : report.traces)
     if (t.status.ok()) by_importer.emplace_back(t.path, t.importer);
-  auto joins = JoinAscendSiblings(*store, by_importer);
+  auto joins = JoinAscendSiblings(store, by_importer);
   if (!joins.ok()) return joins.status();
   for (const auto& j : *joins) {
     log.Info("Joined " + std::to_string(j.joined) + " of " + std::to_string(j.rows) + " rows of " + j.kernel_details +
@@ -282,42 +279,99 @@ Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
       t.result.warning = t.result.warning.empty() ? note : t.result.warning + "; " + note;
     }
   }
-  // A folder import is the folder's profile: traces imported earlier whose files are gone leave it.
-  if (!single_file) {
-    std::vector<std::string> own_dropped;
-    auto stored = store->TracePaths();
-    if (!stored.ok()) return stored.status();
-    for (const auto& p : *stored) {
-      std::error_code gone_ec;
-      if (!fs::exists(report.folder / p, gone_ec) && !gone_ec) report.dropped.push_back(p);
-      else if (is_own(p)) own_dropped.push_back(p);
-    }
-    PORTKIT_RETURN_IF_ERROR(store->DropTraces(report.dropped));
-    PORTKIT_RETURN_IF_ERROR(store->DropTraces(own_dropped));
-    for (const auto& p : report.dropped)
-      log.Info("Dropped " + p + " from the profile: imported earlier, its file is gone.");
-    for (const auto& p : own_dropped)
-      log.Info("Dropped " + p + " from the profile: portkit's own output, imported by an earlier portkit.");
-    report.dropped.insert(report.dropped.end(), own_dropped.begin(), own_dropped.end());
-    std::sort(report.dropped.begin(), report.dropped.end());
+  return Status::Ok();
+}
+
+/// A folder import is the folder's profile: traces imported earlier whose files are gone leave
+/// it, and so do portkit's own outputs (`own`) that an earlier portkit imported.
+Status DropVanished(Store& store, const std::map<std::string, std::string>& own, ImportReport& report, Logger& log) {
+  auto is_own = [&](const std::string& stored) {
+    for (const auto& [what, why] : own)
+      if (stored == what || (what.back() == '/' && stored.rfind(what, 0) == 0)) return true;
+    return false;
+  };
+  std::vector<std::string> own_dropped;
+  auto stored = store.TracePaths();
+  if (!stored.ok()) return stored.status();
+  for (const auto& p : *stored) {
+    std::error_code gone_ec;
+    if (!fs::exists(report.folder / p, gone_ec) && !gone_ec) report.dropped.push_back(p);
+    else if (is_own(p)) own_dropped.push_back(p);
   }
-  {
-    auto stored = store->TracePaths();
-    if (!stored.ok()) return stored.status();
-    report.duplicates = FindDuplicates(report.folder, *stored);
-    for (const auto& [copy, original] : report.duplicates)
-      log.Warning(copy + " has the same content as " + original +
-                  ": both are in the profile, so its events count twice; delete one and import again");
-  }
+  PORTKIT_RETURN_IF_ERROR(store.DropTraces(report.dropped));
+  PORTKIT_RETURN_IF_ERROR(store.DropTraces(own_dropped));
+  for (const auto& p : report.dropped)
+    log.Info("Dropped " + p + " from the profile: imported earlier, its file is gone.");
+  for (const auto& p : own_dropped)
+    log.Info("Dropped " + p + " from the profile: portkit's own output, imported by an earlier portkit.");
+  report.dropped.insert(report.dropped.end(), own_dropped.begin(), own_dropped.end());
+  std::sort(report.dropped.begin(), report.dropped.end());
+  return Status::Ok();
+}
+
+/// Stored traces holding the same bytes, each warned about.
+Status FindCopies(Store& store, ImportReport& report, Logger& log) {
+  auto stored = store.TracePaths();
+  if (!stored.ok()) return stored.status();
+  report.duplicates = FindDuplicates(report.folder, *stored);
+  for (const auto& [copy, original] : report.duplicates)
+    log.Warning(copy + " has the same content as " + original +
+                ": both are in the profile, so its events count twice; delete one and import again");
+  return Status::Ok();
+}
+
+/// Removes this run's marker, and a killed earlier run's once everything it had left has been
+/// imported now.
+void RemoveMarkers(const fs::path& marker, const fs::path& folder, const std::vector<UnfinishedImport>& earlier,
+                   const std::set<std::string>& imported) {
   std::error_code rm_ec;
   fs::remove(marker, rm_ec);
-  // A killed earlier run's marker goes once everything it had left has been imported now.
   for (const auto& u : earlier) {
     if (u.running) continue;
     bool covered =
         std::all_of(u.pending.begin(), u.pending.end(), [&](const std::string& p) { return imported.count(p) > 0; });
-    if (covered) fs::remove(report.folder / (std::string(kImportMarkerPrefix) + std::to_string(u.pid)), rm_ec);
+    if (covered) fs::remove(folder / (std::string(kImportMarkerPrefix) + std::to_string(u.pid)), rm_ec);
   }
+}
+
+}  // namespace
+
+Expected<ImportReport> RunImport(const ImportOptions& options, Context& ctx) {
+  Logger& log = ctx.logger;
+  std::error_code ec;
+  if (!fs::exists(options.input, ec))
+    return NotFound(options.input.string() +
+                    " does not exist; give a PROF_<timestamp> folder, a folder of traces or a trace file");
+  ImportReport report;
+  report.folder = ProfileFolder(options.input);
+  report.database = report.folder / kStoreFileName;
+  const auto importers = MakeImporters();
+  const bool single_file = fs::is_regular_file(options.input, ec);
+  auto found = FindTraces(options, importers, single_file, report);
+  if (!found.ok()) return found.status();
+  for (const auto& [path, why] : report.skipped) log.Info("Skipped " + path + ": " + why + ".");
+  auto store = Store::Open(report.database);
+  if (!store.ok()) return store.status();
+  store->SetTraceLimits(options.limits.max_events, options.limits.max_store_growth_bytes);
+  // The crash marker: which traces are still to come; removed once the run ends.
+  const fs::path marker = report.folder / (std::string(kImportMarkerPrefix) + std::to_string(getpid()));
+  std::vector<std::string> pending;
+  for (const auto& f : found->traces) pending.push_back(Relative(f.path, report.folder));
+  const auto earlier = UnfinishedImports(report.folder);
+  PORTKIT_RETURN_IF_ERROR(WriteImportMarker(marker, pending));
+  std::set<std::string> imported;
+  Progress progress(log, found->traces.size());
+  for (const auto& f : found->traces) {
+    ImportedTrace t = ImportOne(f, *store, options, report.folder, progress, log);
+    if (t.status.ok()) imported.insert(t.path);
+    report.traces.push_back(std::move(t));
+    pending.erase(pending.begin());
+    if (Status st = WriteImportMarker(marker, pending); !st.ok()) log.Warning(st.message());
+  }
+  PORTKIT_RETURN_IF_ERROR(JoinAscend(*store, report, log));
+  if (!single_file) PORTKIT_RETURN_IF_ERROR(DropVanished(*store, found->own, report, log));
+  PORTKIT_RETURN_IF_ERROR(FindCopies(*store, report, log));
+  RemoveMarkers(marker, report.folder, earlier, imported);
   for (const auto& w : UnfinishedImportWarnings(report.folder)) log.Warning(w);
   return report;
 }

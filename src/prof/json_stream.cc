@@ -139,6 +139,102 @@ class Reader {
   Status limit_error_ = Status::Ok();
 };
 
+/// Consumes the rest of a string whose opening quote was just read. False if the input ends first.
+bool SkipStringRest(Reader& r) {
+  char c;
+  for (;;) {
+    if (!r.Next(&c)) return false;
+    if (c == '\\') {
+      if (!r.Next(&c)) return false;
+    } else if (c == '"') {
+      return true;
+    }
+  }
+}
+
+/// Where the scan of an object or array stands between two windows: its depth, inside a string,
+/// after a backslash.
+struct ScanState {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+};
+
+#ifdef __SSE2__
+/// Scans the bytes from `*p` 16 at a time while 16 remain before `end`: a mask of the quotes,
+/// backslashes and brackets, visited bit by bit (an escaped byte's bit is cleared; an escape in
+/// the last byte carries to the next block). True when the value closed (the cursor is then past
+/// it); else `*p` is where the 16-byte blocks end.
+inline bool ScanBlocks(Reader& r, const char** p, const char* end, ScanState& s) {
+  for (; end - *p >= 16; *p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(*p));
+    auto mask = [&](char x) { return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(x)))); };
+    const unsigned quote = mask('"'), backslash = mask('\\'), open = mask('{') | mask('['),
+                   close = mask('}') | mask(']');
+    unsigned todo = quote | backslash | open | close;
+    if (s.escaped) todo &= ~1u, s.escaped = false;
+    while (todo) {
+      const int i = __builtin_ctz(todo);
+      const unsigned bit = 1u << i;
+      todo &= todo - 1;
+      if (s.in_string) {
+        if (backslash & bit) {
+          if (i == 15) s.escaped = true;
+          else todo &= ~(bit << 1);
+        } else if (quote & bit) {
+          s.in_string = false;
+        }
+      } else if (quote & bit) {
+        s.in_string = true;
+      } else if (open & bit) {
+        ++s.depth;
+      } else if ((close & bit) && --s.depth == 0) {
+        r.SetCursor(*p + i + 1);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+#endif
+
+/// Scans [p, end) byte by byte. True when the value closed (the cursor is then past it).
+inline bool ScanBytes(Reader& r, const char* p, const char* end, ScanState& s) {
+  for (; p < end; ++p) {
+    const auto b = static_cast<unsigned char>(*p);
+    if (s.escaped) {
+      s.escaped = false;
+    } else if (s.in_string) {
+      if (b == '\\') s.escaped = true;
+      else if (b == '"') s.in_string = false;
+    } else if (kStructural.at[b]) {
+      if (b == '"') s.in_string = true;
+      else if (b == '{' || b == '[') ++s.depth;
+      else if ((b == '}' || b == ']') && --s.depth == 0) {
+        r.SetCursor(p + 1);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// Consumes the object or array starting at the current byte: one tight pass over the window's
+/// bytes (refilled at its end), with the state kept across refills. False if the input ends first.
+bool SkipContainer(Reader& r) {
+  ScanState s;
+  char c;
+  for (;;) {
+    if (!r.Peek(&c)) return false;
+    const char* p = r.cursor();
+    const char* end = r.end();
+#ifdef __SSE2__
+    if (ScanBlocks(r, &p, end, s)) return true;
+#endif
+    if (ScanBytes(r, p, end, s)) return true;
+    r.SetCursor(end);
+  }
+}
+
 /// Consumes one JSON value starting at the current byte (string-aware bracket matching, no full
 /// validation: each event is validated when it is parsed). Returns false if the input ends first.
 bool SkipValue(Reader& r) {
@@ -146,77 +242,9 @@ bool SkipValue(Reader& r) {
   if (!r.SkipSpace(&c)) return false;
   if (c == '"') {
     r.Next(&c);
-    for (;;) {
-      if (!r.Next(&c)) return false;
-      if (c == '\\') {
-        if (!r.Next(&c)) return false;
-      } else if (c == '"') {
-        return true;
-      }
-    }
+    return SkipStringRest(r);
   }
-  if (c == '{' || c == '[') {
-    // One tight pass over the window's bytes (refilled at its end): an event's strings, brackets
-    // and escapes, with the state (depth, in a string, after a backslash) kept across refills.
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (;;) {
-      if (!r.Peek(&c)) return false;
-      const char* p = r.cursor();
-      const char* end = r.end();
-#ifdef __SSE2__
-      // 16 bytes at a time: a mask of the quotes, backslashes and brackets, visited bit by bit
-      // (an escaped byte's bit is cleared; an escape in the last byte carries to the next block).
-      for (; end - p >= 16; p += 16) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        auto mask = [&](char x) {
-          return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(x))));
-        };
-        const unsigned quote = mask('"'), backslash = mask('\\'), open = mask('{') | mask('['),
-                       close = mask('}') | mask(']');
-        unsigned todo = quote | backslash | open | close;
-        if (escaped) todo &= ~1u, escaped = false;
-        while (todo) {
-          const int i = __builtin_ctz(todo);
-          const unsigned bit = 1u << i;
-          todo &= todo - 1;
-          if (in_string) {
-            if (backslash & bit) {
-              if (i == 15) escaped = true;
-              else todo &= ~(bit << 1);
-            } else if (quote & bit) {
-              in_string = false;
-            }
-          } else if (quote & bit) {
-            in_string = true;
-          } else if (open & bit) {
-            ++depth;
-          } else if ((close & bit) && --depth == 0) {
-            r.SetCursor(p + i + 1);
-            return true;
-          }
-        }
-      }
-#endif
-      for (; p < end; ++p) {
-        const auto b = static_cast<unsigned char>(*p);
-        if (escaped) {
-          escaped = false;
-        } else if (in_string) {
-          if (b == '\\') escaped = true;
-          else if (b == '"') in_string = false;
-        } else if (kStructural.at[b]) {
-          if (b == '"') in_string = true;
-          else if (b == '{' || b == '[') ++depth;
-          else if ((b == '}' || b == ']') && --depth == 0) {
-            r.SetCursor(p + 1);
-            return true;
-          }
-        }
-      }
-      r.SetCursor(end);
-    }
-  }
+  if (c == '{' || c == '[') return SkipContainer(r);
   // Number or literal: up to the next delimiter.
   for (;;) {
     if (!r.Peek(&c)) return true;  // a bare scalar at the very end

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A target complete as data: PORTKIT_DATA_DIR holding nothing but one target's target.json
 # (tests/fixtures/targets/only_json: device "tdev", module torch_tdev, device module torch.tdev,
-# backend "tccl") is laid over the shipped data and drives analyse, migrate and tune's GDAT; so
-# does a full copy of the shipped npu target under another name. Missing keys and two defaults are
-# errors naming the files.
+# backend "tccl", communication kernels "tccl") is laid over the shipped data and drives analyse,
+# migrate, tune's GDAT, prof analyse and prof cluster; so does a full copy of the shipped npu target
+# under another name. Missing keys and two defaults are errors naming the files.
 source "$(dirname "$0")/harness.sh"
 
 root=$(pwd)
@@ -56,6 +56,40 @@ PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate examples/gdat/m
 check "GDAT with npu refuses tccl and offers hccl" "[ $rc = 2 ] && grep -q 'choose one of gloo, hccl, nccl' '$tmp/g2.err'"
 PORTKIT_DATA_DIR="$only" "$PORTKIT" tune --job-type=4 --simulate examples/gdat/mlp_comm_bound.json --target tdev --backend tccl --output "$tmp/g3" >"$tmp/g3.out" 2>&1; rc=$?
 check "GDAT --simulate with the tdev target and its backend runs" "[ $rc = 0 ] && [ -f '$tmp/g3/gdat_settings.json' ]"
+
+# prof analyse and prof cluster: the target's profile.communication_kernels ("tccl" for tdev) mark
+# communication. tests/fixtures/targets/tdev_ranks: two ranks, each with a 100 us gemm_kernel, a
+# 40 us tccl_ring_reduce_kernel and a 30 us hcom_allReduce task (HCCL's name, npu's communication).
+ranks=tests/fixtures/targets/tdev_ranks
+mkdir -p "$tmp/prof"
+cp "$ranks/rank0.json" "$tmp/prof/"
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof import -dir "$tmp/prof" >/dev/null 2>&1
+split() {  # the device compute and communication ns of an advisor.json
+  python3 -c 'import json,sys; d={x["what"]: x["ns"] for x in json.load(open(sys.argv[1]))["time_split"]}; print(d["device compute"], d["device communication"])' "$1"
+}
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof analyse -dir "$tmp/prof" -o "$tmp/pa_tdev" --target tdev --format json >/dev/null 2>"$tmp/pa_tdev.err"; rc=$?
+check "prof analyse --target tdev: the tccl kernel is communication, the hcom_ task computation" "[ $rc = 0 ] && [ \"\$(split '$tmp/pa_tdev/advisor.json')\" = '130000 40000' ]"
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof analyse -dir "$tmp/prof" -o "$tmp/pa_npu" --format json >/dev/null 2>&1; rc=$?
+check "prof analyse with the default target (npu): the hcom_ task is communication, tccl computation" "[ $rc = 0 ] && [ \"\$(split '$tmp/pa_npu/advisor.json')\" = '140000 30000' ]"
+
+mkdir -p "$tmp/ranks"
+cp "$ranks"/rank0.json "$ranks"/rank1.json "$tmp/ranks/"
+cluster_split() {  # per rank: communication tasks, compute and communication us of a cluster_report.json
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+tasks = {r["rank"]: r["communication_tasks"] for r in d["ranks"]}
+print(" ".join("%d:%d,%g,%g" % (b["rank"], tasks[b["rank"]], b["total"]["compute_us"], b["total"]["communication_us"]) for b in d["temporal_breakdown"]))' "$1"
+}
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof cluster -dir "$tmp/ranks" -o "$tmp/ct" --target tdev --format json --no-timeline >/dev/null 2>"$tmp/ct.err"; rc=$?
+check "prof cluster --target tdev: one communication task per rank, the tccl kernel (40 us)" "[ $rc = 0 ] && [ \"\$(cluster_split '$tmp/ct/cluster_report.json')\" = '0:1,130,40 1:1,130,40' ]"
+check "prof cluster --target tdev matches the tccl kernels of both ranks as one collective" "python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert len(c) == 1 and sorted(r[\"rank\"] for r in c[0][\"ranks\"]) == [0, 1], c' '$tmp/ct/cluster_communication.json'"
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof cluster -dir "$tmp/ranks" -o "$tmp/ctp" --target "$only/targets/tdev" --format json --no-timeline >/dev/null 2>&1; rc=$?
+check "prof cluster --target PATH reads that target.json" "[ $rc = 0 ] && [ \"\$(cluster_split '$tmp/ctp/cluster_report.json')\" = '0:1,130,40 1:1,130,40' ]"
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof cluster -dir "$tmp/ranks" -o "$tmp/cn" --format json --no-timeline >/dev/null 2>&1; rc=$?
+check "prof cluster with the default target (npu): the hcom_ task is communication, tccl computation" "[ $rc = 0 ] && [ \"\$(cluster_split '$tmp/cn/cluster_report.json')\" = '0:1,140,30 1:1,140,30' ]"
+PORTKIT_DATA_DIR="$only" "$PORTKIT" prof cluster -dir "$tmp/ranks" --target nosuch >/dev/null 2>"$tmp/cx.err"; rc=$?
+check "prof cluster --target nosuch exits 2 naming the choices, before writing anything" "[ $rc = 2 ] && grep -qF \"unknown target 'nosuch'; available targets: cpu, npu, tdev (or the path of a folder holding a target.json)\" '$tmp/cx.err' && [ ! -e '$tmp/ranks/cluster_analysis_output' ]"
 
 # Exactly one default: two are an error naming both files.
 mkdir -p "$tmp/two/targets/d1" "$tmp/two/targets/d2"

@@ -33,14 +33,16 @@ struct Profile {
   /// The warm-up: `ProfilerStep#0` of a trace that marks later steps too (collect's step 0, before
   /// the first optimizer step). Reported apart, never one of `steps`.
   std::vector<Step> warmup;
+  /// The data folder the advisor's tables are read from (DataDirs::primary()).
   std::filesystem::path data_dir;
-  /// The default target's facts (data/targets/*/target.json with "default": true): its
-  /// communication kernel names and fused replacements.
+  /// The target's facts (targets/<name>/target.json; without a name, the one with "default":
+  /// true): its communication kernel names and fused replacements.
   target::TargetFacts target;
 
-  /// Loads the events of `store` and the facts of `target` (a name of `data_dir`/targets or a
-  /// folder holding a target.json; empty: the default target).
-  static Expected<Profile> Load(Store& store, const std::filesystem::path& data_dir, const std::string& target = "");
+  /// Loads the events of `store` and the facts of `target` (a name of the targets of `data`'s
+  /// folders, $PORTKIT_DATA_DIR's among them, or a folder holding a target.json; empty: the
+  /// default target of data.primary()).
+  static Expected<Profile> Load(Store& store, const DataDirs& data, const std::string& target = "");
   /// Whether device kernel `name` is collective communication (nccl, rccl, AllReduce, or a name
   /// the target lists in profile.communication_kernels).
   bool IsCommunication(const std::string& name) const;

@@ -16,10 +16,12 @@ const char* SeverityName(Severity s) {
   return "info";
 }
 
-Expected<Profile> Profile::Load(Store& store, const std::filesystem::path& data_dir, const std::string& target) {
+Expected<Profile> Profile::Load(Store& store, const DataDirs& data, const std::string& target) {
   Profile p;
-  p.data_dir = data_dir;
-  auto facts = target::LoadTarget(data_dir, target);
+  p.data_dir = data.primary();
+  // A named target is looked for in every data folder, as `--target` checked it; the default is
+  // the primary folder's (a whole data folder in $PORTKIT_DATA_DIR brings its own default).
+  auto facts = target.empty() ? target::LoadTarget(p.data_dir, "") : target::LoadTarget(data, target);
   if (!facts.ok()) return facts.status();
   p.target = std::move(*facts);
   auto q = store.db().Prepare(

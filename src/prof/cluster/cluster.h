@@ -279,8 +279,12 @@ struct ClusterOptions {
   bool include_last_step = false;  ///< keep the last (often incomplete) step, see ReadRankTrace
   Exchange* exchange = nullptr;    ///< null: one process
   /// Substrings of device task names that are communication (besides NCCL's and RCCL's kernels);
-  /// empty: profile.communication_kernels of the default target of the Context's data folder.
+  /// empty: profile.communication_kernels of `target`.
   std::vector<std::string> communication_kernels;
+  /// The target whose data names the communication tasks: a name of the Context's data folders or
+  /// a folder holding a target.json; empty: the default target (none found: NCCL's and RCCL's
+  /// kernels only). A named target that cannot be loaded is an error.
+  std::string target;
 };
 
 struct RankSummary {
@@ -317,7 +321,7 @@ struct ClusterReport {
 /// Reads every rank of options.dir and analyses them. Errors: the folder holds no trace
 /// (kNotFound), two traces claim one rank (kInvalidArgument, naming both), a trace has no rank
 /// in distributedInfo nor in its file name (kInvalidArgument, naming it), a trace cannot be read
-/// (its error).
+/// (its error), options.target cannot be loaded (its error).
 Expected<ClusterReport> RunCluster(const ClusterOptions& options, Context& ctx);
 
 /// The merged timeline: every event of every rank, one process per rank (pid = rank), times

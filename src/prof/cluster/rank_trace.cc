@@ -116,19 +116,47 @@ class RankReader {
     simdjson::ondemand::document doc;
     simdjson::ondemand::object obj;
     if (parser_.iterate(buffer_.data(), text.size(), buffer_.size()).get(doc) || doc.get_object().get(obj)) return;
-    std::string_view ph, cat, name;
-    int64_t ts = 0, dur = 0, stream = -1, correlation = -1;
-    bool has_ts = false;
     // An event without a member must not see the previous event's (torch_npu's tasks have no cat).
     ph_.clear(), cat_.clear(), name_.clear();
+    Fields f;
+    if (!ReadMembers(obj, f)) return;
+    if (ph_ != "X" || !f.has_ts || !TimesInRange(f.ts, f.dur)) return;
+    ++events;
+    first = std::min(first, f.ts);
+    last = std::max(last, f.ts + f.dur);
+    if (StartsWith(name_, "ProfilerStep#") && IsStepCategory(cat_)) {
+      RankStep s;
+      s.number = IntFromDigits(std::string_view(name_).substr(13));
+      s.cpu_start = f.ts;
+      s.cpu_end = f.ts + f.dur;
+      steps.push_back(s);
+    } else if (f.stream >= 0 && IsDeviceCategory(cat_)) {
+      AddTask(f);
+    } else if (f.correlation >= 0) {
+      launches.emplace_back(f.correlation, f.ts);
+    } else if (f.stream >= 0) {
+      ++host_with_stream;
+    }
+  }
+
+ private:
+  /// The members of the event in hand that the analysis reads (besides ph_, cat_ and name_).
+  struct Fields {
+    int64_t ts = 0, dur = 0, stream = -1, correlation = -1;
+    bool has_ts = false;
+    bool comm_args = false;  // the args name a collective
     CollectiveArgs args;
-    bool comm_args = false;
+  };
+
+  /// Reads the members into `f`, ph_, cat_ and name_; false when the event is malformed.
+  bool ReadMembers(simdjson::ondemand::object& obj, Fields& f) {
+    std::string_view ph, cat, name;
     for (auto field : obj) {
       std::string_view key;
       simdjson::ondemand::value v;
-      if (field.unescaped_key().get(key) || field.value().get(v)) return;
+      if (field.unescaped_key().get(key) || field.value().get(v)) return false;
       if (key == "ph") {
-        if (v.get_string().get(ph)) return;
+        if (v.get_string().get(ph)) return false;
         ph_.assign(ph);
       } else if (key == "cat") {
         if (!v.get_string().get(cat)) cat_.assign(cat);
@@ -136,67 +164,61 @@ class RankReader {
         if (!v.get_string().get(name)) name_.assign(name);
       } else if (key == "ts" || key == "dur") {
         int64_t ns;
-        if (!ParseMicrosToNanos(v.raw_json_token(), &ns)) return;
-        (key == "ts" ? ts : dur) = ns;
-        has_ts |= key == "ts";
+        if (!ParseMicrosToNanos(v.raw_json_token(), &ns)) return false;
+        (key == "ts" ? f.ts : f.dur) = ns;
+        f.has_ts |= key == "ts";
       } else if (key == "args") {
-        simdjson::ondemand::object a;
-        if (v.get_object().get(a)) continue;
-        for (auto f : a) {
-          std::string_view k;
-          simdjson::ondemand::value x;
-          if (f.unescaped_key().get(k) || f.value().get(x)) break;
-          if (k == "stream" || k == "Stream Id") stream = IntValue(x);  // Kineto / Ascend Hardware
-          else if (k == "correlation") correlation = IntValue(x);
-          else if (k == "Collective name") args.op = StringOrRaw(x), comm_args = true;
-          else if (k == "In msg nelems") args.in_nelems = IntValue(x);
-          else if (k == "Out msg nelems") args.out_nelems = IntValue(x);
-          else if (k == "Group size") args.group_size = IntValue(x);
-          else if (k == "dtype") args.dtype = StringOrRaw(x);
-          else if (k == "Process Group Name") args.group = StringOrRaw(x);
-          else if (k == "Process Group Ranks") args.group_ranks = StringOrRaw(x);
-          else if (k == "Src Rank") args.src_rank = IntValue(x);
-          else if (k == "Dst Rank") args.dst_rank = IntValue(x);
-        }
+        ReadArgs(v, f);
       }
     }
-    if (ph_ != "X" || !has_ts || !TimesInRange(ts, dur)) return;
-    ++events;
-    first = std::min(first, ts);
-    last = std::max(last, ts + dur);
-    if (StartsWith(name_, "ProfilerStep#") && IsStepCategory(cat_)) {
-      RankStep s;
-      s.number = IntFromDigits(std::string_view(name_).substr(13));
-      s.cpu_start = ts;
-      s.cpu_end = ts + dur;
-      steps.push_back(s);
-      return;
-    }
-    if (stream >= 0 && IsDeviceCategory(cat_)) {
-      PendingTask p;
-      p.task.stream = stream;
-      p.task.correlation = correlation;
-      p.task.name = NameId(name_);
-      p.task.cls = ClassOf(name_, comm_args, *communication_kernels);
-      p.ts_rel = ts;
-      p.dur = dur;
-      p.comm_args = comm_args;
-      if (p.task.cls == TaskClass::kCommunication && args.op.empty()) args.op = OpFromKernelName(name_);
-      if (p.task.cls == TaskClass::kCommunication) {
-        std::string op = args.op;
-        std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
-        p.task.receive = op == "recv" || op == "irecv" || op == "receive";
-      }
-      tasks.push_back(p);
-      task_args.push_back(p.task.cls == TaskClass::kCommunication ? std::move(args) : CollectiveArgs{});
-    } else if (correlation >= 0) {
-      launches.emplace_back(correlation, ts);
-    } else if (stream >= 0) {
-      ++host_with_stream;
+    return true;
+  }
+
+  /// The stream, correlation and collective arguments of `args` (Kineto's names; torch_npu's
+  /// "Stream Id" on Ascend Hardware tasks).
+  static void ReadArgs(simdjson::ondemand::value v, Fields& f) {
+    simdjson::ondemand::object a;
+    if (v.get_object().get(a)) return;
+    CollectiveArgs& args = f.args;
+    for (auto field : a) {
+      std::string_view k;
+      simdjson::ondemand::value x;
+      if (field.unescaped_key().get(k) || field.value().get(x)) break;
+      if (k == "stream" || k == "Stream Id") f.stream = IntValue(x);  // Kineto / Ascend Hardware
+      else if (k == "correlation") f.correlation = IntValue(x);
+      else if (k == "Collective name") args.op = StringOrRaw(x), f.comm_args = true;
+      else if (k == "In msg nelems") args.in_nelems = IntValue(x);
+      else if (k == "Out msg nelems") args.out_nelems = IntValue(x);
+      else if (k == "Group size") args.group_size = IntValue(x);
+      else if (k == "dtype") args.dtype = StringOrRaw(x);
+      else if (k == "Process Group Name") args.group = StringOrRaw(x);
+      else if (k == "Process Group Ranks") args.group_ranks = StringOrRaw(x);
+      else if (k == "Src Rank") args.src_rank = IntValue(x);
+      else if (k == "Dst Rank") args.dst_rank = IntValue(x);
     }
   }
 
- private:
+  /// A device task (an event with a stream and a device category), with its class.
+  void AddTask(Fields& f) {
+    PendingTask p;
+    p.task.stream = f.stream;
+    p.task.correlation = f.correlation;
+    p.task.name = NameId(name_);
+    p.task.cls = ClassOf(name_, f.comm_args, *communication_kernels);
+    p.ts_rel = f.ts;
+    p.dur = f.dur;
+    p.comm_args = f.comm_args;
+    CollectiveArgs& args = f.args;
+    if (p.task.cls == TaskClass::kCommunication && args.op.empty()) args.op = OpFromKernelName(name_);
+    if (p.task.cls == TaskClass::kCommunication) {
+      std::string op = args.op;
+      std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
+      p.task.receive = op == "recv" || op == "irecv" || op == "receive";
+    }
+    tasks.push_back(p);
+    task_args.push_back(p.task.cls == TaskClass::kCommunication ? std::move(args) : CollectiveArgs{});
+  }
+
   static int64_t IntFromDigits(std::string_view s) {
     int64_t v = 0;
     for (char c : s) {
@@ -234,6 +256,86 @@ void ReadDistributedInfo(std::string_view json, RankTrace& out, bool* has_rank) 
       std::string_view s;
       if (!v.get_string().get(s)) out.backend.assign(s);
     }
+  }
+}
+
+/// baseTimeNanoseconds as written (digits, white space around them) into out.base_ns.
+Status ReadBaseTime(const std::string& text, const std::string& display, RankTrace& out) {
+  int64_t base = 0;
+  bool any = false;
+  for (char c : text) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c < '0' || c > '9' || base > 922337203685477580) {
+      any = false;
+      break;
+    }
+    base = base * 10 + (c - '0');
+    any = true;
+  }
+  if (!any || base > kMaxTimestampNs)
+    return ParseError(display + ": baseTimeNanoseconds is not a number of nanoseconds: " + text);
+  out.has_base_time = true;
+  out.base_ns = base;
+  return Status::Ok();
+}
+
+/// The step of a task launched at `launched` (absolute ns): the step whose host window holds the
+/// launch (HTA's iteration of a GPU kernel); -1 when none.
+int32_t StepOfLaunch(const std::vector<RankStep>& steps, int64_t launched) {
+  int32_t step = -1;
+  for (size_t s = 0; s < steps.size(); ++s)
+    if (steps[s].cpu_start <= launched && launched < steps[s].cpu_end) step = static_cast<int32_t>(s);
+  return step;
+}
+
+/// The step of a task starting at `start` when no launches are recorded (Ascend): the last step
+/// that started on the host before it; -1 when none.
+int32_t StepOfStart(const std::vector<RankStep>& steps, int64_t start) {
+  int32_t step = -1;
+  for (size_t s = 0; s < steps.size() && steps[s].cpu_start <= start; ++s) step = static_cast<int32_t>(s);
+  return step;
+}
+
+/// The device tasks of `reader` into out.tasks (absolute times, in start order, each with its
+/// step) and the communication ones into out.comms. out.steps and out.base_ns are set.
+void PlaceTasks(RankReader& reader, bool include_last_step, RankTrace& out) {
+  const int64_t base = out.base_ns;
+  // Launch time of each correlation id (host side), as HTA joins kernels to their launches.
+  auto& launches = reader.launches;
+  std::sort(launches.begin(), launches.end());
+  auto launch_of = [&](int64_t corr) -> std::optional<int64_t> {
+    auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(corr, INT64_MIN));
+    if (it == launches.end() || it->first != corr) return std::nullopt;
+    return it->second + base;
+  };
+  // HTA drops device tasks that were not launched before the last step began (its last step is
+  // taken as incomplete), when the trace has two or more steps.
+  // Ascend traces (no correlation ids) keep every task and take their step from their start.
+  const bool filter = out.steps.size() >= 2 && !launches.empty();
+  int64_t last_start = 0, last_end = 0;
+  for (const auto& s : out.steps)
+    last_start = std::max(last_start, s.cpu_start), last_end = std::max(last_end, s.cpu_end);
+  std::vector<size_t> order(reader.tasks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return reader.tasks[a].ts_rel < reader.tasks[b].ts_rel; });
+  for (size_t i : order) {
+    PendingTask& p = reader.tasks[i];
+    DeviceTask t = p.task;
+    t.start = base + p.ts_rel;
+    t.end = t.start + p.dur;
+    auto launched = p.task.correlation >= 0 ? launch_of(p.task.correlation) : std::nullopt;
+    if (filter && !(launched && (include_last_step ? *launched <= last_end : *launched < last_start))) {
+      ++out.excluded_tasks;
+      continue;
+    }
+    if (launched) {
+      if (int32_t step = StepOfLaunch(out.steps, *launched); step >= 0) t.step = step;
+    } else if (launches.empty()) {
+      if (int32_t step = StepOfStart(out.steps, t.start); step >= 0) t.step = step;
+    }
+    if (t.cls == TaskClass::kCommunication) out.comms.push_back({out.tasks.size(), std::move(reader.task_args[i])});
+    out.tasks.push_back(t);
   }
 }
 
@@ -296,23 +398,7 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
     std::string head = ReadFirstBytes(path);
     out.relative_clock = LooksLikeEventArray(head) && !HasStringTimestamp(head);
   }
-  if (!base_text.empty()) {
-    int64_t base = 0;
-    bool any = false;
-    for (char c : base_text) {
-      if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-      if (c < '0' || c > '9' || base > 922337203685477580) {
-        any = false;
-        break;
-      }
-      base = base * 10 + (c - '0');
-      any = true;
-    }
-    if (!any || base > kMaxTimestampNs)
-      return ParseError(display + ": baseTimeNanoseconds is not a number of nanoseconds: " + base_text);
-    out.has_base_time = true;
-    out.base_ns = base;
-  }
+  if (!base_text.empty()) PORTKIT_RETURN_IF_ERROR(ReadBaseTime(base_text, display, out));
   if (reader.events == 0) return ParseError(display + ": the trace has no timed event");
   const int64_t base = out.base_ns;
   // Absolute times stay within ±kMaxTimestampNs, so any difference between ranks fits in int64.
@@ -326,51 +412,7 @@ Expected<RankTrace> ReadRankTrace(const std::filesystem::path& path, const std::
             [](const RankStep& a, const RankStep& b) { return a.cpu_start < b.cpu_start; });
   for (auto& s : reader.steps) s.cpu_start += base, s.cpu_end += base;
   out.steps = std::move(reader.steps);
-
-  // Launch time of each correlation id (host side), as HTA joins kernels to their launches.
-  auto& launches = reader.launches;
-  std::sort(launches.begin(), launches.end());
-  auto launch_of = [&](int64_t corr) -> std::optional<int64_t> {
-    auto it = std::lower_bound(launches.begin(), launches.end(), std::make_pair(corr, INT64_MIN));
-    if (it == launches.end() || it->first != corr) return std::nullopt;
-    return it->second + base;
-  };
-  // HTA drops device tasks that were not launched before the last step began (its last step is
-  // taken as incomplete), when the trace has two or more steps.
-  // Ascend traces (no correlation ids) keep every task and take their step from their start.
-  const bool filter = out.steps.size() >= 2 && !launches.empty();
-  int64_t last_start = 0, last_end = 0;
-  for (const auto& s : out.steps)
-    last_start = std::max(last_start, s.cpu_start), last_end = std::max(last_end, s.cpu_end);
-  std::vector<size_t> order(reader.tasks.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return reader.tasks[a].ts_rel < reader.tasks[b].ts_rel; });
-  for (size_t i : order) {
-    PendingTask& p = reader.tasks[i];
-    DeviceTask t = p.task;
-    t.start = base + p.ts_rel;
-    t.end = t.start + p.dur;
-    auto launched = p.task.correlation >= 0 ? launch_of(p.task.correlation) : std::nullopt;
-    if (filter) {
-      bool keep = launched && (include_last_step ? *launched <= last_end : *launched < last_start);
-      if (!keep) {
-        ++out.excluded_tasks;
-        continue;
-      }
-    }
-    if (launched) {
-      // The step whose host window holds the launch (HTA's iteration of a GPU kernel).
-      for (size_t s = 0; s < out.steps.size(); ++s)
-        if (out.steps[s].cpu_start <= *launched && *launched < out.steps[s].cpu_end) t.step = static_cast<int32_t>(s);
-    } else if (launches.empty()) {
-      // No launches recorded (Ascend): the last step that started on the host before the task.
-      for (size_t s = 0; s < out.steps.size() && out.steps[s].cpu_start <= t.start; ++s)
-        t.step = static_cast<int32_t>(s);
-    }
-    if (t.cls == TaskClass::kCommunication) out.comms.push_back({out.tasks.size(), std::move(reader.task_args[i])});
-    out.tasks.push_back(t);
-  }
+  PlaceTasks(reader, include_last_step, out);
   return out;
 }
 

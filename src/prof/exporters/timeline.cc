@@ -103,13 +103,41 @@ std::string MetadataName(simdjson::ondemand::parser& parser, const std::string& 
   return name;
 }
 
-}  // namespace
+bool IsFlow(std::string_view ph) { return ph == "s" || ph == "t" || ph == "f"; }
 
-Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
-  sql::Database& db = store.db();
-  std::vector<Row> rows;
-  {
-    auto q = db.Prepare(
+/// Device work and the runtime calls that launch it: the ends of a launch flow.
+bool IsLaunchEnd(const std::string& kind) {
+  return kind == "runtime" || kind == "driver" || kind == "kernel" || kind == "gpu_memcpy" || kind == "gpu_memset";
+}
+
+/// BuildTimeline's passes (read the store, place events on tracks and lanes, write the JSON) and
+/// the state they share.
+class TimelineBuilder {
+ public:
+  TimelineBuilder(Store& store, TimelineStats* stats) : db_(store.db()), stats_(stats) {}
+
+  Expected<std::string> Build() {
+    PORTKIT_RETURN_IF_ERROR(LoadEvents());
+    PORTKIT_RETURN_IF_ERROR(LoadMarks());
+    PORTKIT_RETURN_IF_ERROR(LoadTraces());
+    several_traces_ = trace_names_.size() > 1;
+    FindBases();
+    NumberProcesses();
+    ReadMetadata();
+    AssignLanes();
+    NumberSiblingTracks();
+    out_ = std::string(kTimelineHead);
+    WriteTrackNames();
+    WriteMarks();
+    WriteEvents();
+    PORTKIT_RETURN_IF_ERROR(WriteLaunchFlows());
+    out_ += "\n]}\n";
+    return std::move(out_);
+  }
+
+ private:
+  Status LoadEvents() {
+    auto q = db_.Prepare(
         "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, s.value, c.value, e.kind, e.args "
         "FROM events e JOIN strings s ON s.id = e.name LEFT JOIN strings c ON c.id = e.category "
         "ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid");
@@ -118,273 +146,310 @@ Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
       auto row = q->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
-      rows.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3), q->Int(4), q->Int(5), std::string(q->Text(6)),
-                      std::string(q->Text(7)), std::string(q->Text(8)), std::string(q->Text(9))});
+      rows_.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3), q->Int(4), q->Int(5), std::string(q->Text(6)),
+                       std::string(q->Text(7)), std::string(q->Text(8)), std::string(q->Text(9))});
     }
+    return Status::Ok();
   }
-  std::vector<MarkRow> marks;
-  {
-    auto q = db.Prepare("SELECT trace, ph, ts, pid, tid, event FROM marks ORDER BY trace, rowid");
-    if (!q.ok()) return q.status();
-    while (true) {
-      auto row = q->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      marks.push_back({q->Int(0), std::string(q->Text(1)), !q->IsNull(2), q->Int(2), q->Int(3), q->Int(4),
-                       std::string(q->Text(5))});
-    }
-  }
-  std::map<int64_t, std::string> trace_names;
-  std::set<int64_t> with_detail;     // traces imported with schema 2 (args and marks kept)
-  std::map<int64_t, int64_t> clock;  // trace → baseTimeNanoseconds (traces that have one)
-  {
-    auto q = db.Prepare("SELECT id, path, marks, base_ns FROM traces");
-    if (!q.ok()) return q.status();
-    while (true) {
-      auto row = q->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      trace_names[q->Int(0)] = std::string(q->Text(1));
-      if (!q->IsNull(3) && q->Int(3) >= 0 && q->Int(3) <= kMaxTimestampNs) clock[q->Int(0)] = q->Int(3);
-      if (!q->IsNull(2)) with_detail.insert(q->Int(0));
-      else ++stats->without_detail;
-    }
-  }
-  const bool several_traces = trace_names.size() > 1;
 
-  // Per trace: the earliest timestamp of a timed event.
-  std::map<int64_t, int64_t> first;
-  auto see = [&](int64_t trace, int64_t ts) {
-    auto it = first.find(trace);
-    if (it == first.end() || ts < it->second) first[trace] = ts;
-  };
-  for (const auto& r : rows) see(r.trace, r.ts);
-  for (const auto& m : marks)
-    if (m.has_ts && m.ph != "M") see(m.trace, m.ts);
-  // What each trace's timestamps lose on the timeline (`base`): the traces on absolute time
-  // (baseTimeNanoseconds + ts, or ts itself when it counts from the epoch as in older Kineto)
-  // share one zero, the earliest of their first events, so the ranks of a job line up as in
-  // prof cluster's merged timeline; a trace on its own clock (the legacy profiler counts from its
-  // start) starts at its first event.
-  std::map<int64_t, int64_t> base;
-  {
-    constexpr int64_t kEpochLike = 100'000'000'000'000'000;  // 1973 in ns: below it, a clock of its own
-    std::optional<int64_t> origin;
-    auto absolute_first = [&](int64_t trace, int64_t ts) -> std::optional<int64_t> {
-      if (auto c = clock.find(trace); c != clock.end()) return c->second + ts;
-      if (ts >= kEpochLike) return ts;
-      return std::nullopt;
+  Status LoadMarks() {
+    auto q = db_.Prepare("SELECT trace, ph, ts, pid, tid, event FROM marks ORDER BY trace, rowid");
+    if (!q.ok()) return q.status();
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      marks_.push_back({q->Int(0), std::string(q->Text(1)), !q->IsNull(2), q->Int(2), q->Int(3), q->Int(4),
+                        std::string(q->Text(5))});
+    }
+    return Status::Ok();
+  }
+
+  Status LoadTraces() {
+    auto q = db_.Prepare("SELECT id, path, marks, base_ns FROM traces");
+    if (!q.ok()) return q.status();
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      trace_names_[q->Int(0)] = std::string(q->Text(1));
+      if (!q->IsNull(3) && q->Int(3) >= 0 && q->Int(3) <= kMaxTimestampNs) clock_[q->Int(0)] = q->Int(3);
+      if (!q->IsNull(2)) with_detail_.insert(q->Int(0));
+      else ++stats_->without_detail;
+    }
+    return Status::Ok();
+  }
+
+  /// What each trace's timestamps lose on the timeline (`base_`): the traces on absolute time
+  /// (baseTimeNanoseconds + ts, or ts itself when it counts from the epoch as in older Kineto)
+  /// share one zero, the earliest of their first events, so the ranks of a job line up as in
+  /// prof cluster's merged timeline; a trace on its own clock (the legacy profiler counts from its
+  /// start) starts at its first event.
+  void FindBases() {
+    // Per trace: the earliest timestamp of a timed event.
+    std::map<int64_t, int64_t> first;
+    auto see = [&](int64_t trace, int64_t ts) {
+      auto it = first.find(trace);
+      if (it == first.end() || ts < it->second) first[trace] = ts;
     };
+    for (const auto& r : rows_) see(r.trace, r.ts);
+    for (const auto& m : marks_)
+      if (m.has_ts && m.ph != "M") see(m.trace, m.ts);
+    std::optional<int64_t> origin;
     for (const auto& [trace, ts] : first)
-      if (auto a = absolute_first(trace, ts)) origin = origin ? std::min(*origin, *a) : *a;
+      if (auto a = AbsoluteFirst(trace, ts)) origin = origin ? std::min(*origin, *a) : *a;
     for (const auto& [trace, ts] : first) {
-      auto a = absolute_first(trace, ts);
-      if (!a) base[trace] = ts;
-      else base[trace] = *origin - (*a - ts);  // ts - base = absolute - origin
+      auto a = AbsoluteFirst(trace, ts);
+      if (!a) base_[trace] = ts;
+      else base_[trace] = *origin - (*a - ts);  // ts - base = absolute - origin
     }
   }
 
-  // One process per (trace, pid), numbered in order of first appearance; the tids each uses.
-  std::map<std::pair<int64_t, int64_t>, int64_t> process;
-  std::map<std::pair<int64_t, int64_t>, int64_t> max_tid;
-  auto process_of = [&](int64_t trace, int64_t pid, int64_t tid) {
-    auto key = std::make_pair(trace, pid);
-    auto [it, fresh] = process.emplace(key, static_cast<int64_t>(process.size()) + 1);
-    auto [mt, first] = max_tid.emplace(key, tid);
-    if (!first) mt->second = std::max(mt->second, tid);
-    return it->second;
-  };
-  for (const auto& r : rows) process_of(r.trace, r.pid, r.tid);
-  for (const auto& m : marks) process_of(m.trace, m.pid, m.tid);
-
-  // Names the trace gave its processes and threads; which traces have flows of their own.
-  simdjson::ondemand::parser parser;
-  std::set<std::pair<int64_t, int64_t>> named_process;
-  std::map<TrackKey, std::string> thread_names;
-  std::set<int64_t> has_flows;
-  for (const auto& m : marks) {
-    if (m.ph == "s" || m.ph == "t" || m.ph == "f") has_flows.insert(m.trace);
-    if (m.ph != "M") continue;
-    std::string which;
-    std::string name = MetadataName(parser, m.json, &which);
-    if (which == "process_name") named_process.insert({m.trace, m.pid});
-    if (which == "thread_name" && !name.empty()) thread_names[{m.trace, m.pid, m.tid}] = name;
+  /// The absolute time of a trace's first event `ts`; none for a trace on a clock of its own.
+  std::optional<int64_t> AbsoluteFirst(int64_t trace, int64_t ts) const {
+    constexpr int64_t kEpochLike = 100'000'000'000'000'000;  // 1973 in ns: below it, a clock of its own
+    if (auto c = clock_.find(trace); c != clock_.end()) return c->second + ts;
+    if (ts >= kEpochLike) return ts;
+    return std::nullopt;
   }
 
-  // Lanes: per track, the events that do not nest go to the first sibling lane where they do.
-  std::vector<int32_t> lane_of(rows.size(), 0);
-  std::unordered_map<PointKey, int32_t, PointHash> lane_at;  // flow binding points on moved lanes
-  std::map<TrackKey, int32_t> lanes_of_track;
-  {
+  /// One process per (trace, pid), numbered in order of first appearance; the tids each uses.
+  void NumberProcesses() {
+    auto see = [&](int64_t trace, int64_t pid, int64_t tid) {
+      auto key = std::make_pair(trace, pid);
+      process_.emplace(key, static_cast<int64_t>(process_.size()) + 1);
+      auto [mt, first] = max_tid_.emplace(key, tid);
+      if (!first) mt->second = std::max(mt->second, tid);
+    };
+    for (const auto& r : rows_) see(r.trace, r.pid, r.tid);
+    for (const auto& m : marks_) see(m.trace, m.pid, m.tid);
+  }
+
+  /// Names the trace gave its processes and threads; which traces have flows of their own.
+  void ReadMetadata() {
+    for (const auto& m : marks_) {
+      if (IsFlow(m.ph)) has_flows_.insert(m.trace);
+      if (m.ph != "M") continue;
+      std::string which;
+      std::string name = MetadataName(parser_, m.json, &which);
+      if (which == "process_name") named_process_.insert({m.trace, m.pid});
+      if (which == "thread_name" && !name.empty()) thread_names_[{m.trace, m.pid, m.tid}] = name;
+    }
+  }
+
+  /// Lanes: per track, the events that do not nest go to the first sibling lane where they do.
+  void AssignLanes() {
+    lane_of_.assign(rows_.size(), 0);
     std::vector<std::vector<int64_t>> lanes;  // open ends per lane
     TrackKey cur{-1, 0, 0};
     bool first = true;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      const Row& r = rows_[i];
       TrackKey key{r.trace, r.pid, r.tid};
       if (first || key.trace != cur.trace || key.pid != cur.pid || key.tid != cur.tid) {
-        if (!first && lanes.size() > 1) lanes_of_track[cur] = static_cast<int32_t>(lanes.size());
+        if (!first && lanes.size() > 1) lanes_of_track_[cur] = static_cast<int32_t>(lanes.size());
         lanes.assign(1, {});
         cur = key;
         first = false;
       }
-      int64_t end = r.ts + std::max<int64_t>(r.dur, 0);
-      size_t lane = 0;
-      for (;; ++lane) {
-        if (lane == lanes.size()) lanes.emplace_back();
-        auto& open = lanes[lane];
-        while (!open.empty() && open.back() <= r.ts) open.pop_back();
-        if (open.empty() || end <= open.back()) {
-          open.push_back(end);
-          break;
-        }
-      }
-      lane_of[i] = static_cast<int32_t>(lane);
+      const size_t lane = PlaceOnLane(lanes, r);
+      lane_of_[i] = static_cast<int32_t>(lane);
       PointKey point{r.trace, r.pid, r.tid, r.ts};
       if (lane > 0) {
-        ++stats->moved;
-        lane_at[point] = static_cast<int32_t>(lane);
-      } else if (auto it = lane_at.find(point); it != lane_at.end()) {
+        ++stats_->moved;
+        lane_at_[point] = static_cast<int32_t>(lane);
+      } else if (auto it = lane_at_.find(point); it != lane_at_.end()) {
         it->second = 0;  // a shorter event starting at the same time stayed on the track
       }
     }
-    if (!first && lanes.size() > 1) lanes_of_track[cur] = static_cast<int32_t>(lanes.size());
-  }
-  // Sibling tids: after the largest tid of the process, so they never meet one of the trace's.
-  std::map<std::pair<TrackKey, int32_t>, int64_t> lane_tid;
-  for (const auto& [track, count] : lanes_of_track) {
-    int64_t& next = max_tid[{track.trace, track.pid}];
-    for (int32_t lane = 1; lane < count; ++lane) lane_tid[{track, lane}] = ++next;
-    stats->sibling_tracks += static_cast<uint64_t>(count - 1);
-  }
-  auto tid_of = [&](const TrackKey& track, int32_t lane) { return lane == 0 ? track.tid : lane_tid.at({track, lane}); };
-
-  std::string out(kTimelineHead);
-  // Processes the trace did not name: "TRACE pid N".
-  for (const auto& [key, id] : process) {
-    if (named_process.count(key)) continue;
-    Separator(out);
-    out += "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(id) +
-           ",\"tid\":0,\"args\":{\"name\":" + Escaped(trace_names[key.first] + " pid " + std::to_string(key.second)) +
-           "}}";
-  }
-  // Sibling tracks: named after their thread.
-  for (const auto& [where, tid] : lane_tid) {
-    const TrackKey& track = where.first;
-    auto named = thread_names.find(track);
-    std::string thread = named != thread_names.end() ? named->second : "tid " + std::to_string(track.tid);
-    Separator(out);
-    out += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(process[{track.trace, track.pid}]) +
-           ",\"tid\":" + std::to_string(tid) +
-           ",\"args\":{\"name\":" + Escaped(thread + " (overlap " + std::to_string(where.second) + ")") + "}}";
+    if (!first && lanes.size() > 1) lanes_of_track_[cur] = static_cast<int32_t>(lanes.size());
   }
 
-  // The trace's own metadata, counters, instants and flows, with pid and ts changed.
-  for (const auto& m : marks) {
+  /// The first lane of the track (`lanes`: the open ends of each) where `r` nests; a new one when
+  /// none.
+  static size_t PlaceOnLane(std::vector<std::vector<int64_t>>& lanes, const Row& r) {
+    const int64_t end = r.ts + std::max<int64_t>(r.dur, 0);
+    for (size_t lane = 0;; ++lane) {
+      if (lane == lanes.size()) lanes.emplace_back();
+      auto& open = lanes[lane];
+      while (!open.empty() && open.back() <= r.ts) open.pop_back();
+      if (open.empty() || end <= open.back()) {
+        open.push_back(end);
+        return lane;
+      }
+    }
+  }
+
+  /// Sibling tids: after the largest tid of the process, so they never meet one of the trace's.
+  void NumberSiblingTracks() {
+    for (const auto& [track, count] : lanes_of_track_) {
+      int64_t& next = max_tid_[{track.trace, track.pid}];
+      for (int32_t lane = 1; lane < count; ++lane) lane_tid_[{track, lane}] = ++next;
+      stats_->sibling_tracks += static_cast<uint64_t>(count - 1);
+    }
+  }
+
+  int64_t TidOf(const TrackKey& track, int32_t lane) const {
+    return lane == 0 ? track.tid : lane_tid_.at({track, lane});
+  }
+
+  /// Names of the processes the trace did not name ("TRACE pid N") and of the sibling tracks
+  /// (after their thread).
+  void WriteTrackNames() {
+    for (const auto& [key, id] : process_) {
+      if (named_process_.count(key)) continue;
+      Separator(out_);
+      out_ +=
+          "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(id) +
+          ",\"tid\":0,\"args\":{\"name\":" + Escaped(trace_names_[key.first] + " pid " + std::to_string(key.second)) +
+          "}}";
+    }
+    for (const auto& [where, tid] : lane_tid_) {
+      const TrackKey& track = where.first;
+      auto named = thread_names_.find(track);
+      std::string thread = named != thread_names_.end() ? named->second : "tid " + std::to_string(track.tid);
+      Separator(out_);
+      out_ += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(process_[{track.trace, track.pid}]) +
+              ",\"tid\":" + std::to_string(tid) +
+              ",\"args\":{\"name\":" + Escaped(thread + " (overlap " + std::to_string(where.second) + ")") + "}}";
+    }
+  }
+
+  /// The trace's own metadata, counters, instants and flows, with pid and ts changed.
+  void WriteMarks() {
+    std::string event;
+    for (const auto& m : marks_) {
+      if (!RewriteMark(m, &event)) continue;
+      Separator(out_);
+      out_ += event;
+      ++stats_->marks;
+    }
+  }
+
+  /// `m` as the timeline writes it into `*event`; false when its JSON cannot be read.
+  bool RewriteMark(const MarkRow& m, std::string* event) {
     // Several traces in one timeline: a process's name says which trace it comes from.
     std::string renamed;
-    if (several_traces && m.ph == "M") {
+    if (several_traces_ && m.ph == "M") {
       std::string which;
-      std::string name = MetadataName(parser, m.json, &which);
-      if (which == "process_name") renamed = "{\"name\":" + Escaped(name + " (" + trace_names[m.trace] + ")") + "}";
+      std::string name = MetadataName(parser_, m.json, &which);
+      if (which == "process_name") renamed = "{\"name\":" + Escaped(name + " (" + trace_names_[m.trace] + ")") + "}";
     }
     simdjson::padded_string text(m.json);
     simdjson::ondemand::document doc;
     simdjson::ondemand::object obj;
-    if (parser.iterate(text).get(doc) || doc.get_object().get(obj)) continue;
-    const bool flow = m.ph == "s" || m.ph == "t" || m.ph == "f";
+    if (parser_.iterate(text).get(doc) || doc.get_object().get(obj)) return false;
     int64_t tid = m.tid;
-    if (flow && m.has_ts) {
-      auto it = lane_at.find({m.trace, m.pid, m.tid, m.ts});
-      if (it != lane_at.end() && it->second > 0) tid = tid_of({m.trace, m.pid, m.tid}, it->second);
+    if (IsFlow(m.ph) && m.has_ts) {
+      auto it = lane_at_.find({m.trace, m.pid, m.tid, m.ts});
+      if (it != lane_at_.end() && it->second > 0) tid = TidOf({m.trace, m.pid, m.tid}, it->second);
     }
-    std::string event = "{";
-    bool ok = true;
+    *event = "{";
     for (auto f : obj) {
       std::string_view key, raw;
       simdjson::ondemand::value v;
-      if (f.unescaped_key().get(key) || f.value().get(v)) {
-        ok = false;
-        break;
-      }
-      if (event.size() > 1) event += ',';
-      JsonWriter::AppendEscaped(event, key);
-      event += ':';
+      if (f.unescaped_key().get(key) || f.value().get(v)) return false;
+      if (event->size() > 1) *event += ',';
+      JsonWriter::AppendEscaped(*event, key);
+      *event += ':';
       if (key == "pid") {
-        event += std::to_string(process[{m.trace, m.pid}]);
+        *event += std::to_string(process_[{m.trace, m.pid}]);
       } else if (key == "tid" && tid != m.tid) {
-        event += std::to_string(tid);
+        *event += std::to_string(tid);
       } else if (key == "ts" && m.has_ts) {
-        event += m.ph == "M" ? "0" : Micros(m.ts - base[m.trace]);
+        *event += m.ph == "M" ? "0" : Micros(m.ts - base_[m.trace]);
       } else if (key == "args" && !renamed.empty()) {
-        event += renamed;
-        if (!RawValue(v, &raw)) {  // read past it
-          ok = false;
-          break;
-        }
+        *event += renamed;
+        if (!RawValue(v, &raw)) return false;  // read past it
       } else {
-        if (!RawValue(v, &raw)) {
-          ok = false;
-          break;
-        }
-        event += raw;
+        if (!RawValue(v, &raw)) return false;
+        *event += raw;
       }
     }
-    if (!ok) continue;
-    event += '}';
-    Separator(out);
-    out += event;
-    ++stats->marks;
+    *event += '}';
+    return true;
   }
 
-  // Complete events, each on its track or a sibling.
-  std::map<int64_t, std::pair<int64_t, int64_t>> where;  // rowid → (process, tid) for launch flows
-  std::map<int64_t, int64_t> start_of;                   // rowid → relative ts
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    int64_t pid = process[{r.trace, r.pid}];
-    int64_t tid = tid_of({r.trace, r.pid, r.tid}, lane_of[i]);
-    int64_t ts = r.ts - base[r.trace];
-    Separator(out);
-    out += "{\"ph\":\"X\",\"name\":";
-    JsonWriter::AppendEscaped(out, r.name);
-    if (!r.cat.empty()) {  // as the trace wrote it: an event without a category stays without one
-      out += ",\"cat\":";
-      JsonWriter::AppendEscaped(out, r.cat);
-    }
-    out += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Micros(ts) +
-           ",\"dur\":" + Micros(std::max<int64_t>(r.dur, 0));
-    if (!r.args.empty()) out += ",\"args\":" + r.args;
-    out += "}";
-    ++stats->events;
-    if (!has_flows.count(r.trace) && (r.kind == "runtime" || r.kind == "driver" || r.kind == "kernel" ||
-                                      r.kind == "gpu_memcpy" || r.kind == "gpu_memset")) {
-      where[r.rowid] = {pid, tid};
-      start_of[r.rowid] = ts;
+  /// Complete events, each on its track or a sibling.
+  void WriteEvents() {
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      const Row& r = rows_[i];
+      int64_t pid = process_[{r.trace, r.pid}];
+      int64_t tid = TidOf({r.trace, r.pid, r.tid}, lane_of_[i]);
+      int64_t ts = r.ts - base_[r.trace];
+      Separator(out_);
+      out_ += "{\"ph\":\"X\",\"name\":";
+      JsonWriter::AppendEscaped(out_, r.name);
+      if (!r.cat.empty()) {  // as the trace wrote it: an event without a category stays without one
+        out_ += ",\"cat\":";
+        JsonWriter::AppendEscaped(out_, r.cat);
+      }
+      out_ += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Micros(ts) +
+              ",\"dur\":" + Micros(std::max<int64_t>(r.dur, 0));
+      if (!r.args.empty()) out_ += ",\"args\":" + r.args;
+      out_ += "}";
+      ++stats_->events;
+      if (!has_flows_.count(r.trace) && IsLaunchEnd(r.kind)) {
+        where_[r.rowid] = {pid, tid};
+        start_of_[r.rowid] = ts;
+      }
     }
   }
-  // Launch flows (runtime call → device task) for traces that carry no flows of their own.
-  auto q = db.Prepare("SELECT kernel, launch FROM kernel_launches WHERE launch IS NOT NULL ORDER BY kernel");
-  if (!q.ok()) return q.status();
-  int64_t id = 0;
-  while (true) {
-    auto row = q->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    int64_t kernel = q->Int(0), launch = q->Int(1);
-    auto k = where.find(kernel), l = where.find(launch);
-    if (k == where.end() || l == where.end()) continue;
-    std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"}";
-    Separator(out);
-    out += "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(l->second.first) +
-           ",\"tid\":" + std::to_string(l->second.second) + ",\"ts\":" + Micros(start_of[launch]) + flow;
-    Separator(out);
-    out += "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(k->second.first) +
-           ",\"tid\":" + std::to_string(k->second.second) + ",\"ts\":" + Micros(start_of[kernel]) + flow;
-    ++stats->flows;
+
+  /// Launch flows (runtime call → device task) for traces that carry no flows of their own.
+  Status WriteLaunchFlows() {
+    auto q = db_.Prepare("SELECT kernel, launch FROM kernel_launches WHERE launch IS NOT NULL ORDER BY kernel");
+    if (!q.ok()) return q.status();
+    int64_t id = 0;
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      int64_t kernel = q->Int(0), launch = q->Int(1);
+      auto k = where_.find(kernel), l = where_.find(launch);
+      if (k == where_.end() || l == where_.end()) continue;
+      std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"}";
+      Separator(out_);
+      out_ +=
+          "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(l->second.first) +
+          ",\"tid\":" + std::to_string(l->second.second) + ",\"ts\":" + Micros(start_of_[launch]) + flow;
+      Separator(out_);
+      out_ +=
+          "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(k->second.first) +
+          ",\"tid\":" + std::to_string(k->second.second) + ",\"ts\":" + Micros(start_of_[kernel]) + flow;
+      ++stats_->flows;
+    }
+    return Status::Ok();
   }
-  out += "\n]}\n";
-  return out;
+
+  sql::Database& db_;
+  TimelineStats* stats_;
+  simdjson::ondemand::parser parser_;
+  std::vector<Row> rows_;
+  std::vector<MarkRow> marks_;
+  std::map<int64_t, std::string> trace_names_;
+  std::set<int64_t> with_detail_;     // traces imported with schema 2 (args and marks kept)
+  std::map<int64_t, int64_t> clock_;  // trace → baseTimeNanoseconds (traces that have one)
+  bool several_traces_ = false;
+  std::map<int64_t, int64_t> base_;                         // trace → what its timestamps lose on the timeline
+  std::map<std::pair<int64_t, int64_t>, int64_t> process_;  // (trace, pid) → timeline pid
+  std::map<std::pair<int64_t, int64_t>, int64_t> max_tid_;  // (trace, pid) → largest tid used
+  std::set<std::pair<int64_t, int64_t>> named_process_;
+  std::map<TrackKey, std::string> thread_names_;
+  std::set<int64_t> has_flows_;
+  std::vector<int32_t> lane_of_;                              // per row
+  std::unordered_map<PointKey, int32_t, PointHash> lane_at_;  // flow binding points on moved lanes
+  std::map<TrackKey, int32_t> lanes_of_track_;
+  std::map<std::pair<TrackKey, int32_t>, int64_t> lane_tid_;  // (track, lane ≥ 1) → sibling tid
+  std::map<int64_t, std::pair<int64_t, int64_t>> where_;      // rowid → (process, tid) for launch flows
+  std::map<int64_t, int64_t> start_of_;                       // rowid → relative ts
+  std::string out_;
+};
+
+}  // namespace
+
+Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
+  return TimelineBuilder(store, stats).Build();
 }
 
 }  // namespace portkit::prof

@@ -329,22 +329,51 @@ class EventParser {
       return;
     }
     Event e;
-    std::string_view ph;
     bool has_ts = false;
-    bool bad = false;
+    const bool bad = !ReadMembers(doc, obj, e, &has_ts);
+    // Numbers out of range leave the event out, counted (docs/safety.md); never wrapped.
+    if (!bad && ph_ == "X" && has_ts &&
+        (invalid_ || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum_))
+      invalid_ = true;
+    if (!bad && ph_ == "M" && name_ == "process_name" && e.pid >= 0 && !meta_name_.empty())
+      process_names_[e.pid] = meta_name_;
+    if (!bad && !invalid_ && !ph_.empty() && ph_ != "X") {
+      KeepMark(text, e, has_ts);
+      return;
+    }
+    if (bad || invalid_ || ph_ != "X" || !has_ts) {
+      ++result_.skipped;  // malformed events, events with an out-of-range number
+      if (invalid_) ++result_.invalid;
+      Clear();
+      return;
+    }
+    KeepEvent(e);
+  }
+
+  /// Stored events by kind, into the result (once, at the end).
+  void CountKinds() {
+    for (size_t k = 0; k < per_kind_.size(); ++k)
+      if (per_kind_[k]) result_.per_kind[EventKindName(static_cast<EventKind>(k))] += per_kind_[k];
+  }
+
+ private:
+  void Clear() {
+    invalid_ = false;
+    ph_.clear(), cat_.clear(), name_.clear(), meta_name_.clear();
+    dims_ = types_ = args_ = {};
+  }
+
+  /// Reads the members of the event in hand into `e` and ph_, cat_, name_ (args: meta_name_,
+  /// dims_, types_, args_); false when the event is malformed.
+  bool ReadMembers(simdjson::ondemand::document& doc, simdjson::ondemand::object& obj, Event& e, bool* has_ts) {
+    bool ok = true;
+    std::string_view ph;
     for (auto field : obj) {
       std::string_view key;
-      if (field.unescaped_key().get(key)) {
-        bad = true;
-        break;
-      }
       simdjson::ondemand::value v;
-      if (field.value().get(v)) {
-        bad = true;
-        break;
-      }
+      if (field.unescaped_key().get(key) || field.value().get(v)) return false;
       if (key == "ph") {
-        if (v.get_string().get(ph)) bad = true;
+        if (v.get_string().get(ph)) ok = false;  // malformed; read on, so its bad numbers are counted
         ph_.assign(ph);
       } else if (key == "cat") {
         std::string_view s;
@@ -357,57 +386,47 @@ class EventParser {
       } else if (key == "tid") {
         e.tid = IntOf(v, &invalid_);
       } else if (key == "ts" || key == "dur") {
-        std::string_view raw;
-        raw = v.raw_json_token();
         int64_t ns;
-        if (!ParseMicrosToNanos(raw, &ns, &invalid_)) {
-          bad = true;
-          break;
-        }
+        if (!ParseMicrosToNanos(v.raw_json_token(), &ns, &invalid_)) return false;
         (key == "ts" ? e.ts_ns : e.dur_ns) = ns;
-        has_ts |= key == "ts";
+        *has_ts |= key == "ts";
       } else if (key == "args") {
-        // The raw text of the object is kept for the timeline: from its '{' to where the parser
-        // stands once its members have been read (the ',' or '}' after it).
-        const char* start = v.raw_json_token().data();
-        if (Args(v, e)) {
-          const char* end = nullptr;
-          if (!doc.current_location().get(end) && end > start) {
-            std::string_view raw(start, static_cast<size_t>(end - start));
-            while (!raw.empty() && raw.back() != '}') raw.remove_suffix(1);
-            if (raw.size() >= 2 && raw.front() == '{') args_ = raw;
-          }
-        }
+        ReadArgs(doc, v, e);
       }
     }
-    // Numbers out of range leave the event out, counted (docs/safety.md); never wrapped.
-    if (!bad && ph_ == "X" && has_ts &&
-        (invalid_ || !TimesInRange(e.ts_ns, e.dur_ns) || e.dur_ns > kMaxTraceDurationSumNs - duration_sum_))
-      invalid_ = true;
-    if (!bad && ph_ == "M" && name_ == "process_name" && e.pid >= 0 && !meta_name_.empty())
-      process_names_[e.pid] = meta_name_;
-    if (!bad && !invalid_ && !ph_.empty() && ph_ != "X") {
-      // Metadata (process and thread names), counters, instants, flows: kept as written, for the
-      // timeline (docs/prof.md, "Timeline").
-      Mark m;
-      m.ph = batch_->Keep(ph_);
-      m.has_ts = has_ts;
-      m.ts_ns = e.ts_ns;
-      m.pid = e.pid;
-      m.tid = e.tid;
-      m.json = batch_->Keep(text);
-      batch_->marks.push_back(m);
-      ++result_.marks;
-      Clear();
-      if (batch_->Full()) Flush();
-      return;
-    }
-    if (bad || invalid_ || ph_ != "X" || !has_ts) {
-      ++result_.skipped;  // malformed events, events with an out-of-range number
-      if (invalid_) ++result_.invalid;
-      Clear();
-      return;
-    }
+    return ok;
+  }
+
+  /// Reads `args` (Args) and keeps its raw text for the timeline: from its '{' to where the parser
+  /// stands once its members have been read (the ',' or '}' after it).
+  void ReadArgs(simdjson::ondemand::document& doc, simdjson::ondemand::value v, Event& e) {
+    const char* start = v.raw_json_token().data();
+    if (!Args(v, e)) return;
+    const char* end = nullptr;
+    if (doc.current_location().get(end) || end <= start) return;
+    std::string_view raw(start, static_cast<size_t>(end - start));
+    while (!raw.empty() && raw.back() != '}') raw.remove_suffix(1);
+    if (raw.size() >= 2 && raw.front() == '{') args_ = raw;
+  }
+
+  /// Metadata (process and thread names), counters, instants, flows: kept as written, for the
+  /// timeline (docs/prof.md, "Timeline").
+  void KeepMark(std::string_view text, const Event& e, bool has_ts) {
+    Mark m;
+    m.ph = batch_->Keep(ph_);
+    m.has_ts = has_ts;
+    m.ts_ns = e.ts_ns;
+    m.pid = e.pid;
+    m.tid = e.tid;
+    m.json = batch_->Keep(text);
+    batch_->marks.push_back(m);
+    ++result_.marks;
+    Clear();
+    if (batch_->Full()) Flush();
+  }
+
+  /// A complete event ("X") with its times in range: its kind, then into the batch.
+  void KeepEvent(Event& e) {
     duration_sum_ += e.dur_ns;
     e.kind = KindOf(cat_, name_, legacy_);
     if (ascend_ && e.kind == EventKind::kOther && cat_.empty()) {
@@ -425,19 +444,6 @@ class EventParser {
     ++per_kind_[static_cast<size_t>(e.kind)];
     Clear();
     if (batch_->Full()) Flush();
-  }
-
-  /// Stored events by kind, into the result (once, at the end).
-  void CountKinds() {
-    for (size_t k = 0; k < per_kind_.size(); ++k)
-      if (per_kind_[k]) result_.per_kind[EventKindName(static_cast<EventKind>(k))] += per_kind_[k];
-  }
-
- private:
-  void Clear() {
-    invalid_ = false;
-    ph_.clear(), cat_.clear(), name_.clear(), meta_name_.clear();
-    dims_ = types_ = args_ = {};
   }
 
   /// The key of `text` among this trace's names and categories (Event::name_key), with `*kept`

@@ -223,6 +223,32 @@ TEST_F(Cluster, ClearErrors) {
   EXPECT_EQ(none.status().code(), ErrorCode::kNotFound);
 }
 
+TEST_F(Cluster, TargetNamesCommunicationKernels) {
+  // A target whose data calls the sgemm kernels communication: each rank then has 2 of them
+  // besides its 2 allreduces (steps 1 and 2; step 3 is left out), and rank 0 its send.
+  fs::create_directories(dir_ / "tx");
+  std::ofstream(dir_ / "tx" / "target.json")
+      << R"({"name": "tx", "kind": "accelerator", "device_type": "tx", "profile": {"communication_kernels": ["volta_sgemm"]}})";
+  ClusterOptions options{dir_ / "job", false};
+  options.target = (dir_ / "tx").string();
+  auto r = RunCluster(options, ctx_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->ranks.size(), 4u);
+  EXPECT_EQ(r->ranks[0].comm_tasks, 5u);
+  EXPECT_EQ(r->ranks[2].comm_tasks, 4u);
+  auto plain = RunCluster({dir_ / "job", false}, ctx_);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->ranks[2].comm_tasks, 2u);
+
+  // A named target that cannot be loaded is an error, not the default target's data.
+  options.target = "nosuch";
+  auto bad = RunCluster(options, ctx_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(bad.status().message(),
+            "unknown target 'nosuch'; available targets: cpu, npu (or the path of a folder holding a target.json)");
+}
+
 TEST(ClusterUnits, RankFromFileName) {
   EXPECT_EQ(RankFromFileName("rank-3.json"), 3);
   EXPECT_EQ(RankFromFileName("trace_filter__sampled_rank-1.json.gz"), 1);
