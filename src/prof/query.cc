@@ -5,7 +5,10 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <regex>
+#include <tuple>
 #include <unordered_map>
 
 #include "prof/api.h"

@@ -17,7 +17,9 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
                     "` first (the profile must be collected with --record-shapes)");
   // Read-only, and a store of another schema version is refused with what to do. Rows out of the
   // importers' range are hidden from the events read below; how many is said, never dropped silently.
-  auto profile = prof::OpenProfile({folder});
+  prof::QueryOptions options;
+  options.dir = folder;
+  auto profile = prof::OpenProfile(options);
   if (!profile.ok()) return profile.status();
   std::string left_out = profile->left_out().Warning(db_path.string());
   struct Group {

@@ -2,6 +2,7 @@
 // event by event (exact values), and of a real Kineto trace against what `prof export summary`
 // computes from the same store.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
