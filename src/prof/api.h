@@ -209,6 +209,7 @@ struct QueryOptions {
   int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
   /// The data folders and the target (a name or a folder, empty: the default target) whose facts
   /// say which device kernels are communication: read by Ops, Steps and Comm, not by events.
+  /// Without data folders Ops and Steps fail (no target) and Comm knows the generic names only.
   DataDirs data_dir;
   std::string target;
 };

@@ -209,10 +209,13 @@ Expected<std::vector<StepRow>> ProfileQuery::Steps(const EventFilter& filter) {
 
 Expected<std::vector<CommRow>> ProfileQuery::Comm(const EventFilter& filter) {
   // Communication is the advisor's (Profile::IsCommunication): the generic names and the target's.
+  // Without data folders (a caller that has none), the generic names alone.
   Profile classes;
-  auto facts = target::LoadTarget(options_.data_dir, options_.target);
-  if (!facts.ok()) return facts.status();
-  classes.target = std::move(*facts);
+  if (!options_.data_dir.dirs().empty()) {
+    auto facts = target::LoadTarget(options_.data_dir, options_.target);
+    if (!facts.ok()) return facts.status();
+    classes.target = std::move(*facts);
+  }
   std::vector<CommRow> out;
   simdjson::dom::parser parser;
   EventFilter kernels;
