@@ -25,6 +25,7 @@ if [ "$MODE" = all ]; then
   PACKAGES+=(clang libclang-rt-14-dev python3 python3-torch python3-numpy python3-pytest
              python3-h5py python3-venv python3-jsonschema libopenblas-dev
              clang-format                 # scripts/lint.sh, scripts/format.sh
+             python3-pandas               # optional: portkit.prof.load's DataFrames (its test skips without)
              libopenmpi-dev openmpi-bin   # optional: prof cluster under mpirun; the build works without
              chromium)                     # optional: compare_report.html rendered in headless Chromium (test skips without)
 fi

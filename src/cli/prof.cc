@@ -1,6 +1,7 @@
 #include "cli/prof.h"
 
 #include <cstdio>
+#include <regex>
 
 #include "cli/cli_common.h"
 #include "cli/prof_cluster.h"
@@ -10,6 +11,7 @@
 #include "prof/api.h"
 #include "render/prof_advisor.h"
 #include "render/prof_diff.h"
+#include "render/prof_query.h"
 #include "render/prof_summary.h"
 #include "target/target_facts.h"
 
@@ -228,6 +230,60 @@ int Collect(const prof::CollectOptions& options, Context& ctx) {
   return kExitOk;
 }
 
+/// What `prof query` was asked.
+struct QueryArgs {
+  std::string dir, table = "ops", format = "csv", target;
+  prof::EventFilter filter;
+  int64_t max_string_bytes = prof::kDefaultMaxStoredValueBytes;
+};
+
+/// Writes the rows of `rows` and the end of the document to stdout.
+template <typename Row>
+void PrintRows(const std::vector<Row>& rows, render::ProfQueryWriter& w) {
+  for (const auto& r : rows) w.AddRow(render::ProfQueryCells(r));
+  Print(w.Take());
+}
+
+int Query(const QueryArgs& a, Context& ctx) {
+  if (Status st = CheckInput(a.dir, "--dir"); !st.ok()) return Fail(ctx, st);
+  prof::QueryOptions options;
+  options.dir = a.dir;
+  options.max_string_bytes = a.max_string_bytes;
+  options.data_dir = ctx.data_dir;
+  options.target = a.target;
+  auto profile = prof::OpenProfile(options);
+  if (!profile.ok()) return Fail(ctx, profile.status());
+  for (const auto& w : profile->warnings()) ctx.logger.Warning(w);
+  render::ProfQueryWriter w(a.format == "json", render::ProfQueryColumns(a.table));
+  Status st;
+  if (a.table == "events") {
+    // Streamed: written out in pieces of about 1 MiB.
+    st = profile->ForEachEvent(a.filter, [&](const prof::EventRow& row) {
+      w.AddRow(render::ProfQueryCells(row));
+      if (w.size() >= (size_t{1} << 20)) Print(w.Take());
+      return Status::Ok();
+    });
+  } else if (a.table == "ops") {
+    auto rows = profile->Ops(a.filter);
+    if (rows.ok()) PrintRows(*rows, w);
+    st = rows.status();
+  } else if (a.table == "steps") {
+    auto rows = profile->Steps(a.filter);
+    if (rows.ok()) PrintRows(*rows, w);
+    st = rows.status();
+  } else {
+    auto rows = profile->Comm(a.filter);
+    if (rows.ok()) PrintRows(*rows, w);
+    st = rows.status();
+  }
+  if (!st.ok()) {
+    Print(w.Take());
+    return Fail(ctx, st);
+  }
+  Print(w.Finish());
+  return kExitOk;
+}
+
 }  // namespace
 
 int ProfCommand(int argc, char** argv, Context& ctx) {
@@ -353,6 +409,41 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
   diff->add_flag("--force", report_force, kReportForce);
   AddMaxStringOption(*diff, &max_string_mb);
 
+  QueryArgs query_args;
+  std::string query_positional;
+  auto* query = app.add_subcommand(
+      "query",
+      "one table of an imported profile on stdout, as CSV or JSON: events (one row per event, streamed), ops "
+      "(host operators: calls, self and total time), steps, comm (communication kernels)");
+  query->add_option("profile", query_positional, "the profile folder (holding portkit.db)");
+  query->add_option("-d,--dir", query_args.dir, "the profile folder, as a flag; also -dir");
+  query->add_option("--table", query_args.table, "events, ops, steps or comm (default: ops)")
+      ->check(CLI::IsMember(render::ProfQueryTables()));
+  query->add_option("--format", query_args.format, "csv or json (default: csv)")->check(CLI::IsMember({"csv", "json"}));
+  query->add_option("--limit", query_args.filter.limit, "at most this many rows (default: all)");
+  query
+      ->add_option("--name-regex", query_args.filter.name_regex,
+                   "only rows whose name contains a match of this ECMAScript regular expression")
+      ->check([](const std::string& v) {
+        try {
+          std::regex check(v);
+        } catch (const std::regex_error& e) {
+          return "'" + v + "' is not a regular expression (" + e.what() + ")";
+        }
+        return std::string();
+      });
+  std::vector<std::string> event_kinds;
+  for (int k = 0; k <= static_cast<int>(prof::EventKind::kOther); ++k)
+    event_kinds.emplace_back(prof::EventKindName(static_cast<prof::EventKind>(k)));
+  query
+      ->add_option("--kind", query_args.filter.kinds,
+                   "--table events: only events of these kinds (cpu_op, kernel, gpu_memcpy, runtime, step, ...)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(event_kinds));
+  query->add_option("--target", query_args.target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
+  AddMaxStringOption(*query, &max_string_mb);
+
   ClusterCommand cluster;
   cluster.Register(app, ctx);
 
@@ -383,6 +474,13 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     diff_opt.gate = diff_gate == "point" ? prof::DiffGate::kPoint : prof::DiffGate::kInterval;
     diff_opt.max_string_bytes = max_string_bytes;
     return Diff(diff_opt, diff_output, diff_formats, report_force, ctx);
+  }
+  if (query->parsed()) {
+    if (query_args.dir.empty()) query_args.dir = query_positional;
+    if (query_args.dir.empty() || (!query_positional.empty() && query_positional != query_args.dir))
+      return Fail(ctx, InvalidArgument("prof query: give the profile folder once, as DIR or --dir DIR"));
+    query_args.max_string_bytes = max_string_bytes;
+    return Query(query_args, ctx);
   }
   return kExitUsage;
 }

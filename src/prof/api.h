@@ -6,6 +6,8 @@
 /// (src/render/prof_*.h) do that. Progress goes to ctx.logger.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -197,5 +199,119 @@ Expected<std::vector<std::string>> CollectArgv(const CollectOptions& options);
 /// Runs the program under the profiler (inherited stdin/stdout/stderr). The program failing is
 /// not an error: it is in CollectReport::program.
 Expected<CollectReport> RunCollect(const CollectOptions& options, Context& ctx);
+
+// ---- query -----------------------------------------------------------------------------------
+// Read-only access to an imported profile for library callers (tune), `prof query` and the
+// Python companion (portkit.prof.load): typed rows, never the store's tables or SQL.
+
+struct QueryOptions {
+  std::filesystem::path dir;                               ///< an imported profile folder (holding portkit.db)
+  int64_t max_string_bytes = kDefaultMaxStoredValueBytes;  ///< as ExportOptions
+  /// The data folders and the target (a name or a folder, empty: the default target) whose facts
+  /// say which device kernels are communication: read by Ops, Steps and Comm, not by events.
+  /// Without data folders Ops and Steps fail (no target) and Comm knows the generic names only.
+  DataDirs data_dir;
+  std::string target;
+};
+
+/// One timed event of the store (a host operator, a kernel, a runtime call, a step, ...). The
+/// views stay valid during the callback only.
+struct EventRow {
+  std::string_view trace;  ///< the trace's path, relative to the profile folder
+  std::string_view kind;   ///< EventKindName: cpu_op, kernel, gpu_memcpy, gpu_memset, runtime, step, ...
+  std::string_view name;
+  std::string_view category;  ///< the trace's own `cat` (empty when none)
+  int64_t pid = 0, tid = 0;   ///< host process and thread; for device tasks: device and stream
+  int64_t ts_ns = 0, dur_ns = 0;
+  int64_t correlation = -1, external_id = -1;  ///< -1: not recorded
+  bool has_input_dims = false;                 ///< the trace recorded input shapes for it
+  std::string_view input_dims, input_types;    ///< raw JSON text as recorded (empty: not recorded)
+  std::string_view args;                       ///< the `args` object's JSON text (EventFilter::with_args)
+};
+
+/// Which events ForEachEvent visits; every condition given must hold.
+struct EventFilter {
+  std::vector<std::string> kinds;  ///< EventKindName values; empty: every kind
+  std::vector<std::string> names;  ///< exact names; empty: every name
+  std::string name_regex;          ///< ECMAScript, found anywhere in the name; empty: every name
+  uint64_t limit = 0;              ///< stop after this many rows; 0: no limit
+  bool with_args = false;          ///< read each event's args (EventRow::args)
+};
+
+/// Host operators (cpu_op) per name and input shapes, as host_op_summary of `prof export summary`.
+struct OpRow {
+  std::string name;
+  std::string input_dims;  ///< empty when not recorded (or when not split by shape)
+  int64_t count = 0, self_ns = 0, total_ns = 0;
+};
+
+/// A step (ProfilerStep#N) of one trace: its span over every event of that name.
+struct StepRow {
+  std::string trace, name;
+  int64_t number = -1;  ///< N of ProfilerStep#N (-1 when the name has no number)
+  int64_t start_ns = 0, end_ns = 0;
+  /// ProfilerStep#0 of a trace that marks later steps: the warm-up, left out of step times.
+  bool warmup = false;
+};
+
+/// A communication kernel (nccl, rccl, AllReduce, or a name of the target's
+/// profile.communication_kernels) with the collective arguments its trace recorded.
+struct CommRow {
+  std::string trace, name;
+  int64_t device = 0, stream = 0, ts_ns = 0, dur_ns = 0;
+  std::string collective, group, dtype;                      ///< args "Collective name", "Process Group Name", "dtype"
+  int64_t in_nelems = -1, out_nelems = -1, group_size = -1;  ///< -1: not recorded
+};
+
+/// An imported profile opened for reading (OpenProfile).
+class ProfileQuery {
+ public:
+  ProfileQuery(ProfileQuery&&) noexcept;
+  ProfileQuery& operator=(ProfileQuery&&) = delete;
+  ~ProfileQuery();
+
+  const std::filesystem::path& folder() const { return folder_; }
+  const std::filesystem::path& database() const { return database_; }
+  /// Rows of the store out of range (an edited store), hidden from every accessor.
+  const StoreReadNotes& left_out() const;
+  /// What a reader should say: imports that did not finish, rows left out. One line each.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  /// Calls `visit` for each event that passes `filter`, one row at a time (the profile is never
+  /// held in memory), in the store's order: traces in import order, then pid, tid, start, longer
+  /// first (an event before the events it encloses). A non-ok status from `visit` stops the walk
+  /// and is returned. kInvalidArgument for a name_regex that is not a regular expression.
+  Status ForEachEvent(const EventFilter& filter, const std::function<Status(const EventRow&)>& visit);
+  // The tables below are small (a row per operator, step or collective) and returned whole; of
+  // `filter` they use the names, name_regex and limit.
+
+  /// Host operators by name (and input shapes with `by_shape`): largest self time first, ties by
+  /// name and shapes.
+  Expected<std::vector<OpRow>> Ops(const EventFilter& filter = {}, bool by_shape = true);
+  /// The steps of every trace, by trace path and start.
+  Expected<std::vector<StepRow>> Steps(const EventFilter& filter = {});
+  /// The communication kernels, in ForEachEvent's order; empty when the profile has none.
+  Expected<std::vector<CommRow>> Comm(const EventFilter& filter = {});
+
+ private:
+  friend Expected<ProfileQuery> OpenProfile(const QueryOptions& options);
+  ProfileQuery() = default;
+  /// Loads the profile (events, steps, target facts) for Ops and Steps, once.
+  Expected<const Profile*> LoadProfile();
+  /// The path of the store's trace `id` ("" when there is none).
+  const std::string& TracePath(int64_t id) const;
+  QueryOptions options_;
+  std::filesystem::path folder_, database_;
+  std::vector<std::string> warnings_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Profile> profile_;
+  std::vector<std::pair<int64_t, std::string>> trace_paths_;  // (id, path), by id
+};
+
+/// Opens the imported profile folder `options.dir` read-only. Errors name the folder: kNotFound
+/// when it does not exist or holds no portkit.db (not imported, or not a profile), kUnsupported
+/// when the store is of another schema version (with what to do), kParse when portkit.db is not a
+/// SQLite file.
+Expected<ProfileQuery> OpenProfile(const QueryOptions& options);
 
 }  // namespace portkit::prof

@@ -5,8 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/sqlite.h"
-#include "prof/store.h"
+#include "prof/api.h"
 
 namespace portkit::tune {
 
@@ -17,20 +16,12 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     return NotFound(folder.string() + ": no portkit.db; run `portkit prof import -dir " + folder.string() +
                     "` first (the profile must be collected with --record-shapes)");
   // Read-only, and a store of another schema version is refused with what to do. Rows out of the
-  // importers' range are hidden from the query below; how many is said, never dropped silently.
-  prof::StoreReadNotes notes;
-  auto db = prof::OpenStoreForReading(db_path, &notes);
-  if (!db.ok()) return db.status();
-  std::string left_out = notes.Warning(db_path.string());
-  // Every call of the listed ops in thread and time order (outer calls before the calls they
-  // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op
-  // nested in another listed op on the same thread is the same work, skipped below.
-  auto st = db->Prepare(
-      "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, s.value, e.input_dims FROM events e JOIN strings s ON s.id = e.name "
-      "WHERE e.kind = 'cpu_op' AND s.value IN ('aten::mm', 'aten::addmm', 'aten::conv2d', 'aten::linear', "
-      "'aten::matmul') ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid");
-  if (!st.ok())
-    return ParseError(db_path.string() + ": not a portkit profile database (" + st.status().message() + ")");
+  // importers' range are hidden from the events read below; how many is said, never dropped silently.
+  prof::QueryOptions options;
+  options.dir = folder;
+  auto profile = prof::OpenProfile(options);
+  if (!profile.ok()) return profile.status();
+  std::string left_out = profile->left_out().Warning(db_path.string());
   struct Group {
     int64_t first_ts;
     size_t order;
@@ -38,31 +29,37 @@ Expected<OpList> OpsFromProfile(const std::filesystem::path& folder) {
     int64_t count = 0;
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
-  int64_t cur[3] = {0, 0, 0};
+  // Every call of the listed ops in thread and time order (outer calls before the calls they
+  // enclose): aten::linear and aten::matmul call aten::addmm / aten::mm underneath, and an op
+  // nested in another listed op on the same thread is the same work, skipped below.
+  prof::EventFilter filter;
+  filter.kinds = {prof::EventKindName(prof::EventKind::kCpuOp)};
+  filter.names = {"aten::mm", "aten::addmm", "aten::conv2d", "aten::linear", "aten::matmul"};
+  std::string cur_trace;
+  int64_t cur[2] = {0, 0};
   bool first = true;
   int64_t open_end = 0;  // end of the outermost listed call still open on this thread
   bool open = false;
-  while (true) {
-    auto row = st->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    int64_t key[3] = {st->Int(0), st->Int(1), st->Int(2)};
-    int64_t ts = st->Int(3), end = ts + st->Int(4);
-    if (first || key[0] != cur[0] || key[1] != cur[1] || key[2] != cur[2]) {
-      std::copy(key, key + 3, cur);
+  Status read = profile->ForEachEvent(filter, [&](const prof::EventRow& e) {
+    int64_t ts = e.ts_ns, end = ts + e.dur_ns;
+    if (first || e.trace != cur_trace || e.pid != cur[0] || e.tid != cur[1]) {
+      cur_trace.assign(e.trace);
+      cur[0] = e.pid, cur[1] = e.tid;
       open = false;
       first = false;
     }
-    if (open && ts < open_end && end <= open_end) continue;  // inside an outer listed call
-    if (st->IsNull(6)) continue;                             // no shapes: does not hide its callees
+    if (open && ts < open_end && end <= open_end) return Status::Ok();  // inside an outer listed call
+    if (!e.has_input_dims) return Status::Ok();                         // no shapes: does not hide its callees
     open = true;
     open_end = end;
-    std::string name(st->Text(5));
-    std::string dims(st->Text(6));
+    std::string name(e.name);
+    std::string dims(e.input_dims);
     auto [it, added] = groups.try_emplace({name, dims}, Group{ts, groups.size(), name, dims});
     if (!added) it->second.first_ts = std::min(it->second.first_ts, ts);
     ++it->second.count;
-  }
+    return Status::Ok();
+  });
+  if (!read.ok()) return read;
   std::vector<const Group*> ordered;
   for (const auto& [k, g] : groups) ordered.push_back(&g);
   std::sort(ordered.begin(), ordered.end(), [](const Group* a, const Group* b) {

@@ -7,7 +7,7 @@ py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 
 help=$("$PORTKIT" prof --help)
-for sub in collect import export analyse diff; do
+for sub in collect import export analyse diff query; do
   check "prof --help lists $sub" "grep -q '^  $sub ' <<<\"\$help\""
 done
 export_help=$("$PORTKIT" prof export --help)
@@ -64,6 +64,37 @@ check "diff over the gate exits 3" "[ $? = 3 ]"
 check "diff/diff.json loads and says it regressed" \
   "$py -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"regressed\"] and d[\"base\"][\"steps\"] == 6 and d[\"operators\"]' '$tmp/cmp/diff/diff.json'"
 check "diff CSVs written too" "[ -s '$tmp/cmp/diff/diff_operators.csv' ] && [ -s '$tmp/cmp/diff/diff_kernels.csv' ]"
+
+# prof query: every table as JSON loads; ops are host_op_summary's rows in ns; the events it
+# streams are the trace's device tasks as task_time counts them; steps and comm of the Ascend trace.
+for t in events ops steps comm; do
+  "$PORTKIT" prof query "$tmp/npu" --table $t --format json >"$tmp/q_$t.json" 2>"$tmp/err"
+  check "prof query --table $t --format json exits 0 and loads" \
+    "[ $? = 0 ] && $py -c 'import json,sys; assert isinstance(json.load(open(sys.argv[1])), list)' '$tmp/q_$t.json'"
+done
+cat >"$tmp/query_check.py" <<'EOF_PY'
+import csv, json, sys
+folder, tmp = sys.argv[1], sys.argv[2]
+ops = json.load(open(tmp + "/q_ops.json"))
+host = json.load(open(folder + "/summary/host_op_summary.json"))
+assert len(ops) == len(host) > 0, (len(ops), len(host))
+for q, h in zip(ops, host):
+    assert (q["name"], q["input_dims"], q["count"]) == (h["Name"], h["Input Shapes"], h["Count"]), (q, h)
+    assert "%d.%03d" % divmod(q["self_ns"], 1000) == "%.3f" % h["Self Time(us)"], (q, h)
+events = json.load(open(tmp + "/q_events.json"))
+tasks = json.load(open(folder + "/summary/task_time.json"))
+device = [e for e in events if e["kind"] in ("kernel", "gpu_memcpy", "gpu_memset")]
+assert len(device) == len(tasks) > 0, (len(device), len(tasks))
+comm = json.load(open(tmp + "/q_comm.json"))
+assert comm and all(c["name"].startswith("hcom_") for c in comm), comm[:3]
+with open(tmp + "/q_kernels.csv", newline="") as f:
+    rows = list(csv.DictReader(f))
+assert len(rows) == 5 and all(r["kind"] == "kernel" and "hcom_" in r["name"] for r in rows), rows
+EOF_PY
+"$PORTKIT" prof query -dir "$tmp/npu" --table events --kind kernel --name-regex '^hcom_' --limit 5 \
+  >"$tmp/q_kernels.csv" 2>"$tmp/err"
+check "prof query agrees with export summary (ops, device tasks, comm; --kind, --name-regex, --limit)" \
+  "$py '$tmp/query_check.py' '$tmp/npu' '$tmp'"
 
 # A store without a schema version (as portkit wrote before versions existed) is refused.
 mkdir -p "$tmp/old"

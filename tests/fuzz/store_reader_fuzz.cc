@@ -1,16 +1,17 @@
 // libFuzzer target for the SQLite files portkit reads that someone else may have written or edited
 // (docs/safety.md, "SQLite inputs"): the bytes become a file that is read as a profile store
 // (`portkit.db`: the schema check, the rows out of range hidden, then every reading query of
-// `prof export summary`, `export timeline`, `diff` and of tune's operator list) and as a tuning
-// bank (`tune_bank.db`: the schema check, then `bank list`). String limits are small here (4 KiB)
-// so that the over-the-limit paths are reached by inputs under 1 MiB. Any input must end in a
-// value or a Status naming the file, never a crash or a hang.
+// `prof export summary`, `export timeline`, `diff`, `prof query` and of tune's operator list) and
+// as a tuning bank (`tune_bank.db`: the schema check, then `bank list`). String limits are small
+// here (4 KiB) so that the over-the-limit paths are reached by inputs under 1 MiB. Any input must
+// end in a value or a Status naming the file, never a crash or a hang.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fuzz_split.h"
+#include "prof/api.h"
 #include "prof/diff.h"
 #include "prof/exporters/summary.h"
 #include "prof/exporters/timeline.h"
@@ -39,6 +40,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   (void)portkit::tune::OpsFromProfile(dir);
+  {
+    // The query API (prof query, portkit.prof.load): every event with its args, and the
+    // communication kernels' collective arguments parsed from them.
+    portkit::prof::QueryOptions options;
+    options.dir = dir;
+    options.max_string_bytes = kSmallLimit;
+    auto query = portkit::prof::OpenProfile(options);
+    if (query.ok()) {
+      portkit::prof::EventFilter all;
+      all.with_args = true;
+      all.name_regex = "a";
+      (void)query->ForEachEvent(all, [](const portkit::prof::EventRow&) { return portkit::Status::Ok(); });
+      (void)query->Comm();
+    }
+  }
 
   const std::filesystem::path bank_path = dir / "tune_bank.db";
   if (!portkit::fuzz::WriteBytes(bank_path, bytes)) return 0;
