@@ -233,6 +233,7 @@ int Collect(const prof::CollectOptions& options, Context& ctx) {
 /// What `prof query` was asked.
 struct QueryArgs {
   std::string dir, table = "ops", format = "csv", target;
+  std::string positional;  ///< the folder given as DIR rather than --dir
   prof::EventFilter filter;
   int64_t max_string_bytes = prof::kDefaultMaxStoredValueBytes;
 };
@@ -282,6 +283,83 @@ int Query(const QueryArgs& a, Context& ctx) {
   }
   Print(w.Finish());
   return kExitOk;
+}
+
+/// `prof diff`'s options.
+struct DiffArgs {
+  std::string base, compare, output, gate = "interval";
+  std::vector<std::string> formats, more_base, more_compare;
+  double fail_above = 0;
+  CLI::Option* fail_above_option = nullptr;
+  prof::DiffOptions opt;
+};
+
+CLI::App* AddDiffCommand(CLI::App& app, DiffArgs& a, bool* report_force, const char* force_help,
+                         uint64_t* max_string_mb) {
+  auto* diff = app.add_subcommand("diff",
+                                  "compare two profiles: step time and per-operator / per-kernel deltas "
+                                  "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
+  diff->add_option("base", a.base, "the base profile folder (imported first if needed)")->required();
+  diff->add_option("compare", a.compare, "the profile to compare with it")->required();
+  // One folder per flag: `--base-run A BASE CMP` must not take BASE and CMP as more runs.
+  diff->add_option("--base-run", a.more_base, "one more run of the base side (a profile folder; repeatable)")
+      ->allow_extra_args(false);
+  diff->add_option("--compare-run", a.more_compare, "one more run of the compared side (a profile folder; repeatable)")
+      ->allow_extra_args(false);
+  a.fail_above_option =
+      diff->add_option("--fail-above", a.fail_above,
+                       "exit 3 when the median step time grows by more than this percentage: with --gate "
+                       "interval (the default) when even the lower bound of its interval does");
+  diff->add_option("--gate", a.gate,
+                   "interval: judge the bootstrap interval of the median step change; point: the mean step change "
+                   "alone (noise trips it)")
+      ->check(CLI::IsMember({"interval", "point"}));
+  diff->add_option("--confidence", a.opt.confidence, "two-sided confidence of the intervals")
+      ->check(CLI::Range(0.5, 0.999));
+  diff->add_option("--resamples", a.opt.resamples, "bootstrap resamples (seeded: the output is reproducible)")
+      ->check(CLI::Range(100, 100000));
+  diff->add_option("-o,--output", a.output, "folder for the files (default: CMP_DIR/diff)");
+  AddFormatOption(*diff, &a.formats, {"csv", "json"}, {"csv"});
+  diff->add_flag("--force", *report_force, force_help);
+  AddMaxStringOption(*diff, max_string_mb);
+  return diff;
+}
+
+/// `prof query`: its options into `a` (the --max-string-mb value into *max_string_mb).
+CLI::App* AddQueryCommand(CLI::App& app, QueryArgs& a, uint64_t* max_string_mb, Context& ctx) {
+  auto* query = app.add_subcommand(
+      "query",
+      "one table of an imported profile on stdout, as CSV or JSON: events (one row per event, streamed), ops "
+      "(host operators: calls, self and total time), steps, comm (communication kernels)");
+  query->add_option("profile", a.positional, "the profile folder (holding portkit.db)");
+  query->add_option("-d,--dir", a.dir, "the profile folder, as a flag; also -dir");
+  query->add_option("--table", a.table, "events, ops, steps or comm (default: ops)")
+      ->check(CLI::IsMember(render::ProfQueryTables()));
+  query->add_option("--format", a.format, "csv or json (default: csv)")->check(CLI::IsMember({"csv", "json"}));
+  query->add_option("--limit", a.filter.limit, "at most this many rows (default: all)");
+  query
+      ->add_option("--name-regex", a.filter.name_regex,
+                   "only rows whose name contains a match of this ECMAScript regular expression")
+      ->check([](const std::string& v) {
+        try {
+          std::regex check(v);
+        } catch (const std::regex_error& e) {
+          return "'" + v + "' is not a regular expression (" + e.what() + ")";
+        }
+        return std::string();
+      });
+  std::vector<std::string> event_kinds;
+  for (int k = 0; k <= static_cast<int>(prof::EventKind::kOther); ++k)
+    event_kinds.emplace_back(prof::EventKindName(static_cast<prof::EventKind>(k)));
+  query
+      ->add_option("--kind", a.filter.kinds,
+                   "--table events: only events of these kinds (cpu_op, kernel, gpu_memcpy, runtime, step, ...)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(event_kinds));
+  query->add_option("--target", a.target, target::TargetOptionHelp(ctx.data_dir, false))
+      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
+  AddMaxStringOption(*query, max_string_mb);
+  return query;
 }
 
 }  // namespace
@@ -379,70 +457,11 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
       ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
   AddMaxStringOption(*analyse, &max_string_mb);
 
-  std::string base_dir, cmp_dir, diff_output, diff_gate = "interval";
-  std::vector<std::string> diff_formats, more_base, more_compare;
-  double fail_above = 0;
-  prof::DiffOptions diff_opt;
-  auto* diff = app.add_subcommand("diff",
-                                  "compare two profiles: step time and per-operator / per-kernel deltas "
-                                  "(into CMP_DIR/diff/); exit 3 when --fail-above is exceeded");
-  diff->add_option("base", base_dir, "the base profile folder (imported first if needed)")->required();
-  diff->add_option("compare", cmp_dir, "the profile to compare with it")->required();
-  // One folder per flag: `--base-run A BASE CMP` must not take BASE and CMP as more runs.
-  diff->add_option("--base-run", more_base, "one more run of the base side (a profile folder; repeatable)")
-      ->allow_extra_args(false);
-  diff->add_option("--compare-run", more_compare, "one more run of the compared side (a profile folder; repeatable)")
-      ->allow_extra_args(false);
-  auto* gate = diff->add_option("--fail-above", fail_above,
-                                "exit 3 when the median step time grows by more than this percentage: with --gate "
-                                "interval (the default) when even the lower bound of its interval does");
-  diff->add_option("--gate", diff_gate,
-                   "interval: judge the bootstrap interval of the median step change; point: the mean step change "
-                   "alone (noise trips it)")
-      ->check(CLI::IsMember({"interval", "point"}));
-  diff->add_option("--confidence", diff_opt.confidence, "two-sided confidence of the intervals")
-      ->check(CLI::Range(0.5, 0.999));
-  diff->add_option("--resamples", diff_opt.resamples, "bootstrap resamples (seeded: the output is reproducible)")
-      ->check(CLI::Range(100, 100000));
-  diff->add_option("-o,--output", diff_output, "folder for the files (default: CMP_DIR/diff)");
-  AddFormatOption(*diff, &diff_formats, {"csv", "json"}, {"csv"});
-  diff->add_flag("--force", report_force, kReportForce);
-  AddMaxStringOption(*diff, &max_string_mb);
+  DiffArgs diff_args;
+  auto* diff = AddDiffCommand(app, diff_args, &report_force, kReportForce, &max_string_mb);
 
   QueryArgs query_args;
-  std::string query_positional;
-  auto* query = app.add_subcommand(
-      "query",
-      "one table of an imported profile on stdout, as CSV or JSON: events (one row per event, streamed), ops "
-      "(host operators: calls, self and total time), steps, comm (communication kernels)");
-  query->add_option("profile", query_positional, "the profile folder (holding portkit.db)");
-  query->add_option("-d,--dir", query_args.dir, "the profile folder, as a flag; also -dir");
-  query->add_option("--table", query_args.table, "events, ops, steps or comm (default: ops)")
-      ->check(CLI::IsMember(render::ProfQueryTables()));
-  query->add_option("--format", query_args.format, "csv or json (default: csv)")->check(CLI::IsMember({"csv", "json"}));
-  query->add_option("--limit", query_args.filter.limit, "at most this many rows (default: all)");
-  query
-      ->add_option("--name-regex", query_args.filter.name_regex,
-                   "only rows whose name contains a match of this ECMAScript regular expression")
-      ->check([](const std::string& v) {
-        try {
-          std::regex check(v);
-        } catch (const std::regex_error& e) {
-          return "'" + v + "' is not a regular expression (" + e.what() + ")";
-        }
-        return std::string();
-      });
-  std::vector<std::string> event_kinds;
-  for (int k = 0; k <= static_cast<int>(prof::EventKind::kOther); ++k)
-    event_kinds.emplace_back(prof::EventKindName(static_cast<prof::EventKind>(k)));
-  query
-      ->add_option("--kind", query_args.filter.kinds,
-                   "--table events: only events of these kinds (cpu_op, kernel, gpu_memcpy, runtime, step, ...)")
-      ->delimiter(',')
-      ->check(CLI::IsMember(event_kinds));
-  query->add_option("--target", query_args.target, target::TargetOptionHelp(ctx.data_dir, false))
-      ->check([&ctx](const std::string& v) { return target::CheckTargetChoice(ctx.data_dir, v, false); });
-  AddMaxStringOption(*query, &max_string_mb);
+  auto* query = AddQueryCommand(app, query_args, &max_string_mb, ctx);
 
   ClusterCommand cluster;
   cluster.Register(app, ctx);
@@ -466,18 +485,19 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     return Analyse(analyse_dir, analyse_output, analyse_formats, fail_on, analyse_target, report_force,
                    max_string_bytes, ctx);
   if (diff->parsed()) {
-    diff_opt.base = base_dir;
-    diff_opt.compare = cmp_dir;
-    diff_opt.more_base.assign(more_base.begin(), more_base.end());
-    diff_opt.more_compare.assign(more_compare.begin(), more_compare.end());
-    if (gate->count()) diff_opt.fail_above_percent = fail_above;
-    diff_opt.gate = diff_gate == "point" ? prof::DiffGate::kPoint : prof::DiffGate::kInterval;
-    diff_opt.max_string_bytes = max_string_bytes;
-    return Diff(diff_opt, diff_output, diff_formats, report_force, ctx);
+    auto& d = diff_args;
+    d.opt.base = d.base;
+    d.opt.compare = d.compare;
+    d.opt.more_base.assign(d.more_base.begin(), d.more_base.end());
+    d.opt.more_compare.assign(d.more_compare.begin(), d.more_compare.end());
+    if (d.fail_above_option->count()) d.opt.fail_above_percent = d.fail_above;
+    d.opt.gate = d.gate == "point" ? prof::DiffGate::kPoint : prof::DiffGate::kInterval;
+    d.opt.max_string_bytes = max_string_bytes;
+    return Diff(d.opt, d.output, d.formats, report_force, ctx);
   }
   if (query->parsed()) {
-    if (query_args.dir.empty()) query_args.dir = query_positional;
-    if (query_args.dir.empty() || (!query_positional.empty() && query_positional != query_args.dir))
+    if (query_args.dir.empty()) query_args.dir = query_args.positional;
+    if (query_args.dir.empty() || (!query_args.positional.empty() && query_args.positional != query_args.dir))
       return Fail(ctx, InvalidArgument("prof query: give the profile folder once, as DIR or --dir DIR"));
     query_args.max_string_bytes = max_string_bytes;
     return Query(query_args, ctx);

@@ -235,17 +235,17 @@ EOF
   # an unnamed temporary file in -o a batch at a time, read back by each report (docs/safety.md,
   # Limits): the 300 MB holds for both.
   check "compare of two 183 MB dump.json (300k calls each) exits 0" "[ \$(cat $a/big.rc) = 0 ]"
-  check "  with a peak RSS under 300 MB (900k rows)" "[ \$(cat $a/big.rss) -lt 307200 ]"
+  check "  with a peak RSS under 300 MB (900k rows)" "rss_ok \$(cat $a/big.rss) 307200"
   check "  and compares every call (900k rows)" "[ \$(wc -l <'$a/big_out/compare_result.csv') -ge 900000 ]"
   measure big_small $TB "$PORTKIT" compare "$a/full/step0/rank0" "$a/big_tgt/step0/rank0" -o "$a/big_out2" --format csv
   check "compare of a 183 MB dump.json against a small one: exit 0, peak RSS under 300 MB (300k rows)" \
-    "[ \$(cat $a/big_small.rc) = 0 ] && [ \$(cat $a/big_small.rss) -lt 307200 ]"
+    "[ \$(cat $a/big_small.rc) = 0 ] && rss_ok \$(cat $a/big_small.rss) 307200"
   measure big_small_all $TB "$PORTKIT" compare "$a/full/step0/rank0" "$a/big_tgt/step0/rank0" -o "$a/big_out3" \
     --format csv,json,html,msprobe
   check "  and with every report (CSV, JSON, HTML, msprobe CSV): exit 0, peak RSS under 300 MB" \
-    "[ \$(cat $a/big_small_all.rc) = 0 ] && [ \$(cat $a/big_small_all.rss) -lt 307200 ]"
+    "[ \$(cat $a/big_small_all.rc) = 0 ] && rss_ok \$(cat $a/big_small_all.rss) 307200"
   measure big_overflow $TB "$PORTKIT" overflow "$a/big_tgt/step0/rank0" -o "$a/big_overflow.txt"
-  check "overflow of the 183 MB dump.json exits 0, peak RSS under 100 MB (read as a stream, once)" "[ \$(cat $a/big_overflow.rc) = 0 ] && [ \$(cat $a/big_overflow.rss) -lt 102400 ]"
+  check "overflow of the 183 MB dump.json exits 0, peak RSS under 100 MB (read as a stream, once)" "[ \$(cat $a/big_overflow.rc) = 0 ] && rss_ok \$(cat $a/big_overflow.rss) 102400"
 fi
 
 # One call larger than --max-call-mb: over the limit, not read.
@@ -292,7 +292,7 @@ mb=$(awk -F: '/Maximum resident set size/ {printf "%d", $2 / 1024}' "$h5/o1.err"
 secs=$(awk '/Elapsed \(wall clock\)/ {n = split($NF, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; printf "%d", s}' "$h5/o1.err")
 echo "     convert of a 2^50-element dataset with no chunk written: exit $rc, ${secs} s, peak RSS ${mb} MB"
 check "HDF5 dataset of 2^50 elements, no chunk written: exit 2 in under 5 s (${secs} s), peak RSS under 100 MB (${mb} MB)" \
-  "[ $rc = 2 ] && [ '$secs' -lt 5 ] && [ '$mb' -lt 100 ]"
+  "[ $rc = 2 ] && [ '$secs' -lt 5 ] && rss_ok '$mb' 100"
 check "  the message names the file and the dataset, says over the limit and names the flag" \
   "grep -q 'bomb.h5: /add/0/input/0: over the limit: a dataset of shape \[1048576, 1048576, 1024\] (1125899906842624 elements of 4 bytes) stored in 0 bytes of the file .*more than 67108864; not read. --max-view-elements raises the limit' '$h5/o1.err'"
 check "  the other tensor is converted, nothing of the refused one is left" \

@@ -40,7 +40,7 @@ for kind in lines expr; do
   mb=$(rss_mb "$bomb/$kind.err")
   echo "     analyse of a 58 MB file ($kind): exit $rc, peak RSS ${mb} MB"
   check "analyse of a 58 MB .py ($kind) exits 0 (not a hang)" "[ $rc = 0 ]"
-  check "  peak RSS under 300 MB (${mb} MB)" "[ '$mb' -lt 300 ]"
+  check "  peak RSS under 300 MB (${mb} MB)" "rss_ok '$mb' 300"
   check "  says the file is over the limit and names the flag" \
     "grep -q 'big.py: over the limit: 58.0 MiB, more than the 2 MiB a Python file may have; not analysed. --max-file-mb raises the limit' '$bomb/out_$kind/${kind}_analysis/pytorch_analysis.txt'"
   check "  and analyses the other file" "grep -q 'small.py' '$bomb/out_$kind/${kind}_analysis/cuda_op_list.csv'"
@@ -50,13 +50,13 @@ rc=$?
 mb=$(rss_mb "$bomb/m.err")
 echo "     migrate of the 58 MB file: exit $rc, peak RSS ${mb} MB"
 check "migrate of a 58 MB .py exits 0, the file copied unchanged, peak RSS under 300 MB (${mb} MB)" \
-  "[ $rc = 0 ] && cmp -s '$bomb/lines/big.py' '$bomb/m/lines_msft/big.py' && [ '$mb' -lt 300 ]"
+  "[ $rc = 0 ] && cmp -s '$bomb/lines/big.py' '$bomb/m/lines_msft/big.py' && rss_ok '$mb' 300"
 /usr/bin/time -v $T "$PORTKIT" analyse -m dynamic_shape -i "$bomb/expr" -o "$bomb/d" -j 2 >"$bomb/d.out" 2>"$bomb/d.err"
 rc=$?
 mb=$(rss_mb "$bomb/d.err")
 echo "     dynamic_shape copy of the 58 MB file: exit $rc, peak RSS ${mb} MB"
 check "dynamic_shape of a 58 MB .py exits 0, the file copied unchanged, peak RSS under 300 MB (${mb} MB)" \
-  "[ $rc = 0 ] && cmp -s '$bomb/expr/big.py' '$bomb/d/expr_analysis/big.py' && [ '$mb' -lt 300 ]"
+  "[ $rc = 0 ] && cmp -s '$bomb/expr/big.py' '$bomb/d/expr_analysis/big.py' && rss_ok '$mb' 300"
 # Under the cap, a file is analysed; raising the cap analyses a bigger one.
 $PY -c "
 import sys
@@ -69,7 +69,7 @@ check "a 2.5 MiB file is skipped by default" "[ $? = 0 ] && grep -q 'five.py: ov
 rc=$?
 mb=$(rss_mb "$bomb/n2.err")
 echo "     analyse of a 2.5 MiB file with --max-file-mb 3: exit $rc, peak RSS ${mb} MB"
-check "  and analysed with --max-file-mb 3 (peak RSS ${mb} MB, under 400 MB)" "[ $rc = 0 ] && grep -q '^five/five.py,' '$bomb/n2/five_analysis/cuda_op_list.csv' && [ '$mb' -lt 400 ]"
+check "  and analysed with --max-file-mb 3 (peak RSS ${mb} MB, under 400 MB)" "[ $rc = 0 ] && grep -q '^five/five.py,' '$bomb/n2/five_analysis/cuda_op_list.csv' && rss_ok '$mb' 400"
 rm -rf "$bomb"
 fi
 
@@ -366,7 +366,7 @@ for name in unary_minus tilde not await lambda conditional power star_unpack; do
   mb=$(rss_mb "$ops/$name.time")
   secs=$(awk '/Elapsed \(wall clock\)/ {n = split($NF, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; printf "%d", s}' "$ops/$name.time")
   check "deep $name without brackets: exit 0 in ${secs} s (under 30), peak RSS ${mb} MB (under 200)" \
-    "[ $rc = 0 ] && [ '$secs' -lt 30 ] && [ '$mb' -lt 200 ]"
+    "[ $rc = 0 ] && [ '$secs' -lt 30 ] && rss_ok '$mb' 200"
   check "  refused before parsing, the file and position named" \
     "grep -q '$name/deep.py:[0-9]*:[0-9]*: operators nested more than 200 deep without brackets (unary -, +, ~, not, await, lambda, \*\* or conditional expressions; no real code comes near); not analysed' '$ops/$name.out/${name}_analysis/pytorch_analysis.txt'"
   check "  and the other file analysed" "grep -q '^$name/fine.py,' '$ops/$name.out/${name}_analysis/cuda_op_list.csv'"
