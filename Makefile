@@ -63,8 +63,13 @@ SANITIZE_BUILD ?= build-asan
 SANITIZE_TESTS ?= ^(cli_|golden_|hostile_|fuzz_replay_)
 SANITIZE_TARGETS ?= portkit fuzz_replays
 SANITIZE_NO_LEAK_CHECK ?= ^(cli_prof_cluster_mpi|cli_compare_ranks)$$
+# Built like the demo, as a unity build (cmake/unity_skip.cmake), at -O1 -g (ASan's advice: stack
+# traces stay exact): a cold build of what the entries need takes minutes on 2 cores, not half an hour.
+SANITIZE_FLAGS = -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG"
 test-sanitize: setup
-	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTKIT_SANITIZE=$(SANITIZE) $(CMAKE_LAUNCHER) >/dev/null
+	@cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPORTKIT_SANITIZE=$(SANITIZE) \
+	  $(SANITIZE_FLAGS) $(CMAKE_LAUNCHER) >/dev/null
 	@# Only what the selected entries run: the CLI and the fuzz replay drivers (SANITIZE_TARGETS=all
 	@# builds everything, for SANITIZE_TESTS='.').
 	@cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target $(SANITIZE_TARGETS)
