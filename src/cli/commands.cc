@@ -17,7 +17,9 @@ const Command kCommands[] = {
     {"overflow", "operators of a dump whose outputs overflow (inf/nan), in execution order", &OverflowCommand},
     {"convert", "dump tensors to .npy or .txt", &ConvertCommand},
     {"extract", "copy the named operators of a dump into a new dump", &ExtractCommand},
-    {"prof", "profiles: collect, import, export summary|timeline, analyse (advisor), diff, cluster (multi-rank)",
+    {"prof",
+     "profiles: collect, import, export summary|timeline, analyse (advisor), diff, query (tables for notebooks), "
+     "cluster (multi-rank)",
      &ProfCommand},
     {"tune",
      "auto-tuning, results kept in a knowledge base:\n"

@@ -11,7 +11,7 @@ version=$(head -1 python/portkit/VERSION)
 "$PORTKIT" --help >"$tmp/help" 2>&1; rc=$?
 check "--help exits 0" "[ $rc = 0 ]"
 check "--help lists prof cluster" \
-  "grep -qF '  prof       profiles: collect, import, export summary|timeline, analyse (advisor), diff, cluster (multi-rank)' '$tmp/help'"
+  "grep -qF '  prof       profiles: collect, import, export summary|timeline, analyse (advisor), diff, query (tables for notebooks), cluster (multi-rank)' '$tmp/help'"
 check "--help lists tune's OPAT, SGAT and GDAT modes" \
   "grep -qF -- '--job-type=2 (OPAT): MatMul/Conv2D kernels of an operator list, compiled and measured;' '$tmp/help' &&
    grep -qF -- '--job-type=1 --framework=pytorch (SGAT): how each subgraph of a PyTorch model runs;' '$tmp/help' &&
@@ -30,7 +30,7 @@ check "analyse --version 2.1.0 still names the torch version" "[ $rc = 0 ] && [ 
 
 "$PORTKIT" prof nosuch >"$tmp/p" 2>&1; rc=$?
 check "prof nosuch: exit 2, names the unknown subcommand and the valid ones" \
-  "[ $rc = 2 ] && [ \"\$(cat '$tmp/p')\" = \"portkit prof: unknown subcommand 'nosuch'; use one of collect, import, export, analyse, diff, cluster (portkit prof --help)\" ]"
+  "[ $rc = 2 ] && [ \"\$(cat '$tmp/p')\" = \"portkit prof: unknown subcommand 'nosuch'; use one of collect, import, export, analyse, diff, query, cluster (portkit prof --help)\" ]"
 "$PORTKIT" prof export nosuch -dir x >"$tmp/pe" 2>&1; rc=$?
 check "prof export nosuch: names the valid ones" \
   "[ $rc = 2 ] && [ \"\$(cat '$tmp/pe')\" = \"portkit prof export: unknown subcommand 'nosuch'; use one of summary, timeline (portkit prof export --help)\" ]"
