@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
   // By position; at one position an insertion (empty range) first, then the outer edit.
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
     bool a_range = a.end_byte > a.start_byte, b_range = b.end_byte > b.start_byte;
     return std::tie(a.start_byte, a_range, b.end_byte) < std::tie(b.start_byte, b_range, a.end_byte);
   });
@@ -815,8 +815,7 @@ void CollectTopLevelImports(const PySyntax& syn, TSNode block, std::string_view 
       case NodeKind::kImportStatement:
         for (TSNode c : NamedChildren(n)) {
           TSNode name = syn.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn.f_name) : c;
-          if (!ts_node_is_null(name) && syn.Kind(name) == NodeKind::kDottedName)
-            add(std::string(NodeText(name, src)));
+          if (!ts_node_is_null(name) && syn.Kind(name) == NodeKind::kDottedName) add(std::string(NodeText(name, src)));
         }
         break;
       case NodeKind::kImportFromStatement: {
@@ -999,7 +998,7 @@ void PlaceTargetImports(const MigrateOptions& opt, const LoadedProject& project,
                                "imports this module at its top level; if it only runs under one that imports " +
                                facts.python_module + ", the line can go",
                            "review"});
-    r.edits.push_back(*r.import_edit);
+    r.edits.insert(r.edits.begin(), *r.import_edit);  // before other imports inserted at the same place
     r.text = ApplyEdits(project.py[i].parsed.source, r.edits);
     if (!project.py[i].codec.empty()) {  // an ASCII line: the encoding that wrote the rest writes it too
       auto encoded = EncodeSource(r.text, project.py[i].codec);

@@ -291,7 +291,8 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else
       return r.Error("unknown key \"" + key +
                      "\" (known: name, description, kind, default, versions, device_type, python_module, "
-                     "import_line, device_module, device_module_alias, transfer_import, dispatch_key, distributed_backends, amp_module, "
+                     "import_line, device_module, device_module_alias, transfer_import, dispatch_key, "
+                     "distributed_backends, amp_module, "
                      "fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
   }
   std::vector<std::string> missing;

@@ -76,7 +76,7 @@ struct TargetFacts {
   /// How migrate spells device_module in the code it writes ("torch.npu": the same module once
   /// import_line has run); imports keep device_module. Empty: device_module itself.
   std::string device_module_alias;
-  std::string transfer_import;                 ///< import that maps CUDA calls to the device at run time
+  std::string transfer_import;  ///< import that maps CUDA calls to the device at run time
   /// The dispatch key the target's kernels are registered for ("PrivateUse1"); empty: unknown.
   std::string dispatch_key;
   /// The target's own process-group backends ("hccl"), its preferred one first. Without

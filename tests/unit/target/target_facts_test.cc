@@ -126,7 +126,8 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
             file() +
                 ": unknown key \"devce_type\" (known: name, description, kind, default, versions, device_type, "
                 "python_module, import_line, device_module, device_module_alias, transfer_import, dispatch_key, "
-                "distributed_backends, amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
+                "distributed_backends, amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, "
+                "library_ops, profile)");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", " + ok + "\"device_module_alias\": \"torch.t\"}"),
             file() + ": \"device_module_alias\" is set but \"device_module\" is missing");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
