@@ -144,6 +144,11 @@ struct MigrateOptions {
   bool force = false;
   /// Compute the changes only: no folder is created and nothing is written.
   bool dry_run = false;
+  /// Where the target's import_line goes: kEntry (default) adds it to the entry scripts and to
+  /// files that name the target's module, and leaves it out of a module that an entry script
+  /// importing the target's module imports at its top level (directly or through other modules);
+  /// kEveryFile adds it to every changed file that does not import the module.
+  enum class ImportPolicy : uint8_t { kEntry, kEveryFile } import_policy = ImportPolicy::kEntry;
 };
 
 /// One edit of the migration, as change_list.csv lists it. Operation "Review" is an edit the

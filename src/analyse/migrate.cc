@@ -4,8 +4,10 @@
 #include <cctype>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <set>
+#include <unordered_map>
 
 #include "analyse/api.h"
 #include "analyse/project_loader.h"
@@ -23,7 +25,7 @@ namespace fs = std::filesystem;
 
 std::string ApplyEdits(std::string_view text, std::vector<Edit>& edits) {
   // By position; at one position an insertion (empty range) first, then the outer edit.
-  std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) {
     bool a_range = a.end_byte > a.start_byte, b_range = b.end_byte > b.start_byte;
     return std::tie(a.start_byte, a_range, b.end_byte) < std::tie(b.start_byte, b_range, a.end_byte);
   });
@@ -402,23 +404,37 @@ class MigrationCollector : public EventSink {
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
-    std::string replacement = renamed;
+    // The target's spelling in code (torch.npu.X for torch_npu.npu.X) where the reference keeps
+    // the user's own name for the shared prefix (`torch.` or an alias of it); else the module's.
+    std::string spelled = facts_.SpellInCode(renamed);
+    std::string replacement = KeepUserPrefix(node, qname, spelled);
+    if (!replacement.empty()) {
+      renamed = spelled;
+    } else {
+      replacement = KeepUserPrefix(node, qname, renamed);
+      if (replacement.empty()) replacement = renamed;
+    }
+    const std::string& cuda = target_.cuda().device_module;
+    bool amp = !cuda.empty() && qname.rfind(cuda + ".amp.", 0) == 0;
+    Add(node, replacement, operation, qname + " → " + renamed, amp ? "amp" : "device_api");
+    return true;
+  }
+
+  /// `renamed` written with the user's text for the leading components it shares with `qname`
+  /// (`t.cuda.X` after `import torch as t` → `t.npu.X`); empty when they share none or the
+  /// reference does not end with the rest of `qname`.
+  std::string KeepUserPrefix(TSNode node, const std::string& qname, const std::string& renamed) const {
     size_t common = 0;  // bytes of the shared leading components, with their dot
     for (size_t i = 0; i <= qname.size() && i <= renamed.size(); ++i) {
       bool end_q = i == qname.size() || qname[i] == '.', end_r = i == renamed.size() || renamed[i] == '.';
       if (end_q && end_r) common = i + 1;
       if (i == qname.size() || i == renamed.size() || qname[i] != renamed[i]) break;
     }
-    if (common > 0 && common <= qname.size()) {
-      std::string_view text = NodeText(node, src_);
-      std::string tail = "." + qname.substr(common);
-      if (text.size() > tail.size() && text.substr(text.size() - tail.size()) == tail)
-        replacement = std::string(text.substr(0, text.size() - tail.size())) + "." + renamed.substr(common);
-    }
-    const std::string& cuda = target_.cuda().device_module;
-    bool amp = !cuda.empty() && qname.rfind(cuda + ".amp.", 0) == 0;
-    Add(node, replacement, operation, qname + " → " + renamed, amp ? "amp" : "device_api");
-    return true;
+    if (common == 0 || common > qname.size()) return {};
+    std::string_view text = NodeText(node, src_);
+    std::string tail = "." + qname.substr(common);
+    if (text.size() <= tail.size() || text.substr(text.size() - tail.size()) != tail) return {};
+    return std::string(text.substr(0, text.size() - tail.size())) + "." + renamed.substr(common);
   }
 
   bool Matches(const CallEvent& ev, const std::string& api, bool method) const {
@@ -784,6 +800,61 @@ bool IsEntryFile(const PySyntax& syn, const ParsedSource& src) {
   return false;
 }
 
+/// The modules the top-level imports of a file load (outside functions and classes; inside `if`,
+/// `try`, `with` blocks too): every imported module with its packages, and for `from m import x`
+/// also `m.x` (a submodule, when it is one). Relative imports are made absolute.
+void CollectTopLevelImports(const PySyntax& syn, TSNode block, std::string_view src, const ModuleSummary& from,
+                            std::vector<std::string>& out) {
+  auto add = [&](const std::string& module) {
+    for (size_t dot = module.find('.'); dot != std::string::npos; dot = module.find('.', dot + 1))
+      out.push_back(module.substr(0, dot));
+    if (!module.empty()) out.push_back(module);
+  };
+  for (TSNode n : NamedChildren(block)) {
+    switch (syn.Kind(n)) {
+      case NodeKind::kImportStatement:
+        for (TSNode c : NamedChildren(n)) {
+          TSNode name = syn.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn.f_name) : c;
+          if (!ts_node_is_null(name) && syn.Kind(name) == NodeKind::kDottedName) add(std::string(NodeText(name, src)));
+        }
+        break;
+      case NodeKind::kImportFromStatement: {
+        TSNode mod = ts_node_child_by_field_id(n, syn.f_module_name);
+        if (ts_node_is_null(mod)) break;
+        int level = 0;
+        std::string module;
+        if (syn.Kind(mod) == NodeKind::kRelativeImport) {
+          for (TSNode c : NamedChildren(mod)) {
+            if (syn.Kind(c) == NodeKind::kImportPrefix) level = static_cast<int>(NodeText(c, src).size());
+            else module = std::string(NodeText(c, src));
+          }
+          module = ResolveRelativeModule(from.module_name, from.is_package, level, module);
+          if (module.empty()) break;
+        } else {
+          module = std::string(NodeText(mod, src));
+        }
+        add(module);
+        for (TSNode c : NamedChildren(n)) {
+          if (ts_node_eq(c, mod)) continue;
+          TSNode name = syn.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn.f_name) : c;
+          if (!ts_node_is_null(name) && syn.Kind(name) == NodeKind::kDottedName)
+            out.push_back(module + "." + std::string(NodeText(name, src)));
+        }
+        break;
+      }
+      case NodeKind::kIfStatement:
+      case NodeKind::kTryStatement:
+      case NodeKind::kWithStatement:
+      case NodeKind::kElseClause:
+      case NodeKind::kElifClause:
+      case NodeKind::kExceptClause:
+      case NodeKind::kFinallyClause:
+      case NodeKind::kBlock: CollectTopLevelImports(syn, n, src, from, out); break;
+      default: break;
+    }
+  }
+}
+
 /// A shell launch script (`*.sh`, `*.bash`): its environment variables are renamed.
 bool IsLaunchScript(const fs::path& path) {
   std::string ext = path.extension().string();
@@ -859,11 +930,84 @@ struct FileResult {
   /// For a file read as Latin-1 or cp1252 and edited: its own bytes (`text` is then encoded the
   /// same way); empty otherwise, the parsed source being those bytes.
   std::string original;
+  /// The target's import line, when the file is changed and does not import the module: made or
+  /// not by the import policy once every file is migrated (PlaceTargetImports).
+  std::optional<Edit> import_edit;
+  bool entry = false;                 ///< has a top-level `if __name__ == "__main__":`
+  bool imports_target = false;        ///< its top-level imports load the target's module
+  std::vector<std::string> imported;  ///< the modules its top-level imports load
 };
 
 /// The bytes of the file as it is on disk (what the migrated text is compared and diffed with).
 const std::string& SourceBytes(const PyFile& py, const FileResult& r) {
   return r.original.empty() ? py.parsed.source : r.original;
+}
+
+/// True when an edit writes a name of `module` (`torch_npu.` followed by a name).
+bool WritesModuleName(const std::vector<Edit>& edits, const std::string& module) {
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (const auto& e : edits) {
+    const std::string& t = e.replacement;
+    for (size_t at = t.find(module + "."); at != std::string::npos; at = t.find(module + ".", at + 1))
+      if (at == 0 || (!name_char(t[at - 1]) && t[at - 1] != '.')) return true;
+  }
+  return false;
+}
+
+/// Decides where the target's import line goes (MigrateOptions::import_policy) and applies it.
+/// kEntry: an entry script and a file that writes a name of the module get it; a file that an
+/// entry script importing the module loads through top-level imports does not (the module is
+/// loaded before it runs); any other file keeps it, with a Review row when the project has entry
+/// scripts (it may be run only through one of them, which would make the line redundant).
+void PlaceTargetImports(const MigrateOptions& opt, const LoadedProject& project, const target::TargetFacts& facts,
+                        std::vector<FileResult>& out, Logger& log) {
+  std::unordered_map<const ModuleSummary*, size_t> file_of;
+  for (size_t i = 0; i < project.py.size(); ++i)
+    if (project.py[i].summary) file_of[project.py[i].summary] = i;
+  // Files loaded, through top-level imports, by an entry script that imports the module.
+  std::vector<char> reached(out.size(), 0);
+  std::vector<size_t> queue;
+  bool any_entry = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    any_entry = any_entry || out[i].entry;
+    if (out[i].entry && !out[i].reverted && (out[i].imports_target || out[i].import_edit)) queue.push_back(i);
+  }
+  for (size_t head = 0; head < queue.size(); ++head) {
+    for (const auto& module : out[queue[head]].imported) {
+      auto it = file_of.find(project.index.Find(module));
+      if (it == file_of.end() || reached[it->second]) continue;
+      reached[it->second] = 1;
+      queue.push_back(it->second);
+    }
+  }
+  size_t left_out = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    FileResult& r = out[i];
+    if (!r.import_edit || r.reverted) continue;
+    bool names = WritesModuleName(r.edits, facts.python_module);
+    bool every = opt.import_policy == MigrateOptions::ImportPolicy::kEveryFile;
+    if (!every && !r.entry && !names && reached[i]) {
+      ++left_out;
+      continue;
+    }
+    if (!every && !r.entry && !names && any_entry)
+      r.reviews.push_back({r.import_edit->start_byte, r.import_edit->start_byte, "", r.import_edit->start_line,
+                           r.import_edit->start_line, "Review",
+                           facts.import_line +
+                               " added: no entry script of the project (top-level `if __name__ == \"__main__\":`) "
+                               "imports this module at its top level; if it only runs under one that imports " +
+                               facts.python_module + ", the line can go",
+                           "review"});
+    r.edits.insert(r.edits.begin(), *r.import_edit);  // before other imports inserted at the same place
+    r.text = ApplyEdits(project.py[i].parsed.source, r.edits);
+    if (!project.py[i].codec.empty()) {  // an ASCII line: the encoding that wrote the rest writes it too
+      auto encoded = EncodeSource(r.text, project.py[i].codec);
+      if (encoded.ok()) r.text = std::move(*encoded);
+    }
+  }
+  if (left_out)
+    log.Info(facts.import_line + " left to the entry scripts that load " + std::to_string(left_out) + " changed file" +
+             (left_out == 1 ? "" : "s") + " (--import-policy entry)");
 }
 
 /// Collects the edits of every Python file of `project` (in parallel) and checks that every
@@ -913,10 +1057,14 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       collector.CudaModuleImports(f.parsed.root());
       collector.AddCudaLeftWarning();
       r.reviews = std::move(collector.reviews);
+      r.entry = IsEntryFile(project.syntax, f.parsed);
+      CollectTopLevelImports(project.syntax, f.parsed.root(), f.parsed.source, *f.summary, r.imported);
+      r.imports_target = !facts.python_module.empty() &&
+                         std::find(r.imported.begin(), r.imported.end(), facts.python_module) != r.imported.end();
       if (!r.edits.empty() && !facts.import_line.empty() &&
           !ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, facts.python_module))
-        r.edits.push_back(
-            InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol, "InsertImport"));
+        r.import_edit =
+            InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.import_line, eol, "InsertImport");
       for (const auto& module : collector.extra_imports)
         if (!ImportsModule(project.syntax, f.parsed.root(), f.parsed.source, module))
           r.edits.push_back(
@@ -987,6 +1135,9 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       }
     }
   }
+  // After the checks, so that an entry script left unchanged does not count as importing the module
+  // (an inserted import line keeps a file parsing and compiling).
+  if (!opt.transfer_only) PlaceTargetImports(opt, project, facts, out, log);
   return out;
 }
 

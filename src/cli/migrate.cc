@@ -51,12 +51,20 @@ int MigrateCommand(int argc, char** argv, Context& ctx) {
   app.add_flag("--dry-run", opt.dry_run,
                "write nothing: print, per edit class, how many edits the migration would make in how many files, "
                "and the edits it would list for review");
+  std::string import_policy = "entry";
+  app.add_option("--import-policy", import_policy,
+                 "where the target's import line (import torch_npu) goes: entry (default: the entry scripts and "
+                 "files that name the module; a module an entry script imports gets none) or every-file (each "
+                 "changed file)")
+      ->check(CLI::IsMember({"entry", "every-file"}));
   AddJobsOption(app, &ctx.jobs);
   AddFormatOption(app, &formats, {"csv", "json"}, {"csv"});
   if (auto code = Parse(app, argc, argv)) return *code;
   opt.input = input;
   opt.output = output;
   opt.max_file_bytes = max_mb << 20;
+  opt.import_policy = import_policy == "every-file" ? analyse::MigrateOptions::ImportPolicy::kEveryFile
+                                                    : analyse::MigrateOptions::ImportPolicy::kEntry;
 
   // Everything is checked before any work or any file is created (--target while parsing).
   if (Status st = CheckInput(opt.input, "input", PathKind::kDirectory); !st.ok()) return Fail(ctx, st);

@@ -212,6 +212,14 @@ class FactsReader {
 
 }  // namespace
 
+std::string TargetFacts::SpellInCode(const std::string& name) const {
+  const std::string& from = device_module;
+  if (device_module_alias.empty() || from.empty() || name.compare(0, from.size(), from) != 0 ||
+      (name.size() > from.size() && name[from.size()] != '.'))
+    return name;
+  return device_module_alias + name.substr(from.size());
+}
+
 std::vector<std::string> TargetFacts::DeviceMethods() const {
   std::vector<std::string> out;
   for (const auto& [cuda, method] : renames.methods) out.push_back(method);
@@ -268,6 +276,7 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else if (key == "python_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.python_module));
     else if (key == "import_line") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.import_line));
     else if (key == "device_module") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_module));
+    else if (key == "device_module_alias") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.device_module_alias));
     else if (key == "transfer_import") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.transfer_import));
     else if (key == "dispatch_key") PORTKIT_RETURN_IF_ERROR(r.String(v, key, &t.dispatch_key));
     else if (key == "distributed_backends") PORTKIT_RETURN_IF_ERROR(r.Strings(v, key, &t.distributed_backends));
@@ -282,7 +291,8 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     else
       return r.Error("unknown key \"" + key +
                      "\" (known: name, description, kind, default, versions, device_type, python_module, "
-                     "import_line, device_module, transfer_import, dispatch_key, distributed_backends, amp_module, "
+                     "import_line, device_module, device_module_alias, transfer_import, dispatch_key, "
+                     "distributed_backends, amp_module, "
                      "fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
   }
   std::vector<std::string> missing;
@@ -299,6 +309,8 @@ Expected<TargetFacts> LoadTargetFacts(const fs::path& dir) {
     return r.Error("\"device_type\" is empty (the device string that replaces \"cuda\", e.g. \"npu\")");
   if (!t.python_module.empty() && t.import_line.empty())
     return r.Error("\"python_module\" is set but \"import_line\" is missing");
+  if (!t.device_module_alias.empty() && t.device_module.empty())
+    return r.Error("\"device_module_alias\" is set but \"device_module\" is missing");
   return t;
 }
 

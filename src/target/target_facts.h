@@ -73,7 +73,10 @@ struct TargetFacts {
   std::string python_module;                   ///< module that provides the device ("torch_npu"); empty for none
   std::string import_line;                     ///< the line that loads it ("import torch_npu")
   std::string device_module;                   ///< counterpart of torch.cuda: torch.cuda.X → <device_module>.X
-  std::string transfer_import;                 ///< import that maps CUDA calls to the device at run time
+  /// How migrate spells device_module in the code it writes ("torch.npu": the same module once
+  /// import_line has run); imports keep device_module. Empty: device_module itself.
+  std::string device_module_alias;
+  std::string transfer_import;  ///< import that maps CUDA calls to the device at run time
   /// The dispatch key the target's kernels are registered for ("PrivateUse1"); empty: unknown.
   std::string dispatch_key;
   /// The target's own process-group backends ("hccl"), its preferred one first. Without
@@ -107,6 +110,9 @@ struct TargetFacts {
   std::string AmpModule() const {
     return !amp_module.empty() ? amp_module : device_module.empty() ? std::string() : device_module + ".amp";
   }
+  /// `name` as migrate writes it in code: a name under device_module re-spelled under
+  /// device_module_alias ("torch_npu.npu.synchronize" → "torch.npu.synchronize").
+  std::string SpellInCode(const std::string& name) const;
   /// The target's device methods (the values of renames.methods: "npu"), sorted.
   std::vector<std::string> DeviceMethods() const;
   /// Fused API for pattern rule `rule`, or null when the target has none.

@@ -85,6 +85,23 @@ check "port: with the newest list (supported there) the API is renamed" "grep -q
 "$PORTKIT" migrate -i "$pcopy" -o "$tmp/port_again" -v 2.1.0 >/dev/null 2>&1
 check "port: migrating the output again changes nothing" "[ \$(wc -l < '$tmp/port_again/port_msft_msft_report/change_list.csv') = 1 ]"
 
+# The target's import line, once per program: the entry script gets it; modules it imports at its
+# top level do not, unless the rewrite names the module (torch_npu.profiler); a module no entry
+# script imports keeps it with a Review row. --import-policy every-file puts it in every file.
+"$PORTKIT" migrate -i tests/fixtures/migrate/imports -o "$tmp/imp" >"$tmp/imp.out" 2>"$tmp/imp.err"; rc=$?
+icopy="$tmp/imp/imports_msft"
+check "imports: the entry script gets the import" "[ $rc = 0 ] && sed -n 2,3p '$icopy/run.py' | tr '\n' '|' | grep -qx 'import torch|import torch_npu|'"
+check "imports: modules the entry script loads get none" "! grep -q torch_npu '$icopy/lib/helpers.py' && ! grep -q torch_npu '$icopy/lib/model.py' && grep -q 'torch.npu.synchronize()' '$icopy/lib/helpers.py' && grep -q 'to(\"npu:0\")' '$icopy/lib/model.py'"
+check "imports: a module whose rewrite names torch_npu keeps it" "grep -qx 'import torch_npu' '$icopy/lib/prof.py' && grep -q 'torch_npu.profiler.profile(' '$icopy/lib/prof.py'"
+check "imports: a module no entry script imports keeps it, listed for review" "grep -qx 'import torch_npu' '$icopy/tools/stats.py' && grep -q '^imports/tools/stats.py,3,3,Review,\"import torch_npu added: no entry script of the project' '${icopy}_report/change_list.csv' && [ \$(grep -c ',Review,' '${icopy}_report/change_list.csv') = 1 ]"
+check "imports: the log says how many files were left to the entry scripts" "grep -q 'import torch_npu left to the entry scripts that load 2 changed files' '$tmp/imp.err'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/imports -o "$tmp/imp_every" --import-policy every-file >/dev/null 2>&1; rc=$?
+check "imports: --import-policy every-file imports in every changed file, no review" "[ $rc = 0 ] && [ \$(grep -lx 'import torch_npu' -r '$tmp/imp_every/imports_msft' | wc -l) = 5 ] && ! grep -q ',Review,' '$tmp/imp_every/imports_msft_report/change_list.csv'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/imports -o "$tmp/imp_bad" --import-policy some >/dev/null 2>"$tmp/imp_bad.err"; rc=$?
+check "imports: an unknown --import-policy exits 2" "[ $rc = 2 ] && grep -q 'import-policy' '$tmp/imp_bad.err'"
+"$PORTKIT" migrate -i "$icopy" -o "$tmp/imp_again" >/dev/null 2>&1
+check "imports: migrating the output again changes nothing" "[ \$(wc -l < '$tmp/imp_again/imports_msft_msft_report/change_list.csv') = 1 ]"
+
 # CRLF files keep CRLF line ends, the inserted import included.
 mkdir -p "$tmp/crlf"
 printf '"""Doc."""\r\nimport torch\r\n\r\n\r\ndef f(x):\r\n    return x.cuda()\r\n' > "$tmp/crlf/m.py"

@@ -24,11 +24,11 @@ for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
 ' '$copy'"
 
 # amp
-check "amp: torch.cuda.amp forms become torch_npu.npu.amp" "grep -q 'scaler = torch_npu.npu.amp.GradScaler()' '$copy/amp_train.py' && grep -q 'with torch_npu.npu.amp.autocast():' '$copy/amp_train.py' && grep -q '^from torch_npu.npu.amp import GradScaler, autocast$' '$copy/amp_train.py'"
+check "amp: torch.cuda.amp forms become torch.npu.amp in code, torch_npu.npu.amp in imports" "grep -q 'scaler = torch.npu.amp.GradScaler()' '$copy/amp_train.py' && grep -q 'with torch.npu.amp.autocast():' '$copy/amp_train.py' && grep -q '^from torch_npu.npu.amp import GradScaler, autocast$' '$copy/amp_train.py'"
 check "amp: CPU autocast is left alone" "grep -q 'with torch.autocast(\"cpu\"):' '$copy/amp_train.py' && grep -q 'with torch.cpu.amp.autocast():' '$copy/amp_train.py'"
 # distributed, set_device, local rank, pinned memory
 check "dist: nccl → hccl, gloo kept" "grep -q 'init_process_group(backend=\"hccl\"' '$copy/dist_train.py' && grep -q 'new_group(backend=\"gloo\")' '$copy/dist_train.py'"
-check "dist: set_device and the device of the local rank" "grep -q 'torch_npu.npu.set_device(args.local_rank)' '$copy/dist_train.py' && grep -q 'torch.device(\"npu\", args.local_rank)' '$copy/dist_train.py'"
+check "dist: set_device and the device of the local rank" "grep -q 'torch.npu.set_device(args.local_rank)' '$copy/dist_train.py' && grep -q 'torch.device(\"npu\", args.local_rank)' '$copy/dist_train.py'"
 check "data: pin_memory gets the device, non_blocking kept, a plain loader untouched" "grep -q 'pin_memory=True, num_workers=2, pin_memory_device=\"npu\")' '$copy/dist_train.py' && grep -q 'batch.npu(non_blocking=True)' '$copy/dist_train.py' && grep -q 'plain = DataLoader(dataset, batch_size=8)  #' '$copy/dist_train.py'"
 check "no edit for .to(other_tensor)" "! grep -q 'dist_train.py,2[78],' '$reports/change_list.csv' && grep -q 'z = batch.to(reference)' '$copy/dist_train.py'"
 check "env var in Python renamed" "grep -q 'setdefault(\"ASCEND_RT_VISIBLE_DEVICES\"' '$copy/dist_train.py'"

@@ -40,6 +40,13 @@ TEST(TargetFacts, NpuFactsComeFromData) {
   EXPECT_EQ(npu->python_module, "torch_npu");
   EXPECT_EQ(npu->import_line, "import torch_npu");
   EXPECT_EQ(npu->device_module, "torch_npu.npu");
+  // Code migrate writes spells the device module as Ascend's ports do; whole components only.
+  EXPECT_EQ(npu->device_module_alias, "torch.npu");
+  EXPECT_EQ(npu->SpellInCode("torch_npu.npu.set_device"), "torch.npu.set_device");
+  EXPECT_EQ(npu->SpellInCode("torch_npu.npu.amp.autocast"), "torch.npu.amp.autocast");
+  EXPECT_EQ(npu->SpellInCode("torch_npu.npu"), "torch.npu");
+  EXPECT_EQ(npu->SpellInCode("torch_npu.npux.f"), "torch_npu.npux.f");
+  EXPECT_EQ(npu->SpellInCode("torch_npu.profiler.profile"), "torch_npu.profiler.profile");
   EXPECT_EQ(npu->renames.methods.at("cuda"), "npu");
   EXPECT_EQ(npu->renames.attributes.at("is_cuda"), "is_npu");
   EXPECT_EQ(npu->renames.distributed_backends.at("nccl"), "hccl");
@@ -118,8 +125,11 @@ TEST_F(BadTarget, ErrorsNameTheFileAndWhatIsWrong) {
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"devce_type\": \"t\"}"),
             file() +
                 ": unknown key \"devce_type\" (known: name, description, kind, default, versions, device_type, "
-                "python_module, import_line, device_module, transfer_import, dispatch_key, distributed_backends, "
-                "amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, library_ops, profile)");
+                "python_module, import_line, device_module, device_module_alias, transfer_import, dispatch_key, "
+                "distributed_backends, amp_module, fp64, renames, fused_apis, fused_optimizers, fused_modules, "
+                "library_ops, profile)");
+  EXPECT_EQ(ErrorOf("{\"name\": \"t\", " + ok + "\"device_module_alias\": \"torch.t\"}"),
+            file() + ": \"device_module_alias\" is set but \"device_module\" is missing");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"methods\": [\"cuda\"]}}"),
             file() + ": \"renames.methods\" must be an object of strings");
   EXPECT_EQ(ErrorOf("{\"name\": \"t\", \"renames\": {\"method\": {}}}"),
