@@ -211,6 +211,10 @@ class Store {
     max_events_ = max_events, max_growth_bytes_ = max_growth_bytes;
   }
 
+  /// Waits for the checkpoint TraceWriter::Finish started, if it still runs (a caller that
+  /// checkpoints on its own would otherwise race it and get SQLITE_BUSY).
+  void WaitForCheckpoint();
+
   /// The paths of the stored traces, sorted.
   Expected<std::vector<std::string>> TracePaths();
   /// Removes the traces at `paths` (their events, marks and devices) in one transaction.
@@ -228,7 +232,6 @@ class Store {
   /// connection), while this one goes on; WaitForCheckpoint joins it. Best effort: a checkpoint
   /// that fails leaves the pages in the WAL, where readers find them and a later one copies them.
   void StartCheckpoint();
-  void WaitForCheckpoint();
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
   struct StringHash {
