@@ -1,5 +1,6 @@
 // `portkit tune --format json`: the whole TuneReport as one JSON object.
 #include "core/json_writer.h"
+#include "render/tune_json_parts.h"
 #include "render/tune_render.h"
 
 namespace portkit::render {
@@ -45,11 +46,8 @@ std::string TuneReportJson(const tune::TuneReport& r) {
       .EndObject();
   w.Key("operators").BeginArray();
   for (const auto& op : s.ops) {
-    w.BeginObject()
-        .Key("op_name")
-        .String(op.op.name)
-        .Key("op_type")
-        .String(op.op.type)
+    w.BeginObject();
+    OpIdentity(w, op.op)
         .Key("count")
         .Int(op.op.count)
         .Key("signature")
@@ -71,17 +69,7 @@ std::string TuneReportJson(const tune::TuneReport& r) {
         .EndObject();
   }
   w.EndArray();
-  w.Key("untuned").BeginArray();
-  for (const auto& u : s.untuned)
-    w.BeginObject()
-        .Key("op_name")
-        .String(u.op.name)
-        .Key("op_type")
-        .String(u.op.type)
-        .Key("reason")
-        .String(u.reason)
-        .EndObject();
-  w.EndArray();
+  UntunedArray(w, "untuned", s.untuned);
   w.Key("files_written").BeginArray();
   for (const auto& f : r.files_written) w.String(f.string());
   w.EndArray();

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "core/json_writer.h"
+#include "render/tune_json_parts.h"
 #include "render/tune_render.h"
 
 namespace portkit::render {
@@ -12,11 +13,8 @@ using tune::OpResult;
 using tune::RepoStatus;
 
 void OpObject(JsonWriter& w, const OpResult& op) {
-  w.BeginObject()
-      .Key("op_name")
-      .String(op.op.name)
-      .Key("op_type")
-      .String(op.op.type)
+  w.BeginObject();
+  OpIdentity(w, op.op)
       .Key("performance_before_tune(us)")
       .Fixed(op.before_us, 3)
       .Key("performance_after_tune(us)")
@@ -70,11 +68,8 @@ std::string TuneResultJson(const tune::SessionResult& r, std::string_view state,
       .EndObject();
   w.Key("operators").BeginArray();
   for (const auto& op : r.ops) {
-    w.BeginObject()
-        .Key("op_name")
-        .String(op.op.name)
-        .Key("op_type")
-        .String(op.op.type)
+    w.BeginObject();
+    OpIdentity(w, op.op)
         .Key("count")
         .Int(op.op.count)
         .Key("repo_status")
@@ -92,17 +87,7 @@ std::string TuneResultJson(const tune::SessionResult& r, std::string_view state,
         .EndObject();
   }
   w.EndArray();
-  w.Key("untuned_operators").BeginArray();
-  for (const auto& u : r.untuned)
-    w.BeginObject()
-        .Key("op_name")
-        .String(u.op.name)
-        .Key("op_type")
-        .String(u.op.type)
-        .Key("reason")
-        .String(u.reason)
-        .EndObject();
-  w.EndArray();
+  UntunedArray(w, "untuned_operators", r.untuned);
   w.EndObject().EndObject();
   return w.str() + "\n";
 }
@@ -111,11 +96,8 @@ std::string TunedPlanJson(const tune::SessionResult& r) {
   JsonWriter w;
   w.BeginObject().Key("model").String(r.name).Key("ops").BeginArray();
   for (const auto& op : r.ops) {
-    w.BeginObject()
-        .Key("op_name")
-        .String(op.op.name)
-        .Key("op_type")
-        .String(op.op.type)
+    w.BeginObject();
+    OpIdentity(w, op.op)
         .Key("signature")
         .String(op.signature)
         .Key("strategy")
@@ -128,17 +110,9 @@ std::string TunedPlanJson(const tune::SessionResult& r) {
         .Fixed(op.after_us, 3)
         .EndObject();
   }
-  w.EndArray().Key("untuned").BeginArray();
-  for (const auto& u : r.untuned)
-    w.BeginObject()
-        .Key("op_name")
-        .String(u.op.name)
-        .Key("op_type")
-        .String(u.op.type)
-        .Key("reason")
-        .String(u.reason)
-        .EndObject();
-  w.EndArray().EndObject();
+  w.EndArray();
+  UntunedArray(w, "untuned", r.untuned);
+  w.EndObject();
   return w.str() + "\n";
 }
 
