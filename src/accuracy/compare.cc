@@ -381,7 +381,7 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
 
-CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
+CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack, op.forward}; }
 
 }  // namespace
 
@@ -882,6 +882,12 @@ std::string_view VerdictName(Verdict verdict) {
   return "Unmatched";
 }
 
+const std::string& CompareReport::TargetForward(const CompareRow& row) const {
+  static const std::string kNone;
+  if (row.target_op < 0 || static_cast<size_t>(row.target_op) >= target_forward.size()) return kNone;
+  return target_forward[static_cast<size_t>(row.target_op)];
+}
+
 bool CompareReport::HasMismatch() const {
   auto it = verdict_counts.find(std::string(VerdictName(Verdict::kNo)));
   return it != verdict_counts.end() && it->second > 0;
@@ -1271,6 +1277,7 @@ Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) 
     if (next_pair_ < pairs_.size() && static_cast<size_t>(pairs_[next_pair_].first) == target_read_)
       target_ops_.emplace_back(target_read_, OpOf(op));
     ++target_read_;
+    report_.target_forward.push_back(op.forward);
     if (options_.msprobe_names) {
       report_.target_calls.push_back(call_of(op, tseen_));
       report_.target_stacks.push_back(op.stack);
