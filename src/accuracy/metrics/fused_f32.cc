@@ -54,18 +54,22 @@ PORTKIT_AVX2_FN void StatsDotsKl(const uint8_t* n, const uint8_t* b, size_t coun
   constexpr double kEps = 1e-10;
   V4d nmx = V4d{} + s.n_max, nmn = V4d{} + s.n_min, bmx = V4d{} + s.b_max, bmn = V4d{} + s.b_min;
   V4d ns{}, nq{}, bs{}, bq{}, dot{}, an{}, ab{}, kl0{}, kl1{};
+  for (size_t i = 0; i < count; i += 4) {
+    V4d x = LoadF32(n, i), y = LoadF32(b, i);
+    nmx = Select(x > nmx, x, nmx), nmn = Select(x < nmn, x, nmn), ns += x, nq += x * x;
+    bmx = Select(y > bmx, y, bmx), bmn = Select(y < bmn, y, bmn), bs += y, bq += y * y;
+    dot += x * y;
+  }
+  // The KL sums in a loop of their own: with the statistics' nine accumulators beside them the
+  // logarithm's temporaries spill to the stack.
   for (size_t i = 0; i < count; i += 8) {
-    for (int half = 0; half < 2; ++half) {
-      V4d x = LoadF32(n, i + 4 * half), y = LoadF32(b, i + 4 * half);
-      nmx = Select(x > nmx, x, nmx), nmn = Select(x < nmn, x, nmn), ns += x, nq += x * x;
-      bmx = Select(y > bmx, y, bmx), bmn = Select(y < bmn, y, bmn), bs += y, bq += y * y;
-      dot += x * y;
-      V4d ax = Abs(x), ay = Abs(y);
-      an += ax, ab += ay;
-      V4d r = (ay + kEps) / (ax + kEps);
-      if (half == 0) kl0 += ay * simd::Log4(r);
-      else kl1 += ay * simd::Log4(r);
-    }
+    V4d x0 = LoadF32(n, i), y0 = LoadF32(b, i), x1 = LoadF32(n, i + 4), y1 = LoadF32(b, i + 4);
+    V4d ax0 = Abs(x0), ay0 = Abs(y0), ax1 = Abs(x1), ay1 = Abs(y1);
+    an += ax0, ab += ay0;
+    an += ax1, ab += ay1;
+    V4d r0 = (ay0 + kEps) / (ax0 + kEps), r1 = (ay1 + kEps) / (ax1 + kEps);
+    kl0 += ay0 * simd::Log4(r0);
+    kl1 += ay1 * simd::Log4(r1);
   }
   s.n_max = StdMaxLanes(nmx), s.n_min = StdMinLanes(nmn), s.b_max = StdMaxLanes(bmx), s.b_min = StdMinLanes(bmn);
   // + 0.0: the empty scalar tails of the per-metric loops (they turn a −0 sum into +0).
