@@ -198,6 +198,8 @@ struct CompareRow {
 struct CompareOp {
   int64_t index = 0;  ///< the manifest index
   std::string name, phase, module, stack;
+  /// A backward operator: the forward operator it derives from (DumpOp::forward), else empty.
+  std::string forward;
 };
 
 /// An operator matched by name and phase whose output shapes differ between the runs.
@@ -274,6 +276,11 @@ struct CompareReport {
   /// the target's stacks; for the msprobe layout (render::CompareMsprobeCsv). Filled only with
   /// CompareOptions::msprobe_names.
   std::vector<std::string> target_calls, reference_calls, target_stacks;
+  /// Per target operator position: the forward operator a backward operator derives from
+  /// (DumpOp::forward; empty for the others); for the rows of the reports.
+  std::vector<std::string> target_forward;
+  /// target_forward of a row's target operator ("" when none).
+  const std::string& TargetForward(const CompareRow& row) const;
 
   /// Whether any row is judged No.
   bool HasMismatch() const;

@@ -293,6 +293,11 @@ struct TensorStats {
     AddScalar(v + i, c - i, max, min, sum, sq);  // inlined: no jump into SSE code with dirty upper halves
   }
 #endif
+  /// Adds a chunk of c finite values that MetricSet::AccumulateF32 summed (its running max/min
+  /// already updated); the same state as Add of that chunk.
+  void AddFused(double new_max, double new_min, double chunk_sum, double chunk_sq, size_t c) {
+    max = new_max, min = new_min, sum += chunk_sum, sq += chunk_sq, count += c;
+  }
   double mean() const { return count ? sum / static_cast<double>(count) : 0; }
   double norm() const { return std::sqrt(sq); }
   /// As torch reports them: a nan anywhere makes every statistic nan.
@@ -376,7 +381,7 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
   row.verdict = bad ? Verdict::kNo : Verdict::kYes;
 }
 
-CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack}; }
+CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack, op.forward}; }
 
 }  // namespace
 
@@ -504,6 +509,17 @@ class FileCache {
   std::map<fs::path, TensorDataFile> open_;
 };
 
+/// One chunk of fp32 pairs in MetricSet's fused pass (statistics included); false when it does
+/// not apply (a partial chunk, inf or nan in it, no AVX2), nothing changed then.
+bool AccumulateFusedF32(const uint8_t* t, const uint8_t* r, size_t c, Partial& out) {
+  FusedSums s;
+  s.n_max = out.ts.max, s.n_min = out.ts.min, s.b_max = out.rs.max, s.b_min = out.rs.min;
+  if (!out.metrics->AccumulateF32(t, r, c, s)) return false;
+  out.ts.AddFused(s.n_max, s.n_min, s.n_sum, s.n_sq, c);
+  out.rs.AddFused(s.b_max, s.b_min, s.b_sum, s.b_sq, c);
+  return true;
+}
+
 constexpr uint64_t kRangeElements = uint64_t{1} << 22;  // a unit of parallel work (16 MB of fp32)
 
 /// `tfile` / `rfile`: the files holding the pair's tensors (TensorDataPath).
@@ -530,10 +546,12 @@ void ComputeRange(const PendingPair& p, const std::string& tkey, const std::stri
   out.metrics = std::make_unique<MetricSet>(p.tdtype);
   const size_t te = DTypeSize(p.tdtype);
   out.facts.integer = !IsFloating(p.tdtype) && !IsFloating(p.rdtype);
+  const bool fp32 = p.tdtype == DType::kF32 && p.rdtype == DType::kF32;
   for (uint64_t at = begin; at < end; at += nbuf.size()) {
     size_t c = static_cast<size_t>(std::min<uint64_t>(nbuf.size(), end - at));
     const uint8_t* tsrc = (*tf)->Elements(ta, at, c, tgather);
     const uint8_t* rsrc = (*rf)->Elements(ra, at, c, rgather);
+    if (fp32 && AccumulateFusedF32(tsrc, rsrc, c, out)) continue;
     DecodeToDouble(p.tdtype, tsrc, c, nbuf.data());
     DecodeToDouble(p.rdtype, rsrc, c, bbuf.data());
     out.ts.Add(nbuf.data(), c, avx2);  // the statistics describe the data as it is
@@ -862,6 +880,12 @@ std::string_view VerdictName(Verdict verdict) {
     case Verdict::kUnmatched: return "Unmatched";
   }
   return "Unmatched";
+}
+
+const std::string& CompareReport::TargetForward(const CompareRow& row) const {
+  static const std::string kNone;
+  if (row.target_op < 0 || static_cast<size_t>(row.target_op) >= target_forward.size()) return kNone;
+  return target_forward[static_cast<size_t>(row.target_op)];
 }
 
 bool CompareReport::HasMismatch() const {
@@ -1253,6 +1277,7 @@ Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) 
     if (next_pair_ < pairs_.size() && static_cast<size_t>(pairs_[next_pair_].first) == target_read_)
       target_ops_.emplace_back(target_read_, OpOf(op));
     ++target_read_;
+    report_.target_forward.push_back(op.forward);
     if (options_.msprobe_names) {
       report_.target_calls.push_back(call_of(op, tseen_));
       report_.target_stacks.push_back(op.stack);

@@ -83,6 +83,26 @@ void ReadReplay(simdjson::ondemand::value& v, DumpOp& op) {
   }
 }
 
+/// The manifest's `forward` object ({"index", "name", "node"}) as `aten::mul #12 (MulBackward0)`.
+void ReadForward(simdjson::ondemand::value& v, DumpOp& op) {
+  simdjson::ondemand::object r;
+  if (v.get_object().get(r)) return;
+  std::string name, node, index;
+  for (auto rf : r) {
+    std::string_view rk, rs;
+    if (rf.unescaped_key().get(rk)) return;
+    if (rk == "name" && !rf.value().get_string().get(rs)) name = rs;
+    else if (rk == "node" && !rf.value().get_string().get(rs)) node = rs;
+    else if (rk == "index") {
+      int64_t i;
+      if (!rf.value().get_int64().get(i)) index = std::to_string(i);
+    }
+  }
+  if (name.empty() && node.empty()) return;
+  op.forward =
+      name.empty() ? node : name + (index.empty() ? "" : " #" + index) + (node.empty() ? "" : " (" + node + ")");
+}
+
 /// How reading one field of a record went.
 enum class FieldRead {
   kOk,
@@ -130,6 +150,7 @@ FieldRead ReadOpField(std::string_view k, simdjson::ondemand::value& v, DumpOp& 
     bool b;
     if (!v.get_bool().get(b)) op.overflow = b;
   } else if (k == "replay") ReadReplay(v, op);
+  else if (k == "forward") ReadForward(v, op);
   else if (k == "tensors") return ReadTensors(v, op, scratch);
   return FieldRead::kOk;
 }

@@ -47,6 +47,9 @@ struct DumpOp {
   std::string replay_status;      ///< "ok" / "skipped" for a replayed run, else empty
   int64_t replay_reference = -1;  ///< manifest index of the reference op it was replayed from
   std::string call;  ///< msprobe's name of the call (`Functional.linear.0.forward`); empty for portkit dumps
+  /// A backward operator: the forward operator its autograd node was made by, as
+  /// `aten::mul #12 (MulBackward0)` (manifest `forward`); empty when the dump does not say.
+  std::string forward;
   std::vector<DumpTensor> tensors;
   std::vector<DumpScalar> scalars;  ///< msprobe dumps: the non-tensor arguments, in call order
 };

@@ -80,7 +80,8 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
                  "Bench mean",
                  "Bench l2norm",
                  "Accuracy Reached or Not",
-                 "Err_message"});
+                 "Err_message",
+                 "NPU Forward Op"});
   csv.Reserve(kPieceBytes + 4096);
   static const char* const kMetricColumns[] = {
       "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr", "One Thousandth Err Ratio", "Five Thousandths Err Ratio"};
@@ -95,6 +96,7 @@ Status CompareCsvTo(const CompareReport& report, const ReportSet::Sink& sink) {
     AppendStatisticsCells(r, cells);
     cells.emplace_back(accuracy::VerdictName(r.verdict));
     cells.push_back(r.message);
+    cells.push_back(report.TargetForward(r));
     csv.AddRow(cells);
     return FlushPiece(csv, sink);
   }));

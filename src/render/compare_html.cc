@@ -77,6 +77,7 @@ std::string ModuleAndStack(const accuracy::CompareOp& op) {
   std::string h;
   if (!op.module.empty()) h += "<p><b>Module:</b> " + Html(op.module) + "</p>";
   if (!op.stack.empty()) h += "<p><b>Stack:</b> <code>" + Html(op.stack) + "</code></p>";
+  if (!op.forward.empty()) h += "<p><b>Backward of:</b> " + Html(op.forward) + "</p>";
   return h;
 }
 
@@ -219,8 +220,11 @@ Status CompareHtmlTo(const CompareReport& report, const ReportSet::Sink& sink) {
   PORTKIT_RETURN_IF_ERROR(report.ForEachRow([&](const accuracy::CompareRow& r) -> Status {
     if (!charted(r) || i >= series.size()) return Status::Ok();
     const std::string& name = name_of(r);
-    for (size_t k = 0; k < worst.size(); ++k)
-      if (worst[k] == i) worst_names[k] = name;
+    for (size_t k = 0; k < worst.size(); ++k) {
+      if (worst[k] != i) continue;
+      const std::string& fwd = report.TargetForward(r);  // a backward output: where it comes from
+      worst_names[k] = fwd.empty() ? name : name + " (backward of " + fwd + ")";
+    }
     double x, y;
     point(i, x, y);
     char buf[64];

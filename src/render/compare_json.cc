@@ -32,6 +32,8 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
         .String(op->module)
         .Key("stack")
         .String(op->stack)
+        .Key("forward")
+        .String(op->forward)
         .EndObject();
   };
   op_json(report.first_divergence, "first_divergence");
@@ -113,6 +115,7 @@ Status CompareJsonTo(const CompareReport& report, const ReportSet::Sink& sink) {
     }
     if (r.discrete) j.Key("discrete").Bool(true);
     if (r.negligible) j.Key("negligible").Bool(true);
+    if (const std::string& fwd = report.TargetForward(r); !fwd.empty()) j.Key("forward").String(fwd);
     if (r.ulp_threshold) {
       auto ulp = r.metrics.find("MaxULPErr");
       j.Key("ulp_threshold").Shortest(*r.ulp_threshold);

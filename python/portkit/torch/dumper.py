@@ -15,7 +15,8 @@ Layout of a dump folder:
 so a crash loses at most the operator in flight. Manifest fields: index, name (aten op or module
 path), kind (op|module), phase (forward|backward: backward while torch's autograd engine runs a
 backward pass, whatever started it), module (innermost module path), stack (first frame in the
-user's code), file (or null with stats_only, or when nothing of the op is data), tensors: [{key,
+user's code), forward (backward operators: the forward operator whose autograd node runs them,
+{index, name, node}; their module and stack are that forward operator's), file (or null with stats_only, or when nothing of the op is data), tensors: [{key,
 dtype, shape, numel, max, min, mean, norm, nan, inf, crc32 (of the tensor's exact little-endian
 bytes), and stride + storage_offset when the tensor is not a plain contiguous one}]; an empty
 tensor has numel 0 and null max/min/mean/norm. A tensor of a dtype safetensors has no name for
@@ -70,6 +71,7 @@ import os
 import sys
 import threading
 import traceback
+import weakref
 import zlib
 
 import torch
@@ -191,6 +193,86 @@ _AUTOGRAD_INIT = os.path.join("torch", "autograd", "__init__.py")
 
 def _phase():
     return "backward" if _in_backward() else "forward"
+
+
+# -- backward operators: the forward operator they derive from ------------------------------------
+#
+# An operator dispatched during backward runs inside an autograd node, made in the forward pass as
+# the grad_fn of a recorded operator's output. The outputs are seen below autograd, before their
+# grad_fn is set, so they are looked at again when the next operator is dispatched: their grad_fn
+# then gets the forward operator in its `metadata` dict (which torch keeps on the node itself).
+# During backward, torch >= 2.0 names the node being run (`_current_autograd_node`); torch 1.13 has
+# no such query, so a pre-hook on each such node marks it current when it starts and a hook clears
+# it when it ends (the engine runs a graph's nodes one at a time on the thread of the pass).
+
+_CURRENT_NODE = getattr(torch._C, "_current_autograd_node", None)
+_FORWARD_KEY = "portkit_forward"
+
+
+class _BackwardOrigins:
+    """Forward operator of the autograd node running now: {index, name, node, module, stack}."""
+
+    def __init__(self):
+        self.pending = []  # (forward info, weak references to its outputs) not yet looked at
+        self.running = threading.local()  # torch 1.13: the node started last on this thread
+
+    def forward_outputs(self, info, outputs):
+        refs = []
+        for t in outputs:
+            if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+                try:
+                    refs.append(weakref.ref(t))
+                except TypeError:
+                    pass
+        if refs:
+            self.pending.append((info, refs))
+
+    def resolve(self):
+        """Gives the grad_fn of the outputs recorded since the last call their forward operator."""
+        pending, self.pending = self.pending, []
+        for info, refs in pending:
+            for ref in refs:
+                t = ref()
+                node = getattr(t, "grad_fn", None) if t is not None else None
+                if node is None:
+                    continue
+                try:
+                    meta = node.metadata
+                    if _FORWARD_KEY in meta:  # an earlier operator made it (an in-place chain)
+                        continue
+                    entry = dict(info, node=node.name())
+                    meta[_FORWARD_KEY] = entry
+                    if _CURRENT_NODE is None:
+                        node.register_prehook(self._starter(entry))
+                        node.register_hook(self._stopper())
+                except (AttributeError, RuntimeError):  # a node without metadata or hooks
+                    continue
+
+    def _starter(self, entry):
+        running = self.running
+
+        def start(grad_outputs):
+            running.entry = entry
+        return start
+
+    def _stopper(self):
+        running = self.running
+
+        def stop(grad_inputs, grad_outputs):
+            running.entry = None
+        return stop
+
+    def current(self):
+        """The forward info of the node running on this thread, or None."""
+        if _CURRENT_NODE is None:
+            return getattr(self.running, "entry", None)
+        node = _CURRENT_NODE()
+        if node is None:
+            return None
+        try:
+            return node.metadata.get(_FORWARD_KEY)
+        except (AttributeError, RuntimeError):
+            return None
 
 
 # -- operators ------------------------------------------------------------------------------------
@@ -515,6 +597,7 @@ class _Dumper(TorchDispatchMode):
         self.scope = list(scope or [])
         self.scope_state = 0  # 0 before scope[0], 1 inside, 2 after scope[-1]
         self._stat_cache = {}  # id -> (tensor, statistics) of the operator being recorded
+        self.origins = _BackwardOrigins()
 
     # -- uninitialised memory --------------------------------------------------------------------
     def _is_fresh(self, t):
@@ -719,6 +802,13 @@ class _Dumper(TorchDispatchMode):
         entry = {"index": self.index, "name": name, "kind": kind, "phase": phase,
                  "module": self.modules[-1] if self.modules else "", "stack": self._stack(),
                  "overflow": overflow, "file": None, "tensors": []}
+        origin = self.origins.current() if phase == "backward" and kind == "op" else None
+        if origin is not None:  # where the backward operator comes from
+            entry["forward"] = {"index": origin["index"], "name": origin["name"], "node": origin["node"]}
+            entry["module"], entry["stack"] = origin["module"], origin["stack"]
+        elif kind == "op" and phase == "forward" and torch.is_grad_enabled():
+            self.origins.forward_outputs({"index": self.index, "name": name, "module": entry["module"],
+                                          "stack": entry["stack"]}, outputs)
         if view:
             entry["view"] = True
         if uninitialised:
@@ -785,6 +875,8 @@ class _Dumper(TorchDispatchMode):
         kwargs = kwargs or {}
         if self.level == "module" or getattr(self.busy, "on", False):
             return func(*args, **kwargs)
+        if self.origins.pending:
+            self.origins.resolve()
         name = str(func.overloadpacket).replace("aten.", "aten::")
         if name.split("::")[-1] in _SKIP:
             return func(*args, **kwargs)

@@ -40,6 +40,7 @@ class Cosine : public Metric {
     nn_ += LaneSum(c.count, [&](size_t i) { return c.n[i] * c.n[i]; });
     bb_ += LaneSum(c.count, [&](size_t i) { return c.b[i] * c.b[i]; });
   }
+  void AccumulateFused(const FusedSums& s) override { dot_ += s.dot, nn_ += s.n_sq, bb_ += s.b_sq; }
   void Merge(const Metric& other) override {
     const auto& o = static_cast<const Cosine&>(other);
     dot_ += o.dot_, nn_ += o.nn_, bb_ += o.bb_;

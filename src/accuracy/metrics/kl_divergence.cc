@@ -24,35 +24,9 @@ double SumBLogRatioScalar(const double* n, const double* b, size_t count) {
 }
 
 #ifdef PORTKIT_ACCURACY_AVX2
+using simd::Log4;
 using simd::V4d;
 using simd::V4i;
-
-/// ln x for four positive normal doubles: x = m·2^k with m in [√½, √2), ln m = 2·atanh(s),
-/// s = (m−1)/(m+1), |s| ≤ 0.1716, series to s^23 by Estrin's scheme (truncation < 1e−17), and
-/// k·ln 2 in two parts; agrees with std::log to a few ulp. Other inputs give meaningless lanes.
-PORTKIT_AVX2_FN inline V4d Log4(V4d x) {
-  V4i bits = reinterpret_cast<V4i>(x);
-  V4i exp_field = (bits >> 52) & 0x7ff;
-  V4i mant_bits = (bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL;
-  V4d m = reinterpret_cast<V4d>(mant_bits);
-  V4i big = m > 1.4142135623730951;  // all ones where m > √2
-  m = reinterpret_cast<V4d>((reinterpret_cast<V4i>(m * 0.5) & big) | (reinterpret_cast<V4i>(m) & ~big));
-  // k as a double without a 64-bit int → double conversion (not in AVX2): 2^52 + field − 2^52.
-  V4d k = reinterpret_cast<V4d>(exp_field | 0x4330000000000000LL) - 4503599627370496.0;
-  k = k - 1023.0 + reinterpret_cast<V4d>(big & reinterpret_cast<V4i>(V4d{} + 1.0));
-  V4d f = m - 1.0;
-  V4d s = f / (f + 2.0);
-  V4d z = s * s;
-  V4d z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
-  V4d q0 = 1.0 / 3 + z * (1.0 / 5), q1 = 1.0 / 7 + z * (1.0 / 9), q2 = 1.0 / 11 + z * (1.0 / 13);
-  V4d q3 = 1.0 / 15 + z * (1.0 / 17), q4 = 1.0 / 19 + z * (1.0 / 21);
-  V4d r0 = q0 + z2 * q1, r1 = q2 + z2 * q3, r2 = q4 + z2 * (1.0 / 23);
-  V4d p = (r0 + z4 * r1) + z8 * r2;
-  V4d log_m = 2.0 * s + 2.0 * s * z * p;
-  constexpr double kLn2Hi = 6.93147180369123816490e-01;
-  constexpr double kLn2Lo = 1.90821492927058770002e-10;
-  return k * kLn2Hi + (k * kLn2Lo + log_m);
-}
 
 PORTKIT_AVX2_FN double SumBLogRatioAvx2(const double* n, const double* b, size_t count) {
   constexpr double kMinNormal = 2.2250738585072014e-308, kMaxFinite = 1.7976931348623157e308;
@@ -96,6 +70,7 @@ class KlDivergence : public Metric {
     sb_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]); });
     plogq_ += SumBLogRatioScalar(c.n, c.b, c.count);
   }
+  void AccumulateFused(const FusedSums& s) override { sn_ += s.abs_n, sb_ += s.abs_b, plogq_ += s.b_log_ratio; }
   void Merge(const Metric& other) override {
     const auto& o = static_cast<const KlDivergence&>(other);
     sn_ += o.sn_, sb_ += o.sb_, plogq_ += o.plogq_;

@@ -5,6 +5,7 @@
 /// the element errors of a chunk once and hands every metric the same Chunk, so each metric's loop is a plain,
 /// branch-free reduction.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,12 +28,33 @@ struct Chunk {
   size_t count;
 };
 
+/// What one fused pass over a chunk of fp32 pairs yields (FusedChunkF32): every metric's sums and
+/// extremes of the chunk, each formed exactly as the metric's own AVX2 loop forms it over the
+/// decoded chunk (same lanes, same order, same rounding), so adding them gives the same bits.
+struct FusedSums {
+  // Statistics of each side as compare's TensorStats adds them: n_max .. b_min hold the running
+  // values on entry and the updated ones on return; the sums are the chunk's.
+  double n_max, n_min, b_max, b_min;
+  double n_sum = 0, n_sq = 0, b_sum = 0, b_sq = 0;
+  double dot = 0;                         ///< Σ N·B (N·N and B·B are n_sq and b_sq)
+  double err_sq = 0;                      ///< Σ |N−B|²
+  double max_abs = 0, sum_abs = 0;        ///< of |N−B|
+  double max_rel = 0, sum_rel = 0;        ///< of RE
+  double within_1e3 = 0, within_5e3 = 0;  ///< elements with RE below 0.001 / 0.005
+  double abs_n = 0, abs_b = 0;            ///< Σ|N|, Σ|B|
+  double b_log_ratio = 0;                 ///< Σ|b|·ln((|b|+ε)/(|n|+ε)) (kl_divergence.cc)
+  double max_ulp = 0;                     ///< largest |N−B| in fp32 ulps of B
+  double small = 0, small_bad = 0;        ///< small_value.cc's counts for an fp32 target
+};
+
 class Metric {
  public:
   virtual ~Metric() = default;
   /// The result column ("Cosine", "MaxAbsErr", ...).
   virtual std::string_view name() const = 0;
   virtual void Accumulate(const Chunk& chunk) = 0;
+  /// Adds a chunk's fused sums: the same state change as Accumulate of that chunk would make.
+  virtual void AccumulateFused(const FusedSums& sums) = 0;
   /// Adds the state of `other`, a metric of the same kind that accumulated a later part of the
   /// same tensor (so a tensor can be split across threads and merged in order).
   virtual void Merge(const Metric& other) = 0;
@@ -113,6 +135,13 @@ class MetricSet {
   /// `vector`: use the AVX2 loops where the CPU has them (false: the scalar loops everywhere).
   explicit MetricSet(DType target, bool vector = true);
   void Accumulate(const double* n, const double* b, size_t count);
+  /// Accumulates one chunk of fp32 elements (an fp32 target against an fp32 reference) in one
+  /// fused pass, never widening it into memory; `stats` brings the running max/min of each side
+  /// and returns them updated, with the chunk's other statistics (FusedSums). The same results,
+  /// to the bit, as decoding to double and calling Accumulate. Returns false, having changed
+  /// nothing, when the fused pass does not apply: a set not made with the vector loops for an
+  /// fp32 target, `count` other than kChunk, or a value in the chunk that is inf or nan.
+  bool AccumulateF32(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& stats);
   /// Adds a set that accumulated a later part of the same tensor.
   void Merge(const MetricSet& later);
   /// Frees the per-chunk error arrays (16 KiB) once accumulating is over: a compare keeps one set
@@ -127,7 +156,12 @@ class MetricSet {
  private:
   std::vector<std::unique_ptr<Metric>> metrics_;
   std::vector<double> abs_err_, rel_err_;
-  bool avx2_ = false;  ///< the element errors run four at a time
+  bool avx2_ = false;   ///< the element errors run four at a time
+  bool fused_ = false;  ///< AccumulateF32 applies (AVX2, fp32 target)
 };
+
+/// One fused pass over `count` (a multiple of 8) fp32 pairs (little-endian bytes, any alignment), for an fp32 target:
+/// fills `sums`. Returns false when a value is not finite (the sums are then meaningless). Only with AVX2.
+bool FusedChunkF32(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& sums);
 
 }  // namespace portkit::accuracy

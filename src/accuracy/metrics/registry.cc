@@ -70,7 +70,8 @@ MetricSet::MetricSet(DType target, bool vector)
     : metrics_(MakeMetrics(target, vector && VectorLoopsAvailable())),
       abs_err_(kChunk),
       rel_err_(kChunk),
-      avx2_(vector && VectorLoopsAvailable()) {}
+      avx2_(vector && VectorLoopsAvailable()),
+      fused_(avx2_ && target == DType::kF32) {}
 
 void MetricSet::ReleaseScratch() {
   std::vector<double>().swap(abs_err_);
@@ -94,6 +95,12 @@ void MetricSet::Accumulate(const double* n, const double* b, size_t count) {
     Chunk chunk{nn, bb, ae, re, c};
     for (auto& m : metrics_) m->Accumulate(chunk);
   }
+}
+
+bool MetricSet::AccumulateF32(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& stats) {
+  if (!fused_ || count != kChunk || !FusedChunkF32(n, b, count, stats)) return false;
+  for (auto& m : metrics_) m->AccumulateFused(stats);
+  return true;
 }
 
 void MetricSet::Merge(const MetricSet& later) {

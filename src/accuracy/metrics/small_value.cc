@@ -49,6 +49,7 @@ class SmallValueErrRatio : public Metric {
     // nan fails `<= atol`, so a nan small element counts as exceeding.
     bad_ += LaneSum(c.count, [&](size_t i) { return std::fabs(c.b[i]) < sv && !(c.abs_err[i] <= atol) ? 1.0 : 0.0; });
   }
+  void AccumulateFused(const FusedSums& s) override { small_ += s.small, bad_ += s.small_bad; }
   void Merge(const Metric& other) override {
     const auto& o = static_cast<const SmallValueErrRatio&>(other);
     small_ += o.small_, bad_ += o.bad_;

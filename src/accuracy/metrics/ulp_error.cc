@@ -83,6 +83,7 @@ class MaxUlpError : public Metric {
     max_ = LaneMaxOf(c.count, max_, nan, [&](size_t i) { return UlpsOf(c.abs_err[i], c.b[i], mant_, floor_exp_); });
     nan_ = nan_ || nan;
   }
+  void AccumulateFused(const FusedSums& s) override { max_ = s.max_ulp > max_ ? s.max_ulp : max_; }
   void Merge(const Metric& other) override {
     const auto& o = static_cast<const MaxUlpError&>(other);
     max_ = std::max(max_, o.max_), nan_ = nan_ || o.nan_;
