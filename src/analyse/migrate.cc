@@ -131,10 +131,11 @@ struct TemplateEdit {
 /// walker's resolved events, and warnings for what it leaves alone on purpose.
 class MigrationCollector : public EventSink {
  public:
-  MigrationCollector(const PySyntax& syn, std::string_view src, const Target& target, const CompiledRules& rules,
+  MigrationCollector(const PySyntax& syn, const ParsedSource& parsed, const Target& target, const CompiledRules& rules,
                      bool unsafe, std::vector<Edit>& out, std::vector<FileProblem>& warnings)
       : syn_(syn),
-        src_(src),
+        src_(parsed.source),
+        root_(parsed.root()),
         target_(target),
         facts_(target.facts()),
         rules_(rules),
@@ -401,6 +402,10 @@ class MigrationCollector : public EventSink {
   /// (`dist.is_nccl_available` for torch.distributed.is_nccl_available), only the tail is
   /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
+    // A bare name the file binds by assignment (`amp_autocast = torch.cuda.amp.autocast`, then
+    // `amp_autocast()`): the assigned value is rewritten where it is written; the name may hold
+    // something else at this point (`amp_autocast = suppress`).
+    if (syn_.Kind(node) == NodeKind::kIdentifier && !ImportBound(NodeText(node, src_))) return false;
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
@@ -608,6 +613,7 @@ class MigrationCollector : public EventSink {
 
   const PySyntax& syn_;
   std::string_view src_;
+  TSNode root_;
   const Target& target_;
   const target::TargetFacts& facts_;
   const CompiledRules& rules_;
@@ -627,6 +633,31 @@ class MigrationCollector : public EventSink {
   std::set<std::pair<uint32_t, uint32_t>> cuda_left_;   ///< line, column of torch.cuda uses left
   std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
   std::set<std::string> unsure_;                        ///< CUDA library classes with a call that needs review
+
+  std::optional<std::set<std::string, std::less<>>> import_bound_;  ///< names the file's imports bind
+
+  /// True when an import statement of the file binds `name` (`from m import name`,
+  /// `import name`, `... as name`).
+  bool ImportBound(std::string_view name) {
+    if (!import_bound_) {
+      import_bound_.emplace();
+      ForEachNamedNode(root_, [&](TSNode n) {
+        NodeKind k = syn_.Kind(n);
+        if (k != NodeKind::kImportStatement && k != NodeKind::kImportFromStatement) return true;
+        TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+        for (TSNode c : NamedChildren(n)) {
+          if (k == NodeKind::kImportFromStatement && ts_node_eq(c, module)) continue;
+          std::string_view bound = NodeText(c, src_);
+          if (syn_.Kind(c) == NodeKind::kAliasedImport)
+            bound = NodeText(ts_node_child_by_field_id(c, syn_.f_alias), src_);
+          else if (k == NodeKind::kImportStatement) bound = bound.substr(0, bound.find('.'));
+          import_bound_->emplace(bound);
+        }
+        return false;
+      });
+    }
+    return import_bound_->count(name) > 0;
+  }
 
   const CudaLibraryClass* FindLibrary(const std::string& qname) const {
     for (const auto& lib : target_.cuda_libraries())
@@ -1010,6 +1041,47 @@ void PlaceTargetImports(const MigrateOptions& opt, const LoadedProject& project,
              (left_out == 1 ? "" : "s") + " (--import-policy entry)");
 }
 
+/// True when a top-level statement imports torch (or a submodule of it): the run-time transfer
+/// only matters to a script that loads torch itself.
+bool ImportsTorch(const PySyntax& syn, const ParsedSource& src) {
+  for (TSNode c : NamedChildren(src.root())) {
+    NodeKind k = syn.Kind(c);
+    if ((k == NodeKind::kImportStatement || k == NodeKind::kImportFromStatement) &&
+        IsTorchImport(NodeText(c, src.source)))
+      return true;
+  }
+  return false;
+}
+
+/// --transfer-only: the target's `import_line` (unless the file imports the module already) and
+/// then its `transfer_import`, after the first torch import: the two lines Ascend's transfer
+/// guide puts at the top of an entry script (`import torch_npu`,
+/// `from torch_npu.contrib import transfer_to_npu`).
+void TransferImportEdits(const PySyntax& syn, const ParsedSource& src, const target::TargetFacts& facts,
+                         std::string_view eol, std::vector<Edit>& edits) {
+  if (src.source.find(facts.transfer_import) != std::string::npos) return;
+  InsertPoint at = FindInsertPoint(syn, src, true);
+  if (!facts.import_line.empty() && !facts.python_module.empty() &&
+      !ImportsModule(syn, src.root(), src.source, facts.python_module)) {
+    edits.push_back(InsertLineEdit(at, facts.import_line, eol, "InsertImport"));
+    at.newline_before = false;  // the line above ends the file's last line already
+  } else if (!facts.python_module.empty()) {
+    // below the file's own top-level `import torch_npu`, when it has one
+    for (TSNode c : NamedChildren(src.root())) {
+      NodeKind k = syn.Kind(c);
+      if ((k != NodeKind::kImportStatement && k != NodeKind::kImportFromStatement) ||
+          !ImportsModule(syn, c, src.source, facts.python_module))
+        continue;
+      size_t pos = AfterLineEnd(src.source, ts_node_end_byte(c));
+      at.newline_before = pos == std::string::npos;
+      at.byte = static_cast<uint32_t>(at.newline_before ? src.source.size() : pos);
+      at.line = LineOfByte(src.source, at.byte);
+      break;
+    }
+  }
+  edits.push_back(InsertLineEdit(at, facts.transfer_import, eol, "InsertImport"));
+}
+
 /// Collects the edits of every Python file of `project` (in parallel) and checks that every
 /// edited file parses and compiles with CPython; a file whose edits break it is marked reverted.
 std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProject& project, const Target& target,
@@ -1039,13 +1111,11 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       bool entry = std::any_of(opt.entries.begin(), opt.entries.end(), [&](const std::string& e) {
         return fs::path(e).lexically_normal().generic_string() == f.file->rel;
       });
-      if ((entry || (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed))) &&
-          f.parsed.source.find(facts.transfer_import) == std::string::npos) {
-        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.transfer_import, eol,
-                                         "InsertImport"));
-      }
+      if (entry ||
+          (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed) && ImportsTorch(project.syntax, f.parsed)))
+        TransferImportEdits(project.syntax, f.parsed, facts, eol, r.edits);
     } else {
-      MigrationCollector collector(project.syntax, f.parsed.source, target, compiled, opt.unsafe, r.edits, r.warnings);
+      MigrationCollector collector(project.syntax, f.parsed, target, compiled, opt.unsafe, r.edits, r.warnings);
       FileWalker(
           project.syntax, f.parsed, *f.summary, project.index, [&](const std::string& q) { return target.Known(q); },
           collector)

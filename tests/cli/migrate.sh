@@ -125,11 +125,18 @@ if python3 -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
   check "CPython check: a file the edits break is left unchanged and reported" "[ $rc = 0 ] && cmp -s '$tmp/fstr/m.py' '$tmp/fstr_out/fstr_msft/m.py' && grep -q 'does not compile with python3' '$tmp/fstr.err' && grep -q '\"not_migrated\"' '$tmp/fstr_out/fstr_msft_report/change_list.json'"
 fi
 
-# --transfer-only: only the transfer import, after the torch imports of the entry scripts.
+# --transfer-only: only the target's import line and the transfer import, after the torch imports
+# of the entry scripts that import torch.
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr" --transfer-only >/dev/null 2>&1; rc=$?
 tcopy="$tmp/tr/port_msft"
-check "--transfer-only changes only the entry script, by one line" "[ $rc = 0 ] && [ \$(grep -c '^+[^+]' '${tcopy}_report/migration.patch') = 1 ] && grep -qx '+from torch_npu.contrib import transfer_to_npu' '${tcopy}_report/migration.patch' && grep -q '^+++ b/train.py' '${tcopy}_report/migration.patch'"
-check "--transfer-only puts the line right after import torch" "sed -n 8,9p '$tcopy/train.py' | tr '\n' '|' | grep -qx 'import torch|from torch_npu.contrib import transfer_to_npu|'"
+check "--transfer-only changes only the entry script, by two lines" "[ $rc = 0 ] && [ \$(grep -c '^+[^+]' '${tcopy}_report/migration.patch') = 2 ] && grep -qx '+from torch_npu.contrib import transfer_to_npu' '${tcopy}_report/migration.patch' && grep -q '^+++ b/train.py' '${tcopy}_report/migration.patch'"
+check "--transfer-only puts the lines right after import torch" "sed -n 8,10p '$tcopy/train.py' | tr '\n' '|' | grep -qx 'import torch|import torch_npu|from torch_npu.contrib import transfer_to_npu|'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/transfer -o "$tmp/trx" --transfer-only >/dev/null 2>&1; rc=$?
+xcopy="$tmp/trx/transfer_msft"
+check "--transfer-only: exactly the two entry scripts that import torch change" "[ $rc = 0 ] && [ \"\$(grep '^+++ ' '${xcopy}_report/migration.patch' | tr '\n' '|')\" = '+++ b/infer.py|+++ b/train.py|' ]"
+check "--transfer-only: an entry script importing torch_npu gets only the transfer import" "sed -n 1,3p '$xcopy/infer.py' | tr '\n' '|' | grep -qx 'import torch|import torch_npu|from torch_npu.contrib import transfer_to_npu|' && [ \$(grep -c torch_npu '$xcopy/infer.py') = 3 ]"
+check "--transfer-only: CUDA calls, backends and env vars are kept" "grep -q 'Net().cuda()' '$xcopy/train.py' && grep -q 'backend=\"nccl\"' '$xcopy/train.py' && grep -q CUDA_VISIBLE_DEVICES '$xcopy/train.py' && cmp -s tests/fixtures/migrate/transfer/lib/model.py '$xcopy/lib/model.py'"
+check "--transfer-only: an entry script without torch is left alone" "cmp -s tests/fixtures/migrate/transfer/tools/stats.py '$xcopy/tools/stats.py'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr5" --transfer-to-npu >/dev/null 2>&1; rc=$?
 check "--transfer-to-npu (the issue's spelling) is --transfer-only" "[ $rc = 0 ] && cmp -s '${tcopy}_report/migration.patch' '$tmp/tr5/port_msft_report/migration.patch'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr2" --transfer-only --entry pkg/model.py >/dev/null 2>&1; rc=$?

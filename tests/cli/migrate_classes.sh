@@ -26,6 +26,7 @@ for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
 # amp
 check "amp: torch.cuda.amp forms become torch.npu.amp in code, torch_npu.npu.amp in imports" "grep -q 'scaler = torch.npu.amp.GradScaler()' '$copy/amp_train.py' && grep -q 'with torch.npu.amp.autocast():' '$copy/amp_train.py' && grep -q '^from torch_npu.npu.amp import GradScaler, autocast$' '$copy/amp_train.py'"
 check "amp: CPU autocast is left alone" "grep -q 'with torch.autocast(\"cpu\"):' '$copy/amp_train.py' && grep -q 'with torch.cpu.amp.autocast():' '$copy/amp_train.py'"
+check "amp: a call through a name bound by assignment is left, the assigned value rewritten" "grep -qx '    amp_autocast = torch.npu.amp.autocast' '$copy/amp_train.py' && grep -qx '    with amp_autocast():' '$copy/amp_train.py' && grep -qx 'if torch.npu.is_available():' '$copy/amp_train.py'"
 # distributed, set_device, local rank, pinned memory
 check "dist: nccl → hccl, gloo kept" "grep -q 'init_process_group(backend=\"hccl\"' '$copy/dist_train.py' && grep -q 'new_group(backend=\"gloo\")' '$copy/dist_train.py'"
 check "dist: set_device and the device of the local rank" "grep -q 'torch.npu.set_device(args.local_rank)' '$copy/dist_train.py' && grep -q 'torch.device(\"npu\", args.local_rank)' '$copy/dist_train.py'"
