@@ -168,10 +168,20 @@ class MigrationCollector : public EventSink {
       Add(attr, *method, "FuncNameModify", "." + std::string(ev.method) + "() → ." + *method + "()");
     }
     ArgumentEdits(ev);
-    if (unsafe_ && !ev.lookup.empty()) {
+    if (!ev.lookup.empty()) {
       if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
-        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
-        NeedModuleOf(*fused);
+        if (unsafe_) {
+          Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
+          NeedModuleOf(*fused);
+        } else {
+          // Ascend's ports often make this swap; it changes how the update is computed (one
+          // fused kernel over flattened parameters), so it is listed, not made.
+          reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
+                             EndLine(ev.node), "Review",
+                             ev.lookup.front() + " → " + *fused +
+                                 " not made: the target's fused optimizer; --unsafe makes it, check the accuracy",
+                             "review"});
+        }
       }
     }
   }

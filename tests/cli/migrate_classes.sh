@@ -39,6 +39,10 @@ check "launch script: comments and longer names untouched" "grep -q '^# Launch o
 # apex
 check "apex: FusedLayerNorm imported as torch.nn.LayerNorm" "grep -qx 'from torch.nn import LayerNorm as FusedLayerNorm' '$copy/apex_model.py'"
 check "apex: FusedAdam(adam_w_mode=False) kept and listed for review" "grep -qx 'from apex.optimizers import FusedAdam' '$copy/apex_model.py' && grep -q 'apex_model.py,18,18,Review,apex.optimizers.FusedAdam → torch.optim.AdamW not made: keyword adam_w_mode has no counterpart in torch.optim.AdamW; port it by hand' '$reports/change_list.csv' && grep -q 'apex_model.py,4,4,Review,\"from apex.optimizers import FusedAdam: kept; a call needs review' '$reports/change_list.csv'"
+# fused optimizers: review rows by default, the swap with --unsafe
+check "optim: torch.optim.SGD/Adam listed for review, nothing changed" "cmp -s '$fixture/optim_train.py' '$copy/optim_train.py' && grep -q '^classes/optim_train.py,13,13,Review,\"torch.optim.SGD → torch_npu.optim.NpuFusedSGD not made: ' '$reports/change_list.csv' && grep -q '^classes/optim_train.py,15,15,Review,\"torch.optim.Adam → torch_npu.optim.NpuFusedAdam not made: ' '$reports/change_list.csv' && [ \$(grep -c '^classes/optim_train.py,' '$reports/change_list.csv') = 2 ]"
+"$PORTKIT" migrate -i "$fixture" -o "$tmp/unsafe" --unsafe >/dev/null 2>&1; rc=$?
+check "optim: --unsafe makes the swap; the project's own SGD and Adagrad are left" "[ $rc = 0 ] && grep -qx '        return torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)' '$tmp/unsafe/classes_msft/optim_train.py' && grep -qx '        return torch_npu.optim.NpuFusedAdam(model.parameters(), lr=1e-3)' '$tmp/unsafe/classes_msft/optim_train.py' && grep -qx '        return SGD(model.parameters())' '$tmp/unsafe/classes_msft/optim_train.py' && grep -q 'return torch.optim.Adagrad(model.parameters())' '$tmp/unsafe/classes_msft/optim_train.py' && ! grep -q 'optim_train.py,.*Review' '$tmp/unsafe/classes_msft_report/change_list.csv'"
 # other runtimes
 check "other runtimes: ORT, TensorRT and cupy arguments untouched, torch beside them migrated" "grep -q 'ortvalue_from_numpy(arr, \"cuda\", 0)' '$copy/other_runtimes.py' && grep -q 'providers=\[\"CUDAExecutionProvider\"\]' '$copy/other_runtimes.py' && grep -q 'cupy.cuda.Device(0)' '$copy/other_runtimes.py' && grep -q 'torch.zeros(4).to(\"npu:0\")' '$copy/other_runtimes.py'"
 
@@ -48,7 +52,7 @@ check "--dry-run exits 0 and creates nothing" "[ $rc = 0 ] && [ ! -e '$tmp/dry' 
 count() { grep -E "^\| +$1 +\|" "$tmp/dry.out" | tr -s ' |' ' ' | cut -d' ' -f3; }
 csv_count() { python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["changes"] if c["class"] == sys.argv[2]))' "$reports/change_list.json" "$1"; }
 check "--dry-run counts per class equal the real run's" "for c in amp device_api device_string distributed_backend env_var launch_script arguments cuda_library import; do [ \"\$(count \$c)\" = \"\$(csv_count \$c)\" ] || { echo \"class \$c: \$(count \$c) vs \$(csv_count \$c)\"; exit 1; }; done"
-check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +2 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
+check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +4 +\| +2 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
 
 # The same fixture through a target made of a target.json alone (device tdev): no npu code.
 PORTKIT_DATA_DIR=tests/fixtures/targets/only_json "$PORTKIT" migrate -i "$fixture" -o "$tmp/tdev" --target tdev >/dev/null 2>&1; rc=$?
