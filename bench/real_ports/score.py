@@ -150,13 +150,13 @@ ALIAS = re.compile(r"\btorch_npu\.npu\.")
 def alias_norm(lines):
     """norm() with `torch_npu.npu.` spelled `torch.npu.` (the same module once torch_npu is
     imported): a touched edit equal under it differs from the port in spelling only."""
-    return [ALIAS.sub("torch.npu.", l) for l in norm(lines)]
+    return [ALIAS.sub("torch.npu.", line) for line in norm(lines)]
 
 
 def norm(lines):
     """Whitespace-insensitive form of a block: stripped lines, blank lines dropped, inner runs of
     blanks collapsed."""
-    return [re.sub(r"\s+", " ", l.strip()) for l in lines if l.strip()]
+    return [re.sub(r"\s+", " ", line.strip()) for line in lines if line.strip()]
 
 
 class Edit:
@@ -202,14 +202,14 @@ def score_file(up, port, mig):
     """Returns (port rows, migrate rows): [(verdict, class, edit)]."""
     port_edits = [e for e in edits_of(up, port) if e.cls]
     mig_edits = edits_of(up, mig)
-    mig_added = {l for e in mig_edits for l in norm(e.new)}
+    mig_added = {line for e in mig_edits for line in norm(e.new)}
     port_rows, explained, aliased = [], set(), []
     for pe in port_edits:
         near = [k for k, me in enumerate(mig_edits) if pe.overlaps(me)]
         verdict = "missed"
         if pe.i1 == pe.i2 and not pe.old:  # pure insertion: compared by content
             same = [k for k, me in enumerate(mig_edits) if set(norm(me.new)) & set(norm(pe.new))]
-            if norm(pe.new) and all(l in mig_added for l in norm(pe.new)):
+            if norm(pe.new) and all(line in mig_added for line in norm(pe.new)):
                 verdict = "identical"
             elif near or same:  # near the anchor, or some of the same lines added elsewhere
                 verdict = "touched"

@@ -136,6 +136,8 @@ xcopy="$tmp/trx/transfer_msft"
 check "--transfer-only: exactly the two entry scripts that import torch change" "[ $rc = 0 ] && [ \"\$(grep '^+++ ' '${xcopy}_report/migration.patch' | tr '\n' '|')\" = '+++ b/infer.py|+++ b/train.py|' ]"
 check "--transfer-only: an entry script importing torch_npu gets only the transfer import" "sed -n 1,3p '$xcopy/infer.py' | tr '\n' '|' | grep -qx 'import torch|import torch_npu|from torch_npu.contrib import transfer_to_npu|' && [ \$(grep -c torch_npu '$xcopy/infer.py') = 3 ]"
 check "--transfer-only: CUDA calls, backends and env vars are kept" "grep -q 'Net().cuda()' '$xcopy/train.py' && grep -q 'backend=\"nccl\"' '$xcopy/train.py' && grep -q CUDA_VISIBLE_DEVICES '$xcopy/train.py' && cmp -s tests/fixtures/migrate/transfer/lib/model.py '$xcopy/lib/model.py'"
+"$PORTKIT" migrate -i tests/fixtures/migrate/transfer -o "$tmp/trdry" --transfer-only --dry-run >"$tmp/trdry.out" 2>/dev/null; rc=$?
+check "--transfer-only --dry-run: 3 import edits in 2 files, nothing else, nothing written" "[ $rc = 0 ] && grep -qE '^\| +import +\| +3 +\| +2 +\|' '$tmp/trdry.out' && [ \$(grep -cE '^\| +[a-z_]+ +\| +[0-9]+ +\| +[0-9]+ +\|' '$tmp/trdry.out') = 1 ] && [ ! -e '$tmp/trdry' ]"
 check "--transfer-only: an entry script without torch is left alone" "cmp -s tests/fixtures/migrate/transfer/tools/stats.py '$xcopy/tools/stats.py'"
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/tr5" --transfer-to-npu >/dev/null 2>&1; rc=$?
 check "--transfer-to-npu (the issue's spelling) is --transfer-only" "[ $rc = 0 ] && cmp -s '${tcopy}_report/migration.patch' '$tmp/tr5/port_msft_report/migration.patch'"
