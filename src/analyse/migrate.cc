@@ -412,10 +412,12 @@ class MigrationCollector : public EventSink {
   /// (`dist.is_nccl_available` for torch.distributed.is_nccl_available), only the tail is
   /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
-    // A bare name the file binds by assignment (`amp_autocast = torch.cuda.amp.autocast`, then
-    // `amp_autocast()`): the assigned value is rewritten where it is written; the name may hold
-    // something else at this point (`amp_autocast = suppress`).
-    if (syn_.Kind(node) == NodeKind::kIdentifier && !ImportBound(NodeText(node, src_))) return false;
+    // A reference whose leading name the file binds otherwise than by an import
+    // (`amp_autocast = torch.cuda.amp.autocast`, then `amp_autocast()`; `self.amp.autocast()`
+    // after `self.amp = torch.cuda.amp`) is left when the assigned value is itself rewritten
+    // where it is written: the name may hold something else at this point (`amp_autocast =
+    // suppress`), and the value it holds from CUDA is the target's already.
+    if (ThroughRewrittenAssignment(node, qname)) return false;
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
@@ -643,6 +645,38 @@ class MigrationCollector : public EventSink {
   std::set<std::pair<uint32_t, uint32_t>> cuda_left_;   ///< line, column of torch.cuda uses left
   std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
   std::set<std::string> unsure_;                        ///< CUDA library classes with a call that needs review
+
+  /// True when `node` reaches `qname` through a leading name no import binds and the value that
+  /// name stands for (`torch.cuda` for `dev.synchronize` → torch.cuda.synchronize) is renamed by
+  /// the target's table, so it is rewritten where it is assigned.
+  bool ThroughRewrittenAssignment(TSNode node, const std::string& qname) {
+    std::string_view head = LeadingName(node);
+    if (head.empty() || ImportBound(head)) return false;
+    std::string_view text = NodeText(node, src_);
+    // The longest dotted tail of the text that `qname` ends with: `.synchronize` of
+    // `self.backend.synchronize`; empty for a bare name (the name stands for `qname` itself).
+    for (size_t dot = text.find('.', head.size());; dot = text.find('.', dot + 1)) {
+      std::string_view tail = dot == std::string_view::npos ? std::string_view() : text.substr(dot);
+      if (qname.size() > tail.size() && qname.compare(qname.size() - tail.size(), tail.size(), tail) == 0) {
+        std::string bound = qname.substr(0, qname.size() - tail.size());
+        std::string renamed = target_.RewriteByPrefix(bound);
+        return !renamed.empty() && renamed != bound;
+      }
+      if (dot == std::string_view::npos) return false;
+    }
+  }
+
+  /// The identifier a dotted reference starts with (`a` of `a.b.c`, of `a.b(x).c` too).
+  std::string_view LeadingName(TSNode node) const {
+    for (;;) {
+      NodeKind k = syn_.Kind(node);
+      if (k == NodeKind::kAttribute) node = ts_node_child_by_field_id(node, syn_.f_object);
+      else if (k == NodeKind::kCall) node = ts_node_child_by_field_id(node, syn_.f_function);
+      else break;
+      if (ts_node_is_null(node)) return {};
+    }
+    return syn_.Kind(node) == NodeKind::kIdentifier ? NodeText(node, src_) : std::string_view();
+  }
 
   std::optional<std::set<std::string, std::less<>>> import_bound_;  ///< names the file's imports bind
 

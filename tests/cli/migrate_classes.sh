@@ -27,6 +27,7 @@ for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
 check "amp: torch.cuda.amp forms become torch.npu.amp in code, torch_npu.npu.amp in imports" "grep -q 'scaler = torch.npu.amp.GradScaler()' '$copy/amp_train.py' && grep -q 'with torch.npu.amp.autocast():' '$copy/amp_train.py' && grep -q '^from torch_npu.npu.amp import GradScaler, autocast$' '$copy/amp_train.py'"
 check "amp: CPU autocast is left alone" "grep -q 'with torch.autocast(\"cpu\"):' '$copy/amp_train.py' && grep -q 'with torch.cpu.amp.autocast():' '$copy/amp_train.py'"
 check "amp: a call through a name bound by assignment is left, the assigned value rewritten" "grep -qx '    amp_autocast = torch.npu.amp.autocast' '$copy/amp_train.py' && grep -qx '    with amp_autocast():' '$copy/amp_train.py' && grep -qx 'if torch.npu.is_available():' '$copy/amp_train.py'"
+check "aliases: names bound by assignment keep their calls, an import alias is rewritten" "grep -qx '        self.backend = torch.npu' '$copy/aliases.py' && grep -qx '        self.backend.synchronize()' '$copy/aliases.py' && grep -qx 'dev = torch.npu' '$copy/aliases.py' && grep -qx 'dev.synchronize()' '$copy/aliases.py' && grep -qx '        torch_npu.npu.synchronize()' '$copy/aliases.py'"
 # distributed, set_device, local rank, pinned memory
 check "dist: nccl → hccl, gloo kept" "grep -q 'init_process_group(backend=\"hccl\"' '$copy/dist_train.py' && grep -q 'new_group(backend=\"gloo\")' '$copy/dist_train.py'"
 check "dist: set_device and the device of the local rank" "grep -q 'torch.npu.set_device(args.local_rank)' '$copy/dist_train.py' && grep -q 'torch.device(\"npu\", args.local_rank)' '$copy/dist_train.py'"
@@ -55,8 +56,11 @@ check "--dry-run counts per class equal the real run's" "for c in amp device_api
 check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +4 +\| +2 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
 
 # The same fixture through a target made of a target.json alone (device tdev): no npu code.
+# (aliases.py keeps `dev = torch.cuda`: tdev's data renames no module object, so the calls through
+# `dev` are rewritten instead, checked below.)
 PORTKIT_DATA_DIR=tests/fixtures/targets/only_json "$PORTKIT" migrate -i "$fixture" -o "$tmp/tdev" --target tdev >/dev/null 2>&1; rc=$?
 t="$tmp/tdev/classes_msft"
-check "tdev: amp goes to <device_module>.amp, env vars to its names, no npu anywhere" "[ $rc = 0 ] && grep -q 'torch.tdev.amp.GradScaler()' '$t/amp_train.py' && grep -qx 'export TDEV_VISIBLE_DEVICES=0,1' '$t/run_train.sh' && ! grep -rqi npu '$t' --include=*.py --include=*.sh && ! grep -rq 'torch\\.cuda' '$t' --include=*.py"
+check "tdev: amp goes to <device_module>.amp, env vars to its names, no npu anywhere" "[ $rc = 0 ] && grep -q 'torch.tdev.amp.GradScaler()' '$t/amp_train.py' && grep -qx 'export TDEV_VISIBLE_DEVICES=0,1' '$t/run_train.sh' && ! grep -rqi npu '$t' --include=*.py --include=*.sh && ! grep -rq 'torch\\.cuda' '$t' --include=*.py --exclude=aliases.py"
+check "tdev: calls through a name bound to torch.cuda are rewritten when the target renames no module" "grep -qx 'dev = torch.cuda' '$t/aliases.py' && grep -qx 'torch.tdev.synchronize()' '$t/aliases.py'"
 echo "migrate_classes: $pass passed, $fail failed"
 [ $fail = 0 ]
