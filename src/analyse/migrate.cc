@@ -284,6 +284,34 @@ class MigrationCollector : public EventSink {
     });
   }
 
+  /// The new imports of a `from <CUDA device module>... import ...` statement (new module,
+  /// imported names), grouped by module; false when the statement is left as it is (not such an
+  /// import, a name the table lacks, an unsupported name, or a class renamed on the way).
+  bool CudaImportGroups(TSNode n, std::vector<std::pair<std::string, std::string>>& groups, std::string& message) {
+    const std::string& cuda = target_.cuda().device_module;
+    TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+    if (cuda.empty() || ts_node_is_null(module) || syn_.Kind(module) != NodeKind::kDottedName) return false;
+    std::string from(NodeText(module, src_));
+    if (from != cuda && from.rfind(cuda + ".", 0) != 0) return false;
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) {
+      TSNode c = ts_node_named_child(n, i);
+      if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
+      TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+      std::string qname = from + "." + std::string(NodeText(name, src_));
+      std::string renamed = target_.RewriteByPrefix(qname);
+      if (renamed.empty() || target_.Unsupported(qname)) return false;  // left as is (warned elsewhere)
+      size_t dot = renamed.rfind('.');
+      std::string new_module = renamed.substr(0, dot), imported = std::string(NodeText(c, src_));
+      if (renamed.substr(dot + 1) != NodeText(name, src_)) return false;  // a renamed class: by hand
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == new_module; });
+      if (it == groups.end()) groups.emplace_back(new_module, imported);
+      else it->second += ", " + imported;
+      message += (message.empty() ? "" : ", ") + qname + " → " + renamed;
+    }
+    return !groups.empty();
+  }
+
   /// `from torch.cuda.amp import GradScaler, autocast` → `from torch_npu.npu.amp import ...`:
   /// imports from CUDA's device module follow the target's names (RewriteByPrefix); names that
   /// land in different modules get one import each, on the same line.
@@ -294,28 +322,10 @@ class MigrationCollector : public EventSink {
       NodeKind k = syn_.Kind(n);
       if (k != NodeKind::kImportFromStatement) return k != NodeKind::kImportStatement;
       TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
-      if (ts_node_is_null(module) || syn_.Kind(module) != NodeKind::kDottedName) return false;
-      std::string from(NodeText(module, src_));
-      if (from != cuda && from.rfind(cuda + ".", 0) != 0) return false;
       std::vector<std::pair<std::string, std::string>> groups;  // new module, imported names
       std::string message;
-      uint32_t count = ts_node_named_child_count(n);
-      for (uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_named_child(n, i);
-        if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
-        TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
-        std::string qname = from + "." + std::string(NodeText(name, src_));
-        std::string renamed = target_.RewriteByPrefix(qname);
-        if (renamed.empty() || target_.Unsupported(qname)) return false;  // left as is (warned elsewhere)
-        size_t dot = renamed.rfind('.');
-        std::string new_module = renamed.substr(0, dot), imported = std::string(NodeText(c, src_));
-        if (renamed.substr(dot + 1) != NodeText(name, src_)) return false;  // a renamed class: by hand
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == new_module; });
-        if (it == groups.end()) groups.emplace_back(new_module, imported);
-        else it->second += ", " + imported;
-        message += (message.empty() ? "" : ", ") + qname + " → " + renamed;
-      }
-      if (groups.empty()) return false;
+      if (!CudaImportGroups(n, groups, message)) return false;
+      std::string from(NodeText(module, src_));
       std::string cls = from.rfind(cuda + ".amp", 0) == 0 ? "amp" : "device_api";
       if (groups.size() == 1) {
         Add(module, groups.front().first, "ModuleNameModify", message, cls);
@@ -418,6 +428,9 @@ class MigrationCollector : public EventSink {
     // where it is written: the name may hold something else at this point (`amp_autocast =
     // suppress`), and the value it holds from CUDA is the target's already.
     if (ThroughRewrittenAssignment(node, qname)) return false;
+    // A name a rewritten import binds (`from torch.cuda import amp` → `from torch.npu import amp`,
+    // then `amp.GradScaler()`): the import carries the change, the reference stays.
+    if (std::string_view head = LeadingName(node); ImportBound(head) && cuda_import_bound_.count(head)) return false;
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
@@ -679,6 +692,7 @@ class MigrationCollector : public EventSink {
   }
 
   std::optional<std::set<std::string, std::less<>>> import_bound_;  ///< names the file's imports bind
+  std::set<std::string, std::less<>> cuda_import_bound_;            ///< of those, the ones a rewritten import binds
 
   /// True when an import statement of the file binds `name` (`from m import name`,
   /// `import name`, `... as name`).
@@ -689,13 +703,18 @@ class MigrationCollector : public EventSink {
         NodeKind k = syn_.Kind(n);
         if (k != NodeKind::kImportStatement && k != NodeKind::kImportFromStatement) return true;
         TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+        std::vector<std::pair<std::string, std::string>> groups;
+        std::string message;
+        bool rewritten = k == NodeKind::kImportFromStatement && CudaImportGroups(n, groups, message);
         for (TSNode c : NamedChildren(n)) {
-          if (k == NodeKind::kImportFromStatement && ts_node_eq(c, module)) continue;
+          if ((k == NodeKind::kImportFromStatement && ts_node_eq(c, module)) || syn_.Kind(c) == NodeKind::kComment)
+            continue;
           std::string_view bound = NodeText(c, src_);
           if (syn_.Kind(c) == NodeKind::kAliasedImport)
             bound = NodeText(ts_node_child_by_field_id(c, syn_.f_alias), src_);
           else if (k == NodeKind::kImportStatement) bound = bound.substr(0, bound.find('.'));
           import_bound_->emplace(bound);
+          if (rewritten) cuda_import_bound_.emplace(bound);
         }
         return false;
       });
