@@ -131,10 +131,11 @@ struct TemplateEdit {
 /// walker's resolved events, and warnings for what it leaves alone on purpose.
 class MigrationCollector : public EventSink {
  public:
-  MigrationCollector(const PySyntax& syn, std::string_view src, const Target& target, const CompiledRules& rules,
+  MigrationCollector(const PySyntax& syn, const ParsedSource& parsed, const Target& target, const CompiledRules& rules,
                      bool unsafe, std::vector<Edit>& out, std::vector<FileProblem>& warnings)
       : syn_(syn),
-        src_(src),
+        src_(parsed.source),
+        root_(parsed.root()),
         target_(target),
         facts_(target.facts()),
         rules_(rules),
@@ -167,10 +168,20 @@ class MigrationCollector : public EventSink {
       Add(attr, *method, "FuncNameModify", "." + std::string(ev.method) + "() → ." + *method + "()");
     }
     ArgumentEdits(ev);
-    if (unsafe_ && !ev.lookup.empty()) {
+    if (!ev.lookup.empty()) {
       if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
-        Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
-        NeedModuleOf(*fused);
+        if (unsafe_) {
+          Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
+          NeedModuleOf(*fused);
+        } else {
+          // Ascend's ports often make this swap; it changes how the update is computed (one
+          // fused kernel over flattened parameters), so it is listed, not made.
+          reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
+                             EndLine(ev.node), "Review",
+                             ev.lookup.front() + " → " + *fused +
+                                 " not made: the target's fused optimizer; --unsafe makes it, check the accuracy",
+                             "review"});
+        }
       }
     }
   }
@@ -273,6 +284,34 @@ class MigrationCollector : public EventSink {
     });
   }
 
+  /// The new imports of a `from <CUDA device module>... import ...` statement (new module,
+  /// imported names), grouped by module; false when the statement is left as it is (not such an
+  /// import, a name the table lacks, an unsupported name, or a class renamed on the way).
+  bool CudaImportGroups(TSNode n, std::vector<std::pair<std::string, std::string>>& groups, std::string& message) {
+    const std::string& cuda = target_.cuda().device_module;
+    TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+    if (cuda.empty() || ts_node_is_null(module) || syn_.Kind(module) != NodeKind::kDottedName) return false;
+    std::string from(NodeText(module, src_));
+    if (from != cuda && from.rfind(cuda + ".", 0) != 0) return false;
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; ++i) {
+      TSNode c = ts_node_named_child(n, i);
+      if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
+      TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+      std::string qname = from + "." + std::string(NodeText(name, src_));
+      std::string renamed = target_.RewriteByPrefix(qname);
+      if (renamed.empty() || target_.Unsupported(qname)) return false;  // left as is (warned elsewhere)
+      size_t dot = renamed.rfind('.');
+      std::string new_module = renamed.substr(0, dot), imported = std::string(NodeText(c, src_));
+      if (renamed.substr(dot + 1) != NodeText(name, src_)) return false;  // a renamed class: by hand
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == new_module; });
+      if (it == groups.end()) groups.emplace_back(new_module, imported);
+      else it->second += ", " + imported;
+      message += (message.empty() ? "" : ", ") + qname + " → " + renamed;
+    }
+    return !groups.empty();
+  }
+
   /// `from torch.cuda.amp import GradScaler, autocast` → `from torch_npu.npu.amp import ...`:
   /// imports from CUDA's device module follow the target's names (RewriteByPrefix); names that
   /// land in different modules get one import each, on the same line.
@@ -283,28 +322,10 @@ class MigrationCollector : public EventSink {
       NodeKind k = syn_.Kind(n);
       if (k != NodeKind::kImportFromStatement) return k != NodeKind::kImportStatement;
       TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
-      if (ts_node_is_null(module) || syn_.Kind(module) != NodeKind::kDottedName) return false;
-      std::string from(NodeText(module, src_));
-      if (from != cuda && from.rfind(cuda + ".", 0) != 0) return false;
       std::vector<std::pair<std::string, std::string>> groups;  // new module, imported names
       std::string message;
-      uint32_t count = ts_node_named_child_count(n);
-      for (uint32_t i = 0; i < count; ++i) {
-        TSNode c = ts_node_named_child(n, i);
-        if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
-        TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
-        std::string qname = from + "." + std::string(NodeText(name, src_));
-        std::string renamed = target_.RewriteByPrefix(qname);
-        if (renamed.empty() || target_.Unsupported(qname)) return false;  // left as is (warned elsewhere)
-        size_t dot = renamed.rfind('.');
-        std::string new_module = renamed.substr(0, dot), imported = std::string(NodeText(c, src_));
-        if (renamed.substr(dot + 1) != NodeText(name, src_)) return false;  // a renamed class: by hand
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == new_module; });
-        if (it == groups.end()) groups.emplace_back(new_module, imported);
-        else it->second += ", " + imported;
-        message += (message.empty() ? "" : ", ") + qname + " → " + renamed;
-      }
-      if (groups.empty()) return false;
+      if (!CudaImportGroups(n, groups, message)) return false;
+      std::string from(NodeText(module, src_));
       std::string cls = from.rfind(cuda + ".amp", 0) == 0 ? "amp" : "device_api";
       if (groups.size() == 1) {
         Add(module, groups.front().first, "ModuleNameModify", message, cls);
@@ -401,6 +422,15 @@ class MigrationCollector : public EventSink {
   /// (`dist.is_nccl_available` for torch.distributed.is_nccl_available), only the tail is
   /// replaced, keeping the user's alias; else the whole reference becomes the new qualified name.
   bool Rename(TSNode node, const std::string& qname, const char* operation) {
+    // A reference whose leading name the file binds otherwise than by an import
+    // (`amp_autocast = torch.cuda.amp.autocast`, then `amp_autocast()`; `self.amp.autocast()`
+    // after `self.amp = torch.cuda.amp`) is left when the assigned value is itself rewritten
+    // where it is written: the name may hold something else at this point (`amp_autocast =
+    // suppress`), and the value it holds from CUDA is the target's already.
+    if (ThroughRewrittenAssignment(node, qname)) return false;
+    // A name a rewritten import binds (`from torch.cuda import amp` → `from torch.npu import amp`,
+    // then `amp.GradScaler()`): the import carries the change, the reference stays.
+    if (std::string_view head = LeadingName(node); ImportBound(head) && cuda_import_bound_.count(head)) return false;
     std::string renamed = target_.RewriteByPrefix(qname);
     if (renamed.empty()) NoteCudaLeft(node, qname);
     if (renamed.empty() || renamed == qname) return false;
@@ -608,6 +638,7 @@ class MigrationCollector : public EventSink {
 
   const PySyntax& syn_;
   std::string_view src_;
+  TSNode root_;
   const Target& target_;
   const target::TargetFacts& facts_;
   const CompiledRules& rules_;
@@ -627,6 +658,69 @@ class MigrationCollector : public EventSink {
   std::set<std::pair<uint32_t, uint32_t>> cuda_left_;   ///< line, column of torch.cuda uses left
   std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
   std::set<std::string> unsure_;                        ///< CUDA library classes with a call that needs review
+
+  /// True when `node` reaches `qname` through a leading name no import binds and the value that
+  /// name stands for (`torch.cuda` for `dev.synchronize` → torch.cuda.synchronize) is renamed by
+  /// the target's table, so it is rewritten where it is assigned.
+  bool ThroughRewrittenAssignment(TSNode node, const std::string& qname) {
+    std::string_view head = LeadingName(node);
+    if (head.empty() || ImportBound(head)) return false;
+    std::string_view text = NodeText(node, src_);
+    // The longest dotted tail of the text that `qname` ends with: `.synchronize` of
+    // `self.backend.synchronize`; empty for a bare name (the name stands for `qname` itself).
+    for (size_t dot = text.find('.', head.size());; dot = text.find('.', dot + 1)) {
+      std::string_view tail = dot == std::string_view::npos ? std::string_view() : text.substr(dot);
+      if (qname.size() > tail.size() && qname.compare(qname.size() - tail.size(), tail.size(), tail) == 0) {
+        std::string bound = qname.substr(0, qname.size() - tail.size());
+        std::string renamed = target_.RewriteByPrefix(bound);
+        return !renamed.empty() && renamed != bound;
+      }
+      if (dot == std::string_view::npos) return false;
+    }
+  }
+
+  /// The identifier a dotted reference starts with (`a` of `a.b.c`, of `a.b(x).c` too).
+  std::string_view LeadingName(TSNode node) const {
+    for (;;) {
+      NodeKind k = syn_.Kind(node);
+      if (k == NodeKind::kAttribute) node = ts_node_child_by_field_id(node, syn_.f_object);
+      else if (k == NodeKind::kCall) node = ts_node_child_by_field_id(node, syn_.f_function);
+      else break;
+      if (ts_node_is_null(node)) return {};
+    }
+    return syn_.Kind(node) == NodeKind::kIdentifier ? NodeText(node, src_) : std::string_view();
+  }
+
+  std::optional<std::set<std::string, std::less<>>> import_bound_;  ///< names the file's imports bind
+  std::set<std::string, std::less<>> cuda_import_bound_;            ///< of those, the ones a rewritten import binds
+
+  /// True when an import statement of the file binds `name` (`from m import name`,
+  /// `import name`, `... as name`).
+  bool ImportBound(std::string_view name) {
+    if (!import_bound_) {
+      import_bound_.emplace();
+      ForEachNamedNode(root_, [&](TSNode n) {
+        NodeKind k = syn_.Kind(n);
+        if (k != NodeKind::kImportStatement && k != NodeKind::kImportFromStatement) return true;
+        TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+        std::vector<std::pair<std::string, std::string>> groups;
+        std::string message;
+        bool rewritten = k == NodeKind::kImportFromStatement && CudaImportGroups(n, groups, message);
+        for (TSNode c : NamedChildren(n)) {
+          if ((k == NodeKind::kImportFromStatement && ts_node_eq(c, module)) || syn_.Kind(c) == NodeKind::kComment)
+            continue;
+          std::string_view bound = NodeText(c, src_);
+          if (syn_.Kind(c) == NodeKind::kAliasedImport)
+            bound = NodeText(ts_node_child_by_field_id(c, syn_.f_alias), src_);
+          else if (k == NodeKind::kImportStatement) bound = bound.substr(0, bound.find('.'));
+          import_bound_->emplace(bound);
+          if (rewritten) cuda_import_bound_.emplace(bound);
+        }
+        return false;
+      });
+    }
+    return import_bound_->count(name) > 0;
+  }
 
   const CudaLibraryClass* FindLibrary(const std::string& qname) const {
     for (const auto& lib : target_.cuda_libraries())
@@ -1010,6 +1104,47 @@ void PlaceTargetImports(const MigrateOptions& opt, const LoadedProject& project,
              (left_out == 1 ? "" : "s") + " (--import-policy entry)");
 }
 
+/// True when a top-level statement imports torch (or a submodule of it): the run-time transfer
+/// only matters to a script that loads torch itself.
+bool ImportsTorch(const PySyntax& syn, const ParsedSource& src) {
+  for (TSNode c : NamedChildren(src.root())) {
+    NodeKind k = syn.Kind(c);
+    if ((k == NodeKind::kImportStatement || k == NodeKind::kImportFromStatement) &&
+        IsTorchImport(NodeText(c, src.source)))
+      return true;
+  }
+  return false;
+}
+
+/// --transfer-only: the target's `import_line` (unless the file imports the module already) and
+/// then its `transfer_import`, after the first torch import: the two lines Ascend's transfer
+/// guide puts at the top of an entry script (`import torch_npu`,
+/// `from torch_npu.contrib import transfer_to_npu`).
+void TransferImportEdits(const PySyntax& syn, const ParsedSource& src, const target::TargetFacts& facts,
+                         std::string_view eol, std::vector<Edit>& edits) {
+  if (src.source.find(facts.transfer_import) != std::string::npos) return;
+  InsertPoint at = FindInsertPoint(syn, src, true);
+  if (!facts.import_line.empty() && !facts.python_module.empty() &&
+      !ImportsModule(syn, src.root(), src.source, facts.python_module)) {
+    edits.push_back(InsertLineEdit(at, facts.import_line, eol, "InsertImport"));
+    at.newline_before = false;  // the line above ends the file's last line already
+  } else if (!facts.python_module.empty()) {
+    // below the file's own top-level `import torch_npu`, when it has one
+    for (TSNode c : NamedChildren(src.root())) {
+      NodeKind k = syn.Kind(c);
+      if ((k != NodeKind::kImportStatement && k != NodeKind::kImportFromStatement) ||
+          !ImportsModule(syn, c, src.source, facts.python_module))
+        continue;
+      size_t pos = AfterLineEnd(src.source, ts_node_end_byte(c));
+      at.newline_before = pos == std::string::npos;
+      at.byte = static_cast<uint32_t>(at.newline_before ? src.source.size() : pos);
+      at.line = LineOfByte(src.source, at.byte);
+      break;
+    }
+  }
+  edits.push_back(InsertLineEdit(at, facts.transfer_import, eol, "InsertImport"));
+}
+
 /// Collects the edits of every Python file of `project` (in parallel) and checks that every
 /// edited file parses and compiles with CPython; a file whose edits break it is marked reverted.
 std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProject& project, const Target& target,
@@ -1039,13 +1174,11 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       bool entry = std::any_of(opt.entries.begin(), opt.entries.end(), [&](const std::string& e) {
         return fs::path(e).lexically_normal().generic_string() == f.file->rel;
       });
-      if ((entry || (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed))) &&
-          f.parsed.source.find(facts.transfer_import) == std::string::npos) {
-        r.edits.push_back(InsertLineEdit(FindInsertPoint(project.syntax, f.parsed, true), facts.transfer_import, eol,
-                                         "InsertImport"));
-      }
+      if (entry ||
+          (opt.entries.empty() && IsEntryFile(project.syntax, f.parsed) && ImportsTorch(project.syntax, f.parsed)))
+        TransferImportEdits(project.syntax, f.parsed, facts, eol, r.edits);
     } else {
-      MigrationCollector collector(project.syntax, f.parsed.source, target, compiled, opt.unsafe, r.edits, r.warnings);
+      MigrationCollector collector(project.syntax, f.parsed, target, compiled, opt.unsafe, r.edits, r.warnings);
       FileWalker(
           project.syntax, f.parsed, *f.summary, project.index, [&](const std::string& q) { return target.Known(q); },
           collector)

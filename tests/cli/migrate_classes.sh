@@ -26,6 +26,9 @@ for p in sorted(pathlib.Path(sys.argv[1]).rglob(\"*.py\")):
 # amp
 check "amp: torch.cuda.amp forms become torch.npu.amp in code, torch_npu.npu.amp in imports" "grep -q 'scaler = torch.npu.amp.GradScaler()' '$copy/amp_train.py' && grep -q 'with torch.npu.amp.autocast():' '$copy/amp_train.py' && grep -q '^from torch_npu.npu.amp import GradScaler, autocast$' '$copy/amp_train.py'"
 check "amp: CPU autocast is left alone" "grep -q 'with torch.autocast(\"cpu\"):' '$copy/amp_train.py' && grep -q 'with torch.cpu.amp.autocast():' '$copy/amp_train.py'"
+check "amp: names a rewritten import binds keep their calls (the import carries the change)" "grep -qx 'scaler2 = GradScaler(init_scale=1024)' '$copy/amp_train.py' && grep -qx '    with autocast(dtype=torch.float16):' '$copy/amp_train.py' && ! grep -q 'torch_npu.npu.amp.GradScaler(' '$copy/amp_train.py'"
+check "amp: a call through a name bound by assignment is left, the assigned value rewritten" "grep -qx '    amp_autocast = torch.npu.amp.autocast' '$copy/amp_train.py' && grep -qx '    with amp_autocast():' '$copy/amp_train.py' && grep -qx 'if torch.npu.is_available():' '$copy/amp_train.py'"
+check "aliases: names bound by assignment keep their calls, an import alias is rewritten" "grep -qx '        self.backend = torch.npu' '$copy/aliases.py' && grep -qx '        self.backend.synchronize()' '$copy/aliases.py' && grep -qx 'dev = torch.npu' '$copy/aliases.py' && grep -qx 'dev.synchronize()' '$copy/aliases.py' && grep -qx '        torch_npu.npu.synchronize()' '$copy/aliases.py'"
 # distributed, set_device, local rank, pinned memory
 check "dist: nccl → hccl, gloo kept" "grep -q 'init_process_group(backend=\"hccl\"' '$copy/dist_train.py' && grep -q 'new_group(backend=\"gloo\")' '$copy/dist_train.py'"
 check "dist: set_device and the device of the local rank" "grep -q 'torch.npu.set_device(args.local_rank)' '$copy/dist_train.py' && grep -q 'torch.device(\"npu\", args.local_rank)' '$copy/dist_train.py'"
@@ -38,6 +41,10 @@ check "launch script: comments and longer names untouched" "grep -q '^# Launch o
 # apex
 check "apex: FusedLayerNorm imported as torch.nn.LayerNorm" "grep -qx 'from torch.nn import LayerNorm as FusedLayerNorm' '$copy/apex_model.py'"
 check "apex: FusedAdam(adam_w_mode=False) kept and listed for review" "grep -qx 'from apex.optimizers import FusedAdam' '$copy/apex_model.py' && grep -q 'apex_model.py,18,18,Review,apex.optimizers.FusedAdam → torch.optim.AdamW not made: keyword adam_w_mode has no counterpart in torch.optim.AdamW; port it by hand' '$reports/change_list.csv' && grep -q 'apex_model.py,4,4,Review,\"from apex.optimizers import FusedAdam: kept; a call needs review' '$reports/change_list.csv'"
+# fused optimizers: review rows by default, the swap with --unsafe
+check "optim: torch.optim.SGD/Adam listed for review, nothing changed" "cmp -s '$fixture/optim_train.py' '$copy/optim_train.py' && grep -q '^classes/optim_train.py,13,13,Review,\"torch.optim.SGD → torch_npu.optim.NpuFusedSGD not made: ' '$reports/change_list.csv' && grep -q '^classes/optim_train.py,15,15,Review,\"torch.optim.Adam → torch_npu.optim.NpuFusedAdam not made: ' '$reports/change_list.csv' && [ \$(grep -c '^classes/optim_train.py,' '$reports/change_list.csv') = 2 ]"
+"$PORTKIT" migrate -i "$fixture" -o "$tmp/unsafe" --unsafe >/dev/null 2>&1; rc=$?
+check "optim: --unsafe makes the swap; the project's own SGD and Adagrad are left" "[ $rc = 0 ] && grep -qx '        return torch_npu.optim.NpuFusedSGD(model.parameters(), lr=0.1, momentum=0.9)' '$tmp/unsafe/classes_msft/optim_train.py' && grep -qx '        return torch_npu.optim.NpuFusedAdam(model.parameters(), lr=1e-3)' '$tmp/unsafe/classes_msft/optim_train.py' && grep -qx '        return SGD(model.parameters())' '$tmp/unsafe/classes_msft/optim_train.py' && grep -q 'return torch.optim.Adagrad(model.parameters())' '$tmp/unsafe/classes_msft/optim_train.py' && ! grep -q 'optim_train.py,.*Review' '$tmp/unsafe/classes_msft_report/change_list.csv'"
 # other runtimes
 check "other runtimes: ORT, TensorRT and cupy arguments untouched, torch beside them migrated" "grep -q 'ortvalue_from_numpy(arr, \"cuda\", 0)' '$copy/other_runtimes.py' && grep -q 'providers=\[\"CUDAExecutionProvider\"\]' '$copy/other_runtimes.py' && grep -q 'cupy.cuda.Device(0)' '$copy/other_runtimes.py' && grep -q 'torch.zeros(4).to(\"npu:0\")' '$copy/other_runtimes.py'"
 
@@ -47,11 +54,14 @@ check "--dry-run exits 0 and creates nothing" "[ $rc = 0 ] && [ ! -e '$tmp/dry' 
 count() { grep -E "^\| +$1 +\|" "$tmp/dry.out" | tr -s ' |' ' ' | cut -d' ' -f3; }
 csv_count() { python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["changes"] if c["class"] == sys.argv[2]))' "$reports/change_list.json" "$1"; }
 check "--dry-run counts per class equal the real run's" "for c in amp device_api device_string distributed_backend env_var launch_script arguments cuda_library import; do [ \"\$(count \$c)\" = \"\$(csv_count \$c)\" ] || { echo \"class \$c: \$(count \$c) vs \$(csv_count \$c)\"; exit 1; }; done"
-check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +2 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
+check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +4 +\| +2 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
 
 # The same fixture through a target made of a target.json alone (device tdev): no npu code.
+# (aliases.py keeps `dev = torch.cuda`: tdev's data renames no module object, so the calls through
+# `dev` are rewritten instead, checked below.)
 PORTKIT_DATA_DIR=tests/fixtures/targets/only_json "$PORTKIT" migrate -i "$fixture" -o "$tmp/tdev" --target tdev >/dev/null 2>&1; rc=$?
 t="$tmp/tdev/classes_msft"
-check "tdev: amp goes to <device_module>.amp, env vars to its names, no npu anywhere" "[ $rc = 0 ] && grep -q 'torch.tdev.amp.GradScaler()' '$t/amp_train.py' && grep -qx 'export TDEV_VISIBLE_DEVICES=0,1' '$t/run_train.sh' && ! grep -rqi npu '$t' --include=*.py --include=*.sh && ! grep -rq 'torch\\.cuda' '$t' --include=*.py"
+check "tdev: amp goes to <device_module>.amp, env vars to its names, no npu anywhere" "[ $rc = 0 ] && grep -q 'torch.tdev.amp.GradScaler()' '$t/amp_train.py' && grep -qx 'export TDEV_VISIBLE_DEVICES=0,1' '$t/run_train.sh' && ! grep -rqi npu '$t' --include=*.py --include=*.sh && ! grep -rq 'torch\\.cuda' '$t' --include=*.py --exclude=aliases.py"
+check "tdev: calls through a name bound to torch.cuda are rewritten when the target renames no module" "grep -qx 'dev = torch.cuda' '$t/aliases.py' && grep -qx 'torch.tdev.synchronize()' '$t/aliases.py'"
 echo "migrate_classes: $pass passed, $fail failed"
 [ $fail = 0 ]

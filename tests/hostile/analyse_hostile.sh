@@ -201,9 +201,16 @@ check "  migration.patch applied to the original gives the copy, byte for byte" 
 $T "$PORTKIT" migrate -i "$fp/proj" -o "$fp/t" --transfer-only >"$fp/t.out" 2>&1
 check "migrate --transfer-only of the encoding fixture exits 0" "[ $? = 0 ]"
 faithful "migrate --transfer-only" "$fp/proj" "$fp/t/proj_msft"
-for f in bom_main.py bom_crlf_main.py crlf.py cr_main.py latin1_main.py; do
+for f in bom_crlf_main.py crlf.py cr_main.py latin1_main.py; do
   check "  --transfer-only rewrote $f" "changed '$fp/t/proj_msft' $f"
 done
+# bom_main.py imports no torch: not an entry script for the transfer, unless --entry names it;
+# then the two lines go right after the BOM.
+check "  --transfer-only left bom_main.py (no torch import)" "cmp -s '$fp/proj/bom_main.py' '$fp/t/proj_msft/bom_main.py'"
+$T "$PORTKIT" migrate -i "$fp/proj" -o "$fp/te" --transfer-only --entry bom_main.py >"$fp/te.out" 2>&1
+check "migrate --transfer-only --entry bom_main.py exits 0" "[ $? = 0 ]"
+faithful "migrate --transfer-only --entry" "$fp/proj" "$fp/te/proj_msft"
+check "  --entry: bom_main.py gets both lines after the BOM" "changed '$fp/te/proj_msft' bom_main.py && head -c 60 '$fp/te/proj_msft/bom_main.py' | grep -q \$'^\\xef\\xbb\\xbfimport torch_npu'"
 
 $T "$PORTKIT" migrate -i "$fp/proj" -o "$fp/u" --unsafe >"$fp/u.out" 2>&1
 check "migrate --unsafe of the encoding fixture exits 0" "[ $? = 0 ]"
