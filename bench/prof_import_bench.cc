@@ -165,9 +165,10 @@ void Measure(const fs::path& trace, const fs::path& work) {
     auto store = Store::OpenForReading(work / "bench.db");
     if (!store.ok()) return false;
     portkit::prof::TimelineStats stats;
-    return portkit::WriteFileAtomicStreamed(out, [&](const portkit::ReportSet::Sink& sink) {
-             return portkit::prof::WriteTimeline(*store, sink, &stats);
-           }).ok();
+    return portkit::WriteFileAtomicStreamed(
+               out,
+               [&](const portkit::ReportSet::Sink& sink) { return portkit::prof::WriteTimeline(*store, sink, &stats); })
+        .ok();
   });
   std::error_code ec;
   const double out_mb = static_cast<double>(fs::file_size(out, ec)) / 1e6;
@@ -323,7 +324,9 @@ int main(int argc, char** argv) {
                 bound > 0 ? t.mb / bound : 0.0);
   }
   if (g_timeline) {
-    std::printf("\n`prof export timeline` of each imported trace (streamed into a file; RSS/B = peak RSS per byte of trace)\n\n");
+    std::printf(
+        "\n`prof export timeline` of each imported trace (streamed into a file; RSS/B = peak RSS per byte of "
+        "trace)\n\n");
     std::printf("| %-30s | %7s | %9s | %7s | %7s | %8s | %5s |\n", "trace", "MB", "output MB", "wall s", "CPU s",
                 "RSS MiB", "RSS/B");
     std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(9, '-').c_str(),

@@ -1,6 +1,7 @@
 #include "prof/exporters/timeline.h"
 
 #include <simdjson.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <map>
@@ -113,6 +114,13 @@ class TimelineBuilder {
       : db_(store.db()), sink_(sink), stats_(stats) {}
 
   Status Write() {
+    // One read transaction for every pass: they all see the same store (an import beside the
+    // export changes none of them), and its lock is taken once, not once per event read back.
+    std::optional<sql::Transaction> snapshot;
+    if (sqlite3_get_autocommit(db_.raw())) {
+      snapshot.emplace(db_, sql::Transaction::Mode::kDeferred);
+      PORTKIT_RETURN_IF_ERROR(snapshot->status());
+    }
     PORTKIT_RETURN_IF_ERROR(LoadStrings());
     PORTKIT_RETURN_IF_ERROR(LoadEvents());
     PORTKIT_RETURN_IF_ERROR(LoadMarks());

@@ -198,8 +198,7 @@ TEST_F(Timeline, WrittenInBoundedPiecesThatMakeTheWholeText) {
   for (size_t n : sizes) EXPECT_LT(n, size_t{(1 << 20) + (64 << 10)});
   int calls = 0;
   Status failed = WriteTimeline(
-      *store,
-      [&](std::string_view) { return ++calls == 2 ? IoError("disk full") : Status::Ok(); }, &stats);
+      *store, [&](std::string_view) { return ++calls == 2 ? IoError("disk full") : Status::Ok(); }, &stats);
   EXPECT_FALSE(failed.ok());
   EXPECT_NE(failed.message().find("disk full"), std::string::npos);
   EXPECT_EQ(calls, 2);  // nothing is written after the error
