@@ -182,8 +182,8 @@ void Triple(simdjson::ondemand::value v, int64_t out[3]) {
 class Batch {
  public:
   static constexpr size_t kChunk = 256 << 10;
-  static constexpr size_t kFullEvents = 2048;
-  static constexpr size_t kFullBytes = 1 << 20;
+  static constexpr size_t kFullEvents = 1024;
+  static constexpr size_t kFullBytes = 512 << 10;
 
   std::vector<Event> events;
   std::vector<Mark> marks;
