@@ -254,8 +254,9 @@ Expected<Store> Store::Open(const fs::path& path) {
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
   // 4 MiB of page cache (64 pages): an import appends to the end of each table, so a few pages
-  // serve it; 16 and 64 MiB made no measurable difference to import speed and were most of the
-  // importer's peak RSS (docs/benchmarks.md, prof_import_bench). Two helper threads
+  // serve it; with 16 MiB (and larger batches) the import took no less CPU in alternated runs on
+  // the real traces, and the cache was a third of its peak RSS (docs/benchmarks.md,
+  // prof_import_bench). Two helper threads
   // for SQLite's sorter, for the sorts at the end of a trace (the nesting pass of calls without
   // External ids, the Ascend join's index), on the core the parse has left idle by then.
   PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -4096; PRAGMA synchronous = NORMAL; PRAGMA threads = 2;"));
