@@ -3,7 +3,9 @@
 // (measured in the same run), one row per trace.
 //
 // Usage: prof_import_bench [--mb N (generated trace size, default 512; 0: none)] [--skip-json]
-//                          [--trace FILE] [FILE|FOLDER ...]
+//                          [--timeline] [--trace FILE] [FILE|FOLDER ...]
+// --timeline: also exports each imported trace's timeline (`prof export timeline`, streamed into a
+// file) in a child of its own and prints its time and peak RSS.
 // A FOLDER stands for its *.json and *.json.gz files (sorted); gzip traces are decompressed first so
 // both sides read the same plain JSON. bench/record_real_traces.py records a real-trace corpus.
 #include <sys/mman.h>
@@ -20,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
+#include "prof/exporters/timeline.h"
 #include "prof/importers/chrome_trace.h"
 #include "prof/store.h"
 
@@ -112,6 +116,14 @@ Run InChild(Fn fn) {
 }
 
 bool g_skip_json = false;
+bool g_timeline = false;
+// Timeline exports (--timeline), printed at the end.
+struct TimelineRow {
+  std::string what;
+  double mb, out_mb;
+  Run run;
+};
+std::vector<TimelineRow> g_timelines;
 // Our runs, for the per-thread table printed at the end.
 struct ThreadRow {
   std::string what;
@@ -146,6 +158,22 @@ void Measure(const fs::path& trace, const fs::path& work) {
               static_cast<double>(py.peak_kb) / 1024.0, static_cast<double>(ours.peak_kb) / 1024.0 / mb);
   if (ours.ok) g_threads.push_back({trace.filename().string(), mb, ours});
   std::fflush(stdout);
+  if (!g_timeline || !ours.ok) return;
+  // `prof export timeline` of the store just written, as the command does it: streamed to a file.
+  const fs::path out = work / "timeline.json";
+  Run tl = InChild([&] {
+    auto store = Store::OpenForReading(work / "bench.db");
+    if (!store.ok()) return false;
+    portkit::prof::TimelineStats stats;
+    return portkit::WriteFileAtomicStreamed(
+               out,
+               [&](const portkit::ReportSet::Sink& sink) { return portkit::prof::WriteTimeline(*store, sink, &stats); })
+        .ok();
+  });
+  std::error_code ec;
+  const double out_mb = static_cast<double>(fs::file_size(out, ec)) / 1e6;
+  if (tl.ok) g_timelines.push_back({trace.filename().string(), mb, ec ? 0.0 : out_mb, tl});
+  fs::remove(out, ec);
 }
 
 // The store alone: the generated trace's events (same names, args and geometry), built in memory
@@ -241,6 +269,7 @@ int main(int argc, char** argv) {
     if (a == "--mb" && i + 1 < argc) mb = std::atof(argv[++i]);
     else if (a == "--trace" && i + 1 < argc) add(argv[++i]);
     else if (a == "--skip-json") g_skip_json = true;
+    else if (a == "--timeline") g_timeline = true;
     else add(a);
   }
   fs::path work = fs::temp_directory_path() / ("portkit_prof_bench_" + std::to_string(getpid()));
@@ -293,6 +322,20 @@ int main(int argc, char** argv) {
     std::printf("| %-30s | %7.2f | %8.2f | %8.2f | %14.1f | %15.1f | %22.1f |\n", t.what.substr(0, 30).c_str(),
                 t.run.cpu_seconds, store, others, store > 0 ? t.mb / store : 0.0, others > 0.01 ? t.mb / others : 0.0,
                 bound > 0 ? t.mb / bound : 0.0);
+  }
+  if (g_timeline) {
+    std::printf(
+        "\n`prof export timeline` of each imported trace (streamed into a file; RSS/B = peak RSS per byte of "
+        "trace)\n\n");
+    std::printf("| %-30s | %7s | %9s | %7s | %7s | %8s | %5s |\n", "trace", "MB", "output MB", "wall s", "CPU s",
+                "RSS MiB", "RSS/B");
+    std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(11, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(10, '-').c_str(), std::string(7, '-').c_str());
+    for (const auto& t : g_timelines)
+      std::printf("| %-30s | %7.1f | %9.1f | %7.2f | %7.2f | %8.0f | %5.2f |\n", t.what.substr(0, 30).c_str(), t.mb,
+                  t.out_mb, t.run.seconds, t.run.cpu_seconds, static_cast<double>(t.run.peak_kb) / 1024.0,
+                  static_cast<double>(t.run.peak_kb) / 1024.0 / t.mb);
   }
   if (getloadavg(load_after, 3) != 3) load_after[0] = load_after[1] = load_after[2] = -1;
   std::printf(

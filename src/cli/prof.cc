@@ -103,10 +103,9 @@ int ExportTimeline(const std::string& dir, const std::string& output, bool force
   if (Status st = CheckReplaceable(out, "--output", force);
       !st.ok() && !StartsWithAny(out, {prof::kTimelineHead, prof::kTimelineHeadBefore}))
     return Fail(ctx, st);
-  auto report = prof::RunExportTimeline({dir, max_string_bytes}, ctx);
+  // Streamed into the file as it is built (the timeline is about as large as the traces).
+  auto report = prof::RunExportTimelineTo({dir, max_string_bytes}, out, ctx);
   if (!report.ok()) return Fail(ctx, report.status());
-  fs::path folder = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  if (Status st = WriteInto(folder, out.filename().string(), report->json); !st.ok()) return Fail(ctx, st);
   if (Status st = RecordWrittenFile(out); !st.ok()) return Fail(ctx, st);
   const auto& s = report->stats;
   if (s.without_detail)

@@ -85,6 +85,19 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
   return Status::Ok();
 }
 
+Status WriteFileAtomicStreamed(const std::filesystem::path& path,
+                               const std::function<Status(const ReportSet::Sink&)>& produce) {
+  const std::filesystem::path tmp = TemporaryOf(path);
+  uint64_t size = 0;
+  PORTKIT_RETURN_IF_ERROR(WriteTemporaryStreamed(path, tmp, produce, size));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return IoError(path.string() + ": cannot rename into place: " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
 std::vector<std::string> RemoveStaleTemporaries(const std::filesystem::path& dir) {
   std::vector<std::string> removed;
   std::error_code ec;

@@ -58,6 +58,12 @@ class ReportSet {
   std::vector<std::filesystem::path> staged_;            ///< temporaries not yet renamed
 };
 
+/// Like WriteFileAtomic, with the content written piece by piece as `produce` hands it to the
+/// sink (a large output need not be held whole in memory); an error from `produce` or from writing
+/// is returned, the temporary removed and `path` left as it was.
+Status WriteFileAtomicStreamed(const std::filesystem::path& path,
+                               const std::function<Status(const ReportSet::Sink&)>& produce);
+
 /// Reads a whole file (a regular file only: OpenInputFile refuses FIFOs and devices without
 /// blocking). Errors name the path.
 Expected<std::string> ReadFile(const std::filesystem::path& path);

@@ -96,10 +96,15 @@ Expected<SummaryReport> RunExportSummary(const ExportOptions& options, Context& 
 
 struct TimelineReport {
   std::filesystem::path folder;
-  std::string json;  ///< the Chrome-trace JSON text
+  std::string json;  ///< the Chrome-trace JSON text (empty when written to a file as it was built)
   TimelineStats stats;
 };
 Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context& ctx);
+/// The timeline written to `output` as it is built (atomically: a temporary beside it, renamed
+/// into place once complete; its folder is created), never held whole in memory; `json` stays
+/// empty.
+Expected<TimelineReport> RunExportTimelineTo(const ExportOptions& options, const std::filesystem::path& output,
+                                             Context& ctx);
 
 // ---- analyse (advisor) -----------------------------------------------------------------------
 

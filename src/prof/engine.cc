@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/atomic_file.h"
 #include "prof/api.h"
 
 namespace portkit::prof {
@@ -69,6 +70,21 @@ Expected<TimelineReport> RunExportTimeline(const ExportOptions& options, Context
   auto json = BuildTimeline(*store, &report.stats);
   if (!json.ok()) return json.status();
   report.json = std::move(*json);
+  return report;
+}
+
+Expected<TimelineReport> RunExportTimelineTo(const ExportOptions& options, const fs::path& output, Context& ctx) {
+  auto store = OpenImported(options.dir, options.max_string_bytes, ctx);
+  if (!store.ok()) return store.status();
+  TimelineReport report;
+  report.folder = ProfileFolder(options.dir);
+  std::error_code ec;
+  if (const fs::path folder = output.parent_path(); !folder.empty()) {
+    fs::create_directories(folder, ec);
+    if (ec) return IoError("cannot create " + folder.string() + ": " + ec.message());
+  }
+  PORTKIT_RETURN_IF_ERROR(WriteFileAtomicStreamed(
+      output, [&](const ReportSet::Sink& sink) { return WriteTimeline(*store, sink, &report.stats); }));
   return report;
 }
 

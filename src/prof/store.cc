@@ -34,6 +34,8 @@ const char* EventKindName(EventKind k) {
 }
 
 namespace {
+/// Marks inserted per statement by TraceWriter::AddMarks (6 parameters each).
+constexpr size_t kMarksPerInsert = 16;
 constexpr std::string_view kCreateSchema = R"SQL(
 CREATE TABLE strings (id INTEGER PRIMARY KEY, value TEXT NOT NULL UNIQUE);
 CREATE TABLE traces (
@@ -251,11 +253,13 @@ Expected<Store> Store::Open(const fs::path& path) {
   options.run_stored_triggers = false;
   auto db = sql::Database::Open(path, options);
   if (!db.ok()) return db.status();
-  // 16 MiB of page cache: a larger one made no measurable difference to import speed and is
-  // most of the importer's peak RSS (docs/benchmarks.md, prof_import_bench). Two helper threads
+  // 4 MiB of page cache (64 pages): an import appends to the end of each table, so a few pages
+  // serve it; with 16 MiB (and larger batches) the import took no less CPU in alternated runs on
+  // the real traces, and the cache was a third of its peak RSS (docs/benchmarks.md,
+  // prof_import_bench). Two helper threads
   // for SQLite's sorter, for the sorts at the end of a trace (the nesting pass of calls without
   // External ids, the Ascend join's index), on the core the parse has left idle by then.
-  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -16384; PRAGMA synchronous = NORMAL; PRAGMA threads = 2;"));
+  PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA cache_size = -4096; PRAGMA synchronous = NORMAL; PRAGMA threads = 2;"));
   // Checkpoints are run by TraceWriter::Finish (one per trace, on another thread) and by
   // the last connection's close, not by SQLite after every commit.
   if (options.wal) PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0;"));
@@ -265,6 +269,11 @@ Expected<Store> Store::Open(const fs::path& path) {
   auto mark = PrepareOwned(*s.db_, "INSERT INTO marks VALUES (?,?,?,?,?,?)");
   if (!mark.ok()) return mark.status();
   s.insert_mark_ = std::move(*mark);
+  std::string many = "INSERT INTO marks VALUES (?,?,?,?,?,?)";
+  for (size_t i = 1; i < kMarksPerInsert; ++i) many += ",(?,?,?,?,?,?)";
+  auto marks = PrepareOwned(*s.db_, many);
+  if (!marks.ok()) return marks.status();
+  s.insert_marks_ = std::move(*marks);
   auto ins = PrepareOwned(*s.db_, "INSERT INTO strings (value) VALUES (?)");
   if (!ins.ok()) return ins.status();
   auto find = PrepareOwned(*s.db_, "SELECT id FROM strings WHERE value = ?");
@@ -558,6 +567,25 @@ Status TraceWriter::AddMark(const Mark& m) {
   s.Bind(4, m.pid).Bind(5, m.tid).BindStatic(6, m.json);
   ++marks_;
   return s.RunKeepingBindings();
+}
+
+Status TraceWriter::AddMarks(std::span<const Mark> marks) {
+  sql::Statement& s = *store_->insert_marks_;
+  size_t done = 0;
+  for (; done + kMarksPerInsert <= marks.size(); done += kMarksPerInsert) {
+    int i = 1;
+    for (const Mark& m : marks.subspan(done, kMarksPerInsert)) {
+      s.Bind(i, id_).BindStatic(i + 1, m.ph);
+      if (m.has_ts) s.Bind(i + 2, m.ts_ns);
+      else s.BindNull(i + 2);
+      s.Bind(i + 3, m.pid).Bind(i + 4, m.tid).BindStatic(i + 5, m.json);
+      i += 6;
+    }
+    marks_ += static_cast<int64_t>(kMarksPerInsert);
+    PORTKIT_RETURN_IF_ERROR(s.RunKeepingBindings());
+  }
+  for (; done < marks.size(); ++done) PORTKIT_RETURN_IF_ERROR(AddMark(marks[done]));
+  return Status::Ok();
 }
 
 Status TraceWriter::AddDevice(int64_t id, std::string_view name, std::string_view properties) {

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -134,6 +135,8 @@ class TraceWriter {
   int64_t id() const { return id_; }
   Status AddEvent(const Event& e);
   Status AddMark(const Mark& m);
+  /// AddMark of each of `marks`, in order, several rows per INSERT (the same rows, fewer statements).
+  Status AddMarks(std::span<const Mark> marks);
   Status AddDevice(int64_t id, std::string_view name, std::string_view properties);
   /// The trace's clock: its timestamps count from `base_ns` nanoseconds since the epoch (Kineto's
   /// baseTimeNanoseconds). Stored by Finish (`traces.base_ns`); unset: the timestamps are the
@@ -246,6 +249,7 @@ class Store {
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
   std::thread checkpoint_;             // StartCheckpoint's thread, while it runs
   std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;
+  std::unique_ptr<sql::Statement> insert_marks_;  ///< kMarksPerInsert rows (TraceWriter::AddMarks)
   // One INSERT per set of columns an event has (a CPU op, a launch and a kernel each fill other
   // columns): absent columns are left to their default NULL instead of bound one by one.
   std::unordered_map<uint32_t, std::unique_ptr<sql::Statement>> insert_event_;

@@ -1,6 +1,7 @@
 #include "prof/exporters/timeline.h"
 
 #include <simdjson.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <map>
@@ -16,17 +17,19 @@
 namespace portkit::prof {
 namespace {
 
+/// A complete event as the placing passes need it: its text (name, category, args) is read again
+/// when it is written, so the timeline's memory grows with the number of events, not their text.
 struct Row {
   int64_t trace, pid, tid, ts, dur, rowid;
-  std::string name, cat, kind, args;
+  int64_t name, cat;  // ids in `strings`; cat -1: none
+  bool launch_end;    // runtime/driver call or device task: an end of a launch flow
 };
 
+/// Another event (metadata, counter, instant, flow): its text is read again when it is written.
 struct MarkRow {
   int64_t trace;
-  std::string ph;
-  bool has_ts;
-  int64_t ts, pid, tid;
-  std::string json;
+  bool has_ts, metadata, flow;  // ph "M"; ph "s"/"t"/"f"
+  int64_t ts, pid, tid, rowid;
 };
 
 /// A track: (trace, pid, tid).
@@ -54,8 +57,6 @@ std::string Escaped(std::string_view s) {
   return out;
 }
 
-void Separator(std::string& out) { out += out.back() == '[' ? "\n" : ",\n"; }
-
 /// The raw JSON text of a value (without the spaces that follow it).
 bool RawValue(simdjson::ondemand::value v, std::string_view* raw) {
   simdjson::ondemand::json_type t;
@@ -75,7 +76,7 @@ bool RawValue(simdjson::ondemand::value v, std::string_view* raw) {
 }
 
 /// `args.name` of a metadata event's raw JSON; empty when it has none.
-std::string MetadataName(simdjson::ondemand::parser& parser, const std::string& json, std::string* which) {
+std::string MetadataName(simdjson::ondemand::parser& parser, std::string_view json, std::string* which) {
   simdjson::padded_string text(json);
   simdjson::ondemand::document doc;
   simdjson::ondemand::object obj;
@@ -105,40 +106,80 @@ std::string MetadataName(simdjson::ondemand::parser& parser, const std::string& 
 
 bool IsFlow(std::string_view ph) { return ph == "s" || ph == "t" || ph == "f"; }
 
-/// Device work and the runtime calls that launch it: the ends of a launch flow.
-bool IsLaunchEnd(const std::string& kind) {
-  return kind == "runtime" || kind == "driver" || kind == "kernel" || kind == "gpu_memcpy" || kind == "gpu_memset";
-}
-
 /// BuildTimeline's passes (read the store, place events on tracks and lanes, write the JSON) and
 /// the state they share.
 class TimelineBuilder {
  public:
-  TimelineBuilder(Store& store, TimelineStats* stats) : db_(store.db()), stats_(stats) {}
+  TimelineBuilder(Store& store, const TimelineSink& sink, TimelineStats* stats)
+      : db_(store.db()), sink_(sink), stats_(stats) {}
 
-  Expected<std::string> Build() {
+  Status Write() {
+    // One read transaction for every pass: they all see the same store (an import beside the
+    // export changes none of them), and its lock is taken once, not once per event read back.
+    std::optional<sql::Transaction> snapshot;
+    if (sqlite3_get_autocommit(db_.raw())) {
+      snapshot.emplace(db_, sql::Transaction::Mode::kDeferred);
+      PORTKIT_RETURN_IF_ERROR(snapshot->status());
+    }
+    PORTKIT_RETURN_IF_ERROR(LoadStrings());
     PORTKIT_RETURN_IF_ERROR(LoadEvents());
     PORTKIT_RETURN_IF_ERROR(LoadMarks());
     PORTKIT_RETURN_IF_ERROR(LoadTraces());
     several_traces_ = trace_names_.size() > 1;
     FindBases();
     NumberProcesses();
-    ReadMetadata();
     AssignLanes();
     NumberSiblingTracks();
     out_ = std::string(kTimelineHead);
-    WriteTrackNames();
-    WriteMarks();
-    WriteEvents();
+    PORTKIT_RETURN_IF_ERROR(WriteTrackNames());
+    PORTKIT_RETURN_IF_ERROR(WriteMarks());
+    PORTKIT_RETURN_IF_ERROR(WriteEvents());
     PORTKIT_RETURN_IF_ERROR(WriteLaunchFlows());
     out_ += "\n]}\n";
-    return std::move(out_);
+    return Drain();
   }
 
  private:
+  /// The output is handed to the sink in pieces of about kPiece bytes.
+  static constexpr size_t kPiece = 1 << 20;
+
+  Status Drain() {
+    if (out_.empty()) return Status::Ok();
+    Status st = sink_(out_);
+    out_.clear();
+    return st;
+  }
+  Status MaybeDrain() { return out_.size() >= kPiece ? Drain() : Status::Ok(); }
+
+  /// Before each event: a new line, after a comma but for the first.
+  void Separator() {
+    out_ += first_event_ ? "\n" : ",\n";
+    first_event_ = false;
+  }
+
+  /// Names and categories by id (each distinct text once).
+  Status LoadStrings() {
+    auto q = db_.Prepare("SELECT id, value FROM strings");
+    if (!q.ok()) return q.status();
+    while (true) {
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      strings_.emplace(q->Int(0), std::string(q->Text(1)));
+    }
+    return Status::Ok();
+  }
+
+  std::string_view StringOf(int64_t id) const {
+    auto it = strings_.find(id);
+    return it == strings_.end() ? std::string_view() : std::string_view(it->second);
+  }
+
+  /// The complete events in timeline order, without their texts.
   Status LoadEvents() {
     auto q = db_.Prepare(
-        "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, s.value, c.value, e.kind, e.args "
+        "SELECT e.trace, e.pid, e.tid, e.ts, e.dur, e.rowid, e.name, c.id, "
+        "e.kind IN ('runtime', 'driver', 'kernel', 'gpu_memcpy', 'gpu_memset') "
         "FROM events e JOIN strings s ON s.id = e.name LEFT JOIN strings c ON c.id = e.category "
         "ORDER BY e.trace, e.pid, e.tid, e.ts, e.dur DESC, e.rowid");
     if (!q.ok()) return q.status();
@@ -146,21 +187,32 @@ class TimelineBuilder {
       auto row = q->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
-      rows_.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3), q->Int(4), q->Int(5), std::string(q->Text(6)),
-                       std::string(q->Text(7)), std::string(q->Text(8)), std::string(q->Text(9))});
+      rows_.push_back({q->Int(0), q->Int(1), q->Int(2), q->Int(3), q->Int(4), q->Int(5), q->Int(6),
+                       q->IsNull(7) ? -1 : q->Int(7), q->Int(8) != 0});
     }
     return Status::Ok();
   }
 
+  /// The other events in the trace's order, without their texts; the names the trace gave its
+  /// processes and threads (metadata) and which traces have flows of their own.
   Status LoadMarks() {
-    auto q = db_.Prepare("SELECT trace, ph, ts, pid, tid, event FROM marks ORDER BY trace, rowid");
+    auto q = db_.Prepare(
+        "SELECT trace, ph, ts, pid, tid, rowid, CASE WHEN ph = 'M' THEN event END FROM marks ORDER BY trace, rowid");
     if (!q.ok()) return q.status();
     while (true) {
       auto row = q->Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
-      marks_.push_back({q->Int(0), std::string(q->Text(1)), !q->IsNull(2), q->Int(2), q->Int(3), q->Int(4),
-                        std::string(q->Text(5))});
+      const std::string_view ph = q->Text(1);
+      MarkRow m{q->Int(0), !q->IsNull(2), ph == "M", IsFlow(ph), q->Int(2), q->Int(3), q->Int(4), q->Int(5)};
+      if (m.flow) has_flows_.insert(m.trace);
+      if (m.metadata) {
+        std::string which;
+        std::string name = MetadataName(parser_, q->Text(6), &which);
+        if (which == "process_name") named_process_.insert({m.trace, m.pid});
+        if (which == "thread_name" && !name.empty()) thread_names_[{m.trace, m.pid, m.tid}] = name;
+      }
+      marks_.push_back(m);
     }
     return Status::Ok();
   }
@@ -194,7 +246,7 @@ class TimelineBuilder {
     };
     for (const auto& r : rows_) see(r.trace, r.ts);
     for (const auto& m : marks_)
-      if (m.has_ts && m.ph != "M") see(m.trace, m.ts);
+      if (m.has_ts && !m.metadata) see(m.trace, m.ts);
     std::optional<int64_t> origin;
     for (const auto& [trace, ts] : first)
       if (auto a = AbsoluteFirst(trace, ts)) origin = origin ? std::min(*origin, *a) : *a;
@@ -223,18 +275,6 @@ class TimelineBuilder {
     };
     for (const auto& r : rows_) see(r.trace, r.pid, r.tid);
     for (const auto& m : marks_) see(m.trace, m.pid, m.tid);
-  }
-
-  /// Names the trace gave its processes and threads; which traces have flows of their own.
-  void ReadMetadata() {
-    for (const auto& m : marks_) {
-      if (IsFlow(m.ph)) has_flows_.insert(m.trace);
-      if (m.ph != "M") continue;
-      std::string which;
-      std::string name = MetadataName(parser_, m.json, &which);
-      if (which == "process_name") named_process_.insert({m.trace, m.pid});
-      if (which == "thread_name" && !name.empty()) thread_names_[{m.trace, m.pid, m.tid}] = name;
-    }
   }
 
   /// Lanes: per track, the events that do not nest go to the first sibling lane where they do.
@@ -295,52 +335,64 @@ class TimelineBuilder {
 
   /// Names of the processes the trace did not name ("TRACE pid N") and of the sibling tracks
   /// (after their thread).
-  void WriteTrackNames() {
+  Status WriteTrackNames() {
     for (const auto& [key, id] : process_) {
       if (named_process_.count(key)) continue;
-      Separator(out_);
+      Separator();
       out_ +=
           "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(id) +
           ",\"tid\":0,\"args\":{\"name\":" + Escaped(trace_names_[key.first] + " pid " + std::to_string(key.second)) +
           "}}";
+      PORTKIT_RETURN_IF_ERROR(MaybeDrain());
     }
     for (const auto& [where, tid] : lane_tid_) {
       const TrackKey& track = where.first;
       auto named = thread_names_.find(track);
       std::string thread = named != thread_names_.end() ? named->second : "tid " + std::to_string(track.tid);
-      Separator(out_);
+      Separator();
       out_ += "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(process_[{track.trace, track.pid}]) +
               ",\"tid\":" + std::to_string(tid) +
               ",\"args\":{\"name\":" + Escaped(thread + " (overlap " + std::to_string(where.second) + ")") + "}}";
+      PORTKIT_RETURN_IF_ERROR(MaybeDrain());
     }
+    return Status::Ok();
   }
 
   /// The trace's own metadata, counters, instants and flows, with pid and ts changed.
-  void WriteMarks() {
+  Status WriteMarks() {
+    auto q = db_.Prepare("SELECT event FROM marks WHERE rowid = ?");
+    if (!q.ok()) return q.status();
     std::string event;
     for (const auto& m : marks_) {
-      if (!RewriteMark(m, &event)) continue;
-      Separator(out_);
+      q->Reset();
+      q->Bind(1, m.rowid);
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      if (!*row || !RewriteMark(m, q->Text(0), &event)) continue;
+      Separator();
       out_ += event;
       ++stats_->marks;
+      PORTKIT_RETURN_IF_ERROR(MaybeDrain());
     }
+    return Status::Ok();
   }
 
-  /// `m` as the timeline writes it into `*event`; false when its JSON cannot be read.
-  bool RewriteMark(const MarkRow& m, std::string* event) {
+  /// `m` (its JSON text `json`) as the timeline writes it into `*event`; false when its JSON
+  /// cannot be read.
+  bool RewriteMark(const MarkRow& m, std::string_view json, std::string* event) {
     // Several traces in one timeline: a process's name says which trace it comes from.
     std::string renamed;
-    if (several_traces_ && m.ph == "M") {
+    if (several_traces_ && m.metadata) {
       std::string which;
-      std::string name = MetadataName(parser_, m.json, &which);
+      std::string name = MetadataName(parser_, json, &which);
       if (which == "process_name") renamed = "{\"name\":" + Escaped(name + " (" + trace_names_[m.trace] + ")") + "}";
     }
-    simdjson::padded_string text(m.json);
+    simdjson::padded_string text(json);
     simdjson::ondemand::document doc;
     simdjson::ondemand::object obj;
     if (parser_.iterate(text).get(doc) || doc.get_object().get(obj)) return false;
     int64_t tid = m.tid;
-    if (IsFlow(m.ph) && m.has_ts) {
+    if (m.flow && m.has_ts) {
       auto it = lane_at_.find({m.trace, m.pid, m.tid, m.ts});
       if (it != lane_at_.end() && it->second > 0) tid = TidOf({m.trace, m.pid, m.tid}, it->second);
     }
@@ -357,7 +409,7 @@ class TimelineBuilder {
       } else if (key == "tid" && tid != m.tid) {
         *event += std::to_string(tid);
       } else if (key == "ts" && m.has_ts) {
-        *event += m.ph == "M" ? "0" : Micros(m.ts - base_[m.trace]);
+        *event += m.metadata ? "0" : Micros(m.ts - base_[m.trace]);
       } else if (key == "args" && !renamed.empty()) {
         *event += renamed;
         if (!RawValue(v, &raw)) return false;  // read past it
@@ -371,29 +423,42 @@ class TimelineBuilder {
   }
 
   /// Complete events, each on its track or a sibling.
-  void WriteEvents() {
+  Status WriteEvents() {
+    auto q = db_.Prepare("SELECT args FROM events WHERE rowid = ?");
+    if (!q.ok()) return q.status();
     for (size_t i = 0; i < rows_.size(); ++i) {
       const Row& r = rows_[i];
       int64_t pid = process_[{r.trace, r.pid}];
       int64_t tid = TidOf({r.trace, r.pid, r.tid}, lane_of_[i]);
       int64_t ts = r.ts - base_[r.trace];
-      Separator(out_);
+      q->Reset();
+      q->Bind(1, r.rowid);
+      auto row = q->Step();
+      if (!row.ok()) return row.status();
+      const std::string_view args = *row ? q->Text(0) : std::string_view();
+      Separator();
       out_ += "{\"ph\":\"X\",\"name\":";
-      JsonWriter::AppendEscaped(out_, r.name);
-      if (!r.cat.empty()) {  // as the trace wrote it: an event without a category stays without one
+      JsonWriter::AppendEscaped(out_, StringOf(r.name));
+      if (std::string_view cat = r.cat < 0 ? std::string_view() : StringOf(r.cat); !cat.empty()) {
+        // as the trace wrote it: an event without a category stays without one
         out_ += ",\"cat\":";
-        JsonWriter::AppendEscaped(out_, r.cat);
+        JsonWriter::AppendEscaped(out_, cat);
       }
       out_ += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":" + Micros(ts) +
               ",\"dur\":" + Micros(std::max<int64_t>(r.dur, 0));
-      if (!r.args.empty()) out_ += ",\"args\":" + r.args;
+      if (!args.empty()) {
+        out_ += ",\"args\":";
+        out_ += args;
+      }
       out_ += "}";
       ++stats_->events;
-      if (!has_flows_.count(r.trace) && IsLaunchEnd(r.kind)) {
+      if (!has_flows_.count(r.trace) && r.launch_end) {
         where_[r.rowid] = {pid, tid};
         start_of_[r.rowid] = ts;
       }
+      PORTKIT_RETURN_IF_ERROR(MaybeDrain());
     }
+    return Status::Ok();
   }
 
   /// Launch flows (runtime call → device task) for traces that carry no flows of their own.
@@ -409,21 +474,25 @@ class TimelineBuilder {
       auto k = where_.find(kernel), l = where_.find(launch);
       if (k == where_.end() || l == where_.end()) continue;
       std::string flow = ",\"id\":" + std::to_string(++id) + ",\"bp\":\"e\"}";
-      Separator(out_);
+      Separator();
       out_ +=
           "{\"ph\":\"s\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(l->second.first) +
           ",\"tid\":" + std::to_string(l->second.second) + ",\"ts\":" + Micros(start_of_[launch]) + flow;
-      Separator(out_);
+      Separator();
       out_ +=
           "{\"ph\":\"f\",\"name\":\"launch\",\"cat\":\"portkit_launch\",\"pid\":" + std::to_string(k->second.first) +
           ",\"tid\":" + std::to_string(k->second.second) + ",\"ts\":" + Micros(start_of_[kernel]) + flow;
       ++stats_->flows;
+      PORTKIT_RETURN_IF_ERROR(MaybeDrain());
     }
     return Status::Ok();
   }
 
   sql::Database& db_;
+  const TimelineSink& sink_;
   TimelineStats* stats_;
+  bool first_event_ = true;
+  std::unordered_map<int64_t, std::string> strings_;  // strings table: id → text
   simdjson::ondemand::parser parser_;
   std::vector<Row> rows_;
   std::vector<MarkRow> marks_;
@@ -448,8 +517,18 @@ class TimelineBuilder {
 
 }  // namespace
 
+Status WriteTimeline(Store& store, const TimelineSink& sink, TimelineStats* stats) {
+  return TimelineBuilder(store, sink, stats).Write();
+}
+
 Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats) {
-  return TimelineBuilder(store, stats).Build();
+  std::string json;
+  TimelineSink append = [&](std::string_view piece) {
+    json += piece;
+    return Status::Ok();
+  };
+  PORTKIT_RETURN_IF_ERROR(WriteTimeline(store, append, stats));
+  return json;
 }
 
 }  // namespace portkit::prof

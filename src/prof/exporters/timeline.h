@@ -13,6 +13,7 @@
 /// Traces without flows of their own (the legacy profiler's) get a launch flow per kernel launch
 /// (runtime call → kernel). Traces imported by a portkit before store schema 2 have no args and
 /// no metadata; they are counted in TimelineStats::without_detail.
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -37,7 +38,15 @@ struct TimelineStats {
   uint64_t without_detail = 0;  ///< traces imported before schema 2 (no args, no marks)
 };
 
-/// The timeline of every trace in `store` as JSON text.
+/// Receives the timeline piece by piece (WriteTimeline); an error ends the export.
+using TimelineSink = std::function<Status(std::string_view)>;
+
+/// Writes the timeline of every trace in `store` to `sink` in pieces of about 1 MiB as it is
+/// built: the text of the events (names, args, metadata) is read from the store as each is
+/// written, so memory grows with the number of events, not with their text or the output's size.
+Status WriteTimeline(Store& store, const TimelineSink& sink, TimelineStats* stats);
+
+/// The timeline of every trace in `store` as JSON text (WriteTimeline into a string).
 Expected<std::string> BuildTimeline(Store& store, TimelineStats* stats);
 
 }  // namespace portkit::prof

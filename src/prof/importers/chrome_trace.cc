@@ -181,9 +181,9 @@ void Triple(simdjson::ondemand::value v, int64_t out[3]) {
 /// fixed chunks, so the views in `events` and `marks` stay valid while the batch fills.
 class Batch {
  public:
-  static constexpr size_t kChunk = 1 << 20;
-  static constexpr size_t kFullEvents = 8192;
-  static constexpr size_t kFullBytes = 4 << 20;
+  static constexpr size_t kChunk = 256 << 10;
+  static constexpr size_t kFullEvents = 1024;
+  static constexpr size_t kFullBytes = 512 << 10;
 
   std::vector<Event> events;
   std::vector<Mark> marks;
@@ -226,7 +226,7 @@ class Batch {
 /// kInFlight full batches wait, so memory stays bounded whatever the trace).
 class BatchQueue {
  public:
-  static constexpr size_t kInFlight = 3;
+  static constexpr size_t kInFlight = 2;
 
   /// Parsing side: a batch to fill (a used one when there is one).
   std::unique_ptr<Batch> Empty() {
@@ -593,10 +593,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
       if (!stored.ok()) break;
       stored = writer->AddEvent(e);
     }
-    for (const Mark& m : batch->marks) {
-      if (!stored.ok()) break;
-      stored = writer->AddMark(m);
-    }
+    if (stored.ok()) stored = writer->AddMarks(batch->marks);
     if (!stored.ok()) queue.Stop();
     queue.Recycle(std::move(batch));
   }

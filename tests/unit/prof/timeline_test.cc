@@ -170,6 +170,40 @@ TEST_F(Timeline, EveryReferenceTraceKeepsItsEventsAndDurations) {
   }
 }
 
+TEST_F(Timeline, WrittenInBoundedPiecesThatMakeTheWholeText) {
+  // The export streams: its pieces are ~1 MiB each (never the whole text at once), their
+  // concatenation is the text BuildTimeline returns, and a failing sink ends the export.
+  const fs::path trace = kKineto / "timeline_analysis__sampled_rank-0.json.gz";
+  TimelineStats whole_stats;
+  const std::string whole = RoundTrip(trace, &whole_stats);
+  ASSERT_GT(whole.size(), size_t{1} << 20);
+  auto store = Store::OpenForReading(dir_ / "portkit.db");
+  ASSERT_TRUE(store.ok());
+  std::string joined;
+  std::vector<size_t> sizes;
+  TimelineStats stats;
+  ASSERT_TRUE(WriteTimeline(
+                  *store,
+                  [&](std::string_view piece) {
+                    sizes.push_back(piece.size());
+                    joined += piece;
+                    return Status::Ok();
+                  },
+                  &stats)
+                  .ok());
+  EXPECT_EQ(joined, whole);
+  EXPECT_EQ(stats.events, whole_stats.events);
+  EXPECT_EQ(stats.marks, whole_stats.marks);
+  ASSERT_GE(sizes.size(), 2u);
+  for (size_t n : sizes) EXPECT_LT(n, size_t{(1 << 20) + (64 << 10)});
+  int calls = 0;
+  Status failed = WriteTimeline(
+      *store, [&](std::string_view) { return ++calls == 2 ? IoError("disk full") : Status::Ok(); }, &stats);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("disk full"), std::string::npos);
+  EXPECT_EQ(calls, 2);  // nothing is written after the error
+}
+
 TEST_F(Timeline, CountersAndOverlapsOnSiblingTracksNeverClipped) {
   // A 17,230 µs synchronize that overlaps a later call on the same thread without nesting, two
   // kernels overlapping on one stream, a counter track, a flow ending at the moved call, and the
