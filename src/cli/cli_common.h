@@ -19,12 +19,13 @@ namespace portkit::cli {
 
 /// The exit codes, the same in every command (README, "Exit codes").
 enum ExitCode : int {
-  kExitOk = 0,          ///< done; findings, if any, are in the report
-  kExitFindings = 1,    ///< done, and the findings gate the user asked for tripped
-  kExitUsage = 2,       ///< bad usage or input: unknown option, bad value, missing / unreadable /
-                        ///< corrupt input, output that cannot be written
-  kExitRegression = 3,  ///< done, and the regression gate the user asked for tripped
-  kExitFailure = 4,     ///< the run itself failed (a tool it needs broke, an internal error)
+  kExitOk = 0,            ///< done; findings, if any, are in the report
+  kExitFindings = 1,      ///< done, and the findings gate the user asked for tripped
+  kExitUsage = 2,         ///< bad usage or input: unknown option, bad value, missing / unreadable /
+                          ///< corrupt input, output that cannot be written
+  kExitRegression = 3,    ///< done, and the regression gate the user asked for tripped
+  kExitFailure = 4,       ///< the run itself failed (a tool it needs broke, an internal error)
+  kExitInconclusive = 5,  ///< done, but the regression gate the user asked for could not decide
 };
 
 /// The exit code for a failed Status (kExitOk for an ok one).

@@ -193,19 +193,12 @@ int Diff(const prof::DiffOptions& options, const std::string& output, const std:
     if (!st.ok()) return Fail(ctx, st);
   }
   if (Status st = RecordWritten(out, names); !st.ok()) return Fail(ctx, st);
-  if (report->regressed) {
-    char text[192];
-    if (report->gate == prof::DiffGate::kInterval)
-      std::snprintf(text, sizeof text,
-                    "median step time regressed by %+.2f%% (%d%% interval [%+.2f%%, %+.2f%%]): even its lower bound "
-                    "is above --fail-above %.2f%%",
-                    report->step_change->percent, static_cast<int>(report->confidence * 100 + 0.5),
-                    report->step_change->low, report->step_change->high, *options.fail_above_percent);
-    else
-      std::snprintf(text, sizeof text, "step time regressed by %+.2f%%, more than --fail-above %.2f%%",
-                    *report->step_change_percent, *options.fail_above_percent);
-    ctx.logger.Error(text);
-    return kExitRegression;
+  switch (report->verdict) {
+    case prof::Verdict::kRegressed: ctx.logger.Error("regressed: " + report->verdict_reason); return kExitRegression;
+    case prof::Verdict::kInconclusive:
+      ctx.logger.Error("inconclusive: " + report->verdict_reason);
+      return kExitInconclusive;
+    default: break;
   }
   return kExitOk;
 }
@@ -286,7 +279,7 @@ int Query(const QueryArgs& a, Context& ctx) {
 
 /// `prof diff`'s options.
 struct DiffArgs {
-  std::string base, compare, output, gate = "interval";
+  std::string base, compare, output, gate = "significant";
   std::vector<std::string> formats, more_base, more_compare;
   double fail_above = 0;
   CLI::Option* fail_above_option = nullptr;
@@ -307,12 +300,16 @@ CLI::App* AddDiffCommand(CLI::App& app, DiffArgs& a, bool* report_force, const c
       ->allow_extra_args(false);
   a.fail_above_option =
       diff->add_option("--fail-above", a.fail_above,
-                       "exit 3 when the median step time grows by more than this percentage: with --gate "
-                       "interval (the default) when even the lower bound of its interval does");
+                       "exit 3 when the step work time grew by more than this percentage beyond noise (--gate), "
+                       "5 when the gate cannot decide (too few steps, or too noisy)");
   diff->add_option("--gate", a.gate,
-                   "interval: judge the bootstrap interval of the median step change; point: the mean step change "
+                   "significant (default): the step work change is above the limit and its interval above 0; "
+                   "interval: even the interval's lower bound is above the limit; point: the mean step change "
                    "alone (noise trips it)")
-      ->check(CLI::IsMember({"interval", "point"}));
+      ->check(CLI::IsMember({"significant", "interval", "point"}));
+  diff->add_option("--min-steps", a.opt.min_steps,
+                   "fewer measured steps on a side make the significant and interval gates inconclusive (exit 5)")
+      ->check(CLI::Range(2, 1000000));
   diff->add_option("--confidence", a.opt.confidence, "two-sided confidence of the intervals")
       ->check(CLI::Range(0.5, 0.999));
   diff->add_option("--resamples", a.opt.resamples, "bootstrap resamples (seeded: the output is reproducible)")
@@ -490,7 +487,9 @@ int ProfCommand(int argc, char** argv, Context& ctx) {
     d.opt.more_base.assign(d.more_base.begin(), d.more_base.end());
     d.opt.more_compare.assign(d.more_compare.begin(), d.more_compare.end());
     if (d.fail_above_option->count()) d.opt.fail_above_percent = d.fail_above;
-    d.opt.gate = d.gate == "point" ? prof::DiffGate::kPoint : prof::DiffGate::kInterval;
+    d.opt.gate = d.gate == "point"      ? prof::DiffGate::kPoint
+                 : d.gate == "interval" ? prof::DiffGate::kInterval
+                                        : prof::DiffGate::kSignificant;
     d.opt.max_string_bytes = max_string_bytes;
     return Diff(d.opt, d.output, d.formats, report_force, ctx);
   }

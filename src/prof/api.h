@@ -135,8 +135,9 @@ Expected<AnalyseReport> RunAnalyse(const AnalyseOptions& options, Context& ctx);
 
 /// How `--fail-above` judges a slowdown (docs/prof.md, "Noise-aware gate").
 enum class DiffGate {
-  kInterval,  ///< trips when the lower bound of the step change's interval is above the limit
-  kPoint,     ///< trips when the mean step change is above it (the rule before the interval)
+  kSignificant,  ///< the step work change is above the limit and its interval all above 0
+  kInterval,     ///< the lower bound of the step work change's interval is above the limit
+  kPoint,        ///< the mean step change is above the limit (no noise model: noise trips it)
 };
 
 struct DiffOptions {
@@ -147,9 +148,11 @@ struct DiffOptions {
   /// More runs of each side (profile folders, imported first when not yet), pooled with `base`
   /// and `compare`: runs are resampled first, then their steps.
   std::vector<std::filesystem::path> more_base, more_compare;
-  DiffGate gate = DiffGate::kInterval;
+  DiffGate gate = DiffGate::kSignificant;
   double confidence = 0.95;  ///< two-sided, of every interval
-  int resamples = 2000;      ///< bootstrap resamples (seeded: the same input gives the same report)
+  /// Fewer measured steps on a side make the significant and interval gates inconclusive.
+  size_t min_steps = 5;
+  int resamples = 2000;  ///< bootstrap resamples (seeded: the same input gives the same report)
 };
 
 struct DiffSide {
@@ -160,6 +163,7 @@ struct DiffSide {
   double warmup_ms = 0;
   size_t runs = 1;
   double step_median_ms = 0;  ///< median over all measured steps of all runs
+  double work_ms = 0;         ///< step work time (WorkTime): 0 when no step is marked
 };
 
 struct DiffReport {
@@ -171,10 +175,19 @@ struct DiffReport {
   std::optional<ChangeInterval> step_change;
   double confidence = 0.95;
   int resamples = 0;
-  /// The rule the gate used: kPoint when asked, or when there is no interval (said in `gate_note`).
-  DiffGate gate = DiffGate::kInterval;
-  std::string gate_note;
-  bool regressed = false;  ///< the gate was asked for and tripped
+  /// The change of the step work time with its interval (what the significant and interval
+  /// gates judge); nullopt with < 2 steps on a side or no marked step.
+  std::optional<ChangeInterval> work_change;
+  size_t min_steps = 5;
+  /// What the significant and interval gates judge: the step work time of host-bound profiles, the
+  /// median step time of profiles with device tasks (where the host waits on the device at places
+  /// that move from step to step, so a per-position minimum undercounts the step).
+  bool judges_work = true;
+  DiffGate gate = DiffGate::kSignificant;
+  double fail_above_percent = 0;  ///< the limit, when asked (verdict != kNotAsked)
+  Verdict verdict = Verdict::kNotAsked;
+  std::string verdict_reason;  ///< one sentence: why the verdict (empty when not asked)
+  bool regressed = false;      ///< verdict == kRegressed
 };
 Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx);
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace portkit::prof {
@@ -27,14 +30,16 @@ Status FirstRow(Store& store, const std::string& sql, RowFn row_fn) {
 // The distinct steps of each trace, ProfilerStep#0 of a trace with later steps (the warm-up) left
 // out: the same steps ComputeTotals averages.
 constexpr const char* kMeasuredSteps =
-    "SELECT trace, MIN(ts), MAX(ts + dur) FROM (SELECT e.trace AS trace, s.value AS name, e.ts AS ts, e.dur AS dur "
+    "SELECT trace, MIN(ts), MAX(ts + dur), MIN(tid) FROM (SELECT e.trace AS trace, s.value AS name, e.ts AS ts, "
+    "e.dur AS dur, e.tid AS tid "
     "FROM events e JOIN strings s ON s.id = e.name WHERE e.kind = 'step') "
     "GROUP BY trace, name HAVING NOT (name = 'ProfilerStep#0' AND trace IN (SELECT e.trace FROM events e "
     "JOIN strings s ON s.id = e.name WHERE e.kind = 'step' AND s.value <> 'ProfilerStep#0')) ORDER BY 1, 2, 3";
 
 struct StepSpan {
   int64_t trace, begin, end;
-  size_t index;  // into StepSeries::step_ns
+  size_t index;     // into StepSeries::step_ns
+  int64_t tid = 0;  // the thread that marks the step
 };
 
 /// Adds each row's duration of `sql` (trace, ts, key, dur) to the step its ts falls in.
@@ -60,13 +65,81 @@ Status AddPerStep(Store& store, const char* sql, const std::vector<StepSpan>& sp
   return Status::Ok();
 }
 
+constexpr const char* kPositionKey = "(step start)";
+
+/// Cuts each step into its positions (StepSeries::positions) from the CPU ops of its thread.
+class PositionCutter {
+ public:
+  PositionCutter(const std::vector<StepSpan>& spans, std::map<std::string, std::vector<double>>* out)
+      : spans_(spans), state_(spans.size()), out_(out) {
+    for (const auto& s : spans) by_thread_[{s.trace, s.tid}].push_back(s.index);
+  }
+
+  /// One CPU op; ops of a thread come in start order (the longer first at one start).
+  void Add(int64_t trace, int64_t tid, int64_t ts, int64_t dur, std::string_view name) {
+    auto list = by_thread_.find({trace, tid});
+    if (list == by_thread_.end()) return;
+    const auto& steps = list->second;
+    auto it = std::upper_bound(steps.begin(), steps.end(), ts,
+                               [this](int64_t v, size_t step) { return v < spans_[step].begin; });
+    if (it == steps.begin()) return;
+    const StepSpan& span = spans_[*std::prev(it)];
+    if (ts >= span.end) return;
+    State& st = state_[span.index];
+    if (st.started && ts < st.top_end) return;  // inside the current top-level op
+    Close(span, &st, ts);
+    st.key.assign(name);
+    st.key += '#' + std::to_string(st.counts[std::string(name)]++);
+    st.start = ts;
+    st.top_end = ts + dur;
+    st.started = true;
+  }
+
+  /// Closes every step's last position at the step's end.
+  void Finish() {
+    for (const auto& span : spans_) Close(span, &state_[span.index], span.end);
+  }
+
+ private:
+  struct State {
+    bool started = false;
+    int64_t start = 0, top_end = 0;
+    std::string key;
+    std::unordered_map<std::string, int> counts;
+  };
+
+  void Close(const StepSpan& span, State* st, int64_t until) {
+    const std::string& key = st->started ? st->key : std::string(kPositionKey);
+    const int64_t from = st->started ? st->start : span.begin;
+    auto& row = (*out_)[key];
+    if (row.empty()) row.assign(spans_.size(), 0.0);
+    row[span.index] += static_cast<double>(std::max<int64_t>(0, until - from));
+  }
+
+  const std::vector<StepSpan>& spans_;
+  std::vector<State> state_;
+  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> by_thread_;  // steps by begin
+  std::map<std::string, std::vector<double>>* out_;
+};
+
+Status AddPositions(Store& store, const std::vector<StepSpan>& spans, std::map<std::string, std::vector<double>>* out) {
+  PositionCutter cutter(spans, out);
+  PORTKIT_RETURN_IF_ERROR(sql::ForEachRow(
+      store.db(),
+      "SELECT e.trace, COALESCE(e.tid, 0), e.ts, e.dur, s.value FROM events e JOIN strings s ON s.id = e.name "
+      "WHERE e.kind = 'cpu_op' AND s.value NOT LIKE 'ProfilerStep#%' ORDER BY 1, 2, 3, 4 DESC",
+      [&](sql::Statement& q) { cutter.Add(q.Int(0), q.Int(1), q.Int(2), q.Int(3), q.Text(4)); }));
+  cutter.Finish();
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<StepSeries> ComputeStepSeries(Store& store) {
   StepSeries series;
   std::vector<StepSpan> spans;
   PORTKIT_RETURN_IF_ERROR(sql::ForEachRow(store.db(), kMeasuredSteps, [&](sql::Statement& q) {
-    spans.push_back({q.Int(0), q.Int(1), q.Int(2), spans.size()});
+    spans.push_back({q.Int(0), q.Int(1), q.Int(2), spans.size(), q.IsNull(3) ? 0 : q.Int(3)});
   }));
   if (spans.empty()) {
     // No step marked: the whole profile is one step, as ComputeTotals' step time.
@@ -88,6 +161,7 @@ Expected<StepSeries> ComputeStepSeries(Store& store) {
     return series;
   }
   for (const auto& s : spans) series.step_ns.push_back(static_cast<double>(s.end - s.begin));
+  PORTKIT_RETURN_IF_ERROR(AddPositions(store, spans, &series.positions));
   PORTKIT_RETURN_IF_ERROR(AddPerStep(store,
                                      "SELECT e.trace, e.ts, s.value || CASE WHEN e.input_dims IS NULL THEN '' ELSE ' ' "
                                      "|| e.input_dims END, e.dur FROM events e JOIN strings s ON s.id = e.name "
@@ -162,6 +236,24 @@ void SortByDelta(std::vector<DeltaRow>* rows) {
 std::vector<double> FlatSteps(const SideSeries& side) {
   std::vector<double> out;
   for (const auto& run : side) out.insert(out.end(), run.step_ns.begin(), run.step_ns.end());
+  return out;
+}
+
+PositionTable FlatPositions(const SideSeries& side) {
+  std::map<std::string, std::vector<double>> rows;
+  size_t at = 0, total = 0;
+  for (const auto& run : side) total += run.step_ns.size();
+  for (const auto& run : side) {
+    for (const auto& [key, values] : run.positions) {
+      auto& row = rows[key];
+      if (row.empty()) row.assign(total, 0.0);
+      std::copy(values.begin(), values.end(), row.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+    at += run.step_ns.size();
+  }
+  PositionTable out;
+  out.reserve(rows.size());
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
   return out;
 }
 

@@ -30,6 +30,13 @@ struct StepSeries {
   /// key (as in Totals) → total ns in each step, aligned with step_ns. A CPU op belongs to the
   /// step its start falls in; a device task to the step its launch (else its start) falls in.
   std::map<std::string, std::vector<double>> ops, kernels;
+  /// The positions of the steps (docs/prof.md, "Noise-aware gate"), aligned with step_ns: each
+  /// top-level CPU op of the step's thread, keyed by its name and how many ops of that name came
+  /// before it in the step ("aten::conv2d#3"), holds the time from its start to the next top-level
+  /// op's start (or the step's end); "(step start)" holds the time before the first. A step's
+  /// positions add up to its span; a step without a position counts 0 there. Empty when no step is
+  /// marked.
+  std::map<std::string, std::vector<double>> positions;
 };
 
 Expected<StepSeries> ComputeStepSeries(Store& store);
@@ -55,6 +62,10 @@ using SideSeries = std::vector<StepSeries>;
 /// `kernels` picks StepSeries::kernels over ::ops. A key a run lacks counts 0 in its steps.
 void AddStepIntervals(std::vector<DeltaRow>* rows, bool kernels, const SideSeries& base, const Resamples& base_draws,
                       const SideSeries& compare, const Resamples& compare_draws, double confidence);
+
+/// The positions of every step of `side`, run after run (WorkTime's input; a position a run
+/// lacks counts 0 in its steps), in key order.
+PositionTable FlatPositions(const SideSeries& side);
 
 /// Every step of `side`, run after run, and each run's step count (DrawResamples' input).
 std::vector<double> FlatSteps(const SideSeries& side);

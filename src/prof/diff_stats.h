@@ -17,6 +17,10 @@ using RunSizes = std::vector<size_t>;
 /// Index lists into a side's steps (flattened run after run): one list per resample.
 struct Resamples {
   std::vector<std::vector<uint32_t>> draws;
+  /// Per resample, the run drawn for each block of its index list, in order (an index among the
+  /// runs with steps); with `lengths`, where each drawn run's block starts and ends.
+  std::vector<std::vector<uint32_t>> runs;
+  std::vector<size_t> lengths;  ///< steps of each run with steps
 };
 
 /// `count` two-level resamples of the steps of runs with `sizes` (with one run, plain step
@@ -42,5 +46,39 @@ struct ChangeInterval {
 std::optional<ChangeInterval> MedianChangeInterval(const std::vector<double>& base, const Resamples& base_draws,
                                                    const std::vector<double>& compare, const Resamples& compare_draws,
                                                    double confidence);
+
+/// The per-position values of one side's steps (flattened run after run, as its resamples index
+/// them): one row per position, one value per step (0 where the step lacks the position).
+using PositionTable = std::vector<std::vector<double>>;
+
+/// The step work time (docs/prof.md, "Noise-aware gate") of steps grouped in runs: for each run,
+/// the sum over positions of the position's minimum over the run's steps; then the median over the
+/// runs. `runs` lists each run's step indices (a run may be drawn twice); 0 without runs.
+double WorkTime(const PositionTable& positions, const std::vector<std::vector<uint32_t>>& runs);
+
+/// Each run's step indices in `sizes` (runs without steps left out): WorkTime's `runs` for the
+/// steps as measured.
+std::vector<std::vector<uint32_t>> AllSteps(const RunSizes& sizes);
+
+/// The change of the step work time from `base` to `compare` with a `confidence` two-sided
+/// percentile-bootstrap interval (runs, then steps, as the draws give them). nullopt when a side
+/// has fewer than 2 steps or no positions, or the base work time is 0.
+std::optional<ChangeInterval> WorkChangeInterval(const PositionTable& base, const RunSizes& base_sizes,
+                                                 const Resamples& base_draws, const PositionTable& compare,
+                                                 const RunSizes& compare_sizes, const Resamples& compare_draws,
+                                                 double confidence);
+
+/// What `prof diff --fail-above` decided.
+enum class Verdict {
+  kNotAsked,      ///< no --fail-above
+  kPass,          ///< no slowdown beyond the limit
+  kRegressed,     ///< a slowdown beyond the limit (exit 3)
+  kInconclusive,  ///< too few steps, or an interval that holds both no change and one beyond the limit
+};
+
+/// The significance rule (the default `--gate significant`): regressed when the change is above
+/// `limit` percent and its interval is all above 0; inconclusive when the interval holds both 0
+/// and values above `limit`; else pass.
+Verdict SignificantVerdict(const ChangeInterval& change, double limit);
 
 }  // namespace portkit::prof

@@ -1,5 +1,6 @@
 // The readers of an imported profile: export summary / timeline, the advisor, diff.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/atomic_file.h"
@@ -180,6 +181,56 @@ Status ReadDiffSide(const fs::path& first, const std::vector<fs::path>& more, in
   return Status::Ok();
 }
 
+std::string Format(const char* format, double a, double b = 0, double c = 0, double d = 0, double e = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, format, a, b, c, d, e);
+  return buf;
+}
+
+/// The verdict of `--fail-above` (docs/prof.md, "Noise-aware gate") and its reason.
+void Decide(const DiffOptions& options, DiffReport* r) {
+  if (!options.fail_above_percent) return;
+  const double limit = r->fail_above_percent = *options.fail_above_percent;
+  if (r->gate == DiffGate::kPoint) {
+    const double change = r->step_change_percent.value_or(0);
+    r->verdict = change > limit ? Verdict::kRegressed : Verdict::kPass;
+    r->verdict_reason = Format("the mean step time changed by %+.2f%% (--gate point: no noise model), ", change) +
+                        (change > limit ? "more than " : "not more than ") + Format("--fail-above %.2f%%", limit);
+  } else if (const size_t fewest = std::min(r->base.steps, r->compare.steps); fewest < options.min_steps) {
+    r->verdict = Verdict::kInconclusive;
+    r->verdict_reason = "only " + std::to_string(fewest) + " measured step" + (fewest == 1 ? "" : "s") +
+                        " on a side (--min-steps " + std::to_string(options.min_steps) +
+                        "): too few to tell a slowdown from noise; profile more steps, or give --gate point to "
+                        "compare the mean step times";
+  } else if (const auto& judged = r->judges_work ? r->work_change : r->step_change; !judged) {
+    r->verdict = Verdict::kInconclusive;
+    r->verdict_reason = "the base step time is 0: nothing to compare";
+  } else {
+    const ChangeInterval& c = *judged;
+    const double level = std::round(r->confidence * 100);
+    const std::string what =
+        std::string(r->judges_work ? "step work time" : "median step time") +
+        Format(" changed by %+.2f%% (%.0f%% interval [%+.2f%%, %+.2f%%])", c.percent, level, c.low, c.high);
+    if (r->gate == DiffGate::kInterval) {
+      r->verdict = c.low > limit ? Verdict::kRegressed : Verdict::kPass;
+      r->verdict_reason = what +
+                          (c.low > limit ? ": even its lower bound is above " : ": its lower bound is not above ") +
+                          Format("--fail-above %.2f%%", limit);
+    } else {
+      r->verdict = SignificantVerdict(c, limit);
+      const std::string gate = Format("--fail-above %.2f%%", limit);
+      r->verdict_reason =
+          what + (r->verdict == Verdict::kRegressed ? ": above " + gate + ", and the interval is all above 0"
+                  : r->verdict == Verdict::kInconclusive
+                      ? ": the interval holds both no change and a change above " + gate +
+                            "; too noisy to decide: profile more steps, or give more runs a side (--base-run, "
+                            "--compare-run)"
+                      : ": not a significant slowdown beyond " + gate);
+    }
+  }
+  r->regressed = r->verdict == Verdict::kRegressed;
+}
+
 }  // namespace
 
 Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
@@ -201,6 +252,9 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
                         DrawResamples(StepCounts(series[1]), options.resamples, kCompareSeed)};
   report.confidence = options.confidence;
   report.resamples = options.resamples;
+  const PositionTable positions[2] = {FlatPositions(series[0]), FlatPositions(series[1])};
+  report.base.work_ms = WorkTime(positions[0], AllSteps(StepCounts(series[0]))) / 1e6;
+  report.compare.work_ms = WorkTime(positions[1], AllSteps(StepCounts(series[1]))) / 1e6;
   report.step_change =
       MedianChangeInterval(FlatSteps(series[0]), draws[0], FlatSteps(series[1]), draws[1], options.confidence);
   AddStepIntervals(&report.operators, false, series[0], draws[0], series[1], draws[1], options.confidence);
@@ -208,15 +262,12 @@ Expected<DiffReport> RunDiff(const DiffOptions& options, Context& ctx) {
 
   if (report.base.step_ms > 0)
     report.step_change_percent = 100.0 * (report.compare.step_ms - report.base.step_ms) / report.base.step_ms;
+  report.work_change = WorkChangeInterval(positions[0], StepCounts(series[0]), draws[0], positions[1],
+                                          StepCounts(series[1]), draws[1], options.confidence);
+  report.min_steps = options.min_steps;
+  report.judges_work = pooled[0].kernels.empty() && pooled[1].kernels.empty();
   report.gate = options.gate;
-  if (report.gate == DiffGate::kInterval && !report.step_change) {
-    report.gate = DiffGate::kPoint;
-    report.gate_note = "fewer than 2 steps on a side: no interval, the gate compares the mean step times";
-  }
-  if (options.fail_above_percent) {
-    if (report.gate == DiffGate::kInterval) report.regressed = report.step_change->low > *options.fail_above_percent;
-    else report.regressed = report.step_change_percent && *report.step_change_percent > *options.fail_above_percent;
-  }
+  Decide(options, &report);
   return report;
 }
 

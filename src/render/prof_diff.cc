@@ -54,6 +54,23 @@ std::vector<std::string> CsvCells(const prof::DeltaRow& r) {
 
 }  // namespace
 
+const char* GateName(prof::DiffGate gate) {
+  switch (gate) {
+    case prof::DiffGate::kSignificant: return "significant";
+    case prof::DiffGate::kInterval: return "interval";
+    default: return "point";
+  }
+}
+
+const char* VerdictName(prof::Verdict verdict) {
+  switch (verdict) {
+    case prof::Verdict::kPass: return "pass";
+    case prof::Verdict::kRegressed: return "regressed";
+    case prof::Verdict::kInconclusive: return "inconclusive";
+    default: return "not asked";
+  }
+}
+
 std::string ProfDiffText(const prof::DiffReport& r) {
   char line[256];
   std::snprintf(line, sizeof line, "\nstep time: %.3f ms (%zu steps) -> %.3f ms (%zu steps): %s\n", r.base.step_ms,
@@ -68,7 +85,17 @@ std::string ProfDiffText(const prof::DiffReport& r) {
         r.compare.runs == 1 ? "" : "s", r.step_change->percent, level, r.step_change->low, r.step_change->high);
     out += line;
   }
-  if (!r.gate_note.empty()) out += "gate: " + r.gate_note + "\n";
+  if (r.work_change) {
+    std::snprintf(line, sizeof line, "step work: %.3f ms -> %.3f ms: %+.2f%%, %d%% interval [%+.2f%%, %+.2f%%]\n",
+                  r.base.work_ms, r.compare.work_ms, r.work_change->percent, level, r.work_change->low,
+                  r.work_change->high);
+    out += line;
+  }
+  if (r.verdict != prof::Verdict::kNotAsked) {
+    std::snprintf(line, sizeof line, "gate (%s, --fail-above %.2f%%, %s): %s: ", GateName(r.gate), r.fail_above_percent,
+                  r.judges_work ? "step work" : "median step", VerdictName(r.verdict));
+    out += line + r.verdict_reason + "\n";
+  }
   for (const auto* side : {&r.base, &r.compare}) {
     if (!side->warmup_steps) continue;
     std::snprintf(line, sizeof line, "%s: warm-up step (ProfilerStep#0) reported apart, left out: %.3f ms\n",
@@ -113,6 +140,7 @@ std::string ProfDiffJson(const prof::DiffReport& r) {
     j.Key("warmup_ms").Fixed(side->warmup_ms, 6);
     j.Key("runs").Int(static_cast<int64_t>(side->runs));
     j.Key("step_median_ms").Fixed(side->step_median_ms, 6);
+    j.Key("work_ms").Fixed(side->work_ms, 6);
     j.EndObject();
   }
   j.Key("step_change_percent");
@@ -130,7 +158,16 @@ std::string ProfDiffJson(const prof::DiffReport& r) {
   interval(r.step_change);
   j.Key("confidence").Fixed(r.confidence, 4);
   j.Key("resamples").Int(r.resamples);
-  j.Key("gate").String(r.gate == prof::DiffGate::kInterval ? "interval" : "point");
+  j.Key("work_change");
+  interval(r.work_change);
+  j.Key("min_steps").Int(static_cast<int64_t>(r.min_steps));
+  j.Key("gate").String(GateName(r.gate));
+  j.Key("gate_statistic").String(r.judges_work ? "step_work" : "step_median");
+  j.Key("fail_above");
+  if (r.verdict != prof::Verdict::kNotAsked) j.Fixed(r.fail_above_percent, 4);
+  else j.Null();
+  j.Key("verdict").String(r.verdict == prof::Verdict::kNotAsked ? "not_asked" : VerdictName(r.verdict));
+  j.Key("verdict_reason").String(r.verdict_reason);
   j.Key("regressed").Bool(r.regressed);
   using Table = std::pair<const char*, const std::vector<prof::DeltaRow>*>;
   for (const auto& [key, rows] : {Table{"operators", &r.operators}, Table{"kernels", &r.kernels}}) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <unistd.h>
 
@@ -182,6 +183,38 @@ TEST_F(ProfAdvisor, TheWarmUpStepIsReportedApart) {
   EXPECT_DOUBLE_EQ(diff->base.step_ms, 2.0);  // (1 ms + 3 ms) / 2, without the 5 ms warm-up
   EXPECT_EQ(diff->base.warmup_steps, 1u);
   EXPECT_DOUBLE_EQ(diff->base.warmup_ms, 5.0);
+}
+
+// The step work time's positions (docs/prof.md, "Noise-aware gate"): each top-level CPU op of the
+// step's thread, the k-th of its name, holds the time up to the next top-level op's start; nested
+// ops and other threads' ops are inside those; "(step start)" holds the time before the first op.
+TEST_F(ProfAdvisor, StepsAreCutIntoPositionsThatAddUpToTheirSpan) {
+  fs::path d = dir_ / "positions";
+  fs::create_directories(d);
+  std::ofstream(d / "p.pt.trace.json") << "{\"schemaVersion\": 1, \"traceEvents\": ["
+                                       << Op("ProfilerStep#1", 1, 1000, 1000, "user_annotation") << ", "
+                                       << Op("aten::conv2d", 1, 1100, 300) << ", "
+                                       << Op("aten::convolution", 1, 1110, 280) << ", "
+                                       << Op("aten::relu", 1, 1450, 100) << ", " << Op("aten::conv2d", 1, 1600, 200)
+                                       << ", " << Op("aten::mm", 2, 1200, 500) << ", "
+                                       << Op("ProfilerStep#2", 1, 2000, 600, "user_annotation") << ", "
+                                       << Op("aten::conv2d", 1, 2000, 250) << ", " << Op("aten::relu", 1, 2300, 50)
+                                       << "]}";
+  auto imported = RunImport({d}, ctx_);
+  ASSERT_TRUE(imported.ok() && imported->FirstFailure().ok());
+  auto store = Store::OpenForReading(StorePath(d));
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto series = ComputeStepSeries(*store);
+  ASSERT_TRUE(series.ok()) << series.status().message();
+  ASSERT_EQ(series->step_ns, (std::vector<double>{1'000'000, 600'000}));
+  std::map<std::string, std::vector<double>> want = {{"(step start)", {100'000, 0}},
+                                                     {"aten::conv2d#0", {350'000, 300'000}},
+                                                     {"aten::relu#0", {150'000, 300'000}},
+                                                     {"aten::conv2d#1", {400'000, 0}}};
+  EXPECT_EQ(series->positions, want);
+  // The step work time of the two steps: each position's minimum, summed.
+  SideSeries side{*series};
+  EXPECT_DOUBLE_EQ(WorkTime(FlatPositions(side), AllSteps(StepCounts(side))), 0 + 300'000 + 150'000 + 0);
 }
 
 }  // namespace

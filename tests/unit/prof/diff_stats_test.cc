@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 namespace portkit::prof {
@@ -112,6 +113,117 @@ TEST(DiffStats, NoIntervalWithoutTwoStepsOrABase) {
   EXPECT_DOUBLE_EQ(c->percent, 50);
   EXPECT_DOUBLE_EQ(c->low, 50);
   EXPECT_DOUBLE_EQ(c->high, 50);
+}
+
+TEST(DiffStats, WorkTimeSumsEachPositionsMinimumThenTakesTheMedianOverRuns) {
+  // Two positions, five steps: a run of three steps, then one of two.
+  const PositionTable t = {{4, 2, 3, 9, 5}, {1, 7, 6, 2, 8}};
+  EXPECT_EQ(AllSteps({3, 0, 2}), (std::vector<std::vector<uint32_t>>{{0, 1, 2}, {3, 4}}));
+  EXPECT_DOUBLE_EQ(WorkTime(t, {{0, 1, 2}}), 2 + 1);  // run 1: min 2 and min 1
+  EXPECT_DOUBLE_EQ(WorkTime(t, {{3, 4}}), 5 + 2);     // run 2
+  EXPECT_DOUBLE_EQ(WorkTime(t, AllSteps({3, 2})), (3 + 7) / 2.0);
+  EXPECT_DOUBLE_EQ(WorkTime(t, {{0, 1, 2}, {3, 4}, {3, 3}}), 7);  // median of 3, 7, 9 + 2
+  EXPECT_DOUBLE_EQ(WorkTime(t, {}), 0);
+}
+
+TEST(DiffStats, DrawnRunsAreRecordedWithTheirBlocks) {
+  auto r = DrawResamples({4, 0, 3}, 30, 5);
+  EXPECT_EQ(r.lengths, (std::vector<size_t>{4, 3}));
+  ASSERT_EQ(r.runs.size(), 30u);
+  for (size_t d = 0; d < r.draws.size(); ++d) {
+    ASSERT_EQ(r.runs[d].size(), 2u);
+    size_t at = 0;
+    for (uint32_t run : r.runs[d]) {
+      for (size_t i = 0; i < r.lengths[run]; ++i, ++at)
+        EXPECT_TRUE(run == 0 ? r.draws[d][at] < 4 : r.draws[d][at] >= 4 && r.draws[d][at] < 7);
+    }
+    EXPECT_EQ(at, r.draws[d].size());
+  }
+}
+
+/// The positions of `steps` steps of a step of `positions` positions of 1 ms (±2 % jitter), with
+/// `stalls` preemptions a step (+0.5 to +4 ms each, at random positions), and `extra` more
+/// positions of 1 ms (a real slowdown). A fixed seed.
+PositionTable Preempted(size_t steps, size_t positions, size_t stalls, size_t extra, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> jitter(-0.02, 0.02), stall(0.5, 4.0);
+  PositionTable t(positions + extra, std::vector<double>(steps));
+  for (size_t s = 0; s < steps; ++s) {
+    for (auto& row : t) row[s] = 1.0 + jitter(gen);
+    for (size_t k = 0; k < stalls; ++k) t[gen() % t.size()][s] += stall(gen);
+  }
+  return t;
+}
+
+std::vector<double> StepSums(const PositionTable& t) {
+  std::vector<double> out(t[0].size(), 0.0);
+  for (const auto& row : t)
+    for (size_t s = 0; s < row.size(); ++s) out[s] += row[s];
+  return out;
+}
+
+TEST(DiffStats, WorkTimeIgnoresPreemptionThatMovesTheMedianStep) {
+  // The same 50-position step, 60 steps a side; the compared run is preempted 12 times a step
+  // (a busier machine), the base 2 times: its median step is ~+35 % slower, its work the same.
+  auto base = Preempted(60, 50, 2, 0, 1), busy = Preempted(60, 50, 12, 0, 2);
+  auto rb = DrawResamples({60}, 1000, 11), rc = DrawResamples({60}, 1000, 12);
+  auto median = MedianChangeInterval(StepSums(base), rb, StepSums(busy), rc, 0.95);
+  auto work = WorkChangeInterval(base, {60}, rb, busy, {60}, rc, 0.95);
+  ASSERT_TRUE(median && work);
+  EXPECT_GT(median->low, 20);
+  EXPECT_LT(std::abs(work->percent), 2.5);
+  EXPECT_LE(work->low, work->percent);
+  EXPECT_GE(work->high, work->percent);
+  EXPECT_EQ(SignificantVerdict(*work, 5), Verdict::kPass);
+  // A real slowdown of 5 positions (+10 %) under the same preemption: found, and beyond a 5 % gate.
+  auto slow = Preempted(60, 50, 12, 5, 3);
+  auto slowed = WorkChangeInterval(base, {60}, rb, slow, {60}, rc, 0.95);
+  ASSERT_TRUE(slowed);
+  EXPECT_NEAR(slowed->percent, 10, 2.5);
+  EXPECT_GT(slowed->low, 5);
+  EXPECT_EQ(SignificantVerdict(*slowed, 5), Verdict::kRegressed);
+  // Deterministic to the bit.
+  auto again = WorkChangeInterval(base, {60}, rb, slow, {60}, rc, 0.95);
+  EXPECT_EQ(again->low, slowed->low);
+  EXPECT_EQ(again->high, slowed->high);
+}
+
+TEST(DiffStats, WorkChangeOfSeveralRunsResamplesRuns) {
+  // Two runs a side, the second of the compared side 10 % slower in every position: the point
+  // change is the median (mean) of the runs, +5 %, and the interval spans the run-to-run spread.
+  PositionTable base = {{1, 1, 1, 1}}, cmp = {{1, 1, 1.1, 1.1}};
+  auto rb = DrawResamples({2, 2}, 400, 1), rc = DrawResamples({2, 2}, 400, 2);
+  auto c = WorkChangeInterval(base, {2, 2}, rb, cmp, {2, 2}, rc, 0.95);
+  ASSERT_TRUE(c);
+  EXPECT_NEAR(c->percent, 5, 1e-9);
+  EXPECT_NEAR(c->low, 0, 1e-9);
+  EXPECT_NEAR(c->high, 10, 1e-9);
+}
+
+TEST(DiffStats, NoWorkChangeWithoutTwoStepsOrAWork) {
+  auto r1 = DrawResamples({1}, 100, 1), r2 = DrawResamples({2}, 100, 1);
+  EXPECT_FALSE(WorkChangeInterval({{1.0}}, {1}, r1, {{2.0}}, {1}, r1, 0.95));
+  EXPECT_FALSE(WorkChangeInterval({{0.0, 0.0}}, {2}, r2, {{1.0, 2.0}}, {2}, r2, 0.95));
+  EXPECT_FALSE(WorkChangeInterval({}, {2}, r2, {{1.0, 2.0}}, {2}, r2, 0.95));
+  auto c = WorkChangeInterval({{2.0, 3.0}}, {2}, r2, {{3.0, 4.0}}, {2}, r2, 0.95);
+  ASSERT_TRUE(c);
+  EXPECT_DOUBLE_EQ(c->percent, 50);
+}
+
+TEST(DiffStats, SignificantVerdictTable) {
+  // regressed: above the limit and the interval all above 0
+  EXPECT_EQ(SignificantVerdict({7, 0.5, 12}, 5), Verdict::kRegressed);
+  EXPECT_EQ(SignificantVerdict({7, 6, 8}, 5), Verdict::kRegressed);
+  // inconclusive: the interval holds both 0 and values above the limit
+  EXPECT_EQ(SignificantVerdict({7, -1, 12}, 5), Verdict::kInconclusive);
+  EXPECT_EQ(SignificantVerdict({2, -3, 9}, 5), Verdict::kInconclusive);
+  EXPECT_EQ(SignificantVerdict({7, 0, 12}, 5), Verdict::kInconclusive);
+  // pass: at most the limit, or significant but estimated within it
+  EXPECT_EQ(SignificantVerdict({3, 1, 4.5}, 5), Verdict::kPass);
+  EXPECT_EQ(SignificantVerdict({4, 2, 6}, 5), Verdict::kPass);
+  EXPECT_EQ(SignificantVerdict({5, 2, 6}, 5), Verdict::kPass);
+  EXPECT_EQ(SignificantVerdict({-20, -30, -10}, 5), Verdict::kPass);
+  EXPECT_EQ(SignificantVerdict({0, -4, 5}, 5), Verdict::kPass);
 }
 
 }  // namespace
