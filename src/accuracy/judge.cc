@@ -20,6 +20,21 @@ double UnitRoundoff(DType t) {
   }
 }
 
+double SubnormalRounding(DType t) {
+  // Half the smallest subnormal: the absolute error of rounding a value below the normal range.
+  switch (t) {
+    case DType::kF64: return 0x1p-1075;
+    case DType::kF32: return 0x1p-150;
+    case DType::kF16: return 0x1p-25;
+    case DType::kBF16: return 0x1p-134;
+    case DType::kF8E4M3: return 0x1p-10;
+    case DType::kF8E5M2: return 0x1p-17;
+    default: return 0;
+  }
+}
+
+double Rounding(DType t, double rms) { return UnitRoundoff(t) + (rms > 0 ? SubnormalRounding(t) / rms : 0); }
+
 std::string Brief(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -142,6 +157,10 @@ bool Contraction(const std::string& op) {
          op.find("backward") != std::string::npos;
 }
 
+/// The backward operators of modules (`convolution_backward`, `native_layer_norm_backward`): some
+/// of their outputs sum one input over the batch (a bias gradient).
+bool Backward(const std::string& op) { return op.find("backward") != std::string::npos; }
+
 /// Operators whose outputs add their inputs' elements (so cancel).
 bool Additive(const std::string& op) {
   return Contraction(op) || OneOf(op, {"add",
@@ -188,21 +207,33 @@ double Amplification(const std::string& op, const std::vector<JudgedTensor>& ten
   });
   double a = 1;
   if (in.empty() || !(output.rms > 0) || !(output.numel > 0)) return a;
-  const double reduced = in.front()->numel / output.numel;
+  // A backward operator's outputs are linear in the incoming gradient, its first argument: every
+  // term is that gradient times another operand, and a bias gradient sums it. Pairs of the other
+  // operands (a layer norm's input and its 1/σ, of 30 and 1e4 against a gradient of 1e-6) are in
+  // other units than the output.
+  const JudgedTensor* gradient = nullptr;
+  if (Backward(op))
+    for (const auto* t : in)
+      if (t->key == "input.0") gradient = t;
+  const JudgedTensor& summed = gradient ? *gradient : *in.front();
+  const double reduced = summed.numel / output.numel;
   if (Additive(op) && !Contraction(op)) {
     // Same-sized addends (add, sub): the largest of them; a reduction: its input, T terms each.
     double term = 0;
     for (const auto* t : in)
       if (t->numel == in.front()->numel) term = std::max(term, t->rms);
     a = std::max(a, std::sqrt(std::max(1.0, reduced)) * term / output.rms);
-  } else if ((Contraction(op) || Normalisation(op)) && reduced > 1) {
-    // An output that sums the largest input: a bias gradient, a norm's saved mean.
-    a = std::max(a, std::sqrt(reduced) * in.front()->rms / output.rms);
+  } else if ((Backward(op) || Normalisation(op)) && reduced > 1) {
+    // An output that sums the largest input: a bias gradient, a norm's saved mean. Not a product
+    // of operands (mm, bmm, convolution: the pairs below): there the largest input is in other
+    // units than the output (a weight of 0.02 against a gradient of 1e-11).
+    a = std::max(a, std::sqrt(reduced) * summed.rms / output.rms);
   }
   if (Contraction(op) && in.size() >= 2) {
     // Every pair of operands: T = √(numel(x)·numel(y) / numel(out)) products per output element.
     for (size_t i = 0; i < in.size(); ++i)
       for (size_t j = i + 1; j < in.size(); ++j) {
+        if (gradient && in[i] != gradient && in[j] != gradient) continue;
         const double terms = std::max(1.0, std::sqrt(in[i]->numel * in[j]->numel / output.numel));
         a = std::max(a, std::sqrt(terms) * in[i]->rms * in[j]->rms / output.rms);
       }
@@ -297,8 +328,8 @@ bool DivergenceFinder::JudgeReplay(long index) {
       own = std::sqrt(std::max(0.0, t.rmse * t.rmse - base->rmse * base->rmse)) / t.rms;
     // The difference of squares is a statistical estimate: its noise grows with the baseline's
     // error, a tenth of which is allowed on top.
-    const double allowed = 2 * UnitRoundoff(t.target) +
-                           Amplified(kExactInputRoundings * UnitRoundoff(t.reference), amp) +
+    const double allowed = 2 * Rounding(t.target, t.rms) +
+                           Amplified(kExactInputRoundings * Rounding(t.reference, t.rms), amp) +
                            (base ? kBaselineShare * base->Relative() : Amplified(2 * quantisation, carried));
     // An output holding inf (a masked score) has no finite scale: judged by its inf/nan only.
     const bool bad = t.nonfinite || (t.compared && !t.skip && t.rms > 0 && std::isfinite(t.rms) && !(own <= allowed)) ||
@@ -334,7 +365,7 @@ DivergenceFinder::OpSummary DivergenceFinder::Summarise() const {
     if (!t.output || t.replay || t.skip || t.nonfinite || !t.compared || !IsFloating(t.target) ||
         !std::isfinite(t.rms))  // an output holding inf (a masked score) has no finite scale
       continue;
-    const double rounding = UnitRoundoff(t.target) + UnitRoundoff(t.reference);
+    const double rounding = Rounding(t.target, t.rms) + Rounding(t.reference, t.rms);
     const double allowed = Amplified(rounding + o.in_rel, Amplification(op_name_, tensors_, t, !o.inputs_exact));
     const double rel = t.Relative();
     if (std::isnan(rel)) continue;

@@ -18,6 +18,15 @@ constexpr double kStatsRelTolerance = 0.1;
 /// Unit roundoff of a floating type (half its machine epsilon); 0 for other types.
 double UnitRoundoff(DType t);
 
+/// Half the smallest subnormal of a floating type (the absolute error of rounding a value below its
+/// normal range: 2^-25 for fp16); 0 for other types.
+double SubnormalRounding(DType t);
+
+/// The relative error one rounding to `t` makes in a tensor of root mean square `rms`: the unit
+/// roundoff, and the subnormal spacing's share of `rms` (fp16 gradients of 1e-6 lie below fp16's
+/// normal range, 6.1e-5, where the spacing is absolute).
+double Rounding(DType t, double rms);
+
 /// Three significant digits, for messages.
 std::string Brief(double v);
 

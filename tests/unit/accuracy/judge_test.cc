@@ -205,5 +205,22 @@ TEST_F(JudgeTest, AmplificationOfACancellingSumIsItsConditioning) {
   EXPECT_NEAR(Amplification("mm", {a, b, c}, c), 100, 1e-9);
 }
 
+TEST_F(JudgeTest, AProductIsNotASumOfItsLargestOperand) {
+  // A weight gradient in the backward pass: mm(grad [32,16] of rms 1e-10, activation [16,64] of
+  // rms 0.02) → [32,64]... here the output has fewer elements than the activation, but it is a
+  // product of both, in the gradient's units: only the pair rule applies (√T · 1e-10 · 0.02 /
+  // 1.9e-11 with T = √(512·2048/1024) = 32 terms), not √(2048/1024) · 0.02 / 1.9e-11 ≈ 1.5e9.
+  JudgedTensor g, w, out;
+  g.compared = w.compared = true, g.reference = w.reference = DType::kF32;
+  g.numel = 512, g.rms = 1.6e-10, w.numel = 2048, w.rms = 0.02;
+  out.compared = true, out.output = true, out.reference = DType::kF32, out.numel = 1024, out.rms = 1.9e-11;
+  const double pair = std::sqrt(32.0) * 1.6e-10 * 0.02 / 1.9e-11;
+  EXPECT_NEAR(Amplification("mm", {g, w, out}, out), pair, 1e-6 * pair);
+  // A backward operator's output that sums its largest input (a bias gradient) keeps that rule.
+  JudgedTensor go = w, bias = out;
+  go.rms = 1, bias.numel = 16, bias.rms = 0.1;
+  EXPECT_NEAR(Amplification("convolution_backward", {go, bias}, bias), std::sqrt(128.0) * 1 / 0.1, 1e-9);
+}
+
 }  // namespace
 }  // namespace portkit::accuracy
