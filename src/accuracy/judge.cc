@@ -373,6 +373,9 @@ DivergenceFinder::OpSummary DivergenceFinder::Summarise() const {
     if (x > o.excess || o.worst_key.empty())
       o.excess = x, o.worst_rel = rel, o.worst_allowed = allowed, o.worst_key = t.key;
     if (t.ratio < o.worst_ratio) o.worst_ratio = t.ratio, o.ratio_key = t.key;
+    // A `No` whose relative error is within what rounding allows (the tensor rule's absolute
+    // error above 1 on a mask of ±3.4e38 that differs by one ulp) is not the operator's own error.
+    if (t.key == o.bad_key && x <= 1) o.bad_within_rounding = true;
   }
   return o;
 }
@@ -384,11 +387,12 @@ std::string DivergenceFinder::OpSummary::Evidence(const char* what) const {
 
 // Inputs identical to the reference's: the output's error is the operator's own.
 bool DivergenceFinder::JudgeExactInputs(long index, const OpSummary& o) {
+  const bool bad = o.output_bad && !o.bad_within_rounding;
   if (!o.inputs_seen || !o.inputs_exact || o.worst_key.empty() ||
-      !(o.output_bad || o.excess > kExactInputRoundings || o.worst_ratio < kExactInputRatio))
+      !(bad || o.excess > kExactInputRoundings || o.worst_ratio < kExactInputRatio))
     return false;
   d_.first_local = index, d_.basis = "inputs matched";
-  d_.evidence = o.output_bad                      ? o.bad_key + " is No, every input identical"
+  d_.evidence = bad                               ? o.bad_key + " is No, every input identical"
                 : o.excess > kExactInputRoundings ? o.Evidence("rounding and exact inputs")
                                                   : o.ratio_key + " error ratio " + Brief(o.worst_ratio) +
                                                         " (share of elements within one rounding's relative "

@@ -112,7 +112,9 @@ class DivergenceFinder {
   struct OpSummary {
     bool output_bad = false, output_nonfinite = false, inputs_seen = false, inputs_exact = true, inputs_ok = true;
     std::string bad_key;  ///< the first output judged No
-    double in_rel = 0;    ///< the inputs' largest relative error
+    /// That output's relative error is within what rounding and its inputs' error allow.
+    bool bad_within_rounding = false;
+    double in_rel = 0;  ///< the inputs' largest relative error
     /// The output furthest beyond its allowance, by how much, and the lowest error ratio.
     double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;
     std::string worst_key, ratio_key;

@@ -220,7 +220,10 @@ class Device(TorchDispatchMode):
         with torch.no_grad():
             for t in flat:
                 if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel() and t.layout == torch.strided:
-                    t.mul_(1 + self._noise(t, 1e-7, self.gen))
+                    # A rounding error never takes a finite result past the largest float (a
+                    # mask of -3.4e38 stays finite).
+                    noisy = t * (1 + self._noise(t, 1e-7, self.gen))
+                    t.copy_(torch.where(torch.isfinite(noisy), noisy, t))
 
     def _plant(self, out):
         first = out[0] if isinstance(out, (tuple, list)) else out

@@ -222,5 +222,34 @@ TEST_F(JudgeTest, AProductIsNotASumOfItsLargestOperand) {
   EXPECT_NEAR(Amplification("convolution_backward", {go, bias}, bias), std::sqrt(128.0) * 1 / 0.1, 1e-9);
 }
 
+TEST_F(JudgeTest, ABackwardOperatorsTermsAreItsIncomingGradientTimesAnOperand) {
+  // native_layer_norm_backward(grad 1e-5, x 0.03, mean, rstd 34, weight 1, bias): the output is
+  // linear in the gradient. The pair (rstd, weight), 34 · 1 against an output of 2e-4, is not a
+  // term of it and would allow 1.5e5 times the rounding.
+  auto tensor = [](const char* key, double numel, double rms) {
+    JudgedTensor t;
+    t.key = key, t.compared = true, t.reference = DType::kF32, t.numel = numel, t.rms = rms;
+    return t;
+  };
+  JudgedTensor g = tensor("input.0", 512, 6.9e-6), x = tensor("input.1", 512, 0.03), rstd = tensor("input.3", 16, 33.8),
+               w = tensor("input.4", 32, 1), out = tensor("output.0", 512, 2.2e-4);
+  out.output = true;
+  const double a = Amplification("native_layer_norm_backward", {g, x, rstd, w, out}, out);
+  // The largest term with the gradient: (g, x) with √(512·512/512) terms.
+  const double gx = std::sqrt(std::sqrt(512.0)) * 6.9e-6 * 0.03 / 2.2e-4;
+  const double grstd = std::sqrt(4.0) * 6.9e-6 * 33.8 / 2.2e-4;
+  EXPECT_NEAR(a, std::max({1.0, gx, grstd}), 1e-9);
+  EXPECT_LT(a, 10);
+}
+
+TEST_F(JudgeTest, RoundingBelowTheNormalRangeIsAbsolute) {
+  // fp16 values of rms 3.2e-6 lie below fp16's normal range (6.1e-5): the spacing there is 2^-24,
+  // half of which is 2^-25 / 3.2e-6 ≈ 9.3e-3 of the rms, far more than the unit roundoff 2^-11.
+  EXPECT_NEAR(Rounding(DType::kF16, 3.2e-6), 0x1p-11 + 0x1p-25 / 3.2e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(Rounding(DType::kF16, 0), 0x1p-11);
+  EXPECT_NEAR(Rounding(DType::kF32, 1), 0x1p-24, 1e-20);
+  EXPECT_EQ(SubnormalRounding(DType::kI32), 0);
+}
+
 }  // namespace
 }  // namespace portkit::accuracy
