@@ -17,8 +17,8 @@ any other. The tables are printed (pytest -s) and appended to $PORTKIT_FAULT_REP
 
 The always-run part uses hand-written models only. `PORTKIT_REAL_PORT_MODELS=all` adds real
 architectures built from packages with random weights (torchvision's ResNet, MobileNetV3, ConvNeXt,
-ViT; transformers' BERT, GPT-2 and LLaMA from small configs); each skips cleanly when its package is
-absent. Nothing is downloaded.
+ViT, EfficientNet; transformers' BERT, GPT-2, LLaMA and OPT from small configs); each skips cleanly
+when its package is absent. Nothing is downloaded.
 """
 import os
 import shutil
@@ -86,6 +86,12 @@ def _vit():
                              num_classes=10).train()
 
 
+def _efficientnet():
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.25)
+    return EfficientNet(setting, dropout=0.0, stochastic_depth_prob=0.0, num_classes=10, last_channel=last).train()
+
+
 class _HF(torch.nn.Module):
     """A transformers model from a small config; the step's loss is its logits' (or hidden states')."""
 
@@ -103,6 +109,10 @@ class _HF(torch.nn.Module):
             self.m = transformers.GPT2LMHeadModel(transformers.GPT2Config(
                 vocab_size=64, n_embd=32, n_layer=2, n_head=2, n_positions=32, resid_pdrop=0.0, embd_pdrop=0.0,
                 attn_pdrop=0.0))
+        elif kind == "opt":
+            self.m = transformers.OPTForCausalLM(transformers.OPTConfig(
+                vocab_size=64, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=2,
+                max_position_embeddings=32, word_embed_proj_dim=32, dropout=0.0, attention_dropout=0.0))
         else:
             self.m = transformers.LlamaForCausalLM(transformers.LlamaConfig(**small, num_key_value_heads=1))
         self.m.config.use_cache = False
@@ -137,6 +147,8 @@ REAL = {
     "bert": (lambda: _HF("bert"), _ids),
     "gpt2": (lambda: _HF("gpt2"), _ids),
     "llama": (lambda: _HF("llama"), _ids),
+    "efficientnet": (_tv(_efficientnet), _images),
+    "opt": (lambda: _HF("opt"), _ids),
 }
 # Models whose gradients are small (layer scale 1e-6): their planted faults are also counted apart.
 LAYER_SCALE = {"layer_scale", "convnext"}
@@ -234,8 +246,12 @@ class Device(TorchDispatchMode):
         if rms == 0.0:
             return False
         with torch.no_grad():
+            before = first.float().clone()
             first.add_(self._noise(first.float(), self.size * rms, torch.Generator().manual_seed(1234)).to(first.dtype))
-        return True
+            # The fault is there only when the output's type can hold it: fp16 gradients of 1e-8 lie
+            # below its subnormal spacing (6e-8), and noise of 1e-9 added to them rounds away.
+            change = (first.float() - before)[torch.isfinite(before)]
+            return bool(change.pow(2).mean().sqrt() >= 0.5 * self.size * rms)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -357,6 +373,8 @@ def test_real_port(tmp_path, portkit):
                         rep = run_target(base / (tag + "_rep"), name, autocast, dev, reference=ref)
                         if not dev.changed:
                             shutil.rmtree(str(base / (tag + "_rep")))
+                            notes.append("%s %s: not planted (the output's type cannot hold the noise, or the "
+                                         "operator never ran)" % (name, tag))
                             continue
                         plain = without_replay(rep, base / (tag + "_plain"))
                         cell = planted.setdefault((precision, phase, size), {"replay": [0, 0], "plain": [0, 0, 0]})
