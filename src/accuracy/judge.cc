@@ -337,9 +337,12 @@ bool DivergenceFinder::JudgeReplay(long index) {
       own = std::sqrt(std::max(0.0, t.rmse * t.rmse - base->rmse * base->rmse)) / t.rms;
     // The difference of squares is a statistical estimate: its noise grows with the baseline's
     // error, a tenth of which is allowed on top.
-    // A reduction of inputs of a coarser type than its output (the fp32 weight gradient of a
-    // layer norm fed bf16) may accumulate in that type: two of its roundings per term, amplified.
-    const double accumulation = t.numel < largest && coarse > UnitRoundoff(t.target) ? Amplified(2 * coarse, amp) : 0;
+    // A reduction of inputs of a coarser type than its output (the fp32 bias gradient of a layer
+    // norm fed bf16) may accumulate in that type: a running sum of T terms rounded at every step
+    // is off by about u·√T of its result (u·√(T/6) for random terms), amplified.
+    const double accumulation = t.numel < largest && coarse > UnitRoundoff(t.target)
+                                    ? Amplified(coarse * std::sqrt(largest / t.numel), amp)
+                                    : 0;
     const double allowed = 2 * Rounding(t.target, t.rms) + accumulation +
                            Amplified(kExactInputRoundings * Rounding(t.reference, t.rms), amp) +
                            (base ? kBaselineShare * base->Relative() : Amplified(2 * quantisation, carried));
