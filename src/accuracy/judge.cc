@@ -373,6 +373,8 @@ DivergenceFinder::OpSummary DivergenceFinder::Summarise() const {
     o.inputs_seen = true, o.inputs_ok = o.inputs_ok && !t.bad;
     o.inputs_exact = o.inputs_exact && !t.bad && (!t.compared || t.max_abs_err == 0);
     if (t.compared && IsFloating(t.target)) o.in_rel = std::max(o.in_rel, t.Relative());
+    // Other indices or counts: the output's error is not a growth of a relative input error.
+    if (t.bad && !IsFloating(t.target) && t.target != DType::kUnknown) o.discrete_input_bad = true;
   }
   // The worst output against its allowance; with exact inputs, against the operator's own
   // rounding only, and the share of its elements within one rounding.
@@ -428,7 +430,7 @@ void DivergenceFinder::Judge(long index) {
   } else if (JudgeExactInputs(index, o)) {
   } else if (o.inputs_seen && o.inputs_ok && o.output_bad && o.worst_key.empty()) {
     d.first_local = index, d.basis = "inputs matched", d.evidence = o.bad_key + " is No, every input Yes";
-  } else if (o.inputs_seen && !o.worst_key.empty() && o.excess > kBlameFactor) {
+  } else if (o.inputs_seen && !o.worst_key.empty() && o.excess > kBlameFactor && !o.discrete_input_bad) {
     d.first_local = index, d.basis = "error growth", d.evidence = o.Evidence("rounding and its inputs' error");
   } else if (stats_in_.stats && stats_out_.stats && stats_out_.stats_rel > kStatsRelTolerance &&
              stats_in_.stats_rel < 0.01) {

@@ -114,6 +114,9 @@ class DivergenceFinder {
     std::string bad_key;  ///< the first output judged No
     /// That output's relative error is within what rounding and its inputs' error allow.
     bool bad_within_rounding = false;
+    /// An integer input (indices, positions) differs: the output's error cannot be weighed
+    /// against the inputs' relative error, so it is not blamed for error growth.
+    bool discrete_input_bad = false;
     double in_rel = 0;  ///< the inputs' largest relative error
     /// The output furthest beyond its allowance, by how much, and the lowest error ratio.
     double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;

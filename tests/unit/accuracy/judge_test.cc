@@ -13,6 +13,7 @@
 namespace portkit::accuracy {
 namespace {
 using testing::F32;
+using testing::I64;
 using testing::TestOp;
 using testing::TestTensor;
 
@@ -316,6 +317,25 @@ TEST_F(JudgeTest, AReductionOfCoarserInputsMayAccumulateInTheirType) {
     auto r = CompareDumps({ref}, {tgt});
     EXPECT_EQ(r.first_divergence.has_value(), noise > 0) << noise << ": " << r.first_divergence_evidence;
   }
+}
+
+TEST_F(JudgeTest, AnOperatorFedOtherIndicesIsNotBlamedForErrorGrowth) {
+  // An embedding whose weight is identical and whose positions differ (a float position of
+  // 2.9999998 truncated to 2 upstream): its output differs wholly, but that is no growth of a
+  // relative input error. Without replay it is the start of drift, not a culprit.
+  std::vector<float> w = Normal(64, 5);  // 16 rows of 4
+  std::vector<int64_t> pos = {0, 1, 2, 3, 4, 5, 6, 7}, other = {0, 1, 1, 3, 4, 4, 6, 7};
+  auto lookup = [&](const std::vector<int64_t>& p) {
+    std::vector<float> y;
+    for (int64_t r : p)
+      for (int c = 0; c < 4; ++c) y.push_back(w[static_cast<size_t>(r) * 4 + c]);
+    return y;
+  };
+  TestOp ref{"aten::embedding", "forward", {F32("input.0", w), I64("input.1", pos), F32("output.0", lookup(pos))}};
+  TestOp tgt{"aten::embedding", "forward", {F32("input.0", w), I64("input.1", other), F32("output.0", lookup(other))}};
+  auto r = CompareDumps({ref}, {tgt});
+  EXPECT_FALSE(r.first_divergence.has_value()) << r.first_divergence_evidence;
+  EXPECT_EQ(r.divergence_state, DivergenceState::kDrift);
 }
 
 }  // namespace
