@@ -194,6 +194,35 @@ bool Normalisation(const std::string& op) {
   return op.find("norm") != std::string::npos && op.find("backward") == std::string::npos;
 }
 
+/// Every pair of operands of a product: T = √(numel(x)·numel(y) / numel(out)) products per output
+/// element, √T · rms(x) · rms(y) / rms(out). With a `gradient` (a backward operator's first
+/// argument) only the pairs that hold it.
+double PairAmplification(const std::vector<const JudgedTensor*>& in, const JudgedTensor* gradient,
+                         const JudgedTensor& output) {
+  double a = 1;
+  for (size_t i = 0; i < in.size(); ++i)
+    for (size_t j = i + 1; j < in.size(); ++j) {
+      if (gradient && in[i] != gradient && in[j] != gradient) continue;
+      const double terms = std::max(1.0, std::sqrt(in[i]->numel * in[j]->numel / output.numel));
+      a = std::max(a, std::sqrt(terms) * in[i]->rms * in[j]->rms / output.rms);
+    }
+  return a;
+}
+
+/// A normalisation of x: rms / spread of the whole tensor, and each group (a channel, a row) is
+/// normalised by its own spread: the narrowest one, 1 / the largest saved 1/σ (output 2 of
+/// native_batch_norm, native_layer_norm, native_group_norm), sets how far an absolute error in x
+/// grows (a channel of σ 0.003 in activations of rms 0.7).
+double NormalisationAmplification(const std::vector<JudgedTensor>& tensors, const JudgedTensor& x) {
+  double a = 1;
+  const double spread = std::sqrt(std::max(0.0, x.rms * x.rms - x.mean * x.mean));
+  if (spread > 0) a = std::max(a, x.rms / spread);
+  for (const auto& t : tensors)
+    if (t.output && !t.replay && t.key == "output.2" && t.compared && t.numel > 0 && std::isfinite(t.max_magnitude))
+      a = std::max(a, x.rms * t.max_magnitude);
+  return a;
+}
+
 }  // namespace
 
 double Amplification(const std::string& op, const std::vector<JudgedTensor>& tensors, const JudgedTensor& output,
@@ -229,29 +258,11 @@ double Amplification(const std::string& op, const std::vector<JudgedTensor>& ten
     // units than the output (a weight of 0.02 against a gradient of 1e-11).
     a = std::max(a, std::sqrt(reduced) * summed.rms / output.rms);
   }
-  if (Contraction(op) && in.size() >= 2) {
-    // Every pair of operands: T = √(numel(x)·numel(y) / numel(out)) products per output element.
-    for (size_t i = 0; i < in.size(); ++i)
-      for (size_t j = i + 1; j < in.size(); ++j) {
-        if (gradient && in[i] != gradient && in[j] != gradient) continue;
-        const double terms = std::max(1.0, std::sqrt(in[i]->numel * in[j]->numel / output.numel));
-        a = std::max(a, std::sqrt(terms) * in[i]->rms * in[j]->rms / output.rms);
-      }
-  }
+  if (Contraction(op)) a = std::max(a, PairAmplification(in, gradient, output));
   // An input holding inf (a -inf attention mask) has no finite range to go by.
   if (input_error && Exponential(op) && std::isfinite(in.front()->max_magnitude))
     a = std::max(a, 1 + in.front()->max_magnitude);
-  if (Normalisation(op)) {
-    const JudgedTensor& x = *in.front();
-    const double spread = std::sqrt(std::max(0.0, x.rms * x.rms - x.mean * x.mean));
-    if (spread > 0) a = std::max(a, x.rms / spread);
-    // Each group (a channel, a row) is normalised by its own spread: the narrowest one, 1 / the
-    // largest saved 1/σ (output 2 of native_batch_norm, native_layer_norm, native_group_norm),
-    // sets how far an absolute error in x grows (a channel of σ 0.003 in activations of rms 0.7).
-    for (const auto& t : tensors)
-      if (t.output && !t.replay && t.key == "output.2" && t.compared && t.numel > 0 && std::isfinite(t.max_magnitude))
-        a = std::max(a, x.rms * t.max_magnitude);
-  }
+  if (Normalisation(op)) a = std::max(a, NormalisationAmplification(tensors, *in.front()));
   return std::isfinite(a) ? a : INFINITY;
 }
 

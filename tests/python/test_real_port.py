@@ -333,6 +333,7 @@ def test_real_port(tmp_path, portkit):
     planted = {}  # (precision, phase, size) -> {"replay": [hits, n], "plain": [hits, wrong, n]}
     small = {"replay": [0, 0], "plain": [0, 0, 0]}
     notes, misses = [], []
+    per_model = {}  # name -> [healthy false culprits, planted hits with replay, cases, named, wrong without]
     per_site = int(os.environ.get("PORTKIT_REAL_PORT_SITES", "1"))
     for name in models():
         try:
@@ -356,6 +357,7 @@ def test_real_port(tmp_path, portkit):
                 report = compare(portkit, ref, tgt, base / ("healthy_cmp_" + mode))
                 got = report["first_divergence"]
                 healthy[precision][mode][0] += got is not None
+                per_model.setdefault(name, [0, 0, 0, 0, 0])[0] += got is not None
                 healthy[precision][mode][1] += 1
                 if got is not None:
                     misses.append("healthy %s %s %s: named %s #%d (%s: %s)" % (
@@ -379,11 +381,18 @@ def test_real_port(tmp_path, portkit):
                         plain = without_replay(rep, base / (tag + "_plain"))
                         cell = planted.setdefault((precision, phase, size), {"replay": [0, 0], "plain": [0, 0, 0]})
                         counted = [cell] + ([small] if name in LAYER_SCALE else [])
+                        mine = per_model.setdefault(name, [0, 0, 0, 0, 0])
                         for mode, tgt in (("plain", plain), ("replay", rep)):
                             report = compare(portkit, ref, tgt, base / (tag + "_cmp_" + mode))
                             got = report["first_divergence"]
                             hit = got is not None and got["index"] == dev.planted_index
                             wrong = got is not None and not hit
+                            if mode == "replay":
+                                mine[1] += hit
+                                mine[2] += 1
+                            else:
+                                mine[3] += hit
+                                mine[4] += wrong
                             for c in counted:
                                 c[mode][0] += hit
                                 if mode == "plain":
@@ -415,6 +424,9 @@ def test_real_port(tmp_path, portkit):
         tot["plain"][1], tot["plain"][2]))
     lines.append("  layer-scale 1e-6 models: with replay %d/%d, without replay named %d wrong %d of %d" % (
         small["replay"][0], small["replay"][1], small["plain"][0], small["plain"][1], small["plain"][2]))
+    for name, (false, hits, cases, right, wrong) in per_model.items():
+        lines.append("  %-13s healthy false culprits %d; planted named with replay %d/%d, without replay "
+                     "named %d wrong %d" % (name, false, hits, cases, right, wrong))
     lines += ["  note: " + n for n in notes]
     lines += ["  miss: " + m for m in misses]
     text = "\n".join(lines)
