@@ -5,7 +5,9 @@ The reference is an fp32 run; the target is the same step
 - on "another device": fp32, the floating outputs of every operator that computes multiplied by
   (1 + 1e-7·randn), one ulp (creating, moving, casting and selecting operators are exact anywhere),
 and, in the planted cases, one operator's output (forward or backward) gets noise of 1e-2 or 1e-1 of
-its RMS (the device's kernel for it is wrong, also when the dumper replays it). Each target is
+its RMS (the device's kernel for it is wrong, also when the dumper replays it; a fault the output's
+type cannot hold, such as 1e-9 of noise on fp16 gradients below its subnormal spacing, is listed and
+not counted). Each target is
 dumped with replay against the reference, and compared with replay and without (the same dump with
 the replayed outputs left out). A layer-scale model (1e-6, as ConvNeXt, CaiT and DeiT-III use) has
 faults in its small gradients.
