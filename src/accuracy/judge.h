@@ -18,6 +18,15 @@ constexpr double kStatsRelTolerance = 0.1;
 /// Unit roundoff of a floating type (half its machine epsilon); 0 for other types.
 double UnitRoundoff(DType t);
 
+/// Half the smallest subnormal of a floating type (the absolute error of rounding a value below its
+/// normal range: 2^-25 for fp16); 0 for other types.
+double SubnormalRounding(DType t);
+
+/// The relative error one rounding to `t` makes in a tensor of root mean square `rms`: the unit
+/// roundoff, and the subnormal spacing's share of `rms` (fp16 gradients of 1e-6 lie below fp16's
+/// normal range, 6.1e-5, where the spacing is absolute).
+double Rounding(DType t, double rms);
+
 /// Three significant digits, for messages.
 std::string Brief(double v);
 
@@ -103,7 +112,12 @@ class DivergenceFinder {
   struct OpSummary {
     bool output_bad = false, output_nonfinite = false, inputs_seen = false, inputs_exact = true, inputs_ok = true;
     std::string bad_key;  ///< the first output judged No
-    double in_rel = 0;    ///< the inputs' largest relative error
+    /// That output's relative error is within what rounding and its inputs' error allow.
+    bool bad_within_rounding = false;
+    /// An integer input (indices, positions) differs: the output's error cannot be weighed
+    /// against the inputs' relative error, so it is not blamed for error growth.
+    bool discrete_input_bad = false;
+    double in_rel = 0;  ///< the inputs' largest relative error
     /// The output furthest beyond its allowance, by how much, and the lowest error ratio.
     double excess = 0, worst_rel = 0, worst_allowed = 0, worst_ratio = 1;
     std::string worst_key, ratio_key;

@@ -2,9 +2,12 @@
 
 The reference is an fp32 run; the target is the same step
 - under bf16 or fp16 autocast (CPU), or
-- on "another device": fp32, every operator's floating outputs multiplied by (1 + 1e-7·randn), one ulp,
+- on "another device": fp32, the floating outputs of every operator that computes multiplied by
+  (1 + 1e-7·randn), one ulp (creating, moving, casting and selecting operators are exact anywhere),
 and, in the planted cases, one operator's output (forward or backward) gets noise of 1e-2 or 1e-1 of
-its RMS (the device's kernel for it is wrong, also when the dumper replays it). Each target is
+its RMS (the device's kernel for it is wrong, also when the dumper replays it; a fault the output's
+type cannot hold, such as 1e-9 of noise on fp16 gradients below its subnormal spacing, is listed and
+not counted). Each target is
 dumped with replay against the reference, and compared with replay and without (the same dump with
 the replayed outputs left out). A layer-scale model (1e-6, as ConvNeXt, CaiT and DeiT-III use) has
 faults in its small gradients.
@@ -16,8 +19,8 @@ any other. The tables are printed (pytest -s) and appended to $PORTKIT_FAULT_REP
 
 The always-run part uses hand-written models only. `PORTKIT_REAL_PORT_MODELS=all` adds real
 architectures built from packages with random weights (torchvision's ResNet, MobileNetV3, ConvNeXt,
-ViT; transformers' BERT, GPT-2 and LLaMA from small configs); each skips cleanly when its package is
-absent. Nothing is downloaded.
+ViT, EfficientNet; transformers' BERT, GPT-2, LLaMA and OPT from small configs); each skips cleanly
+when its package is absent. Nothing is downloaded.
 """
 import os
 import shutil
@@ -85,6 +88,12 @@ def _vit():
                              num_classes=10).train()
 
 
+def _efficientnet():
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.25)
+    return EfficientNet(setting, dropout=0.0, stochastic_depth_prob=0.0, num_classes=10, last_channel=last).train()
+
+
 class _HF(torch.nn.Module):
     """A transformers model from a small config; the step's loss is its logits' (or hidden states')."""
 
@@ -94,12 +103,18 @@ class _HF(torch.nn.Module):
         small = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=32)
         if kind == "bert":
-            self.m = transformers.BertModel(transformers.BertConfig(**small, hidden_dropout_prob=0.0,
-                                                                    attention_probs_dropout_prob=0.0))
+            # With its masked-LM head: the encoder's last hidden states are layer-normed with unit
+            # weights, so their mean square is 1 whatever the input and its gradient pure rounding.
+            self.m = transformers.BertForMaskedLM(transformers.BertConfig(**small, hidden_dropout_prob=0.0,
+                                                                          attention_probs_dropout_prob=0.0))
         elif kind == "gpt2":
             self.m = transformers.GPT2LMHeadModel(transformers.GPT2Config(
                 vocab_size=64, n_embd=32, n_layer=2, n_head=2, n_positions=32, resid_pdrop=0.0, embd_pdrop=0.0,
                 attn_pdrop=0.0))
+        elif kind == "opt":
+            self.m = transformers.OPTForCausalLM(transformers.OPTConfig(
+                vocab_size=64, hidden_size=32, num_hidden_layers=2, ffn_dim=64, num_attention_heads=2,
+                max_position_embeddings=32, word_embed_proj_dim=32, dropout=0.0, attention_dropout=0.0))
         else:
             self.m = transformers.LlamaForCausalLM(transformers.LlamaConfig(**small, num_key_value_heads=1))
         self.m.config.use_cache = False
@@ -134,6 +149,8 @@ REAL = {
     "bert": (lambda: _HF("bert"), _ids),
     "gpt2": (lambda: _HF("gpt2"), _ids),
     "llama": (lambda: _HF("llama"), _ids),
+    "efficientnet": (_tv(_efficientnet), _images),
+    "opt": (lambda: _HF("opt"), _ids),
 }
 # Models whose gradients are small (layer scale 1e-6): their planted faults are also counted apart.
 LAYER_SCALE = {"layer_scale", "convnext"}
@@ -173,9 +190,24 @@ def step(model, x, precision):
 
 # -- the target device ------------------------------------------------------------------------------
 
+# Operators that compute nothing (create constants, move, copy, cast, select elements): their
+# results are exact on every device, so the ulp device leaves them alone. Perturbing them would
+# change what the model computes rather than how it rounds (a mask built with torch.ones that
+# is no longer all ones makes transformers pass an attention mask of -3e31·1e-7 that the reference
+# never had).
+EXACT_OPS = frozenset("""
+    empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like new_ones
+    full full_like new_full fill zero scalar_tensor arange lift_fresh lift_fresh_copy copy copy_ _to_copy
+    clone contiguous cat stack index index_select gather scatter masked_fill where embedding slice select
+    permute transpose t expand view _unsafe_view reshape squeeze unsqueeze split split_with_sizes chunk unbind
+    detach alias flip roll repeat tril triu constant_pad_nd relu threshold max min maximum minimum clamp
+    max_pool2d_with_indices select_backward slice_backward embedding_dense_backward threshold_backward
+    """.split())
+
+
 class Device(TorchDispatchMode):
-    """The target's device under the dumper: with `ulp`, every operator's floating outputs times
-    (1 + 1e-7·randn) (another vendor's fp32 kernels); with a `site` (op, phase, occurrence), that
+    """The target's device under the dumper: with `ulp`, the floating outputs of every operator
+    that computes (not those of EXACT_OPS) times (1 + 1e-7·randn) (another vendor's fp32 kernels); with a `site` (op, phase, occurrence), that
     call's first output gets `size` × its RMS of noise, in the live run and in the dumper's replay
     of it (the device's kernel is wrong). The dumper's own bookkeeping operators and the replay's
     baseline (the reference precision's kernel) pass through untouched."""
@@ -193,6 +225,8 @@ class Device(TorchDispatchMode):
         return (torch.randn(t.shape, generator=gen) * scale).to(t.dtype)
 
     def _perturb(self, func, out):
+        if func.overloadpacket.__name__.rstrip("_") in EXACT_OPS:
+            return
         rets = func._schema.returns
         if any(r.alias_info is not None and not r.alias_info.is_write for r in rets):
             return  # a view: its values are its input's
@@ -200,7 +234,10 @@ class Device(TorchDispatchMode):
         with torch.no_grad():
             for t in flat:
                 if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.numel() and t.layout == torch.strided:
-                    t.mul_(1 + self._noise(t, 1e-7, self.gen))
+                    # A rounding error never takes a finite result past the largest float (a
+                    # mask of -3.4e38 stays finite).
+                    noisy = t * (1 + self._noise(t, 1e-7, self.gen))
+                    t.copy_(torch.where(torch.isfinite(noisy), noisy, t))
 
     def _plant(self, out):
         first = out[0] if isinstance(out, (tuple, list)) else out
@@ -211,8 +248,12 @@ class Device(TorchDispatchMode):
         if rms == 0.0:
             return False
         with torch.no_grad():
+            before = first.float().clone()
             first.add_(self._noise(first.float(), self.size * rms, torch.Generator().manual_seed(1234)).to(first.dtype))
-        return True
+            # The fault is there only when the output's type can hold it: fp16 gradients of 1e-8 lie
+            # below its subnormal spacing (6e-8), and noise of 1e-9 added to them rounds away.
+            change = (first.float() - before)[torch.isfinite(before)]
+            return bool(change.pow(2).mean().sqrt() >= 0.5 * self.size * rms)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -294,6 +335,7 @@ def test_real_port(tmp_path, portkit):
     planted = {}  # (precision, phase, size) -> {"replay": [hits, n], "plain": [hits, wrong, n]}
     small = {"replay": [0, 0], "plain": [0, 0, 0]}
     notes, misses = [], []
+    per_model = {}  # name -> [healthy false culprits, planted hits with replay, cases, named, wrong without]
     per_site = int(os.environ.get("PORTKIT_REAL_PORT_SITES", "1"))
     for name in models():
         try:
@@ -317,6 +359,7 @@ def test_real_port(tmp_path, portkit):
                 report = compare(portkit, ref, tgt, base / ("healthy_cmp_" + mode))
                 got = report["first_divergence"]
                 healthy[precision][mode][0] += got is not None
+                per_model.setdefault(name, [0, 0, 0, 0, 0])[0] += got is not None
                 healthy[precision][mode][1] += 1
                 if got is not None:
                     misses.append("healthy %s %s %s: named %s #%d (%s: %s)" % (
@@ -334,15 +377,24 @@ def test_real_port(tmp_path, portkit):
                         rep = run_target(base / (tag + "_rep"), name, autocast, dev, reference=ref)
                         if not dev.changed:
                             shutil.rmtree(str(base / (tag + "_rep")))
+                            notes.append("%s %s: not planted (the output's type cannot hold the noise, or the "
+                                         "operator never ran)" % (name, tag))
                             continue
                         plain = without_replay(rep, base / (tag + "_plain"))
                         cell = planted.setdefault((precision, phase, size), {"replay": [0, 0], "plain": [0, 0, 0]})
                         counted = [cell] + ([small] if name in LAYER_SCALE else [])
+                        mine = per_model.setdefault(name, [0, 0, 0, 0, 0])
                         for mode, tgt in (("plain", plain), ("replay", rep)):
                             report = compare(portkit, ref, tgt, base / (tag + "_cmp_" + mode))
                             got = report["first_divergence"]
                             hit = got is not None and got["index"] == dev.planted_index
                             wrong = got is not None and not hit
+                            if mode == "replay":
+                                mine[1] += hit
+                                mine[2] += 1
+                            else:
+                                mine[3] += hit
+                                mine[4] += wrong
                             for c in counted:
                                 c[mode][0] += hit
                                 if mode == "plain":
@@ -374,6 +426,9 @@ def test_real_port(tmp_path, portkit):
         tot["plain"][1], tot["plain"][2]))
     lines.append("  layer-scale 1e-6 models: with replay %d/%d, without replay named %d wrong %d of %d" % (
         small["replay"][0], small["replay"][1], small["plain"][0], small["plain"][1], small["plain"][2]))
+    for name, (false, hits, cases, right, wrong) in per_model.items():
+        lines.append("  %-13s healthy false culprits %d; planted named with replay %d/%d, without replay "
+                     "named %d wrong %d" % (name, false, hits, cases, right, wrong))
     lines += ["  note: " + n for n in notes]
     lines += ["  miss: " + m for m in misses]
     text = "\n".join(lines)

@@ -13,6 +13,7 @@
 namespace portkit::accuracy {
 namespace {
 using testing::F32;
+using testing::I64;
 using testing::TestOp;
 using testing::TestTensor;
 
@@ -203,6 +204,138 @@ TEST_F(JudgeTest, AmplificationOfACancellingSumIsItsConditioning) {
   EXPECT_NEAR(Amplification("mm", {a, b, c}, c), 1, 1e-9);
   c.rms = 0.08;
   EXPECT_NEAR(Amplification("mm", {a, b, c}, c), 100, 1e-9);
+}
+
+TEST_F(JudgeTest, AProductIsNotASumOfItsLargestOperand) {
+  // A weight gradient in the backward pass: mm(grad [32,16] of rms 1.6e-10, activation [16,64] of
+  // rms 0.02) → [32,64] of rms 1.9e-12 (cancelling). The output has fewer elements than the
+  // activation, but it is a product of both, in the gradient's units: only the pair rule applies
+  // (√T · 1.6e-10 · 0.02 / 1.9e-12 ≈ 9.5 with T = √(512·2048/1024) = 32 terms), not the sum of the
+  // activation's elements, √(2048/1024) · 0.02 / 1.9e-12 ≈ 1.5e10.
+  JudgedTensor g, w, out;
+  g.compared = w.compared = true, g.reference = w.reference = DType::kF32;
+  g.numel = 512, g.rms = 1.6e-10, w.numel = 2048, w.rms = 0.02;
+  out.compared = true, out.output = true, out.reference = DType::kF32, out.numel = 1024, out.rms = 1.9e-12;
+  const double pair = std::sqrt(32.0) * 1.6e-10 * 0.02 / 1.9e-12;
+  EXPECT_NEAR(Amplification("mm", {g, w, out}, out), pair, 1e-6 * pair);
+  // A backward operator's output that sums its largest input (a bias gradient) keeps that rule.
+  JudgedTensor go = w, bias = out;
+  go.rms = 1, bias.numel = 16, bias.rms = 0.1;
+  EXPECT_NEAR(Amplification("convolution_backward", {go, bias}, bias), std::sqrt(128.0) * 1 / 0.1, 1e-9);
+}
+
+TEST_F(JudgeTest, ABackwardOperatorsTermsAreItsIncomingGradientTimesAnOperand) {
+  // native_layer_norm_backward(grad 1e-5, x 0.03, mean, rstd 34, weight 1, bias): the output is
+  // linear in the gradient. The pair (rstd, weight), 34 · 1 against an output of 2e-4, is not a
+  // term of it and would allow 1.5e5 times the rounding.
+  auto tensor = [](const char* key, double numel, double rms) {
+    JudgedTensor t;
+    t.key = key, t.compared = true, t.reference = DType::kF32, t.numel = numel, t.rms = rms;
+    return t;
+  };
+  JudgedTensor g = tensor("input.0", 512, 6.9e-6), x = tensor("input.1", 512, 0.03), rstd = tensor("input.3", 16, 33.8),
+               w = tensor("input.4", 32, 1), out = tensor("output.0", 512, 2.2e-4);
+  out.output = true;
+  const double a = Amplification("native_layer_norm_backward", {g, x, rstd, w, out}, out);
+  // The largest term with the gradient: (g, x) with √(512·512/512) terms.
+  const double gx = std::sqrt(std::sqrt(512.0)) * 6.9e-6 * 0.03 / 2.2e-4;
+  const double grstd = std::sqrt(4.0) * 6.9e-6 * 33.8 / 2.2e-4;
+  EXPECT_NEAR(a, std::max({1.0, gx, grstd}), 1e-9);
+  EXPECT_LT(a, 10);
+}
+
+TEST_F(JudgeTest, RoundingBelowTheNormalRangeIsAbsolute) {
+  // fp16 values of rms 3.2e-6 lie below fp16's normal range (6.1e-5): the spacing there is 2^-24,
+  // half of which is 2^-25 / 3.2e-6 ≈ 9.3e-3 of the rms, far more than the unit roundoff 2^-11.
+  EXPECT_NEAR(Rounding(DType::kF16, 3.2e-6), 0x1p-11 + 0x1p-25 / 3.2e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(Rounding(DType::kF16, 0), 0x1p-11);
+  EXPECT_NEAR(Rounding(DType::kF32, 1), 0x1p-24, 1e-20);
+  EXPECT_EQ(SubnormalRounding(DType::kI32), 0);
+}
+
+TEST_F(JudgeTest, ANormalisationIsConditionedByItsNarrowestGroup) {
+  // native_batch_norm of x (rms 0.7, spread 0.7 over the whole tensor) whose narrowest channel
+  // has σ 0.003: saved 1/σ up to 316. An absolute error in x grows by 0.7 · 316 there.
+  JudgedTensor x, out, mean, invstd;
+  x.key = "input.0", x.compared = true, x.reference = DType::kF32, x.numel = 1024, x.rms = 0.7;
+  out.key = "output.0", out.output = true, out.compared = true, out.reference = DType::kF32;
+  out.numel = 1024, out.rms = 1;
+  mean = out, mean.key = "output.1", mean.numel = 8, mean.rms = 0.1;
+  invstd = mean, invstd.key = "output.2", invstd.rms = 50, invstd.max_magnitude = 316;
+  EXPECT_NEAR(Amplification("native_batch_norm", {x, out, mean, invstd}, invstd), 0.7 * 316, 1e-9);
+  // Without saved statistics (eval mode, empty outputs) the whole tensor's spread decides.
+  invstd.numel = 0, invstd.compared = false;
+  EXPECT_NEAR(Amplification("native_batch_norm", {x, out, mean, invstd}, out), 1, 1e-9);
+}
+
+TEST_F(JudgeTest, AOneUlpDifferenceInAHugeMaskIsNotACulprit) {
+  // A causal mask of -3.4e38 (min float) built by `mul_` from identical inputs, one ulp apart in
+  // the target: its absolute error (1e31) makes the row No, but its relative error is one
+  // rounding, so the operator is not named.
+  std::vector<float> mask(64), bad(64), keep(64);
+  for (size_t e = 0; e < mask.size(); ++e) {
+    keep[e] = e % 3 ? 1.0f : 0.0f;
+    mask[e] = -3.4028234e38f * keep[e];
+    bad[e] = e % 2 ? std::nextafter(mask[e], 0.0f) : mask[e];
+  }
+  std::vector<float> m(64, -3.4028234e38f);
+  TestOp ref{"aten::mul_", "forward", {F32("input.0", m), F32("input.1", keep), F32("output.0", mask)}};
+  TestOp tgt{"aten::mul_", "forward", {F32("input.0", m), F32("input.1", keep), F32("output.0", bad)}};
+  auto r = CompareDumps({ref}, {tgt});
+  bool row_no = false;
+  for (const auto& row : r.rows) row_no = row_no || (row.output && row.verdict == Verdict::kNo);
+  EXPECT_TRUE(row_no);
+  EXPECT_FALSE(r.first_divergence.has_value()) << r.first_divergence_evidence;
+}
+
+TEST_F(JudgeTest, AReductionOfCoarserInputsMayAccumulateInTheirType) {
+  // sum over rows of 16 of a bf16 input into an fp32 output (a norm's weight gradient under
+  // autocast): a kernel keeping its sums in bf16 differs from the fp32 baseline on the same inputs
+  // by about a bf16 rounding. That is allowed; a wrong kernel (10 % of the RMS) is still named.
+  std::vector<float> x = Normal(512, 3), q(512);
+  for (size_t e = 0; e < x.size(); ++e) q[e] = RoundBf16(x[e]);
+  auto sums = [&](bool bf16_accumulation, double noise) {
+    std::vector<float> y(32);
+    auto n = Normal(32, 99);
+    for (size_t r = 0; r < 32; ++r) {
+      float s = 0;
+      for (size_t c = 0; c < 16; ++c) s += q[r * 16 + c];
+      y[r] = static_cast<float>((bf16_accumulation ? RoundBf16(s) : s) + noise * 4 * n[r]);
+    }
+    return y;
+  };
+  std::vector<float> exact(32);
+  for (size_t r = 0; r < 32; ++r)
+    for (size_t c = 0; c < 16; ++c) exact[r] += x[r * 16 + c];
+  for (double noise : {0.0, 0.1}) {
+    TestOp ref{"aten::sum", "forward", {F32("input.0", x), F32("output.0", exact)}};
+    TestOp tgt{"aten::sum",
+               "forward",
+               {Bf16("input.0", x), F32("output.0", sums(true, noise)), F32("replay.output.0", sums(true, noise)),
+                F32("replay.baseline.output.0", sums(false, 0))}};
+    tgt.replay = "{\"status\": \"ok\", \"reference_index\": 0}";
+    auto r = CompareDumps({ref}, {tgt});
+    EXPECT_EQ(r.first_divergence.has_value(), noise > 0) << noise << ": " << r.first_divergence_evidence;
+  }
+}
+
+TEST_F(JudgeTest, AnOperatorFedOtherIndicesIsNotBlamedForErrorGrowth) {
+  // An embedding whose weight is identical and whose positions differ (a float position of
+  // 2.9999998 truncated to 2 upstream): its output differs wholly, but that is no growth of a
+  // relative input error. Without replay it is the start of drift, not a culprit.
+  std::vector<float> w = Normal(64, 5);  // 16 rows of 4
+  std::vector<int64_t> pos = {0, 1, 2, 3, 4, 5, 6, 7}, other = {0, 1, 1, 3, 4, 4, 6, 7};
+  auto lookup = [&](const std::vector<int64_t>& p) {
+    std::vector<float> y;
+    for (int64_t r : p)
+      for (int c = 0; c < 4; ++c) y.push_back(w[static_cast<size_t>(r) * 4 + c]);
+    return y;
+  };
+  TestOp ref{"aten::embedding", "forward", {F32("input.0", w), I64("input.1", pos), F32("output.0", lookup(pos))}};
+  TestOp tgt{"aten::embedding", "forward", {F32("input.0", w), I64("input.1", other), F32("output.0", lookup(other))}};
+  auto r = CompareDumps({ref}, {tgt});
+  EXPECT_FALSE(r.first_divergence.has_value()) << r.first_divergence_evidence;
+  EXPECT_EQ(r.divergence_state, DivergenceState::kDrift);
 }
 
 }  // namespace
