@@ -12,8 +12,14 @@ sets), grouped by thread count as the tuner measures. Prints a table (medians, e
 against the best peer) and the checks: every plan at least 0.97x the best peer, and the geomean
 of eager/ours at least 1.3x.
 
-    PYTHONPATH=python python bench/tune_zoo_peers.py [--only resnet18,bert] [--rounds 15]
+    PYTHONPATH=python python bench/tune_zoo_peers.py [--only resnet18,bert] [--rounds 15] [--size 224]
         [--time-budget 120] [--no-compile]
+
+Models: torchvision's resnet18, mobilenet_v3_small, efficientnet_b0, regnet_y_400mf,
+shufflenet_v2_x1_0, convnext_tiny, densenet121, vit_b_16 (batch 1, SIZE x SIZE) and
+ssdlite320_mobilenet_v3_large (detection); transformers' BERT (encoder), GPT-2 (decoder) and BART
+(encoder-decoder), 4 layers (BART 2 + 2) of width 256, 4 heads, FFN 1024, SIZE/2 tokens, returning
+the last hidden state.
 
 Needs torchvision and transformers for their models (a model whose package is absent is left
 out, and said so) and onnxruntime for the ONNX Runtime column.
@@ -40,19 +46,20 @@ from portkit.tune.measure import measure_interleaved, paired_ratio, thread_switc
 PEERS = ("optimize_for_inference", "torch.compile", "onnxruntime")
 
 
-def _tv(name, size=224, **kw):
-    def make():
+def _tv(name, **kw):
+    def make(size):
         import torchvision
 
-        return getattr(torchvision.models, name)(weights=None, **kw), (torch.randn(1, 3, size, size),)
+        extra = {"image_size": size} if name.startswith("vit") else {}
+        return getattr(torchvision.models, name)(weights=None, **kw, **extra), (torch.randn(1, 3, size, size),)
     return make
 
 
-def _detection():
+def _detection(size):
     import torchvision
 
     model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
-    return model, ([torch.rand(3, 320, 320)],)
+    return model, ([torch.rand(3, size, size)],)  # resized to 320x320 by the model's own transform
 
 
 class HiddenStates(torch.nn.Module):
@@ -68,10 +75,11 @@ class HiddenStates(torch.nn.Module):
         return self.model(input_ids=ids).last_hidden_state
 
 
-def _hf(kind, seq=128):
-    def make():
+def _hf(kind):
+    def make(seq):
         import transformers
 
+        seq = max(8, seq // 2)  # --size pixels -> --size/2 tokens
         ids = torch.randint(0, 1000, (1, seq), generator=torch.Generator().manual_seed(0))
         if kind == "bert":
             cfg = transformers.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4,
@@ -89,19 +97,20 @@ def _hf(kind, seq=128):
 
 ZOO = {
     "resnet18": ("torchvision", _tv("resnet18")),
-    "resnet50": ("torchvision", _tv("resnet50")),
     "mobilenet_v3_small": ("torchvision", _tv("mobilenet_v3_small")),
     "efficientnet_b0": ("torchvision", _tv("efficientnet_b0")),
     "regnet_y_400mf": ("torchvision", _tv("regnet_y_400mf")),
     "shufflenet_v2_x1_0": ("torchvision", _tv("shufflenet_v2_x1_0")),
-    "convnext_tiny": ("torchvision", _tv("convnext_tiny", size=128)),
-    "densenet121": ("torchvision", _tv("densenet121", size=128)),
-    "vit_b_16": ("torchvision", _tv("vit_b_16", size=112, image_size=112)),
+    "convnext_tiny": ("torchvision", _tv("convnext_tiny")),
+    "densenet121": ("torchvision", _tv("densenet121")),
+    "vit_b_16": ("torchvision", _tv("vit_b_16")),
     "ssdlite320": ("torchvision", _detection),
     "bert": ("transformers", _hf("bert")),
     "gpt2": ("transformers", _hf("gpt2")),
-    "bart": ("transformers", _hf("bart", seq=64)),
+    "bart": ("transformers", _hf("bart")),
 }
+#: Not in the default list (bench/tune_resnet50_cost.py measures its tuning cost): --only resnet50.
+EXTRA = {"resnet50": ("torchvision", _tv("resnet50"))}
 
 
 def _randomise_bn(model):
@@ -159,7 +168,7 @@ def run_model(name, make, args, default_threads, use_compile):
     def say(msg):
         print("  %s: %s" % (name, msg), flush=True)
     torch.manual_seed(0)
-    model, inputs = make()
+    model, inputs = make(args.size)
     model = _randomise_bn(model).eval()
     with torch.no_grad():
         want = model(*inputs)
@@ -214,6 +223,8 @@ def main():
     ap.add_argument("--only", default=",".join(ZOO))
     ap.add_argument("--skip", default="")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--size", type=int, default=224,
+                    help="image side (ViT: its image_size); transformers models get size/2 tokens")
     ap.add_argument("--time-budget", type=float, default=sgat.DEFAULT_TIME_BUDGET_S,
                     help="optimize's time_budget per model, seconds (0: none)")
     ap.add_argument("--no-compile", action="store_true")
@@ -229,7 +240,7 @@ def main():
     for name in args.only.split(","):
         if name in skip:
             continue
-        package, make = ZOO[name]
+        package, make = ZOO[name] if name in ZOO else EXTRA[name]
         try:
             __import__(package)
         except ImportError:
