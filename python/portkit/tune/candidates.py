@@ -13,6 +13,7 @@ algebra (conv-bn folding); the tuner checks every candidate's outputs against ea
 one that differs.
 """
 import copy
+import io
 
 import torch
 
@@ -220,6 +221,39 @@ def prepare_opat(module, inputs):
     return script_or_trace(m, inputs)
 
 
+def prepare_onnxruntime(module, inputs, options=None, threads=None, deadline=None):
+    """The subgraph exported to ONNX and run by ONNX Runtime at ``threads`` intra-op threads (None:
+    torch's count now): with ``options`` (from a plan or the bank) as given, else the fastest of
+    ort.SUBGRAPH_SETTINGS and the transformer fusions that apply, timed here (portkit.tune.ort)."""
+    from . import ort
+    from .measure import measure_interleaved
+    from .sgat import outputs_match
+
+    if not ort.available():
+        raise ValueError("onnxruntime is not installed")
+    with torch.no_grad():
+        ref = module(*inputs)
+    if not flat_tensors(ref):
+        raise ValueError("the subgraph's output is not a tensor or a flat tuple of tensors")
+    graph = ort.export(module, inputs)
+    threads = int(threads or torch.get_num_threads())
+    if options:
+        return ort.rebuild(graph, dict(options, intra_op_num_threads=threads))
+
+    def time_runs(runs):
+        return measure_interleaved(runs, rounds=5, warmup=1, min_sample_s=0.001, deadline=deadline)
+
+    best, _ = ort.search(graph, inputs, ref, threads, outputs_match, time_runs, settings=ort.SUBGRAPH_SETTINGS)
+    return best
+
+
+def flat_tensors(out):
+    """Whether ``out`` is a tensor or a tuple of tensors (what an ONNX Runtime session returns)."""
+    if isinstance(out, torch.Tensor):
+        return True
+    return isinstance(out, tuple) and len(out) > 1 and all(isinstance(o, torch.Tensor) for o in out)
+
+
 def finish_none(ts):
     return ts
 
@@ -245,21 +279,84 @@ STRATEGIES = {
     "channels_last_ofi": (prepare_channels_last, "optimize_for_inference",
                           "channels_last + optimize_for_inference"),
     "sdpa_freeze": (prepare_sdpa, "freeze", "written-out attention fused into scaled_dot_product_attention + freeze"),
+    "fx_fused": (build_fx_fused, "none", "oneDNN linear with fused epilogues and the attention rewrite (fx, run "
+                                        "eagerly)"),
+    "onnxruntime": (prepare_onnxruntime, "none", "the subgraph exported to ONNX and run by ONNX Runtime (its options "
+                                                 "searched)"),
     "opat": (prepare_opat, "freeze", "Linear layers on portkit's tuned GEMM kernels where they beat torch's + freeze"),
 }
+
+#: Subgraph strategies whose module is not TorchScript (an ONNX Runtime session, oneDNN's opaque
+#: weights): they run only in an eagerly run composite (``composite_eager``, ``blocks``); a
+#: TorchScript composite runs such a subgraph on torch's own ops.
+EAGER_ONLY = ("fx_fused", "onnxruntime")
+
+
+class Finished(torch.nn.Module):
+    """A subgraph's TorchScript with its own finishing pass (freeze, optimize_for_inference), run
+    from an eagerly run graph. It pickles as the TorchScript before the pass (torch.jit.save's
+    bytes) and runs the pass again when unpickled: torch.save cannot hold TorchScript, and
+    optimize_for_inference's mkldnn weights do not serialise on torch 1.13."""
+
+    def __init__(self, prepared, finish, ts_bytes=None):
+        super().__init__()
+        if ts_bytes is None:
+            buf = io.BytesIO()
+            torch.jit.save(prepared, buf)
+            ts_bytes = buf.getvalue()
+        self.ts_bytes = ts_bytes
+        self.finish = finish
+        self.module = FINISHES[finish](prepared)
+
+    def forward(self, *xs):
+        return self.module(*xs)
+
+    def __reduce__(self):
+        return (_finished_from_bytes, (self.ts_bytes, self.finish))
+
+    def __deepcopy__(self, memo):
+        return _finished_from_bytes(self.ts_bytes, self.finish)
+
+
+def _finished_from_bytes(ts_bytes, finish):
+    return Finished(torch.jit.load(io.BytesIO(ts_bytes)).eval(), finish, ts_bytes)
+
+
+def build_part(name, module, inputs, threads=None, options=None):
+    """The module of subgraph strategy ``name`` as a part of an eagerly run composite: finished on
+    its own (a :class:`Finished` TorchScript), an ONNX Runtime session at ``threads`` with the
+    recorded ``options``, fx_fused's GraphModule, or ``module`` itself for eager (and for opat
+    when no kernel of the part is routed in this run)."""
+    prepare, finish, _ = STRATEGIES[name]
+    if prepare is None:
+        return module
+    if name == "onnxruntime":
+        return prepare_onnxruntime(module, inputs, options, threads)
+    if name in EAGER_ONLY:
+        return prepare(module, inputs)
+    try:
+        prepared = prepare(module, inputs)
+    except ValueError:
+        if name in OPAT_STRATEGIES:
+            return module  # a bank hit whose kernel this run did not route
+        raise
+    return Finished(prepared, finish)
 
 #: Strategies that need a job type beyond SGAT ("opat": kernels tuned by portkit tune --job-type=2).
 OPAT_STRATEGIES = ("opat",)
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-8"  # sgat-8: whole-model onnxruntime (when installed)
+STRATEGY_SET_VERSION = "sgat-9"  # sgat-9: per-subgraph fx_fused and onnxruntime, composite_eager, blocks
 
 
-def build(name, module, inputs):
-    """The module of strategy ``name`` on its own (prepare, then finish)."""
+def build(name, module, inputs, deadline=None):
+    """The module of strategy ``name`` on its own (prepare, then finish). ``deadline``
+    (time.monotonic()): when the search inside a strategy (ONNX Runtime's settings) stops timing."""
     prepare, finish, _ = STRATEGIES[name]
     if prepare is None:
         return module
+    if name == "onnxruntime":
+        return prepare_onnxruntime(module, inputs, deadline=deadline)
     return FINISHES[finish](prepare(module, inputs))
 
 

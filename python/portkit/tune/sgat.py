@@ -34,12 +34,15 @@ KERNELS = "kernels"
 #: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
 EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
-                    "composite", "composite_ofi", "fx_fused", ort.STRATEGY)
+                    "composite", "composite_ofi", "composite_eager", "blocks", "fx_fused", ort.STRATEGY)
+
+#: Whole-model strategies assembled from the per-subgraph (or per-block) choices.
+COMPOSITES = ("composite", "composite_ofi", "composite_eager", "blocks")
 
 #: Whole-model strategies whose module runs eagerly (no TorchScript): the artifact holds it as
 #: torch.save wrote it (EAGER_MODULE), which portkit.tune.load returns; optimized.pt is TorchScript
 #: for torch.jit.load.
-PICKLED_STRATEGIES = ("eager", "fx_fused") + tuple(cands.LOWP_STRATEGIES)
+PICKLED_STRATEGIES = ("eager", "fx_fused", "composite_eager", "blocks") + tuple(cands.LOWP_STRATEGIES)
 
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
@@ -152,8 +155,9 @@ class Plan:
     BLAS thread count where the BLAS library has a pool of its own), precision."""
 
     def __init__(self, strategy, threads, subgraphs=None, compile_mode=None, ort_options=None, blas_threads=None,
-                 accuracy=None):
+                 accuracy=None, subgraph_options=None):
         self.strategy = strategy
+        self.subgraph_options = subgraph_options or {}  # part -> ONNX Runtime options of its session
         self.threads = threads
         self.subgraphs = subgraphs or {}
         self.compile_mode = compile_mode
@@ -167,6 +171,8 @@ class Plan:
                "compile_mode": self.compile_mode}
         if self.ort_options is not None:
             doc["ort_options"] = self.ort_options
+        if self.subgraph_options:
+            doc["subgraph_options"] = self.subgraph_options
         if self.blas_threads is not None:
             doc["blas_threads"] = self.blas_threads
         if self.precision != "fp32":
@@ -185,6 +191,8 @@ def _build_composite(cap, choices, sub_inputs, inputs):
         if name not in cap.names:
             continue
         strategy = choices.get(name, "eager")
+        if strategy in cands.EAGER_ONLY:
+            strategy = "eager"  # not TorchScript: torch's own ops inside a TorchScript composite
         prepare = cands.STRATEGIES[strategy][0]
         sub = copy.deepcopy(sub)
         if strategy in cands.OPAT_STRATEGIES:
@@ -214,6 +222,60 @@ def _build_composite(cap, choices, sub_inputs, inputs):
         return torch.jit.script(comp)
 
 
+def _split_extras(cap, parts):
+    """What the split's own graph reads besides its subgraphs (see _build_composite)."""
+    for node in cap.split.graph.nodes:
+        if node.op in ("get_attr", "call_module") and node.target not in parts:
+            obj = cap.split
+            for attr in node.target.split("."):
+                obj = getattr(obj, attr)
+            parts[node.target] = copy.deepcopy(obj)
+    return parts
+
+
+def _options_at(options, threads):
+    """A part's recorded ONNX Runtime options at the plan's thread count."""
+    return None if not options else dict(options, intra_op_num_threads=int(threads or torch.get_num_threads()))
+
+
+def _build_composite_eager(cap, choices, sub_inputs, options, threads):
+    """The split model run eagerly (an fx GraphModule), each subgraph its chosen strategy on its
+    own: TorchScript finished per subgraph, fx_fused, or an ONNX Runtime session at ``threads``."""
+    import torch.fx
+
+    parts = {}
+    for name, sub in cap.split.named_children():
+        if name not in cap.names:
+            continue
+        strategy = choices.get(name, "eager")
+        parts[name] = cands.build_part(strategy, copy.deepcopy(sub), sub_inputs[name], threads,
+                                       _options_at(options.get(name), threads))
+    return torch.fx.GraphModule(_split_extras(cap, parts), copy.deepcopy(cap.split.graph)).eval()
+
+
+def _build_blocks(model, blocks, choices, options, threads):
+    """A copy of a model torch.fx could not trace whole, each tuned block replaced by its chosen
+    strategy's module (portkit.tune.blocks.BlockCall: any other call runs the original block)."""
+    from .blocks import BlockCall
+
+    out = copy.deepcopy(model)
+    replaced = 0
+    for b in blocks:
+        strategy = choices.get(b.path, "eager")
+        if strategy == "eager":
+            continue
+        tuned = cands.build_part(strategy, copy.deepcopy(b.module), b.inputs, threads,
+                                 _options_at(options.get(b.path), threads))
+        parent_path, _, leaf = b.path.rpartition(".")
+        parent = out.get_submodule(parent_path) if parent_path else out
+        original = getattr(parent, leaf) if not leaf.isdigit() else parent[int(leaf)]
+        setattr(parent, leaf, BlockCall(tuned, original, b.spec))
+        replaced += 1
+    if not replaced:
+        raise TuneError("no block has a strategy other than eager")
+    return out.eval()
+
+
 def model_variant(strategy, model, cap, choices, sub_inputs, inputs):
     """(TorchScript not yet finished, finish name) of a whole-model strategy; raises when it does
     not apply. "eager" is the model itself, saved as unfrozen TorchScript."""
@@ -227,6 +289,8 @@ def model_variant(strategy, model, cap, choices, sub_inputs, inputs):
             raise TuneError("the model was not captured by torch.fx")
         ts = _build_composite(cap, choices, sub_inputs, inputs)
         return ts, "freeze" if strategy == "composite" else "optimize_for_inference"
+    if strategy in ("composite_eager", "blocks"):
+        raise TuneError("%s runs eagerly (ONNX Runtime sessions, oneDNN weights): no TorchScript" % strategy)
     if strategy in cands.LOWP_STRATEGIES:
         built = cands.build_lowp(strategy, eager_module(model, cap))
         ts = cands.lowp_torchscript(strategy, built, inputs)
@@ -238,10 +302,20 @@ def model_variant(strategy, model, cap, choices, sub_inputs, inputs):
     raise TuneError("unknown strategy %r" % strategy)
 
 
-def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode=None, threads=None):
+def build_model_strategy(strategy, model, cap, choices, sub_inputs, inputs, compile_mode=None, threads=None,
+                         options=None):
     """The runnable module for a whole-model strategy (an exception when it does not apply).
     ``threads``: the intra-op thread count a torch.compile strategy's kernels are generated for
-    (None: torch's count at the first call); TorchScript strategies run at any count."""
+    and ONNX Runtime parts run at (None: torch's count at the first call); TorchScript strategies
+    run at any count. ``options``: {part: ONNX Runtime options} of the parts that run on it."""
+    if strategy == "composite_eager":
+        if cap is None or not cap.traced:
+            raise TuneError("the model was not captured by torch.fx")
+        return _build_composite_eager(cap, choices, sub_inputs, options or {}, threads)
+    if strategy == "blocks":
+        if cap is None or not getattr(cap, "blocks", None):
+            raise TuneError("no blocks were tuned separately")
+        return _build_blocks(model, cap.blocks, choices, options or {}, threads)
     if strategy == "eager":
         return eager_module(model, cap)
     if strategy in cands.LOWP_STRATEGIES:
@@ -305,7 +379,7 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
             # An eager plan of a model TorchScript can neither script nor trace (dict outputs,
             # data-dependent Python): the artifact is the pickled module alone.
             ts = finish = None
-            if plan.strategy in cands.LOWP_STRATEGIES:
+            if plan.strategy in cands.LOWP_STRATEGIES or plan.strategy in COMPOSITES:
                 artifact_note = ("no optimized.pt (TorchScript) for %s: %s; portkit.tune.load returns the pickled "
                                  "module %s" % (plan.strategy, _why(e), EAGER_MODULE))
         if ts is not None:
@@ -327,6 +401,8 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
                torch=torch.__version__, portkit=PORTKIT_VERSION)
     if artifact_note:
         doc["artifact_note"] = artifact_note
+    if ort.STRATEGY in plan.subgraphs.values():
+        doc["onnxruntime"] = ort.version()  # parts run on ONNX Runtime sessions (plan: subgraph_options)
     if plan.strategy in PICKLED_STRATEGIES:
         # TorchScript runs the model through its interpreter, which is not what was timed (nor
         # always as fast: 4 % slower on the example MLP on torch 2.8), and cannot save oneDNN's
@@ -334,7 +410,8 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
         # optimized.pt stays for torch.jit.load.
         module_path = os.path.join(output, EAGER_MODULE)
         module_tmp = module_path + ".tmp%d" % os.getpid()
-        torch.save(build_model_strategy(plan.strategy, model, cap, {}, sub_inputs, inputs), module_tmp)
+        torch.save(build_model_strategy(plan.strategy, model, cap, plan.subgraphs, sub_inputs, inputs,
+                                        threads=plan.threads, options=plan.subgraph_options), module_tmp)
         os.replace(module_tmp, module_path)
         doc["module"] = EAGER_MODULE
     if any(s in cands.OPAT_STRATEGIES for s in plan.subgraphs.values()):
@@ -353,8 +430,11 @@ def _save_ort_artifact(output, plan, model, inputs):
     """OUTPUT/optimized.onnx and the plan naming it, ONNX Runtime's options and version."""
     path = os.path.join(output, ort.ONNX_FILE)
     tmp = path + ".tmp%d" % os.getpid()
+    graph = ort.export(model, inputs)
+    if (plan.ort_options or {}).get("fusion"):
+        graph = ort.fuse(graph, plan.ort_options["fusion"])  # the graph as timed
     with open(tmp, "wb") as f:
-        f.write(ort.export(model, inputs))
+        f.write(graph)
     os.replace(tmp, path)
     doc = dict(plan.to_json(), artifact=ort.ONNX_FILE, kind=ort.STRATEGY, load_transform=None,
                torch=torch.__version__, portkit=PORTKIT_VERSION, onnxruntime=ort.version())
@@ -737,7 +817,9 @@ class _Tuning:
         self.report = Report(notes=[], files=[], candidates={}, builds={}, subgraphs=[])
         self.cap = None
         self.choices = {}
+        self.sub_options = {}  # part -> ONNX Runtime options, for parts whose choice is onnxruntime
         self.sub_inputs = {}
+        self.parts = {}  # part name -> the module tuned (a split subgraph, or a block)
         self.opat_records = []
         self.onnx_bytes = None
         self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
@@ -787,7 +869,7 @@ class _Tuning:
                 t0 = time.monotonic()
                 self._tune_opat()
                 self.phase("opat", t0)
-            if self.cap.traced:
+            if self.cap.traced or self.cap.blocks:
                 t0 = time.monotonic()
                 self._tune_subgraphs()
                 self.phase("subgraphs", t0)
@@ -822,13 +904,36 @@ class _Tuning:
     # ---- capture: the fx graph, its split and the model's bank key ----
     def _capture(self):
         cap = self.cap = capture(self.model, self.inputs)
+        cap.blocks = []
         if not cap.traced:
-            self.note("whole model as one subgraph: " + cap.reason,
-                      "capture: " + cap.reason + "; the whole model is one subgraph")
+            self._find_blocks()
         self.model_hash = structural_hash(cap.split if cap.traced else self.model, self.inputs)
         self.model_key = ("model", self.model_hash, input_signature(self.inputs),
                           _validators(None, self.s.precision))
         self.known_sub = set(cands.STRATEGIES) - (set() if self.s.use_opat else set(cands.OPAT_STRATEGIES))
+
+    def _find_blocks(self):
+        """A model torch.fx cannot trace whole: its blocks (portkit.tune.blocks), each tuned on its
+        own like a subgraph; without any, the whole model is one opaque subgraph."""
+        from .blocks import find_blocks
+
+        cap = self.cap
+        try:
+            found, _ = find_blocks(self.model, self.inputs)
+        except Exception as e:  # noqa: BLE001 - recording the calls failed: the model stays opaque
+            found = []
+            self.note("blocks not looked for: %s" % _why(e))
+        if not found:
+            self.note("whole model as one subgraph: " + cap.reason,
+                      "capture: " + cap.reason + "; the whole model is one subgraph")
+            return
+        cap.blocks = found
+        cap.names = {b.path: b.path for b in found}
+        self.note("%s; its blocks are tuned separately: %d blocks (%s), %d of them traced by torch.fx (the fx "
+                  "strategies apply to those), the rest of the model runs as written"
+                  % (cap.reason, len(found), ", ".join(b.path for b in found), sum(b.traced for b in found)),
+                  "capture: %s; tuning %d blocks separately" % (cap.reason, len(found)))
+        self.report["blocks"] = [{"path": b.path, "fx_traced": b.traced} for b in found]
 
     def _model_entry(self):
         """The model-level bank entry: the plan and its thread count (reused unless REPEAT_TUNE)."""
@@ -938,15 +1043,20 @@ class _Tuning:
     # ---- subgraphs: each one's strategy from the bank or timed here ----
     def _tune_subgraphs(self):
         cap = self.cap
-        try:
-            self.sub_inputs = subgraph_inputs(cap.split, self.inputs)
-        except Exception as e:  # noqa: BLE001 - the split form does not run: every part stays eager
-            self.note("subgraphs left eager: the split model does not run (%s)" % _why(e))
-            return
+        if cap.traced:
+            try:
+                self.sub_inputs = subgraph_inputs(cap.split, self.inputs)
+            except Exception as e:  # noqa: BLE001 - the split form does not run: every part stays eager
+                self.note("subgraphs left eager: the split model does not run (%s)" % _why(e))
+                return
+            # Only the split's subgraphs: split_module also puts modules that hold attributes the
+            # graph reads directly (a BatchNorm subclass with its own forward) among its children.
+            self.parts = {n: m for n, m in cap.split.named_children() if n in cap.names}
+        else:
+            self.parts = {b.path: b.module for b in cap.blocks}
+            self.sub_inputs = {b.path: b.inputs for b in cap.blocks}
         validators = _validators(self.sub_threads)
-        # Only the split's subgraphs: split_module also puts modules that hold attributes the
-        # graph reads directly (a BatchNorm subclass with its own forward) among its children.
-        names = [n for n, _ in cap.split.named_children() if n in cap.names]
+        names = list(self.parts)
         for i, name in enumerate(names):
             counter = "[%d/%d]" % (i + 1, len(names))
             # Each subgraph may time until its share of what is left for the subgraphs.
@@ -961,13 +1071,15 @@ class _Tuning:
                 self.note("subgraph %s (%s) left eager: %s" % (name, rec["name"], _why(e)),
                           "%s %s: left eager (%s)" % (counter, name, _why(e)))
             self.choices[name] = rec["strategy"]
+            if rec["strategy"] == ort.STRATEGY and rec.get("ort_options"):
+                self.sub_options[name] = rec["ort_options"]
             self.report["subgraphs"].append(rec)
             self.result.subgraphs.append(rec)
             self.result.write()
 
     def _tune_one_subgraph(self, name, counter, validators):
         s, cap = self.s, self.cap
-        sub = getattr(cap.split, name)
+        sub = self.parts[name]
         sin = self.sub_inputs[name]
         h = structural_hash(sub, sin)
         key = ("subgraph", h, input_signature(sin), validators)
@@ -980,11 +1092,13 @@ class _Tuning:
         if entry and not s.repeat_tune:
             rec.update(strategy=entry["strategy"], repo=["hit"], before_us=entry["eager_us"],
                        after_us=entry["best_us"])
+            if entry["strategy"] == ort.STRATEGY:
+                rec["ort_options"] = entry["detail"].get("ort_options")
             self.say("%s %s: bank hit, %s" % (counter, label, entry["strategy"]))
         elif s.lookup_only:
             rec.update(repo=["unsatisfied"], note="lookup only: not in the bank, left eager")
             self.say("%s %s: not in the bank (lookup only), eager" % (counter, label))
-        elif self.reuse_plan and self.model_entry["strategy"] not in ("composite", "composite_ofi"):
+        elif self.reuse_plan and self.model_entry["strategy"] not in COMPOSITES:
             # The model's plan comes from the bank and does not use per-subgraph choices: tuning
             # this subgraph now would not change what is built.
             rec.update(repo=["unsatisfied"], note="not in the bank; the model's plan (from the bank) does not use it")
@@ -1000,9 +1114,13 @@ class _Tuning:
                                       "%s %s" % (counter, label), self.known_sub, deadline=self.sub_deadline))
             for strategy, n in rec.get("stopped_early", {}).items():
                 stopped["%s/%s" % (name, strategy)] = n
+            if rec["strategy"] == ort.STRATEGY and not rec.get("ort_options") and entry:
+                rec["ort_options"] = entry["detail"].get("ort_options")  # REPEAT_TUNE kept the stored one
             if self.store:
-                self.store.store(*key, name=rec["name"], strategy=rec["strategy"],
-                                 detail={"candidates": rec.get("candidates", {})},
+                detail = {"candidates": rec.get("candidates", {})}
+                if rec.get("ort_options"):
+                    detail["ort_options"] = rec["ort_options"]
+                self.store.store(*key, name=rec["name"], strategy=rec["strategy"], detail=detail,
                                  eager_us=rec["before_us"], best_us=rec["after_us"])
         return rec
 
@@ -1011,34 +1129,29 @@ class _Tuning:
         if strategy == ort.STRATEGY:
             return self._build_ort(count)
         return build_model_strategy(strategy, self.model, self.cap, self.choices, self.sub_inputs, self.inputs,
-                                    self.s.compile_mode, count)
+                                    self.s.compile_mode, count, self.sub_options)
 
     def _build_ort(self, count):
         """ONNX Runtime at ``count`` intra-op threads with the fastest of its settings there
-        (searched once per count, interleaved; a setting whose outputs differ is refused)."""
+        (searched once per count, interleaved, transformer fusions included where they apply; a
+        setting whose outputs differ is refused)."""
         if self.onnx_bytes is None:
             self.onnx_bytes = ort.export(self.model, self.inputs)
         known = self.ort_options.get(count)
         if known:
-            return ort.OrtModule(self.onnx_bytes, known)
-        built = {}
-        for options in ort.settings_at(count):
-            m = ort.OrtModule(self.onnx_bytes, options)
-            with torch.no_grad():
-                ok, why = outputs_match(m(*self.inputs), self.reference)
-            if ok:
-                built["%s/%s" % (options["graph_optimization_level"], options["execution_mode"])] = (m, options)
-        if not built:
-            raise TuneError("no ONNX Runtime setting reproduces eager's outputs")
-        runs = {n: (lambda m=m: m(*self.inputs)) for n, (m, _) in built.items()}
+            return ort.rebuild(self.onnx_bytes, known)
         s = self.s
-        timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                      deadline=self.by(0.9))
-        best = min(timings.values(), key=lambda t: t.median).name
-        self.report.setdefault("ort_settings_ms", {})[str(count)] = {n: round(t.median * 1e3, 4)
-                                                                     for n, t in timings.items()}
-        self.ort_options[count] = built[best][1]
-        return built[best][0]
+
+        def time_runs(runs):
+            return measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
+                                       deadline=self.by(0.9))
+        try:
+            best, ms = ort.search(self.onnx_bytes, self.inputs, self.reference, count, outputs_match, time_runs)
+        except ValueError as e:
+            raise TuneError(str(e)) from None
+        self.report.setdefault("ort_settings_ms", {})[str(count)] = ms
+        self.ort_options[count] = best.options
+        return best
 
     def check(self, name, module, lowp=False, record=False):
         """Whether ``module`` reproduces eager's outputs (fp32 tolerance); ``lowp``: whether it passes
@@ -1084,15 +1197,18 @@ class _Tuning:
 
     def _model_strategies(self):
         s, traced = self.s, self.cap.traced
-        composite_applies = traced and any(c != "eager" for c in self.choices.values())
+        tuned_parts = any(c != "eager" for c in self.choices.values())
+        composite_applies = traced and tuned_parts
+        composites = ["composite", "composite_ofi", "composite_eager"] if composite_applies else []
+        if tuned_parts and not traced:
+            composites = ["blocks"]
         if s.lookup_only:
-            return ["composite", "composite_ofi"] if composite_applies else []
+            return composites
         strategies = ["script_freeze", "optimize_for_inference"]
         if any(t != self.default_threads for t in self.thread_counts) or \
                 self._blas_counts(self.default_threads, "eager") != [self.default_blas]:
             strategies.insert(0, "eager")  # eager at another thread count (or BLAS thread count)
-        if composite_applies:
-            strategies += ["composite", "composite_ofi"]
+        strategies += composites
         if traced:
             strategies.append("fx_fused")
         for strategy in self._lowp_strategies():
@@ -1145,10 +1261,11 @@ class _Tuning:
         # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
         # on torch's count, so a torch.compile candidate is built per count with inductor's
         # ``cpp.threads`` set to it (compiled on its first call).
-        per_count = strategy in COMPILE_STRATEGIES or strategy == ort.STRATEGY
+        per_count = strategy in COMPILE_STRATEGIES or strategy == ort.STRATEGY or (
+            strategy in COMPOSITES and bool(self.sub_options))
         if per_count:
-            self.say("%s: compiling at %s threads (inductor; each count's first call compiles)"
-                     % (strategy, "/".join(str(t) for t in counts)))
+            self.say("%s: built per thread count (%s)%s" % (strategy, "/".join(str(t) for t in counts),
+                     " (inductor; each count's first call compiles)" if strategy in COMPILE_STRATEGIES else ""))
         lowp = strategy in cands.LOWP_STRATEGIES
         info = self.report["builds"][strategy] = {"build_s": 0.0, "first_call_s": {}}
         m = built_at = None
@@ -1275,10 +1392,12 @@ class _Tuning:
         s = self.s
         strategy = self.plan_strategy
         self.plan = plan = Plan(strategy, self.threads,
-                                dict(self.choices) if strategy in ("composite", "composite_ofi") else {},
+                                dict(self.choices) if strategy in COMPOSITES else {},
                                 (COMPILE_STRATEGIES[strategy] or s.compile_mode) if strategy in COMPILE_STRATEGIES
                                 else None, self.ort_options.get(self.threads) if strategy == ort.STRATEGY else None,
-                                blas_threads=self.blas_threads)
+                                blas_threads=self.blas_threads,
+                                subgraph_options={n: o for n, o in self.sub_options.items()
+                                                  if strategy in ("composite_eager", "blocks")})
         blas_mod.set_threads(plan.blas_threads)
         lowp = plan.precision != "fp32"
         self.say("plan: %s, %d threads%s%s" % (plan.strategy, plan.threads,
@@ -1381,7 +1500,7 @@ def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, al
             say("%s: time budget: %s and later strategies not built" % (label, name))
             break
         try:
-            m = cands.build(name, sub, sin)
+            m = cands.build(name, sub, sin, deadline=deadline)
             with torch.no_grad():
                 ok, why = outputs_match(m(*sin), ref)
             if ok:
@@ -1412,6 +1531,8 @@ def _tune_subgraph(sub, sin, entry, rounds, warmup, min_sample_s, say, label, al
         rec.update(strategy=best.name, repo=["add"], before_us=eager.median * 1e6, after_us=best.median * 1e6)
     else:
         rec.update(strategy="eager", repo=["unsatisfied"], before_us=eager.median * 1e6, after_us=eager.median * 1e6)
+    if rec["strategy"] == ort.STRATEGY and ort.STRATEGY in built:
+        rec["ort_options"] = dict(built[ort.STRATEGY].options)  # its session's settings, searched when built
     say("%s: %s  -> %s (%s)" % (label, ", ".join("%s %.1fus" % (n, t.median * 1e6) for n, t in sorted(timings.items())),
                                rec["strategy"], "/".join(rec["repo"])))
     return rec
