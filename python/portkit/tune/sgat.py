@@ -207,12 +207,7 @@ def _build_composite(cap, choices, sub_inputs, inputs):
     # What the split's own graph reads besides its subgraphs (the parameters of a module whose
     # forward the trace went through, such as a BatchNorm subclass): a dict root names each by
     # its full target.
-    for node in cap.split.graph.nodes:
-        if node.op in ("get_attr", "call_module") and node.target not in parts:
-            obj = cap.split
-            for attr in node.target.split("."):
-                obj = getattr(obj, attr)
-            parts[node.target] = copy.deepcopy(obj)
+    _split_extras(cap, parts)
     # A new GraphModule (a new class): TorchScript caches a class's attribute types, so reusing the
     # split's class with other children types fails to compile.
     comp = torch.fx.GraphModule(parts, copy.deepcopy(cap.split.graph))
@@ -223,7 +218,7 @@ def _build_composite(cap, choices, sub_inputs, inputs):
 
 
 def _split_extras(cap, parts):
-    """What the split's own graph reads besides its subgraphs (see _build_composite)."""
+    """Adds to `parts` what the split's own graph reads besides its subgraphs, by full target."""
     for node in cap.split.graph.nodes:
         if node.op in ("get_attr", "call_module") and node.target not in parts:
             obj = cap.split
