@@ -251,7 +251,14 @@ void MeasureStoreOnly(double mb, const fs::path& work) {
 int main(int argc, char** argv) {
   double mb = 512;
   std::vector<fs::path> traces;
+  bool missing = false;
   auto add = [&](const fs::path& p) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      std::fprintf(stderr, "prof_import_bench: %s: no such file or folder\n", p.string().c_str());
+      missing = true;
+      return;
+    }
     if (!fs::is_directory(p)) return traces.push_back(p);
     std::vector<fs::path> in_folder;
     for (const auto& entry : fs::directory_iterator(p)) {
@@ -266,12 +273,25 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::printf(
+          "usage: prof_import_bench [--mb MB] [--skip-json] [--timeline] [--trace] TRACE_OR_FOLDER...\n"
+          "  --mb MB      also generate and import a Kineto trace of MB megabytes (default 512; 0: none)\n"
+          "  --skip-json  do not time Python's json.load beside each import\n"
+          "  --timeline   also export each imported trace's timeline (time, CPU, peak RSS)\n");
+      return 0;
+    }
+    if (a.size() > 1 && a[0] == '-' && a != "--mb" && a != "--trace" && a != "--skip-json" && a != "--timeline") {
+      std::fprintf(stderr, "prof_import_bench: unknown option %s (see --help)\n", a.c_str());
+      return 2;
+    }
     if (a == "--mb" && i + 1 < argc) mb = std::atof(argv[++i]);
     else if (a == "--trace" && i + 1 < argc) add(argv[++i]);
     else if (a == "--skip-json") g_skip_json = true;
     else if (a == "--timeline") g_timeline = true;
     else add(a);
   }
+  if (missing) return 2;
   fs::path work = fs::temp_directory_path() / ("portkit_prof_bench_" + std::to_string(getpid()));
   fs::create_directories(work);
   double load_before[3] = {0, 0, 0}, load_after[3] = {0, 0, 0};
