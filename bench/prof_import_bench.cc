@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
       "\nMB/s: wall clock; MB/cpu-s: per second of CPU time (user + system, every thread; what a loaded\n"
       "machine still measures). RSS in MiB; RSS/B = our peak RSS per byte of trace.\n"
       "Load average at the end: %.2f %.2f %.2f.\n"
-      "Goals (issues #14, #25): >= 150 MB/s, >= 5x json.load (cpu speedup), RSS/B <= 0.3, on every trace.\n",
+      "Goals: >= 150 MB/s, >= 5x json.load (cpu speedup), RSS/B <= 0.3, on every trace.\n",
       load_after[0], load_after[1], load_after[2]);
   fs::remove_all(work);
   return 0;
