@@ -26,8 +26,9 @@ Scoring each migrate edit that no related port edit accounts for (an "extra" edi
     reversed    the port keeps every upstream line migrate changed (they are in an `equal` block of
                 the port diff) in a file where the port made CUDA/NPU-related edits -- the port's
                 authors kept what migrate would change
-    unported    the same, in a file where the port made no CUDA/NPU-related edit (a script the port
-                did not need: inference, export, other tasks)
+    unported    the same, in a file where the port made no CUDA/NPU-related edit other than adding
+                the torch_npu import (a script the port did not need: inference, export, other
+                tasks; an `import torch_npu` alone moves no CUDA call to the NPU)
     extra       anything else (the port changed the span in another way, or migrate inserted lines
                 the port does not have)
 
@@ -97,6 +98,7 @@ CLASSES = [
      re.compile(r"cuda|\bnpu\b|\.npu\(|torch\.npu|device|cudnn|\bgpu", re.IGNORECASE)),
 ]
 RENAMES = "gpu->npu renames"
+IMPORT_CLASS = CLASSES[0][0]
 CLASS_NAMES = [RENAMES] + [name for name, _ in CLASSES] + ["other"]
 IDENT = re.compile(r"[A-Za-z_]\w*$")
 
@@ -231,6 +233,9 @@ def score_file(up, port, mig):
         explained.update(near)
         port_rows.append((verdict, pe.cls, pe))
     kept = equal_lines(up, port)
+    # A file whose only related port edits add the torch_npu import was not ported: the import
+    # alone moves no CUDA call (ports add it to every script by rote).
+    ported = any(pe.cls != IMPORT_CLASS for pe in port_edits)
     mig_rows = []
     for k, me in enumerate(mig_edits):
         if k in explained:
@@ -240,7 +245,7 @@ def score_file(up, port, mig):
         if me.i1 < me.i2 and all(i in kept for i in span):
             # the port keeps the upstream lines: a choice where it ported this file, else a file
             # the port never touched for the NPU
-            mig_rows.append(("reversed" if port_edits else "unported", cls, me))
+            mig_rows.append(("reversed" if ported else "unported", cls, me))
         else:
             mig_rows.append(("extra", cls, me))
     return port_rows, mig_rows, aliased
