@@ -657,6 +657,7 @@ def derive_migrate_rules(ref, out, written):
         ("arg_rewrites", arg_rewrites),
         ("keyword_rewrites", MIGRATE_KEYWORD_REWRITES),
         ("keyword_additions", MIGRATE_KEYWORD_ADDITIONS),
+        ("kept_arguments", MIGRATE_KEPT_ARGUMENTS),
     ])
     write_json(os.path.join(out, "targets", "npu", "migrate_rules.json"), result, written)
     counts = collections.Counter(e["when"] for e in arg_rewrites)
@@ -681,6 +682,26 @@ MIGRATE_KEYWORD_ADDITIONS = [
     collections.OrderedDict([
         ("api", "torch.utils.data.DataLoader"), ("when_keyword", "pin_memory"),
         ("keyword", "pin_memory_device"), ("value", '"npu"'),
+    ]),
+    # Ascend's apex fork (the apex that runs on the NPU) combines the gradients into one flat
+    # buffer for the loss scaler and its fused optimizers with combine_grad=True; its ports pass
+    # it in 480 of 923 amp.initialize calls of ModelZoo-PyTorch (6a2804a, 2023-12-15).
+    collections.OrderedDict([
+        ("api", "apex.amp.initialize"), ("when_keyword", "optimizers"), ("when_position", 1),
+        ("keyword", "combine_grad"), ("value", "True"),
+    ]),
+]
+# Arguments kept as written (listed for review): torch.load(map_location=... None ...) restores
+# the tensors to the device they were saved from when the expression gives None, which for a
+# CUDA checkpoint is CUDA; with the availability check renamed, a CUDA checkpoint would no
+# longer load on the target (`'cpu' if not torch.cuda.is_available() else None`).
+MIGRATE_KEPT_ARGUMENTS = [
+    collections.OrderedDict([
+        ("api", "torch.load"), ("keyword", "map_location"), ("position", 1),
+        ("when", r"\bNone\b"),
+        ("why", "map_location None restores tensors to the device they were saved from (CUDA for a "
+                "checkpoint saved on CUDA), so the CUDA check stays; map to 'cpu' or to the target's "
+                "device by hand if the checkpoint was saved on it"),
     ]),
 ]
 
@@ -989,6 +1010,7 @@ NPU_TARGET = collections.OrderedDict([
     ("python_module", "torch_npu"),
     ("import_line", "import torch_npu"),
     ("device_module", "torch_npu.npu"),
+    ("device_module_alias", "torch.npu"),
     ("transfer_import", "from torch_npu.contrib import transfer_to_npu"),
     # torch_npu registers its kernels for PrivateUse1 (renamed "npu").
     ("dispatch_key", "PrivateUse1"),
@@ -1178,6 +1200,8 @@ target's.
  "python_module": "torch_npu",     // migrate inserts import_line where the module is not imported
  "import_line": "import torch_npu",
  "device_module": "torch_npu.npu", // counterpart of torch.cuda in advice (torch.cuda.X -> it.X)
+ "device_module_alias": "torch.npu",  // how migrate spells device_module in code (same module
+                                   // once import_line has run); imports keep device_module
  "transfer_import": "from torch_npu.contrib import transfer_to_npu",  // run-time alternative:
                                    // `migrate --transfer-only` adds only this line (after the
                                    // torch imports) to the entry scripts
@@ -1344,9 +1368,15 @@ Argument and keyword rewrites of `portkit migrate` (any target may have one):
  "keyword_rewrites": [{"api", "keyword", "if_true", "expression"}],
                                     // `api(keyword=True)` -> if_true; `keyword=False` is
                                     // removed; `keyword=<expr>` -> expression with $value
- "keyword_additions": [{"api", "when_keyword", "keyword", "value"}]}
+ "keyword_additions": [{"api", "when_keyword", "when_position", "keyword", "value"}],
                                     // `api(..., when_keyword=<not False>)` without `keyword`
-                                    // gets `keyword=value`
+                                    // gets `keyword=value` (the argument may also be given
+                                    // positionally at when_position); without either, every
+                                    // call without `keyword` and without **kwargs gets it
+ "kept_arguments": [{"api", "keyword", "position", "when", "why"}]}
+                                    // the argument (keyword, or positional at position) whose
+                                    // text matches the regex `when` keeps its CUDA spellings:
+                                    // no edit inside it, one Review row with `why`
 ```
 
 From `msfmktransplt/transplant_builtin_rules.json` `ArgsModifyRule` (61 entries: 55 `always`,
@@ -1359,7 +1389,11 @@ spans lines, one named as a device object: `device`, `args.device`, `self.dev`, 
 writes an integer literal `n` as the device string `"<device_type>:n"`. Hand-written:
 `use_cuda` of `torch.autograd.profiler.profile` -> `use_device="npu"` (torch.profiler.profile
 becomes torch_npu.profiler.profile, which has no such keyword),
-and `pin_memory_device="npu"` for a `torch.utils.data.DataLoader` with `pin_memory`.
+and `pin_memory_device="npu"` for a `torch.utils.data.DataLoader` with `pin_memory`;
+`combine_grad=True` for `apex.amp.initialize` with optimizers (Ascend's apex fork: one flat gradient buffer for
+the loss scaler and its fused optimizers; ModelZoo-PyTorch's ports pass it in 480 of 923
+`amp.initialize` calls); `map_location` of `torch.load` kept where it holds `None` (None restores
+tensors to the device they were saved from, CUDA for a CUDA checkpoint).
 
 ### `targets/npu/affinity.json`
 

@@ -74,10 +74,12 @@ struct CompiledRules {
     const target::ArgRewrite* rule;
     std::vector<std::regex> skip;
   };
-  std::vector<Arg> args;  ///< only the rules applied in every run (`when: always`)
+  std::vector<Arg> args;              ///< only the rules applied in every run (`when: always`)
+  std::vector<std::regex> kept_when;  ///< the `when` of each kept_arguments rule, in order
   const target::MigrateRules* rules = nullptr;
 
   explicit CompiledRules(const target::MigrateRules& r) : rules(&r) {
+    for (const auto& k : r.kept) kept_when.emplace_back(k.when, std::regex::ECMAScript);
     for (const auto& a : r.args) {
       if (!a.always) continue;
       Arg c{&a, {}};
@@ -152,6 +154,7 @@ class MigrationCollector : public EventSink {
       foreign_.emplace_back(ts_node_start_byte(ev.node), ts_node_end_byte(ev.node));
       return;
     }
+    KeptArguments(ev);
     if (!ev.lookup.empty() && CudaLibraryCall(ev, fn)) return;
     bool qualified = !ev.lookup.empty() && ev.callee.kind == ValueKind::kExternal;
     bool typed_method = !ev.lookup.empty() && !ev.method.empty() && !ev.receiver_unknown;
@@ -225,14 +228,23 @@ class MigrationCollector : public EventSink {
   /// (`x.to(other_tensor)` rewritten to itself).
   void DropForeignAndUnchanged() {
     std::vector<Edit> kept;
+    std::vector<bool> held(kept_args_.size());
     for (auto& e : out_) {
       bool foreign = std::any_of(foreign_.begin(), foreign_.end(),
                                  [&](const auto& r) { return e.start_byte >= r.first && e.end_byte <= r.second; });
       bool unchanged =
           e.end_byte > e.start_byte && src_.substr(e.start_byte, e.end_byte - e.start_byte) == e.replacement;
-      if (!foreign && !unchanged) kept.push_back(std::move(e));
+      bool inside_kept = false;
+      for (size_t i = 0; i < kept_args_.size(); ++i)
+        if (e.start_byte >= kept_args_[i].start_byte && e.end_byte <= kept_args_[i].end_byte)
+          held[i] = inside_kept = true;
+      if (!foreign && !unchanged && !inside_kept) kept.push_back(std::move(e));
     }
     out_ = std::move(kept);
+    // An argument the target data keeps is listed for review only where an edit was held back.
+    for (size_t i = 0; i < kept_args_.size(); ++i)
+      if (held[i]) reviews.push_back(std::move(kept_args_[i]));
+    kept_args_.clear();
   }
 
   /// Imports of CUDA-only library classes (`from apex.normalization import FusedLayerNorm`)
@@ -574,14 +586,36 @@ class MigrationCollector : public EventSink {
       }
     }
     for (const auto& r : rules_.rules->additions) {
-      if (!Matches(ev, r.api, false) || ev.has_splat() || ev.Keyword(r.keyword)) continue;
-      const Argument* when = ev.Keyword(r.when_keyword);
-      if (!when || NodeText(when->value, src_) == "False") continue;
+      if (!Matches(ev, r.api, false) || ev.has_splat() || ev.Keyword(r.keyword) || ev.args.empty()) continue;
+      if (!r.when_keyword.empty() || r.when_position >= 0) {
+        const Argument* when = r.when_keyword.empty() ? nullptr : ev.Keyword(r.when_keyword);
+        if (!when && r.when_position >= 0) when = ev.Positional(static_cast<size_t>(r.when_position));
+        if (!when || NodeText(when->value, src_) == "False") continue;
+      }
       TSNode last = ArgumentNode(ev.args.back());
       uint32_t at = ts_node_end_byte(last);
       std::string added = r.keyword + "=" + r.value;
       out_.push_back({at, at, ", " + added, EndLine(last), EndLine(last), "ArgsModify",
                       "added " + added + " to " + where, "arguments"});
+    }
+  }
+
+  /// Arguments the target data keeps as written (migrate_rules.json kept_arguments): the edits
+  /// inside them are held back and each becomes one Review row (DropForeignAndUnchanged).
+  void KeptArguments(const CallEvent& ev) {
+    const auto& kept = rules_.rules->kept;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const target::KeptArgument& k = kept[i];
+      if (!Matches(ev, k.api, false)) continue;
+      const Argument* arg = k.keyword.empty() ? nullptr : ev.Keyword(k.keyword);
+      if (!arg && k.position >= 0) arg = ev.Positional(static_cast<size_t>(k.position));
+      if (!arg || arg->splat) continue;
+      std::string text(NodeText(arg->value, src_));
+      if (!std::regex_search(text, rules_.kept_when[i])) continue;
+      TSNode node = ArgumentNode(*arg);
+      kept_args_.push_back({ts_node_start_byte(node), ts_node_end_byte(node), "", StartLine(node), EndLine(node),
+                            "Review", std::string(NodeText(node, src_)) + " of " + k.api + ": kept; " + k.why,
+                            "review"});
     }
   }
 
@@ -657,6 +691,7 @@ class MigrationCollector : public EventSink {
   std::set<std::pair<uint32_t, std::string>> warned_;
   std::set<std::pair<uint32_t, uint32_t>> cuda_left_;   ///< line, column of torch.cuda uses left
   std::vector<std::pair<uint32_t, uint32_t>> foreign_;  ///< byte ranges of other runtimes' calls
+  std::vector<Edit> kept_args_;                         ///< arguments kept as written, as Review rows
   std::set<std::string> unsure_;                        ///< CUDA library classes with a call that needs review
 
   /// True when `node` reaches `qname` through a leading name no import binds and the value that

@@ -89,6 +89,79 @@ class RulesReader {
     return Status::Ok();
   }
 
+  Status KeywordAdditions(simdjson::dom::element v, std::vector<KeywordAddition>* out) const {
+    simdjson::dom::array arr;
+    PORTKIT_RETURN_IF_ERROR(Array(v, "\"keyword_additions\"", &arr));
+    size_t i = 0;
+    for (auto item : arr) {
+      std::string what = "\"keyword_additions\"[" + std::to_string(i++) + "]";
+      simdjson::dom::object obj;
+      PORTKIT_RETURN_IF_ERROR(Object(item, what, &obj));
+      KeywordAddition a;
+      for (auto field : obj) {
+        std::string key(field.key);
+        std::string w = what + "." + key;
+        if (key == "when_position") {
+          int64_t p = 0;
+          if (field.value.get_int64().get(p) || p < 0 || p > 1000) return Error(w + " must be a small integer >= 0");
+          a.when_position = static_cast<int>(p);
+          continue;
+        }
+        std::string* dest = key == "api"            ? &a.api
+                            : key == "when_keyword" ? &a.when_keyword
+                            : key == "keyword"      ? &a.keyword
+                            : key == "value"        ? &a.value
+                                                    : nullptr;
+        if (!dest) return Error("unknown key " + w + " (known: api, when_keyword, when_position, keyword, value)");
+        PORTKIT_RETURN_IF_ERROR(String(field.value, w, dest));
+      }
+      for (const auto& [name, value] :
+           {std::pair<const char*, const std::string&>{"api", a.api}, {"keyword", a.keyword}, {"value", a.value}})
+        if (value.empty()) return Error(what + " needs a non-empty \"" + name + "\"");
+      out->push_back(std::move(a));
+    }
+    return Status::Ok();
+  }
+
+  Status KeptArguments(simdjson::dom::element v, std::vector<KeptArgument>* out) const {
+    simdjson::dom::array arr;
+    PORTKIT_RETURN_IF_ERROR(Array(v, "\"kept_arguments\"", &arr));
+    size_t i = 0;
+    for (auto item : arr) {
+      std::string what = "\"kept_arguments\"[" + std::to_string(i++) + "]";
+      simdjson::dom::object obj;
+      PORTKIT_RETURN_IF_ERROR(Object(item, what, &obj));
+      KeptArgument k;
+      for (auto field : obj) {
+        std::string key(field.key);
+        std::string w = what + "." + key;
+        if (key == "position") {
+          int64_t p = 0;
+          if (field.value.get_int64().get(p) || p < 0 || p > 1000) return Error(w + " must be a small integer >= 0");
+          k.position = static_cast<int>(p);
+          continue;
+        }
+        std::string* dest = key == "api"       ? &k.api
+                            : key == "keyword" ? &k.keyword
+                            : key == "when"    ? &k.when
+                            : key == "why"     ? &k.why
+                                               : nullptr;
+        if (!dest) return Error("unknown key " + w + " (known: api, keyword, position, when, why)");
+        PORTKIT_RETURN_IF_ERROR(String(field.value, w, dest));
+      }
+      if (k.api.empty() || k.when.empty() || k.why.empty())
+        return Error(what + " needs a non-empty \"api\", \"when\" and \"why\"");
+      if (k.keyword.empty() && k.position < 0) return Error(what + " needs \"keyword\" or \"position\"");
+      try {
+        std::regex re(k.when, std::regex::ECMAScript);
+      } catch (const std::regex_error&) {
+        return Error(what + ".when: invalid regular expression '" + k.when + "'");
+      }
+      out->push_back(std::move(k));
+    }
+    return Status::Ok();
+  }
+
   /// An array of objects whose keys are exactly `keys`, each a string; `fill(values)` gets them
   /// in the order of `keys`.
   template <typename T>
@@ -151,12 +224,12 @@ Expected<MigrateRules> LoadMigrateRules(const fs::path& dir) {
                                                           return KeywordRewrite{v[0], v[1], v[2], v[3]};
                                                         }));
     } else if (key == "keyword_additions") {
-      PORTKIT_RETURN_IF_ERROR(r.Records<KeywordAddition>(field.value, key, {"api", "when_keyword", "keyword", "value"},
-                                                         &rules.additions, [](std::vector<std::string>& v) {
-                                                           return KeywordAddition{v[0], v[1], v[2], v[3]};
-                                                         }));
+      PORTKIT_RETURN_IF_ERROR(r.KeywordAdditions(field.value, &rules.additions));
+    } else if (key == "kept_arguments") {
+      PORTKIT_RETURN_IF_ERROR(r.KeptArguments(field.value, &rules.kept));
     } else {
-      return r.Error("unknown key \"" + key + "\" (known: about, arg_rewrites, keyword_rewrites, keyword_additions)");
+      return r.Error("unknown key \"" + key +
+                     "\" (known: about, arg_rewrites, keyword_rewrites, keyword_additions, kept_arguments)");
     }
   }
   return rules;

@@ -29,15 +29,29 @@ struct KeywordRewrite {
   std::string api, keyword, if_true, expression;
 };
 
-/// `api(..., when_keyword=<anything but False>)` without `keyword` gets `keyword=value`.
+/// `api(..., when_keyword=<anything but False>)` without `keyword` gets `keyword=value`; the
+/// argument may also be given positionally at `when_position` (>= 0). With neither, every call
+/// of `api` without `keyword` (and without `**kwargs`) gets it.
 struct KeywordAddition {
   std::string api, when_keyword, keyword, value;
+  int when_position = -1;
+};
+
+/// An argument of `api` (`keyword`, or the positional argument at `position`) whose text matches
+/// the regular expression `when` keeps its CUDA spellings: migrate makes no edit inside it and
+/// lists it for review with `why` (`torch.load(map_location=None if ... torch.cuda ...)`: None
+/// restores tensors to the device they were saved from).
+struct KeptArgument {
+  std::string api, keyword;
+  int position = -1;
+  std::string when, why;
 };
 
 struct MigrateRules {
   std::vector<ArgRewrite> args;
   std::vector<KeywordRewrite> keywords;
   std::vector<KeywordAddition> additions;
+  std::vector<KeptArgument> kept;
 };
 
 /// Reads `dir/migrate_rules.json`; an absent file gives empty rules. Errors name the file and
