@@ -59,7 +59,9 @@ check "an unwritable output exits 2" "[ $rc = 2 ] && grep -q 'cannot be' '$tmp/u
 # What a port needs (tests/fixtures/migrate/port): argument rewrites of the reference data, env
 # vars, backend names and guards, device strings in any case and in format()/f-strings, profile
 # and DataLoader keywords, imports below docstrings and __future__ imports, a warning for an API
-# the target does not support (torch 2.1), all checked against the golden change list and patch.
+# the target does not support (torch 2.1), combine_grad=True for Ascend's apex amp.initialize with
+# optimizers and a torch.load map_location holding None kept for review (pkg/checkpoint.py), all
+# checked against the golden change list and patch.
 golden=tests/golden/migrate_port
 "$PORTKIT" migrate -i tests/fixtures/migrate/port -o "$tmp/port" -v 2.1.0 --format csv,json >"$tmp/port.out" 2>"$tmp/port.err"; rc=$?
 pcopy="$tmp/port/port_msft"

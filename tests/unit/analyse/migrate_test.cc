@@ -125,6 +125,14 @@ TEST(MigrateRules, TheNpuTargetHasTheReferenceArgumentRewrites) {
   EXPECT_NE(to->replacement.find("$arg"), std::string::npos);
   EXPECT_FALSE(rules->keywords.empty());
   EXPECT_FALSE(rules->additions.empty());
+  auto combine = std::find_if(rules->additions.begin(), rules->additions.end(),
+                              [](const auto& a) { return a.api == "apex.amp.initialize"; });
+  ASSERT_NE(combine, rules->additions.end());
+  EXPECT_EQ(combine->keyword, "combine_grad");
+  EXPECT_EQ(combine->when_keyword, "optimizers");
+  EXPECT_EQ(combine->when_position, 1);
+  ASSERT_EQ(rules->kept.size(), 1u);
+  EXPECT_EQ(rules->kept[0].api, "torch.load");
   // A target without the file has no rules.
   auto cpu = target::LoadMigrateRules(kDataDir / "targets" / "cpu");
   ASSERT_TRUE(cpu.ok());
@@ -143,6 +151,35 @@ TEST_F(Scratch, MigrateRulesErrorsNameTheFileAndTheProblem) {
                 .find("invalid regular expression"),
             std::string::npos);
   EXPECT_NE(error("{\"keyword_additions\": [{\"api\": \"a\"}]}").find("needs a non-empty"), std::string::npos);
+  EXPECT_NE(error("{\"keyword_additions\": [{\"api\": \"a\", \"keyword\": \"k\", \"value\": \"1\", \"when_position\": "
+                  "\"1\"}]}")
+                .find("\"keyword_additions\"[0].when_position must be a small integer >= 0"),
+            std::string::npos);
+  EXPECT_NE(error("{\"kept_arguments\": [{\"api\": \"torch.load\", \"keyword\": \"map_location\"}]}")
+                .find("\"kept_arguments\"[0] needs a non-empty \"api\", \"when\" and \"why\""),
+            std::string::npos);
+  EXPECT_NE(error("{\"kept_arguments\": [{\"api\": \"f\", \"when\": \"x\", \"why\": \"y\"}]}")
+                .find("needs \"keyword\" or \"position\""),
+            std::string::npos);
+  EXPECT_NE(error("{\"kept_arguments\": [{\"api\": \"f\", \"keyword\": \"k\", \"when\": \"(\", \"why\": \"y\"}]}")
+                .find("\"kept_arguments\"[0].when: invalid regular expression '('"),
+            std::string::npos);
+  EXPECT_NE(error("{\"kept_arguments\": [{\"api\": \"f\", \"keyword\": \"k\", \"when\": \"x\", \"why\": \"y\", "
+                  "\"how\": \"z\"}]}")
+                .find("unknown key \"kept_arguments\"[0].how"),
+            std::string::npos);
+  // An addition without a condition, and a kept argument, load.
+  Write("migrate_rules.json",
+        "{\"keyword_additions\": [{\"api\": \"a.f\", \"keyword\": \"k\", \"value\": \"True\"}], "
+        "\"kept_arguments\": [{\"api\": \"a.g\", \"position\": 1, \"when\": \"None\", \"why\": \"y\"}]}");
+  auto ok = target::LoadMigrateRules(dir_);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->additions.size(), 1u);
+  EXPECT_TRUE(ok->additions[0].when_keyword.empty());
+  EXPECT_EQ(ok->additions[0].when_position, -1);
+  ASSERT_EQ(ok->kept.size(), 1u);
+  EXPECT_EQ(ok->kept[0].position, 1);
+  EXPECT_TRUE(ok->kept[0].keyword.empty());
   EXPECT_NE(error("[").find("migrate_rules.json"), std::string::npos);
 }
 
