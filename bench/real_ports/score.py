@@ -310,14 +310,31 @@ def run_migrate(portkit, target, up_dir, out_dir, log, extra=()):
     return copy
 
 
-def score_trees(up_dir, port_dir, mig_dir):
-    """Scores one port: the three trees hold the upstream, the port and the migrated copy."""
+def read_reviews(change_list):
+    """The Review rows of migrate's change_list.csv: {path below the project: [(start, end)]}.
+    Rows about the target's import line are left out (they say where the import went)."""
+    import csv
+    reviews = {}
+    if not change_list or not os.path.exists(change_list):
+        return reviews
+    with open(change_list, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if row["Operation Type"] != "Review" or row["Message"].startswith("import "):
+                continue
+            rel = row["File"].split("/", 1)[1] if "/" in row["File"] else row["File"]
+            reviews.setdefault(rel, []).append((int(row["Start Line"]), int(row["End Line"])))
+    return reviews
+
+
+def score_trees(up_dir, port_dir, mig_dir, reviews=None):
+    """Scores one port: the three trees hold the upstream, the port and the migrated copy;
+    `reviews` (read_reviews) marks the missed port edits migrate lists for review."""
     up_files, port_files = py_files(up_dir), py_files(port_dir)
     shared = sorted(up_files & port_files)
     result = {"files_shared": len(shared), "files_port_only": len(port_files - up_files),
               "files_upstream_only": len(up_files - port_files), "port": [], "migrate": [],
               "compile_fail": [], "compile_fail_upstream_too": 0, "files_migrated": 0,
-              "touched_alias_only": 0,
+              "touched_alias_only": 0, "missed_reviewed": 0,
               "transfer_to_npu_files": sum(1 for rel in port_files if "transfer_to_npu" in
                                            "\n".join(read_lines(os.path.join(port_dir, rel))))}
     for rel in shared:
@@ -329,6 +346,11 @@ def score_trees(up_dir, port_dir, mig_dir):
         prow, mrow, aliased = score_file(up, port, mig)
         result["touched_alias_only"] += len(aliased)
         for verdict, cls, e in prow:
+            # a missed edit whose upstream lines carry a Review row of change_list.csv: migrate
+            # names the place and leaves the change to the user (still counted as missed)
+            first, last = e.i1 + 1, max(e.i2, e.i1 + 1)
+            if verdict == "missed" and any(a <= last and first <= b for a, b in (reviews or {}).get(rel, [])):
+                result["missed_reviewed"] += 1
             result["port"].append((rel, verdict, cls, e.i1 + 1, e.old, e.new))
         for verdict, cls, e in mrow:
             result["migrate"].append((rel, verdict, cls, e.i1 + 1, e.old, e.new))
@@ -426,6 +448,8 @@ def report(named_results, out, details):
                     name, verdict, cls, rel, line, one_line(old, 200), one_line(new, 200)))
     out.write("touched edits equal to the port's up to torch_npu.npu. = torch.npu.: %d\n" %
               sum(r["touched_alias_only"] for _, r in named_results))
+    out.write("missed edits at lines migrate lists for review (change_list.csv Review rows): %d\n" %
+              sum(r.get("missed_reviewed", 0) for _, r in named_results))
     out.write("migrate-only edits %d, reversed by a port %d (+%d in files the port did not port)\n" % (
         tot["extra"] + tot["reversed"] + tot["unported"], tot["reversed"], tot["unported"]))
     out.write("reproduced %d of %d (%s)\n" % (tot["identical"], tot["edits"],
@@ -501,7 +525,8 @@ def main():
         extra = p.get("migrate_args", [])
         mig_dir = run_migrate(portkit, args.target, up_dir, os.path.join(base, "migrated"),
                               os.path.join(base, "migrate.log"), extra)
-        result = score_trees(up_dir, port_dir, mig_dir)
+        result = score_trees(up_dir, port_dir, mig_dir,
+                             read_reviews(os.path.join(mig_dir + "_report", "change_list.csv")))
         result["migrate_args"] = extra
         named.append((p["name"], result, bool(p.get("holdout"))))
     details = open(args.details, "w") if args.details else None
