@@ -685,7 +685,7 @@ MIGRATE_KEYWORD_ADDITIONS = [
     ]),
     # Ascend's apex fork (the apex that runs on the NPU) combines the gradients into one flat
     # buffer for the loss scaler and its fused optimizers with combine_grad=True; its ports pass
-    # it in 480 of 923 amp.initialize calls of ModelZoo-PyTorch (6a2804a, 2023-12-15).
+    # it in 479 of 919 amp.initialize calls of ModelZoo-PyTorch (6a2804a, 2023-12-15).
     collections.OrderedDict([
         ("api", "apex.amp.initialize"), ("when_keyword", "optimizers"), ("when_position", 1),
         ("keyword", "combine_grad"), ("value", "True"),
@@ -1391,7 +1391,7 @@ writes an integer literal `n` as the device string `"<device_type>:n"`. Hand-wri
 becomes torch_npu.profiler.profile, which has no such keyword),
 and `pin_memory_device="npu"` for a `torch.utils.data.DataLoader` with `pin_memory`;
 `combine_grad=True` for `apex.amp.initialize` with optimizers (Ascend's apex fork: one flat gradient buffer for
-the loss scaler and its fused optimizers; ModelZoo-PyTorch's ports pass it in 480 of 923
+the loss scaler and its fused optimizers; ModelZoo-PyTorch's ports pass it in 479 of 919
 `amp.initialize` calls); `map_location` of `torch.load` kept where it holds `None` (None restores
 tensors to the device they were saved from, CUDA for a CUDA checkpoint).
 
