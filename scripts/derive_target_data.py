@@ -960,6 +960,17 @@ CUDA_LIBRARIES = [
      ["adam_w_mode", "bias_correction", "set_grad_none", "capturable", "master_weights"]),
     ("apex.optimizers.FusedSGD", "torch.optim.SGD",
      ["wd_after_momentum", "materialize_master_grads", "set_grad_none"]),
+    # No plain torch equivalent ("-"): only a target's fused_modules entry ports it, and then only
+    # with --unsafe (like a fused optimizer swap); else every use is a Review row.
+    ("apex.optimizers.FusedLAMB", "-",
+     ["bias_correction", "amsgrad", "adam_w_mode", "grad_averaging", "set_grad_none", "max_grad_norm",
+      "use_nvlamb"]),
+    # apex's DDP reduces in buckets of its own; torch's keeps the module and process-group API.
+    ("apex.parallel.DistributedDataParallel", "torch.nn.parallel.DistributedDataParallel",
+     ["message_size", "delay_allreduce", "shared_param", "allreduce_trigger_params",
+      "retain_allreduce_buffers", "allreduce_always_fp32", "num_allreduce_streams",
+      "allreduce_communicators", "gradient_average", "gradient_predivide_factor",
+      "gradient_average_split_factor", "prof"]),
 ]
 
 
@@ -1042,6 +1053,11 @@ NPU_TARGET = collections.OrderedDict([
     ("fused_optimizers", collections.OrderedDict(
         ("torch.optim." + o, "torch_npu.optim.NpuFused" + o)
         for o in ["Adadelta", "Adam", "AdamW", "RMSprop", "SGD"])),
+    # CUDA library classes without a plain torch equivalent: msprof-analyze's
+    # timeline_fusion_ops.yaml names torch_npu.optim.NpuFusedLamb for Lamb.step.
+    ("fused_modules", collections.OrderedDict([
+        ("apex.optimizers.FusedLAMB", "torch_npu.optim.NpuFusedLamb"),
+    ])),
     # torchvision ops with NPU kernels in the Torchvision Adapter (Ascend/vision: nms,
     # deform_conv2d, roi_align, roi_pool; not ps_roi_align, ps_roi_pool).
     ("library_ops", collections.OrderedDict(
@@ -1343,8 +1359,10 @@ library ops are not reported: they have CPU kernels.
 
 Hand-written (literal `CUDA_LIBRARIES` in the script). Columns: `name<TAB>plain<TAB>keywords`:
 a class of a CUDA-only library (`apex.normalization.FusedLayerNorm`), its plain torch equivalent
-(`torch.nn.LayerNorm`), and the keywords (comma-separated) the equivalent lacks or reads
-differently. `portkit migrate` rewrites an import of the class to the target's `fused_modules`
+(`torch.nn.LayerNorm`; `-` when torch has none, `apex.optimizers.FusedLAMB`), and the keywords
+(comma-separated) the equivalent lacks or reads differently. A class without a plain equivalent
+is ported only to the target's `fused_modules` entry and only with `--unsafe`; otherwise each use
+is a `Review` row naming that entry. `portkit migrate` rewrites an import of the class to the target's `fused_modules`
 entry, else (with `--unsafe`) the target's fused optimizer for the equivalent, else the
 equivalent, under the same local name; a call using one of the keywords is listed for review in
 change_list.csv instead.
@@ -1527,6 +1545,7 @@ def check_replacements_real(target, affinity, surface):
     """Every torch_npu name that target.json and affinity.json suggest is in the API surface."""
     module = target["python_module"] + "."
     suggested = list(target["fused_apis"].values()) + list(target["fused_optimizers"].values())
+    suggested += list(target.get("fused_modules", {}).values())
     suggested += [v for v in target["profile"]["fusion_apis"].values() if v.startswith(module)]
     for section in ("function", "class", "torch"):
         suggested += [row["replacement"] for row in affinity[section]]

@@ -273,8 +273,12 @@ class MigrationCollector : public EventSink {
           continue;
         }
         any = true;
-        unsure |= unsure_.count(qname) > 0;
         std::string use = LibraryReplacement(*lib);
+        unsure |= unsure_.count(qname) > 0 || use.empty();
+        if (use.empty()) {
+          message += (message.empty() ? "" : ", ") + qname + " → no plain torch equivalent";
+          continue;
+        }
         size_t dot = use.rfind('.');
         replacement += (replacement.empty() ? "" : "; ") + std::string("from ") + use.substr(0, dot) + " import " +
                        use.substr(dot + 1) + " as " + std::string(NodeText(alias, src_));
@@ -764,8 +768,13 @@ class MigrationCollector : public EventSink {
   }
 
   /// The target's fused API for a CUDA library class, else (with --unsafe) the target's fused
-  /// optimizer for its plain equivalent, else the plain equivalent.
+  /// optimizer for its plain equivalent, else the plain equivalent. A class without a plain
+  /// equivalent has only the fused API, and only with --unsafe: empty otherwise.
   std::string LibraryReplacement(const CudaLibraryClass& lib) {
+    if (lib.plain.empty()) {
+      const std::string* fused = Find(facts_.fused_modules, lib.name);
+      return fused && unsafe_ ? *fused : std::string();
+    }
     if (const std::string* fused = Find(facts_.fused_modules, lib.name)) return *fused;
     if (const std::string* fused = unsafe_ ? Find(facts_.fused_optimizers, lib.plain) : nullptr) return *fused;
     return lib.plain;
@@ -778,6 +787,17 @@ class MigrationCollector : public EventSink {
     const CudaLibraryClass* lib = FindLibrary(ev.lookup.front());
     if (!lib) return false;
     std::string use = LibraryReplacement(*lib);
+    if (use.empty()) {
+      const std::string* fused = Find(facts_.fused_modules, lib->name);
+      unsure_.insert(lib->name);
+      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
+                         EndLine(ev.node), "Review",
+                         lib->name + " not ported: torch has no equivalent" +
+                             (fused ? "; the target's is " + *fused + " (--unsafe makes it, check the accuracy)"
+                                    : "; port it by hand"),
+                         "review"});
+      return true;
+    }
     std::string why;
     for (const auto& a : ev.args) {
       if (a.splat && why.empty()) why = "**kwargs may hold keywords " + use + " lacks";

@@ -68,7 +68,7 @@ struct CudaOnly {
 /// A class of a CUDA-only library and its plain torch equivalent (data/cuda/cuda_libraries.tsv).
 struct CudaLibraryClass {
   std::string name;   ///< "apex.normalization.FusedLayerNorm"
-  std::string plain;  ///< "torch.nn.LayerNorm"
+  std::string plain;  ///< "torch.nn.LayerNorm"; empty when torch has none (`-` in the table)
   /// Keywords of `name` that `plain` lacks or reads differently: a call using one is listed for
   /// review instead of being ported.
   std::vector<std::string> unsure_keywords;
