@@ -882,6 +882,10 @@ CUDA_ONLY = collections.OrderedDict([
     # providers) belong to them and are never migrated.
     ("other_runtimes", ["cupy", "cv2.cuda", "numba.cuda", "onnxruntime", "pycuda", "tensorrt",
                         "torch2trt"]),
+    # Compiled CUDA extensions of apex (and the apex module that needs them): built with nvcc,
+    # absent on other devices, so code importing them has to be ported by hand.
+    ("extension_modules", ["amp_C", "apex.multi_tensor_apply", "apex_C", "fused_adam_cuda",
+                           "fused_layer_norm_cuda", "fused_lamb_cuda", "syncbn"]),
     # Ops of libraries whose device kernels are CUDA kernels (torchvision's C++ ops).
     ("library_ops", ["torchvision.ops." + o for o in [
         "DeformConv2d", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIPool",
@@ -1350,7 +1354,9 @@ get the device-number rewrite of `migrate_rules.json`;
 `device_module`: CUDA's device module (`torch.cuda`), whose `X` becomes the target's
 `<device_module>.X` where its `rewrites.tsv` has no entry; `other_runtimes`: modules of other
 runtimes (`tensorrt`, `onnxruntime`, `cv2.cuda`, `cupy`, ...) whose calls' arguments migrate
-leaves alone; `build_strings`: string literals naming the CUDA compiler in build settings
+leaves alone; `extension_modules`: compiled CUDA extension modules (apex's `amp_C`, `apex_C`,
+`fused_layer_norm_cuda`, ...; a submodule counts too): migrate lists each import of one for
+review (`Review` row) and changes nothing; `build_strings`: string literals naming the CUDA compiler in build settings
 (`extra_compile_args["nvcc"]`); `keyword_tokens`: a keyword argument whose name has one of these
 `_`-separated tokens configures CUDA-only machinery (`dict(cudnn_benchmark=False)`). On a target without support lists (`cpu`)
 library ops are not reported: they have CPU kernels.

@@ -300,6 +300,41 @@ class MigrationCollector : public EventSink {
     });
   }
 
+  /// Imports of compiled CUDA extensions (`import amp_C`, `from apex.multi_tensor_apply import
+  /// multi_tensor_applier`): one Review row each; the code using them is ported by hand.
+  void CudaExtensionImports(TSNode root) {
+    const auto& modules = target_.cuda().extension_modules;
+    if (modules.empty()) return;
+    auto listed = [&](std::string_view name) {
+      return std::any_of(modules.begin(), modules.end(), [&](const std::string& m) {
+        return name == m || (name.size() > m.size() && name.substr(0, m.size()) == m && name[m.size()] == '.');
+      });
+    };
+    ForEachNamedNode(root, [&](TSNode n) {
+      NodeKind k = syn_.Kind(n);
+      if (k != NodeKind::kImportStatement && k != NodeKind::kImportFromStatement) return true;
+      std::vector<std::string> found;
+      if (k == NodeKind::kImportFromStatement) {
+        TSNode module = ts_node_child_by_field_id(n, syn_.f_module_name);
+        if (!ts_node_is_null(module) && syn_.Kind(module) == NodeKind::kDottedName && listed(NodeText(module, src_)))
+          found.emplace_back(NodeText(module, src_));
+      } else {
+        for (TSNode c : NamedChildren(n)) {
+          TSNode name = syn_.Kind(c) == NodeKind::kAliasedImport ? ts_node_child_by_field_id(c, syn_.f_name) : c;
+          if (!ts_node_is_null(name) && listed(NodeText(name, src_))) found.emplace_back(NodeText(name, src_));
+        }
+      }
+      if (found.empty()) return false;
+      std::string names;
+      for (const auto& f : found) names += (names.empty() ? "" : ", ") + f;
+      reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
+                         names + ": a compiled CUDA extension (or a module built on one) with no " + target_.name() +
+                             " build; port the code that uses it by hand",
+                         "review"});
+      return false;
+    });
+  }
+
   /// The new imports of a `from <CUDA device module>... import ...` statement (new module,
   /// imported names), grouped by module; false when the statement is left as it is (not such an
   /// import, a name the table lacks, an unsupported name, or a class renamed on the way).
@@ -1242,6 +1277,7 @@ std::vector<FileResult> MigratePythonFiles(const MigrateOptions& opt, LoadedProj
       collector.ComposeTemplates();
       collector.DropForeignAndUnchanged();
       collector.CudaLibraryImports(f.parsed.root());
+      collector.CudaExtensionImports(f.parsed.root());
       collector.CudaModuleImports(f.parsed.root());
       collector.AddCudaLeftWarning();
       r.reviews = std::move(collector.reviews);

@@ -139,6 +139,7 @@ Status LoadCudaOnly(const fs::path& path, CudaOnly* cuda) {
     else if (key == "keyword_tokens") cuda->keyword_tokens = *list;
     else if (key == "other_runtimes") cuda->other_runtimes = *list;
     else if (key == "device_number_tokens") cuda->device_number_tokens = *list;
+    else if (key == "extension_modules") cuda->extension_modules = *list;
     return Status::Ok();
   });
 }

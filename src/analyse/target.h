@@ -63,6 +63,9 @@ struct CudaOnly {
   std::vector<std::string> other_runtimes;
   /// `_`-separated tokens of a name holding a device number (local_rank, gpu_id).
   std::vector<std::string> device_number_tokens;
+  /// Compiled CUDA extension modules (apex's amp_C, apex_C): an import of one (or of a submodule)
+  /// is listed for review by migrate.
+  std::vector<std::string> extension_modules;
 };
 
 /// A class of a CUDA-only library and its plain torch equivalent (data/cuda/cuda_libraries.tsv).

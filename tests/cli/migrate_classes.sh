@@ -3,7 +3,7 @@
 # with hits and non-hits: torch.cuda.amp → the target's autocast/GradScaler, backends, set_device
 # with the local rank, pin_memory/non_blocking, env vars in Python and in launch scripts, apex →
 # plain torch (or a review row when unsure; FusedLAMB, which torch lacks, a review row naming the
-# target's fused optimizer), other runtimes left alone, no-op edits dropped; the
+# target's fused optimizer; imports of apex's compiled CUDA extensions review rows), other runtimes left alone, no-op edits dropped; the
 # --dry-run summary per class; the same fixture through a target made of a target.json alone.
 source "$(dirname "$0")/harness.sh"
 
@@ -43,6 +43,7 @@ check "launch script: comments and longer names untouched" "grep -q '^# Launch o
 check "apex: FusedLayerNorm imported as torch.nn.LayerNorm" "grep -qx 'from torch.nn import LayerNorm as FusedLayerNorm' '$copy/apex_model.py'"
 check "apex: FusedLAMB (no plain torch counterpart) kept, its call a review row naming the target's fused optimizer" "grep -qx 'from apex.optimizers import FusedLAMB' '$copy/apex_parallel.py' && grep -q 'apex_parallel.py,9,9,Review,\"apex.optimizers.FusedLAMB not ported: torch has no equivalent; the target.s is torch_npu.optim.NpuFusedLamb (--unsafe makes it' '$reports/change_list.csv'"
 check "apex: apex's DDP becomes torch's where no apex-only keyword is used, else a review row" "grep -qx 'from torch.nn.parallel import DistributedDataParallel as DDP' '$copy/apex_parallel.py' && grep -qx 'from apex.parallel import DistributedDataParallel' '$copy/apex_ddp_bucket.py' && grep -q 'apex_ddp_bucket.py,6,6,Review,apex.parallel.DistributedDataParallel → torch.nn.parallel.DistributedDataParallel not made: keyword message_size' '$reports/change_list.csv'"
+check "apex: imports of compiled CUDA extensions are review rows, other imports are not" "[ \"\$(grep -c '^classes/apex_ext.py,.*,Review,' '$reports/change_list.csv')\" = 3 ] && grep -q 'apex_ext.py,2,2,Review,amp_C: a compiled CUDA extension' '$reports/change_list.csv' && cmp -s '$fixture/apex_ext.py' '$copy/apex_ext.py'"
 check "apex: FusedAdam(adam_w_mode=False) kept and listed for review" "grep -qx 'from apex.optimizers import FusedAdam' '$copy/apex_model.py' && grep -q 'apex_model.py,18,18,Review,apex.optimizers.FusedAdam → torch.optim.AdamW not made: keyword adam_w_mode has no counterpart in torch.optim.AdamW; port it by hand' '$reports/change_list.csv' && grep -q 'apex_model.py,4,4,Review,\"from apex.optimizers import FusedAdam: kept; a call needs review' '$reports/change_list.csv'"
 # fused optimizers: review rows by default, the swap with --unsafe
 check "optim: torch.optim.SGD/Adam listed for review, nothing changed" "cmp -s '$fixture/optim_train.py' '$copy/optim_train.py' && grep -q '^classes/optim_train.py,13,13,Review,\"torch.optim.SGD → torch_npu.optim.NpuFusedSGD not made: ' '$reports/change_list.csv' && grep -q '^classes/optim_train.py,15,15,Review,\"torch.optim.Adam → torch_npu.optim.NpuFusedAdam not made: ' '$reports/change_list.csv' && [ \$(grep -c '^classes/optim_train.py,' '$reports/change_list.csv') = 2 ]"
@@ -57,7 +58,7 @@ check "--dry-run exits 0 and creates nothing" "[ $rc = 0 ] && [ ! -e '$tmp/dry' 
 count() { grep -E "^\| +$1 +\|" "$tmp/dry.out" | tr -s ' |' ' ' | cut -d' ' -f3; }
 csv_count() { python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["changes"] if c["class"] == sys.argv[2]))' "$reports/change_list.json" "$1"; }
 check "--dry-run counts per class equal the real run's" "for c in amp device_api device_string distributed_backend env_var launch_script arguments cuda_library import; do [ \"\$(count \$c)\" = \"\$(csv_count \$c)\" ] || { echo \"class \$c: \$(count \$c) vs \$(csv_count \$c)\"; exit 1; }; done"
-check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +8 +\| +4 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
+check "--dry-run lists the review rows" "grep -qE 'review \(not made\) +\| +11 +\| +5 +\|' '$tmp/dry.out' && grep -q '^review: classes/apex_model.py:18: apex.optimizers.FusedAdam' '$tmp/dry.out'"
 
 # The same fixture through a target made of a target.json alone (device tdev): no npu code.
 # (aliases.py keeps `dev = torch.cuda`: tdev's data renames no module object, so the calls through
