@@ -55,29 +55,30 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns, bool* out_of_range) {
       if (c == 'e' || c == 'E') return true;
     return false;
   };
-  int64_t whole = 0, frac = 0;
-  int frac_digits = 0;
-  bool any = false, dot = false;
-  for (char c : t) {
-    if (c == '.' && !dot) {
-      dot = true;
-      continue;
+  // The whole part, then the fraction (its first three digits kept): one pass over the digits.
+  auto digit = [](char c) { return static_cast<unsigned char>(c - '0') <= 9; };
+  const size_t n = t.size();
+  size_t i = 0;
+  int64_t whole = 0;
+  for (; i < n && digit(t[i]); ++i) {
+    if (whole > kMaxMicros / 10) {  // 99999999999999999999999 µs: checked before it could wrap
+      if (has_exponent()) return exponent();
+      for (char rest : t)
+        if (!digit(rest) && rest != '.') return false;
+      return too_big();
     }
-    if (c < '0' || c > '9') return has_exponent() && exponent();
-    any = true;
-    if (!dot) {
-      if (whole > kMaxMicros / 10) {  // 99999999999999999999999 µs: checked before it could wrap
-        if (has_exponent()) return exponent();
-        for (char rest : t)
-          if ((rest < '0' || rest > '9') && rest != '.') return false;
-        return too_big();
-      }
-      whole = whole * 10 + (c - '0');
-    } else if (frac_digits < 3) {
-      frac = frac * 10 + (c - '0');
-      ++frac_digits;
+    whole = whole * 10 + (t[i] - '0');
+  }
+  bool any = i > 0;
+  int64_t frac = 0;
+  int frac_digits = 0;
+  if (i < n && t[i] == '.') {
+    for (++i; i < n && digit(t[i]); ++i) {
+      any = true;
+      if (frac_digits < 3) frac = frac * 10 + (t[i] - '0'), ++frac_digits;
     }
   }
+  if (i < n) return has_exponent() && exponent();
   if (!any) return false;
   if (whole > kMaxMicros) return too_big();
   while (frac_digits < 3) frac *= 10, ++frac_digits;
