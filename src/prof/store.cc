@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <vector>
 
@@ -326,6 +327,26 @@ constexpr std::string_view kEventOptionalColumns[] = {
 constexpr int kEventFixedColumns = 8;
 constexpr uint32_t kAllOptionalColumns = (1u << std::size(kEventOptionalColumns)) - 1;
 constexpr size_t kMaxInsertStatements = 64;
+/// Events inserted per statement by TraceWriter::AddEvents (at most 25 parameters each).
+constexpr size_t kEventsPerInsert = 16;
+}  // namespace
+
+namespace {
+// INSERT INTO events naming the fixed columns and the optional ones of `columns`, `rows` rows.
+std::string InsertEventsSql(uint32_t columns, size_t rows) {
+  std::string text = "INSERT INTO events (" + std::string(kEventColumns);
+  std::string values = "(?";
+  for (int i = 1; i < kEventFixedColumns; ++i) values += ",?";
+  for (size_t i = 0; i < std::size(kEventOptionalColumns); ++i) {
+    if (!(columns & (1u << i))) continue;
+    text += ", " + std::string(kEventOptionalColumns[i]);
+    values += ",?";
+  }
+  values += ")";
+  text += ") VALUES " + values;
+  for (size_t r = 1; r < rows; ++r) text += "," + values;
+  return text;
+}
 }  // namespace
 
 Expected<sql::Statement*> Store::InsertEventStatement(uint32_t* columns) {
@@ -336,21 +357,22 @@ Expected<sql::Statement*> Store::InsertEventStatement(uint32_t* columns) {
   if (insert_event_.size() >= kMaxInsertStatements) *columns = kAllOptionalColumns;
   auto& slot = insert_event_[*columns];
   if (slot) return slot.get();
-  std::string text = "INSERT INTO events (" + std::string(kEventColumns);
-  std::string values = "?";
-  for (int i = 1; i < kEventFixedColumns; ++i) values += ",?";
-  for (size_t i = 0; i < std::size(kEventOptionalColumns); ++i) {
-    if (!(*columns & (1u << i))) continue;
-    text += ", " + std::string(kEventOptionalColumns[i]);
-    values += ",?";
-  }
-  auto st = PrepareOwned(*db_, text + ") VALUES (" + values + ")");
+  auto st = PrepareOwned(*db_, InsertEventsSql(*columns, 1));
   if (!st.ok()) {
     insert_event_.erase(*columns);
     return st.status();
   }
   slot = std::move(*st);
   return slot.get();
+}
+
+Expected<sql::Statement*> Store::InsertEventsStatement(uint32_t columns) {
+  auto it = insert_events_.find(columns);
+  if (it != insert_events_.end()) return it->second.get();
+  if (insert_events_.size() >= kMaxInsertStatements) return nullptr;
+  auto st = PrepareOwned(*db_, InsertEventsSql(columns, kEventsPerInsert));
+  if (!st.ok()) return st.status();
+  return (insert_events_[columns] = std::move(*st)).get();
 }
 
 Expected<TraceWriter> Store::BeginTrace(std::string_view path, std::string_view format) {
@@ -428,6 +450,8 @@ TraceWriter::TraceWriter(TraceWriter&& o) noexcept
       relink_launches_(o.relink_launches_),
       id_of_key_(std::move(o.id_of_key_)),
       events_(o.events_),
+      next_rowid_(o.next_rowid_),
+      base_ns_(o.base_ns_),
       start_pages_(o.start_pages_) {}
 
 TraceWriter::~TraceWriter() { Abort(); }
@@ -481,30 +505,35 @@ Status TraceWriter::CheckLimits() {
   return Status::Ok();
 }
 
-Status TraceWriter::AddEvent(const Event& e) {
+namespace {
+constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13, kParent = 1u << 14,
+                   kArgs = 1u << 15, kLaunch = 1u << 16;
+}  // namespace
+
+Status TraceWriter::PrepareRow(const Event& e, Row* row) {
   PORTKIT_RETURN_IF_ERROR(CheckLimits());
   ++events_;
   auto name = StringId(e.name_key, e.name);
   if (!name.ok()) return name.status();
   auto cat = StringId(e.category_key, e.category);
   if (!cat.ok()) return cat.status();
+  row->name = *name;
+  row->category = *cat;
   // The CPU op a launch belongs to (its External id), when that op has come already; the call
   // that launched a device task (its correlation id), when that call has come already.
   const bool call = e.kind == EventKind::kRuntime || e.kind == EventKind::kDriver;
   const bool device = IsDeviceTask(e.kind);
-  int64_t parent = -1, launch = -1;
+  row->parent = row->launch = -1;
   if (call && e.external_id >= 0) {
-    if (auto it = op_by_external_.find(e.external_id); it != op_by_external_.end()) parent = it->second;
+    if (auto it = op_by_external_.find(e.external_id); it != op_by_external_.end()) row->parent = it->second;
   }
   if (device && e.correlation >= 0) {
-    if (auto it = call_by_correlation_.find(e.correlation); it != call_by_correlation_.end()) launch = it->second;
+    if (auto it = call_by_correlation_.find(e.correlation); it != call_by_correlation_.end()) row->launch = it->second;
   }
   // The optional columns in kEventOptionalColumns' order; absent ones (< 0, empty) stay NULL.
   const int64_t ints[] = {e.correlation, e.external_id, e.grid[0],  e.grid[1],   e.grid[2],
                           e.block[0],    e.block[1],    e.block[2], e.registers, e.shared_memory};
   static_assert(std::size(ints) + 7 == std::size(kEventOptionalColumns));
-  constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13, kParent = 1u << 14,
-                     kArgs = 1u << 15, kLaunch = 1u << 16;
   uint32_t present = 0;
   for (size_t k = 0; k < std::size(ints); ++k)
     if (ints[k] >= 0) present |= 1u << k;
@@ -512,28 +541,44 @@ Status TraceWriter::AddEvent(const Event& e) {
   if (e.bytes >= 0) present |= kBytes;
   if (!e.input_dims.empty()) present |= kDims;
   if (!e.input_types.empty()) present |= kTypes;
-  if (parent >= 0) present |= kParent;
+  if (row->parent >= 0) present |= kParent;
   if (!e.args.empty()) present |= kArgs;
-  if (launch >= 0) present |= kLaunch;
-  uint32_t columns = present;
-  auto statement = store_->InsertEventStatement(&columns);
-  if (!statement.ok()) return statement.status();
-  sql::Statement& s = **statement;
+  if (row->launch >= 0) present |= kLaunch;
+  row->present = present;
+  return Status::Ok();
+}
+
+void TraceWriter::Remember(const Event& e, const Row& row, int64_t rowid) {
+  const bool call = e.kind == EventKind::kRuntime || e.kind == EventKind::kDriver;
+  if (e.kind == EventKind::kCpuOp && e.external_id >= 0) op_by_external_.try_emplace(e.external_id, rowid);
+  if (call && row.parent < 0) {
+    if (e.external_id >= 0) unlinked_.emplace_back(rowid, e.external_id);
+    else needs_enclosing_ = true;
+  }
+  // The first call of a correlation id launched its tasks (a graph launch has several).
+  if (call && e.correlation >= 0) call_by_correlation_.try_emplace(e.correlation, rowid);
+  if (IsDeviceTask(e.kind) && e.correlation >= 0 && row.launch < 0) unlaunched_.emplace_back(rowid, e.correlation);
+  next_rowid_ = rowid + 1;
+}
+
+void TraceWriter::BindRow(sql::Statement& s, int* at, int64_t trace, uint32_t columns, const Event& e, const Row& row) {
   // Texts are bound without a copy: the event's views stay valid until the row is written, and
   // every parameter is bound again before the statement's next run.
-  int i = 1;
-  s.Bind(i++, id_);
+  int i = *at;
+  s.Bind(i++, trace);
   s.BindStatic(i++, std::string_view(EventKindName(e.kind)));
-  s.Bind(i++, *name);
-  s.Bind(i++, *cat);
+  s.Bind(i++, row.name);
+  s.Bind(i++, row.category);
   s.Bind(i++, e.ts_ns);
   s.Bind(i++, e.dur_ns);
   s.Bind(i++, e.pid);
   s.Bind(i++, e.tid);
-  // `columns` names the statement's optional columns: those of `present`, or all of them.
+  const int64_t ints[] = {e.correlation, e.external_id, e.grid[0],  e.grid[1],   e.grid[2],
+                          e.block[0],    e.block[1],    e.block[2], e.registers, e.shared_memory};
+  // `columns` names the statement's optional columns: those of `present`, or more.
   auto value = [&](uint32_t bit, auto bind) {
     if (!(columns & bit)) return;
-    if (present & bit) bind();
+    if (row.present & bit) bind();
     else s.BindNull(i);
     ++i;
   };
@@ -542,19 +587,64 @@ Status TraceWriter::AddEvent(const Event& e) {
   value(kBytes, [&] { s.Bind(i, e.bytes); });
   value(kDims, [&] { s.BindStatic(i, e.input_dims); });
   value(kTypes, [&] { s.BindStatic(i, e.input_types); });
-  value(kParent, [&] { s.Bind(i, parent); });
+  value(kParent, [&] { s.Bind(i, row.parent); });
   value(kArgs, [&] { s.BindStatic(i, e.args); });
-  value(kLaunch, [&] { s.Bind(i, launch); });
-  PORTKIT_RETURN_IF_ERROR(s.RunKeepingBindings());
-  const int64_t rowid = store_->db_->LastInsertRowId();
-  if (e.kind == EventKind::kCpuOp && e.external_id >= 0) op_by_external_.try_emplace(e.external_id, rowid);
-  if (call && parent < 0) {
-    if (e.external_id >= 0) unlinked_.emplace_back(rowid, e.external_id);
-    else needs_enclosing_ = true;
+  value(kLaunch, [&] { s.Bind(i, row.launch); });
+  *at = i;
+}
+
+Status TraceWriter::AddEvent(const Event& e) {
+  Row row;
+  PORTKIT_RETURN_IF_ERROR(PrepareRow(e, &row));
+  uint32_t columns = row.present;
+  auto statement = store_->InsertEventStatement(&columns);
+  if (!statement.ok()) return statement.status();
+  int i = 1;
+  BindRow(**statement, &i, id_, columns, e, row);
+  PORTKIT_RETURN_IF_ERROR((*statement)->RunKeepingBindings());
+  Remember(e, row, store_->db_->LastInsertRowId());
+  return Status::Ok();
+}
+
+Status TraceWriter::AddEvents(std::span<const Event> events) {
+  size_t done = 0;
+  std::array<Row, kEventsPerInsert> rows;
+  while (done < events.size()) {
+    // A run of kEventsPerInsert events goes in one INSERT naming the columns any of them has
+    // (each row's others bound NULL), once the rowid of the next event is known (after one
+    // event of the trace): the links made within the run name rowids given in order.
+    if (next_rowid_ < 0 || events.size() - done < kEventsPerInsert) {
+      PORTKIT_RETURN_IF_ERROR(AddEvent(events[done++]));
+      continue;
+    }
+    const int64_t first = next_rowid_;
+    uint32_t columns = 0;
+    for (size_t r = 0; r < kEventsPerInsert; ++r) {
+      PORTKIT_RETURN_IF_ERROR(PrepareRow(events[done + r], &rows[r]));
+      Remember(events[done + r], rows[r], first + static_cast<int64_t>(r));
+      columns |= rows[r].present;
+    }
+    auto statement = store_->InsertEventsStatement(columns);
+    if (!statement.ok()) return statement.status();
+    int i = 1;
+    for (size_t r = 0; r < kEventsPerInsert; ++r) {
+      if (*statement) {
+        BindRow(**statement, &i, id_, columns, events[done + r], rows[r]);
+        continue;
+      }
+      // No statement for this set of columns (its cache is full): row by row, rows worked out.
+      uint32_t one = rows[r].present;
+      auto single = store_->InsertEventStatement(&one);
+      if (!single.ok()) return single.status();
+      int k = 1;
+      BindRow(**single, &k, id_, one, events[done + r], rows[r]);
+      PORTKIT_RETURN_IF_ERROR((*single)->RunKeepingBindings());
+    }
+    if (*statement) PORTKIT_RETURN_IF_ERROR((*statement)->RunKeepingBindings());
+    if (store_->db_->LastInsertRowId() != next_rowid_ - 1)
+      return Status(ErrorCode::kInternal, store_->db_->path() + ": events stored at unexpected rowids");
+    done += kEventsPerInsert;
   }
-  // The first call of a correlation id launched its tasks (a graph launch has several).
-  if (call && e.correlation >= 0) call_by_correlation_.try_emplace(e.correlation, rowid);
-  if (device && e.correlation >= 0 && launch < 0) unlaunched_.emplace_back(rowid, e.correlation);
   return Status::Ok();
 }
 

@@ -134,6 +134,9 @@ class TraceWriter {
 
   int64_t id() const { return id_; }
   Status AddEvent(const Event& e);
+  /// AddEvent of each of `events`, in order, several rows per INSERT where a run of events allows
+  /// it (the same rows and rowids, fewer statements).
+  Status AddEvents(std::span<const Event> events);
   Status AddMark(const Mark& m);
   /// AddMark of each of `marks`, in order, several rows per INSERT (the same rows, fewer statements).
   Status AddMarks(std::span<const Mark> marks);
@@ -162,6 +165,19 @@ class TraceWriter {
   Status LinkLaunches();
   /// Links calls without an op of their External id to the innermost CPU op enclosing them.
   Status LinkEnclosing();
+  /// What AddEvent works out for an event before its row is bound: its string ids, its links and
+  /// the optional columns it has (bit i: column i of kEventOptionalColumns, in store.cc).
+  struct Row {
+    int64_t name = 0, category = 0, parent = -1, launch = -1;
+    uint32_t present = 0;
+  };
+  /// Checks the limits and works out `e`'s Row (looking up the links made so far).
+  Status PrepareRow(const Event& e, Row* row);
+  /// Records the links `e`, stored at `rowid`, makes for the events after it.
+  void Remember(const Event& e, const Row& row, int64_t rowid);
+  /// Binds `e`'s values to parameters `*i`, `*i + 1`, ... of `s`, whose optional columns are
+  /// `columns` (a superset of row.present: the others are bound NULL); advances `*i`.
+  static void BindRow(sql::Statement& s, int* i, int64_t trace, uint32_t columns, const Event& e, const Row& row);
   /// The store's id of `text`, whose importer key is `key` (Event::name_key), or of `text`
   /// alone when `key` is -1.
   Expected<int64_t> StringId(int32_t key, std::string_view text);
@@ -181,6 +197,7 @@ class TraceWriter {
   bool relink_launches_ = false;
   std::vector<int64_t> id_of_key_;  // Event::name_key / category_key → string id; -1 not yet known
   uint64_t events_ = 0;             // added so far, for Store::SetTraceLimits
+  int64_t next_rowid_ = -1;         // the rowid the next event gets (-1: not known yet)
   std::optional<int64_t> base_ns_;
   int64_t start_pages_ = -1;  // the store's page count when the trace began (-1: not measured)
   /// Checks the caps of Store::SetTraceLimits before the next event is stored.
@@ -231,6 +248,9 @@ class Store {
   /// kEventOptionalColumns, in store.cc) and no others, prepared on first use. Once the cache is
   /// full, a set not in it gets the statement naming every column (`*columns` says so).
   Expected<sql::Statement*> InsertEventStatement(uint32_t* columns);
+  /// The INSERT of kEventsPerInsert rows naming the optional columns `columns`, prepared on first
+  /// use; null once its cache is full and `columns` is not in it (the caller inserts row by row).
+  Expected<sql::Statement*> InsertEventsStatement(uint32_t columns);
   /// Copies the committed pages of the WAL into the store file on a thread of its own (a second
   /// connection), while this one goes on; WaitForCheckpoint joins it. Best effort: a checkpoint
   /// that fails leaves the pages in the WAL, where readers find them and a later one copies them.
@@ -253,6 +273,7 @@ class Store {
   // One INSERT per set of columns an event has (a CPU op, a launch and a kernel each fill other
   // columns): absent columns are left to their default NULL instead of bound one by one.
   std::unordered_map<uint32_t, std::unique_ptr<sql::Statement>> insert_event_;
+  std::unordered_map<uint32_t, std::unique_ptr<sql::Statement>> insert_events_;  ///< InsertEventsStatement
   // Ids of strings in the store (learnt in committed or the current transaction; strings are
   // never deleted, so an id stays valid for other processes' imports too).
   std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> strings_;

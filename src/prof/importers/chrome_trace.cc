@@ -37,8 +37,10 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns, bool* out_of_range) {
   bool neg = t.front() == '-';
   if (neg) t.remove_prefix(1);
   constexpr int64_t kMaxMicros = kMaxTimestampNs / 1000;
-  if (t.find_first_of("eE") != std::string_view::npos) {
-    // Exponent form: rare (relative durations); a double is exact enough there.
+  // Exponent form: rare (relative durations); a double is exact enough there. Taken whenever the
+  // text has an 'e' or 'E' anywhere (the loop below only looks for one when it meets a character
+  // it does not take, so plain numbers are scanned once).
+  auto exponent = [&]() -> bool {
     std::string s(t);
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
@@ -47,29 +49,36 @@ bool ParseMicrosToNanos(std::string_view t, int64_t* ns, bool* out_of_range) {
     if (!(v <= static_cast<double>(kMaxMicros))) return too_big();
     *ns = static_cast<int64_t>(std::llround(v * 1000.0)) * (neg ? -1 : 1);
     return true;
+  };
+  auto has_exponent = [&] {
+    for (char c : t)
+      if (c == 'e' || c == 'E') return true;
+    return false;
+  };
+  // The whole part, then the fraction (its first three digits kept): one pass over the digits.
+  auto digit = [](char c) { return static_cast<unsigned char>(c - '0') <= 9; };
+  const size_t n = t.size();
+  size_t i = 0;
+  int64_t whole = 0;
+  for (; i < n && digit(t[i]); ++i) {
+    if (whole > kMaxMicros / 10) {  // 99999999999999999999999 µs: checked before it could wrap
+      if (has_exponent()) return exponent();
+      for (char rest : t)
+        if (!digit(rest) && rest != '.') return false;
+      return too_big();
+    }
+    whole = whole * 10 + (t[i] - '0');
   }
-  int64_t whole = 0, frac = 0;
+  bool any = i > 0;
+  int64_t frac = 0;
   int frac_digits = 0;
-  bool any = false, dot = false;
-  for (char c : t) {
-    if (c == '.' && !dot) {
-      dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') return false;
-    any = true;
-    if (!dot) {
-      if (whole > kMaxMicros / 10) {  // 99999999999999999999999 µs: checked before it could wrap
-        for (char rest : t)
-          if ((rest < '0' || rest > '9') && rest != '.') return false;
-        return too_big();
-      }
-      whole = whole * 10 + (c - '0');
-    } else if (frac_digits < 3) {
-      frac = frac * 10 + (c - '0');
-      ++frac_digits;
+  if (i < n && t[i] == '.') {
+    for (++i; i < n && digit(t[i]); ++i) {
+      any = true;
+      if (frac_digits < 3) frac = frac * 10 + (t[i] - '0'), ++frac_digits;
     }
   }
+  if (i < n) return has_exponent() && exponent();
   if (!any) return false;
   if (whole > kMaxMicros) return too_big();
   while (frac_digits < 3) frac *= 10, ++frac_digits;
@@ -359,7 +368,7 @@ class EventParser {
  private:
   void Clear() {
     invalid_ = false;
-    ph_.clear(), cat_.clear(), name_.clear(), meta_name_.clear();
+    ph_ = cat_ = name_ = meta_name_ = {};
     dims_ = types_ = args_ = {};
   }
 
@@ -368,19 +377,20 @@ class EventParser {
   bool ReadMembers(simdjson::ondemand::document& doc, simdjson::ondemand::object& obj, Event& e, bool* has_ts) {
     bool ok = true;
     std::string_view ph;
-    for (auto field : obj) {
+    for (auto item : obj) {
+      simdjson::ondemand::field field;
       std::string_view key;
-      simdjson::ondemand::value v;
-      if (field.unescaped_key().get(key) || field.value().get(v)) return false;
+      if (std::move(item).get(field) || field.unescaped_key().get(key)) return false;
+      simdjson::ondemand::value& v = field.value();
       if (key == "ph") {
         if (v.get_string().get(ph)) ok = false;  // malformed; read on, so its bad numbers are counted
-        ph_.assign(ph);
+        ph_ = ph;
       } else if (key == "cat") {
         std::string_view s;
-        if (!v.get_string().get(s)) cat_.assign(s);
+        if (!v.get_string().get(s)) cat_ = s;
       } else if (key == "name") {
         std::string_view s;
-        if (!v.get_string().get(s)) name_.assign(s);
+        if (!v.get_string().get(s)) name_ = s;
       } else if (key == "pid") {
         e.pid = IntOf(v, &invalid_);
       } else if (key == "tid") {
@@ -450,8 +460,8 @@ class EventParser {
   /// viewing the parser's copy of it (valid for the whole import, unlike the batch's): the
   /// store's thread then looks each distinct string up once. Past 2^31 distinct strings the
   /// text goes with the batch and the store looks it up itself (-1).
-  int32_t Key(const std::string& text, std::string_view* kept) {
-    if (auto it = keys_.find(std::string_view(text)); it != keys_.end()) {
+  int32_t Key(std::string_view text, std::string_view* kept) {
+    if (auto it = keys_.find(text); it != keys_.end()) {
       *kept = it->first;
       return it->second;
     }
@@ -470,14 +480,14 @@ class EventParser {
   bool Args(simdjson::ondemand::value v, Event& e) {
     simdjson::ondemand::object args;
     if (v.get_object().get(args)) return false;
-    for (auto f : args) {
+    for (auto item : args) {
+      simdjson::ondemand::field f;
       std::string_view k;
-      if (f.unescaped_key().get(k)) return false;
-      simdjson::ondemand::value a;
-      if (f.value().get(a)) return false;
+      if (std::move(item).get(f) || f.unescaped_key().get(k)) return false;
+      simdjson::ondemand::value& a = f.value();
       if (k == "name") {  // metadata: the process or thread name
         std::string_view n;
-        if (!a.get_string().get(n)) meta_name_.assign(n);
+        if (!a.get_string().get(n)) meta_name_ = n;
       } else if (k == "External id") e.external_id = IntOf(a, &invalid_);
       else if (k == "correlation") e.correlation = IntOf(a, &invalid_);
       else if (k == "grid") Triple(a, e.grid);
@@ -507,11 +517,11 @@ class EventParser {
   std::array<uint64_t, static_cast<size_t>(EventKind::kOther) + 1> per_kind_{};
   std::map<int64_t, std::string> process_names_;        // pid → process_name metadata
   std::set<int64_t> unnamed_pids_;                      // pids of cat-less events stored before their name
-  std::string meta_name_;                               // args.name of the event in hand
   std::deque<std::string> texts_;                       // names and categories by key (a deque: views stay valid)
   std::unordered_map<std::string_view, int32_t> keys_;  // text (viewing texts_) → key
   simdjson::ondemand::parser parser_;
-  std::string ph_, cat_, name_;
+  // Views into the event in hand or the parser's buffer (valid while Parse runs).
+  std::string_view ph_, cat_, name_, meta_name_;
   // Views into the event in hand (valid while Parse runs): copied once, into the batch.
   std::string_view dims_, types_, args_;
   bool invalid_ = false;      // the event in hand has an out-of-range number
@@ -589,10 +599,7 @@ Expected<ImportResult> ImportChromeTrace(const std::filesystem::path& file, cons
   });
   Status stored = Status::Ok();
   while (auto batch = queue.Pop()) {
-    for (const Event& e : batch->events) {
-      if (!stored.ok()) break;
-      stored = writer->AddEvent(e);
-    }
+    if (stored.ok()) stored = writer->AddEvents(batch->events);
     if (stored.ok()) stored = writer->AddMarks(batch->marks);
     if (!stored.ok()) queue.Stop();
     queue.Recycle(std::move(batch));
