@@ -767,9 +767,11 @@ class _Dumper(TorchDispatchMode):
             return False  # the inf/nan came in: not where it started
         return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
 
-    def _describe(self, key, t, keep_data):
+    def _describe(self, key, t, keep_data, snapshot=True):
         """(manifest entry, raw bytes or None) of a tensor of a dtype safetensors stores: layout,
-        statistics, and the bytes (and their crc32) when the data is kept or a checksum asked for."""
+        statistics, and the bytes (and their crc32) when the data is kept or a checksum asked for.
+        snapshot=False: the bytes are used before the tensor can change (an output, written out in
+        the same record), so a host tensor's own memory is read instead of a copy of it."""
         info = {"key": key, "dtype": safetensors_io.st_dtype(t.dtype), "shape": list(t.shape)}
         if not _plain_layout(t):
             info.update(stride=list(t.stride()), storage_offset=t.storage_offset())
@@ -777,7 +779,7 @@ class _Dumper(TorchDispatchMode):
         raw = None
         want_crc = self.checksum is True or (self.checksum is None and keep_data)
         if keep_data or want_crc:  # the bytes on the host: only when stored or asked for
-            raw = safetensors_io.tensor_bytes(t)
+            raw = safetensors_io.tensor_bytes(t, copy=snapshot)
             if want_crc:
                 info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes
         return info, (raw if keep_data else None)
@@ -863,11 +865,11 @@ class _Dumper(TorchDispatchMode):
             if captured is not None:  # described before the operator ran (it may have changed since)
                 info, raw, late = captured
                 if keep_data and raw is None:
-                    raw = safetensors_io.tensor_bytes(late)
+                    raw = safetensors_io.tensor_bytes(late, copy=False)
                     if "crc32" not in info and self.checksum is not False:
                         info["crc32"] = zlib.crc32(raw)
             else:
-                info, raw = self._describe(key, t, keep_data)
+                info, raw = self._describe(key, t, keep_data, snapshot=False)
             if keep_data:
                 records.append((key, dtype, tuple(t.shape), raw))
             entry["tensors"].append(info)
