@@ -1,7 +1,7 @@
 """Per-step cost of portkit.torch.dumper against the same step without it, beside msprobe's dumper
 (docs/benchmarks.md).
 
-    python3 bench/dumper_overhead.py [--steps N] [--model cnn|transformer|resnet18|resnet50] [--size PX]
+    python3 bench/dumper_overhead.py [--steps N] [--model cnn|transformer|resnet18|resnet50] [--size PX] [--no-msprobe]
 
 A training step (forward, backward) of a model on the CPU (one thread), timed without the dumper,
 with stats_only=True (statistics on the tensor's device, nothing copied to the host), with
@@ -178,6 +178,7 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--model", choices=("cnn", "transformer", "resnet18", "resnet50"), default="cnn")
     ap.add_argument("--size", type=int, default=64, help="image side of the resnet models (default 64)")
+    ap.add_argument("--no-msprobe", action="store_true", help="portkit's cases only")
     ap.add_argument("--msprobe-task", choices=("statistics", "tensor"), help=argparse.SUPPRESS)  # the child
     args = ap.parse_args()
     if args.msprobe_task:
@@ -200,7 +201,7 @@ def main():
         wall, cpu = _medians(ours[name])
         print("  %-26s %8.1f ms %8.1f ms   %5.2fx %5.2fx" % (name, 1000 * wall, 1000 * cpu, wall / base[0],
                                                             cpu / base[1]))
-    for name, times in msprobe_cases(args).items():
+    for name, times in ({} if args.no_msprobe else msprobe_cases(args)).items():
         # Against its own process's plain step, taken before msprobe wrapped torch's APIs; the plain
         # steps between its steps (wrappers installed, switched off) are printed beside.
         own, idle = _medians(times["plain before msprobe"]), _medians(times["no dump"])

@@ -506,8 +506,10 @@ class _Stats:
                 total = x.sum(dtype=acc)
                 norm = torch.linalg.vector_norm(x, dtype=acc) if hasattr(torch, "linalg") else x.to(acc).norm()
                 mn, mx = _min_max(x, no_aminmax)
-                # max/min widened to the accumulation type exactly: the same numbers as float64 gives
-                vals = torch.stack([mx.to(acc), mn.to(acc), total, norm]).tolist()  # one transfer
+                if x.device.type == "cpu":  # nothing to transfer: four reads cost less than a stack
+                    vals = [mx.item(), mn.item(), total.item(), norm.item()]
+                else:  # one transfer; max/min widened to the accumulation type exactly
+                    vals = torch.stack([mx.to(acc), mn.to(acc), total, norm]).tolist()
             else:
                 total = x.sum(dtype=torch.int64)
                 norm = x.double().norm()
