@@ -27,14 +27,17 @@ def st_dtype(torch_dtype):
     return _TORCH_TO_ST.get(str(torch_dtype).replace("torch.", ""))
 
 
-def tensor_bytes(t):
-    """Raw little-endian bytes of a tensor (bf16, fp8 and unsigned ints through their bit patterns)."""
+def tensor_bytes(t, copy=True):
+    """Raw little-endian bytes of a tensor (bf16, fp8 and unsigned ints through their bit patterns).
+    With copy=False, a read-only memoryview of the tensor's own memory when it is a contiguous host
+    tensor (no copy; valid while the tensor's values do not change), of a host copy otherwise."""
     import torch
     t = t.detach().contiguous().cpu()
     view = _BIT_VIEW.get(st_dtype(t.dtype))
-    if view is not None:
-        return t.view(getattr(torch, view)).numpy().tobytes()
-    return t.numpy().tobytes()
+    arr = t.view(getattr(torch, view)).numpy() if view is not None else t.numpy()
+    if copy:
+        return arr.tobytes()
+    return memoryview(arr.reshape(-1).view(np.uint8)).toreadonly()
 
 
 def write(path, entries, metadata=None):

@@ -84,8 +84,13 @@ def _convnext():
 
 def _vit():
     from torchvision.models.vision_transformer import VisionTransformer
-    return VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
-                             num_classes=10).train()
+    vit = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                            num_classes=10)
+    # torchvision zero-initialises the classification head (its training recipe's choice): with it,
+    # the logits, the loss's gradient and every backward operator's output are exactly zero, and
+    # the backward pass has nothing a fault could be planted in. Random head weights, as the rest.
+    vit.heads.head.reset_parameters()
+    return vit.train()
 
 
 def _efficientnet():
@@ -240,7 +245,9 @@ class Device(TorchDispatchMode):
                     t.copy_(torch.where(torch.isfinite(noisy), noisy, t))
 
     def _plant(self, out):
-        first = out[0] if isinstance(out, (tuple, list)) else out
+        # The first tensor output, as the dump's output.0 (a backward operator's first result is None
+        # where its input needs no gradient: convolution_backward of the image's convolution).
+        first = next((t for t in out if isinstance(t, torch.Tensor)), None) if isinstance(out, (tuple, list)) else out
         if not isinstance(first, torch.Tensor) or not first.is_floating_point() or first.numel() < 2:
             return False
         vals = first.float()[torch.isfinite(first)]

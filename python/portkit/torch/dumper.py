@@ -70,7 +70,6 @@ import math
 import os
 import sys
 import threading
-import traceback
 import weakref
 import zlib
 
@@ -83,6 +82,7 @@ _FP16_MAX = 65504.0
 _SKIP = {"detach", "t", "view", "_unsafe_view", "expand", "alias"}  # no new values: not recorded
 _VIEW_NAMES = {"_unsafe_view"}  # views whose schema does not say so
 _FRESH_LIMIT = 4096  # uninitialised storages tracked at most
+_FRAME_CACHE_LIMIT = 65536  # code objects whose "is it the user's code" answer is kept
 # Opaque workspaces: byte buffers a kernel hands to its backward (intermediate state with padding
 # nobody initialises), not values. Outputs by position (the schemas leave returns unnamed); inputs
 # by argument name.
@@ -464,18 +464,34 @@ class _RngGuard:
         return False
 
 
+def _min_max(x, no_aminmax):
+    """(min, max) of a floating tensor: one aminmax pass where the device has the kernel for the
+    dtype (torch 1.13's CPU has none for fp16), two reductions otherwise. Both are exact."""
+    where = (x.device.type, x.dtype)
+    if x.dtype != torch.float16 and hasattr(torch, "aminmax") and (no_aminmax is None or where not in no_aminmax):
+        try:
+            return torch.aminmax(x)
+        except (RuntimeError, NotImplementedError):
+            if no_aminmax is not None:
+                no_aminmax.add(where)
+    return x.min(), x.max()
+
+
 class _Stats:
     @staticmethod
-    def of(t):
+    def of(t, no_aminmax=None):
         """numel, nan and inf counts, max/min/mean/norm (null for an empty tensor).
 
-        Computed where the tensor lives (no host copy: only the four numbers travel), in its own
-        dtype where that is exact enough: max and min are exact in any dtype; sum and norm of
+        Computed where the tensor lives (no host copy: only the four numbers travel, as one
+        transfer), in its own dtype where that is exact enough: max and min are exact in any dtype
+        (one aminmax pass where the device has that kernel for the dtype); sum and norm of
         fp32/fp64 tensors use torch's own reductions in that dtype (cascade / tree summation,
         relative error around 1e-6 for fp32 even for 1e8 elements); 16- and 8-bit floats
         accumulate in float32 (their own 8- or 11-bit mantissas would not do); integers sum in
         int64 and take their norm in float64. The nan/inf counts cost nothing when the sum is finite
-        (a nan or inf anywhere makes it non-finite); otherwise they are counted."""
+        (a nan or inf anywhere makes it non-finite); otherwise they are counted. `no_aminmax`: a
+        set of (device type, dtype) found without an aminmax kernel, kept by the caller so that
+        each is tried once."""
         x = t.detach()
         n = x.numel()
         if n == 0:
@@ -489,14 +505,19 @@ class _Stats:
                 acc = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
                 total = x.sum(dtype=acc)
                 norm = torch.linalg.vector_norm(x, dtype=acc) if hasattr(torch, "linalg") else x.to(acc).norm()
+                mn, mx = _min_max(x, no_aminmax)
+                if x.device.type == "cpu":  # nothing to transfer: four reads cost less than a stack
+                    vals = [mx.item(), mn.item(), total.item(), norm.item()]
+                else:  # one transfer; max/min widened to the accumulation type exactly
+                    vals = torch.stack([mx.to(acc), mn.to(acc), total, norm]).tolist()
             else:
                 total = x.sum(dtype=torch.int64)
                 norm = x.double().norm()
-            mx, mn = x.max(), x.min()
+                mx, mn = x.max(), x.min()
+                vals = torch.stack([mx.double(), mn.double(), total.double(), norm]).tolist()
         except (RuntimeError, NotImplementedError):  # a dtype without these kernels (uint16/32/64 on CPU)
             x = x.double()  # exact up to 2^53
-            total, norm, mx, mn = x.sum(), x.norm(), x.max(), x.min()
-        vals = torch.stack([mx.double(), mn.double(), total.double(), norm.double()]).tolist()  # one transfer
+            vals = torch.stack([x.max(), x.min(), x.sum(), x.norm()]).tolist()
         big_sum = vals[2]
         out = {"numel": n, "nan": 0, "inf": 0}
         if x.is_floating_point() and not (math.isfinite(big_sum) and math.isfinite(vals[3])):
@@ -598,6 +619,8 @@ class _Dumper(TorchDispatchMode):
         self.scope_state = 0  # 0 before scope[0], 1 inside, 2 after scope[-1]
         self._stat_cache = {}  # id -> (tensor, statistics) of the operator being recorded
         self.origins = _BackwardOrigins()
+        self._no_aminmax = set()  # (device type, dtype) without an aminmax kernel
+        self._frame_skip = {}  # code object -> True when its frames are not the user's (_stack)
 
     # -- uninitialised memory --------------------------------------------------------------------
     def _is_fresh(self, t):
@@ -635,7 +658,7 @@ class _Dumper(TorchDispatchMode):
         hit = self._stat_cache.get(key)
         if hit is not None and hit[0] is t:
             return hit[1]
-        st = _Stats.of(t)
+        st = _Stats.of(t, self._no_aminmax)
         self._stat_cache[key] = (t, st)
         return st
 
@@ -663,10 +686,22 @@ class _Dumper(TorchDispatchMode):
         return not self.names or any(n in name for n in self.names)
 
     def _stack(self):
-        for frame in reversed(traceback.extract_stack()[:-3]):
-            f = frame.filename
-            if "/torch/" not in f and "portkit/torch" not in f and "/runpy" not in f:
-                return "%s:%d" % (f, frame.lineno)
+        """"file:line" of the innermost frame in the user's code (not torch's, not the dumper's, not
+        runpy's): the frames are walked from here outwards, and whether a code object is the
+        user's is decided once per code object."""
+        f = sys._getframe(1)
+        skip = self._frame_skip
+        while f is not None:
+            code = f.f_code
+            skipped = skip.get(code)
+            if skipped is None:
+                name = code.co_filename
+                skipped = "/torch/" in name or "portkit/torch" in name or "/runpy" in name
+                if len(skip) < _FRAME_CACHE_LIMIT:
+                    skip[code] = skipped
+            if not skipped:
+                return "%s:%d" % (code.co_filename, f.f_lineno)
+            f = f.f_back
         return ""
 
     def replay(self, func, op, args, kwargs, name, phase, inputs, unread, opaque=()):
@@ -734,9 +769,11 @@ class _Dumper(TorchDispatchMode):
             return False  # the inf/nan came in: not where it started
         return nonfinite or all(p is None or p <= _FP16_MAX for p in ins)
 
-    def _describe(self, key, t, keep_data):
+    def _describe(self, key, t, keep_data, snapshot=True):
         """(manifest entry, raw bytes or None) of a tensor of a dtype safetensors stores: layout,
-        statistics, and the bytes (and their crc32) when the data is kept or a checksum asked for."""
+        statistics, and the bytes (and their crc32) when the data is kept or a checksum asked for.
+        snapshot=False: the bytes are used before the tensor can change (an output, written out in
+        the same record), so a host tensor's own memory is read instead of a copy of it."""
         info = {"key": key, "dtype": safetensors_io.st_dtype(t.dtype), "shape": list(t.shape)}
         if not _plain_layout(t):
             info.update(stride=list(t.stride()), storage_offset=t.storage_offset())
@@ -744,7 +781,7 @@ class _Dumper(TorchDispatchMode):
         raw = None
         want_crc = self.checksum is True or (self.checksum is None and keep_data)
         if keep_data or want_crc:  # the bytes on the host: only when stored or asked for
-            raw = safetensors_io.tensor_bytes(t)
+            raw = safetensors_io.tensor_bytes(t, copy=snapshot)
             if want_crc:
                 info["crc32"] = zlib.crc32(raw)  # checksum of the exact bytes
         return info, (raw if keep_data else None)
@@ -799,16 +836,17 @@ class _Dumper(TorchDispatchMode):
             self.overflows += 1
             if self.check_overflow:
                 sys.stderr.write("portkit dumper: overflow in %s #%d (%s)\n" % (name, self.index, phase))
-        entry = {"index": self.index, "name": name, "kind": kind, "phase": phase,
-                 "module": self.modules[-1] if self.modules else "", "stack": self._stack(),
-                 "overflow": overflow, "file": None, "tensors": []}
         origin = self.origins.current() if phase == "backward" and kind == "op" else None
+        entry = {"index": self.index, "name": name, "kind": kind, "phase": phase, "module": "", "stack": "",
+                 "overflow": overflow, "file": None, "tensors": []}
         if origin is not None:  # where the backward operator comes from
             entry["forward"] = {"index": origin["index"], "name": origin["name"], "node": origin["node"]}
             entry["module"], entry["stack"] = origin["module"], origin["stack"]
-        elif kind == "op" and phase == "forward" and torch.is_grad_enabled():
-            self.origins.forward_outputs({"index": self.index, "name": name, "module": entry["module"],
-                                          "stack": entry["stack"]}, outputs)
+        else:
+            entry["module"], entry["stack"] = self.modules[-1] if self.modules else "", self._stack()
+            if kind == "op" and phase == "forward" and torch.is_grad_enabled():
+                self.origins.forward_outputs({"index": self.index, "name": name, "module": entry["module"],
+                                              "stack": entry["stack"]}, outputs)
         if view:
             entry["view"] = True
         if uninitialised:
@@ -829,11 +867,11 @@ class _Dumper(TorchDispatchMode):
             if captured is not None:  # described before the operator ran (it may have changed since)
                 info, raw, late = captured
                 if keep_data and raw is None:
-                    raw = safetensors_io.tensor_bytes(late)
+                    raw = safetensors_io.tensor_bytes(late, copy=False)
                     if "crc32" not in info and self.checksum is not False:
                         info["crc32"] = zlib.crc32(raw)
             else:
-                info, raw = self._describe(key, t, keep_data)
+                info, raw = self._describe(key, t, keep_data, snapshot=False)
             if keep_data:
                 records.append((key, dtype, tuple(t.shape), raw))
             entry["tensors"].append(info)
