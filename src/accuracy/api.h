@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "accuracy/dump.h"
 #include "core/context.h"
 #include "core/status.h"
 
@@ -276,6 +277,11 @@ struct CompareReport {
   /// the target's stacks; for the msprobe layout (render::CompareMsprobeCsv). Filled only with
   /// CompareOptions::msprobe_names.
   std::vector<std::string> target_calls, reference_calls, target_stacks;
+  /// Per operator position of each dump, for the msprobe layout: the operator as the compare read
+  /// it (its call, tensors with the dump's own statistics, requires_grad and data file, non-tensor
+  /// arguments, stack; not its module, file or forward), so the renderer need not read the dumps
+  /// again. Filled only with CompareOptions::msprobe_names.
+  std::vector<DumpOp> target_msprobe_ops, reference_msprobe_ops;
   /// Per target operator position: the forward operator a backward operator derives from
   /// (DumpOp::forward; empty for the others); for the rows of the reports.
   std::vector<std::string> target_forward;

@@ -383,6 +383,16 @@ void FinishRow(const MetricSet& metric_set, const TensorStats& ts, const TensorS
 
 CompareOp OpOf(const DumpOp& op) { return {op.index, op.name, op.phase, op.module, op.stack, op.forward}; }
 
+/// What the msprobe layout prints of an operator (CompareReport::target_msprobe_ops): the operator
+/// without the fields it never shows.
+DumpOp MsprobeOpOf(const DumpOp& op) {
+  DumpOp out;
+  out.index = op.index, out.name = op.name, out.phase = op.phase, out.stack = op.stack, out.call = op.call;
+  out.tensors = op.tensors, out.scalars = op.scalars;
+  for (DumpTensor& t : out.tensors) t.note.clear();
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -1263,6 +1273,8 @@ Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) 
   if (options_.msprobe_names) {
     report_.target_calls.reserve(report_.target_ops), report_.reference_calls.reserve(report_.reference_ops);
     report_.target_stacks.reserve(report_.target_ops);
+    report_.target_msprobe_ops.reserve(report_.target_ops);
+    report_.reference_msprobe_ops.reserve(report_.reference_ops);
   }
   auto call_of = [](const DumpOp& op, std::map<std::pair<std::string, std::string>, size_t>& seen) {
     return !op.call.empty() ? op.call : op.name + "." + std::to_string(seen[{op.name, op.phase}]++) + "." + op.phase;
@@ -1281,11 +1293,15 @@ Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) 
     if (options_.msprobe_names) {
       report_.target_calls.push_back(call_of(op, tseen_));
       report_.target_stacks.push_back(op.stack);
+      report_.target_msprobe_ops.push_back(MsprobeOpOf(op));
     }
   });
   ref_.emplace(std::move(*ropen), report_.reference_ops, [this, call_of](const DumpOp& op) {
     rfiles_.Add(op.file);
-    if (options_.msprobe_names) report_.reference_calls.push_back(call_of(op, rseen_));
+    if (options_.msprobe_names) {
+      report_.reference_calls.push_back(call_of(op, rseen_));
+      report_.reference_msprobe_ops.push_back(MsprobeOpOf(op));
+    }
   });
   // The rows are made, computed, judged and handed on a batch at a time (kBatchRows, ending where
   // an operator's rows end): to the spill file when there is one, else to report.rows. Room for

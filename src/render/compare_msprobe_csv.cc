@@ -6,8 +6,9 @@
 // names them, `unsupported` / `Nan` / `N/A` where msprobe writes them.
 //
 // The rows come from the report; what msprobe also prints of each call (its non-tensor
-// arguments, the dump's own statistics, the stack) is read again from the dumps, one call at a
-// time, in step with the rows (both follow execution order).
+// arguments, the dump's own statistics, the stack) comes from the operators as the compare read
+// them (CompareReport::target_msprobe_ops / reference_msprobe_ops), walked in step with the rows
+// (both follow execution order): the dumps are not read again.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +27,6 @@ namespace {
 using accuracy::CompareReport;
 using accuracy::CompareRow;
 using accuracy::DumpOp;
-using accuracy::DumpReader;
 using accuracy::DumpScalar;
 using accuracy::DumpTensor;
 using accuracy::PythonFloatRepr;
@@ -34,39 +34,28 @@ using accuracy::PythonFloatRepr;
 const std::string kNa = "N/A";
 const std::string kUnsupported = "unsupported";
 
-/// Reads a dump forward to the operator with a given manifest index; ops behind are dropped.
+/// Walks the operators of a dump as the compare read them (CompareReport::target_msprobe_ops)
+/// forward to the one with a given manifest index; ops behind are passed.
 class OpCursor {
  public:
-  explicit OpCursor(const std::string& dir) {
-    auto r = DumpReader::Open(dir);
-    if (r.ok()) reader_.emplace(std::move(*r));
-  }
+  explicit OpCursor(const std::vector<DumpOp>& ops) : ops_(ops) {}
   /// The operator whose index is `index`, or null (not in the dump, or behind the cursor).
   const DumpOp* At(int64_t index) {
-    if (have_ && op_.index == index) return &op_;
-    if (have_ && op_.index > index) return nullptr;
-    while (reader_) {
-      auto more = reader_->Next(op_);
-      if (!more.ok() || !*more) {
-        reader_.reset();
-        have_ = false;
-        return nullptr;
-      }
-      have_ = true;
-      ++position_;
-      if (op_.index == index) return &op_;
-      if (op_.index > index) return nullptr;
+    if (op_ && op_->index == index) return op_;
+    if (op_ && op_->index > index) return nullptr;
+    while (next_ < ops_.size()) {
+      op_ = &ops_[next_++];
+      if (op_->index == index) return op_;
+      if (op_->index > index) return nullptr;
     }
+    op_ = nullptr;
     return nullptr;
   }
-  /// The occurrence of the current operator's name in its phase (for a portkit dump's call name).
-  size_t position() const { return position_; }
 
  private:
-  std::optional<DumpReader> reader_;
-  DumpOp op_;
-  bool have_ = false;
-  size_t position_ = 0;
+  const std::vector<DumpOp>& ops_;
+  const DumpOp* op_ = nullptr;
+  size_t next_ = 0;
 };
 
 /// (manifest index, tensor key) of a row side named `name.phase.index.key`: the key starts at the
@@ -189,7 +178,11 @@ std::pair<std::string, std::string> SummaryDiff(const std::string& npu, const st
 class MsprobeCsv {
  public:
   MsprobeCsv(const CompareReport& report, bool summary, std::vector<std::string> header)
-      : report_(report), summary_(summary), csv_(header), target_(report.target), reference_(report.reference) {
+      : report_(report),
+        summary_(summary),
+        csv_(header),
+        target_(report.target_msprobe_ops),
+        reference_(report.reference_msprobe_ops) {
     csv_.Reserve(kPieceBytes + 4096);
     // The stack of each call (msprobe's stack.json; a portkit dump's one line per operator). A
     // stack.json that cannot be read leaves the column N/A: the rows do not depend on it.
@@ -205,7 +198,7 @@ class MsprobeCsv {
     // The current call's remaining arguments first: reading on replaces the operator they are of.
     if (current_ && (!where || current_index_ != where->first)) Flush();
     const DumpOp* top = where ? target_.At(where->first) : nullptr;
-    if (!top) {  // not found again (a dump changed since): the row as the report has it
+    if (!top) {  // not among the operators the compare kept: the row as the report has it
       Flush();
       const std::string key = where ? where->second : r.target.name;
       tcall_ = r.target.name.substr(0, r.target.name.size() - key.size() - (key.size() < r.target.name.size()));
