@@ -19,6 +19,7 @@
 #include "accuracy/dtype.h"
 #include "accuracy/dump.h"
 #include "accuracy/msprobe_dump.h"
+#include "accuracy/op_spill.h"
 #include "core/csv_writer.h"
 #include "render/compare_render.h"
 
@@ -35,27 +36,34 @@ const std::string kNa = "N/A";
 const std::string kUnsupported = "unsupported";
 
 /// Walks the operators of a dump as the compare read them (CompareReport::target_msprobe_ops)
-/// forward to the one with a given manifest index; ops behind are passed.
+/// forward to the one with a given manifest index; ops behind are dropped.
 class OpCursor {
  public:
-  explicit OpCursor(const std::vector<DumpOp>& ops) : ops_(ops) {}
+  explicit OpCursor(const std::shared_ptr<const accuracy::OpSpill>& ops) {
+    if (ops) reader_.emplace(ops->Read());
+  }
   /// The operator whose index is `index`, or null (not in the dump, or behind the cursor).
   const DumpOp* At(int64_t index) {
-    if (op_ && op_->index == index) return op_;
-    if (op_ && op_->index > index) return nullptr;
-    while (next_ < ops_.size()) {
-      op_ = &ops_[next_++];
-      if (op_->index == index) return op_;
-      if (op_->index > index) return nullptr;
+    if (have_ && op_.index == index) return &op_;
+    if (have_ && op_.index > index) return nullptr;
+    while (reader_) {
+      auto more = reader_->Next(op_);
+      if (!more.ok() || !*more) {
+        reader_.reset();
+        have_ = false;
+        return nullptr;
+      }
+      have_ = true;
+      if (op_.index == index) return &op_;
+      if (op_.index > index) return nullptr;
     }
-    op_ = nullptr;
     return nullptr;
   }
 
  private:
-  const std::vector<DumpOp>& ops_;
-  const DumpOp* op_ = nullptr;
-  size_t next_ = 0;
+  std::optional<accuracy::OpSpill::Reader> reader_;
+  DumpOp op_;
+  bool have_ = false;
 };
 
 /// (manifest index, tensor key) of a row side named `name.phase.index.key`: the key starts at the

@@ -7,9 +7,10 @@
 // Each sum is formed exactly as the metric's own AVX2 loop forms it over the decoded chunk — lane
 // k of four takes the elements i ≡ k (mod 4) in order, the same expressions (so the same fused
 // multiply-adds), the same reduction of the lanes — so the results are the same to the bit
-// (metrics_test.cc: FusedPassEqualsThePerMetricLoops). Two loops share the chunk, which stays in
-// L1: the first the statistics, the dot product and the KL sums, the second the element errors,
-// so neither runs out of the sixteen vector registers.
+// (compare_exact_test.cc: Fp32FusedPassEqualsTheGeneralLoopsToTheBit). Two loops share the chunk,
+// which stays in L1: the first the statistics, the dot product and the magnitude sums, the second
+// the element errors and the KL sums. The second is bound by its two double divisions per element
+// (RE's and the KL logarithm's), which the rest of its arithmetic overlaps.
 #include <cstdint>
 #include <cstring>
 #include <tuple>
