@@ -209,6 +209,7 @@ struct ShapeChange {
 };
 
 class RowSpill;
+class OpSpill;
 
 /// The report's conclusion.
 enum class DivergenceState {
@@ -276,6 +277,12 @@ struct CompareReport {
   /// the target's stacks; for the msprobe layout (render::CompareMsprobeCsv). Filled only with
   /// CompareOptions::msprobe_names.
   std::vector<std::string> target_calls, reference_calls, target_stacks;
+  /// Per operator position of each dump, for the msprobe layout: the operator as the compare read
+  /// it (its call, tensors with the dump's own statistics, requires_grad and data file, non-tensor
+  /// arguments, stack; not its module, file or forward), so the renderer need not read the dumps
+  /// again; in a temporary file beside the spilled rows, else in memory (accuracy/op_spill.h).
+  /// Set only with CompareOptions::msprobe_names.
+  std::shared_ptr<const OpSpill> target_msprobe_ops, reference_msprobe_ops;
   /// Per target operator position: the forward operator a backward operator derives from
   /// (DumpOp::forward; empty for the others); for the rows of the reports.
   std::vector<std::string> target_forward;

@@ -32,6 +32,7 @@
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
 #include "accuracy/msprobe_dump.h"
+#include "accuracy/op_spill.h"
 #include "accuracy/tensor_data_file.h"
 #include "core/input_files.h"
 #include "core/table.h"
@@ -1152,6 +1153,10 @@ class CompareRun {
   std::map<std::pair<std::string, std::string>, size_t> tseen_, rseen_;
   std::optional<OpWindow> tgt_, ref_;
   std::shared_ptr<RowSpill> spill_;
+  /// The operators of each dump for the msprobe layout (CompareReport::target_msprobe_ops), and
+  /// the first error of appending to them.
+  std::shared_ptr<OpSpill> tops_, rops_;
+  Status ops_status_ = Status::Ok();
   std::vector<CompareRow> rows_;
   std::vector<PendingPair> pending_;
   size_t rows_before_ = 0;  // rows of the batches handed on
@@ -1281,11 +1286,15 @@ Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) 
     if (options_.msprobe_names) {
       report_.target_calls.push_back(call_of(op, tseen_));
       report_.target_stacks.push_back(op.stack);
+      if (tops_ && ops_status_.ok()) ops_status_ = tops_->Append(op);
     }
   });
   ref_.emplace(std::move(*ropen), report_.reference_ops, [this, call_of](const DumpOp& op) {
     rfiles_.Add(op.file);
-    if (options_.msprobe_names) report_.reference_calls.push_back(call_of(op, rseen_));
+    if (options_.msprobe_names) {
+      report_.reference_calls.push_back(call_of(op, rseen_));
+      if (rops_ && ops_status_.ok()) ops_status_ = rops_->Append(op);
+    }
   });
   // The rows are made, computed, judged and handed on a batch at a time (kBatchRows, ending where
   // an operator's rows end): to the spill file when there is one, else to report.rows. Room for
@@ -1297,6 +1306,13 @@ Status CompareRun::OpenWindows(size_t target_tensors, size_t reference_tensors) 
     spill_ = std::move(*created);
   } else {
     report_.rows.reserve(report_.target_ops + report_.reference_ops + target_tensors + reference_tensors);
+  }
+  if (options_.msprobe_names) {  // beside the rows (or in memory with them)
+    auto tops = OpSpill::Create(options_.spill_dir);
+    if (!tops.ok()) return tops.status();
+    auto rops = OpSpill::Create(options_.spill_dir);
+    if (!rops.ok()) return rops.status();
+    tops_ = std::move(*tops), rops_ = std::move(*rops);
   }
   computer_.emplace(options_, ctx_, tfiles_, rfiles_);
   const TensorLimits tensor_limits{options_.max_view_elements};
@@ -1579,6 +1595,12 @@ Status CompareRun::Pair() {
   if (spill_) {
     PORTKIT_RETURN_IF_ERROR(spill_->Flush());
     report_.spill = std::move(spill_);
+  }
+  PORTKIT_RETURN_IF_ERROR(ops_status_);
+  if (tops_) {
+    PORTKIT_RETURN_IF_ERROR(tops_->Flush());
+    PORTKIT_RETURN_IF_ERROR(rops_->Flush());
+    report_.target_msprobe_ops = std::move(tops_), report_.reference_msprobe_ops = std::move(rops_);
   }
   report_.row_count = rows_before_;
   return Status::Ok();

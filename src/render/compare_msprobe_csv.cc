@@ -6,8 +6,9 @@
 // names them, `unsupported` / `Nan` / `N/A` where msprobe writes them.
 //
 // The rows come from the report; what msprobe also prints of each call (its non-tensor
-// arguments, the dump's own statistics, the stack) is read again from the dumps, one call at a
-// time, in step with the rows (both follow execution order).
+// arguments, the dump's own statistics, the stack) comes from the operators as the compare read
+// them (CompareReport::target_msprobe_ops / reference_msprobe_ops), walked in step with the rows
+// (both follow execution order): the dumps are not read again.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "accuracy/dtype.h"
 #include "accuracy/dump.h"
 #include "accuracy/msprobe_dump.h"
+#include "accuracy/op_spill.h"
 #include "core/csv_writer.h"
 #include "render/compare_render.h"
 
@@ -26,7 +28,6 @@ namespace {
 using accuracy::CompareReport;
 using accuracy::CompareRow;
 using accuracy::DumpOp;
-using accuracy::DumpReader;
 using accuracy::DumpScalar;
 using accuracy::DumpTensor;
 using accuracy::PythonFloatRepr;
@@ -34,12 +35,12 @@ using accuracy::PythonFloatRepr;
 const std::string kNa = "N/A";
 const std::string kUnsupported = "unsupported";
 
-/// Reads a dump forward to the operator with a given manifest index; ops behind are dropped.
+/// Walks the operators of a dump as the compare read them (CompareReport::target_msprobe_ops)
+/// forward to the one with a given manifest index; ops behind are dropped.
 class OpCursor {
  public:
-  explicit OpCursor(const std::string& dir) {
-    auto r = DumpReader::Open(dir);
-    if (r.ok()) reader_.emplace(std::move(*r));
+  explicit OpCursor(const std::shared_ptr<const accuracy::OpSpill>& ops) {
+    if (ops) reader_.emplace(ops->Read());
   }
   /// The operator whose index is `index`, or null (not in the dump, or behind the cursor).
   const DumpOp* At(int64_t index) {
@@ -53,20 +54,16 @@ class OpCursor {
         return nullptr;
       }
       have_ = true;
-      ++position_;
       if (op_.index == index) return &op_;
       if (op_.index > index) return nullptr;
     }
     return nullptr;
   }
-  /// The occurrence of the current operator's name in its phase (for a portkit dump's call name).
-  size_t position() const { return position_; }
 
  private:
-  std::optional<DumpReader> reader_;
+  std::optional<accuracy::OpSpill::Reader> reader_;
   DumpOp op_;
   bool have_ = false;
-  size_t position_ = 0;
 };
 
 /// (manifest index, tensor key) of a row side named `name.phase.index.key`: the key starts at the
@@ -189,7 +186,11 @@ std::pair<std::string, std::string> SummaryDiff(const std::string& npu, const st
 class MsprobeCsv {
  public:
   MsprobeCsv(const CompareReport& report, bool summary, std::vector<std::string> header)
-      : report_(report), summary_(summary), csv_(header), target_(report.target), reference_(report.reference) {
+      : report_(report),
+        summary_(summary),
+        csv_(header),
+        target_(report.target_msprobe_ops),
+        reference_(report.reference_msprobe_ops) {
     csv_.Reserve(kPieceBytes + 4096);
     // The stack of each call (msprobe's stack.json; a portkit dump's one line per operator). A
     // stack.json that cannot be read leaves the column N/A: the rows do not depend on it.
@@ -205,7 +206,7 @@ class MsprobeCsv {
     // The current call's remaining arguments first: reading on replaces the operator they are of.
     if (current_ && (!where || current_index_ != where->first)) Flush();
     const DumpOp* top = where ? target_.At(where->first) : nullptr;
-    if (!top) {  // not found again (a dump changed since): the row as the report has it
+    if (!top) {  // not among the operators the compare kept: the row as the report has it
       Flush();
       const std::string key = where ? where->second : r.target.name;
       tcall_ = r.target.name.substr(0, r.target.name.size() - key.size() - (key.size() < r.target.name.size()));

@@ -7,14 +7,21 @@
 // Each sum is formed exactly as the metric's own AVX2 loop forms it over the decoded chunk — lane
 // k of four takes the elements i ≡ k (mod 4) in order, the same expressions (so the same fused
 // multiply-adds), the same reduction of the lanes — so the results are the same to the bit
-// (metrics_test.cc: FusedPassEqualsThePerMetricLoops). Two loops share the chunk, which stays in
-// L1: the first the statistics, the dot product and the KL sums, the second the element errors,
-// so neither runs out of the sixteen vector registers.
+// (compare_exact_test.cc: Fp32FusedPassEqualsTheGeneralLoopsToTheBit). Two loops share the chunk,
+// which stays in L1: the first the statistics, the dot product and the magnitude sums, the second
+// the element errors and the KL sums. The second is bound by its two double divisions per element
+// (RE's and the KL logarithm's), which the rest of its arithmetic overlaps.
 #include <cstdint>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include "accuracy/metrics/metric.h"
 #include "accuracy/metrics/simd.h"
+
+#ifdef PORTKIT_ACCURACY_AVX2
+#include <immintrin.h>
+#endif
 
 namespace portkit::accuracy {
 
@@ -22,18 +29,21 @@ namespace portkit::accuracy {
 namespace {
 
 using simd::Abs;
-using simd::Select;
 using simd::Sum;
 using simd::V4d;
 using simd::V4i;
-using V4f = float __attribute__((vector_size(16)));
 
-/// Elements i .. i+3 of little-endian fp32 bytes (any alignment), as doubles.
+/// Elements i .. i+3 of little-endian fp32 bytes (any alignment), as doubles: one vcvtps2pd from
+/// memory (a memcpy into a vector of four floats made the compiler bounce them through the stack).
 PORTKIT_AVX2_FN inline V4d LoadF32(const uint8_t* p, size_t i) {
-  V4f v;
-  std::memcpy(&v, p + 4 * i, sizeof v);
-  return __builtin_convertvector(v, V4d);
+  return reinterpret_cast<V4d>(_mm256_cvtps_pd(_mm_loadu_ps(reinterpret_cast<const float*>(p + 4 * i))));
 }
+
+/// Select(v > m, v, m) in one instruction: vmaxpd returns its second operand unless the first is
+/// greater (so on equal values, zeros of either sign and nan alike).
+PORTKIT_AVX2_FN inline V4d MaxKeep(V4d v, V4d m) { return reinterpret_cast<V4d>(_mm256_max_pd(v, m)); }
+/// Select(v < m, v, m), likewise with vminpd.
+PORTKIT_AVX2_FN inline V4d MinKeep(V4d v, V4d m) { return reinterpret_cast<V4d>(_mm256_min_pd(v, m)); }
 
 PORTKIT_AVX2_FN inline double MaxLanes(V4d v) {
   double a = v[0] > v[1] ? v[0] : v[1], b = v[2] > v[3] ? v[2] : v[3];
@@ -48,28 +58,17 @@ PORTKIT_AVX2_FN inline double StdMinLanes(V4d v) {
   return mn(mn(v[0], v[1]), mn(v[2], v[3]));
 }
 
-/// Statistics (compare.cc's TensorStats), the dot products (cosine.cc) and the KL sums
-/// (kl_divergence.cc) of count (a multiple of 8) elements.
-PORTKIT_AVX2_FN void StatsDotsKl(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& s) {
-  constexpr double kEps = 1e-10;
+/// Statistics (compare.cc's TensorStats), the dot products (cosine.cc) and the sums of magnitudes
+/// (kl_divergence.cc) of count (a multiple of 4) elements.
+PORTKIT_AVX2_FN void StatsAndDots(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& s) {
   V4d nmx = V4d{} + s.n_max, nmn = V4d{} + s.n_min, bmx = V4d{} + s.b_max, bmn = V4d{} + s.b_min;
-  V4d ns{}, nq{}, bs{}, bq{}, dot{}, an{}, ab{}, kl0{}, kl1{};
+  V4d ns{}, nq{}, bs{}, bq{}, dot{}, an{}, ab{};
   for (size_t i = 0; i < count; i += 4) {
     V4d x = LoadF32(n, i), y = LoadF32(b, i);
-    nmx = Select(x > nmx, x, nmx), nmn = Select(x < nmn, x, nmn), ns += x, nq += x * x;
-    bmx = Select(y > bmx, y, bmx), bmn = Select(y < bmn, y, bmn), bs += y, bq += y * y;
+    nmx = MaxKeep(x, nmx), nmn = MinKeep(x, nmn), ns += x, nq += x * x;
+    bmx = MaxKeep(y, bmx), bmn = MinKeep(y, bmn), bs += y, bq += y * y;
     dot += x * y;
-  }
-  // The KL sums in a loop of their own: with the statistics' nine accumulators beside them the
-  // logarithm's temporaries spill to the stack.
-  for (size_t i = 0; i < count; i += 8) {
-    V4d x0 = LoadF32(n, i), y0 = LoadF32(b, i), x1 = LoadF32(n, i + 4), y1 = LoadF32(b, i + 4);
-    V4d ax0 = Abs(x0), ay0 = Abs(y0), ax1 = Abs(x1), ay1 = Abs(y1);
-    an += ax0, ab += ay0;
-    an += ax1, ab += ay1;
-    V4d r0 = (ay0 + kEps) / (ax0 + kEps), r1 = (ay1 + kEps) / (ax1 + kEps);
-    kl0 += ay0 * simd::Log4(r0);
-    kl1 += ay1 * simd::Log4(r1);
+    an += Abs(x), ab += Abs(y);
   }
   s.n_max = StdMaxLanes(nmx), s.n_min = StdMinLanes(nmn), s.b_max = StdMaxLanes(bmx), s.b_min = StdMinLanes(bmn);
   // + 0.0: the empty scalar tails of the per-metric loops (they turn a −0 sum into +0).
@@ -77,47 +76,83 @@ PORTKIT_AVX2_FN void StatsDotsKl(const uint8_t* n, const uint8_t* b, size_t coun
   s.b_sum = Sum(bs) + (0.0 + 0.0), s.b_sq = Sum(bq) + (0.0 + 0.0);
   s.dot = Sum(dot);
   s.abs_n = Sum(an), s.abs_b = Sum(ab);
-  V4d kl = kl0 + kl1;
-  s.b_log_ratio = ((kl[0] + kl[1]) + (kl[2] + kl[3]) + 0.0) + 0.0;
 }
 
-/// The element-error metrics (errors.cc, ulp_error.cc and small_value.cc for an fp32 target) of
-/// count (a multiple of 4) finite elements.
-PORTKIT_AVX2_FN void ErrorMetrics(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& s) {
-  constexpr int64_t kMant = 23, kFloorExp = -149;      // fp32 ulps (ulp_error.cc)
-  const double small_value = 0x1p-20, atol = 0x1p-30;  // ToleranceFor(kF32)
-  const V4d one = V4d{} + 1.0;
-  V4d sq{}, max_abs{}, sum_abs{}, max_rel{}, sum_rel{}, max_ulp{}, small{}, bad{};
-  V4i within1{}, within5{};
-  for (size_t i = 0; i < count; i += 4) {
-    V4d x = LoadF32(n, i), y = LoadF32(b, i);
+/// 2^−ulp_exp for the fp32 ulps of four fp32 values (raw bits), as ulp_error.cc computes it from
+/// their doubles: the ulp exponent is E − 150 for a biased exponent field E ≥ 1 and −149 for zeros
+/// and subnormals (E = 0), so 2^−ulp_exp has the double exponent field 1023 + 150 − max(E, 1).
+PORTKIT_AVX2_FN inline V4d InverseUlpF32(__m128i bits) {
+  __m128i e = _mm_and_si128(_mm_srli_epi32(bits, 23), _mm_set1_epi32(0xff));
+  __m128i field = _mm_sub_epi32(_mm_set1_epi32(1173), _mm_max_epi32(e, _mm_set1_epi32(1)));
+  return reinterpret_cast<V4d>(_mm256_slli_epi64(_mm256_cvtepi32_epi64(field), 52));
+}
+
+/// The running values of the element-error metrics over a chunk. Counts go in integers (the
+/// per-metric loops add 1.0s, exact in a double, so the same values), two to a lane: the low 32
+/// bits count RE < 0.001 and small reference values, the high 32 RE < 0.005 and small values
+/// outside the tolerance (at most 1,024 each).
+struct ErrorLanes {
+  V4d sq{}, max_abs{}, sum_abs{}, max_rel{}, sum_rel{}, max_ulp{};
+  V4i within{}, small{};
+
+  /// Elements i .. i+3 (errors.cc, ulp_error.cc and small_value.cc for an fp32 target).
+  PORTKIT_AVX2_FN void Add(const uint8_t* n, const uint8_t* b, size_t i) {
+    const double small_value = 0x1p-20, atol = 0x1p-30;  // ToleranceFor(kF32)
+    __m128i y_bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4 * i));
+    V4d x = LoadF32(n, i), y = reinterpret_cast<V4d>(_mm256_cvtps_pd(_mm_castsi128_ps(y_bits)));
     V4d d = Abs(x - y);  // finite: x == y gives +0, as the general loop's select does
     V4d scale = Abs(y);
-    V4d r = d / Select(scale > kRelGuard, scale, V4d{} + kRelGuard);
+    V4d r = d / MaxKeep(scale, V4d{} + kRelGuard);
     sq += d * d;
-    max_abs = Select(d > max_abs, d, max_abs), sum_abs += d;
-    max_rel = Select(r > max_rel, r, max_rel), sum_rel += r;
-    within1 -= r < 0.001, within5 -= r < 0.005;
-    V4i exp_field = (reinterpret_cast<V4i>(y) >> 52) & 0x7ff;
-    V4i odd = (exp_field == 0) | (exp_field == 0x7ff);
-    V4i e = ((V4i{} + (kFloorExp + kMant)) & odd) | ((exp_field - 1023) & ~odd);
-    V4i ulp_exp = e - kMant;
-    V4i low = ulp_exp < kFloorExp;
-    ulp_exp = ((V4i{} + kFloorExp) & low) | (ulp_exp & ~low);
-    V4d u = d * reinterpret_cast<V4d>((1023 - ulp_exp) << 52);  // × 2^−ulp_exp
-    max_ulp = Select(u > max_ulp, u, max_ulp);
+    max_abs = MaxKeep(d, max_abs), sum_abs += d;
+    max_rel = MaxKeep(r, max_rel), sum_rel += r;
+    within -= (r < 0.001), within -= (r < 0.005) << 32;
+    max_ulp = MaxKeep(d * InverseUlpF32(y_bits), max_ulp);
     V4i is_small = scale < small_value;
-    V4i ok = d <= atol;
-    small += reinterpret_cast<V4d>(reinterpret_cast<V4i>(one) & is_small);
-    bad += reinterpret_cast<V4d>(reinterpret_cast<V4i>(one) & is_small & ~ok);
+    small -= is_small, small -= (is_small & ~(d <= atol)) << 32;
   }
-  s.err_sq = Sum(sq);
-  s.max_abs = MaxLanes(max_abs), s.sum_abs = Sum(sum_abs);
-  s.max_rel = MaxLanes(max_rel), s.sum_rel = Sum(sum_rel);
-  s.within_1e3 = static_cast<double>(within1[0] + within1[1] + within1[2] + within1[3]);
-  s.within_5e3 = static_cast<double>(within5[0] + within5[1] + within5[2] + within5[3]);
-  s.max_ulp = StdMaxLanes(max_ulp);
-  s.small = Sum(small), s.small_bad = Sum(bad);
+};
+
+/// The low and high 32-bit halves of the lanes, each summed.
+PORTKIT_AVX2_FN inline std::pair<double, double> SumHalves(V4i v) {
+  int64_t low = 0, high = 0;
+  for (int k = 0; k < 4; ++k) low += v[k] & 0xffffffff, high += v[k] >> 32;
+  return {static_cast<double>(low), static_cast<double>(high)};
+}
+
+/// The element-error metrics and the KL sums of count (a multiple of 8) finite elements, in one
+/// loop: the pass is bound by its divisions (RE's and the logarithm's, one each per element), and
+/// the logarithm's other arithmetic runs while the divider is busy. The values are finite fp32, so
+/// every ratio is a normal double and LogRatio4 cannot fail (a chunk with inf or nan is dropped
+/// anyway).
+PORTKIT_AVX2_FN void ErrorsAndKl(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& s) {
+  constexpr double kEps = 1e-10;
+  ErrorLanes e;
+  V4d kl0{}, kl1{};
+  for (size_t i = 0; i < count; i += 8) {
+    // The next chunk of a tensor usually follows this one: ask for it now, so that its first pass
+    // (StatsAndDots, the first to touch it) does not wait on memory; the divisions leave room for
+    // the loads. A prefetch past the data never faults.
+    _mm_prefetch(reinterpret_cast<const char*>(n + 4 * (i + count)), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + 4 * (i + count)), _MM_HINT_T0);
+    e.Add(n, b, i);
+    e.Add(n, b, i + 4);
+    V4d ax0 = Abs(LoadF32(n, i)), ay0 = Abs(LoadF32(b, i));
+    V4d ax1 = Abs(LoadF32(n, i + 4)), ay1 = Abs(LoadF32(b, i + 4));
+    V4d l0, l1;
+    (void)simd::LogRatio4(ay0 + kEps, ax0 + kEps, l0);
+    (void)simd::LogRatio4(ay1 + kEps, ax1 + kEps, l1);
+    kl0 += ay0 * l0;
+    kl1 += ay1 * l1;
+  }
+  V4d kl = kl0 + kl1;
+  s.b_log_ratio = ((kl[0] + kl[1]) + (kl[2] + kl[3]) + 0.0) + 0.0;
+  s.err_sq = Sum(e.sq);
+  s.max_abs = MaxLanes(e.max_abs), s.sum_abs = Sum(e.sum_abs);
+  s.max_rel = MaxLanes(e.max_rel), s.sum_rel = Sum(e.sum_rel);
+  std::tie(s.within_1e3, s.within_5e3) = SumHalves(e.within);
+  s.max_ulp = StdMaxLanes(e.max_ulp);
+  std::tie(s.small, s.small_bad) = SumHalves(e.small);
 }
 
 }  // namespace
@@ -125,11 +160,11 @@ PORTKIT_AVX2_FN void ErrorMetrics(const uint8_t* n, const uint8_t* b, size_t cou
 bool FusedChunkF32(const uint8_t* n, const uint8_t* b, size_t count, FusedSums& sums) {
   FusedSums s;
   s.n_max = sums.n_max, s.n_min = sums.n_min, s.b_max = sums.b_max, s.b_min = sums.b_min;
-  StatsDotsKl(n, b, count, s);
+  StatsAndDots(n, b, count, s);
   // A sum of finite fp32 values cannot overflow a double: a non-finite one means inf or nan in the
   // data, which the general loops handle.
   if (!__builtin_isfinite(s.n_sum) || !__builtin_isfinite(s.b_sum)) return false;
-  ErrorMetrics(n, b, count, s);
+  ErrorsAndKl(n, b, count, s);
   sums = s;
   return true;
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "accuracy/dtype.h"
 #include "accuracy/metrics/metric.h"
+#include "accuracy/metrics/simd.h"
 #include "accuracy/safetensors.h"
 
 namespace portkit::accuracy {
@@ -210,6 +212,58 @@ TEST(Metrics, UlpErrorPerTargetType) {
   double tiny = std::ldexp(1.0, -140);
   EXPECT_DOUBLE_EQ(Compute({tiny + std::ldexp(1.0, -149)}, {tiny}, DType::kF32)["MaxULPErr"], 1.0);
 }
+
+#ifdef PORTKIT_ACCURACY_AVX2
+/// LogRatio4's four lanes for the pairs a[k], c[k] (AVX2 code, only called when the CPU has it).
+PORTKIT_AVX2_FN std::array<double, 4> LogRatioLanes(const double* a, const double* c, bool& ok) {
+  simd::V4d out;
+  ok = simd::LogRatio4(simd::Load(a), simd::Load(c), out);
+  return {out[0], out[1], out[2], out[3]};
+}
+
+// The KL term's logarithm of a ratio (simd::LogRatio4) against a long double reference: within a
+// few ulps of ln(a/c) itself, also for ratios within 1e-3 of 1, where the logarithm of the rounded
+// ratio fl(a/c) is off by up to 1.1e-16 absolute (1e-13 relative); ratios outside [√½, √2] (the
+// Log4 lanes) within a few ulps plus the ratio's rounding; fp64 extremes and inf / nan refused.
+TEST(Metrics, LogOfARatioIsWithinAFewUlpsOfTheExactRatiosLogarithm) {
+  if (!VectorLoopsAvailable()) GTEST_SKIP() << "no AVX2";
+  uint64_t state = 7;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  double worst_close = 0, worst_far = 0;
+  for (int i = 0; i < 20000; ++i) {
+    double a[4], c[4];
+    const bool close = i % 4 != 3;
+    for (int k = 0; k < 4; ++k) {
+      a[k] = std::ldexp(0.5 + next(), static_cast<int>(next() * 200) - 100);
+      const double rel = close ? std::pow(10.0, -12 + 11 * next()) * (next() < 0.5 ? -1 : 1) : 0.3 + 1e6 * next();
+      c[k] = close ? a[k] * (1 + rel) : (next() < 0.5 ? a[k] * rel : a[k] / rel);
+    }
+    bool ok = false;
+    auto got = LogRatioLanes(a, c, ok);
+    ASSERT_TRUE(ok);
+    for (int k = 0; k < 4; ++k) {
+      // The reference in long double: 2·atanh((a−c)/(a+c)) near 1 (a−c and a+c exact there; the
+      // logarithm of a long double ratio would be off by 5e-20 absolute, 5e7 ulps of a 1e-12
+      // result), ln a − ln c elsewhere.
+      const long double la = a[k], lc = c[k], s = (la - lc) / (la + lc);
+      const long double exact = std::fabs(s) < 0.5 ? 2 * std::atanh(s) : std::log(la) - std::log(lc);
+      const double ulps = static_cast<double>(std::fabs(got[static_cast<size_t>(k)] - exact) /
+                                              (std::fabs(exact) * std::numeric_limits<double>::epsilon()));
+      double& worst = std::fabs(a[k] / c[k] - 1) < 0.29 ? worst_close : worst_far;
+      worst = std::max(worst, std::fabs(exact) < 1e-300 ? 0.0 : ulps);
+    }
+  }
+  EXPECT_LT(worst_close, 4.0);  // in ulps of the result (epsilon = 2 ulps at the binade's bottom)
+  EXPECT_LT(worst_far, 4.0);    // |ln| ≥ 0.26 here, so the ratio's rounding is below an ulp of it
+  const double odd_a[4] = {1.0, INFINITY, 1.0, 1e-300}, odd_c[4] = {1.0, 1.0, NAN, 1e300};
+  bool ok = true;
+  (void)LogRatioLanes(odd_a, odd_c, ok);
+  EXPECT_FALSE(ok);
+}
+#endif
 
 TEST(DType, DecodesHalfBfloatAndFp8) {
   EXPECT_DOUBLE_EQ(HalfToDouble(0x3C00), 1.0);
