@@ -1380,7 +1380,7 @@ class _Tuning:
         stopped = self.cost["stopped_early"]
         timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
                                       prepare=thread_switcher(runs, count, self.blas_of.get),
-                                      group=count, deadline=self.by(0.95), keep=(self.baseline,), stopped=stopped)
+                                      group=count, deadline=self.by(0.85), keep=(self.baseline,), stopped=stopped)
         for n, t in timings.items():
             self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
                                                 baseline=n == self.baseline)
@@ -1536,7 +1536,7 @@ class _Tuning:
     def _final_timing(self, chosen, artifact):
         t0 = time.monotonic()
         # A plan from the bank: a short before/after, the run is a lookup.
-        deadline = self.by(0.05 if self.reuse_plan else 1.1)
+        deadline = self.by(0.05 if self.reuse_plan else 1.05)
         peers = self._peers()
         timings = self._time_final(chosen, peers, deadline)
         race = {"peers": {}, "plan": self.plan.to_json(), "plan_ms": round(timings["result"].median * 1e3, 4),
@@ -1563,7 +1563,7 @@ class _Tuning:
             self.phase("save", t0)
             t0 = time.monotonic()
             # The new plan as loaded, before / after: short (the budget's final share is spent).
-            timings = self._time_final(chosen, {}, self.by(1.1))
+            timings = self._time_final(chosen, {}, self.by(1.05))
             self.phase("final_timing", t0)
         self.report["final_race"] = race
         return self._report_final(chosen, artifact, timings, self._model_record())
