@@ -821,3 +821,16 @@ def test_an_ort_search_cut_short_by_its_deadline_stops_before_the_next_variant()
     state = iter([None, None, 1e9])
     assert list(ort._until(gen(), time.monotonic(), lambda: next(state))) == [0, 1, 2] and made == [0, 1, 2]
     assert ort.setting_name(ort.settings_at(2)[0]) == ort.DEFAULT_SETTING
+
+
+def test_a_peer_replaces_the_plan_when_either_ratio_says_it_is_faster_by_more_than_the_margin():
+    t = measure.Timing
+    result = t("result", [1.0, 1.0, 1.0, 0.5, 0.5])
+    peers = {"peer:x": (None, "optimize_for_inference", 1, None)}
+    # Paired ratios 0.5, 1, 1, 1, 1 (median 1) but medians 0.5 against 1.0: replaced.
+    timings = {"result": result, "peer:x": t("peer:x", [0.5, 1.0, 1.0, 0.5, 0.5])}
+    assert sgat._Tuning._beaten_by(None, timings, peers) == "peer:x"
+    # 1 % faster by both: within the margin, the plan stays; no peers, nothing to replace it.
+    timings = {"result": result, "peer:x": t("peer:x", [x * 0.99 for x in result.samples])}
+    assert sgat._Tuning._beaten_by(None, timings, peers) is None
+    assert sgat._Tuning._beaten_by(None, {"result": result}, {}) is None

@@ -1524,14 +1524,17 @@ class _Tuning:
         return timings
 
     def _beaten_by(self, timings, peers):
-        """The peer whose median is lowest, when its median paired ratio to the plan as loaded is
-        below 1 - the margin (faster by more than 2 %); else None. Median only, no confidence
-        interval: the plan must not be slower than a configuration a user gets without portkit."""
+        """The peer whose median is lowest, when its median paired ratio to the plan as loaded, or
+        the ratio of the two medians, is below 1 - the margin (faster by more than 2 %); else None.
+        No confidence interval: the plan must not be slower than a configuration a user gets
+        without portkit. (Either ratio: a peer stopped early has few pairs, and pairs across
+        thread-count groups are taken at different moments of a round.)"""
         if not peers:
             return None
         best = min(peers, key=lambda n: timings[n].median)
         ratio, _ = paired_ratio(timings[best], timings["result"])
-        return best if ratio < 1.0 - DEFAULT_MARGIN else None
+        medians = timings[best].median / timings["result"].median if timings["result"].median > 0 else 1.0
+        return best if min(ratio, medians) < 1.0 - DEFAULT_MARGIN else None
 
     def _final_timing(self, chosen, artifact):
         t0 = time.monotonic()
@@ -1544,7 +1547,8 @@ class _Tuning:
         for n, (_, strategy, t, options) in peers.items():
             ratio, ci = paired_ratio(timings[n], timings["result"])
             race["peers"][n] = {"strategy": strategy, "threads": t, "median_ms": round(timings[n].median * 1e3, 4),
-                                "peer_over_plan": round(ratio, 4), "ci95": [round(ci[0], 4), round(ci[1], 4)]}
+                                "peer_over_plan": round(ratio, 4), "ci95": [round(ci[0], 4), round(ci[1], 4)],
+                                "rounds": len(timings[n].samples)}
             if options:
                 race["peers"][n]["ort_options"] = options
         beaten = self._beaten_by(timings, peers)
