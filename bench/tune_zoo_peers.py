@@ -4,9 +4,12 @@ configurations written here, nothing downloaded).
 For each model: ``portkit.tune.optimize`` with a fresh bank (its wall time is the tuning cost),
 the artifact loaded with ``portkit.tune.load``; the peers built as a user would build them, each
 with its own cost: ``torch.jit.optimize_for_inference`` (script, else trace), ``torch.compile``
-(default mode; compile time = the first call) and ONNX Runtime fp32 with its best options (the
-same search the tuner runs: graph optimisation level, execution mode, spinning, transformer
-fusions where they apply, all at the default thread count). Then ONE interleaved run of eager,
+(default mode; compile time = the first call; dynamo's caches are reset first, so the peer does
+not reuse what the tuner compiled), ONNX Runtime fp32 with its best options (the same search the
+tuner runs: graph optimisation level, execution mode, spinning, transformer fusions where they
+apply, all at the default thread count) and, where the ``openvino`` package is installed,
+OpenVINO (``openvino.convert_model`` on the example inputs, compiled for the CPU with the LATENCY
+hint at the default thread count). Then ONE interleaved run of eager,
 the peers (at the process's default thread count) and ours (at its plan's count, which ``load``
 sets), grouped by thread count as the tuner measures. Prints a table (medians, eager/path, ours
 against the best peer) and the checks: every plan at least 0.97x the best peer, and the geomean
@@ -22,7 +25,8 @@ ssdlite320_mobilenet_v3_large (detection); transformers' BERT (encoder), GPT-2 (
 the last hidden state.
 
 Needs torchvision and transformers for their models (a model whose package is absent is left
-out, and said so) and onnxruntime for the ONNX Runtime column.
+out, and said so), onnxruntime for the ONNX Runtime column and openvino (tested with 2025.3.0)
+for the OpenVINO column.
 """
 import argparse
 import math
@@ -43,7 +47,33 @@ from portkit.tune import ort  # noqa: E402
 from portkit.tune import sgat  # noqa: E402
 from portkit.tune.measure import measure_interleaved, paired_ratio, thread_switcher  # noqa: E402
 
-PEERS = ("optimize_for_inference", "torch.compile", "onnxruntime")
+PEERS = ("optimize_for_inference", "torch.compile", "onnxruntime", "openvino")
+
+
+def openvino_available():
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class OpenVinoModel:
+    """An OpenVINO compiled model called like the module: tensors in, a tensor (or a tuple) out."""
+
+    def __init__(self, model, inputs, threads):
+        import openvino as ov
+
+        example = inputs[0] if len(inputs) == 1 else tuple(inputs)
+        converted = ov.convert_model(model, example_input=example)
+        self.compiled = ov.Core().compile_model(converted, "CPU", {"INFERENCE_NUM_THREADS": int(threads),
+                                                                   "PERFORMANCE_HINT": "LATENCY"})
+        self.request = self.compiled.create_infer_request()
+
+    def __call__(self, *xs):
+        res = self.request.infer([x.numpy() for x in xs])
+        outs = [torch.from_numpy(res[o].copy()) for o in self.compiled.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _tv(name, **kw):
@@ -140,6 +170,9 @@ def build_peers(model, inputs, want, threads, use_compile, say):
         say("optimize_for_inference: " + _line(e))
     cost["optimize_for_inference"] = time.time() - t0
     if use_compile:
+        # dynamo keys its cache on the code, not the module: without a reset, the peer would reuse
+        # what the tuner compiled for its copy of the model (and its build cost would be hidden).
+        torch._dynamo.reset()
         t0 = time.time()
         try:
             compiled = cands.compile_module(model, None, threads)
@@ -161,6 +194,18 @@ def build_peers(model, inputs, want, threads, use_compile, say):
         except Exception as e:  # noqa: BLE001 - the exporter refuses the model, or outputs differ
             say("onnxruntime: " + _line(e))
         cost["onnxruntime"] = time.time() - t0
+    if openvino_available():
+        t0 = time.time()
+        try:
+            vino = OpenVinoModel(model, inputs, threads)
+            ok, why = pt.outputs_match(vino(*inputs), want)
+            if ok:
+                peers["openvino"] = vino
+            else:
+                say("openvino: outputs differ from eager (%s)" % why)
+        except Exception as e:  # noqa: BLE001 - a model OpenVINO does not convert
+            say("openvino: " + _line(e))
+        cost["openvino"] = time.time() - t0
     return peers, cost
 
 
@@ -216,7 +261,14 @@ def run_model(name, make, args, default_threads, use_compile):
     if report["plan"].get("subgraphs"):
         kinds = sorted(set(report["plan"]["subgraphs"].values()))
         row["parts"] = "%d parts: %s" % (len(report["plan"]["subgraphs"]), "/".join(kinds))
-    say("tuning phases (s): %s" % report["cost"]["phases_s"])
+    say("tuning cost: %.1f s of a %s s budget, phases (s) %s, not built for time %s" % (
+        report["cost"]["seconds"], report["cost"]["time_budget_s"], report["cost"]["phases_s"],
+        report["cost"].get("not_built_for_time")))
+    race = report.get("final_race") or {}
+    say("tuner's final run: plan %.3f ms; %s; switched to %s" % (
+        race.get("plan_ms", float("nan")), ", ".join("%s %.3f ms" % (n, p["median_ms"])
+                                                     for n, p in sorted(race.get("peers", {}).items())),
+        race.get("switched_to")))
     say("plan %s@%dt, tuned in %.1f s; %s" % (row["plan"], plan_threads, tune_s, ", ".join(
         "%s %.2f ms" % (n, v) for n, v in sorted(row["ms"].items(), key=lambda kv: kv[1]))))
     return row
@@ -236,8 +288,9 @@ def main():
     args = ap.parse_args()
     use_compile = cands.torch_compile_available() and not args.no_compile
     default_threads = torch.get_num_threads()
-    print("torch %s, %d cores, default %d intra-op threads, onnxruntime %s, load average %s" % (
+    print("torch %s, %d cores, default %d intra-op threads, onnxruntime %s, openvino %s, load average %s" % (
         torch.__version__, os.cpu_count(), default_threads, ort.version() if ort.available() else "absent",
+        __import__("openvino").__version__ if openvino_available() else "absent",
         " ".join("%.1f" % x for x in os.getloadavg())), flush=True)
     rows = []
     skip = set(filter(None, args.skip.split(",")))
@@ -260,7 +313,7 @@ def main():
 def report(rows):
     cols = ("eager",) + PEERS + ("ours", "eager@1t")
     print("\n| model | plan (threads) | " + " | ".join("%s ms" % c for c in cols) +
-          " | eager/ours | ours vs best peer (95 % CI) | tuning s | peer cost s (ofi / compile / ORT) |")
+          " | eager/ours | ours vs best peer (95 % CI) | tuning s | peer cost s (ofi / compile / ORT / OpenVINO) |")
     print("|" + "---|" * (len(cols) + 6))
     for r in rows:
         cells = ["%.2f" % r["ms"][c] if c in r["ms"] else "–" for c in cols]

@@ -664,9 +664,14 @@ def test_a_candidate_that_cannot_win_stops_early_and_a_deadline_ends_the_rounds(
     assert stopped == {"slow": measure.MIN_ROUNDS}
     assert len(timings["slow"].samples) == measure.MIN_ROUNDS
     assert len(timings["base"].samples) == len(timings["fast"].samples) == 8
-    # A deadline already past: every candidate gets the minimum rounds, then timing ends.
-    timings = measure.measure_interleaved(runs, rounds=8, warmup=1, min_sample_s=0.0, deadline=time.monotonic())
+    # A deadline already past: every candidate gets the minimum rounds, then timing ends; of the
+    # warm-up rounds only the first runs.
+    for name in calls:
+        calls[name] = 0
+    timings = measure.measure_interleaved(runs, rounds=8, warmup=4, min_sample_s=0.0, deadline=time.monotonic())
     assert {n: len(t.samples) for n, t in timings.items()} == {n: measure.MIN_ROUNDS for n in runs}
+    # first call + calibration + 1 warm-up round + the minimum rounds
+    assert calls == {n: 3 + measure.MIN_ROUNDS for n in runs}
     assert measure.cannot_win([2.0] * 5, [1.0] * 5) and not measure.cannot_win([1.0] * 5, [1.0] * 5)
 
 
@@ -678,6 +683,9 @@ def test_a_spent_time_budget_leaves_subgraphs_eager_and_reports_the_cost(tmp_pat
     cost = report["cost"]
     assert cost["time_budget_s"] == 1e-6 and cost["seconds"] > 0
     assert set(cost["phases_s"]) >= {"capture", "subgraphs", "model_candidates", "save", "final_timing"}
+    # No whole-model candidate was built after the budget's build share.
+    assert cost["not_built_for_time"] and report["plan"]["strategy"] == "eager"
+    assert report["candidates"] == {}
     # Every subgraph was left eager for the budget, said so, and none was stored in the bank.
     assert cost["not_tuned_for_time"] == [r["submod"] for r in report["subgraphs"]] != []
     assert all(r["strategy"] == "eager" and r["note"].startswith("time budget spent") for r in report["subgraphs"])
@@ -744,3 +752,85 @@ def test_an_onnxruntime_plan_keeps_a_module_interface_and_records_its_version(tm
     finally:
         torch.set_num_threads(d)
     assert sgat.ort.STRATEGY in sgat.MODEL_STRATEGIES
+
+
+def test_the_plan_as_loaded_gives_way_to_a_faster_peer_configuration(tmp_path, monkeypatch):
+    """The final run times the saved plan as loaded against the peers' own configurations at the
+    default thread count (here optimize_for_inference; eager is the baseline): a peer faster by
+    more than the 2 % margin (median paired ratio) replaces the plan, which is saved, loaded back,
+    timed again and stored in the bank. A tie keeps the plan. Timings given by a table."""
+    d = torch.get_num_threads()
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    try:
+        # script_freeze wins the whole-model race; in the final run the peer ties with the plan.
+        _joint_setup(monkeypatch, {"script_freeze@%dt" % d: 0.5, "peer:optimize_for_inference": 1.0})
+        _, kept = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "tie"), **dict(FAST, threads=None))
+        race = kept["final_race"]
+        assert kept["plan"]["strategy"] == "script_freeze" and race["switched_to"] is None
+        assert "peer:optimize_for_inference" in race["peers"] and "baseline" in race["peers"]
+        assert race["peers"]["peer:optimize_for_inference"]["threads"] == d
+        # The same race where the peer is 40 % faster than the plan as loaded.
+        _joint_setup(monkeypatch, {"script_freeze@%dt" % d: 0.5, "peer:optimize_for_inference": 0.6})
+        bank = str(tmp_path / "bank")
+        _, report = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out"), **dict(FAST, threads=None))
+        assert report["final_race"]["switched_to"] == "peer:optimize_for_inference"
+        assert report["final_race"]["plan"]["strategy"] == "script_freeze"
+        assert (report["plan"]["strategy"], report["plan"]["threads"]) == ("optimize_for_inference", d)
+        assert any(n.startswith("final run: script_freeze@%dt" % d) for n in report["notes"])
+        doc = json.loads((tmp_path / "out" / "optimized.json").read_text())
+        assert doc["strategy"] == "optimize_for_inference"
+        result_doc = json.loads(open(report["result_file"]).read())["SGAT"]
+        assert result_doc["plan"]["strategy"] == "optimize_for_inference"
+        assert result_doc["final_race"]["switched_to"] == "peer:optimize_for_inference"
+        conn = sqlite3.connect(os.path.join(bank, "sgat_bank.db"))
+        (stored,) = conn.execute("SELECT strategy FROM sgat_entries WHERE kind='model'").fetchone()
+        conn.close()
+        assert stored == "optimize_for_inference"
+        with torch.no_grad():
+            assert _close(pt.load(str(tmp_path / "out"))(*inputs), _eager(model, inputs))
+        # A plan from the bank has no peers to race (a lookup stays short).
+        _, second = pt.optimize(model, inputs, bank=bank, output=str(tmp_path / "out2"), **dict(FAST, threads=None))
+        assert not second["tuned"] and second["final_race"]["peers"] == {}
+        assert second["plan"]["strategy"] == "optimize_for_inference"
+    finally:
+        torch.set_num_threads(d)
+
+
+def test_an_ort_search_cut_short_by_its_deadline_stops_before_the_next_variant():
+    """ort._until: once the projected cost of one more variant would end past the deadline, the
+    variants' generator is not advanced (a transformer fusion that would not be timed is never
+    computed); without a deadline, or with time to spare, every variant comes."""
+    import time
+
+    from portkit.tune import ort
+
+    made = []
+
+    def gen():
+        for i in range(4):
+            made.append(i)
+            yield i
+
+    assert list(ort._until(gen(), None, lambda: 1e9)) == [0, 1, 2, 3]
+    made.clear()
+    assert list(ort._until(gen(), time.monotonic() + 600, lambda: 1.0)) == [0, 1, 2, 3]
+    made.clear()
+    assert list(ort._until(gen(), time.monotonic() + 600, lambda: 1e9)) == [0] and made == [0]
+    # None: nothing built yet, so the first variant that reproduces eager is still looked for.
+    made.clear()
+    state = iter([None, None, 1e9])
+    assert list(ort._until(gen(), time.monotonic(), lambda: next(state))) == [0, 1, 2] and made == [0, 1, 2]
+    assert ort.setting_name(ort.settings_at(2)[0]) == ort.DEFAULT_SETTING
+
+
+def test_a_peer_replaces_the_plan_when_either_ratio_says_it_is_faster_by_more_than_the_margin():
+    t = measure.Timing
+    result = t("result", [1.0, 1.0, 1.0, 0.5, 0.5])
+    peers = {"peer:x": (None, "optimize_for_inference", 1, None)}
+    # Paired ratios 0.5, 1, 1, 1, 1 (median 1) but medians 0.5 against 1.0: replaced.
+    timings = {"result": result, "peer:x": t("peer:x", [0.5, 1.0, 1.0, 0.5, 0.5])}
+    assert sgat._Tuning._beaten_by(None, timings, peers) == "peer:x"
+    # 1 % faster by both: within the margin, the plan stays; no peers, nothing to replace it.
+    timings = {"result": result, "peer:x": t("peer:x", [x * 0.99 for x in result.samples])}
+    assert sgat._Tuning._beaten_by(None, timings, peers) is None
+    assert sgat._Tuning._beaten_by(None, {"result": result}, {}) is None

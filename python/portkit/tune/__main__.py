@@ -230,7 +230,7 @@ def main(argv=None):
                          % (args.model, ",".join(args.input), type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
         return 1
     summary = {k: report.get(k) for k in ("plan", "baseline", "result", "speedup", "speedup_ci95", "repo_summary",
-                                          "tuned", "artifact", "result_file", "seconds", "cost")}
+                                          "tuned", "artifact", "result_file", "seconds", "cost", "final_race")}
     if "opat_kernels" in report:
         summary["opat_kernels"] = report["opat_kernels"]
     if "precision" in report:

@@ -243,7 +243,8 @@ def prepare_onnxruntime(module, inputs, options=None, threads=None, deadline=Non
     def time_runs(runs):
         return measure_interleaved(runs, rounds=5, warmup=1, min_sample_s=0.001, deadline=deadline)
 
-    best, _ = ort.search(graph, inputs, ref, threads, outputs_match, time_runs, settings=ort.SUBGRAPH_SETTINGS)
+    best, _ = ort.search(graph, inputs, ref, threads, outputs_match, time_runs, settings=ort.SUBGRAPH_SETTINGS,
+                         deadline=deadline)
     return best
 
 

@@ -113,9 +113,9 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
     ``prepare`` changes changes only once per group and round.
 
     A cost bound: with ``deadline`` (a time.monotonic() value) no new round starts after it once
-    every candidate has MIN_ROUNDS samples, and from then on a candidate that cannot win
-    (:func:`cannot_win` against the fastest median so far) is no longer timed, except those named
-    in ``keep`` (the baseline). ``stopped``, a dict, receives {name: rounds timed} of the
+    every candidate has MIN_ROUNDS samples (past it, warm-up ends after its first round), and from
+    then on a candidate that cannot win (:func:`cannot_win` against the fastest median so far) is
+    no longer timed, except those named in ``keep`` (the baseline). ``stopped``, a dict, receives {name: rounds timed} of the
     candidates stopped early."""
     import torch
 
@@ -129,7 +129,10 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
             candidates[name]()  # first call: lazy initialisation, never timed
             inner[name] = _calibrate(candidates[name], min_sample_s)
         samples = {name: [] for name in names}
-        for r in range(warmup + rounds):
+        r = 0
+        while r < warmup + rounds:
+            if deadline is not None and 0 < r < warmup and time.monotonic() > deadline:
+                warmup = r  # past the deadline: one warm-up round, then the samples
             timed = r - warmup
             if deadline is not None and timed >= MIN_ROUNDS:
                 if time.monotonic() > deadline:
@@ -145,6 +148,7 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
                 elapsed = (time.perf_counter() - start) / k
                 if r >= warmup:
                     samples[name].append(elapsed)
+            r += 1
     # Rotation shifted which round each candidate's sample came from; pairing is by round index.
     return {name: Timing(name, samples[name]) for name in names}
 

@@ -15,6 +15,7 @@ composite model holding ONNX Runtime parts is saved with ``torch.save``. A whole
 holds ``optimized.onnx``; every plan records the options and the ONNX Runtime version.
 """
 import io
+import time
 
 import torch
 
@@ -22,13 +23,22 @@ STRATEGY = "onnxruntime"
 ONNX_FILE = "optimized.onnx"
 
 #: The settings searched for a whole model at each thread count (ONNX Runtime's names; ``spin``:
-#: ``session.intra_op.allow_spinning``).
+#: ``session.intra_op.allow_spinning``), in the order they are tried when a time budget cuts the
+#: search short: the first is ONNX Runtime's default (DEFAULT_SETTING).
 SETTINGS = (
     {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL"},
+    {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL", "spin": False},
     {"graph_optimization_level": "ORT_ENABLE_EXTENDED", "execution_mode": "ORT_SEQUENTIAL"},
     {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_PARALLEL"},
-    {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL", "spin": False},
 )
+#: The name (setting_name) of ONNX Runtime's default session options: what a user gets without
+#: setting any (all graph optimisations, sequential, spinning idle threads).
+DEFAULT_SETTING = "ALL/sequential"
+
+#: Calls one variant costs in a search besides its build: the check, the untimed first call, the
+#: calibration, up to 2 warm-up rounds and measure.MIN_ROUNDS samples (a sample is one call when a
+#: call is slow). Used to stop building variants that could not be timed before the deadline.
+CALLS_PER_VARIANT = 8
 
 #: The settings searched for a subgraph (it runs between torch's own operators: idle ONNX Runtime
 #: threads that spin take cores from torch, so both are tried).
@@ -171,41 +181,76 @@ def setting_name(options):
 
 
 def variants(onnx_bytes, threads, settings=SETTINGS, fusions=True):
-    """[(options, graph bytes)] to try at ``threads``: every setting on the exported graph and,
-    where the transformer fusions apply, the first setting on each fused graph."""
-    out = [(o, onnx_bytes) for o in settings_at(threads, settings)]
+    """The (options, graph bytes) to try at ``threads``, generated lazily (a fusion costs seconds on
+    a large graph): the first two settings on the exported graph, then, where the transformer
+    fusions apply, the first setting on each fused graph, then the other settings."""
+    at = settings_at(threads, settings)
+    for o in at[:2]:
+        yield o, onnx_bytes
     if fusions and fusion_available() and op_types(onnx_bytes) & set(TRANSFORMER_OPS):
         for kind in FUSIONS:
             try:
                 fused = fuse(onnx_bytes, kind)
             except Exception:  # noqa: BLE001 - the fusion does not apply to this graph
                 continue
-            out.append((dict(settings_at(threads, settings)[0], fusion=kind), fused))
-    return out
+            yield dict(at[0], fusion=kind), fused
+    for o in at[2:]:
+        yield o, onnx_bytes
 
 
-def search(onnx_bytes, inputs, reference, threads, match, time_runs, settings=SETTINGS, fusions=True):
+def search(onnx_bytes, inputs, reference, threads, match, time_runs, settings=SETTINGS, fusions=True,
+           deadline=None, built_out=None):
     """(best OrtModule, {setting name: median ms}): every variant built at ``threads``, checked
     with ``match(outputs, reference) -> (ok, why)`` and timed with ``time_runs({name: fn}) ->
-    {name: Timing}``. Raises ValueError when no variant reproduces ``reference``."""
+    {name: Timing}``. Raises ValueError when no variant reproduces ``reference``.
+
+    ``deadline`` (a time.monotonic() value): once one variant reproduces ``reference``, no further
+    variant is built when building it and timing every variant kept (CALLS_PER_VARIANT calls each,
+    at the slowest call seen) would end after it; the search is then among those built.
+    ``built_out``, a dict, receives {setting name: module} of every variant kept."""
     built = {}
-    for options, graph in variants(onnx_bytes, threads, settings, fusions):
+    cost = {"build_s": 0.0, "call_s": 0.0}  # builds so far, the slowest call seen
+
+    def projected():
+        if not built:
+            return None
+        return cost["build_s"] / len(built) + (len(built) + 1) * CALLS_PER_VARIANT * cost["call_s"]
+
+    for options, graph in _until(variants(onnx_bytes, threads, settings, fusions), deadline, projected):
+        t0 = time.monotonic()
         try:
             m = OrtModule(graph, options)
+            t1 = time.monotonic()
             with torch.no_grad():
                 ok, _ = match(m(*inputs), reference)
+            cost["call_s"] = max(cost["call_s"], time.monotonic() - t1)
         except Exception:  # noqa: BLE001 - a session that does not build or run is not a candidate
             continue
+        cost["build_s"] += t1 - t0
         if ok:
             built[setting_name(options)] = m
     if not built:
         raise ValueError("no ONNX Runtime setting reproduces eager's outputs")
+    if built_out is not None:
+        built_out.update(built)
     if len(built) == 1:
         name = next(iter(built))
         return built[name], {}
     timings = time_runs({n: (lambda m=m: m(*inputs)) for n, m in built.items()})
     best = min(timings.values(), key=lambda t: t.median).name
     return built[best], {n: round(t.median * 1e3, 4) for n, t in timings.items()}
+
+
+def _until(items, deadline, projected):
+    """``items`` until ``projected()`` (seconds the next item and the timing would still take;
+    None: go on) would end after ``deadline``. The generator is not advanced past that point, so
+    a fusion that would not be timed is not computed."""
+    for item in items:
+        yield item
+        if deadline is not None:
+            more = projected()
+            if more is not None and time.monotonic() + more > deadline:
+                return
 
 
 def rebuild(onnx_bytes, options):

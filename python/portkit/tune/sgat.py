@@ -22,7 +22,7 @@ from . import candidates as cands
 from . import ort
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
-from .measure import measure_interleaved, paired_ratio, significantly_faster, thread_switcher
+from .measure import DEFAULT_MARGIN, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
 from .result import ResultFile, result_file_name, write_atomic
 
 ARTIFACT = "optimized.pt"
@@ -659,9 +659,19 @@ def _why(e):
 DEFAULT_TIME_BUDGET_S = 120.0
 
 #: Shares of the budget: the thread count search ends by THREADS_SHARE of it, the subgraphs by
-#: SUBGRAPH_SHARE; torch.compile (tens of seconds per thread count) is tried only while
-#: COMPILE_SHARE of it is left.
+#: SUBGRAPH_SHARE; no whole-model candidate is built after BUILD_SHARE of it (nor one whose
+#: build at another thread count took longer than what is left until then); torch.compile (tens
+#: of seconds per thread count) is built at the default thread count while DEFAULT_COMPILE_SHARE
+#: of the budget is left, at other counts and with max-autotune only while COMPILE_SHARE is left;
+#: ONNX Runtime's option search at one thread count may take ORT_SEARCH_SHARE of what is left
+#: until BUILD_SHARE.
 THREADS_SHARE, SUBGRAPH_SHARE, COMPILE_SHARE = 0.1, 0.55, 0.5
+BUILD_SHARE, DEFAULT_COMPILE_SHARE, ORT_SEARCH_SHARE = 0.8, 0.25, 0.25
+
+#: Whole-model strategies that are peers' own configurations the tuner reproduces at the default
+#: thread count and times against the saved plan in the final run (with eager, the baseline,
+#: and ONNX Runtime's settings searched at that count, its default among them).
+PEER_STRATEGIES = ("optimize_for_inference", "torch_compile")
 
 #: Bank kind of an OPAT kernel that did not beat torch's linear ("unsatisfied"), with the
 #: conditions it was timed under: the next run leaves that shape on torch's op without timing it.
@@ -791,6 +801,8 @@ class _Tuning:
     def __init__(self, model, inputs, settings, say):
         self.model, self.inputs, self.s, self.say = model, inputs, settings, say
         self.default_threads = torch.get_num_threads()
+        # The count the peers' own configurations run at: the process's (a user's), or the pinned one.
+        self.peer_threads = int(settings.threads) if settings.threads is not None else self.default_threads
         self.started = time.time()
         self.clock0 = time.monotonic()
         self.cost = {"time_budget_s": settings.time_budget, "phases_s": {}, "stopped_early": {},
@@ -818,6 +830,10 @@ class _Tuning:
         self.opat_records = []
         self.onnx_bytes = None
         self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
+        # The peers' own configurations at the peer thread count, kept for the final run:
+        # {strategy: module} and ONNX Runtime's searched settings there ({setting name: module}).
+        self.peer_modules, self.ort_peers = {}, {}
+        self.cost["not_built_for_time"] = []
         # The BLAS library's own thread count where torch.set_num_threads does not set it
         # (portkit.tune.blas; None: torch's count governs BLAS): the process's, and per candidate.
         self.default_blas = blas_mod.get_threads()
@@ -883,9 +899,8 @@ class _Tuning:
             self.phase("model_candidates", t0)
             t0 = time.monotonic()
             chosen, artifact = self._build_and_save()
-            mrec = self._model_record()
             self.phase("save", t0)
-            return self._final_timing(chosen, artifact, mrec)
+            return self._final_timing(chosen, artifact)
         except Exception:
             self.result.status = "tuning failed"
             self.result.write()
@@ -1137,13 +1152,22 @@ class _Tuning:
             return ort.rebuild(self.onnx_bytes, known)
         s = self.s
 
+        deadline = None
+        if s.time_budget is not None:
+            now = time.monotonic()
+            deadline = now + ORT_SEARCH_SHARE * max(0.0, self.by(BUILD_SHARE) - now)
+
         def time_runs(runs):
             return measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                       deadline=self.by(0.9))
+                                       deadline=deadline)
+        kept = {}
         try:
-            best, ms = ort.search(self.onnx_bytes, self.inputs, self.reference, count, outputs_match, time_runs)
+            best, ms = ort.search(self.onnx_bytes, self.inputs, self.reference, count, outputs_match, time_runs,
+                                  deadline=deadline, built_out=kept)
         except ValueError as e:
             raise TuneError(str(e)) from None
+        if count == self.peer_threads:
+            self.ort_peers = kept  # every setting that reproduced eager here: the final run's ONNX Runtime peers
         self.report.setdefault("ort_settings_ms", {})[str(count)] = ms
         self.ort_options[count] = best.options
         return best
@@ -1199,10 +1223,22 @@ class _Tuning:
             composites = ["blocks"]
         if s.lookup_only:
             return composites
+        # Built in this order, so that a time budget spent part-way leaves out the last ones: the
+        # peers' own configurations (optimize_for_inference, ONNX Runtime, torch.compile as a user
+        # calls it) first, the portkit candidates next, torch.compile with max-autotune last.
         strategies = ["script_freeze", "optimize_for_inference"]
         if any(t != self.default_threads for t in self.thread_counts) or \
                 self._blas_counts(self.default_threads, "eager") != [self.default_blas]:
             strategies.insert(0, "eager")  # eager at another thread count (or BLAS thread count)
+        if ort.available():
+            strategies.append(ort.STRATEGY)
+        else:
+            self.note("onnxruntime not installed: ONNX Runtime not tried")
+        if s.use_compile and self.left() < DEFAULT_COMPILE_SHARE * (s.time_budget or 0):
+            self.note("torch.compile not tried: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget))
+        elif s.use_compile:
+            # torch.compile as the user would call it (default mode).
+            strategies.append("torch_compile")
         strategies += composites
         if traced:
             strategies.append("fx_fused")
@@ -1213,19 +1249,29 @@ class _Tuning:
                 self.report["precision"]["candidates"][strategy] = {"accepted": False, "note": why}
             else:
                 strategies.append(strategy)
-        if ort.available():
-            strategies.append(ort.STRATEGY)
-        else:
-            self.note("onnxruntime not installed: ONNX Runtime not tried")
-        if s.use_compile and self.left() < COMPILE_SHARE * (s.time_budget or 0):
-            self.note("torch.compile not tried: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget))
-        elif s.use_compile:
-            # torch.compile as the user would call it, and with the GEMM/convolution templates
-            # autotuned on this machine and the weights frozen (compiling takes longer: tens of
-            # seconds for a small model on 2 cores, paid once per model and thread count and
-            # cached by inductor).
-            strategies += ["torch_compile", "torch_compile_autotune"]
+        if s.use_compile and self.left() >= DEFAULT_COMPILE_SHARE * (s.time_budget or 0):
+            # With the GEMM/convolution templates autotuned on this machine and the weights frozen
+            # (compiling takes longer: tens of seconds for a small model on 2 cores, paid once per
+            # model and thread count and cached by inductor).
+            strategies.append("torch_compile_autotune")
         return strategies
+
+    def _no_time_to_build(self, strategy, t, spent):
+        """Why ``strategy`` is not built at ``t`` threads for the time budget (None: it is built).
+        ``spent``: seconds its build and first call took at an earlier count (0: none yet)."""
+        s = self.s
+        if s.time_budget is None:
+            return None
+        now, end = time.monotonic(), self.by(BUILD_SHARE)
+        if now > end:
+            return "%.0f %% of the time budget spent" % (100 * BUILD_SHARE)
+        if spent and now + spent > end:
+            return "its build at another thread count took %.1f s, more than the %.1f s left" % (spent, end - now)
+        if strategy in COMPILE_STRATEGIES:
+            share = DEFAULT_COMPILE_SHARE if (strategy, t) == ("torch_compile", self.peer_threads) else COMPILE_SHARE
+            if self.left() < share * s.time_budget:
+                return "torch.compile: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget)
+        return None
 
     def _lowp_strategies(self):
         """The lower-precision whole-model strategies the run's precision mode allows."""
@@ -1249,8 +1295,9 @@ class _Tuning:
         """Builds ``strategy`` at every thread count (and BLAS thread count) and checks its first
         call there; adds the ones that reproduce eager (or, lower-precision ones, pass the accuracy
         check) to ``runs`` / ``pairs``."""
-        combos = [(t, b) for t in self.thread_counts for b in self._blas_counts(t, strategy)
-                  if self._name(strategy, t, b) != self.baseline]
+        # The peers' count first: what a budget spent part-way leaves out is another count.
+        combos = [(t, b) for t in sorted(self.thread_counts, key=lambda t: t != self.peer_threads)
+                  for b in self._blas_counts(t, strategy) if self._name(strategy, t, b) != self.baseline]
         counts = sorted({t for t, _ in combos})
         # A TorchScript module runs at any count as built. Inductor writes the thread count into
         # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
@@ -1264,8 +1311,15 @@ class _Tuning:
         lowp = strategy in cands.LOWP_STRATEGIES
         info = self.report["builds"][strategy] = {"build_s": 0.0, "first_call_s": {}}
         m = built_at = None
+        spent = 0.0
         for t, b in combos:
             name = self._name(strategy, t, b)
+            if m is None or (per_count and built_at != t):
+                why = self._no_time_to_build(strategy, t, spent)
+                if why:
+                    self.cost["not_built_for_time"].append(name)
+                    self.say("%s not built: time budget (%s)" % (name, why))
+                    continue
             torch.set_num_threads(t)
             blas_mod.set_threads(b)
             if m is None or (per_count and built_at != t):
@@ -1292,9 +1346,13 @@ class _Tuning:
                 info["first_call_s"][str(t)] = round(time.time() - t0, 3)
             else:
                 info.setdefault("blas_first_call_s", {})["%d+%db" % (t, b)] = round(time.time() - t0, 3)
+            if per_count or not spent:
+                spent = info["build_s"] / max(1, len(info["first_call_s"])) + time.time() - t0
             if ok:
                 runs[name] = (lambda m=m: m(*self.inputs))
                 pairs[name] = (strategy, t)
+                if strategy in PEER_STRATEGIES and t == self.peer_threads and b == self.default_blas:
+                    self.peer_modules[strategy] = m
                 self.blas_of[name] = b
                 if b != self.default_blas:
                     self.variants.add(name)
@@ -1322,7 +1380,7 @@ class _Tuning:
         stopped = self.cost["stopped_early"]
         timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
                                       prepare=thread_switcher(runs, count, self.blas_of.get),
-                                      group=count, deadline=self.by(0.95), keep=(self.baseline,), stopped=stopped)
+                                      group=count, deadline=self.by(0.85), keep=(self.baseline,), stopped=stopped)
         for n, t in timings.items():
             self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
                                                 baseline=n == self.baseline)
@@ -1427,19 +1485,95 @@ class _Tuning:
         self.say("artifact: %s" % artifact)
         return chosen, artifact
 
-    # ---- before / after, whole model, interleaved; the report ----
-    def _final_timing(self, chosen, artifact, mrec):
-        s, plan, result, report = self.s, self.plan, self.result, self.report
+    # ---- the final run: the plan as loaded against the peers' configurations; before / after ----
+    def _peers(self):
+        """{name: (module, strategy, threads, ONNX Runtime options)} of the peers' own
+        configurations this run built at the peers' thread count — optimize_for_inference,
+        torch.compile as a user calls it, ONNX Runtime with each setting its search kept there
+        (its default, DEFAULT_SETTING, among them) — and eager (the baseline) when the plan is
+        not eager at that count. None of them is the plan itself. Empty for a plan from the bank."""
+        plan, t = self.plan, self.peer_threads
+        if self.reuse_plan or self.s.lookup_only:
+            return {}
+        out = {}
+        if (plan.strategy, plan.threads) != ("eager", t) and t == self.default_threads:
+            out["baseline"] = (None, "eager", t, None)
+        for strategy in PEER_STRATEGIES:
+            if strategy in self.peer_modules and (plan.strategy, plan.threads) != (strategy, t):
+                out["peer:" + strategy] = (self.peer_modules[strategy], strategy, t, None)
+        for setting, m in sorted(self.ort_peers.items()):
+            if (plan.strategy, plan.threads, plan.ort_options) != (ort.STRATEGY, t, m.options):
+                out["peer:onnxruntime[%s]" % setting] = (m, ort.STRATEGY, t, dict(m.options))
+        return out
+
+    def _time_final(self, chosen, peers, deadline):
+        """{name: Timing} of eager (``baseline``), the plan as loaded (``result``) and ``peers``,
+        interleaved and grouped by thread count."""
+        s, plan = self.s, self.plan
         final = {"baseline": lambda: self.model(*self.inputs), "result": lambda: chosen(*self.inputs)}
-        count = lambda n: self.default_threads if n == "baseline" else plan.threads
-        t0 = time.monotonic()
+        final.update({n: (lambda m=m: m(*self.inputs)) for n, (m, _, _, _) in peers.items() if n != "baseline"})
+        count = lambda n: self.default_threads if n == "baseline" else plan.threads if n == "result" \
+            else peers[n][2]
+        stopped = {}
         timings = measure_interleaved(final, rounds=s.final_rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                      prepare=thread_switcher(final, count, lambda n: self.default_blas
-                                                              if n == "baseline" else plan.blas_threads),
-                                      # A plan from the bank: a short before/after, the run is a lookup.
-                                      deadline=self.by(0.05 if self.reuse_plan else 1.1),
-                                      keep=("baseline", "result"))
+                                      prepare=thread_switcher(final, count, lambda n: plan.blas_threads
+                                                              if n == "result" else self.default_blas),
+                                      group=count, deadline=deadline, keep=("baseline", "result"), stopped=stopped)
+        for n, rounds in stopped.items():
+            self.cost["stopped_early"]["final:" + n] = rounds
+        return timings
+
+    def _beaten_by(self, timings, peers):
+        """The peer whose median is lowest, when its median paired ratio to the plan as loaded, or
+        the ratio of the two medians, is below 1 - the margin (faster by more than 2 %); else None.
+        No confidence interval: the plan must not be slower than a configuration a user gets
+        without portkit. (Either ratio: a peer stopped early has few pairs, and pairs across
+        thread-count groups are taken at different moments of a round.)"""
+        if not peers:
+            return None
+        best = min(peers, key=lambda n: timings[n].median)
+        ratio, _ = paired_ratio(timings[best], timings["result"])
+        medians = timings[best].median / timings["result"].median if timings["result"].median > 0 else 1.0
+        return best if min(ratio, medians) < 1.0 - DEFAULT_MARGIN else None
+
+    def _final_timing(self, chosen, artifact):
+        t0 = time.monotonic()
+        # A plan from the bank: a short before/after, the run is a lookup.
+        deadline = self.by(0.05 if self.reuse_plan else 1.05)
+        peers = self._peers()
+        timings = self._time_final(chosen, peers, deadline)
+        race = {"peers": {}, "plan": self.plan.to_json(), "plan_ms": round(timings["result"].median * 1e3, 4),
+                "switched_to": None}
+        for n, (_, strategy, t, options) in peers.items():
+            ratio, ci = paired_ratio(timings[n], timings["result"])
+            race["peers"][n] = {"strategy": strategy, "threads": t, "median_ms": round(timings[n].median * 1e3, 4),
+                                "peer_over_plan": round(ratio, 4), "ci95": [round(ci[0], 4), round(ci[1], 4)],
+                                "rounds": len(timings[n].samples)}
+            if options:
+                race["peers"][n]["ort_options"] = options
+        beaten = self._beaten_by(timings, peers)
         self.phase("final_timing", t0)
+        if beaten:
+            m, strategy, t, options = peers[beaten]
+            self.note("final run: %s@%dt (as loaded) %.3f ms, %s %.3f ms: the plan is %s@%dt instead" % (
+                self.plan.strategy, self.plan.threads, timings["result"].median * 1e3, beaten,
+                timings[beaten].median * 1e3, strategy, t))
+            race["switched_to"] = beaten
+            self.plan_strategy, self.threads, self.blas_threads = strategy, t, self.default_blas
+            if options:
+                self.ort_options[t] = options
+            t0 = time.monotonic()
+            chosen, artifact = self._build_and_save()
+            self.phase("save", t0)
+            t0 = time.monotonic()
+            # The new plan as loaded, before / after: short (the budget's final share is spent).
+            timings = self._time_final(chosen, {}, self.by(1.05))
+            self.phase("final_timing", t0)
+        self.report["final_race"] = race
+        return self._report_final(chosen, artifact, timings, self._model_record())
+
+    def _report_final(self, chosen, artifact, timings, mrec):
+        s, plan, result, report = self.s, self.plan, self.result, self.report
         self.cost["seconds"] = round(time.monotonic() - self.clock0, 3)
         report["cost"] = self.cost
         torch.set_num_threads(plan.threads)  # the returned module runs at the plan's count
@@ -1459,6 +1593,7 @@ class _Tuning:
         result.extra = {"plan": plan.to_json(), "speedup": round(1.0 / ratio, 4) if ratio > 0 else None,
                         "speedup_ci95": [round(1.0 / ci[1], 4), round(1.0 / ci[0], 4)] if ci[0] > 0 else None,
                         "model_bank": report.get("model_repo"), "notes": report["notes"], "tuning_cost": self.cost,
+                        "final_race": report.get("final_race"),
                         "model_candidates_ms": {n: round(c["median_ms"], 4) for n, c in report["candidates"].items()}}
         if "precision" in report:
             # The mode asked for, each lower-precision candidate's accuracy and speed, and the plan's
