@@ -155,7 +155,7 @@ BigTreeGuard::~BigTreeGuard() {
 
 ParsedSource* TreeOf(LoadedProject& /*project*/, PyFile& f, PythonParser& parser) {
   if (!f.summary) return nullptr;
-  if (!f.parsed.tree) f.parsed = parser.Parse(std::move(f.parsed.source));
+  if (!f.parsed.tree) f.parsed = parser.Parse(std::move(f.parsed.source), /*nesting_checked=*/true);
   return f.parsed.tree ? &f.parsed : nullptr;
 }
 
