@@ -53,17 +53,18 @@ void LoadProject(const LoadOptions& opt, Logger& log, ThreadPool& pool, LoadedPr
   std::vector<std::unique_ptr<PythonParser>> parsers;
   for (int i = 0; i < pool.size(); ++i) parsers.push_back(std::make_unique<PythonParser>());
 
-  // Trees are kept between passes only for a small project: a tree takes 60-150 times its source.
-  uint64_t total = 0;
-  for (const auto& f : sources.python) {
-    auto size = fs::file_size(f.path, ec);
-    if (!ec && size <= opt.max_file_bytes) total += size;
-  }
-  out.keep_trees = total <= opt.keep_trees_bytes;
-
   // Parse every Python file once and summarise its top level (pass 1).
   std::vector<PyFile>& py = out.py;
   py.resize(sources.python.size());
+  // Trees are kept between passes for the first files up to a budget: a tree takes 60-150 times
+  // its source. The files past it are parsed again by each later pass.
+  uint64_t kept = 0;
+  for (size_t i = 0; i < sources.python.size(); ++i) {
+    auto size = fs::file_size(sources.python[i].path, ec);
+    if (ec || size > opt.max_file_bytes) continue;
+    py[i].keep_tree = kept + size <= opt.keep_trees_bytes;
+    if (py[i].keep_tree) kept += size;
+  }
   std::vector<std::unique_ptr<ModuleSummary>> summaries(sources.python.size());
   std::vector<FileProblem> load_problems(sources.python.size());
   std::vector<char> empty(sources.python.size(), 0);
@@ -154,12 +155,12 @@ BigTreeGuard::~BigTreeGuard() {
 
 ParsedSource* TreeOf(LoadedProject& /*project*/, PyFile& f, PythonParser& parser) {
   if (!f.summary) return nullptr;
-  if (!f.parsed.tree) f.parsed = parser.Parse(std::move(f.parsed.source));
+  if (!f.parsed.tree) f.parsed = parser.Parse(std::move(f.parsed.source), /*nesting_checked=*/true);
   return f.parsed.tree ? &f.parsed : nullptr;
 }
 
-void ReleaseTree(LoadedProject& project, PyFile& f) {
-  if (project.keep_trees || !f.parsed.tree) return;
+void ReleaseTree(LoadedProject& /*project*/, PyFile& f) {
+  if (f.keep_tree || !f.parsed.tree) return;
   ts_tree_delete(f.parsed.tree);
   f.parsed.tree = nullptr;
   // A big tree's memory goes back to the system: the next one may be parsed by another thread,

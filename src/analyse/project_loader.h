@@ -18,10 +18,14 @@ namespace portkit::analyse {
 
 struct PyFile {
   const SourceFile* file = nullptr;
-  /// The file's text (empty when it was skipped) and, while some pass needs it, its tree: a
-  /// large project keeps no trees between passes (see LoadOptions::keep_trees_bytes); TreeOf
-  /// parses the file again.
+  /// The file's text (empty when it was skipped) and, while some pass needs it, its tree: in a
+  /// large project only the first files' trees are kept between passes (see keep_tree); TreeOf
+  /// parses the others again.
   ParsedSource parsed;
+  /// Whether this file's tree is kept from pass 1 to the end of the run (the files, in order,
+  /// whose sources fit in LoadOptions::keep_trees_bytes) or parsed again by every pass that
+  /// needs it (TreeOf) and dropped after (ReleaseTree).
+  bool keep_tree = true;
   ModuleSummary* summary = nullptr;  ///< null when the file is not analysed (skipped or empty)
   /// The single-byte encoding the text was decoded from ("latin-1", "cp1252"; see
   /// LoadPythonSource), empty for UTF-8: a copy that rewrites the file encodes it back.
@@ -35,9 +39,6 @@ struct LoadedProject {
   ProjectIndex index;
   FileStats stats;
   std::vector<FileProblem> problems;
-  /// Whether each file's tree is kept from pass 1 to the end of the run (small projects) or
-  /// parsed again by every pass that needs it (TreeOf) and dropped after (ReleaseTree).
-  bool keep_trees = true;
   /// Held while a file over kBigTreeSourceBytes is parsed and used: one big tree at a time.
   std::mutex big_tree;
 };
@@ -53,9 +54,9 @@ struct LoadOptions {
   size_t max_file_bytes = kDefaultMaxPythonFileBytes;
   /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
   std::vector<std::string> module_self_methods = {};
-  /// Trees are kept between passes only when the project's Python sources total at most this
-  /// (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); above it,
-  /// memory holds the sources, the summaries and one tree per worker.
+  /// Trees are kept between passes for the files, in order, whose Python sources total at most
+  /// this (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); the
+  /// other files are parsed again by each pass, one tree per worker at a time.
   size_t keep_trees_bytes = size_t{4} << 20;
   /// Files left out of the project (ExcludedByGlobs): shell globs on paths relative to the input.
   std::vector<std::string> exclude_globs = {};

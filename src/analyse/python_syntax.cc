@@ -601,11 +601,11 @@ class NestingScanner {
 
 NestingProblem CheckNesting(std::string_view s) { return NestingScanner(s).Run(); }
 
-ParsedSource PythonParser::Parse(std::string source) {
+ParsedSource PythonParser::Parse(std::string source, bool nesting_checked) {
   ParsedSource out;
   out.source = std::move(source);
   // Refused before tree-sitter sees it: its error recovery is what breaks on absurd nesting.
-  if (NestingProblem nesting = CheckNesting(out.source); nesting.line != 0) {
+  if (NestingProblem nesting = nesting_checked ? NestingProblem{} : CheckNesting(out.source); nesting.line != 0) {
     out.error_line = nesting.line;
     out.error_col = nesting.col;
     out.refused = std::move(nesting.what);

@@ -172,8 +172,9 @@ class PythonParser {
   /// Parses `source` (UTF-8; a leading BOM is kept in the text and excluded from the parse, so
   /// byte offsets are the file's own). Never fails on bad syntax: the tree then holds ERROR nodes
   /// and the first one is recorded. Returns a tree-less result when CheckNesting refuses the
-  /// source (`refused` says why) or tree-sitter gives up.
-  ParsedSource Parse(std::string source);
+  /// source (`refused` says why) or tree-sitter gives up. `nesting_checked`: the source passed
+  /// CheckNesting before (a file parsed again for a later pass), so the check is not repeated.
+  ParsedSource Parse(std::string source, bool nesting_checked = false);
 
  private:
   TSParser* parser_;
