@@ -899,19 +899,9 @@ bool CompareReport::HasMismatch() const {
 class RowSpill {
  public:
   static Expected<std::shared_ptr<RowSpill>> Create(const fs::path& dir) {
-    int fd = -1;
-#ifdef O_TMPFILE
-    fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-#endif
-    if (fd < 0) {
-      std::string name = (dir / ".portkit-compare-rows.XXXXXX").string();
-      fd = ::mkstemp(name.data());
-      if (fd >= 0) ::unlink(name.c_str());
-    }
-    if (fd < 0)
-      return IoError(dir.string() + ": cannot create a temporary file for compare's rows (" + std::strerror(errno) +
-                     "); make the folder writable, or choose another -o");
-    return std::shared_ptr<RowSpill>(new RowSpill(fd, dir));
+    auto fd = OpenUnnamedTempFile(dir, ".portkit-compare-rows", "compare's rows");
+    if (!fd) return fd.status();
+    return std::shared_ptr<RowSpill>(new RowSpill(*fd, dir));
   }
   ~RowSpill() { ::close(fd_); }
   RowSpill(const RowSpill&) = delete;

@@ -93,21 +93,27 @@ bool GetOp(const char*& p, const char* end, DumpOp& op) {
 
 }  // namespace
 
-Expected<std::shared_ptr<OpSpill>> OpSpill::Create(const std::filesystem::path& dir) {
-  if (dir.empty()) return std::shared_ptr<OpSpill>(new OpSpill(-1, dir));
+Expected<int> OpenUnnamedTempFile(const std::filesystem::path& dir, const std::string& stem, const std::string& what) {
   int fd = -1;
 #ifdef O_TMPFILE
   fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 #endif
   if (fd < 0) {
-    std::string name = (dir / ".portkit-compare-ops.XXXXXX").string();
+    std::string name = (dir / (stem + ".XXXXXX")).string();
     fd = ::mkstemp(name.data());
     if (fd >= 0) ::unlink(name.c_str());
   }
   if (fd < 0)
-    return IoError(dir.string() + ": cannot create a temporary file for compare's operators (" + std::strerror(errno) +
+    return IoError(dir.string() + ": cannot create a temporary file for " + what + " (" + std::strerror(errno) +
                    "); make the folder writable, or choose another -o");
-  return std::shared_ptr<OpSpill>(new OpSpill(fd, dir));
+  return fd;
+}
+
+Expected<std::shared_ptr<OpSpill>> OpSpill::Create(const std::filesystem::path& dir) {
+  if (dir.empty()) return std::shared_ptr<OpSpill>(new OpSpill(-1, dir));
+  auto fd = OpenUnnamedTempFile(dir, ".portkit-compare-ops", "compare's operators");
+  if (!fd) return fd.status();
+  return std::shared_ptr<OpSpill>(new OpSpill(*fd, dir));
 }
 
 OpSpill::~OpSpill() {

@@ -15,6 +15,11 @@
 
 namespace portkit::accuracy {
 
+/// Opens an unnamed temporary file for reading and writing in `dir` (O_TMPFILE, or a file
+/// unlinked at once where the file system has none): its descriptor, or an I/O error naming `dir`
+/// and `what` the file was for. `stem` names the file in the short time it has a name.
+Expected<int> OpenUnnamedTempFile(const std::filesystem::path& dir, const std::string& stem, const std::string& what);
+
 class OpSpill {
  public:
   /// Operators kept in a temporary file in `dir` (O_TMPFILE, else a name unlinked at once), or in

@@ -51,9 +51,7 @@ class RulesReader {
           if (field.value.get_bool().get(r.method)) return Error(w + " must be true or false");
           has_method = true;
         } else if (key == "position") {
-          int64_t p = 0;
-          if (field.value.get_int64().get(p) || p < 0 || p > 1000) return Error(w + " must be a small integer >= 0");
-          r.position = static_cast<int>(p);
+          PORTKIT_RETURN_IF_ERROR(Position(field.value, w, &r.position));
         } else if (key == "keyword") {
           PORTKIT_RETURN_IF_ERROR(String(field.value, w, &r.keyword));
         } else if (key == "new") {
@@ -89,22 +87,38 @@ class RulesReader {
     return Status::Ok();
   }
 
-  Status KeywordAdditions(simdjson::dom::element v, std::vector<KeywordAddition>* out) const {
+  /// Calls `each(obj, what)` for every element of the array `v` called `name`; each must be an
+  /// object (`what` names it in errors: `"name"[i]`).
+  template <typename Each>
+  Status ObjectsOf(simdjson::dom::element v, const std::string& name, Each each) const {
     simdjson::dom::array arr;
-    PORTKIT_RETURN_IF_ERROR(Array(v, "\"keyword_additions\"", &arr));
+    PORTKIT_RETURN_IF_ERROR(Array(v, "\"" + name + "\"", &arr));
     size_t i = 0;
     for (auto item : arr) {
-      std::string what = "\"keyword_additions\"[" + std::to_string(i++) + "]";
+      std::string what = "\"" + name + "\"[" + std::to_string(i++) + "]";
       simdjson::dom::object obj;
       PORTKIT_RETURN_IF_ERROR(Object(item, what, &obj));
+      PORTKIT_RETURN_IF_ERROR(each(obj, what));
+    }
+    return Status::Ok();
+  }
+
+  /// An argument position: an integer in [0, 1000].
+  Status Position(simdjson::dom::element v, const std::string& what, int* out) const {
+    int64_t p = 0;
+    if (v.get_int64().get(p) || p < 0 || p > 1000) return Error(what + " must be a small integer >= 0");
+    *out = static_cast<int>(p);
+    return Status::Ok();
+  }
+
+  Status KeywordAdditions(simdjson::dom::element v, std::vector<KeywordAddition>* out) const {
+    return ObjectsOf(v, "keyword_additions", [&](simdjson::dom::object obj, const std::string& what) -> Status {
       KeywordAddition a;
       for (auto field : obj) {
         std::string key(field.key);
         std::string w = what + "." + key;
         if (key == "when_position") {
-          int64_t p = 0;
-          if (field.value.get_int64().get(p) || p < 0 || p > 1000) return Error(w + " must be a small integer >= 0");
-          a.when_position = static_cast<int>(p);
+          PORTKIT_RETURN_IF_ERROR(Position(field.value, w, &a.when_position));
           continue;
         }
         std::string* dest = key == "api"            ? &a.api
@@ -119,26 +133,18 @@ class RulesReader {
            {std::pair<const char*, const std::string&>{"api", a.api}, {"keyword", a.keyword}, {"value", a.value}})
         if (value.empty()) return Error(what + " needs a non-empty \"" + name + "\"");
       out->push_back(std::move(a));
-    }
-    return Status::Ok();
+      return Status::Ok();
+    });
   }
 
   Status KeptArguments(simdjson::dom::element v, std::vector<KeptArgument>* out) const {
-    simdjson::dom::array arr;
-    PORTKIT_RETURN_IF_ERROR(Array(v, "\"kept_arguments\"", &arr));
-    size_t i = 0;
-    for (auto item : arr) {
-      std::string what = "\"kept_arguments\"[" + std::to_string(i++) + "]";
-      simdjson::dom::object obj;
-      PORTKIT_RETURN_IF_ERROR(Object(item, what, &obj));
+    return ObjectsOf(v, "kept_arguments", [&](simdjson::dom::object obj, const std::string& what) -> Status {
       KeptArgument k;
       for (auto field : obj) {
         std::string key(field.key);
         std::string w = what + "." + key;
         if (key == "position") {
-          int64_t p = 0;
-          if (field.value.get_int64().get(p) || p < 0 || p > 1000) return Error(w + " must be a small integer >= 0");
-          k.position = static_cast<int>(p);
+          PORTKIT_RETURN_IF_ERROR(Position(field.value, w, &k.position));
           continue;
         }
         std::string* dest = key == "api"       ? &k.api
@@ -158,8 +164,8 @@ class RulesReader {
         return Error(what + ".when: invalid regular expression '" + k.when + "'");
       }
       out->push_back(std::move(k));
-    }
-    return Status::Ok();
+      return Status::Ok();
+    });
   }
 
   /// An array of objects whose keys are exactly `keys`, each a string; `fill(values)` gets them
