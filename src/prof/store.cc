@@ -506,6 +506,13 @@ Status TraceWriter::CheckLimits() {
 }
 
 namespace {
+/// The integer optional columns of an event, in kEventOptionalColumns' order (absent ones < 0).
+std::array<int64_t, 10> OptionalInts(const Event& e) {
+  return {e.correlation, e.external_id, e.grid[0],  e.grid[1],   e.grid[2],
+          e.block[0],    e.block[1],    e.block[2], e.registers, e.shared_memory};
+}
+static_assert(std::tuple_size_v<std::array<int64_t, 10>> + 7 == std::size(kEventOptionalColumns));
+
 constexpr uint32_t kOccupancy = 1u << 10, kBytes = 1u << 11, kDims = 1u << 12, kTypes = 1u << 13, kParent = 1u << 14,
                    kArgs = 1u << 15, kLaunch = 1u << 16;
 }  // namespace
@@ -531,9 +538,7 @@ Status TraceWriter::PrepareRow(const Event& e, Row* row) {
     if (auto it = call_by_correlation_.find(e.correlation); it != call_by_correlation_.end()) row->launch = it->second;
   }
   // The optional columns in kEventOptionalColumns' order; absent ones (< 0, empty) stay NULL.
-  const int64_t ints[] = {e.correlation, e.external_id, e.grid[0],  e.grid[1],   e.grid[2],
-                          e.block[0],    e.block[1],    e.block[2], e.registers, e.shared_memory};
-  static_assert(std::size(ints) + 7 == std::size(kEventOptionalColumns));
+  const auto ints = OptionalInts(e);
   uint32_t present = 0;
   for (size_t k = 0; k < std::size(ints); ++k)
     if (ints[k] >= 0) present |= 1u << k;
@@ -573,8 +578,7 @@ void TraceWriter::BindRow(sql::Statement& s, int* at, int64_t trace, uint32_t co
   s.Bind(i++, e.dur_ns);
   s.Bind(i++, e.pid);
   s.Bind(i++, e.tid);
-  const int64_t ints[] = {e.correlation, e.external_id, e.grid[0],  e.grid[1],   e.grid[2],
-                          e.block[0],    e.block[1],    e.block[2], e.registers, e.shared_memory};
+  const auto ints = OptionalInts(e);
   // `columns` names the statement's optional columns: those of `present`, or more.
   auto value = [&](uint32_t bit, auto bind) {
     if (!(columns & bit)) return;
