@@ -4,6 +4,7 @@ whose outputs differ, the fx fallback, and the command line. Small shapes and fe
 these tests check behaviour, never speed (bench/tune_torch_bench.py measures that)."""
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -752,6 +753,71 @@ def test_an_onnxruntime_plan_keeps_a_module_interface_and_records_its_version(tm
     finally:
         torch.set_num_threads(d)
     assert sgat.ort.STRATEGY in sgat.MODEL_STRATEGIES
+
+
+def test_an_openvino_plan_is_self_contained_and_refuses_changed_weights(tmp_path, monkeypatch):
+    """OpenVINO (when installed) is a whole-model candidate built per thread count; chosen (the
+    measurement replaced by given timings), its artifact is OpenVINO's IR (optimized.xml +
+    optimized.bin, fp32) with the compile settings and OpenVINO's version in the plan. Moved to
+    another folder with the bank deleted it loads as a module that equals eager on other inputs;
+    changed weights are refused before anything is compiled; the second run rebuilds it from the
+    bank."""
+    openvino = pytest.importorskip("openvino")
+    from portkit.tune import sgat
+
+    d, _, _ = _joint_setup(monkeypatch, {"openvino@%dt" % (torch.get_num_threads() + 1): 0.3})
+    model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
+    bank, out = tmp_path / "bank", tmp_path / "out"
+    try:
+        _, report = pt.optimize(model, inputs, bank=str(bank), output=str(out), **dict(FAST, threads=None))
+        assert (report["plan"]["strategy"], report["plan"]["threads"]) == ("openvino", d + 1)
+        assert "openvino" in report["builds"] and "error" not in report["builds"]["openvino"]
+        doc = json.loads((out / "optimized.json").read_text())
+        assert (doc["artifact"], doc["weights"], doc["kind"]) == ("optimized.xml", "optimized.bin", "openvino")
+        assert openvino.__version__.startswith(doc["openvino"])
+        assert doc["ov_options"] == {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32",
+                                     "INFERENCE_NUM_THREADS": d + 1}
+        assert set(doc["sha256"]) == {"optimized.xml", "optimized.bin"}
+        _, second = pt.optimize(model, inputs, bank=str(bank), output=str(tmp_path / "out2"),
+                                **dict(FAST, threads=None))
+        assert not second["tuned"] and second["plan"]["strategy"] == "openvino"
+        moved = tmp_path / "moved"
+        shutil.move(str(out), str(moved))
+        shutil.rmtree(str(bank))
+        loaded = pt.load(str(moved))
+        assert isinstance(loaded, torch.nn.Module) and torch.get_num_threads() == d + 1
+        other = (torch.randn(2, 3, 16, 16),)
+        with torch.no_grad():
+            assert _close(loaded(*other), model.eval()(*other))
+        weights = moved / "optimized.bin"
+        data = bytearray(weights.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        weights.write_bytes(bytes(data))
+        with pytest.raises(pt.TuneError, match="optimized.bin"):
+            pt.load(str(moved))
+    finally:
+        torch.set_num_threads(d)
+    assert sgat.ov.STRATEGY in sgat.MODEL_STRATEGIES and sgat.ov.STRATEGY in sgat.PEER_STRATEGIES
+
+
+def test_openvino_is_a_peer_of_the_final_run(tmp_path, monkeypatch):
+    """OpenVINO built at the default thread count is one of the final run's peers: faster than the
+    plan as loaded by more than the margin, it becomes the plan (saved as OpenVINO's IR)."""
+    pytest.importorskip("openvino")
+    d = torch.get_num_threads()
+    model, inputs = models.make_mlp(32, 64), (torch.randn(4, 32),)
+    try:
+        _joint_setup(monkeypatch, {"script_freeze@%dt" % d: 0.5, "openvino@%dt" % d: 0.9, "peer:openvino": 0.4})
+        _, report = pt.optimize(model, inputs, bank=False, output=str(tmp_path / "out"), **dict(FAST, threads=None))
+        race = report["final_race"]
+        assert race["plan"]["strategy"] == "script_freeze" and race["switched_to"] == "peer:openvino"
+        assert race["peers"]["peer:openvino"]["strategy"] == "openvino"
+        assert (report["plan"]["strategy"], report["plan"]["threads"]) == ("openvino", d)
+        assert (tmp_path / "out" / "optimized.bin").is_file()
+        with torch.no_grad():
+            assert _close(pt.load(str(tmp_path / "out"))(*inputs), _eager(model, inputs))
+    finally:
+        torch.set_num_threads(d)
 
 
 def test_the_plan_as_loaded_gives_way_to_a_faster_peer_configuration(tmp_path, monkeypatch):

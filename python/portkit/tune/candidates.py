@@ -347,7 +347,7 @@ def build_part(name, module, inputs, threads=None, options=None):
 OPAT_STRATEGIES = ("opat",)
 
 #: Version of the strategy set; part of every bank key, so a changed set never reuses old entries.
-STRATEGY_SET_VERSION = "sgat-9"  # sgat-9: per-subgraph fx_fused and onnxruntime, composite_eager, blocks
+STRATEGY_SET_VERSION = "sgat-10"  # sgat-10: openvino; sgat-9: per-subgraph fx_fused and onnxruntime, composite_eager, blocks
 
 
 def build(name, module, inputs, deadline=None):

@@ -20,6 +20,7 @@ from .. import safe_load
 from . import blas as blas_mod
 from . import candidates as cands
 from . import ort
+from . import ov
 from .bank import Bank, BankError, default_bank_dir
 from .capture import capture, input_signature, structural_hash, subgraph_inputs
 from .measure import DEFAULT_MARGIN, measure_interleaved, paired_ratio, significantly_faster, thread_switcher
@@ -34,7 +35,8 @@ KERNELS = "kernels"
 #: An eager plan's module as torch.save wrote it (what portkit.tune.load returns for that plan).
 EAGER_MODULE = "optimized_module.pt"
 MODEL_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
-                    "composite", "composite_ofi", "composite_eager", "blocks", "fx_fused", ort.STRATEGY)
+                    "composite", "composite_ofi", "composite_eager", "blocks", "fx_fused", ort.STRATEGY,
+                    ov.STRATEGY)
 
 #: Whole-model strategies assembled from the per-subgraph (or per-block) choices.
 COMPOSITES = ("composite", "composite_ofi", "composite_eager", "blocks")
@@ -47,7 +49,11 @@ PICKLED_STRATEGIES = ("eager", "fx_fused", "composite_eager", "blocks") + tuple(
 
 #: Whole-model paths that are torch's own (eager at the plan's thread count counts as one).
 BUILTIN_STRATEGIES = ("eager", "script_freeze", "optimize_for_inference", "torch_compile", "torch_compile_autotune",
-                      ort.STRATEGY)
+                      ort.STRATEGY, ov.STRATEGY)
+
+#: Whole-model strategies that run in a runtime of their own, with its own thread pool (no
+#: TorchScript, no BLAS count of torch's): built per thread count, saved in the runtime's format.
+RUNTIME_STRATEGIES = (ort.STRATEGY, ov.STRATEGY)
 
 #: Whole-model strategies that are torch.compile, and the compile settings each uses (None: the
 #: ``compile_mode`` given to optimize, torch.compile's default when that is None too).
@@ -357,6 +363,8 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     artifact_note = None
     if plan.strategy == ort.STRATEGY:
         return _save_ort_artifact(output, plan, model, inputs)
+    if plan.strategy == ov.STRATEGY:
+        return _save_ov_artifact(output, plan, model, inputs)
     if plan.strategy in COMPILE_STRATEGIES:
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
@@ -438,6 +446,26 @@ def _save_ort_artifact(output, plan, model, inputs):
     return path
 
 
+def _save_ov_artifact(output, plan, model, inputs):
+    """OUTPUT/optimized.xml + optimized.bin (OpenVINO's IR) and the plan naming them, the compile
+    settings and OpenVINO's version."""
+    graph, weights = ov.convert(model, inputs)
+    paths = []
+    for name, data in ((ov.XML_FILE, graph), (ov.BIN_FILE, weights)):
+        path = os.path.join(output, name)
+        tmp = path + ".tmp%d" % os.getpid()
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        paths.append(path)
+    doc = dict(plan.to_json(), artifact=ov.XML_FILE, weights=ov.BIN_FILE, kind=ov.STRATEGY, load_transform=None,
+               torch=torch.__version__, portkit=PORTKIT_VERSION, openvino=ov.version(),
+               ov_options=ov.options_at(plan.threads))
+    doc[HASHES] = {name: safe_load.sha256_of(path) for name, path in zip((ov.XML_FILE, ov.BIN_FILE), paths)}
+    write_atomic(os.path.join(output, PLAN), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return paths[0]
+
+
 def _saved_kernels(output):
     """The opat_kernels records of the plan save_artifact wrote in OUTPUT."""
     with open(os.path.join(output, PLAN), encoding="utf-8") as f:
@@ -482,6 +510,8 @@ def load(path):
             else (name, "artifact")
         if plan.get("kind") == ort.STRATEGY:
             main = (plan.get("artifact") or ort.ONNX_FILE, "artifact")
+        if plan.get("kind") == ov.STRATEGY:
+            return _load_ov(files, plan)
         # Every file is checked before the first is loaded; each is hashed again as it is loaded.
         for kernel in _routed_kernels(plan):
             files.verify(kernel["so"], "kernel")
@@ -505,6 +535,20 @@ def load(path):
     if plan.get("load_transform") == "optimize_for_inference":
         module = torch.jit.optimize_for_inference(module)
     return module
+
+
+def _load_ov(files, plan):
+    """The OpenVINO module of an openvino plan: its IR (both files hash-checked) compiled with the
+    plan's settings."""
+    names = (plan.get("artifact") or ov.XML_FILE, plan.get("weights") or ov.BIN_FILE)
+    data = []
+    for name in names:
+        with files.open(name, "artifact") as f:
+            data.append(f.read())
+    if plan.get("threads"):
+        torch.set_num_threads(int(plan["threads"]))
+    options = plan.get("ov_options") or ov.options_at(plan.get("threads") or 1)
+    return ov.OvModule(data[0], data[1], options)
 
 
 class _ArtifactFiles:
@@ -671,7 +715,7 @@ BUILD_SHARE, DEFAULT_COMPILE_SHARE, ORT_SEARCH_SHARE = 0.8, 0.25, 0.25
 #: Whole-model strategies that are peers' own configurations the tuner reproduces at the default
 #: thread count and times against the saved plan in the final run (with eager, the baseline,
 #: and ONNX Runtime's settings searched at that count, its default among them).
-PEER_STRATEGIES = ("optimize_for_inference", "torch_compile")
+PEER_STRATEGIES = ("optimize_for_inference", "torch_compile", ov.STRATEGY)
 
 #: Bank kind of an OPAT kernel that did not beat torch's linear ("unsatisfied"), with the
 #: conditions it was timed under: the next run leaves that shape on torch's op without timing it.
@@ -829,6 +873,7 @@ class _Tuning:
         self.parts = {}  # part name -> the module tuned (a split subgraph, or a block)
         self.opat_records = []
         self.onnx_bytes = None
+        self.ov_ir = None  # OpenVINO's IR of the model (graph, weights), converted once
         self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
         # The peers' own configurations at the peer thread count, kept for the final run:
         # {strategy: module} and ONNX Runtime's searched settings there ({setting name: module}).
@@ -1138,6 +1183,10 @@ class _Tuning:
     def build(self, strategy, count):
         if strategy == ort.STRATEGY:
             return self._build_ort(count)
+        if strategy == ov.STRATEGY:
+            if self.ov_ir is None:
+                self.ov_ir = ov.convert(self.model, self.inputs)
+            return ov.OvModule(*self.ov_ir, ov.options_at(count))
         return build_model_strategy(strategy, self.model, self.cap, self.choices, self.sub_inputs, self.inputs,
                                     self.s.compile_mode, count, self.sub_options)
 
@@ -1234,6 +1283,10 @@ class _Tuning:
             strategies.append(ort.STRATEGY)
         else:
             self.note("onnxruntime not installed: ONNX Runtime not tried")
+        if ov.available():
+            strategies.append(ov.STRATEGY)
+        else:
+            self.note("openvino not installed: OpenVINO not tried")
         if s.use_compile and self.left() < DEFAULT_COMPILE_SHARE * (s.time_budget or 0):
             self.note("torch.compile not tried: %.0f s of the %.0f s time budget left" % (self.left(), s.time_budget))
         elif s.use_compile:
@@ -1281,7 +1334,7 @@ class _Tuning:
         """The BLAS thread counts a candidate at ``t`` torch threads runs at: the process's and ``t``
         where the BLAS library has a pool of its own and the thread count is tuned, else the
         process's (None without a separate pool)."""
-        if self.default_blas is None or self.s.threads is not None or strategy == ort.STRATEGY:
+        if self.default_blas is None or self.s.threads is not None or strategy in RUNTIME_STRATEGIES:
             return [self.default_blas]
         return sorted({self.default_blas, t})
 
@@ -1303,7 +1356,7 @@ class _Tuning:
         # its kernels (``#pragma omp parallel num_threads(N)``) and its graph cache does not key
         # on torch's count, so a torch.compile candidate is built per count with inductor's
         # ``cpp.threads`` set to it (compiled on its first call).
-        per_count = strategy in COMPILE_STRATEGIES or strategy == ort.STRATEGY or (
+        per_count = strategy in COMPILE_STRATEGIES or strategy in RUNTIME_STRATEGIES or (
             strategy in COMPOSITES and bool(self.sub_options))
         if per_count:
             self.say("%s: built per thread count (%s)%s" % (strategy, "/".join(str(t) for t in counts),
