@@ -690,6 +690,16 @@ MIGRATE_KEYWORD_ADDITIONS = [
         ("api", "apex.amp.initialize"), ("when_keyword", "optimizers"), ("when_position", 1),
         ("keyword", "combine_grad"), ("value", "True"),
     ]),
+    # Ascend's ports turn off DDP's broadcast of module buffers (BatchNorm running statistics)
+    # at every forward: one HCCL broadcast per step less; each rank then keeps its own running
+    # statistics, as with SyncBatchNorm or no BatchNorm. ModelZoo-PyTorch (6a2804a): 348 of 757
+    # DistributedDataParallel calls (spelled DistributedDataParallel, NativeDDP or DDP) pass
+    # broadcast_buffers=False; the upstream projects mirrored beside it: 4 of 85.
+    # broadcast_buffers is DDP's 5th parameter (position 4 after the module).
+    collections.OrderedDict([
+        ("api", "torch.nn.parallel.DistributedDataParallel"),
+        ("keyword", "broadcast_buffers"), ("position", 4), ("value", "False"),
+    ]),
 ]
 # Arguments kept as written (listed for review): torch.load(map_location=... None ...) restores
 # the tensors to the device they were saved from when the expression gives None, which for a
@@ -975,14 +985,24 @@ CUDA_LIBRARIES = [
       "retain_allreduce_buffers", "allreduce_always_fp32", "num_allreduce_streams",
       "allreduce_communicators", "gradient_average", "gradient_predivide_factor",
       "gradient_average_split_factor", "prof"]),
+    # A fourth element keeps the library's own call: migrate changes nothing and lists each
+    # import and call for review, naming the plain equivalent. apex's convert_syncbn_model runs
+    # under Ascend's apex fork (its SyncBatchNorm falls back to Python over torch.distributed),
+    # and ModelZoo-PyTorch's ports (6a2804a) keep it: 33 calls, none rewritten to
+    # torch.nn.SyncBatchNorm.convert_sync_batchnorm (the 30 copies of timm's train.py all keep
+    # `model = convert_syncbn_model(model)`; 6 of them comment the import out, leaving the
+    # call to fail when reached). torch's has no channel_last.
+    ("apex.parallel.convert_syncbn_model", "torch.nn.SyncBatchNorm.convert_sync_batchnorm", ["channel_last"],
+     "ports keep it under Ascend's apex (ModelZoo-PyTorch: 33 of 33 calls)"),
 ]
 
 
 def write_cuda_libraries(out, written):
     comments = ["Classes of CUDA-only libraries and their plain torch equivalents (portkit migrate).",
                 "Hand-written (CUDA_LIBRARIES in scripts/derive_target_data.py). See data/README.md.",
-                "Columns: name<TAB>plain torch equivalent<TAB>keywords needing review (comma-separated)"]
-    rows = [[n, p, ",".join(k)] for n, p, k in sorted(CUDA_LIBRARIES)]
+                "Columns: name<TAB>plain torch equivalent<TAB>keywords needing review (comma-separated)"
+                "<TAB>kept: why the library's own name is kept (empty: ported)"]
+    rows = [[e[0], e[1], ",".join(e[2]), e[3] if len(e) > 3 else ""] for e in sorted(CUDA_LIBRARIES)]
     write_tsv(os.path.join(out, "cuda", "cuda_libraries.tsv"), comments, rows, written)
 
 
@@ -1371,7 +1391,11 @@ is ported only to the target's `fused_modules` entry and only with `--unsafe`; o
 is a `Review` row naming that entry. `portkit migrate` rewrites an import of the class to the target's `fused_modules`
 entry, else (with `--unsafe`) the target's fused optimizer for the equivalent, else the
 equivalent, under the same local name; a call using one of the keywords is listed for review in
-change_list.csv instead.
+change_list.csv instead. A fourth column, `kept`, when not empty says why the library's own name
+stays (ports keep it: `apex.parallel.convert_syncbn_model`, which Ascend's apex runs and which
+ModelZoo-PyTorch's ports keep in 33 of 33 calls): migrate changes nothing and lists each import
+and call for review with that reason and the plain equivalent
+(`torch.nn.SyncBatchNorm.convert_sync_batchnorm`).
 
 ### `targets/npu/migrate_rules.json`
 
@@ -1392,11 +1416,13 @@ Argument and keyword rewrites of `portkit migrate` (any target may have one):
  "keyword_rewrites": [{"api", "keyword", "if_true", "expression"}],
                                     // `api(keyword=True)` -> if_true; `keyword=False` is
                                     // removed; `keyword=<expr>` -> expression with $value
- "keyword_additions": [{"api", "when_keyword", "when_position", "keyword", "value"}],
-                                    // `api(..., when_keyword=<not False>)` without `keyword`
+ "keyword_additions": [{"api", "when_keyword", "when_position", "keyword", "position",
+                        "value"}],  // `api(..., when_keyword=<not False>)` without `keyword`
                                     // gets `keyword=value` (the argument may also be given
                                     // positionally at when_position); without either, every
-                                    // call without `keyword` and without **kwargs gets it
+                                    // call without `keyword` and without **kwargs gets it;
+                                    // position: where `keyword` itself may be given
+                                    // positionally (a call passing that many is left)
  "kept_arguments": [{"api", "keyword", "position", "when", "why"}]}
                                     // the argument (keyword, or positional at position) whose
                                     // text matches the regex `when` keeps its CUDA spellings:
@@ -1416,7 +1442,9 @@ becomes torch_npu.profiler.profile, which has no such keyword),
 and `pin_memory_device="npu"` for a `torch.utils.data.DataLoader` with `pin_memory`;
 `combine_grad=True` for `apex.amp.initialize` with optimizers (Ascend's apex fork: one flat gradient buffer for
 the loss scaler and its fused optimizers; ModelZoo-PyTorch's ports pass it in 479 of 919
-`amp.initialize` calls); `map_location` of `torch.load` kept where it holds `None` (None restores
+`amp.initialize` calls); `broadcast_buffers=False` for `torch.nn.parallel.DistributedDataParallel`
+(no broadcast of module buffers at every forward; ModelZoo-PyTorch's ports pass it in 348 of 757
+DDP calls, the upstream projects mirrored beside it in 4 of 85); `map_location` of `torch.load` kept where it holds `None` (None restores
 tensors to the device they were saved from, CUDA for a CUDA checkpoint).
 
 ### `targets/npu/affinity.json`

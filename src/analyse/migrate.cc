@@ -172,7 +172,12 @@ class MigrationCollector : public EventSink {
     }
     ArgumentEdits(ev);
     if (!ev.lookup.empty()) {
-      if (const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front())) {
+      // A call through a name bound by assignment (`optimizer_cls = torch.optim.AdamW`, then
+      // `optimizer_cls(...)`): the reference where it is assigned gets the row (or the swap).
+      std::string_view head = LeadingName(fn);
+      bool through_assignment = !head.empty() && !ImportBound(head);
+      const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front());
+      if (fused && !through_assignment) {
         if (unsafe_) {
           Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
           NeedModuleOf(*fused);
@@ -191,8 +196,14 @@ class MigrationCollector : public EventSink {
 
   void OnAttribute(const AttributeEvent& ev) override {
     if (ev.qname.empty()) return;
+    if (FusedOptimizerReference(ev)) return;
     if (Unsupported(ev.node, ev.qname)) return;
     Rename(ev.node, ev.qname, "AttributeModify");
+  }
+
+  /// Imported names used as values (`opts = {"sgd": SGD}` after `from torch.optim import SGD`).
+  void OnReference(const AttributeEvent& ev) override {
+    if (!ev.qname.empty() && ev.attr.empty() && !ev.store) FusedOptimizerReference(ev);
   }
 
   void OnString(const StringEvent& ev) override { StringEdit(ev); }
@@ -223,6 +234,32 @@ class MigrationCollector : public EventSink {
 
   /// Edits the migration is not sure of: listed for review in change_list.csv, not made.
   std::vector<Edit> reviews;
+
+  /// A torch optimizer class with a fused form in the target data, referenced without being
+  /// called (a table of optimizers, `optimizer_cls = torch.optim.AdamW`, `opt_class=...`): the call
+  /// through the name is not seen, so the reference gets what a call gets — a Review row, the
+  /// swap with --unsafe. Type tests (`isinstance(o, torch.optim.SGD)`) and class bases are left.
+  bool FusedOptimizerReference(const AttributeEvent& ev) {
+    const std::string* fused = Find(facts_.fused_optimizers, ev.qname);
+    if (!fused || ev.type_test || ev.store) return false;
+    TSNode parent = ts_node_parent(ev.node);
+    if (!ts_node_is_null(parent) && syn_.Kind(parent) == NodeKind::kArgumentList &&
+        syn_.Kind(ts_node_parent(parent)) == NodeKind::kClassDefinition)
+      return true;
+    if (unsafe_) {
+      Add(ev.node, *fused, "AffinityReplace", ev.qname + " → " + *fused + " (--unsafe; referenced, not called)",
+          "fused_api");
+      NeedModuleOf(*fused);
+      return true;
+    }
+    reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node), EndLine(ev.node),
+                       "Review",
+                       ev.qname + " → " + *fused +
+                           " not made: referenced, not called here (a call through this name makes torch's "
+                           "optimizer); the target's fused optimizer; --unsafe makes it, check the accuracy",
+                       "review"});
+    return true;
+  }
 
   /// Drops the edits inside calls of other runtimes, and edits that change nothing
   /// (`x.to(other_tensor)` rewritten to itself).
@@ -260,7 +297,7 @@ class MigrationCollector : public EventSink {
       std::string from(NodeText(module, src_));
       std::string replacement, message;
       uint32_t count = ts_node_named_child_count(n);
-      bool all = true, any = false, unsure = false;
+      bool all = true, any = false, unsure = false, kept = false;
       for (uint32_t i = 0; i < count; ++i) {
         TSNode c = ts_node_named_child(n, i);
         if (ts_node_eq(c, module) || syn_.Kind(c) == NodeKind::kComment) continue;
@@ -273,6 +310,12 @@ class MigrationCollector : public EventSink {
           continue;
         }
         any = true;
+        if (!lib->kept.empty()) {
+          kept = unsure = true;
+          message +=
+              (message.empty() ? "" : ", ") + qname + " kept: " + lib->kept + "; torch's equivalent is " + lib->plain;
+          continue;
+        }
         std::string use = LibraryReplacement(*lib);
         unsure |= unsure_.count(qname) > 0 || use.empty();
         if (use.empty()) {
@@ -286,12 +329,13 @@ class MigrationCollector : public EventSink {
       }
       if (!any) return false;
       if (!all || unsure) {
-        reviews.push_back(
-            {ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
-             std::string(NodeText(n, src_)) + ": kept; " +
-                 (unsure ? "a call needs review (see its row)" : "it also imports names without a known counterpart") +
-                 ", port it by hand (" + message + ")",
-             "review"});
+        reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
+                           std::string(NodeText(n, src_)) + ": kept; " +
+                               (kept     ? "what it imports stays the library's"
+                                : unsure ? "a call needs review (see its row)"
+                                         : "it also imports names without a known counterpart") +
+                               ", port it by hand (" + message + ")",
+                           "review"});
         return false;
       }
       out_.push_back({ts_node_start_byte(n), ts_node_end_byte(n), replacement, StartLine(n), EndLine(n),
@@ -626,6 +670,7 @@ class MigrationCollector : public EventSink {
     }
     for (const auto& r : rules_.rules->additions) {
       if (!Matches(ev, r.api, false) || ev.has_splat() || ev.Keyword(r.keyword) || ev.args.empty()) continue;
+      if (r.position >= 0 && ev.Positional(static_cast<size_t>(r.position))) continue;  // given positionally
       if (!r.when_keyword.empty() || r.when_position >= 0) {
         const Argument* when = r.when_keyword.empty() ? nullptr : ev.Keyword(r.when_keyword);
         if (!when && r.when_position >= 0) when = ev.Positional(static_cast<size_t>(r.when_position));
@@ -821,6 +866,20 @@ class MigrationCollector : public EventSink {
   bool CudaLibraryCall(const CallEvent& ev, TSNode fn) {
     const CudaLibraryClass* lib = FindLibrary(ev.lookup.front());
     if (!lib) return false;
+    if (!lib->kept.empty()) {
+      // Ports keep the library's own call (its fork runs on the target): listed, not changed.
+      std::string lacks;
+      for (const auto& a : ev.args)
+        for (const auto& k : lib->unsure_keywords)
+          if (a.keyword == k) lacks += "; keyword " + k + " has no counterpart there";
+      unsure_.insert(lib->name);
+      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
+                         EndLine(ev.node), "Review",
+                         lib->name + " kept: " + lib->kept + "; torch's equivalent is " + lib->plain + lacks +
+                             " (check that the target's build of the library provides it)",
+                         "review"});
+      return true;
+    }
     std::string use = LibraryReplacement(*lib);
     if (use.empty()) {
       const std::string* fused = Find(facts_.fused_modules, lib->name);

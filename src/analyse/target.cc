@@ -232,7 +232,7 @@ Expected<Target> Target::Load(const DataDirs& data, const std::string& name, con
     for (auto& row : *rows) {
       if (row.size() < 2 || row[1].empty())
         return ParseError(libs.string() + ": " + row[0] + ": expected name<TAB>plain torch equivalent<TAB>keywords");
-      CudaLibraryClass c{row[0], row[1] == "-" ? std::string() : row[1], {}};
+      CudaLibraryClass c{row[0], row[1] == "-" ? std::string() : row[1], {}, row.size() > 3 ? row[3] : std::string()};
       if (row.size() > 2)
         for (size_t b = 0; b < row[2].size();) {
           size_t e = row[2].find(',', b);

@@ -75,6 +75,9 @@ struct CudaLibraryClass {
   /// Keywords of `name` that `plain` lacks or reads differently: a call using one is listed for
   /// review instead of being ported.
   std::vector<std::string> unsure_keywords;
+  /// Non-empty: why the library's own name is kept (ports keep it); each import and call is
+  /// listed for review naming `plain`, and nothing is changed.
+  std::string kept;
 };
 
 class Target {

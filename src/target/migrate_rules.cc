@@ -117,8 +117,8 @@ class RulesReader {
       for (auto field : obj) {
         std::string key(field.key);
         std::string w = what + "." + key;
-        if (key == "when_position") {
-          PORTKIT_RETURN_IF_ERROR(Position(field.value, w, &a.when_position));
+        if (key == "when_position" || key == "position") {
+          PORTKIT_RETURN_IF_ERROR(Position(field.value, w, key == "position" ? &a.position : &a.when_position));
           continue;
         }
         std::string* dest = key == "api"            ? &a.api
@@ -126,7 +126,8 @@ class RulesReader {
                             : key == "keyword"      ? &a.keyword
                             : key == "value"        ? &a.value
                                                     : nullptr;
-        if (!dest) return Error("unknown key " + w + " (known: api, when_keyword, when_position, keyword, value)");
+        if (!dest)
+          return Error("unknown key " + w + " (known: api, when_keyword, when_position, keyword, position, value)");
         PORTKIT_RETURN_IF_ERROR(String(field.value, w, dest));
       }
       for (const auto& [name, value] :

@@ -31,10 +31,13 @@ struct KeywordRewrite {
 
 /// `api(..., when_keyword=<anything but False>)` without `keyword` gets `keyword=value`; the
 /// argument may also be given positionally at `when_position` (>= 0). With neither, every call
-/// of `api` without `keyword` (and without `**kwargs`) gets it.
+/// of `api` without `keyword` (and without `**kwargs`) gets it. `position` (>= 0) is where
+/// `keyword` itself may be given positionally: a call with more positional arguments than that
+/// passes it already and gets nothing.
 struct KeywordAddition {
   std::string api, when_keyword, keyword, value;
   int when_position = -1;
+  int position = -1;
 };
 
 /// An argument of `api` (`keyword`, or the positional argument at `position`) whose text matches

@@ -131,6 +131,16 @@ TEST(MigrateRules, TheNpuTargetHasTheReferenceArgumentRewrites) {
   EXPECT_EQ(combine->keyword, "combine_grad");
   EXPECT_EQ(combine->when_keyword, "optimizers");
   EXPECT_EQ(combine->when_position, 1);
+  EXPECT_EQ(combine->position, -1);
+  // DDP's broadcast_buffers=False: unconditional, left where given positionally (5th parameter).
+  auto buffers = std::find_if(rules->additions.begin(), rules->additions.end(),
+                              [](const auto& a) { return a.api == "torch.nn.parallel.DistributedDataParallel"; });
+  ASSERT_NE(buffers, rules->additions.end());
+  EXPECT_EQ(buffers->keyword, "broadcast_buffers");
+  EXPECT_EQ(buffers->value, "False");
+  EXPECT_TRUE(buffers->when_keyword.empty());
+  EXPECT_EQ(buffers->when_position, -1);
+  EXPECT_EQ(buffers->position, 4);
   ASSERT_EQ(rules->kept.size(), 1u);
   EXPECT_EQ(rules->kept[0].api, "torch.load");
   // A target without the file has no rules.
@@ -155,6 +165,13 @@ TEST_F(Scratch, MigrateRulesErrorsNameTheFileAndTheProblem) {
                   "\"1\"}]}")
                 .find("\"keyword_additions\"[0].when_position must be a small integer >= 0"),
             std::string::npos);
+  EXPECT_NE(error("{\"keyword_additions\": [{\"api\": \"a\", \"keyword\": \"k\", \"value\": \"1\", \"position\": -1}]}")
+                .find("\"keyword_additions\"[0].position must be a small integer >= 0"),
+            std::string::npos);
+  EXPECT_NE(error("{\"keyword_additions\": [{\"api\": \"a\", \"keyword\": \"k\", \"value\": \"1\", \"pos\": 1}]}")
+                .find("unknown key \"keyword_additions\"[0].pos (known: api, when_keyword, when_position, keyword, "
+                      "position, value)"),
+            std::string::npos);
   EXPECT_NE(error("{\"kept_arguments\": [{\"api\": \"torch.load\", \"keyword\": \"map_location\"}]}")
                 .find("\"kept_arguments\"[0] needs a non-empty \"api\", \"when\" and \"why\""),
             std::string::npos);
@@ -177,6 +194,7 @@ TEST_F(Scratch, MigrateRulesErrorsNameTheFileAndTheProblem) {
   ASSERT_EQ(ok->additions.size(), 1u);
   EXPECT_TRUE(ok->additions[0].when_keyword.empty());
   EXPECT_EQ(ok->additions[0].when_position, -1);
+  EXPECT_EQ(ok->additions[0].position, -1);
   ASSERT_EQ(ok->kept.size(), 1u);
   EXPECT_EQ(ok->kept[0].position, 1);
   EXPECT_TRUE(ok->kept[0].keyword.empty());

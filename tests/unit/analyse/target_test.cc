@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -52,6 +53,25 @@ TEST(Target, DefaultIsNpu) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->name(), "npu");
   EXPECT_EQ(t->RewriteByPrefix("torch.profiler.ProfilerActivity.CUDA"), "torch_npu.profiler.ProfilerActivity.NPU");
+}
+
+TEST(Target, CudaLibrariesKeepWhatPortsKeep) {
+  auto t = Target::Load(PORTKIT_TEST_DATA_DIR, "", "", nullptr);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto& libs = t->cuda_libraries();
+  auto find = [&](const std::string& name) {
+    return std::find_if(libs.begin(), libs.end(), [&](const auto& c) { return c.name == name; });
+  };
+  auto syncbn = find("apex.parallel.convert_syncbn_model");
+  ASSERT_NE(syncbn, libs.end());
+  EXPECT_EQ(syncbn->plain, "torch.nn.SyncBatchNorm.convert_sync_batchnorm");
+  EXPECT_EQ(syncbn->unsure_keywords, std::vector<std::string>{"channel_last"});
+  EXPECT_NE(syncbn->kept.find("33 of 33"), std::string::npos);
+  // A row with an empty fourth column is ported.
+  auto layer_norm = find("apex.normalization.FusedLayerNorm");
+  ASSERT_NE(layer_norm, libs.end());
+  EXPECT_TRUE(layer_norm->kept.empty());
+  EXPECT_TRUE(layer_norm->unsure_keywords.empty());
 }
 
 TEST(Target, ErrorsNameWhatIsWrong) {
