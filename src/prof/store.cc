@@ -42,6 +42,13 @@ const char* EventKindName(EventKind k) {
 }
 
 namespace {
+/// How the store's multi-row INSERTs begin. OR FAIL: a row breaking a constraint ends the
+/// statement but keeps the rows before it (the trace's transaction is rolled back anyway, so the
+/// store gets the same rows), and SQLite then keeps no statement journal. With the default (OR
+/// ABORT) every multi-row INSERT first copied the 64 KiB page it appends to into a statement
+/// journal: a temporary file written and truncated once per statement (in memory for a store
+/// built without a journal on disk, in 1 KiB chunks).
+constexpr std::string_view kInsertRows = "INSERT OR FAIL ";
 /// Marks inserted per statement by TraceWriter::AddMarks (6 parameters each).
 constexpr size_t kMarksPerInsert = 16;
 constexpr std::string_view kCreateSchema = R"SQL(
@@ -334,7 +341,7 @@ Expected<Store> Store::OpenFile(const fs::path& path, bool fresh) {
   auto mark = PrepareOwned(*s.db_, "INSERT INTO marks VALUES (?,?,?,?,?,?)");
   if (!mark.ok()) return mark.status();
   s.insert_mark_ = std::move(*mark);
-  std::string many = "INSERT INTO marks VALUES (?,?,?,?,?,?)";
+  std::string many = std::string(kInsertRows) + "INTO marks VALUES (?,?,?,?,?,?)";
   for (size_t i = 1; i < kMarksPerInsert; ++i) many += ",(?,?,?,?,?,?)";
   auto marks = PrepareOwned(*s.db_, many);
   if (!marks.ok()) return marks.status();
@@ -360,8 +367,10 @@ Expected<Store> Store::Open(const fs::path& path) {
   const fs::path temp = path.string() + std::string(kUnpublishedInfix) + std::to_string(getpid());
   auto s = OpenFile(temp, true);
   if (!s.ok()) {
+    // Opened in place instead: a folder that cannot be written is then refused as before, with
+    // the store's name.
     RemoveSqliteFiles(temp);
-    return s.status();
+    return OpenFile(path, false);
   }
   s->publish_to_ = path.string();
   s->folder_lock_ = std::move(lock);
@@ -502,7 +511,7 @@ constexpr size_t kEventsPerInsert = 16;
 namespace {
 // INSERT INTO events naming the fixed columns and the optional ones of `columns`, `rows` rows.
 std::string InsertEventsSql(uint32_t columns, size_t rows) {
-  std::string text = "INSERT INTO events (" + std::string(kEventColumns);
+  std::string text = std::string(kInsertRows) + "INTO events (" + std::string(kEventColumns);
   std::string values = "(?";
   for (int i = 1; i < kEventFixedColumns; ++i) values += ",?";
   for (size_t i = 0; i < std::size(kEventOptionalColumns); ++i) {
