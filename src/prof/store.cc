@@ -451,10 +451,15 @@ Status Store::Publish() {
   // program made there, if any).
   // Where nothing can be opened, an empty store in memory stands in (no caller is left without a
   // connection) and the error is the answer.
-  const bool reopened = OpenFile(path, false).ok();
-  auto again = OpenFile(reopened ? path : fs::path(":memory:"), false);
+  Status reopen_error;
+  auto again = [&]() -> Expected<Store> {
+    auto there = OpenFile(path, false);
+    if (there.ok()) return there;
+    reopen_error = there.status();
+    return OpenFile(":memory:", false);
+  }();
   if (!again.ok()) return st.ok() ? again.status() : st;
-  if (!reopened && st.ok()) st = Status(ErrorCode::kIo, path.string() + " cannot be opened after it was written");
+  if (st.ok() && !reopen_error.ok()) st = reopen_error;
   db_ = std::move(again->db_);
   insert_mark_ = std::move(again->insert_mark_), insert_marks_ = std::move(again->insert_marks_);
   insert_string_ = std::move(again->insert_string_), find_string_ = std::move(again->find_string_);
