@@ -329,8 +329,8 @@ int main(int argc, char** argv) {
   // while the parse runs beside it on another core; on an idle machine with two cores the wall
   // clock cannot beat max(store thread, all threads / 2).
   std::printf(
-      "\nCPU seconds by thread (ours): the store thread runs SQLite; the others parse the JSON and "
-      "checkpoint the WAL into the store file\n\n");
+      "\nCPU seconds by thread (ours): the store thread runs SQLite (and renames the new store into "
+      "place); the others parse the JSON\n\n");
   std::printf("| %-30s | %7s | %8s | %8s | %14s | %15s | %22s |\n", "trace", "CPU s", "store s", "others s",
               "store MB/cpu-s", "others MB/cpu-s", "idle 2-core bound MB/s");
   std::printf("|%s|%s|%s|%s|%s|%s|%s|\n", std::string(32, '-').c_str(), std::string(9, '-').c_str(),

@@ -4,7 +4,14 @@
 #include "prof/import_limits.h"
 #include "prof/importers/chrome_trace.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 
 #include <algorithm>
 #include <array>
@@ -35,6 +42,13 @@ const char* EventKindName(EventKind k) {
 }
 
 namespace {
+/// How the store's multi-row INSERTs begin. OR FAIL: a row breaking a constraint ends the
+/// statement but keeps the rows before it (the trace's transaction is rolled back anyway, so the
+/// store gets the same rows), and SQLite then keeps no statement journal. With the default (OR
+/// ABORT) every multi-row INSERT first copied the 64 KiB page it appends to into a statement
+/// journal: a temporary file written and truncated once per statement (in memory for a store
+/// built without a journal on disk, in 1 KiB chunks).
+constexpr std::string_view kInsertRows = "INSERT OR FAIL ";
 /// Marks inserted per statement by TraceWriter::AddMarks (6 parameters each).
 constexpr size_t kMarksPerInsert = 16;
 constexpr std::string_view kCreateSchema = R"SQL(
@@ -118,6 +132,58 @@ sql::Schema StoreSchema() {
   s.migrations = {kMigrate1To2, to3, kMigrate3To4};
   s.remedy = "delete it and run `portkit prof import` on the traces again";
   return s;
+}
+
+/// How long a writer waits for another one (a trace's transaction, or the build of a new store).
+constexpr int kWaitForWriterMs = 3'600'000;
+/// `<store>.new-<pid>`: a new store while it is built (its name starts with the store's, so the
+/// importers never take it for a trace).
+constexpr std::string_view kUnpublishedInfix = ".new-";
+
+/// The exclusive lock on `dir`, waited for up to kWaitForWriterMs; fd < 0 when the folder cannot
+/// be opened or locked.
+FolderLock LockFolder(const fs::path& dir) {
+  FolderLock lock(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (lock.fd < 0) return lock;
+  for (int waited = 0;; waited += 20) {
+    if (flock(lock.fd, LOCK_EX | LOCK_NB) == 0) return lock;
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    if (waited >= kWaitForWriterMs) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return FolderLock();
+}
+
+/// Removes `db` and SQLite's files beside it (-wal, -shm, -journal).
+void RemoveSqliteFiles(const fs::path& db) {
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(db.string() + suffix, ec);
+}
+
+/// Removes the temporary files of new stores at `path` that killed writers left (called under the
+/// folder's lock: no live writer has one).
+void RemoveUnpublished(const fs::path& path) {
+  const std::string prefix = path.filename().string() + std::string(kUnpublishedInfix);
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (fs::directory_iterator it(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) == 0) stale.push_back(it->path());
+  }
+  for (const auto& p : stale) fs::remove(p, ec);
+}
+
+/// fsync of the file or folder at `p`.
+Status SyncPath(const fs::path& p, bool folder) {
+  int fd = open(p.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  if (fd < 0 || fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    return Status(ErrorCode::kIo, p.string() + " cannot be written (" + std::strerror(err) + ")");
+  }
+  close(fd);
+  return Status::Ok();
 }
 
 Expected<std::unique_ptr<sql::Statement>> PrepareOwned(sql::Database& db, std::string_view text) {
@@ -241,15 +307,15 @@ Expected<sql::Database> OpenStoreForReading(const fs::path& db_path, StoreReadNo
   return again;
 }
 
-Expected<Store> Store::Open(const fs::path& path) {
+Expected<Store> Store::OpenFile(const fs::path& path, bool fresh) {
   sql::OpenOptions options;
   // Two imports into one store: the second waits for the first's trace transaction (one trace at a
   // time), however long a large trace takes to import.
-  options.busy_timeout_ms = 3'600'000;
+  options.busy_timeout_ms = kWaitForWriterMs;
   // 64 KiB pages (set before WAL, which fixes the page size of a new store): a bulk import
   // writes a quarter as many WAL frames and B-tree pages as with 4 KiB ones.
   options.page_size = 65536;
-  options.wal = path != ":memory:";
+  options.wal = path != ":memory:" && !fresh;
   // Triggers never run on the store's writes (EnsureSchema refuses a store holding one, too).
   options.run_stored_triggers = false;
   auto db = sql::Database::Open(path, options);
@@ -264,13 +330,18 @@ Expected<Store> Store::Open(const fs::path& path) {
   // Checkpoints are run by TraceWriter::Finish (one per trace, on another thread) and by
   // the last connection's close, not by SQLite after every commit.
   if (options.wal) PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA wal_autocheckpoint = 0;"));
+  // A new store's temporary file: nobody else opens it and a crash leaves only a file that is
+  // removed, so no journal on disk (a rollback still works: the journal is in memory; a new
+  // store's pages need none) and no fsync until Publish. Each page is written once, not to the
+  // WAL and then again by the checkpoint.
+  if (fresh) PORTKIT_RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF;"));
   PORTKIT_RETURN_IF_ERROR(sql::EnsureSchema(*db, StoreSchema()));
   Store s;
   s.db_ = std::make_unique<sql::Database>(std::move(*db));
   auto mark = PrepareOwned(*s.db_, "INSERT INTO marks VALUES (?,?,?,?,?,?)");
   if (!mark.ok()) return mark.status();
   s.insert_mark_ = std::move(*mark);
-  std::string many = "INSERT INTO marks VALUES (?,?,?,?,?,?)";
+  std::string many = std::string(kInsertRows) + "INTO marks VALUES (?,?,?,?,?,?)";
   for (size_t i = 1; i < kMarksPerInsert; ++i) many += ",(?,?,?,?,?,?)";
   auto marks = PrepareOwned(*s.db_, many);
   if (!marks.ok()) return marks.status();
@@ -282,6 +353,117 @@ Expected<Store> Store::Open(const fs::path& path) {
   s.insert_string_ = std::move(*ins);
   s.find_string_ = std::move(*find);
   return s;
+}
+
+Expected<Store> Store::Open(const fs::path& path) {
+  std::error_code ec;
+  if (path == ":memory:" || fs::exists(path, ec)) return OpenFile(path, false);
+  // A new store: built in a temporary file beside it, under the folder's lock (a second writer
+  // waits for the rename, then opens the store as an existing one). Where the folder cannot be
+  // locked, or the store appeared meanwhile, it is opened in place as an existing store is.
+  FolderLock lock = LockFolder(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+  if (lock.fd < 0 || fs::exists(path, ec)) return OpenFile(path, false);
+  RemoveUnpublished(path);
+  const fs::path temp = path.string() + std::string(kUnpublishedInfix) + std::to_string(getpid());
+  auto s = OpenFile(temp, true);
+  if (!s.ok()) {
+    // Opened in place instead: a folder that cannot be written is then refused as before, with
+    // the store's name.
+    RemoveSqliteFiles(temp);
+    return OpenFile(path, false);
+  }
+  s->publish_to_ = path.string();
+  s->folder_lock_ = std::move(lock);
+  return s;
+}
+
+FolderLock& FolderLock::operator=(FolderLock&& o) noexcept {
+  if (this != &o) {
+    if (fd >= 0) close(fd);
+    fd = std::exchange(o.fd, -1);
+  }
+  return *this;
+}
+
+FolderLock::~FolderLock() {
+  if (fd >= 0) close(fd);
+}
+
+Store::~Store() {
+  WaitForCheckpoint();
+  if (db_ && !publish_to_.empty()) (void)Publish();
+}
+
+const std::string& Store::path() const { return publish_to_.empty() ? db_->path() : publish_to_; }
+
+Status Store::AfterCommit() {
+  if (publish_to_.empty()) {
+    StartCheckpoint();
+    return Status::Ok();
+  }
+  return Publish();
+}
+
+namespace {
+/// Renames `from` to `to` unless `to` exists (the file systems without renameat2's NOREPLACE: a
+/// hard link, then the old name removed).
+Status RenameNoReplace(const fs::path& from, const fs::path& to) {
+  int rc = renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+  if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    rc = link(from.c_str(), to.c_str());
+    if (rc == 0) unlink(from.c_str());
+  }
+  if (rc == 0) return Status::Ok();
+  if (errno == EEXIST)
+    return Status(ErrorCode::kIo, to.string() +
+                                      " was created by another program while this import built it; "
+                                      "the trace was not imported: run the import again");
+  return Status(ErrorCode::kIo, to.string() + " cannot be written (" + std::strerror(errno) + ")");
+}
+}  // namespace
+
+Status Store::Publish() {
+  if (publish_to_.empty() || !db_) return Status::Ok();
+  const fs::path temp = db_->path(), path = publish_to_;
+  publish_to_.clear();
+  // Released on return: a writer waiting for the folder then finds the store in place.
+  FolderLock lock = std::move(folder_lock_);
+  // The statements go before their connection. The file becomes a WAL store, as an existing one
+  // is; closing the last connection removes its (empty) WAL.
+  insert_event_.clear();
+  insert_events_.clear();
+  insert_mark_.reset(), insert_marks_.reset(), insert_string_.reset(), find_string_.reset();
+  Status st = db_->Exec("PRAGMA journal_mode = WAL");
+  db_.reset();
+  if (st.ok()) st = SyncPath(temp, false);
+  if (st.ok()) {
+    // A -wal or -shm left without its store would be read as this store's.
+    std::error_code ec;
+    for (const char* suffix : {"-wal", "-shm"}) fs::remove(path.string() + suffix, ec);
+    st = RenameNoReplace(temp, path);
+  }
+  if (st.ok()) st = SyncPath(path.parent_path().empty() ? fs::path(".") : path.parent_path(), true);
+  if (!st.ok()) {
+    RemoveSqliteFiles(temp);
+    OnRollback();  // the string ids were the temporary file's
+  }
+  // From here on the store is an existing one (when it could not be renamed, the file another
+  // program made there, if any).
+  // Where nothing can be opened, an empty store in memory stands in (no caller is left without a
+  // connection) and the error is the answer.
+  Status reopen_error;
+  auto again = [&]() -> Expected<Store> {
+    auto there = OpenFile(path, false);
+    if (there.ok()) return there;
+    reopen_error = there.status();
+    return OpenFile(":memory:", false);
+  }();
+  if (!again.ok()) return st.ok() ? again.status() : st;
+  if (st.ok() && !reopen_error.ok()) st = reopen_error;
+  db_ = std::move(again->db_);
+  insert_mark_ = std::move(again->insert_mark_), insert_marks_ = std::move(again->insert_marks_);
+  insert_string_ = std::move(again->insert_string_), find_string_ = std::move(again->find_string_);
+  return st;
 }
 
 Expected<Store> Store::OpenForReading(const fs::path& path, const StoreReadOptions& options) {
@@ -334,7 +516,7 @@ constexpr size_t kEventsPerInsert = 16;
 namespace {
 // INSERT INTO events naming the fixed columns and the optional ones of `columns`, `rows` rows.
 std::string InsertEventsSql(uint32_t columns, size_t rows) {
-  std::string text = "INSERT INTO events (" + std::string(kEventColumns);
+  std::string text = std::string(kInsertRows) + "INTO events (" + std::string(kEventColumns);
   std::string values = "(?";
   for (int i = 1; i < kEventFixedColumns; ++i) values += ",?";
   for (size_t i = 0; i < std::size(kEventOptionalColumns); ++i) {
@@ -488,7 +670,7 @@ Expected<std::pair<int64_t, int64_t>> Store::Pages() {
 }
 
 Status TraceWriter::CheckLimits() {
-  const std::string& db = store_->db_->path();
+  const std::string& db = store_->path();
   if (store_->max_events_ > 0 && events_ >= store_->max_events_)
     return InvalidArgument(db + ": over the limit: more than " + std::to_string(store_->max_events_) +
                            " events in one trace; not imported. --max-events raises the limit");
@@ -646,7 +828,7 @@ Status TraceWriter::AddEvents(std::span<const Event> events) {
     }
     if (*statement) PORTKIT_RETURN_IF_ERROR((*statement)->RunKeepingBindings());
     if (store_->db_->LastInsertRowId() != next_rowid_ - 1)
-      return Status(ErrorCode::kInternal, store_->db_->path() + ": events stored at unexpected rowids");
+      return Status(ErrorCode::kInternal, store_->path() + ": events stored at unexpected rowids");
     done += kEventsPerInsert;
   }
   return Status::Ok();
@@ -801,9 +983,9 @@ Status TraceWriter::Finish(uint64_t events, uint64_t skipped, std::string_view w
   tx_.reset();
   // The trace is in: its rows, counts and links. A second connection copies its pages from the
   // WAL into the store file and waits for their fsyncs on a thread of its own, while the caller
-  // goes on (the next trace of a folder; the store's destructor waits for it).
-  store_->StartCheckpoint();
-  return Status::Ok();
+  // goes on (the next trace of a folder; the store's destructor waits for it). A new store is
+  // renamed into place instead (Store::Publish); if that fails, the trace is not in the store.
+  return store_->AfterCommit();
 }
 
 void Store::StartCheckpoint() {

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/sqlite.h"
@@ -122,6 +123,19 @@ struct Mark {
 
 class Store;
 
+/// An exclusive lock (flock) on a folder, held by the writer building a new store there;
+/// released when destroyed. fd < 0: none.
+struct FolderLock {
+  int fd = -1;
+  FolderLock() = default;
+  explicit FolderLock(int f) : fd(f) {}
+  FolderLock(FolderLock&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  FolderLock& operator=(FolderLock&& o) noexcept;
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  ~FolderLock();
+};
+
 /// One trace being written: everything between Store::BeginTrace and Finish is one transaction.
 /// Destroyed without a successful Finish, it rolls back (the store is as before, including an
 /// earlier import of the same file) — no error path leaves the transaction open.
@@ -208,6 +222,15 @@ class Store {
  public:
   /// Opens (creating when absent) the store for writing. An existing store of another schema
   /// version is refused (kUnsupported) with what to do.
+  ///
+  /// A store that does not exist yet is built in a temporary file beside it (`<path>.new-<pid>`,
+  /// without a journal on disk and without fsyncs while it is written) and renamed to `path` when
+  /// its first trace is finished (TraceWriter::Finish) or, when no trace is, when the Store is
+  /// destroyed: fsynced, switched to WAL and renamed, never over a file of that name. From then on
+  /// the store is written as an existing one (WAL, one transaction per trace). While the file is
+  /// being built the folder is locked (flock): a second writer of the same store waits (up to an
+  /// hour, as for a trace's transaction) and then opens the renamed store. A temporary file left by
+  /// a killed process is removed by the next writer that builds the store.
   static Expected<Store> Open(const std::filesystem::path& path);
   /// Opens an existing store read-only (the exporters, the advisor, diff): OpenStoreForReading.
   static Expected<Store> OpenForReading(const std::filesystem::path& path, const StoreReadOptions& options = {});
@@ -215,8 +238,9 @@ class Store {
   const StoreReadNotes& read_notes() const { return read_notes_; }
   Store(Store&& o) noexcept = default;
   Store& operator=(Store&&) = delete;
-  /// Waits for a checkpoint still running (see TraceWriter::Finish).
-  ~Store() { WaitForCheckpoint(); }
+  /// Waits for a checkpoint still running (see TraceWriter::Finish); a store still in its temporary
+  /// file (no trace finished) is renamed into place (best effort).
+  ~Store();
 
   /// Starts a trace (replacing an earlier import of the same `path`). Only one trace is written
   /// at a time.
@@ -257,6 +281,18 @@ class Store {
   void StartCheckpoint();
   /// Forgets string ids learnt inside a transaction that was rolled back.
   void OnRollback() { strings_.clear(); }
+  /// After a trace's commit: renames a store built in its temporary file into place (Publish), or
+  /// starts the checkpoint of an existing one.
+  Status AfterCommit();
+  /// Fsyncs the temporary file, switched to WAL, renames it to `publish_to_` (never over a file)
+  /// and opens the store there as an existing one. A no-op for a store that was not new.
+  Status Publish();
+  /// Opens the connection to `file` (`fresh`: a new store's temporary file, written without a
+  /// journal on disk and without fsyncs) and prepares the statements.
+  static Expected<Store> OpenFile(const std::filesystem::path& file, bool fresh);
+  /// The path the store is known by (its final path while it is built in a temporary file).
+  const std::string& path() const;
+
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -267,6 +303,8 @@ class Store {
   uint64_t max_events_ = 0, max_growth_bytes_ = 0;
   StoreReadNotes read_notes_;
   std::unique_ptr<sql::Database> db_;  // heap: statements and transactions keep its address
+  std::string publish_to_;             // a new store's path while it is built in a temporary file
+  FolderLock folder_lock_;             // held while publish_to_ is set
   std::thread checkpoint_;             // StartCheckpoint's thread, while it runs
   std::unique_ptr<sql::Statement> insert_mark_, insert_string_, find_string_;
   std::unique_ptr<sql::Statement> insert_marks_;  ///< kMarksPerInsert rows (TraceWriter::AddMarks)

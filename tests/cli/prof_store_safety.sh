@@ -57,6 +57,8 @@ for round in 1 2 3 4 5; do
   summary "$d/portkit.db" >"$d.sum"
   check "round $round: the store equals one import's" "cmp -s '$tmp/ref.sum' '$d.sum'"
   check "round $round: no crash marker left" "! ls -a '$d' | grep -q '^.portkit-import'"
+  # The first import built the new store aside (portkit.db.new-<pid>) while the others waited.
+  check "round $round: no temporary store left" "! ls -a '$d' | grep -q '^portkit.db.new-'"
 done
 
 # --- Folder import: what is and is not a trace -------------------------------------------------

@@ -1,7 +1,15 @@
 // The profile store: schema version, transactions that always end, string ids after a rollback.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include <unistd.h>
 
 #include "prof/store.h"
 #include "store_schema_util.h"
@@ -434,6 +442,94 @@ TEST_F(ProfStore, AForeignViewOrTriggerIsRefusedForReadingAndWriting) {
               std::string::npos)
         << st.message();
   }
+}
+
+/// The files of the test's folder, sorted.
+std::vector<std::string> FolderFiles(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(ProfStore, ANewStoreIsBuiltAsideAndAppearsWholeWhenItsFirstTraceIsDone) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  const std::string temp = "portkit.db.new-" + std::to_string(::getpid());
+  // While the first trace is written no store is there: a reader finds none, never half of one.
+  EXPECT_EQ(FolderFiles(dir_), std::vector<std::string>{temp});
+  auto writer = store->BeginTrace("a.json", "kineto");
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->AddEvent(Kernel("k", 1)).ok());
+  EXPECT_EQ(OpenStoreForReading(path_).status().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(writer->Finish(1, 0, "").ok());
+  // Renamed into place, a WAL store like any other, which the next trace is written into.
+  EXPECT_EQ(FolderFiles(dir_)[0], "portkit.db");
+  for (const auto& f : FolderFiles(dir_)) EXPECT_EQ(f.find(".new-"), std::string::npos) << f;
+  {
+    auto mode = store->db().Prepare("PRAGMA journal_mode");
+    ASSERT_TRUE(mode.ok() && *mode->Step());
+    EXPECT_EQ(mode->Text(0), "wal");
+  }
+  auto second = store->BeginTrace("b.json", "kineto");
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(second->AddEvent(Kernel("k", 2)).ok());
+  Status finished = second->Finish(1, 0, "");
+  ASSERT_TRUE(finished.ok()) << finished.message();
+  auto reader = OpenStoreForReading(path_);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto q = reader->Prepare("SELECT count(*), count(DISTINCT name) FROM events");
+  ASSERT_TRUE(q.ok() && *q->Step());
+  EXPECT_EQ(q->Int(0), 2);
+  EXPECT_EQ(q->Int(1), 1);
+}
+
+TEST_F(ProfStore, ATemporaryStoreOfAKilledWriterIsRemoved) {
+  const fs::path stale = dir_ / "portkit.db.new-999999999";
+  std::ofstream(stale) << "half a store";
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  EXPECT_FALSE(fs::exists(stale));
+}
+
+TEST_F(ProfStore, AFileMadeAtThePathMeanwhileIsNeverReplaced) {
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  auto writer = store->BeginTrace("a.json", "kineto");
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->AddEvent(Kernel("k", 1)).ok());
+  std::ofstream(path_) << "not ours";
+  Status st = writer->Finish(1, 0, "");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("was created by another program"), std::string::npos) << st.message();
+  std::ifstream in(path_);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "not ours");
+  EXPECT_EQ(FolderFiles(dir_), std::vector<std::string>{"portkit.db"});
+}
+
+TEST_F(ProfStore, ASecondWriterOfANewStoreWaitsForItAndThenWritesIntoIt) {
+  auto first = Store::Open(path_);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto writer = first->BeginTrace("a.json", "kineto");
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->AddEvent(Kernel("from_the_first", 1)).ok());
+  std::atomic<bool> opened{false};
+  std::vector<std::string> seen;
+  std::thread other([&] {
+    auto second = Store::Open(path_);
+    opened = true;
+    ASSERT_TRUE(second.ok()) << second.status().message();
+    auto w = second->BeginTrace("b.json", "kineto");
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ASSERT_TRUE(w->AddEvent(Kernel("from_the_second", 2)).ok());
+    ASSERT_TRUE(w->Finish(1, 0, "").ok());
+    seen = Names(*second);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(opened.load());  // waiting for the folder's lock
+  ASSERT_TRUE(writer->Finish(1, 0, "").ok());
+  other.join();
+  EXPECT_EQ(seen, (std::vector<std::string>{"from_the_first", "from_the_second"}));
 }
 
 }  // namespace
