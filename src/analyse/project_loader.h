@@ -55,9 +55,10 @@ struct LoadOptions {
   /// Methods of torch.nn.Module the target adds that return the module (`model.npu()`).
   std::vector<std::string> module_self_methods = {};
   /// Trees are kept between passes for the files, in order, whose Python sources total at most
-  /// this (a tree takes 60-150 times its source: 4 MiB of code, 250-600 MB of trees); the
-  /// other files are parsed again by each pass, one tree per worker at a time.
-  size_t keep_trees_bytes = size_t{4} << 20;
+  /// this (a tree takes 45-150 times its source: 8 MiB of code, 0.4-1.2 GB of trees); the
+  /// other files are parsed again by each pass, one tree per worker at a time. A file past the
+  /// budget costs a second parse (about half the time of its analysis).
+  size_t keep_trees_bytes = size_t{8} << 20;
   /// Files left out of the project (ExcludedByGlobs): shell globs on paths relative to the input.
   std::vector<std::string> exclude_globs = {};
 };
