@@ -676,6 +676,26 @@ def test_a_candidate_that_cannot_win_stops_early_and_a_deadline_ends_the_rounds(
     assert measure.cannot_win([2.0] * 5, [1.0] * 5) and not measure.cannot_win([1.0] * 5, [1.0] * 5)
 
 
+def test_a_spinning_candidate_gets_its_pause_before_another_is_timed(monkeypatch):
+    """settle: after a sample of a candidate whose threads keep spinning, the next sample of
+    another candidate waits that long first (never between two samples of the same one, nor after
+    a candidate that owes no pause); the pause is outside the timed region."""
+    pauses = []
+    monkeypatch.setattr(measure.time, "sleep", lambda s: pauses.append(s))
+    order = []
+    runs = {"spin": lambda: order.append("spin"), "quiet": lambda: order.append("quiet")}
+    owed = {"spin": 0.05, "quiet": 0.0}
+    timings = measure.measure_interleaved(runs, rounds=4, warmup=1, min_sample_s=0.0, settle=owed.get)
+    assert all(len(t.samples) == 4 for t in timings.values())
+    sampled = order[4:]  # after each candidate's first call and calibration call
+    spin_then_other = sum(1 for a, b in zip(sampled, sampled[1:]) if a == "spin" and b != "spin")
+    assert pauses == [0.05] * spin_then_other and spin_then_other >= 2
+    # The tuner's rule: ONNX Runtime sessions that spin owe the longest pause, torch's pool a short one.
+    assert sgat.settle_of_setting("ALL/sequential") == sgat.ORT_SPIN_SETTLE_S > sgat.TORCH_SETTLE_S > 0
+    assert sgat.settle_of_setting("ALL/sequential/nospin") == 0.0
+    assert sgat.settle_time(torch.nn.Linear(2, 2)) == sgat.TORCH_SETTLE_S
+
+
 def test_a_spent_time_budget_leaves_subgraphs_eager_and_reports_the_cost(tmp_path):
     model, inputs = models.make_resnet(width=8), (torch.randn(2, 3, 16, 16),)
     bank = str(tmp_path / "bank")

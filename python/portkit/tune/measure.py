@@ -104,7 +104,7 @@ def cannot_win(challenger, best, margin=DEFAULT_MARGIN, resamples=1000):
 
 
 def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, prepare=None, group=None,
-                        deadline=None, keep=(), stopped=None):
+                        deadline=None, keep=(), stopped=None, settle=None):
     """Times ``candidates`` ({name: zero-argument callable}) interleaved.
 
     Returns {name: Timing}. ``prepare(name)`` runs before each sample outside the timed region
@@ -116,7 +116,13 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
     every candidate has MIN_ROUNDS samples (past it, warm-up ends after its first round), and from
     then on a candidate that cannot win (:func:`cannot_win` against the fastest median so far) is
     no longer timed, except those named in ``keep`` (the baseline). ``stopped``, a dict, receives {name: rounds timed} of the
-    candidates stopped early."""
+    candidates stopped early.
+
+    ``settle(name)``, when given, is how long (seconds) the threads of ``name`` keep a core busy
+    after its last call: before the next sample of another candidate the run sleeps that long.
+    A runtime whose idle threads spin (ONNX Runtime's default spins a worker for about 45 ms after
+    a call; torch's OpenMP pool for a few ms) would otherwise take a core from whichever candidate
+    comes next — in a fixed rotation, always the same one — and make it look slower than it is."""
     import torch
 
     names = list(candidates)
@@ -130,6 +136,7 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
             inner[name] = _calibrate(candidates[name], min_sample_s)
         samples = {name: [] for name in names}
         r = 0
+        last = None
         while r < warmup + rounds:
             if deadline is not None and 0 < r < warmup and time.monotonic() > deadline:
                 warmup = r  # past the deadline: one warm-up round, then the samples
@@ -139,6 +146,11 @@ def measure_interleaved(candidates, rounds=15, warmup=2, min_sample_s=0.002, pre
                     break
                 active = _still_in_race(active, samples, keep, stopped)
             for name in _round_order(active, r, group):
+                if settle is not None and last is not None and last != name:
+                    pause = settle(last)
+                    if pause > 0:
+                        time.sleep(pause)
+                last = name
                 if prepare:
                     prepare(name)
                 fn, k = candidates[name], inner[name]

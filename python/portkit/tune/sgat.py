@@ -64,6 +64,28 @@ class TuneError(Exception):
     pass
 
 
+#: How long (seconds) a candidate's threads keep a core busy after a call, measured on the 2-core
+#: VM (docs/tune.md, "Spinning thread pools"): an ONNX Runtime session that spins its idle
+#: threads (its default) about 45 ms; torch's OpenMP pool (eager, TorchScript, inductor) 6-9 ms;
+#: OpenVINO and ONNX Runtime without spinning none. Interleaved timing sleeps this long before
+#: the next candidate's sample (measure_interleaved's ``settle``).
+ORT_SPIN_SETTLE_S, TORCH_SETTLE_S = 0.05, 0.01
+
+
+def settle_time(module):
+    """The pause owed after a call of ``module`` before another candidate is timed."""
+    if isinstance(module, ort.OrtModule):
+        return 0.0 if module.options.get("spin") is False else ORT_SPIN_SETTLE_S
+    if isinstance(module, ov.OvModule):
+        return 0.0
+    return TORCH_SETTLE_S
+
+
+def settle_of_setting(name):
+    """settle_time of an ONNX Runtime session known by its setting name (ort.setting_name)."""
+    return 0.0 if "nospin" in name.split("/") else ORT_SPIN_SETTLE_S
+
+
 def _progress(msg):
     sys.stderr.write("[portkit tune] %s\n" % msg)
     sys.stderr.flush()
@@ -874,6 +896,7 @@ class _Tuning:
         self.opat_records = []
         self.onnx_bytes = None
         self.ov_ir = None  # OpenVINO's IR of the model (graph, weights), converted once
+        self.run_modules = {}  # whole-model candidate name -> its module (for settle_time)
         self.ort_options = {}  # thread count -> ONNX Runtime settings chosen at that count
         # The peers' own configurations at the peer thread count, kept for the final run:
         # {strategy: module} and ONNX Runtime's searched settings there ({setting name: module}).
@@ -1208,7 +1231,7 @@ class _Tuning:
 
         def time_runs(runs):
             return measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
-                                       deadline=deadline)
+                                       deadline=deadline, settle=settle_of_setting)
         kept = {}
         try:
             best, ms = ort.search(self.onnx_bytes, self.inputs, self.reference, count, outputs_match, time_runs,
@@ -1403,6 +1426,7 @@ class _Tuning:
                 spent = info["build_s"] / max(1, len(info["first_call_s"])) + time.time() - t0
             if ok:
                 runs[name] = (lambda m=m: m(*self.inputs))
+                self.run_modules[name] = m
                 pairs[name] = (strategy, t)
                 if strategy in PEER_STRATEGIES and t == self.peer_threads and b == self.default_blas:
                     self.peer_modules[strategy] = m
@@ -1433,7 +1457,8 @@ class _Tuning:
         stopped = self.cost["stopped_early"]
         timings = measure_interleaved(runs, rounds=s.rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
                                       prepare=thread_switcher(runs, count, self.blas_of.get),
-                                      group=count, deadline=self.by(0.85), keep=(self.baseline,), stopped=stopped)
+                                      group=count, deadline=self.by(0.85), keep=(self.baseline,), stopped=stopped,
+                                      settle=lambda n: settle_time(self.run_modules.get(n, self.model)))
         for n, t in timings.items():
             self.report["candidates"][n] = dict(t.as_ms(), strategy=self.pairs[n][0], threads=self.pairs[n][1],
                                                 baseline=n == self.baseline)
@@ -1571,7 +1596,9 @@ class _Tuning:
         timings = measure_interleaved(final, rounds=s.final_rounds, warmup=s.warmup, min_sample_s=s.min_sample_s,
                                       prepare=thread_switcher(final, count, lambda n: plan.blas_threads
                                                               if n == "result" else self.default_blas),
-                                      group=count, deadline=deadline, keep=("baseline", "result"), stopped=stopped)
+                                      group=count, deadline=deadline, keep=("baseline", "result"), stopped=stopped,
+                                      settle=lambda n: settle_time(chosen if n == "result" else self.model
+                                                                   if n == "baseline" else peers[n][0]))
         for n, rounds in stopped.items():
             self.cost["stopped_early"]["final:" + n] = rounds
         return timings
