@@ -14,6 +14,7 @@ interface; it pickles as its ONNX bytes and options (the session is rebuilt when
 composite model holding ONNX Runtime parts is saved with ``torch.save``. A whole-model artifact
 holds ``optimized.onnx``; every plan records the options and the ONNX Runtime version.
 """
+import importlib
 import io
 import time
 
@@ -53,12 +54,17 @@ TRANSFORMER_OPS = ("Softmax", "LayerNormalization", "Erf", "Pow", "ReduceMean")
 FUSIONS = ("bert", "gpt2")
 
 
-def available():
+def importable(name):
+    """Whether the optional package ``name`` imports (a runtime a candidate needs)."""
     try:
-        import onnxruntime  # noqa: F401
+        importlib.import_module(name)
     except ImportError:
         return False
     return True
+
+
+def available():
+    return importable("onnxruntime")
 
 
 def version():

@@ -16,6 +16,8 @@ import tempfile
 
 import torch
 
+from .ort import importable
+
 STRATEGY = "openvino"
 XML_FILE = "optimized.xml"
 BIN_FILE = "optimized.bin"
@@ -25,11 +27,7 @@ SETTINGS = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
 
 
 def available():
-    try:
-        import openvino  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importable("openvino")
 
 
 def version():
