@@ -177,20 +177,7 @@ class MigrationCollector : public EventSink {
       std::string_view head = LeadingName(fn);
       bool through_assignment = !head.empty() && !ImportBound(head);
       const std::string* fused = Find(facts_.fused_optimizers, ev.lookup.front());
-      if (fused && !through_assignment) {
-        if (unsafe_) {
-          Add(fn, *fused, "AffinityReplace", ev.lookup.front() + " → " + *fused + " (--unsafe)", "fused_api");
-          NeedModuleOf(*fused);
-        } else {
-          // Ascend's ports often make this swap; it changes how the update is computed (one
-          // fused kernel over flattened parameters), so it is listed, not made.
-          reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
-                             EndLine(ev.node), "Review",
-                             ev.lookup.front() + " → " + *fused +
-                                 " not made: the target's fused optimizer; --unsafe makes it, check the accuracy",
-                             "review"});
-        }
-      }
+      if (fused && !through_assignment) FusedOptimizerSwap(fn, ev.node, ev.lookup.front(), *fused, false);
     }
   }
 
@@ -246,19 +233,32 @@ class MigrationCollector : public EventSink {
     if (!ts_node_is_null(parent) && syn_.Kind(parent) == NodeKind::kArgumentList &&
         syn_.Kind(ts_node_parent(parent)) == NodeKind::kClassDefinition)
       return true;
-    if (unsafe_) {
-      Add(ev.node, *fused, "AffinityReplace", ev.qname + " → " + *fused + " (--unsafe; referenced, not called)",
-          "fused_api");
-      NeedModuleOf(*fused);
-      return true;
-    }
-    reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node), EndLine(ev.node),
-                       "Review",
-                       ev.qname + " → " + *fused +
-                           " not made: referenced, not called here (a call through this name makes torch's "
-                           "optimizer); the target's fused optimizer; --unsafe makes it, check the accuracy",
-                       "review"});
+    FusedOptimizerSwap(ev.node, ev.node, ev.qname, *fused, true);
     return true;
+  }
+
+  /// A torch optimizer -> the target's fused one: made at `edit` with --unsafe, else a Review
+  /// row at `row`. Ascend's ports often make this swap; it changes how the update is computed
+  /// (one fused kernel over flattened parameters), so it is listed, not made. `referenced`: the
+  /// class is named without being called.
+  void FusedOptimizerSwap(TSNode edit, TSNode row, const std::string& qname, const std::string& fused,
+                          bool referenced) {
+    if (unsafe_) {
+      Add(edit, fused, "AffinityReplace",
+          qname + " → " + fused + (referenced ? " (--unsafe; referenced, not called)" : " (--unsafe)"), "fused_api");
+      NeedModuleOf(fused);
+      return;
+    }
+    Review(row,
+           qname + " → " + fused + " not made: " +
+               (referenced ? "referenced, not called here (a call through this name makes torch's optimizer); " : "") +
+               "the target's fused optimizer; --unsafe makes it, check the accuracy");
+  }
+
+  /// A Review row over `n`: an edit the migration is not sure of, listed in change_list.csv.
+  void Review(TSNode n, std::string message) {
+    reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
+                       std::move(message), "review"});
   }
 
   /// Drops the edits inside calls of other runtimes, and edits that change nothing
@@ -329,13 +329,11 @@ class MigrationCollector : public EventSink {
       }
       if (!any) return false;
       if (!all || unsure) {
-        reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
-                           std::string(NodeText(n, src_)) + ": kept; " +
-                               (kept     ? "what it imports stays the library's"
-                                : unsure ? "a call needs review (see its row)"
-                                         : "it also imports names without a known counterpart") +
-                               ", port it by hand (" + message + ")",
-                           "review"});
+        Review(n, std::string(NodeText(n, src_)) + ": kept; " +
+                      (kept     ? "what it imports stays the library's"
+                       : unsure ? "a call needs review (see its row)"
+                                : "it also imports names without a known counterpart") +
+                      ", port it by hand (" + message + ")");
         return false;
       }
       out_.push_back({ts_node_start_byte(n), ts_node_end_byte(n), replacement, StartLine(n), EndLine(n),
@@ -371,10 +369,8 @@ class MigrationCollector : public EventSink {
       if (found.empty()) return false;
       std::string names;
       for (const auto& f : found) names += (names.empty() ? "" : ", ") + f;
-      reviews.push_back({ts_node_start_byte(n), ts_node_end_byte(n), "", StartLine(n), EndLine(n), "Review",
-                         names + ": a compiled CUDA extension (or a module built on one) with no " + target_.name() +
-                             " build; port the code that uses it by hand",
-                         "review"});
+      Review(n, names + ": a compiled CUDA extension (or a module built on one) with no " + target_.name() +
+                    " build; port the code that uses it by hand");
       return false;
     });
   }
@@ -873,23 +869,17 @@ class MigrationCollector : public EventSink {
         for (const auto& k : lib->unsure_keywords)
           if (a.keyword == k) lacks += "; keyword " + k + " has no counterpart there";
       unsure_.insert(lib->name);
-      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
-                         EndLine(ev.node), "Review",
-                         lib->name + " kept: " + lib->kept + "; torch's equivalent is " + lib->plain + lacks +
-                             " (check that the target's build of the library provides it)",
-                         "review"});
+      Review(ev.node, lib->name + " kept: " + lib->kept + "; torch's equivalent is " + lib->plain + lacks +
+                          " (check that the target's build of the library provides it)");
       return true;
     }
     std::string use = LibraryReplacement(*lib);
     if (use.empty()) {
       const std::string* fused = Find(facts_.fused_modules, lib->name);
       unsure_.insert(lib->name);
-      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
-                         EndLine(ev.node), "Review",
-                         lib->name + " not ported: torch has no equivalent" +
-                             (fused ? "; the target's is " + *fused + " (--unsafe makes it, check the accuracy)"
-                                    : "; port it by hand"),
-                         "review"});
+      Review(ev.node, lib->name + " not ported: torch has no equivalent" +
+                          (fused ? "; the target's is " + *fused + " (--unsafe makes it, check the accuracy)"
+                                 : "; port it by hand"));
       return true;
     }
     std::string why;
@@ -900,9 +890,7 @@ class MigrationCollector : public EventSink {
     }
     if (!why.empty()) {
       unsure_.insert(lib->name);
-      reviews.push_back({ts_node_start_byte(ev.node), ts_node_end_byte(ev.node), "", StartLine(ev.node),
-                         EndLine(ev.node), "Review",
-                         lib->name + " → " + use + " not made: " + why + "; port it by hand", "review"});
+      Review(ev.node, lib->name + " → " + use + " not made: " + why + "; port it by hand");
       return true;
     }
     if (NodeText(fn, src_) == lib->name) {

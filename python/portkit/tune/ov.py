@@ -78,7 +78,7 @@ class OvModule(torch.nn.Module):
         self.graph, self.weights, self.options = bytes(graph), bytes(weights), dict(options)
         core = ov.Core()
         model = core.read_model(model=self.graph, weights=ov.Tensor(np.frombuffer(self.weights, dtype=np.uint8).copy()))
-        self.compiled = core.compile_model(model, "CPU", {k: v for k, v in self.options.items()})
+        self.compiled = core.compile_model(model, "CPU", dict(self.options))
         self.request = self.compiled.create_infer_request()
         self.outputs = list(self.compiled.outputs)
 

@@ -10,10 +10,12 @@ def result_file_name(when=None, pid=None):
     return "aoe_result_sgat_%s_pid%d.json" % (stamp, os.getpid() if pid is None else pid)
 
 
-def write_atomic(path, text):
+def write_atomic(path, data):
+    """``data`` (str: UTF-8 text; bytes: as they are) into ``path`` through a temporary file
+    beside it and a rename: a reader never sees a half-written file."""
     tmp = "%s.tmp%d" % (path, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+    with (open(tmp, "wb") if isinstance(data, bytes) else open(tmp, "w", encoding="utf-8")) as f:
+        f.write(data)
     os.replace(tmp, path)
 
 

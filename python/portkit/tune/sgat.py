@@ -373,7 +373,7 @@ def _roundtrip_ok(module):
         return False
 
 
-def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=None):
+def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=None, ov_ir=None):
     """Writes OUTPUT/optimized.pt (+ optimized.json, the plan); returns the artifact path.
 
     TorchScript plans load with torch.jit.load. Where torch cannot serialise the finished module
@@ -386,7 +386,7 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
     if plan.strategy == ort.STRATEGY:
         return _save_ort_artifact(output, plan, model, inputs)
     if plan.strategy == ov.STRATEGY:
-        return _save_ov_artifact(output, plan, model, inputs)
+        return _save_ov_artifact(output, plan, model, inputs, ov_ir)
     if plan.strategy in COMPILE_STRATEGIES:
         # Inductor output is not a file format of torch 2.x; the artifact holds the captured
         # graph and load() compiles it again (compile time on first call).
@@ -454,13 +454,10 @@ def save_artifact(output, plan, cap, model, inputs, sub_inputs, opat_kernels=Non
 def _save_ort_artifact(output, plan, model, inputs):
     """OUTPUT/optimized.onnx and the plan naming it, ONNX Runtime's options and version."""
     path = os.path.join(output, ort.ONNX_FILE)
-    tmp = path + ".tmp%d" % os.getpid()
     graph = ort.export(model, inputs)
     if (plan.ort_options or {}).get("fusion"):
         graph = ort.fuse(graph, plan.ort_options["fusion"])  # the graph as timed
-    with open(tmp, "wb") as f:
-        f.write(graph)
-    os.replace(tmp, path)
+    write_atomic(path, graph)
     doc = dict(plan.to_json(), artifact=ort.ONNX_FILE, kind=ort.STRATEGY, load_transform=None,
                torch=torch.__version__, portkit=PORTKIT_VERSION, onnxruntime=ort.version())
     doc[HASHES] = {ort.ONNX_FILE: safe_load.sha256_of(path)}
@@ -468,18 +465,14 @@ def _save_ort_artifact(output, plan, model, inputs):
     return path
 
 
-def _save_ov_artifact(output, plan, model, inputs):
+def _save_ov_artifact(output, plan, model, inputs, ir=None):
     """OUTPUT/optimized.xml + optimized.bin (OpenVINO's IR) and the plan naming them, the compile
-    settings and OpenVINO's version."""
-    graph, weights = ov.convert(model, inputs)
+    settings and OpenVINO's version. ``ir``: the (graph, weights) the tuning converted and timed
+    (None: converted here)."""
     paths = []
-    for name, data in ((ov.XML_FILE, graph), (ov.BIN_FILE, weights)):
-        path = os.path.join(output, name)
-        tmp = path + ".tmp%d" % os.getpid()
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-        paths.append(path)
+    for name, data in zip((ov.XML_FILE, ov.BIN_FILE), ir or ov.convert(model, inputs)):
+        paths.append(os.path.join(output, name))
+        write_atomic(paths[-1], data)
     doc = dict(plan.to_json(), artifact=ov.XML_FILE, weights=ov.BIN_FILE, kind=ov.STRATEGY, load_transform=None,
                torch=torch.__version__, portkit=PORTKIT_VERSION, openvino=ov.version(),
                ov_options=ov.options_at(plan.threads))
@@ -533,7 +526,8 @@ def load(path):
         if plan.get("kind") == ort.STRATEGY:
             main = (plan.get("artifact") or ort.ONNX_FILE, "artifact")
         if plan.get("kind") == ov.STRATEGY:
-            return _load_ov(files, plan)
+            main = (plan.get("artifact") or ov.XML_FILE, "artifact")
+            files.verify(plan.get("weights") or ov.BIN_FILE, "artifact")
         # Every file is checked before the first is loaded; each is hashed again as it is loaded.
         for kernel in _routed_kernels(plan):
             files.verify(kernel["so"], "kernel")
@@ -544,6 +538,10 @@ def load(path):
             blas_mod.set_threads(plan["blas_threads"])  # a no-op where torch's count governs BLAS
         _register_kernels(files, plan)
         with files.open(*main) as f:
+            if plan.get("kind") == ov.STRATEGY:
+                with files.open(plan.get("weights") or ov.BIN_FILE, "artifact") as w:
+                    return ov.OvModule(f.read(), w.read(), plan.get("ov_options") or ov.options_at(
+                        plan.get("threads") or 1))
             if plan.get("kind") == ort.STRATEGY:
                 return ort.OrtModule(f.read(), dict(plan.get("ort_options") or {}, intra_op_num_threads=int(
                     (plan.get("ort_options") or {}).get("intra_op_num_threads") or plan.get("threads") or 1)))
@@ -557,20 +555,6 @@ def load(path):
     if plan.get("load_transform") == "optimize_for_inference":
         module = torch.jit.optimize_for_inference(module)
     return module
-
-
-def _load_ov(files, plan):
-    """The OpenVINO module of an openvino plan: its IR (both files hash-checked) compiled with the
-    plan's settings."""
-    names = (plan.get("artifact") or ov.XML_FILE, plan.get("weights") or ov.BIN_FILE)
-    data = []
-    for name in names:
-        with files.open(name, "artifact") as f:
-            data.append(f.read())
-    if plan.get("threads"):
-        torch.set_num_threads(int(plan["threads"]))
-    options = plan.get("ov_options") or ov.options_at(plan.get("threads") or 1)
-    return ov.OvModule(data[0], data[1], options)
 
 
 class _ArtifactFiles:
@@ -1548,7 +1532,7 @@ class _Tuning:
         # With an artifact, what is checked (and returned) is the artifact loaded back: building
         # the plan once more beforehand would only repeat the work (a compile, an export).
         artifact = save_artifact(s.output, plan, self.cap, self.model, self.inputs, self.sub_inputs,
-                                 self.opat_records)
+                                 self.opat_records, ov_ir=self.ov_ir)
         chosen = load(artifact)
         if not self.check("the saved artifact", chosen, lowp=lowp):
             raise TuneError("the saved artifact %s does not %s" % (
